@@ -1,0 +1,84 @@
+# lagless — one non-recursive Makefile. Objects under build/, automatic dependencies.
+#   make            build build/lagless
+#   make run        install missing Debian packages, build, start on 0.0.0.0:8080
+#   make test       install missing Debian packages, build, run unit + integration tests,
+#                   then the same suite again under ASan+UBSan
+#   make SAN=1 ...  build with AddressSanitizer and UndefinedBehaviorSanitizer (into build/san)
+
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3
+SAN     ?= 0
+DEBUG   ?= 0
+
+ifeq ($(SAN),1)
+OBJDIR  := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+OBJDIR  := build
+SANFLAGS :=
+endif
+
+OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
+CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
+           -Wno-unused-parameter -I. -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
+LDFLAGS += $(SANFLAGS)
+LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lm
+
+# The Debian packages the build, the tests and `make run` need.
+DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
+            libzstd-dev zstd python3 python3-pytest python3-pytest-timeout curl
+
+LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
+MAIN_OBJ := $(OBJDIR)/master/main.o
+BIN      := $(OBJDIR)/lagless
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
+
+.PHONY: all run test check unit integration deps clean
+all: $(BIN)
+
+$(BIN): $(MAIN_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OBJDIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
+
+# Installs only what dpkg says is missing; needs root (or sudo) the first time.
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "installing missing Debian packages: $$missing"; \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $$missing; \
+	fi
+
+run: deps
+	$(MAKE) all
+	./$(BIN) --listen 0.0.0.0:8080
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+integration: $(BIN)
+	LAGLESS_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
+
+check: unit integration
+
+# The whole suite, then again under ASan+UBSan. The last line is the summary CI reads.
+test: deps
+	$(MAKE) check
+	$(MAKE) SAN=1 check
+	@echo "test: all suites passed (normal and ASan+UBSan builds)"
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,28 @@
+/* The settings every process role reads. Filled by the master from flags before forking;
+ * children get a copy through fork and never change it. Types only. */
+#ifndef LG_COMMON_CONFIG_H
+#define LG_COMMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum lg_cpu_rounding { LG_ROUND_FLOOR = 0, LG_ROUND_CEIL = 1 };
+
+struct lg_config {
+	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
+	int port;                  /* 0 picks a free port; default 8080 */
+	int loop_workers;          /* L; 0 = from the sizing decision */
+	int compute_workers;       /* C; 0 = from the sizing decision */
+	int queue_capacity;        /* waiting jobs beyond the C running; -1 = 2 x C */
+	double cpus;               /* > 0 replaces the measured CPU budget */
+	enum lg_cpu_rounding rounding;
+	uint64_t max_body;         /* bytes; larger request bodies get 413 */
+	uint64_t deadline_ms;      /* per offloaded job, queue wait included; past it 504 */
+	uint64_t drain_timeout_ms; /* SIGTERM: time allowed for in-flight requests */
+	uint64_t kill_grace_ms;    /* SIGTERM -> SIGKILL grace for a compute process past deadline */
+	int max_conns;             /* open connections per loop worker */
+	int backlog;               /* listen(2) backlog */
+	int compute_nice;          /* nice(2) increment for compute processes */
+};
+
+#endif

@@ -1,0 +1,56 @@
+/* CPU budget and process counts from the machine and its cgroups.
+ *
+ * budget = min(online CPUs, sched_getaffinity(2) count, cpuset CPUs, tightest CPU quota on the
+ * cgroup path from the process's own cgroup up to the root), each input skipped when absent.
+ * Sources: cgroup v2 "cpu.max" and "cpuset.cpus.effective" (Documentation/admin-guide/cgroup-v2.rst),
+ * cgroup v1 "cpu.cfs_quota_us"/"cpu.cfs_period_us" (Documentation/scheduler/sched-bwc.rst) and
+ * "cpuset.effective_cpus" (Documentation/admin-guide/cgroup-v1/cpusets.rst), located through
+ * /proc/self/cgroup and /proc/self/mountinfo (proc(5)). cpu.weight and cpu.shares are priorities,
+ * never limits, and are ignored.
+ *
+ * Every /proc and /sys path is prefixed with the sysroot (env LAGLESS_SYSROOT, "" by default) so
+ * tests can point the reader at fixture trees. */
+#ifndef LG_MASTER_SIZING_H
+#define LG_MASTER_SIZING_H
+
+#include "common/config.h"
+
+struct lg_sizing {
+	/* inputs; -1 (or quota < 0) when not known */
+	int online;               /* /sys/devices/system/cpu/online, else sysconf(_SC_NPROCESSORS_ONLN) */
+	int affinity;             /* CPUs in sched_getaffinity(0); not read when a sysroot is set */
+	int cpuset;               /* CPUs in the effective cpuset of the process's cgroup */
+	double quota;             /* CPUs = quota / period of the tightest limit; < 0 when none */
+	char quota_source[512];   /* file the tightest quota came from, without the sysroot; "" if none */
+	char cgroup_version[8];   /* "v1", "v2", "hybrid" or "none" */
+	int warnings;             /* count of files that were unreadable or corrupt */
+	/* decision */
+	enum lg_cpu_rounding rounding;
+	double cpus_override;     /* > 0 when --cpus replaced the measured budget */
+	int budget;               /* whole CPUs, >= 1 */
+	int loop_workers;         /* L = budget unless overridden */
+	int compute_workers;      /* C = max(1, budget - 1) unless overridden */
+	int queue_capacity;       /* 2 x C unless overridden */
+};
+
+/* Reads every input under sysroot (NULL or "" means the real root) into *s and clears the
+ * decision fields. Never fails: a missing, unreadable or corrupt file (a zero or negative period,
+ * garbage text) is logged once as a warning, counted in s->warnings, and that input skipped. */
+void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
+
+/* Fills the decision in *s from its inputs and the overrides in *cfg (cpus, rounding,
+ * loop_workers, compute_workers, queue_capacity; 0 or -1 mean "not set", see common/config.h).
+ * Quota rounding: floor by default, ceil with LG_ROUND_CEIL, never below 1. */
+void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
+
+/* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),
+ * quota_source (string or null), cgroup, rounding ("floor"/"ceil"), cpus_override (number or
+ * null), budget, loop_workers, compute_workers, queue_capacity, warnings) into buf of cap bytes,
+ * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
+int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
+
+/* Parses a Linux CPU list ("0-3,8-11", "5", "") as in cpuset(7) "List format".
+ * Returns the CPU count (0 for an empty list), or -1 with errno EINVAL on malformed input. */
+int lg_sizing_parse_cpulist(const char *text);
+
+#endif
