@@ -1,0 +1,127 @@
+#include "shm/arena.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int
+round_page(uint64_t n, uint64_t *out)
+{
+	if (n > UINT64_MAX - (LG_PAGE - 1))
+		return -1;
+	*out = (n + LG_PAGE - 1) & ~(uint64_t)(LG_PAGE - 1);
+	return 0;
+}
+
+/* Computes the layout into a->hdr-like fields; -1 on overflow. */
+static int
+plan(struct lg_arena *a, struct lg_arena_hdr *h)
+{
+	uint64_t slots_bytes, region, total;
+
+	if (round_page(a->in_cap, &h->in_cap) || round_page(a->out_cap, &h->out_cap))
+		return -1;
+	h->procs_off = LG_PAGE;
+	h->slots_off = h->procs_off + (uint64_t)a->nprocs * LG_PAGE;
+	if (round_page((uint64_t)a->nslots * sizeof(struct lg_slot), &slots_bytes))
+		return -1;
+	h->regions_off = h->slots_off + slots_bytes;
+	region = h->in_cap + h->out_cap;
+	if (region < h->in_cap || region > (UINT64_MAX - h->regions_off) / a->nslots)
+		return -1;
+	total = h->regions_off + region * a->nslots;
+	h->total_size = total;
+	return 0;
+}
+
+int
+lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
+    uint64_t out_cap)
+{
+	struct lg_arena_hdr h = { .magic = LG_ARENA_MAGIC, .version = LG_ARENA_VERSION };
+	int saved;
+
+	memset(a, 0, sizeof(*a));
+	a->fd = -1;
+	if (nslots == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	a->nslots = h.nslots = nslots;
+	a->nprocs = h.nprocs = nprocs;
+	a->in_cap = in_cap;
+	a->out_cap = out_cap;
+	if (plan(a, &h) == -1 || h.total_size > (uint64_t)INT64_MAX) {
+		errno = EOVERFLOW;
+		return -1;
+	}
+	if ((a->fd = memfd_create("lagless-arena", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (ftruncate(a->fd, (off_t)h.total_size) == -1)
+		goto fail;
+	a->base = mmap(NULL, h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+	if (a->base == MAP_FAILED) {
+		a->base = NULL;
+		goto fail;
+	}
+	a->size = h.total_size;
+	a->in_cap = h.in_cap;
+	a->out_cap = h.out_cap;
+	a->hdr = (struct lg_arena_hdr *)a->base;
+	*a->hdr = h;
+	a->procs = (struct lg_proc_page *)(a->base + h.procs_off);
+	a->slots = (struct lg_slot *)(a->base + h.slots_off);
+	/* The file is zero-filled, so slots are FREE/gen 0 already; only non-zero defaults remain. */
+	for (uint32_t i = 0; i < nprocs; i++)
+		atomic_store(&a->procs[i].job, LG_NO_JOB);
+	return 0;
+fail:
+	saved = errno;
+	lg_arena_destroy(a);
+	errno = saved;
+	return -1;
+}
+
+void
+lg_arena_destroy(struct lg_arena *a)
+{
+	if (a->base != NULL)
+		munmap(a->base, a->size);
+	if (a->fd >= 0)
+		close(a->fd);
+	a->base = NULL;
+	a->fd = -1;
+}
+
+uint64_t
+lg_arena_in_off(const struct lg_arena *a, uint32_t i)
+{
+	return a->hdr->regions_off + (uint64_t)i * (a->in_cap + a->out_cap);
+}
+
+uint64_t
+lg_arena_out_off(const struct lg_arena *a, uint32_t i)
+{
+	return lg_arena_in_off(a, i) + a->in_cap;
+}
+
+unsigned char *
+lg_arena_in(const struct lg_arena *a, uint32_t i)
+{
+	return a->base + lg_arena_in_off(a, i);
+}
+
+unsigned char *
+lg_arena_out(const struct lg_arena *a, uint32_t i)
+{
+	return a->base + lg_arena_out_off(a, i);
+}
+
+int
+lg_arena_release_pages(struct lg_arena *a, uint32_t i)
+{
+	return fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    (off_t)lg_arena_in_off(a, i), (off_t)(a->in_cap + a->out_cap));
+}

@@ -1,0 +1,54 @@
+/* The shared-memory arena: one memfd_create(2) file holding the proc pages, the job-slot table
+ * and one input and one output region per slot (layout in shm/layout.h).
+ *
+ * memfd rather than /dev/shm: container runtimes cap /dev/shm at 64 MiB, memfd pages are
+ * charged to the memory cgroup instead, and the file has no name that can leak. The file is
+ * sparse: a region costs memory only for the pages a request touched, and the master punches
+ * the pages of large finished jobs back out (fallocate(2) FALLOC_FL_PUNCH_HOLE). */
+#ifndef LG_SHM_ARENA_H
+#define LG_SHM_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/layout.h"
+
+struct lg_arena {
+	int fd;                     /* the memfd; -1 when not created */
+	unsigned char *base;        /* MAP_SHARED mapping of the whole file */
+	uint64_t size;              /* bytes */
+	uint32_t nslots;
+	uint32_t nprocs;
+	uint64_t in_cap;            /* bytes per input region */
+	uint64_t out_cap;           /* bytes per output region */
+	struct lg_arena_hdr *hdr;
+	struct lg_proc_page *procs; /* nprocs pages */
+	struct lg_slot *slots;      /* nslots entries */
+};
+
+/* Creates and maps the arena: nslots job slots (>= 1), nprocs proc pages, input regions of at
+ * least in_cap bytes and output regions of at least out_cap bytes (both rounded up to 4 KiB).
+ * Slots start FREE with generation 0; proc pages start with pid 0 and job LG_NO_JOB.
+ * Returns 0, or -1 with errno from memfd_create/ftruncate/mmap (ENOMEM, EMFILE, EFBIG) or
+ * EOVERFLOW when the sizes overflow 64 bits. On failure nothing is left open. */
+int lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
+    uint64_t out_cap);
+
+/* Unmaps and closes; safe on a zeroed or already destroyed arena. */
+void lg_arena_destroy(struct lg_arena *a);
+
+/* Byte offsets from the arena base of slot i's regions (i < nslots): the values carried in the
+ * job header and checked against the layout by the receiver. */
+uint64_t lg_arena_in_off(const struct lg_arena *a, uint32_t i);
+uint64_t lg_arena_out_off(const struct lg_arena *a, uint32_t i);
+
+/* Pointers to slot i's input / output region (in_cap / out_cap bytes); the arena owns them. */
+unsigned char *lg_arena_in(const struct lg_arena *a, uint32_t i);
+unsigned char *lg_arena_out(const struct lg_arena *a, uint32_t i);
+
+/* Gives slot i's region pages back to the kernel (hole punch), so a finished 64 MiB job stops
+ * costing 64 MiB. Call only while the slot is RECLAIMING (nobody else touches it).
+ * Returns 0 or -1 with errno from fallocate(2). */
+int lg_arena_release_pages(struct lg_arena *a, uint32_t i);
+
+#endif

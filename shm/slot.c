@@ -1,0 +1,173 @@
+#include "shm/slot.h"
+
+#include <errno.h>
+
+enum lg_slot_state
+lg_slot_state(uint64_t word)
+{
+	return (enum lg_slot_state)(word & 0xffu);
+}
+
+uint32_t
+lg_slot_owner(uint64_t word)
+{
+	return (uint32_t)((word >> 8) & 0xffffffu);
+}
+
+uint32_t
+lg_slot_gen(uint64_t word)
+{
+	return (uint32_t)(word >> 32);
+}
+
+static uint64_t
+with_state(uint64_t word, enum lg_slot_state st)
+{
+	return (word & ~(uint64_t)0xff) | (uint32_t)st;
+}
+
+int
+lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen)
+{
+	static uint32_t hint;
+
+	for (uint32_t n = 0; n < a->nslots; n++) {
+		uint32_t i = (hint + n) % a->nslots;
+		struct lg_slot *s = &a->slots[i];
+		uint64_t w = atomic_load(&s->word);
+
+		if (lg_slot_state(w) != LG_SLOT_FREE)
+			continue;
+		uint32_t g = lg_slot_gen(w) + 1;
+		if (!atomic_compare_exchange_strong(&s->word, &w,
+		    lg_slot_word(g, owner, LG_SLOT_CLAIMED)))
+			continue;
+		/* The slot is ours; these fields are published by the later QUEUED transition. */
+		atomic_store(&s->runner_pid, 0);
+		s->status = LG_JOB_OK;
+		s->in_len = s->out_len = 0;
+		s->enqueue_ns = s->start_ns = s->end_ns = s->deadline_ns = 0;
+		hint = i + 1;
+		*gen = g;
+		return (int)i;
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+int
+lg_slot_move(struct lg_slot *s, uint32_t gen, enum lg_slot_state from, enum lg_slot_state to)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	do {
+		if (lg_slot_gen(w) != gen) {
+			errno = ESTALE;
+			return -1;
+		}
+		if (lg_slot_state(w) != from) {
+			errno = EBUSY;
+			return -1;
+		}
+	} while (!atomic_compare_exchange_weak(&s->word, &w, with_state(w, to)));
+	return 0;
+}
+
+int
+lg_slot_release(struct lg_slot *s, uint32_t gen)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	for (;;) {
+		enum lg_slot_state st = lg_slot_state(w), to;
+
+		if (lg_slot_gen(w) != gen || st == LG_SLOT_FREE || st == LG_SLOT_ABANDONED ||
+		    st == LG_SLOT_RECLAIMING) {
+			errno = ESTALE;
+			return -1;
+		}
+		to = st == LG_SLOT_RUNNING ? LG_SLOT_ABANDONED : LG_SLOT_FREE;
+		/* On failure w is reloaded and the loop re-decides: a compute process may have
+		 * moved RUNNING -> DONE in between. */
+		if (atomic_compare_exchange_weak(&s->word, &w, with_state(w, to)))
+			return (int)to;
+	}
+}
+
+int
+lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns)
+{
+	if (lg_slot_move(s, gen, LG_SLOT_QUEUED, LG_SLOT_RUNNING) == -1)
+		return -1;
+	atomic_store(&s->runner_pid, pid);
+	s->start_ns = now_ns;
+	return 0;
+}
+
+int
+lg_slot_finish(struct lg_slot *s, uint32_t gen, enum lg_job_status st, uint64_t now_ns)
+{
+	uint64_t w = atomic_load(&s->word);
+
+	for (;;) {
+		enum lg_slot_state cur = lg_slot_state(w), to;
+
+		if (lg_slot_gen(w) != gen || (cur != LG_SLOT_RUNNING && cur != LG_SLOT_ABANDONED)) {
+			errno = ESTALE;
+			return -1;
+		}
+		if (cur == LG_SLOT_RUNNING) {
+			/* Read by the owner only after it sees DONE/FAILED; harmless if the CAS
+			 * fails because the owner abandoned the slot meanwhile. */
+			s->status = st;
+			s->end_ns = now_ns;
+		}
+		to = cur == LG_SLOT_ABANDONED ? LG_SLOT_FREE :
+		    st == LG_JOB_OK ? LG_SLOT_DONE : LG_SLOT_FAILED;
+		if (atomic_compare_exchange_weak(&s->word, &w, with_state(w, to)))
+			return to == LG_SLOT_FREE ? 0 : 1;
+	}
+}
+
+int
+lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < a->nslots; i++) {
+		uint64_t w = atomic_load(&a->slots[i].word);
+
+		if (lg_slot_owner(w) == owner && lg_slot_release(&a->slots[i], lg_slot_gen(w)) != -1)
+			n++;
+	}
+	return n;
+}
+
+int
+lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
+{
+	struct lg_slot *s = &a->slots[i];
+	uint64_t w = atomic_load(&s->word);
+	uint32_t g = lg_slot_gen(w);
+	int rc, saved;
+
+	if (lg_slot_state(w) != LG_SLOT_FREE || s->touched < min_bytes)
+		return 0;
+	if (lg_slot_move(s, g, LG_SLOT_FREE, LG_SLOT_RECLAIMING) == -1)
+		return 0;
+	rc = lg_arena_release_pages(a, i);
+	saved = errno;
+	s->touched = 0;
+	lg_slot_move(s, g, LG_SLOT_RECLAIMING, LG_SLOT_FREE);
+	errno = saved;
+	return rc == 0 ? 1 : -1;
+}
+
+void
+lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
+{
+	for (int k = 0; k < 8; k++)
+		counts[k] = 0;
+	for (uint32_t i = 0; i < a->nslots; i++)
+		counts[lg_slot_state(atomic_load(&a->slots[i].word)) & 7]++;
+}

@@ -1,0 +1,70 @@
+/* The job-slot state machine. Every transition is one compare-and-swap on the slot word
+ * (generation << 32 | state), so no lock exists that a killed process could leave held, and an
+ * actor holding an old generation can never move a slot that was since reused.
+ *
+ *   FREE --claim(gen+1)--> CLAIMED --queue--> QUEUED --start--> RUNNING --finish--> DONE|FAILED
+ *     ^                       |                  |                 |                    |
+ *     +------ release --------+---- release -----+                 | release            |
+ *     +------------------------------------------------------------|---- release -------+
+ *     +-- finish (ABANDONED -> FREE) <---- ABANDONED <-------------+
+ *   FREE <--> RECLAIMING (master releasing pages; claim skips it)
+ *
+ * Who may do what: the owner loop worker claims, queues, releases; a compute process starts and
+ * finishes; the master releases for a dead owner and finishes for a dead compute process. */
+#ifndef LG_SHM_SLOT_H
+#define LG_SHM_SLOT_H
+
+#include <stdint.h>
+
+#include "shm/arena.h"
+
+/* State, owner loop index and generation of a slot word. */
+enum lg_slot_state lg_slot_state(uint64_t word);
+uint32_t lg_slot_owner(uint64_t word);
+uint32_t lg_slot_gen(uint64_t word);
+
+/* Claims a FREE slot for loop worker `owner` (< LG_MAX_LOOPS), bumping its generation; the
+ * owner is part of the slot word, so claim and ownership are one atomic step. Scans all slots starting
+ * at a per-process rotating hint so loop workers do not collide on slot 0.
+ * Returns the slot index and stores the new generation in *gen, or -1 with errno EAGAIN when
+ * every slot is taken: that is the bounded queue, and the caller answers 503. */
+int lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen);
+
+/* One transition (from, gen) -> (to, gen). Returns 0, or -1 with errno ESTALE when the slot's
+ * generation is no longer gen, or EBUSY when it is in another state. */
+int lg_slot_move(struct lg_slot *s, uint32_t gen, enum lg_slot_state from,
+    enum lg_slot_state to);
+
+/* The owner stops waiting for slot generation gen: after sending the response, when the client
+ * is gone, past the deadline, or for an owner that died. CLAIMED, QUEUED, DONE and FAILED become
+ * FREE (a QUEUED job is thereby cancelled: its header is skipped when a compute process reads it);
+ * RUNNING becomes ABANDONED (the compute process frees it when it finishes or dies).
+ * Returns the resulting state (LG_SLOT_FREE or LG_SLOT_ABANDONED), or -1 with errno ESTALE when
+ * gen is not current or the slot is already FREE/ABANDONED. */
+int lg_slot_release(struct lg_slot *s, uint32_t gen);
+
+/* Compute side: QUEUED -> RUNNING for generation gen, recording pid and the start time (ns).
+ * Returns 0, or -1 with errno ESTALE/EBUSY when the job was cancelled or the header is stale:
+ * the caller skips the job. */
+int lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns);
+
+/* Finishes generation gen with status st (LG_JOB_OK -> DONE, anything else -> FAILED), recording
+ * the end time. A slot the owner ABANDONED becomes FREE instead. Called by the compute process
+ * that ran the job, or by the master for one that died (st = LG_JOB_CRASHED).
+ * Returns 1 when the owner must be sent a completion header, 0 when the slot was freed, or -1
+ * with errno ESTALE when gen is not current or the slot is not RUNNING/ABANDONED. */
+int lg_slot_finish(struct lg_slot *s, uint32_t gen, enum lg_job_status st, uint64_t now_ns);
+
+/* Master: loop worker `owner` died. Releases every slot it owned (see lg_slot_release).
+ * Returns how many slots were touched. */
+int lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner);
+
+/* Master: if FREE slot i dirtied at least min_bytes, moves it FREE -> RECLAIMING, punches its
+ * pages out and moves it back to FREE. Returns 1 if pages were released, 0 if there was nothing
+ * to do or the slot was busy, -1 with errno from fallocate(2) (the slot is FREE again). */
+int lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes);
+
+/* Counts slots per state into counts[8] (indexed by enum lg_slot_state); a racy snapshot. */
+void lg_slot_census(const struct lg_arena *a, uint32_t counts[8]);
+
+#endif

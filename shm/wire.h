@@ -1,0 +1,63 @@
+/* The headers that travel on the channels, encoded with msgpack (msgpack-c).
+ *
+ * Each header is one SOCK_SEQPACKET message holding one msgpack array whose first element is the
+ * wire version and second the message type; the rest is positional (see docs/ARCHITECTURE.md):
+ *
+ *   JOB   loop -> compute  [1, 1, slot, gen, kind, owner, in_off, in_len, out_off, out_cap,
+ *                           arg, deadline_ns, enqueue_ns]
+ *   DONE  compute/master -> owner loop
+ *                          [1, 2, slot, gen, status, out_len, queue_ns, run_ns]
+ *   KILL  loop -> master   [1, 3, slot, gen]           (deadline passed while RUNNING)
+ *
+ * All integers are unsigned msgpack integers. Payload bytes never travel here: they stay in the
+ * arena, and offsets/lengths are checked against the arena layout by lg_wire_check_job. */
+#ifndef LG_SHM_WIRE_H
+#define LG_SHM_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/arena.h"
+
+#define LG_WIRE_VERSION 1u
+#define LG_WIRE_MAX     128 /* bytes; every encoded header fits (max 13 x 9-byte uint + array) */
+
+enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3 };
+
+struct lg_msg {
+	uint32_t type;         /* enum lg_msg_type */
+	uint32_t slot;
+	uint32_t gen;
+	/* JOB */
+	uint32_t kind;         /* enum lg_job_kind */
+	uint32_t owner;        /* loop worker index */
+	uint64_t in_off, in_len;   /* bytes, offsets from the arena base */
+	uint64_t out_off, out_cap; /* bytes */
+	uint64_t arg;
+	uint64_t deadline_ns;  /* CLOCK_MONOTONIC */
+	uint64_t enqueue_ns;   /* CLOCK_MONOTONIC */
+	/* DONE */
+	uint32_t status;       /* enum lg_job_status */
+	uint64_t out_len;      /* bytes */
+	uint64_t queue_ns;     /* time between QUEUED and RUNNING */
+	uint64_t run_ns;       /* time between RUNNING and DONE/FAILED */
+};
+
+/* Encodes m (fields for m->type only) into buf of cap bytes (LG_WIRE_MAX is always enough).
+ * Allocates nothing. Returns the encoded length, or -1 with errno EINVAL for an unknown type
+ * or ENOSPC when cap is too small. */
+int lg_wire_encode(const struct lg_msg *m, char *buf, size_t cap);
+
+/* Decodes one header from buf (len bytes, the whole datagram) into *m. Rejects, with -1 and
+ * errno EBADMSG: truncated or trailing bytes, a non-array, a wrong element count for the type,
+ * any element that is not an unsigned integer, values that overflow their field. Rejects a
+ * version other than LG_WIRE_VERSION with EPROTO and an unknown type with EINVAL.
+ * Returns 0 on success. Never trusts the input: the caller counts and drops failures. */
+int lg_wire_decode(const char *buf, size_t len, struct lg_msg *m);
+
+/* Checks a decoded JOB header against the arena: slot < nslots, in_off/out_off equal to that
+ * slot's region offsets, in_len <= in_cap, out_cap == arena out_cap, owner < nloops.
+ * Returns 0, or -1 with errno ERANGE. */
+int lg_wire_check_job(const struct lg_msg *m, const struct lg_arena *a, uint32_t nloops);
+
+#endif
