@@ -1,0 +1,82 @@
+#include "cpupool/compute.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "cpupool/jobs.h"
+#include "shm/slot.h"
+
+/* Runs one validated JOB header. The slot is named in the proc page before it is started, so
+ * the master can find and fail the job if this process dies at any instruction after that. */
+static void
+run_one(const struct lg_compute_env *env, const struct lg_msg *m)
+{
+	struct lg_arena *a = env->arena;
+	struct lg_slot *s = &a->slots[m->slot];
+	struct lg_job job;
+	struct lg_msg done;
+	enum lg_job_status st;
+	uint64_t now = lg_now_ns();
+
+	atomic_store(&env->page->job, ((uint64_t)m->slot << 32) | m->gen);
+	if (lg_slot_start(s, m->gen, atomic_load(&env->page->pid), now) == -1) {
+		/* Cancelled (client gone, deadline) or a stale header: skip it. */
+		atomic_store(&env->page->job, LG_NO_JOB);
+		log_debug("skip slot %u gen %u: %s", m->slot, m->gen, strerror(errno));
+		return;
+	}
+	job = (struct lg_job){
+		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
+		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
+	};
+	st = lg_jobs_run(m->kind, &job);
+	s->out_len = job.out_len;
+	s->touched = m->in_len + job.out_len;
+	int notify = lg_slot_finish(s, m->gen, st, lg_now_ns());
+	atomic_store(&env->page->job, LG_NO_JOB);
+	atomic_fetch_add(&env->page->requests, 1);
+	if (notify != 1)
+		return; /* the owner abandoned it and the slot is free again */
+	done = (struct lg_msg){
+		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = st,
+		.out_len = job.out_len, .queue_ns = s->start_ns - s->enqueue_ns,
+		.run_ns = s->end_ns - s->start_ns,
+	};
+	/* Blocking send: the channel holds far more headers than there are slots, so this only
+	 * waits if the owner loop is stuck, and then the master replaces that loop. */
+	if (lg_chan_send(env->ch->done[m->owner][1], &done, 0) == -1)
+		log_warn("completion for slot %u to loop %u: %s", m->slot, m->owner,
+		    strerror(errno));
+}
+
+int
+lg_compute_main(const struct lg_compute_env *env)
+{
+	struct lg_msg m;
+
+	if (env->cfg->compute_nice > 0)
+		(void)!nice(env->cfg->compute_nice);
+	log_info("started");
+	for (;;) {
+		int r = lg_chan_recv(env->ch->job[1], &m, 0);
+
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			log_error("job channel: %s", strerror(errno));
+			return 1;
+		}
+		atomic_store(&env->page->heartbeat_ns, lg_now_ns());
+		if (r == 0 || m.type != LG_MSG_JOB ||
+		    lg_wire_check_job(&m, env->arena, env->ch->nloops) == -1) {
+			atomic_fetch_add(&env->page->bad_headers, 1);
+			log_warn("dropped a job header that failed validation");
+			continue;
+		}
+		run_one(env, &m);
+	}
+}

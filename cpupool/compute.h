@@ -1,0 +1,26 @@
+/* The compute process: takes JOB headers from the job channel in arrival order, runs one job at
+ * a time, and reports to the owning loop worker. It holds no client socket, no listen socket and
+ * no lock while a job runs, so the master may kill it at any instant and lose only that job. */
+#ifndef LG_CPUPOOL_COMPUTE_H
+#define LG_CPUPOOL_COMPUTE_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "shm/arena.h"
+#include "shm/channel.h"
+
+struct lg_compute_env {
+	const struct lg_config *cfg;
+	struct lg_arena *arena;      /* shared, mapped by the master */
+	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'c', index) */
+	uint32_t index;              /* compute index, 0..C-1 */
+	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
+};
+
+/* Runs the compute loop until the job channel fails. Never returns on the normal path; the
+ * process ends by signal (SIGTERM from the master). Returns an exit status on a fatal channel
+ * error (EBADF, ENOTSOCK), logged once. */
+int lg_compute_main(const struct lg_compute_env *env);
+
+#endif

@@ -1,0 +1,21 @@
+/* The master: owns every shared resource, forks and supervises the loop workers and compute
+ * processes, turns signals into lifecycle actions, and serves no request. */
+#ifndef LG_MASTER_MASTER_H
+#define LG_MASTER_MASTER_H
+
+#include "common/config.h"
+#include "master/sizing.h"
+
+/* Creates the listen socket, the arena and the channels, forks sz->loop_workers loop workers
+ * and sz->compute_workers compute processes, and supervises them until SIGTERM/SIGINT (graceful
+ * drain, bounded by cfg->drain_timeout_ms) or SIGQUIT (immediate stop). Returns the process exit
+ * status: 0 after a stop, 1 when start-up failed (logged) or a role kept crashing. */
+int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz);
+
+/* Opens a non-blocking, CLOEXEC TCP listening socket on addr (numeric IPv4/IPv6) and port
+ * (0 picks a free one) with SO_REUSEADDR, and stores the bound port in *bound.
+ * Returns the descriptor, or -1 with errno from getaddrinfo-free inet_pton (EINVAL),
+ * socket/bind/listen (EADDRINUSE, EACCES, EMFILE). */
+int lg_master_listen(const char *addr, int port, int backlog, int *bound);
+
+#endif

@@ -1,0 +1,341 @@
+#include "worker/conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "worker/routes.h"
+
+static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
+static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
+static int conn_process(struct lg_conn *c);
+
+static void
+watch(struct lg_conn *c, int events)
+{
+	if (ev_is_active(&c->io) && c->io.events == events)
+		return;
+	ev_io_stop(c->w->ev, &c->io);
+	if (events == 0)
+		return;
+	ev_io_set(&c->io, c->fd, events);
+	ev_io_start(c->w->ev, &c->io);
+}
+
+static void
+arm_timer(struct lg_conn *c, double seconds)
+{
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, seconds, 0.);
+	ev_timer_start(c->w->ev, &c->timer);
+}
+
+int
+lg_conn_start(struct lg_worker *w, int fd)
+{
+	struct lg_conn *c = malloc(sizeof(*c));
+
+	if (c == NULL) {
+		close(fd);
+		errno = ENOMEM;
+		return -1;
+	}
+	c->w = w;
+	c->fd = fd;
+	c->slot = -1;
+	c->rlen = 0;
+	c->state = LG_CONN_HEAD;
+	c->close_after = 0;
+	lg_http_init(&c->http);
+	c->http.on_head = lg_route_head;
+	c->http.on_body = lg_route_body;
+	c->http.ctx = c;
+	c->prev = NULL;
+	c->next = w->conns;
+	if (w->conns)
+		w->conns->prev = c;
+	w->conns = c;
+	w->nconns++;
+	ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
+	c->io.data = c;
+	ev_init(&c->timer, conn_timer_cb);
+	c->timer.data = c;
+	ev_io_start(w->ev, &c->io);
+	arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+	return 0;
+}
+
+void
+lg_conn_close(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
+	if (c->slot >= 0)
+		lg_route_release(c);
+	ev_io_stop(w->ev, &c->io);
+	ev_timer_stop(w->ev, &c->timer);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	w->nconns--;
+	free(c);
+	if (w->draining && w->nconns == 0)
+		ev_break(w->ev, EVBREAK_ALL);
+}
+
+static const char *
+date_header(struct lg_worker *w)
+{
+	ev_tstamp now = ev_now(w->ev);
+
+	if (now - w->date_at >= 1. || w->date[0] == '\0') {
+		time_t t = (time_t)now;
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(w->date, sizeof(w->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		w->date_at = (ev_tstamp)t;
+	}
+	return w->date;
+}
+
+/* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
+ * 0 when the rest waits for EV_WRITE, -1 on a write error (the caller closes). */
+static int
+flush(struct lg_conn *c)
+{
+	for (;;) {
+		struct iovec iov[2];
+		int n = 0;
+		size_t total = c->whead_len + c->wbody_len;
+
+		if (c->woff >= total)
+			return 1;
+		if (c->woff < c->whead_len) {
+			iov[n].iov_base = c->whead + c->woff;
+			iov[n++].iov_len = c->whead_len - c->woff;
+		}
+		if (c->wbody_len > 0) {
+			size_t boff = c->woff > c->whead_len ? c->woff - c->whead_len : 0;
+
+			iov[n].iov_base = (void *)(c->wbody + boff);
+			iov[n++].iov_len = c->wbody_len - boff;
+		}
+		ssize_t w = writev(c->fd, iov, n);
+		if (w > 0) {
+			c->woff += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -1; /* EPIPE, ECONNRESET: the peer is gone (SIGPIPE is ignored) */
+	}
+}
+
+/* The response is on the wire: free the slot, then close or wait for the next request. */
+static int
+response_done(struct lg_conn *c)
+{
+	if (c->slot >= 0)
+		lg_route_release(c);
+	atomic_fetch_add(&c->w->env->page->requests, 1);
+	if (c->close_after || c->w->draining) {
+		lg_conn_close(c);
+		return -1;
+	}
+	c->state = LG_CONN_HEAD;
+	c->wbody = NULL;
+	c->wbody_len = c->whead_len = c->woff = 0;
+	lg_http_next(&c->http);
+	watch(c, EV_READ);
+	arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+	return 0;
+}
+
+int
+lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    const void *body, size_t len)
+{
+	const struct lg_http_req *r = &c->http.req;
+	int head_only = r->method == HTTP_HEAD;
+	int n;
+
+	if (!r->keep_alive || c->w->draining)
+		c->close_after = 1;
+	n = snprintf(c->whead, sizeof(c->whead),
+	    "HTTP/1.1 %d %s\r\nServer: lagless\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
+	    status, lg_http_reason(status), date_header(c->w), len,
+	    ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
+	    c->close_after ? "Connection: close\r\n" :
+	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra ? extra : "");
+	if (n < 0 || (size_t)n >= sizeof(c->whead)) {
+		log_error("response head for %d does not fit", status);
+		lg_conn_close(c);
+		return -1;
+	}
+	c->whead_len = (size_t)n;
+	c->wbody = NULL;
+	c->wbody_len = 0;
+	if (!head_only && len > 0) {
+		if (len <= 2048 && c->whead_len + len <= sizeof(c->whead)) {
+			memcpy(c->whead + c->whead_len, body, len);
+			c->whead_len += len;
+		} else {
+			c->wbody = body;
+			c->wbody_len = len;
+		}
+	}
+	c->woff = 0;
+	c->state = LG_CONN_WRITE;
+	ev_timer_stop(c->w->ev, &c->timer);
+	switch (flush(c)) {
+	case 1:
+		return response_done(c);
+	case 0:
+		watch(c, EV_WRITE);
+		arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+		return 0;
+	default:
+		lg_conn_close(c);
+		return -1;
+	}
+}
+
+int
+lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra)
+{
+	char body[64];
+	int n = snprintf(body, sizeof(body), "%s\n", lg_http_reason(status));
+
+	c->close_after |= close_after;
+	return lg_conn_respond(c, status, "text/plain", extra, body, (size_t)n);
+}
+
+static void
+consume(struct lg_conn *c, size_t n)
+{
+	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+	c->rlen -= n;
+}
+
+/* Parses buffered bytes while the connection waits for a request head, answering each complete
+ * request in turn. Returns 0, or -1 when the connection was closed. */
+static int
+conn_process(struct lg_conn *c)
+{
+	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
+		consume(c, lg_http_feed(&c->http, c->rbuf, c->rlen));
+		if (c->http.status)
+			return lg_conn_error(c, c->http.status, 1, NULL);
+		if (c->http.rejected)
+			return lg_conn_error(c, c->reject_status, 1,
+			    c->reject_status == 503 ? "Retry-After: 1\r\n" : NULL);
+		if (!c->http.complete)
+			break;
+		if (lg_route_dispatch(c) == -1)
+			return -1;
+	}
+	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
+		watch(c, EV_READ);
+	else if (c->state == LG_CONN_JOB)
+		/* Keep reading to notice a client that goes away, but apply backpressure on
+		 * pipelined bytes once the buffer is full. */
+		watch(c, c->rlen < sizeof(c->rbuf) ? EV_READ : 0);
+	return 0;
+}
+
+void
+lg_conn_resume(struct lg_conn *c)
+{
+	if (c->state == LG_CONN_HEAD)
+		conn_process(c);
+}
+
+/* Reads the rest of a Content-Length body straight into the slot's input region. */
+static void
+read_body(struct lg_conn *c)
+{
+	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot);
+	ssize_t n = read(c->fd, dst + c->body_got, c->body_need - c->body_got);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */
+		return;
+	}
+	if (n < 0)
+		return;
+	c->body_got += (uint64_t)n;
+	arm_timer(c, LG_CONN_BODY_MS / 1000.);
+	if (c->body_got == c->body_need && lg_route_queue(c) == 0)
+		conn_process(c);
+}
+
+static void
+read_input(struct lg_conn *c)
+{
+	ssize_t n = read(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
+
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+		/* EOF or reset: a queued job is cancelled, a running one abandoned. */
+		lg_conn_close(c);
+		return;
+	}
+	if (n < 0)
+		return;
+	c->rlen += (size_t)n;
+	if (c->state == LG_CONN_HEAD) {
+		arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+		conn_process(c);
+	} else if (c->rlen == sizeof(c->rbuf)) {
+		watch(c, 0);
+	}
+}
+
+static void
+conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	struct lg_conn *c = io->data;
+
+	if (c->state == LG_CONN_WRITE) {
+		switch (flush(c)) {
+		case 1:
+			if (response_done(c) == 0)
+				conn_process(c);
+			return;
+		case 0:
+			return;
+		default:
+			lg_conn_close(c);
+			return;
+		}
+	}
+	if (c->state == LG_CONN_BODY)
+		read_body(c);
+	else
+		read_input(c);
+}
+
+static void
+conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_conn *c = t->data;
+
+	if (c->state == LG_CONN_JOB) {
+		lg_route_deadline(c);
+		return;
+	}
+	log_debug("connection fd %d timed out in state %d", c->fd, (int)c->state);
+	lg_conn_close(c);
+}

@@ -1,0 +1,93 @@
+/* Connection and worker state shared by the loop worker's modules (worker/ only; the master
+ * sees nothing of it). One request at a time per connection: read and parse, then either answer
+ * inline or wait for the compute pool, write the response, and go on with any pipelined bytes. */
+#ifndef LG_WORKER_CONN_H
+#define LG_WORKER_CONN_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "worker/http.h"
+#include "worker/loop.h"
+
+#define LG_CONN_RBUF  LG_HTTP_MAX_HEAD  /* bytes of buffered input per connection */
+#define LG_CONN_WHEAD 4096              /* response head plus small bodies */
+
+enum lg_conn_state {
+	LG_CONN_HEAD,   /* reading and parsing a request head (or a body the parser reads) */
+	LG_CONN_BODY,   /* reading a Content-Length body straight into a slot's input region */
+	LG_CONN_JOB,    /* the job is queued or running; waiting for its completion */
+	LG_CONN_WRITE,  /* writing the response */
+};
+
+struct lg_route;
+
+struct lg_worker {
+	struct ev_loop *ev;
+	const struct lg_loop_env *env;
+	ev_io accept_io;
+	ev_io done_io;
+	ev_signal sig_term, sig_int;
+	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
+	int nconns;
+	int accepting;                /* accept_io is started */
+	int accept_paused_until_tick; /* EMFILE/ENFILE back-off */
+	int draining;
+	struct lg_conn **pending;     /* by slot index: the connection waiting on it, or NULL */
+	struct lg_conn *conns;        /* every open connection, for the drain */
+	char date[40];                /* cached "Date: ..." value (RFC 9110 section 6.6.1) */
+	ev_tstamp date_at;
+};
+
+struct lg_conn {
+	struct lg_worker *w;
+	struct lg_conn *prev, *next;
+	int fd;
+	ev_io io;
+	ev_timer timer;               /* idle, body or job deadline, by state */
+	enum lg_conn_state state;
+	struct lg_http http;
+	const struct lg_route *route; /* route of the current request, NULL when none matched */
+	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
+	int close_after;              /* close once the current response is written */
+	int reject_status;            /* status chosen by the head hook for a rejected request */
+	/* the current offloaded job */
+	int slot;                     /* -1 when the connection holds no slot */
+	uint32_t gen;
+	uint64_t arg;
+	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
+	/* output */
+	size_t whead_len, woff;
+	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
+	size_t wbody_len;
+	size_t rlen;
+	char rbuf[LG_CONN_RBUF];
+	char whead[LG_CONN_WHEAD];
+};
+
+/* Takes ownership of an accepted non-blocking socket fd and starts reading from it.
+ * Returns 0, or -1 with errno ENOMEM (fd is closed). */
+int lg_conn_start(struct lg_worker *w, int fd);
+
+/* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). */
+void lg_conn_close(struct lg_conn *c);
+
+/* Queues a response: status, optional Content-Type, extra header lines (each ending in CRLF, or
+ * NULL), and a body. A body of up to 2 KiB is copied; a larger one is referenced and must stay
+ * valid until written (arena output regions do: the slot is held until then). HEAD requests get
+ * the head only. Then writes what the socket takes. Returns 0, or -1 when the connection was
+ * closed (write error); the caller must not touch c after -1. */
+int lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    const void *body, size_t len);
+
+/* Answers an error status with a short text body. close_after forces Connection: close. */
+int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
+
+/* Continues a connection after an asynchronous event changed its state (a job completed). */
+void lg_conn_resume(struct lg_conn *c);
+
+/* Milliseconds a connection may stay idle between requests, and may take to send a body. */
+#define LG_CONN_IDLE_MS 60000
+#define LG_CONN_BODY_MS 60000
+
+#endif

@@ -1,0 +1,76 @@
+/* HTTP/1.1 request parsing glue over nodejs http-parser (Debian libhttp-parser-dev 2.9.4), kept
+ * behind this header so the parser library can be swapped. Incremental and bounded, in the
+ * manner of picohttpparser: feed bytes as they arrive, the parser keeps no pointer into them.
+ *
+ * One request at a time: the parser pauses after each complete message (and on a rejected head),
+ * so pipelined requests are answered strictly in order (RFC 9112 section 9.3.2). */
+#ifndef LG_WORKER_HTTP_H
+#define LG_WORKER_HTTP_H
+
+#include <http_parser.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LG_HTTP_MAX_TARGET 8192   /* request-target bytes; longer -> 414 (RFC 9112 section 3) */
+#define LG_HTTP_MAX_HEAD   16384  /* request line + header section bytes; more -> 431 */
+#define LG_HTTP_MAX_FIELDS 100    /* header fields; more -> 431 (RFC 6585 section 5) */
+#define LG_HTTP_NO_LENGTH  UINT64_MAX
+
+struct lg_http_req {
+	unsigned method;              /* enum http_method */
+	unsigned short major, minor;
+	char target[LG_HTTP_MAX_TARGET + 1]; /* NUL-terminated */
+	size_t target_len;
+	const char *path;             /* into target; not NUL-terminated */
+	size_t path_len;
+	const char *query;            /* into target after '?', or NULL */
+	size_t query_len;
+	uint64_t content_length;      /* LG_HTTP_NO_LENGTH when absent */
+	int chunked;
+	int keep_alive;               /* http_should_keep_alive(): RFC 9112 section 9.3 */
+	int expect_continue;          /* Expect: 100-continue (RFC 9110 section 10.1.1) */
+	unsigned nfields;
+};
+
+/* What on_head tells the parser to do with the body (called once the header section is in). */
+enum lg_http_head_action {
+	LG_HTTP_BODY_PARSER = 0,  /* the parser reads it and passes it to on_body */
+	LG_HTTP_BODY_SELF = 1,    /* the caller reads Content-Length bytes itself after the head */
+	LG_HTTP_REJECT = 2,       /* stop: the caller answers with h->status and closes */
+};
+
+struct lg_http {
+	http_parser parser;
+	struct lg_http_req req;
+	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
+	int complete;              /* a whole message (head, and body unless BODY_SELF) was parsed */
+	int rejected;              /* on_head returned LG_HTTP_REJECT */
+	uint64_t body_seen;        /* body bytes passed to on_body for this message */
+	char field[32];            /* current header field name, truncated; only short names matter */
+	size_t field_len;
+	int field_done;
+	/* Hooks, called from inside lg_http_feed; ctx is passed back unchanged. on_head returns an
+	 * enum lg_http_head_action; on_body returns 0, or -1 after setting h->status. */
+	int (*on_head)(struct lg_http *h, void *ctx);
+	int (*on_body)(struct lg_http *h, void *ctx, const char *at, size_t len);
+	void *ctx;
+};
+
+/* Prepares h for a new connection. Hooks and ctx are set by the caller afterwards. */
+void lg_http_init(struct lg_http *h);
+
+/* Readies h for the next request on the same connection (after a complete message). */
+void lg_http_next(struct lg_http *h);
+
+/* Feeds len bytes. Returns the number of bytes consumed (the rest belongs to the next request or
+ * must be fed again after lg_http_next), and sets h->complete when a message is complete,
+ * h->rejected when on_head rejected it, or h->status on a parse error: 400 for bad syntax, 414
+ * for a long target, 431 for a long head or too many fields, 505 for an HTTP version other than
+ * 1.0 or 1.1. After an error or a rejection the connection must be answered and closed. */
+size_t lg_http_feed(struct lg_http *h, const char *buf, size_t len);
+
+/* Standard reason phrase of an HTTP status code (RFC 9110 section 15), "Unknown" otherwise. */
+const char *lg_http_reason(int status);
+
+#endif

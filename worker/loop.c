@@ -1,0 +1,138 @@
+#include "worker/loop.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "worker/conn.h"
+#include "worker/routes.h"
+
+#define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
+#define TICK_S       0.1  /* heartbeat period */
+
+static void
+pause_accept(struct lg_worker *w)
+{
+	if (w->accepting)
+		ev_io_stop(w->ev, &w->accept_io);
+	w->accepting = 0;
+}
+
+static void
+resume_accept(struct lg_worker *w)
+{
+	if (!w->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
+		ev_io_start(w->ev, &w->accept_io);
+		w->accepting = 1;
+	}
+}
+
+static void
+accept_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	struct lg_worker *w = io->data;
+
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		if (w->nconns >= w->env->cfg->max_conns) {
+			pause_accept(w); /* resumed by the tick once connections close */
+			return;
+		}
+		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* Out of descriptors: stop polling the ready socket, or the loop
+				 * spins at 100% CPU; the tick retries. */
+				log_warn("accept: %s; pausing accept", strerror(errno));
+				pause_accept(w);
+			}
+			return; /* EAGAIN: another loop worker took it, or the queue is empty */
+		}
+		lg_conn_start(w, fd);
+	}
+}
+
+static void
+done_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	lg_route_completions(io->data);
+}
+
+static void
+tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_worker *w = t->data;
+
+	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
+	resume_accept(w);
+}
+
+/* Graceful drain: stop accepting, close idle connections, let the others finish. */
+static void
+drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
+{
+	struct lg_worker *w = sig->data;
+	struct lg_conn *c, *next;
+
+	if (w->draining)
+		return;
+	log_info("draining %d connection(s)", w->nconns);
+	w->draining = 1;
+	pause_accept(w);
+	/* Our copy of the listen socket goes now: once every loop has closed it (and the master),
+	 * new connections are refused instead of queued behind a drain. */
+	close(w->env->listen_fd);
+	for (c = w->conns; c != NULL; c = next) {
+		next = c->next;
+		if (c->state == LG_CONN_HEAD && c->rlen == 0)
+			lg_conn_close(c);
+	}
+	if (w->nconns == 0)
+		ev_break(ev, EVBREAK_ALL);
+}
+
+static int
+setup(struct lg_worker *w, const struct lg_loop_env *env)
+{
+	memset(w, 0, sizeof(*w));
+	w->env = env;
+	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
+		return -1;
+	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
+		return -1;
+	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
+	w->accept_io.data = w;
+	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
+	w->done_io.data = w;
+	ev_io_start(w->ev, &w->done_io);
+	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
+	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
+	w->sig_term.data = w->sig_int.data = w;
+	ev_signal_start(w->ev, &w->sig_term);
+	ev_signal_start(w->ev, &w->sig_int);
+	ev_timer_init(&w->tick, tick_cb, TICK_S, TICK_S);
+	w->tick.data = w;
+	ev_timer_start(w->ev, &w->tick);
+	resume_accept(w);
+	return 0;
+}
+
+int
+lg_loop_main(const struct lg_loop_env *env)
+{
+	struct lg_worker w;
+
+	if (setup(&w, env) == -1) {
+		log_error("cannot set up the event loop: %s", strerror(errno));
+		return 1;
+	}
+	atomic_store(&env->page->heartbeat_ns, lg_now_ns());
+	log_info("started");
+	ev_run(w.ev, 0);
+	log_info("drained, exiting");
+	return 0;
+}

@@ -1,0 +1,28 @@
+/* The loop worker: one libev event loop per process. It accepts connections, parses HTTP/1.1,
+ * answers cheap routes inline and offloads heavy ones to the compute pool through the arena.
+ * Nothing that can take more than ~100 us of CPU runs here. */
+#ifndef LG_WORKER_LOOP_H
+#define LG_WORKER_LOOP_H
+
+#include <stdint.h>
+
+#include "common/config.h"
+#include "shm/arena.h"
+#include "shm/channel.h"
+
+struct lg_loop_env {
+	const struct lg_config *cfg;
+	struct lg_arena *arena;      /* shared, mapped by the master */
+	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'l', index) */
+	int listen_fd;               /* non-blocking listening socket shared by every loop worker */
+	uint32_t index;              /* loop index, 0..L-1: the owner id in slot words */
+	uint32_t nloops;
+	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
+};
+
+/* Runs the loop until a graceful drain (SIGTERM/SIGINT) finishes: stop accepting, finish the
+ * requests in flight, close idle keep-alive connections. Returns the process exit status
+ * (0 after a drain, 1 when the loop could not be set up). */
+int lg_loop_main(const struct lg_loop_env *env);
+
+#endif

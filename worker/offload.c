@@ -1,0 +1,181 @@
+/* The loop side of the offload path: queue a claimed slot, match completions to connections,
+ * enforce the deadline, and give slots back. Declared in worker/routes.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "cpupool/jobs.h"
+#include "shm/slot.h"
+#include "worker/routes.h"
+
+int
+lg_route_queue(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	struct lg_arena *a = env->arena;
+	struct lg_slot *s = &a->slots[c->slot];
+	uint64_t now = lg_now_ns();
+	struct lg_msg m = {
+		.type = LG_MSG_JOB, .slot = (uint32_t)c->slot, .gen = c->gen,
+		.kind = s->kind = c->kind, .owner = env->index,
+		.in_off = lg_arena_in_off(a, (uint32_t)c->slot), .in_len = c->body_got,
+		.out_off = lg_arena_out_off(a, (uint32_t)c->slot), .out_cap = a->out_cap,
+		.arg = c->arg, .deadline_ns = now + env->cfg->deadline_ms * LG_NS_PER_MS,
+		.enqueue_ns = now,
+	};
+
+	s->arg = c->arg;
+	s->in_len = c->body_got;
+	s->touched = c->body_got;
+	s->enqueue_ns = now;
+	s->deadline_ns = m.deadline_ns;
+	/* QUEUED before the header is visible: a compute process may take it at once. */
+	if (lg_slot_move(s, c->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
+	    lg_chan_send(env->ch->job[0], &m, MSG_DONTWAIT) == -1) {
+		log_warn("cannot queue job on slot %d: %s", c->slot, strerror(errno));
+		lg_route_release(c);
+		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+	}
+	c->w->pending[c->slot] = c;
+	c->state = LG_CONN_JOB;
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, env->cfg->deadline_ms / 1000., 0.);
+	ev_timer_start(c->w->ev, &c->timer);
+	return 0;
+}
+
+void
+lg_route_release(struct lg_conn *c)
+{
+	struct lg_slot *s = &c->w->env->arena->slots[c->slot];
+
+	if (c->w->pending[c->slot] == c)
+		c->w->pending[c->slot] = NULL;
+	if (lg_slot_release(s, c->gen) == LG_SLOT_ABANDONED)
+		log_debug("slot %d abandoned while running; the compute process frees it", c->slot);
+	c->slot = -1;
+}
+
+static int
+status_of_failure(uint32_t st)
+{
+	switch (st) {
+	case LG_JOB_BAD_INPUT:
+		return 400;
+	case LG_JOB_CRASHED:
+		return 502;
+	default:
+		return 500;
+	}
+}
+
+/* Answers c from its finished slot (DONE or FAILED). The slot stays held until the response
+ * is written when the body is read from the output region. */
+static int
+answer_finished(struct lg_conn *c, uint64_t word)
+{
+	struct lg_arena *a = c->w->env->arena;
+	struct lg_slot *s = &a->slots[c->slot];
+	double queue_ms = (double)(s->start_ns - s->enqueue_ns) / 1e6;
+	double run_ms = (double)(s->end_ns - s->start_ns) / 1e6;
+
+	c->w->pending[c->slot] = NULL;
+	ev_timer_stop(c->w->ev, &c->timer);
+	if (lg_slot_state(word) == LG_SLOT_FAILED || s->out_len > a->out_cap) {
+		int code = status_of_failure(s->status);
+
+		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
+		    s->status, code);
+		lg_route_release(c);
+		return lg_conn_error(c, code, code == 502, NULL);
+	}
+	if (s->kind == LG_KIND_HEAVY) {
+		char body[192];
+		uint64_t x = 0;
+		int n;
+
+		memcpy(&x, lg_arena_out(a, (uint32_t)c->slot), sizeof(x));
+		n = snprintf(body, sizeof(body),
+		    "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64 ",\"queue_ms\":%.3f,"
+		    "\"run_ms\":%.3f}\n", s->arg, x, queue_ms, run_ms);
+		lg_route_release(c);
+		return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)n);
+	}
+	char extra[96];
+	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n", queue_ms, run_ms);
+	return lg_conn_respond(c, 200, "application/zstd", extra, lg_arena_out(a, (uint32_t)c->slot),
+	    (size_t)s->out_len);
+}
+
+void
+lg_route_completions(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	struct lg_msg m;
+
+	for (;;) {
+		int r = lg_chan_recv(env->ch->done[env->index][0], &m, MSG_DONTWAIT);
+
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			return; /* EAGAIN: drained */
+		}
+		if (r == 0 || m.type != LG_MSG_DONE || m.slot >= env->arena->nslots) {
+			atomic_fetch_add(&env->page->bad_headers, 1);
+			log_warn("dropped a completion header that failed validation");
+			continue;
+		}
+		struct lg_conn *c = w->pending[m.slot];
+		uint64_t word = atomic_load(&env->arena->slots[m.slot].word);
+		enum lg_slot_state st = lg_slot_state(word);
+
+		/* Stale: from before a respawn of this loop, or for a job answered 504 already. */
+		if (c == NULL || c->gen != m.gen || lg_slot_gen(word) != m.gen ||
+		    (st != LG_SLOT_DONE && st != LG_SLOT_FAILED)) {
+			log_debug("stale completion for slot %u gen %u", m.slot, m.gen);
+			continue;
+		}
+		if (answer_finished(c, word) == 0)
+			lg_conn_resume(c);
+	}
+}
+
+int
+lg_route_deadline(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	struct lg_slot *s = &env->arena->slots[c->slot];
+	uint64_t word = atomic_load(&s->word);
+	enum lg_slot_state st = lg_slot_state(word);
+	uint64_t now = lg_now_ns();
+	int running;
+
+	if (lg_slot_gen(word) == c->gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
+		/* Finished just now; its completion header is still in the channel. */
+		if (answer_finished(c, word) == 0)
+			lg_conn_resume(c);
+		return 0;
+	}
+	running = st == LG_SLOT_RUNNING;
+	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
+	    "running %.1f ms): 504", lg_jobs_name(s->kind), c->slot, env->cfg->deadline_ms,
+	    running ? "running" : "queued", (double)((running ? s->start_ns : now) -
+	    s->enqueue_ns) / 1e6, running ? (double)(now - s->start_ns) / 1e6 : 0.);
+	atomic_fetch_add(&env->page->timed_out, 1);
+	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
+	lg_route_release(c);
+	/* The master kills the compute process, because only it knows the pid is still its
+	 * own child. A queued job was cancelled by the release above and never runs. */
+	if (running && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
+		log_error("cannot ask the master to kill the runner of slot %u: %s", kill.slot,
+		    strerror(errno));
+	if (lg_conn_error(c, 504, 0, NULL) == -1)
+		return -1;
+	lg_conn_resume(c);
+	return 0;
+}

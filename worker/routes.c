@@ -1,0 +1,222 @@
+#include "worker/routes.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "cpupool/jobs.h"
+#include "shm/slot.h"
+
+struct lg_route {
+	const char *path;
+	unsigned method;                         /* HTTP_GET (HEAD allowed too) or HTTP_POST */
+	uint32_t kind;                           /* 0: answered inline */
+	int (*inline_fn)(struct lg_conn *c);
+	int (*parse_arg)(const struct lg_http_req *r, uint64_t *arg); /* 0, or -1 for 400 */
+};
+
+static int
+route_ping(struct lg_conn *c)
+{
+	return lg_conn_respond(c, 200, "text/plain", NULL, "ok", 2);
+}
+
+static int
+route_health(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	uint32_t n[8];
+	char body[256];
+	int len;
+
+	lg_slot_census(env->arena, n);
+	len = snprintf(body, sizeof(body),
+	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
+	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u}}\n",
+	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, env->arena->nslots,
+	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING]);
+	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
+}
+
+/* Finds name=value in a query string (RFC 3986 section 3.4, '&'-separated pairs). Returns the
+ * value (not NUL-terminated) and its length in *len, or NULL when the name is absent. */
+static const char *
+query_param(const struct lg_http_req *r, const char *name, size_t *len)
+{
+	size_t nl = strlen(name);
+	const char *p = r->query, *end = r->query + r->query_len;
+
+	while (p != NULL && p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *stop = amp ? amp : end;
+
+		if ((size_t)(stop - p) > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
+			*len = (size_t)(stop - p) - nl - 1;
+			return p + nl + 1;
+		}
+		p = amp ? amp + 1 : end;
+	}
+	return NULL;
+}
+
+/* Parses a decimal integer parameter in [min, max], or def when absent. */
+static int
+uint_param(const struct lg_http_req *r, const char *name, uint64_t def, uint64_t min,
+    uint64_t max, uint64_t *out)
+{
+	size_t len;
+	const char *v = query_param(r, name, &len);
+	uint64_t x = 0;
+
+	if (v == NULL) {
+		*out = def;
+		return 0;
+	}
+	if (len == 0 || len > 20)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
+			return -1;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	if (x < min || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int
+heavy_arg(const struct lg_http_req *r, uint64_t *arg)
+{
+	return uint_param(r, "iterations", LG_HEAVY_DEFAULT_ITERATIONS, 0,
+	    LG_HEAVY_MAX_ITERATIONS, arg);
+}
+
+static int
+compress_arg(const struct lg_http_req *r, uint64_t *arg)
+{
+	return uint_param(r, "level", LG_COMPRESS_DEFAULT_LEVEL, LG_COMPRESS_MIN_LEVEL,
+	    LG_COMPRESS_MAX_LEVEL, arg);
+}
+
+static const struct lg_route routes[] = {
+	{ "/ping", HTTP_GET, 0, route_ping, NULL },
+	{ "/health", HTTP_GET, 0, route_health, NULL },
+	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, NULL, heavy_arg },
+	{ "/compress", HTTP_POST, LG_KIND_COMPRESS, NULL, compress_arg },
+};
+
+static const struct lg_route *
+find_route(const struct lg_http_req *r)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (strlen(routes[i].path) == r->path_len &&
+		    memcmp(routes[i].path, r->path, r->path_len) == 0)
+			return &routes[i];
+	return NULL;
+}
+
+static int
+method_ok(const struct lg_route *rt, unsigned method)
+{
+	return method == rt->method || (rt->method == HTTP_GET && method == HTTP_HEAD);
+}
+
+static int
+reject(struct lg_conn *c, int status)
+{
+	c->reject_status = status;
+	return LG_HTTP_REJECT;
+}
+
+int
+lg_route_head(struct lg_http *h, void *conn)
+{
+	struct lg_conn *c = conn;
+	const struct lg_http_req *r = &h->req;
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	c->route = find_route(r);
+	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
+		return reject(c, 413);
+	if (c->route == NULL || c->route->kind == 0 || !method_ok(c->route, r->method))
+		return LG_HTTP_BODY_PARSER; /* inline, 404 or 405: the parser discards any body */
+	if (c->route->parse_arg(r, &c->arg) == -1)
+		return reject(c, 400);
+	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
+	int slot = lg_slot_claim(c->w->env->arena, c->w->env->index, &c->gen);
+	if (slot < 0) {
+		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+		return reject(c, 503);
+	}
+	c->slot = slot;
+	c->kind = c->route->kind;
+	c->body_got = 0;
+	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	if (r->expect_continue && (c->body_need > 0 || r->chunked)) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		/* Best effort on an empty socket buffer; the client sends the body anyway after
+		 * its own timeout (RFC 9110 section 10.1.1). */
+		(void)!send(c->fd, cont, sizeof(cont) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+}
+
+int
+lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
+{
+	struct lg_conn *c = conn;
+	const struct lg_arena *a = c->w->env->arena;
+
+	if (h->body_seen > c->w->env->cfg->max_body) {
+		h->status = 413;
+		return -1;
+	}
+	if (c->slot < 0)
+		return 0; /* a body to an inline route is read and dropped */
+	if (c->body_got + len > a->in_cap) {
+		h->status = 413;
+		return -1;
+	}
+	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_got, at, len);
+	c->body_got += len;
+	return 0;
+}
+
+int
+lg_route_dispatch(struct lg_conn *c)
+{
+	const struct lg_http_req *r = &c->http.req;
+
+	if (c->route == NULL)
+		return lg_conn_error(c, 404, 0, NULL);
+	if (!method_ok(c->route, r->method)) {
+		char allow[64];
+
+		snprintf(allow, sizeof(allow), "Allow: %s\r\n",
+		    c->route->method == HTTP_GET ? "GET, HEAD" : http_method_str(c->route->method));
+		return lg_conn_error(c, 405, 0, allow);
+	}
+	if (c->route->kind == 0)
+		return c->route->inline_fn(c);
+	if (c->body_got < c->body_need) {
+		/* Move the body bytes that came with the head, then read the rest directly into
+		 * the slot's input region. */
+		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
+
+		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);
+		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+		c->rlen -= n;
+		c->body_got = n;
+		if (c->body_got < c->body_need) {
+			c->state = LG_CONN_BODY;
+			return 0;
+		}
+	}
+	return lg_route_queue(c);
+}

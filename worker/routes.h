@@ -1,0 +1,38 @@
+/* Routing and the offload path of the loop worker: which routes answer inline, which go to the
+ * compute pool, and the job life cycle seen from the loop (claim, body, queue, complete,
+ * deadline, cancel). */
+#ifndef LG_WORKER_ROUTES_H
+#define LG_WORKER_ROUTES_H
+
+#include "shm/wire.h"
+#include "worker/conn.h"
+
+/* http-parser head hook (struct lg_http on_head): picks the route, checks the body limit and,
+ * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
+ * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments) or 503
+ * (no free slot: the bounded queue is full). */
+int lg_route_head(struct lg_http *h, void *conn);
+
+/* http-parser body hook: copies a chunked body into the claimed slot, enforcing the limit. */
+int lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len);
+
+/* Handles a complete request: answers inline, or starts reading the body into the slot, or
+ * queues the job. Returns 0, or -1 when the connection was closed. */
+int lg_route_dispatch(struct lg_conn *c);
+
+/* The Content-Length body in c's slot is complete: queue the job. Returns 0 or -1 (closed). */
+int lg_route_queue(struct lg_conn *c);
+
+/* Reads every completion header waiting on the loop's completion channel and answers the
+ * connections they belong to; stale and malformed headers are counted and dropped. */
+void lg_route_completions(struct lg_worker *w);
+
+/* The job deadline of c passed: answer 504 at once, cancel a queued job, and ask the master to
+ * kill the compute process running it. Returns 0 or -1 (closed). */
+int lg_route_deadline(struct lg_conn *c);
+
+/* Gives up c's slot (client gone, connection closing): a queued job is cancelled, a running one
+ * is left to finish and its result discarded. */
+void lg_route_release(struct lg_conn *c);
+
+#endif
