@@ -36,7 +36,7 @@ BIN      := $(OBJDIR)/lagless
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 
-.PHONY: all run test check unit integration deps clean
+.PHONY: all run test check unit integration deps clean print-deps
 all: $(BIN)
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -82,3 +82,7 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# The package list, for .ci/run's apt-get install.
+print-deps:
+	@echo $(DEB_PKGS)

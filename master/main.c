@@ -191,7 +191,7 @@ main(int argc, char **argv)
 		.compute_nice = 5,
 	};
 	struct lg_sizing sz;
-	char json[2048];
+	char json[4096];
 	int opt, print_sizing = 0;
 
 	lg_log_set_role("master", 0);
