@@ -78,8 +78,10 @@ lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t i
 		atomic_store(&a->procs[i].job, LG_NO_JOB);
 	return 0;
 fail:
+	/* Only the memfd is open here (mmap is the last step that can fail). */
 	saved = errno;
-	lg_arena_destroy(a);
+	close(a->fd);
+	a->fd = -1;
 	errno = saved;
 	return -1;
 }
@@ -87,10 +89,12 @@ fail:
 void
 lg_arena_destroy(struct lg_arena *a)
 {
-	if (a->base != NULL)
-		munmap(a->base, a->size);
-	if (a->fd >= 0)
-		close(a->fd);
+	/* base, not fd, says whether there is an arena: a zeroed struct has fd 0, which is
+	 * stdin (or whatever the process opened first), not ours to close. */
+	if (a->base == NULL)
+		return;
+	munmap(a->base, a->size);
+	close(a->fd);
 	a->base = NULL;
 	a->fd = -1;
 }

@@ -1,0 +1,273 @@
+/* Unit tests for shm/arena.c: the memfd arena, on real memfds and real forks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shm/arena.h"
+
+#define MIB (1024u * 1024u)
+
+static void
+test_create_destroy(void **state)
+{
+	struct lg_arena a;
+	struct stat st;
+
+	assert_int_equal(lg_arena_create(&a, 3, 5, 1, LG_PAGE + 1), 0);
+	assert_true(a.fd >= 0);
+	assert_non_null(a.base);
+	assert_int_equal(a.nslots, 3);
+	assert_int_equal(a.nprocs, 5);
+	assert_int_equal(a.in_cap, LG_PAGE);        /* rounded up to whole pages */
+	assert_int_equal(a.out_cap, 2 * LG_PAGE);
+	assert_int_equal(a.hdr->magic, LG_ARENA_MAGIC);
+	assert_int_equal(a.hdr->version, LG_ARENA_VERSION);
+	assert_int_equal(a.hdr->nslots, 3);
+	assert_int_equal(a.hdr->nprocs, 5);
+	assert_int_equal(a.hdr->in_cap, a.in_cap);
+	assert_int_equal(a.hdr->out_cap, a.out_cap);
+	assert_int_equal(a.hdr->total_size, a.size);
+	assert_int_equal(fstat(a.fd, &st), 0);
+	assert_int_equal((uint64_t)st.st_size, a.size);
+	assert_true(fcntl(a.fd, F_GETFD) & FD_CLOEXEC); /* children exec nothing, but be safe */
+	for (uint32_t i = 0; i < a.nprocs; i++) {
+		assert_int_equal(atomic_load(&a.procs[i].pid), 0);
+		assert_int_equal(atomic_load(&a.procs[i].job), LG_NO_JOB);
+	}
+	for (uint32_t i = 0; i < a.nslots; i++)
+		assert_int_equal(atomic_load(&a.slots[i].word), 0); /* FREE, generation 0 */
+	lg_arena_destroy(&a);
+	assert_int_equal(a.fd, -1);
+	assert_null(a.base);
+	lg_arena_destroy(&a); /* twice is harmless */
+}
+
+/* "safe on a zeroed arena": a zeroed struct has fd 0, which is stdin, not an arena. */
+static void
+test_destroy_zeroed_keeps_fd0(void **state)
+{
+	struct lg_arena z;
+	int opened = -1;
+
+	if (fcntl(0, F_GETFD) == -1)
+		opened = open("/dev/null", O_RDONLY); /* make sure fd 0 exists to be (not) closed */
+	memset(&z, 0, sizeof(z));
+	lg_arena_destroy(&z);
+	assert_int_not_equal(fcntl(0, F_GETFD), -1);
+	if (opened == 0)
+		close(opened);
+}
+
+static void
+check_layout(const struct lg_arena *a)
+{
+	const struct lg_arena_hdr *h = a->hdr;
+	uint64_t end;
+
+	assert_int_equal(h->procs_off % LG_PAGE, 0);
+	assert_int_equal(h->slots_off % LG_PAGE, 0);
+	assert_int_equal(h->regions_off % LG_PAGE, 0);
+	assert_true(h->procs_off >= sizeof(*h));
+	assert_true(h->slots_off >= h->procs_off + (uint64_t)a->nprocs * LG_PAGE);
+	assert_true(h->regions_off >= h->slots_off + (uint64_t)a->nslots * sizeof(struct lg_slot));
+	end = h->regions_off;
+	for (uint32_t i = 0; i < a->nslots; i++) {
+		uint64_t in = lg_arena_in_off(a, i), out = lg_arena_out_off(a, i);
+
+		assert_int_equal(in % LG_PAGE, 0);
+		assert_int_equal(out % LG_PAGE, 0);
+		assert_true(in >= end);                 /* after the previous region */
+		assert_true(out >= in + a->in_cap);     /* input and output do not overlap */
+		end = out + a->out_cap;
+		assert_ptr_equal(lg_arena_in(a, i), a->base + in);
+		assert_ptr_equal(lg_arena_out(a, i), a->base + out);
+	}
+	assert_true(end <= a->size);
+}
+
+static void
+test_layout(void **state)
+{
+	static const struct { uint32_t nslots, nprocs; uint64_t in, out; } cases[] = {
+		{ 1, 0, 1, 1 }, { 1, 1, 0, 0 }, { 4, 2, MIB, MIB }, { 33, 7, 5000, 70000 },
+		{ 100, 3, LG_PAGE, 3 * LG_PAGE },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct lg_arena a;
+
+		assert_int_equal(lg_arena_create(&a, cases[k].nslots, cases[k].nprocs, cases[k].in,
+		    cases[k].out), 0);
+		check_layout(&a);
+		lg_arena_destroy(&a);
+	}
+}
+
+static void
+test_regions_writable(void **state)
+{
+	struct lg_arena a;
+
+	assert_int_equal(lg_arena_create(&a, 4, 3, 64 * 1024, 128 * 1024), 0);
+	for (uint32_t i = 0; i < a.nprocs; i++)
+		memset(&a.procs[i], 0x11, sizeof(a.procs[i]));
+	memset(a.slots, 0x22, a.nslots * sizeof(struct lg_slot));
+	for (uint32_t i = 0; i < a.nslots; i++) {
+		memset(lg_arena_in(&a, i), (int)(0x30 + i), a.in_cap);
+		memset(lg_arena_out(&a, i), (int)(0x40 + i), a.out_cap);
+	}
+	/* Each region kept its own bytes: nothing overlapped, header untouched. */
+	for (uint32_t i = 0; i < a.nslots; i++) {
+		assert_int_equal(lg_arena_in(&a, i)[0], 0x30 + i);
+		assert_int_equal(lg_arena_in(&a, i)[a.in_cap - 1], 0x30 + i);
+		assert_int_equal(lg_arena_out(&a, i)[0], 0x40 + i);
+		assert_int_equal(lg_arena_out(&a, i)[a.out_cap - 1], 0x40 + i);
+	}
+	assert_int_equal(a.hdr->magic, LG_ARENA_MAGIC);
+	assert_int_equal(((unsigned char *)&a.procs[a.nprocs - 1])[LG_PAGE - 1], 0x11);
+	lg_arena_destroy(&a);
+}
+
+static void
+expect_create_error(uint32_t nslots, uint32_t nprocs, uint64_t in, uint64_t out, int err)
+{
+	struct lg_arena a;
+
+	errno = 0;
+	assert_int_equal(lg_arena_create(&a, nslots, nprocs, in, out), -1);
+	assert_int_equal(errno, err);
+	assert_int_equal(a.fd, -1);
+	assert_null(a.base);
+	lg_arena_destroy(&a);
+}
+
+static void
+test_overflow(void **state)
+{
+	expect_create_error(1, 1, UINT64_MAX, 0, EOVERFLOW);      /* rounding up overflows */
+	expect_create_error(1, 1, 0, UINT64_MAX - 100, EOVERFLOW);
+	expect_create_error(1, 1, 1ull << 63, 1ull << 63, EOVERFLOW); /* in + out overflows */
+	expect_create_error(UINT32_MAX, 1, 1ull << 40, 1ull << 40, EOVERFLOW); /* x nslots */
+	expect_create_error(2, 1, 1ull << 62, 0, EOVERFLOW);      /* > INT64_MAX for off_t */
+	expect_create_error(1, UINT32_MAX, 1ull << 62, 1ull << 62, EOVERFLOW);
+}
+
+static void
+test_nslots_zero(void **state)
+{
+	expect_create_error(0, 1, LG_PAGE, LG_PAGE, EINVAL);
+}
+
+static void
+test_failure_leaks_no_fd(void **state)
+{
+	struct lg_arena a;
+	int before = open("/dev/null", O_RDONLY), after;
+
+	/* 2^62 bytes pass the size checks but no mapping can be that large: mmap fails after
+	 * memfd_create and ftruncate succeeded, and the memfd must be closed again. */
+	close(before);
+	errno = 0;
+	if (lg_arena_create(&a, 1, 0, 1ull << 62, 0) == 0) {
+		lg_arena_destroy(&a); /* a machine with that much address space: nothing to test */
+		skip();
+	}
+	assert_true(errno == ENOMEM || errno == EFBIG || errno == EINVAL);
+	after = open("/dev/null", O_RDONLY);
+	close(after);
+	assert_int_equal(after, before);
+}
+
+static void
+test_shared_across_fork(void **state)
+{
+	struct lg_arena a;
+	pid_t pid;
+	int status;
+
+	assert_int_equal(lg_arena_create(&a, 2, 2, LG_PAGE, LG_PAGE), 0);
+	memcpy(lg_arena_in(&a, 1), "from parent", 12);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int ok = memcmp(lg_arena_in(&a, 1), "from parent", 12) == 0;
+
+		memcpy(lg_arena_out(&a, 1), "from child", 11);
+		atomic_store(&a.procs[1].pid, (int32_t)getpid());
+		atomic_store(&a.slots[0].word, 42);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_memory_equal(lg_arena_out(&a, 1), "from child", 11);
+	assert_int_equal(atomic_load(&a.procs[1].pid), pid);
+	assert_int_equal(atomic_load(&a.slots[0].word), 42);
+	lg_arena_destroy(&a);
+}
+
+static uint64_t
+blocks(int fd)
+{
+	struct stat st;
+
+	assert_int_equal(fstat(fd, &st), 0);
+	return (uint64_t)st.st_blocks; /* 512-byte units actually backed */
+}
+
+static void
+test_release_pages(void **state)
+{
+	struct lg_arena a;
+	uint64_t b0, b1, b2, region_blocks;
+
+	assert_int_equal(lg_arena_create(&a, 3, 1, MIB, MIB), 0);
+	b0 = blocks(a.fd);
+	for (uint32_t i = 0; i < 3; i++) {
+		memset(lg_arena_in(&a, i), 0x5a, a.in_cap);
+		memset(lg_arena_out(&a, i), 0xa5, a.out_cap);
+	}
+	b1 = blocks(a.fd);
+	region_blocks = (a.in_cap + a.out_cap) / 512;
+	assert_true(b1 >= b0 + 3 * region_blocks); /* the file is sparse until written */
+	assert_int_equal(lg_arena_release_pages(&a, 1), 0);
+	b2 = blocks(a.fd);
+	assert_true(b1 - b2 >= region_blocks);
+	/* The punched region reads as zeros and is usable again; its neighbours kept their data. */
+	for (uint64_t k = 0; k < a.in_cap; k += LG_PAGE)
+		assert_int_equal(lg_arena_in(&a, 1)[k], 0);
+	assert_int_equal(lg_arena_out(&a, 1)[a.out_cap - 1], 0);
+	assert_int_equal(lg_arena_out(&a, 0)[a.out_cap - 1], 0xa5);
+	assert_int_equal(lg_arena_in(&a, 2)[0], 0x5a);
+	lg_arena_in(&a, 1)[0] = 1;
+	assert_int_equal(a.hdr->magic, LG_ARENA_MAGIC);
+	assert_true(blocks(a.fd) > b2);
+	lg_arena_destroy(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_destroy),
+		cmocka_unit_test(test_destroy_zeroed_keeps_fd0),
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_regions_writable),
+		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_nslots_zero),
+		cmocka_unit_test(test_failure_leaks_no_fd),
+		cmocka_unit_test(test_shared_across_fork),
+		cmocka_unit_test(test_release_pages),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
