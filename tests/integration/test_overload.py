@@ -1,0 +1,106 @@
+"""A full pool (every compute process busy, every queue place taken) is refused at once with 503,
+before any body byte is read, while inline routes keep answering fast."""
+
+import statistics
+import time
+
+import pytest
+
+from conftest import (Call, connect, get, heavy_iterations_for, heavy_result, peer_closed,
+                      read_response)
+
+# each long job should run at least this long (seconds), measured on the server itself
+LONG_JOB_S = 3.0
+
+
+def check_503(r):
+    assert r.status == 503, r
+    assert r.header("retry-after") == "1", r.headers
+    assert (r.header("connection") or "").lower() == "close", r.headers
+
+
+@pytest.mark.timeout(120)
+def test_full_pool_503_fast_and_ping_unaffected(start_server):
+    srv = start_server("--compute-workers", "1", "--queue", "1", "--deadline-ms", "120000")
+    n = heavy_iterations_for(srv.port, LONG_JOB_S)
+    url = "/heavy?iterations=%d" % n
+
+    a = Call(get, srv.port, url, timeout=90)
+    a.start()
+    time.sleep(0.3)
+    b = Call(get, srv.port, url, timeout=90)
+    b.start()
+    time.sleep(0.5)  # both accepted: one running, one queued
+    assert a.is_alive() and b.is_alive(), "the long jobs ended too early to test a full pool"
+
+    # 1. a third heavy request is refused at once
+    t0 = time.monotonic()
+    r = get(srv.port, "/heavy?iterations=1000", timeout=5)
+    elapsed = time.monotonic() - t0
+    check_503(r)
+    assert elapsed < 0.5, "503 took %.3f s" % elapsed
+
+    # 2. a POST /compress with a large body is refused before a body byte is sent
+    with connect(srv.port, timeout=5) as s:
+        t0 = time.monotonic()
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+                  b"Content-Length: 8000000\r\n\r\n")
+        r = read_response(s)
+        elapsed = time.monotonic() - t0
+        check_503(r)
+        assert elapsed < 0.5, "503 for /compress took %.3f s" % elapsed
+        # Connection: close means the server closes the connection (it must not wait for a body)
+        assert peer_closed(s, timeout=3.0), "connection left open after 503 Connection: close"
+
+    # 3. inline routes stay fast: fresh connections and a keep-alive one
+    lat = []
+    for i in range(50):
+        t0 = time.monotonic()
+        r = get(srv.port, "/ping", timeout=5)
+        lat.append(time.monotonic() - t0)
+        assert r.status == 200 and r.body == b"ok", r
+    lat.sort()
+    med = statistics.median(lat)
+    assert med < 0.050, "median /ping %.1f ms under full pool (all: %r)" % (med * 1e3, lat)
+    assert lat[-1] < 1.0, "slowest /ping %.3f s" % lat[-1]
+    assert get(srv.port, "/health", timeout=5).status == 200
+
+    # the pool is still full (otherwise the assertions above proved less than they claim)
+    assert a.is_alive() or b.is_alive(), "long jobs finished during the overload checks"
+    check_503(get(srv.port, "/heavy?iterations=1", timeout=5))
+
+    # 4. both long jobs complete with correct results; the second one waited in the queue
+    ra = a.get(100)
+    rb = b.get(100)
+    for r in (ra, rb):
+        assert r.status == 200, r
+        doc = r.json()
+        assert doc["iterations"] == n and doc["result"] == heavy_result(n), (doc, heavy_result(n))
+    waited = max(ra.json()["queue_ms"], rb.json()["queue_ms"])
+    ran = min(ra.json()["run_ms"], rb.json()["run_ms"])
+    assert waited >= 0.5 * ran, ("one job must have queued behind the other", ra.json(), rb.json())
+
+    # 5. the pool is free again
+    r = get(srv.port, "/heavy?iterations=1000", timeout=30)
+    assert r.status == 200 and r.json()["result"] == heavy_result(1000), r
+
+
+@pytest.mark.timeout(120)
+def test_slots_are_global_across_loop_workers(start_server):
+    # two loop workers, one slot in all: the bound is global, not per loop worker
+    srv = start_server("--loop-workers", "2", "--compute-workers", "1", "--queue", "0",
+                       "--deadline-ms", "120000")
+    n = heavy_iterations_for(srv.port, LONG_JOB_S)
+    a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=90)
+    a.start()
+    time.sleep(0.5)
+    assert a.is_alive(), "the long job ended too early"
+    # many fresh connections land on either loop worker; every one must be refused
+    statuses = []
+    for i in range(10):
+        r = get(srv.port, "/heavy?iterations=1000", timeout=5)
+        statuses.append(r.status)
+    assert a.is_alive(), "the long job ended during the checks"
+    assert statuses == [503] * 10, statuses
+    r = a.get(100)
+    assert r.status == 200 and r.json()["result"] == heavy_result(n), r
