@@ -23,6 +23,7 @@ struct lg_config {
 	int max_conns;             /* open connections per loop worker */
 	int backlog;               /* listen(2) backlog */
 	int compute_nice;          /* nice(2) increment for compute processes */
+	int log_level;             /* enum lg_log_level */
 };
 
 #endif

@@ -1,0 +1,386 @@
+#include "master/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+enum kind {
+	K_LISTEN,   /* "[ADDR:]PORT" into listen_addr + port */
+	K_INT,      /* int field, decimal in [min, max] */
+	K_U64,      /* uint64_t field, decimal in [min, max] */
+	K_SIZE,     /* uint64_t bytes, K/M/G binary suffixes */
+	K_CPUS,     /* double CPUs, 0 = measure */
+	K_ROUNDING, /* floor | ceil */
+	K_LOGLEVEL, /* error | warn | info | debug */
+};
+
+struct opt {
+	const char *name;   /* flag; file key and environment name are derived from it */
+	enum kind kind;
+	size_t off;         /* offsetof(struct lg_config, field) */
+	uint64_t min, max;
+	const char *def;    /* default, parsed like any other value */
+	const char *arg;    /* placeholder in --help */
+	const char *help;
+};
+
+#define F(field) offsetof(struct lg_config, field)
+
+static const struct opt opts[] = {
+	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT",
+	  "listen address; IPv6 as [::1]:8080; port 0 picks a free port (logged)" },
+	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
+	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
+	  "event-loop processes; 0 = the CPU budget" },
+	{ "compute-workers", K_INT, F(compute_workers), 0, 1024, "0", "N",
+	  "compute processes; 0 = max(1, budget - 1)" },
+	{ "queue", K_INT, F(queue_capacity), 0, 100000, NULL, "N",
+	  "waiting jobs beyond the running ones; unset = 2 x compute-workers" },
+	{ "cpus", K_CPUS, F(cpus), 0, 4096, "0", "X", "CPU budget to use instead of measuring it; 0 = measure" },
+	{ "cpu-rounding", K_ROUNDING, F(rounding), 0, 0, "floor", "floor|ceil",
+	  "how a fractional CPU quota rounds (never below 1)" },
+	{ "max-body", K_SIZE, F(max_body), 0, 1ull << 40, "64M", "BYTES",
+	  "largest request body (K/M/G suffixes); 413 above it" },
+	{ "deadline-ms", K_U64, F(deadline_ms), 1, 86400000, "30000", "MS",
+	  "per offloaded job, queue wait included; 504 past it" },
+	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
+	  "graceful stop: time left to in-flight requests" },
+	{ "kill-grace-ms", K_U64, F(kill_grace_ms), 0, 60000, "200", "MS",
+	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
+	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
+	  "open connections per loop worker" },
+	{ "log-level", K_LOGLEVEL, F(log_level), 0, 0, "info", "LEVEL",
+	  "error, warn, info or debug" },
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Parses a decimal with an optional binary K/M/G suffix when suffixes is set. */
+static int
+parse_u64(const char *s, uint64_t min, uint64_t max, int suffixes, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (suffixes && *end != '\0' && end[1] == '\0') {
+		switch (*end) {
+		case 'k': case 'K': mul = 1ull << 10; end++; break;
+		case 'm': case 'M': mul = 1ull << 20; end++; break;
+		case 'g': case 'G': mul = 1ull << 30; end++; break;
+		}
+	}
+	if (*end != '\0' || v > max / mul || v * mul < min)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+/* "[ADDR:]PORT", "[v6addr]:PORT" or "PORT". */
+static int
+parse_listen(const char *s, struct lg_config *cfg)
+{
+	const char *colon = strrchr(s, ':');
+	uint64_t p;
+	size_t alen;
+
+	if (parse_u64(colon ? colon + 1 : s, 0, 65535, 0, &p) == -1)
+		return -1;
+	if (colon != NULL) {
+		alen = (size_t)(colon - s);
+		if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
+			s++;
+			alen -= 2;
+		}
+		if (alen == 0 || alen >= sizeof(cfg->listen_addr))
+			return -1;
+		memcpy(cfg->listen_addr, s, alen);
+		cfg->listen_addr[alen] = '\0';
+	}
+	cfg->port = (int)p;
+	return 0;
+}
+
+/* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
+static int
+set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char **why)
+{
+	char *base = (char *)cfg, *end;
+	uint64_t u;
+	double d;
+	int lvl;
+
+	switch (o->kind) {
+	case K_LISTEN:
+		*why = "expected [ADDR:]PORT with a numeric address and a port 0..65535";
+		return parse_listen(v, cfg);
+	case K_INT:
+	case K_U64:
+	case K_SIZE: {
+		static char range[96];
+
+		snprintf(range, sizeof(range), "expected a whole number from %llu to %llu%s",
+		    (unsigned long long)o->min, (unsigned long long)o->max,
+		    o->kind == K_SIZE ? " bytes, with an optional K, M or G suffix" : "");
+		*why = range;
+		if (parse_u64(v, o->min, o->max, o->kind == K_SIZE, &u) == -1)
+			return -1;
+		if (o->kind == K_INT)
+			*(int *)(base + o->off) = (int)u;
+		else
+			*(uint64_t *)(base + o->off) = u;
+		return 0;
+	}
+	case K_CPUS:
+		*why = "expected a number of CPUs, 0 < X <= 4096 (0 = measure)";
+		errno = 0;
+		d = strtod(v, &end);
+		if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
+			return -1;
+		*(double *)(base + o->off) = d;
+		return 0;
+	case K_ROUNDING:
+		*why = "expected floor or ceil";
+		if (strcmp(v, "floor") && strcmp(v, "ceil"))
+			return -1;
+		*(enum lg_cpu_rounding *)(base + o->off) = strcmp(v, "ceil") == 0 ? LG_ROUND_CEIL :
+		    LG_ROUND_FLOOR;
+		return 0;
+	case K_LOGLEVEL:
+		*why = "expected error, warn, info or debug";
+		if ((lvl = lg_log_parse_level(v)) == -1)
+			return -1;
+		*(int *)(base + o->off) = lvl;
+		return 0;
+	}
+	return -1;
+}
+
+void
+lg_options_defaults(struct lg_config *cfg)
+{
+	const char *why;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].def != NULL)
+			set_value(&opts[i], opts[i].def, cfg, &why);
+	cfg->queue_capacity = -1;
+	cfg->backlog = 4096;
+	cfg->compute_nice = 5;
+}
+
+static const struct opt *
+find_opt(const char *name, char dash)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		const char *a = opts[i].name, *b = name;
+
+		while (*a && (*a == *b || (*a == '-' && *b == dash)))
+			a++, b++;
+		if (*a == '\0' && *b == '\0')
+			return &opts[i];
+	}
+	return NULL;
+}
+
+struct file_ctx {
+	struct lg_config *cfg;
+	char why[200];     /* the first error, formatted */
+};
+
+/* inih handler (returns non-zero on success). Keys may sit before any section or in a
+ * [lagless] section; anything else is an error, so a typo never passes silently. */
+static int
+file_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct file_ctx *fc = user;
+	const struct opt *o;
+	const char *why = "unknown key";
+
+	if (*section != '\0' && strcmp(section, "lagless") != 0)
+		why = "unknown section (use [lagless] or none)";
+	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
+		return 1;
+	if (fc->why[0] == '\0')
+		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
+	return 0;
+}
+
+static int
+load_file(const char *path, int required, struct lg_config *cfg, char *err, size_t cap)
+{
+	struct file_ctx fc = { .cfg = cfg };
+	int line;
+
+	if (!required && access(path, F_OK) == -1)
+		return 0;
+	line = ini_parse(path, file_handler, &fc);
+	if (line == 0)
+		return 0;
+	if (line < 0)
+		snprintf(err, cap, "%s: cannot read the configuration file: %s", path,
+		    line == -1 ? strerror(errno) : "out of memory");
+	else
+		snprintf(err, cap, "%s:%d: %s", path, line, fc.why[0] ? fc.why : "syntax error");
+	return -1;
+}
+
+static int
+load_env(struct lg_config *cfg, char *err, size_t cap)
+{
+	for (size_t i = 0; i < NOPTS; i++) {
+		char name[64] = "LAGLESS_";
+		size_t n = strlen(name);
+		const char *v, *why;
+
+		for (const char *p = opts[i].name; *p && n < sizeof(name) - 1; p++)
+			name[n++] = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+		name[n] = '\0';
+		if ((v = getenv(name)) != NULL && set_value(&opts[i], v, cfg, &why) == -1) {
+			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+enum { OPT_PRINT_SIZING = 1000, OPT_PRINT_EXAMPLE = 999, OPT_FIRST = 1001 };
+
+static void
+build_longopts(struct option *lo)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NOPTS; i++)
+		lo[n++] = (struct option){ opts[i].name, required_argument, NULL, OPT_FIRST + (int)i };
+	lo[n++] = (struct option){ "print-sizing", no_argument, NULL, OPT_PRINT_SIZING };
+	lo[n++] = (struct option){ "print-example-config", no_argument, NULL, OPT_PRINT_EXAMPLE };
+	lo[n++] = (struct option){ "config", required_argument, NULL, 'c' };
+	lo[n++] = (struct option){ "test-config", no_argument, NULL, 't' };
+	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[n++] = (struct option){ "version", no_argument, NULL, 'V' };
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* One getopt pass. pass 0 reads the commands (-c, -t, ...), pass 1 applies the settings. */
+static int
+load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
+    struct lg_command *cmd, char *err, size_t cap)
+{
+	struct option lo[NOPTS + 7];
+	int c;
+
+	build_longopts(lo);
+	optind = 0; /* GNU: full re-initialisation, so a reload can parse again */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:c:thV", lo, NULL)) != -1) {
+		const struct opt *o = c == 'p' ? find_opt("port", '-') :
+		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
+		const char *why;
+
+		if (c == '?' || c == ':') {
+			snprintf(err, cap, "%s: %s", argv[optind - 1],
+			    c == '?' ? "unknown option" : "missing value");
+			return -1;
+		}
+		if (pass == 0) {
+			cmd->config_path = c == 'c' ? optarg : cmd->config_path;
+			cmd->config_given |= c == 'c';
+			cmd->test_config |= c == 't';
+			cmd->print_sizing |= c == OPT_PRINT_SIZING;
+			cmd->print_example |= c == OPT_PRINT_EXAMPLE;
+			cmd->help |= c == 'h';
+			cmd->version |= c == 'V';
+		} else if (o != NULL && set_value(o, optarg, cfg, &why) == -1) {
+			snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		snprintf(err, cap, "unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_command *cmd,
+    char *err, size_t cap)
+{
+	memset(cmd, 0, sizeof(*cmd));
+	lg_options_defaults(cfg);
+	err[0] = '\0';
+	if (load_flags(argc, argv, 0, cfg, cmd, err, cap) == -1)
+		return -1;
+	if (cmd->help || cmd->version || cmd->print_example)
+		return 0;
+	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
+	    cfg, err, cap) == -1)
+		return -1;
+	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
+		cmd->config_path = LG_DEFAULT_CONFIG;
+	if (load_env(cfg, err, cap) == -1)
+		return -1;
+	return load_flags(argc, argv, 1, cfg, cmd, err, cap);
+}
+
+void
+lg_options_usage(void *fp)
+{
+	FILE *f = fp;
+
+	fprintf(f, "usage: lagless [-c FILE] [-t] [--print-sizing] [options]\n\n"
+	    "  -c, --config FILE          configuration file (default %s if present)\n"
+	    "  -t, --test-config          check the configuration, print the sizing, exit 0 or 1\n"
+	    "  --print-sizing             print the CPU sizing inputs and decision as JSON, exit\n"
+	    "  --print-example-config     print a configuration file with every default, exit\n"
+	    "  -h, --help                 this text\n"
+	    "  -V, --version              print the version and exit\n\n"
+	    "settings (flag > environment LAGLESS_<NAME> > file key <name> > default):\n",
+	    LG_DEFAULT_CONFIG);
+	for (size_t i = 0; i < NOPTS; i++) {
+		char flag[64];
+
+		snprintf(flag, sizeof(flag), "%s--%s %s", strcmp(opts[i].name, "port") ? "" : "-p, ",
+		    opts[i].name, opts[i].arg);
+		fprintf(f, "  %-26s %s%s%s%s\n", flag, opts[i].help, opts[i].def ? " (default " : "",
+		    opts[i].def ? opts[i].def : "", opts[i].def ? ")" : "");
+	}
+	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
+	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop\n");
+}
+
+void
+lg_options_example(void *fp)
+{
+	FILE *f = fp;
+
+	fprintf(f, "; lagless configuration: every setting with its default.\n"
+	    "; Keys may also be given as flags (--key-name) or environment variables\n"
+	    "; (LAGLESS_KEY_NAME); precedence: flag > environment > this file > default.\n"
+	    "[lagless]\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		char key[64];
+		size_t n = 0;
+
+		for (const char *p = opts[i].name; *p && n < sizeof(key) - 1; p++)
+			key[n++] = *p == '-' ? '_' : *p;
+		key[n] = '\0';
+		fprintf(f, "\n; %s\n%s%s = %s\n", opts[i].help, opts[i].def ? "" : ";", key,
+		    opts[i].def ? opts[i].def : "");
+	}
+}

@@ -1,0 +1,43 @@
+/* Every setting of lagless, from one table: command-line flag (--name), environment variable
+ * (LAGLESS_NAME, upper case, '-' as '_'), configuration file key (name with '-' as '_', INI
+ * parsed by inih) and default. Precedence: flag > environment > file > default.
+ * The same table drives --help, the checks of `lagless -t`, and the shipped example file. */
+#ifndef LG_MASTER_OPTIONS_H
+#define LG_MASTER_OPTIONS_H
+
+#include <stddef.h>
+
+#include "common/config.h"
+
+#define LG_DEFAULT_CONFIG "/etc/lagless/lagless.conf"
+
+/* What the command line asks for besides settings. */
+struct lg_command {
+	const char *config_path;   /* -c FILE; NULL: LG_DEFAULT_CONFIG if it exists */
+	int config_given;          /* -c was given (a missing file is then an error) */
+	int test_config;           /* -t: check the configuration, print the sizing, exit */
+	int print_sizing;          /* --print-sizing */
+	int print_example;         /* --print-example-config */
+	int help, version;
+};
+
+/* Fills *cfg with the defaults. */
+void lg_options_defaults(struct lg_config *cfg);
+
+/* Loads the whole configuration: defaults, then the file, then LAGLESS_* variables, then the
+ * flags in argv (argv is not modified; getopt state is reset so this can run again on
+ * SIGHUP). On error returns -1 and writes one line into err (cap bytes) naming the source:
+ * "FILE:LINE: key 'name': reason", "environment LAGLESS_X: reason" or "--flag: reason".
+ * Unknown keys, flags and malformed values are errors; unknown LAGLESS_* variables are not
+ * (other tools share the prefix, e.g. LAGLESS_SYSROOT). Returns 0 on success. */
+int lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_command *cmd,
+    char *err, size_t cap);
+
+/* Writes the --help text to f. */
+void lg_options_usage(void *f);
+
+/* Writes an example configuration file: every setting with its default and a one-line
+ * comment (deploy/lagless.conf is generated from it). */
+void lg_options_example(void *f);
+
+#endif

@@ -1,0 +1,49 @@
+"""Configuration: file, environment and flags, `lagless -t`, and the shipped example file."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import LAGLESS_BIN, REPO_ROOT, get
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([LAGLESS_BIN, *args], capture_output=True, text=True, timeout=20, env=e)
+
+
+@pytest.mark.timeout(30)
+def test_shipped_example_is_current_and_valid():
+    shipped = open(os.path.join(REPO_ROOT, "deploy", "lagless.conf")).read()
+    generated = run("--print-example-config").stdout
+    assert shipped == generated, "deploy/lagless.conf is stale: regenerate with --print-example-config"
+    r = run("-t", "-c", os.path.join(REPO_ROOT, "deploy", "lagless.conf"))
+    assert r.returncode == 0, r.stderr
+    assert '"budget"' in r.stdout
+
+
+@pytest.mark.timeout(30)
+def test_t_names_file_line_and_key(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("[lagless]\nqueue = 2\nqeueu = 3\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1
+    assert "%s:3:" % conf in r.stderr and "qeueu" in r.stderr
+    conf.write_text("deadline_ms = soon\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1 and ":1:" in r.stderr and "deadline_ms" in r.stderr
+
+
+@pytest.mark.timeout(60)
+def test_server_uses_file_env_and_flags_in_order(start_server, tmp_path):
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("compute_workers = 1\nqueue = 5\nmax_body = 1K\n")
+    # env overrides the file's queue, the flag overrides env's; max_body comes from the file.
+    srv = start_server("-c", str(conf), "--queue", "2", env={"LAGLESS_QUEUE": "4"})
+    health = get(srv.port, "/health").json()
+    assert health["slots"]["total"] == 1 + 2
+    r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--data-binary",
+                        "@-", "http://127.0.0.1:%d/compress" % srv.port],
+                       input=b"x" * 2048, capture_output=True, timeout=20)
+    assert r.stdout == b"413"

@@ -1,0 +1,194 @@
+/* Unit tests for master/options.c: one table drives flags, environment, file and defaults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "master/options.h"
+
+static char err[512];
+
+static int
+load(struct lg_config *cfg, struct lg_command *cmd, int argc, char **argv)
+{
+	return lg_options_load(argc, argv, cfg, cmd, err, sizeof(err));
+}
+
+static char *
+write_file(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/lagless-opt-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void
+test_defaults(void **state)
+{
+	struct lg_config cfg;
+
+	lg_options_defaults(&cfg);
+	assert_string_equal(cfg.listen_addr, "0.0.0.0");
+	assert_int_equal(cfg.port, 8080);
+	assert_int_equal(cfg.queue_capacity, -1);
+	assert_true(cfg.max_body == 64ull << 20);
+	assert_true(cfg.deadline_ms == 30000);
+	assert_int_equal(cfg.max_conns, 10000);
+}
+
+static void
+test_flags_and_sizes(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *argv[] = { "lagless", "--listen", "[::1]:0", "--max-body", "2K", "--queue", "0",
+	    "--cpus", "1.5", "--cpu-rounding", "ceil", "-p", "9000", NULL };
+
+	assert_int_equal(load(&cfg, &cmd, 13, argv), 0);
+	assert_string_equal(cfg.listen_addr, "::1");
+	assert_int_equal(cfg.port, 9000); /* -p after --listen wins */
+	assert_true(cfg.max_body == 2048);
+	assert_int_equal(cfg.queue_capacity, 0);
+	assert_true(cfg.cpus == 1.5);
+	assert_int_equal(cfg.rounding, LG_ROUND_CEIL);
+}
+
+static void
+test_bad_values(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	const char *bad[][2] = {
+		{ "--queue", "-5" }, { "--queue", "100001" }, { "--cpus", "abc" },
+		{ "--cpus", "-1" }, { "--listen", "nonsense" }, { "--listen", "1.2.3.4:70000" },
+		{ "--max-body", "12X" }, { "--deadline-ms", "0" }, { "--log-level", "loud" },
+		{ "--loop-workers", "" }, { "--cpu-rounding", "up" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "lagless", (char *)bad[i][0], (char *)bad[i][1], NULL };
+
+		assert_int_equal(load(&cfg, &cmd, 3, argv), -1);
+		assert_non_null(strstr(err, bad[i][0]));
+	}
+	char *unknown[] = { "lagless", "--bogus", NULL };
+	assert_int_equal(load(&cfg, &cmd, 2, unknown), -1);
+	assert_non_null(strstr(err, "unknown option"));
+	char *stray[] = { "lagless", "stray", NULL };
+	assert_int_equal(load(&cfg, &cmd, 2, stray), -1);
+}
+
+static void
+test_precedence(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *path = write_file("; comment\n[lagless]\nqueue = 3\ndeadline_ms = 1234\n"
+	    "max_body = 1M\nmax_conns = 77\n");
+	char *argv[] = { "lagless", "-c", path, "--queue", "9", NULL };
+
+	setenv("LAGLESS_QUEUE", "5", 1);
+	setenv("LAGLESS_DEADLINE_MS", "4321", 1);
+	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
+	assert_int_equal(cfg.queue_capacity, 9);        /* flag > env > file */
+	assert_true(cfg.deadline_ms == 4321);           /* env > file */
+	assert_true(cfg.max_body == 1u << 20);          /* file > default */
+	assert_int_equal(cfg.max_conns, 77);
+	assert_string_equal(cmd.config_path, path);
+	/* A reload parses the same argv again and must see the same result. */
+	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
+	assert_int_equal(cfg.queue_capacity, 9);
+	unsetenv("LAGLESS_QUEUE");
+	unsetenv("LAGLESS_DEADLINE_MS");
+	unlink(path);
+}
+
+static void
+test_bad_env(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *argv[] = { "lagless", NULL };
+
+	setenv("LAGLESS_MAX_BODY", "lots", 1);
+	setenv("LAGLESS_SOMETHING_ELSE", "x", 1); /* unknown variables are not ours to judge */
+	assert_int_equal(load(&cfg, &cmd, 1, argv), -1);
+	assert_non_null(strstr(err, "LAGLESS_MAX_BODY"));
+	unsetenv("LAGLESS_MAX_BODY");
+	assert_int_equal(load(&cfg, &cmd, 1, argv), 0);
+	unsetenv("LAGLESS_SOMETHING_ELSE");
+}
+
+static void
+test_file_errors_name_line_and_key(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	struct { const char *text, *want; } cases[] = {
+		{ "queue = 3\n\nbogus_key = 1\n", ":3: key 'bogus_key'" },
+		{ "[lagless]\nqueue = lots\n", ":2: key 'queue'" },
+		{ "[other]\nqueue = 1\n", ":2: key 'queue'" },
+		{ "queue 3\n", ":1:" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_file(cases[i].text);
+		char *argv[] = { "lagless", "-c", path, "-t", NULL };
+
+		assert_int_equal(load(&cfg, &cmd, 4, argv), -1);
+		assert_true(cmd.test_config);
+		assert_non_null(strstr(err, path));
+		assert_non_null(strstr(err, cases[i].want));
+		unlink(path);
+	}
+	char *missing[] = { "lagless", "-c", "/nonexistent/lagless.conf", NULL };
+	assert_int_equal(load(&cfg, &cmd, 3, missing), -1);
+	assert_non_null(strstr(err, "/nonexistent/lagless.conf"));
+}
+
+static void
+test_example_round_trips_to_defaults(void **state)
+{
+	struct lg_config cfg, def;
+	struct lg_command cmd;
+	char path[] = "/tmp/lagless-example-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	lg_options_example(f);
+	fclose(f);
+	char *argv[] = { "lagless", "-c", path, NULL };
+	assert_int_equal(load(&cfg, &cmd, 3, argv), 0);
+	lg_options_defaults(&def);
+	assert_memory_equal(&cfg, &def, sizeof(cfg));
+	unlink(path);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_flags_and_sizes),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_bad_env),
+		cmocka_unit_test(test_file_errors_name_line_and_key),
+		cmocka_unit_test(test_example_round_trips_to_defaults),
+	};
+
+	alarm(10);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
