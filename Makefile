@@ -26,7 +26,8 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -linih -lm
 
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
-            libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl
+            libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
+            systemd
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
@@ -36,7 +37,7 @@ BIN      := $(OBJDIR)/lagless
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 
-.PHONY: all run test check unit integration deps clean print-deps
+.PHONY: all run test check unit integration deps clean print-deps install
 all: $(BIN)
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -86,3 +87,19 @@ clean:
 # The package list, for .ci/run's apt-get install.
 print-deps:
 	@echo $(DEB_PKGS)
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+# Binary, man page, systemd units (with this PREFIX's path) and the example configuration,
+# which never overwrites an existing one.
+install: $(BIN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
+	install -D -m 0644 man/lagless.8 $(DESTDIR)$(PREFIX)/share/man/man8/lagless.8
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/local/bin/lagless|$(PREFIX)/bin/lagless|g' deploy/lagless.service \
+	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/lagless.service
+	install -m 0644 deploy/lagless.socket $(DESTDIR)$(PREFIX)/lib/systemd/system/lagless.socket
+	install -d $(DESTDIR)/etc/lagless
+	[ -e $(DESTDIR)/etc/lagless/lagless.conf ] || \
+	    install -m 0644 deploy/lagless.conf $(DESTDIR)/etc/lagless/lagless.conf
