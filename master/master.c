@@ -1,5 +1,9 @@
 #include "master/master.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,6 +19,7 @@
 #include "common/log.h"
 #include "cpupool/compute.h"
 #include "cpupool/jobs.h"
+#include "master/notify.h"
 #include "shm/arena.h"
 #include "shm/channel.h"
 #include "shm/slot.h"
@@ -60,6 +65,10 @@ struct master {
 	int exit_code;
 	uint64_t drain_deadline;
 	uint64_t next_trim;
+	int ready;             /* READY=1 sent: every loop worker started accepting */
+	uint64_t watchdog_ns;  /* systemd watchdog interval; 0 when off */
+	uint64_t next_watchdog;
+	uint64_t next_status;
 };
 
 static void begin_stop(struct master *m, int how);
@@ -103,7 +112,8 @@ child_main(struct master *m, struct child *c)
 	prctl(PR_SET_NAME, c->role == ROLE_LOOP ? "lagless-loop" : "lagless-compute");
 	atomic_store(&page->pid, (int32_t)getpid());
 	atomic_store(&page->job, LG_NO_JOB);
-	atomic_store(&page->heartbeat_ns, lg_now_ns());
+	/* A loop worker publishes its first heartbeat once it accepts; readiness waits for it. */
+	atomic_store(&page->heartbeat_ns, c->role == ROLE_LOOP ? 0 : lg_now_ns());
 	page->role = (uint32_t)c->role;
 	if (c->role == ROLE_LOOP) {
 		struct lg_loop_env env = {
@@ -253,6 +263,7 @@ begin_stop(struct master *m, int how)
 	if (m->stopping >= how)
 		return;
 	log_info("%s stop", how == 1 ? "graceful" : "immediate");
+	lg_notify_stopping();
 	if (m->listen_fd >= 0) {
 		close(m->listen_fd);
 		m->listen_fd = -1;
@@ -327,8 +338,69 @@ read_signals(struct master *m)
 	}
 }
 
-/* Timers: respawns, SIGKILL escalation, the drain deadline, page trimming. Returns the poll
- * timeout in ms until the next one. */
+/* True when every loop worker row has a process whose heartbeat is younger than max_age_ns
+ * (and non-zero: it has started accepting). */
+static int
+loops_healthy(struct master *m, uint64_t now, uint64_t max_age_ns)
+{
+	for (uint32_t k = 0; k < m->nloops; k++) {
+		uint64_t hb = atomic_load(&m->arena.procs[k].heartbeat_ns);
+
+		if (m->children[k].pid <= 0 || hb == 0 || now - hb > max_age_ns)
+			return 0;
+	}
+	return 1;
+}
+
+/* systemd: READY=1 once every loop worker accepts, STATUS= once a second, WATCHDOG=1 only while
+ * every loop worker's heartbeat is fresh (a stuck loop stops the pings). Returns the time of the
+ * next duty. */
+static uint64_t
+notify_duties(struct master *m, uint64_t now, uint64_t next)
+{
+	uint32_t census[8];
+	char status[160];
+
+	if (m->stopping)
+		return next;
+	if (!m->ready) {
+		if (!loops_healthy(m, now, UINT64_MAX))
+			return now + 10 * LG_NS_PER_MS < next ? now + 10 * LG_NS_PER_MS : next;
+		m->ready = 1;
+		log_info("ready: %u loop worker(s) accepting, %u compute process(es)", m->nloops,
+		    m->ncompute);
+	}
+	if (now >= m->next_status) {
+		int loops = 0, computes = 0;
+
+		lg_slot_census(&m->arena, census);
+		for (uint32_t k = 0; k < m->nchildren; k++)
+			*(m->children[k].role == ROLE_LOOP ? &loops : &computes) += m->children[k].pid > 0;
+		snprintf(status, sizeof(status), "%d/%u loop workers, %d/%u compute, queue %u/%d, "
+		    "running %u", loops, m->nloops, computes, m->ncompute, census[LG_SLOT_QUEUED],
+		    m->sz->queue_capacity, census[LG_SLOT_RUNNING]);
+		if (m->next_status == 0)
+			lg_notify_ready(status);
+		else
+			lg_notify_status(status);
+		m->next_status = now + 1000 * LG_NS_PER_MS;
+	}
+	if (m->watchdog_ns && now >= m->next_watchdog) {
+		if (loops_healthy(m, now, m->watchdog_ns / 2))
+			lg_notify_watchdog();
+		else
+			log_warn("a loop worker's heartbeat is stale; withholding the watchdog ping");
+		m->next_watchdog = now + m->watchdog_ns / 4;
+	}
+	if (m->next_status < next)
+		next = m->next_status;
+	if (m->watchdog_ns && m->next_watchdog < next)
+		next = m->next_watchdog;
+	return next;
+}
+
+/* Timers: respawns, SIGKILL escalation, the drain deadline, page trimming, systemd. Returns the
+ * poll timeout in ms until the next one. */
 static int
 run_timers(struct master *m)
 {
@@ -374,9 +446,45 @@ run_timers(struct master *m)
 			lg_slot_trim(&m->arena, i, TRIM_MIN_BYTES);
 		m->next_trim = now + TRIM_PERIOD_NS;
 	}
+	next = notify_duties(m, now, next);
 	if (m->stopping && alive == 0)
 		return -2;
 	return next <= now ? 0 : (int)((next - now + LG_NS_PER_MS - 1) / LG_NS_PER_MS);
+}
+
+/* The listening socket: the one systemd passed (socket activation), else our own. */
+static int
+open_listener(struct master *m)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char addr[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+
+	if ((m->listen_fd = lg_notify_listen_fd()) >= 0) {
+		if (getsockname(m->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
+			int v6 = ss.ss_family == AF_INET6;
+
+			inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+			    (void *)&((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
+			port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+			    ((struct sockaddr_in *)&ss)->sin_port);
+		}
+		log_info("listening on %s:%d (socket activation, fd %d)", addr, port, m->listen_fd);
+		return 0;
+	}
+	if (errno != 0) {
+		log_error("socket activation: %s", strerror(errno));
+		return -1;
+	}
+	m->listen_fd = lg_master_listen(m->cfg->listen_addr, m->cfg->port, m->cfg->backlog, &port);
+	if (m->listen_fd == -1) {
+		log_error("cannot listen on %s:%d: %s", m->cfg->listen_addr, m->cfg->port,
+		    strerror(errno));
+		return -1;
+	}
+	log_info("listening on %s:%d", m->cfg->listen_addr, port);
+	return 0;
 }
 
 static int
@@ -407,12 +515,8 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		log_error("signalfd: %s", strerror(errno));
 		return -1;
 	}
-	int port = 0;
-	if ((m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog,
-	    &port)) == -1) {
-		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
+	if (open_listener(m) == -1)
 		return -1;
-	}
 	out_cap = lg_jobs_compress_bound(cfg->max_body);
 	if (lg_arena_create(&m->arena, m->ncompute + (uint32_t)sz->queue_capacity, m->nchildren,
 	    cfg->max_body ? cfg->max_body : 1, out_cap < LG_PAGE ? LG_PAGE : out_cap) == -1) {
@@ -425,11 +529,11 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	}
 	if ((m->children = calloc(m->nchildren, sizeof(*m->children))) == NULL)
 		return -1;
+	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
 	for (uint32_t k = 0; k < m->nchildren; k++) {
 		m->children[k].role = k < m->nloops ? ROLE_LOOP : ROLE_COMPUTE;
 		m->children[k].index = k < m->nloops ? k : k - m->nloops;
 	}
-	log_info("listening on %s:%d", cfg->listen_addr, port);
 	log_info("arena: %u slots (%d running + %d queued), %llu MiB virtual", m->arena.nslots,
 	    sz->compute_workers, sz->queue_capacity, (unsigned long long)(m->arena.size >> 20));
 	return 0;

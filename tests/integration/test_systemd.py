@@ -1,0 +1,128 @@
+"""systemd integration played for real: a NOTIFY_SOCKET datagram socket (sd_notify protocol,
+systemd.service(5)) and socket activation through systemd-socket-activate."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import LAGLESS_BIN, get, wait_until
+
+
+class Notify:
+    """The systemd side of NOTIFY_SOCKET: collects every datagram the server sends."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.05)
+        self.messages = []
+
+    def drain(self):
+        while True:
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except (socket.timeout, BlockingIOError):
+                return self.messages
+
+    def wait_for(self, key, timeout=10.0):
+        return wait_until(lambda: any(key in m for m in self.drain()), timeout)
+
+    def count(self, key):
+        return sum(1 for m in self.drain() if key in m)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def notify(tmp_path):
+    n = Notify(str(tmp_path / "notify.sock"))
+    yield n
+    n.close()
+
+
+@pytest.mark.timeout(60)
+def test_notify_sequence_ready_status_stopping(start_server, notify):
+    env = dict(os.environ, NOTIFY_SOCKET=notify.path)
+    srv = start_server("--loop-workers", "2", "--compute-workers", "1", env=env)
+    assert notify.wait_for("READY=1"), notify.messages
+    ready = next(m for m in notify.messages if "READY=1" in m)
+    assert "STATUS=2/2 loop workers, 1/1 compute" in ready
+    assert notify.wait_for("STATUS="), notify.messages
+    # READY comes only after every loop worker accepts: /ping works by now.
+    assert get(srv.port, "/ping").status == 200
+    assert srv.stop(signal.SIGTERM) == 0
+    msgs = notify.drain()
+    assert any("STOPPING=1" in m for m in msgs), msgs
+    first_ready = next(i for i, m in enumerate(msgs) if "READY=1" in m)
+    stopping = next(i for i, m in enumerate(msgs) if "STOPPING=1" in m)
+    assert first_ready < stopping
+
+
+@pytest.mark.timeout(60)
+def test_watchdog_pings_stop_while_a_loop_is_stuck(start_server, notify):
+    # WATCHDOG_USEC without WATCHDOG_PID applies to whichever process reads it: the master.
+    env = dict(os.environ, NOTIFY_SOCKET=notify.path, WATCHDOG_USEC="400000")
+    srv = start_server("--loop-workers", "2", "--compute-workers", "1", env=env)
+    assert notify.wait_for("WATCHDOG=1", timeout=5), notify.messages
+    loop = srv.children("loop")[0]
+    os.kill(loop, signal.SIGSTOP)  # its heartbeat stops
+    try:
+        time.sleep(0.6)  # longer than the freshness bound (half the interval)
+        notify.drain()
+        before = notify.count("WATCHDOG=1")
+        time.sleep(1.0)
+        assert notify.count("WATCHDOG=1") == before, "pinged while a loop worker was stuck"
+    finally:
+        os.kill(loop, signal.SIGCONT)
+    before = notify.count("WATCHDOG=1")
+    assert wait_until(lambda: notify.count("WATCHDOG=1") > before, 5), "pings did not resume"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.timeout(60)
+def test_socket_activation(tmp_path):
+    if shutil.which("systemd-socket-activate") is None:
+        pytest.skip("systemd-socket-activate is not installed (Debian package systemd)")
+    port = free_port()
+    log = open(tmp_path / "stderr.log", "wb")
+    # The --listen given here must be ignored in favour of the passed socket.
+    proc = subprocess.Popen(["systemd-socket-activate", "-l", "127.0.0.1:%d" % port, LAGLESS_BIN,
+                             "--listen", "127.0.0.1:1", "--loop-workers", "1",
+                             "--compute-workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    try:
+        # systemd-socket-activate starts the server on the first connection; that connection
+        # waits in the backlog of the passed socket and must be served.
+        ok = wait_until(lambda: _ping(port), 15)
+        text = open(tmp_path / "stderr.log", "rb").read().decode()
+        assert ok, text
+        assert "socket activation" in text and ":%d" % port in text
+        assert get(port, "/heavy?iterations=1000").status == 200
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)  # systemd-socket-activate execs lagless: same pid
+        try:
+            assert proc.wait(timeout=15) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+
+
+def _ping(port):
+    try:
+        return get(port, "/ping", timeout=2).status == 200
+    except OSError:
+        return False
