@@ -24,6 +24,7 @@ struct lg_config {
 	int backlog;               /* listen(2) backlog */
 	int compute_nice;          /* nice(2) increment for compute processes */
 	int log_level;             /* enum lg_log_level */
+	char error_log[256];       /* file for the log lines; "" = stderr (reopened on SIGUSR1) */
 };
 
 #endif

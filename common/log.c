@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,12 +14,50 @@ int lg_log_level = LG_LOG_INFO;
 static const char *log_role = "main";
 static int log_index = 0;
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static char log_path[256];
 
 void
 lg_log_set_role(const char *role, int index)
 {
 	log_role = role;
 	log_index = index;
+}
+
+int
+lg_log_reopen(void)
+{
+	int fd, saved;
+
+	if (log_path[0] == '\0')
+		return 0;
+	if ((fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640)) == -1)
+		return -1;
+	if (fd != STDERR_FILENO && dup2(fd, STDERR_FILENO) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	if (fd != STDERR_FILENO)
+		close(fd);
+	return 0;
+}
+
+int
+lg_log_open(const char *path)
+{
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	if (strlen(path) >= sizeof(log_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(log_path, path, strlen(path) + 1);
+	if (lg_log_reopen() == -1) {
+		log_path[0] = '\0';
+		return -1;
+	}
+	return 0;
 }
 
 int

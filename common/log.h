@@ -19,6 +19,16 @@ void lg_log_set_role(const char *role, int index);
 /* Parses "error", "warn", "info", "debug". Returns the level, or -1 if unknown. */
 int lg_log_parse_level(const char *name);
 
+/* Sends stderr (fd 2) to the file at path, opened for appending (created 0640), so every
+ * process forked afterwards logs there too. path is copied (at most 255 bytes). Returns 0, or -1
+ * with errno from open(2)/dup2(2) (stderr unchanged). NULL or "" keeps stderr. */
+int lg_log_open(const char *path);
+
+/* Reopens the file given to lg_log_open (after log rotation: SIGUSR1). Uses only open, dup2
+ * and close, so it is async-signal-safe (signal-safety(7)) and may run in a signal handler.
+ * Returns 0 (also when logging to plain stderr), or -1 with errno. */
+int lg_log_reopen(void);
+
 /* Formats and writes one line with a single write(2) (lines up to 1 KiB; longer are cut). */
 void lg_log_write(int level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

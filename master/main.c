@@ -36,6 +36,10 @@ main(int argc, char **argv)
 		return 0;
 	}
 	lg_log_level = cfg.log_level;
+	if (!cmd.print_sizing && !cmd.test_config && lg_log_open(cfg.error_log) == -1) {
+		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
+		return 1;
+	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)

@@ -85,6 +85,17 @@ role_name(enum role r)
 	return r == ROLE_LOOP ? "loop" : "compute";
 }
 
+/* SIGUSR1 in a child: lg_log_reopen is async-signal-safe (open, dup2, close). */
+static void
+reopen_log_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	lg_log_reopen();
+	errno = saved;
+}
+
 /* Runs in the freshly forked child: drop the master's signal set-up, die with the master,
  * keep only this role's descriptors, and run the role. Never returns. */
 static void
@@ -106,6 +117,7 @@ child_main(struct master *m, struct child *c)
 	signal(SIGQUIT, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, reopen_log_handler);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	lg_log_set_role(role_name(c->role), (int)c->index);
@@ -334,6 +346,15 @@ read_signals(struct master *m)
 		case SIGHUP:
 			log_warn("SIGHUP: configuration reload is not supported yet; ignored");
 			break;
+		case SIGUSR1:
+			/* Log rotation: reopen ours, then every child reopens its own fd 2. */
+			if (lg_log_reopen() == -1)
+				log_error("cannot reopen the error log: %s", strerror(errno));
+			for (uint32_t k = 0; k < m->nchildren; k++)
+				if (m->children[k].pid > 0)
+					kill(m->children[k].pid, SIGUSR1);
+			log_info("SIGUSR1: log file reopened");
+			break;
 		}
 	}
 }
@@ -509,6 +530,7 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGQUIT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if ((m->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1) {

@@ -19,6 +19,7 @@ enum kind {
 	K_CPUS,     /* double CPUs, 0 = measure */
 	K_ROUNDING, /* floor | ceil */
 	K_LOGLEVEL, /* error | warn | info | debug */
+	K_PATH,     /* char[max] file path; "" = none */
 };
 
 struct opt {
@@ -58,6 +59,8 @@ static const struct opt opts[] = {
 	  "open connections per loop worker" },
 	{ "log-level", K_LOGLEVEL, F(log_level), 0, 0, "info", "LEVEL",
 	  "error, warn, info or debug" },
+	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
+	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -158,6 +161,12 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 			return -1;
 		*(enum lg_cpu_rounding *)(base + o->off) = strcmp(v, "ceil") == 0 ? LG_ROUND_CEIL :
 		    LG_ROUND_FLOOR;
+		return 0;
+	case K_PATH:
+		*why = "path too long";
+		if (strlen(v) >= o->max)
+			return -1;
+		memcpy(base + o->off, v, strlen(v) + 1);
 		return 0;
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";

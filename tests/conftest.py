@@ -302,11 +302,13 @@ class ServerStartError(Exception):
 
 
 class Server:
-    def __init__(self, args=(), workdir=None, start_timeout=10.0, env=None, listen=True):
+    def __init__(self, args=(), workdir=None, start_timeout=10.0, env=None, listen=True,
+                 log_path=None):
         self.args = list(args)
         self.workdir = workdir or tempfile.mkdtemp(prefix="lagless-it-")
         fd, self.stderr_path = tempfile.mkstemp(prefix="stderr-", suffix=".log", dir=self.workdir)
         os.close(fd)
+        self.log_path = log_path  # where the log lines go when --error-log is given
         self.argv = [LAGLESS_BIN] + self.args + (["--listen", "127.0.0.1:0"] if listen else [])
         self._stderr = open(self.stderr_path, "wb")
         self.port = None
@@ -365,11 +367,14 @@ class Server:
     # -- inspection
 
     def log(self):
-        try:
-            with open(self.stderr_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        text = ""
+        for path in (self.stderr_path, self.log_path):
+            try:
+                with open(path, "rb") as f:
+                    text += f.read().decode("utf-8", "replace")
+            except (OSError, TypeError):
+                pass
+        return text
 
     def crash_reports(self):
         """Log lines that show a sanitizer report or a crash (see CRASH_RE)."""
@@ -472,10 +477,11 @@ def start_server(tmp_path):
     """Factory: start_server(*args) -> Server. Every server is stopped at teardown."""
     servers = []
 
-    def _start(*args, start_timeout=10.0, env=None):
+    def _start(*args, start_timeout=10.0, env=None, log_path=None):
         d = tmp_path / ("server%d" % len(servers))
         d.mkdir()
-        srv = Server(list(args), workdir=str(d), start_timeout=start_timeout, env=env)
+        srv = Server(list(args), workdir=str(d), start_timeout=start_timeout, env=env,
+                     log_path=log_path)
         servers.append(srv)
         return srv
 
