@@ -366,8 +366,10 @@ lg_options_usage(void *fp)
 
 		snprintf(flag, sizeof(flag), "%s--%s %s", strcmp(opts[i].name, "port") ? "" : "-p, ",
 		    opts[i].name, opts[i].arg);
-		fprintf(f, "  %-26s %s%s%s%s\n", flag, opts[i].help, opts[i].def ? " (default " : "",
-		    opts[i].def ? opts[i].def : "", opts[i].def ? ")" : "");
+		int has_def = opts[i].def != NULL && opts[i].def[0] != '\0';
+
+		fprintf(f, "  %-26s %s%s%s%s\n", flag, opts[i].help, has_def ? " (default " : "",
+		    has_def ? opts[i].def : "", has_def ? ")" : "");
 	}
 	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
 	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop\n");
