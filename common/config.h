@@ -25,6 +25,10 @@ struct lg_config {
 	int compute_nice;          /* nice(2) increment for compute processes */
 	int log_level;             /* enum lg_log_level */
 	char error_log[256];       /* file for the log lines; "" = stderr (reopened on SIGUSR1) */
+	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */
+	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
+	int access_log;            /* one log line per request; off by default */
+	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
 };
 
 #endif

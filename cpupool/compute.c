@@ -9,6 +9,19 @@
 #include "common/log.h"
 #include "cpupool/jobs.h"
 #include "shm/slot.h"
+#include "shm/stats.h"
+
+/* lagless_job_queue_wait_seconds / lagless_job_run_seconds, by kind. Times are this process's
+ * own (the slot may be reused as soon as it is finished). */
+static void
+observe(struct lg_proc_page *p, uint32_t kind, uint64_t enqueue, uint64_t start, uint64_t end)
+{
+	if (kind >= LG_STATS_KINDS)
+		return;
+	lg_hist_observe(&p->queue_wait[kind], lg_stats_time_bounds, LG_STATS_BOUNDS,
+	    start > enqueue ? start - enqueue : 0);
+	lg_hist_observe(&p->run[kind], lg_stats_time_bounds, LG_STATS_BOUNDS, end - start);
+}
 
 /* Runs one validated JOB header. The slot is named in the proc page before it is started, so
  * the master can find and fail the job if this process dies at any instruction after that. */
@@ -29,6 +42,7 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		log_debug("skip slot %u gen %u: %s", m->slot, m->gen, strerror(errno));
 		return;
 	}
+	atomic_store_explicit(&env->page->job_since_ns, now, memory_order_relaxed);
 	job = (struct lg_job){
 		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
 		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
@@ -36,9 +50,11 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	st = lg_jobs_run(m->kind, &job);
 	s->out_len = job.out_len;
 	s->touched = m->in_len + job.out_len;
-	int notify = lg_slot_finish(s, m->gen, st, lg_now_ns());
+	uint64_t end = lg_now_ns();
+	int notify = lg_slot_finish(s, m->gen, st, end);
 	atomic_store(&env->page->job, LG_NO_JOB);
 	atomic_fetch_add(&env->page->requests, 1);
+	observe(env->page, m->kind, m->enqueue_ns, now, end);
 	if (notify != 1)
 		return; /* the owner abandoned it and the slot is free again */
 	done = (struct lg_msg){
@@ -60,6 +76,7 @@ lg_compute_main(const struct lg_compute_env *env)
 
 	if (env->cfg->compute_nice > 0)
 		(void)!nice(env->cfg->compute_nice);
+	atomic_store(&env->page->state, LG_PROC_RUNNING);
 	log_info("started");
 	for (;;) {
 		int r = lg_chan_recv(env->ch->job[1], &m, 0);

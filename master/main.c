@@ -3,11 +3,10 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "master/master.h"
 #include "master/options.h"
 #include "master/sizing.h"
-
-#define LG_VERSION "0.1.0"
 
 int
 main(int argc, char **argv)

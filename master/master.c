@@ -12,7 +12,9 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -23,6 +25,7 @@
 #include "shm/arena.h"
 #include "shm/channel.h"
 #include "shm/slot.h"
+#include "shm/stats.h"
 #include "worker/loop.h"
 
 enum role { ROLE_LOOP = 1, ROLE_COMPUTE = 2 };
@@ -195,6 +198,16 @@ reclaim_compute_job(struct master *m, struct lg_proc_page *page)
 		log_warn("cannot tell loop %u that slot %u failed: %s", owner, slot, strerror(errno));
 }
 
+/* lagless_process_restarts_total{role,reason}: the master is the only writer of its page. */
+static void
+count_restart(struct master *m, const struct child *c, int status)
+{
+	enum lg_restart_reason why = c->killed_by_us ? LG_RESTART_DEADLINE :
+	    WIFSIGNALED(status) ? LG_RESTART_CRASH : LG_RESTART_EXIT;
+
+	lg_stats_add(&m->arena.master->restarts[c->role - 1][why], 1);
+}
+
 static void
 on_exit_status(struct master *m, struct child *c, int status)
 {
@@ -203,6 +216,7 @@ on_exit_status(struct master *m, struct child *c, int status)
 	int n;
 
 	atomic_store(&page->pid, 0);
+	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
 	if (c->role == ROLE_COMPUTE)
 		reclaim_compute_job(m, page);
 	else if ((n = lg_slot_reclaim_owner(&m->arena, c->index)) > 0)
@@ -235,6 +249,7 @@ on_exit_status(struct master *m, struct child *c, int status)
 	}
 	c->restarts++;
 	c->respawn_at = now + c->backoff_ns;
+	count_restart(m, c, status);
 }
 
 static void
@@ -281,6 +296,7 @@ begin_stop(struct master *m, int how)
 		m->listen_fd = -1;
 	}
 	m->stopping = how;
+	atomic_store(&m->arena.master->stopping, (uint32_t)how); /* /ready answers 503 from now */
 	if (how == 1) {
 		m->drain_deadline = lg_now_ns() + m->cfg->drain_timeout_ms * LG_NS_PER_MS;
 		signal_role(m, ROLE_LOOP, SIGTERM);
@@ -359,15 +375,16 @@ read_signals(struct master *m)
 	}
 }
 
-/* True when every loop worker row has a process whose heartbeat is younger than max_age_ns
- * (and non-zero: it has started accepting). */
+/* True when every loop worker row has a process that has set up its loop (its page says
+ * RUNNING or DRAINING) and whose heartbeat is younger than max_age_ns. */
 static int
 loops_healthy(struct master *m, uint64_t now, uint64_t max_age_ns)
 {
 	for (uint32_t k = 0; k < m->nloops; k++) {
 		uint64_t hb = atomic_load(&m->arena.procs[k].heartbeat_ns);
 
-		if (m->children[k].pid <= 0 || hb == 0 || now - hb > max_age_ns)
+		if (m->children[k].pid <= 0 || hb == 0 || now - hb > max_age_ns ||
+		    atomic_load(&m->arena.procs[k].state) == LG_PROC_DOWN)
 			return 0;
 	}
 	return 1;
@@ -388,6 +405,7 @@ notify_duties(struct master *m, uint64_t now, uint64_t next)
 		if (!loops_healthy(m, now, UINT64_MAX))
 			return now + 10 * LG_NS_PER_MS < next ? now + 10 * LG_NS_PER_MS : next;
 		m->ready = 1;
+		atomic_store(&m->arena.master->ready, 1); /* /ready answers 200 from now */
 		log_info("ready: %u loop worker(s) accepting, %u compute process(es)", m->nloops,
 		    m->ncompute);
 	}
@@ -418,6 +436,23 @@ notify_duties(struct master *m, uint64_t now, uint64_t next)
 	if (m->watchdog_ns && m->next_watchdog < next)
 		next = m->next_watchdog;
 	return next;
+}
+
+/* Once a second: punch the pages of large finished jobs and publish how much of the arena is
+ * backed by memory. */
+static void
+housekeeping(struct master *m, uint64_t now)
+{
+	struct stat st;
+
+	if (now < m->next_trim)
+		return;
+	for (uint32_t i = 0; i < m->arena.nslots; i++)
+		lg_slot_trim(&m->arena, i, TRIM_MIN_BYTES);
+	m->next_trim = now + TRIM_PERIOD_NS;
+	/* st_blocks counts the pages the sparse memfd really holds (stat(2)). */
+	if (fstat(m->arena.fd, &st) == 0)
+		atomic_store(&m->arena.master->shm_bytes, (uint64_t)st.st_blocks * 512u);
 }
 
 /* Timers: respawns, SIGKILL escalation, the drain deadline, page trimming, systemd. Returns the
@@ -462,11 +497,8 @@ run_timers(struct master *m)
 	}
 	if (m->stopping == 1 && m->drain_deadline < next)
 		next = m->drain_deadline;
-	if (!m->stopping && now >= m->next_trim) {
-		for (uint32_t i = 0; i < m->arena.nslots; i++)
-			lg_slot_trim(&m->arena, i, TRIM_MIN_BYTES);
-		m->next_trim = now + TRIM_PERIOD_NS;
-	}
+	if (!m->stopping)
+		housekeeping(m, now);
 	next = notify_duties(m, now, next);
 	if (m->stopping && alive == 0)
 		return -2;
@@ -506,6 +538,48 @@ open_listener(struct master *m)
 	}
 	log_info("listening on %s:%d", m->cfg->listen_addr, port);
 	return 0;
+}
+
+/* The cpu.stat file of the cgroup holding the tightest quota (cgroup-v2.rst "cpu.stat";
+ * sched-bwc.rst for v1's nr_throttled/throttled_time), where throttling shows. */
+static void
+cpu_stat_path(char *out, size_t cap, const struct lg_sizing *sz)
+{
+	const char *root = getenv("LAGLESS_SYSROOT");
+	const char *slash = strrchr(sz->quota_source, '/');
+
+	out[0] = '\0';
+	if (sz->quota < 0 || slash == NULL)
+		return;
+	snprintf(out, cap, "%s%.*s/cpu.stat", root ? root : "", (int)(slash - sz->quota_source),
+	    sz->quota_source);
+}
+
+/* Fills the master page before the first fork: what /status and /metrics report about
+ * start-up and sizing. */
+static void
+publish_sizing(struct master *m, const struct lg_sizing *sz)
+{
+	struct lg_master_page *mp = m->arena.master;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&mp->pid, (int32_t)m->pid);
+	mp->start_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	mp->start_mono_ns = lg_now_ns();
+	mp->budget = (uint32_t)sz->budget;
+	mp->quota = sz->quota;
+	mp->cpus_override = sz->cpus_override;
+	mp->online = sz->online;
+	mp->affinity = sz->affinity;
+	mp->cpuset = sz->cpuset;
+	mp->loop_workers = m->nloops;
+	mp->compute_workers = m->ncompute;
+	mp->queue_capacity = (uint32_t)sz->queue_capacity;
+	snprintf(mp->cgroup, sizeof(mp->cgroup), "%s", sz->cgroup_version);
+	snprintf(mp->rounding, sizeof(mp->rounding), "%s",
+	    sz->rounding == LG_ROUND_CEIL ? "ceil" : "floor");
+	cpu_stat_path(mp->cpu_stat, sizeof(mp->cpu_stat), sz);
 }
 
 static int
@@ -556,6 +630,7 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		m->children[k].role = k < m->nloops ? ROLE_LOOP : ROLE_COMPUTE;
 		m->children[k].index = k < m->nloops ? k : k - m->nloops;
 	}
+	publish_sizing(m, sz);
 	log_info("arena: %u slots (%d running + %d queued), %llu MiB virtual", m->arena.nslots,
 	    sz->compute_workers, sz->queue_capacity, (unsigned long long)(m->arena.size >> 20));
 	return 0;

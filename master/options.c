@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -20,6 +21,7 @@ enum kind {
 	K_ROUNDING, /* floor | ceil */
 	K_LOGLEVEL, /* error | warn | info | debug */
 	K_PATH,     /* char[max] file path; "" = none */
+	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
 };
 
 struct opt {
@@ -61,6 +63,14 @@ static const struct opt opts[] = {
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
 	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
+	{ "lag-interval-ms", K_U64, F(lag_interval_ms), 1, 60000, "10", "MS",
+	  "loop-lag probe period" },
+	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
+	  "log a loop callback that runs longer, naming its request; 0 = off" },
+	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
+	  "log one line per response (method, path, status, bytes, times)" },
+	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
+	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -117,6 +127,22 @@ parse_listen(const char *s, struct lg_config *cfg)
 	return 0;
 }
 
+/* 1 for yes/true/on/1, 0 for no/false/off/0 (any case), -1 otherwise. */
+static int
+parse_bool(const char *v)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no",
+	    "false", "off", "0" };
+
+	for (int i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(v, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 /* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
 static int
 set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char **why)
@@ -167,6 +193,12 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 		if (strlen(v) >= o->max)
 			return -1;
 		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	case K_BOOL:
+		*why = "expected yes, no, true, false, on, off, 1 or 0";
+		if ((lvl = parse_bool(v)) == -1)
+			return -1;
+		*(int *)(base + o->off) = lvl;
 		return 0;
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";
@@ -275,7 +307,8 @@ build_longopts(struct option *lo)
 	size_t n = 0;
 
 	for (size_t i = 0; i < NOPTS; i++)
-		lo[n++] = (struct option){ opts[i].name, required_argument, NULL, OPT_FIRST + (int)i };
+		lo[n++] = (struct option){ opts[i].name, opts[i].kind == K_BOOL ? optional_argument :
+		    required_argument, NULL, OPT_FIRST + (int)i };
 	lo[n++] = (struct option){ "print-sizing", no_argument, NULL, OPT_PRINT_SIZING };
 	lo[n++] = (struct option){ "print-example-config", no_argument, NULL, OPT_PRINT_EXAMPLE };
 	lo[n++] = (struct option){ "config", required_argument, NULL, 'c' };
@@ -314,8 +347,8 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 			cmd->print_example |= c == OPT_PRINT_EXAMPLE;
 			cmd->help |= c == 'h';
 			cmd->version |= c == 'V';
-		} else if (o != NULL && set_value(o, optarg, cfg, &why) == -1) {
-			snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
+		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
+			snprintf(err, cap, "--%s '%s': %s", o->name, optarg ? optarg : "", why);
 			return -1;
 		}
 	}
@@ -364,8 +397,8 @@ lg_options_usage(void *fp)
 	for (size_t i = 0; i < NOPTS; i++) {
 		char flag[64];
 
-		snprintf(flag, sizeof(flag), "%s--%s %s", strcmp(opts[i].name, "port") ? "" : "-p, ",
-		    opts[i].name, opts[i].arg);
+		snprintf(flag, sizeof(flag), "%s--%s%s%s", strcmp(opts[i].name, "port") ? "" : "-p, ",
+		    opts[i].name, opts[i].kind == K_BOOL ? "" : " ", opts[i].arg);
 		int has_def = opts[i].def != NULL && opts[i].def[0] != '\0';
 
 		fprintf(f, "  %-26s %s%s%s%s\n", flag, opts[i].help, has_def ? " (default " : "",

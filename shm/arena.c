@@ -23,8 +23,9 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 
 	if (round_page(a->in_cap, &h->in_cap) || round_page(a->out_cap, &h->out_cap))
 		return -1;
-	h->procs_off = LG_PAGE;
-	h->slots_off = h->procs_off + (uint64_t)a->nprocs * LG_PAGE;
+	h->master_off = LG_PAGE;
+	h->procs_off = h->master_off + LG_PAGE;
+	h->slots_off = h->procs_off + (uint64_t)a->nprocs * LG_PROC_PAGE;
 	if (round_page((uint64_t)a->nslots * sizeof(struct lg_slot), &slots_bytes))
 		return -1;
 	h->regions_off = h->slots_off + slots_bytes;
@@ -71,6 +72,7 @@ lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t i
 	a->out_cap = h.out_cap;
 	a->hdr = (struct lg_arena_hdr *)a->base;
 	*a->hdr = h;
+	a->master = (struct lg_master_page *)(a->base + h.master_off);
 	a->procs = (struct lg_proc_page *)(a->base + h.procs_off);
 	a->slots = (struct lg_slot *)(a->base + h.slots_off);
 	/* The file is zero-filled, so slots are FREE/gen 0 already; only non-zero defaults remain. */

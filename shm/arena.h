@@ -22,13 +22,15 @@ struct lg_arena {
 	uint64_t in_cap;            /* bytes per input region */
 	uint64_t out_cap;           /* bytes per output region */
 	struct lg_arena_hdr *hdr;
+	struct lg_master_page *master; /* written by the master only */
 	struct lg_proc_page *procs; /* nprocs pages */
 	struct lg_slot *slots;      /* nslots entries */
 };
 
-/* Creates and maps the arena: nslots job slots (>= 1), nprocs proc pages, input regions of at
+/* Creates and maps the arena: nslots job slots (>= 1), one master page, nprocs proc pages, input regions of at
  * least in_cap bytes and output regions of at least out_cap bytes (both rounded up to 4 KiB).
- * Slots start FREE with generation 0; proc pages start with pid 0 and job LG_NO_JOB.
+ * Slots start FREE with generation 0; proc pages start with pid 0 and job LG_NO_JOB; every
+ * counter and the master page start at zero.
  * Returns 0, or -1 with errno from memfd_create/ftruncate/mmap (ENOMEM, EMFILE, EFBIG) or
  * EOVERFLOW when the sizes overflow 64 bits. On failure nothing is left open. */
 int lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,

@@ -5,7 +5,8 @@
  * Arena (one memfd_create(2) file, mapped MAP_SHARED by the master before any fork):
  *
  *   [ struct lg_arena_hdr | pad to 4 KiB ]
- *   [ struct lg_proc_page x nprocs        ]   one 4 KiB page per child-table entry, one writer each
+ *   [ struct lg_master_page (4 KiB)       ]   written by the master only
+ *   [ struct lg_proc_page x nprocs        ]   8 KiB per child-table entry, one writer each
  *   [ struct lg_slot x nslots | pad to 4 KiB ]
  *   [ slot 0 input region | slot 0 output region | slot 1 input ... ]   page-aligned, lazily backed
  */
@@ -13,6 +14,7 @@
 #define LG_SHM_LAYOUT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define LG_ARENA_MAGIC   0x4c41474cu /* "LGAL" */
@@ -54,13 +56,49 @@ struct lg_arena_hdr {
 	uint64_t slots_off;
 	uint64_t regions_off;
 	uint64_t total_size;
+	uint64_t master_off;
 };
-_Static_assert(sizeof(struct lg_arena_hdr) == 64, "arena header layout");
+_Static_assert(sizeof(struct lg_arena_hdr) == 72, "arena header layout");
 
 #define LG_NO_JOB UINT64_MAX
 
+/* Statistics (shm/stats.h has the bucket tables and the writers). Histograms count into
+ * non-cumulative buckets; the renderer accumulates them for Prometheus. */
+#define LG_STATS_BOUNDS 18     /* finite upper bounds a histogram may have; +Inf is one more */
+#define LG_STATS_ROUTES 8      /* route table rows (worker/routes.c), the last being "none" */
+#define LG_STATS_CODES  20     /* status codes counted by value (shm/stats.c), the last "other" */
+#define LG_STATS_KINDS  4      /* job kinds with their own histograms (enum lg_job_kind < 4) */
+#define LG_LAG_BOUNDS   16     /* loop lag bounds: 50 us .. 5 s */
+#define LG_LAG_WINDOWS  6      /* 10 s windows kept for /status (the last minute) */
+
+struct lg_hist {
+	_Atomic uint64_t bucket[LG_STATS_BOUNDS + 1]; /* counts per bucket, the last is +Inf */
+	_Atomic uint64_t sum_ns;                      /* sum of the observed values */
+};
+_Static_assert(sizeof(struct lg_hist) == 160, "histogram layout");
+
+struct lg_lag_window {
+	_Atomic uint32_t epoch;                       /* 10 s window number + 1; 0 = never used */
+	_Atomic uint32_t max_us;                      /* largest lag seen in the window */
+	_Atomic uint32_t count[LG_LAG_BOUNDS + 1];
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct lg_lag_window) == 80, "lag window layout");
+
+/* What a process says it is doing (its own view; pid 0 means no process). */
+enum lg_proc_state {
+	LG_PROC_DOWN = 0,       /* no process, or not started its role yet */
+	LG_PROC_RUNNING = 1,    /* loop: accepting; compute: taking jobs */
+	LG_PROC_DRAINING = 2,   /* loop: graceful stop in progress */
+};
+
+#define LG_PROC_PAGE (2 * LG_PAGE)
+
 /* One per child-table entry (loop workers first, then compute processes); written only by the
- * process that currently holds the entry, read by everyone. */
+ * process that currently holds the entry, read by everyone. Counters and histograms are kept
+ * across respawns (the new incarnation continues them, so sums never go backwards); gauges are
+ * reset by each new incarnation. 8 KiB rather than 4: the route x code table, the per-route
+ * and per-kind histograms and the lag windows take 4.5 KiB (see the _Static_assert). */
 struct lg_proc_page {
 	_Atomic int32_t pid;            /* 0 while the entry has no process */
 	uint32_t role;                  /* 1 loop, 2 compute */
@@ -70,9 +108,59 @@ struct lg_proc_page {
 	_Atomic uint64_t bad_headers;   /* channel messages dropped because they failed to decode */
 	_Atomic uint64_t rejected_full; /* 503 answers because no slot was free (loop) */
 	_Atomic uint64_t timed_out;     /* 504 answers (loop) */
-	uint8_t reserved[LG_PAGE - 56]; /* room for histograms (metrics) */
+	/* gauges */
+	_Atomic uint32_t state;         /* enum lg_proc_state */
+	_Atomic uint32_t inflight;      /* loop: requests received and not yet answered */
+	_Atomic uint32_t connections;   /* loop: open client connections */
+	uint32_t pad0;
+	_Atomic uint64_t job_since_ns;  /* compute: CLOCK_MONOTONIC when the current job started */
+	/* counters (loop) */
+	_Atomic uint64_t rejected_large; /* 413: body over --max-body */
+	_Atomic uint64_t failed_crash;   /* 502: the compute process died running the job */
+	_Atomic uint64_t cancelled;      /* jobs given up because the client left */
+	_Atomic uint64_t slow_callbacks; /* loop callbacks over --slow-callback-ms */
+	_Atomic uint64_t failed_error;   /* 400/500: the job kind refused its input or failed */
+	/* histograms */
+	struct lg_hist lag;                              /* loop: timer lateness */
+	struct lg_lag_window lag_recent[LG_LAG_WINDOWS]; /* loop: the same, by 10 s window */
+	_Atomic uint64_t responses[LG_STATS_ROUTES][LG_STATS_CODES]; /* loop: by route, status */
+	struct lg_hist duration[LG_STATS_ROUTES];        /* loop: request time, head to last byte */
+	struct lg_hist queue_wait[LG_STATS_KINDS];       /* compute: by job kind */
+	struct lg_hist run[LG_STATS_KINDS];              /* compute: by job kind */
+	uint8_t reserved[LG_PROC_PAGE - 4600];
 };
-_Static_assert(sizeof(struct lg_proc_page) == LG_PAGE, "proc page is one page");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 4600, "proc page fields");
+_Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
+
+/* Why the master restarted a process (lagless_process_restarts_total{reason}). */
+enum lg_restart_reason {
+	LG_RESTART_CRASH = 0,      /* killed by a signal the master did not send */
+	LG_RESTART_EXIT = 1,       /* exited on its own */
+	LG_RESTART_DEADLINE = 2,   /* killed by the master: its job passed the deadline */
+	LG_RESTART_REASONS = 3,
+};
+
+/* The master's own page, page 1 of the arena: the static fields are written once before the
+ * first fork, the atomic ones by the master while it runs; everyone else only reads. */
+struct lg_master_page {
+	_Atomic int32_t pid;
+	_Atomic uint32_t ready;         /* 1 once every loop worker has started (latched) */
+	_Atomic uint32_t stopping;      /* 0 running, 1 draining, 2 stopping at once */
+	uint32_t budget;                /* CPU budget, whole CPUs */
+	uint64_t start_unix_ms;         /* CLOCK_REALTIME at start-up */
+	uint64_t start_mono_ns;         /* CLOCK_MONOTONIC at start-up */
+	double quota;                   /* CPUs of the tightest cgroup quota; < 0 when none */
+	double cpus_override;           /* --cpus; <= 0 when not given */
+	int32_t online, affinity, cpuset; /* sizing inputs; -1 when unknown */
+	uint32_t loop_workers, compute_workers, queue_capacity;
+	_Atomic uint64_t shm_bytes;     /* bytes of the arena backed by memory, refreshed each second */
+	_Atomic uint64_t restarts[2][LG_RESTART_REASONS]; /* [role - 1][reason] */
+	char cgroup[8];                 /* "v1", "v2", "hybrid", "none" */
+	char rounding[8];               /* "floor", "ceil" */
+	char cpu_stat[512];             /* cpu.stat beside the tightest quota (sysroot-prefixed); "" if none */
+	uint8_t reserved[LG_PAGE - 656];
+};
+_Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 
 struct lg_slot {
 	_Atomic uint64_t word;          /* (generation << 32) | (owner loop << 8) | state */

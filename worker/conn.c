@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/observe.h"
 #include "worker/routes.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
@@ -52,6 +53,9 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
+	c->route = NULL;
+	c->wbody_owned = NULL;
+	c->req_start_ns = 0;
 	lg_http_init(&c->http);
 	c->http.on_head = lg_route_head;
 	c->http.on_body = lg_route_body;
@@ -62,6 +66,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 		w->conns->prev = c;
 	w->conns = c;
 	w->nconns++;
+	lg_obs_conns(w);
 	ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
 	c->io.data = c;
 	ev_init(&c->timer, conn_timer_cb);
@@ -71,11 +76,26 @@ lg_conn_start(struct lg_worker *w, int fd)
 	return 0;
 }
 
+/* Gives back a rendered body (worker/routes.c) once it is written or the connection goes. */
+static void
+release_owned(struct lg_conn *c)
+{
+	if (c->wbody_owned == NULL)
+		return;
+	if (c->wbody_owned == c->w->render)
+		c->w->render_busy = 0;
+	else
+		free(c->wbody_owned);
+	c->wbody_owned = NULL;
+}
+
 void
 lg_conn_close(struct lg_conn *c)
 {
 	struct lg_worker *w = c->w;
 
+	lg_obs_conn_closed(c);
+	release_owned(c);
 	if (c->slot >= 0)
 		lg_route_release(c);
 	ev_io_stop(w->ev, &c->io);
@@ -88,6 +108,7 @@ lg_conn_close(struct lg_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	w->nconns--;
+	lg_obs_conns(w);
 	free(c);
 	if (w->draining && w->nconns == 0)
 		ev_break(w->ev, EVBREAK_ALL);
@@ -150,6 +171,8 @@ response_done(struct lg_conn *c)
 {
 	if (c->slot >= 0)
 		lg_route_release(c);
+	release_owned(c);
+	lg_obs_request_end(c);
 	atomic_fetch_add(&c->w->env->page->requests, 1);
 	if (c->close_after || c->w->draining) {
 		lg_conn_close(c);
@@ -174,6 +197,8 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 
 	if (!r->keep_alive || c->w->draining)
 		c->close_after = 1;
+	c->resp_status = status;
+	c->resp_bytes = head_only ? 0 : len;
 	n = snprintf(c->whead, sizeof(c->whead),
 	    "HTTP/1.1 %d %s\r\nServer: lagless\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
 	    status, lg_http_reason(status), date_header(c->w), len,
@@ -236,6 +261,8 @@ static int
 conn_process(struct lg_conn *c)
 {
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
+		if (c->req_start_ns == 0)
+			lg_obs_request_begin(c);
 		consume(c, lg_http_feed(&c->http, c->rbuf, c->rlen));
 		if (c->http.status)
 			return lg_conn_error(c, c->http.status, 1, NULL);
@@ -244,7 +271,10 @@ conn_process(struct lg_conn *c)
 			    c->reject_status == 503 ? "Retry-After: 1\r\n" : NULL);
 		if (!c->http.complete)
 			break;
-		if (lg_route_dispatch(c) == -1)
+		lg_obs_unit_begin(c->w, c);
+		int r = lg_route_dispatch(c);
+		lg_obs_unit_end(c->w);
+		if (r == -1)
 			return -1;
 	}
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
@@ -304,10 +334,8 @@ read_input(struct lg_conn *c)
 }
 
 static void
-conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
+conn_io(struct lg_conn *c)
 {
-	struct lg_conn *c = io->data;
-
 	if (c->state == LG_CONN_WRITE) {
 		switch (flush(c)) {
 		case 1:
@@ -328,14 +356,35 @@ conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 }
 
 static void
-conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+conn_timer(struct lg_conn *c)
 {
-	struct lg_conn *c = t->data;
-
 	if (c->state == LG_CONN_JOB) {
 		lg_route_deadline(c);
 		return;
 	}
 	log_debug("connection fd %d timed out in state %d", c->fd, (int)c->state);
 	lg_conn_close(c);
+}
+
+/* The libev entry points, timed for slow-callback warnings (worker/observe.h). */
+static void
+conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	struct lg_conn *c = io->data;
+	struct lg_worker *w = c->w;
+
+	lg_obs_cb_begin(w, c);
+	conn_io(c);
+	lg_obs_cb_end(w, "connection I/O");
+}
+
+static void
+conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_conn *c = t->data;
+	struct lg_worker *w = c->w;
+
+	lg_obs_cb_begin(w, c);
+	conn_timer(c);
+	lg_obs_cb_end(w, "connection timer");
 }

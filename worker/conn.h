@@ -37,6 +37,19 @@ struct lg_worker {
 	struct lg_conn *conns;        /* every open connection, for the drain */
 	char date[40];                /* cached "Date: ..." value (RFC 9110 section 6.6.1) */
 	ev_tstamp date_at;
+	/* observability (worker/observe.h) */
+	ev_timer lag;                 /* loop-lag probe, re-armed every --lag-interval-ms */
+	uint64_t lag_due_ns;          /* CLOCK_MONOTONIC when the probe should fire */
+	uint32_t inflight;            /* requests received and not yet answered */
+	uint64_t cb_start_ns;         /* start of the callback being timed */
+	struct lg_conn *cb_conn;      /* the connection that callback is for, or NULL */
+	uint64_t worst_unit_ns;       /* longest request step inside the callback so far */
+	uint64_t unit_start_ns;
+	const char *unit_route, *worst_route;
+	char unit_what[128], worst_what[128]; /* "METHOD target" of those steps */
+	char *render;                 /* /metrics and /status buffer, render_cap bytes */
+	size_t render_cap;
+	int render_busy;              /* a response is still being written from it */
 };
 
 struct lg_conn {
@@ -60,6 +73,12 @@ struct lg_conn {
 	size_t whead_len, woff;
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
 	size_t wbody_len;
+	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
+	/* the current request, for metrics and the access log */
+	uint64_t req_start_ns;        /* first byte of the request; 0 while none is in progress */
+	int resp_status;
+	size_t resp_bytes;            /* body bytes of the response */
+	uint64_t queue_ns, run_ns;    /* offloaded: the job's queue wait and run time */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];

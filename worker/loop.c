@@ -10,7 +10,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "worker/conn.h"
+#include "worker/metrics.h"
+#include "worker/observe.h"
 #include "worker/routes.h"
+#include "worker/status.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
@@ -33,10 +36,8 @@ resume_accept(struct lg_worker *w)
 }
 
 static void
-accept_cb(struct ev_loop *ev, ev_io *io, int revents)
+accept_conns(struct lg_worker *w)
 {
-	struct lg_worker *w = io->data;
-
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		if (w->nconns >= w->env->cfg->max_conns) {
 			pause_accept(w); /* resumed by the tick once connections close */
@@ -56,10 +57,25 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	}
 }
 
+/* The libev entry points, timed for slow-callback warnings (worker/observe.h). */
+static void
+accept_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	struct lg_worker *w = io->data;
+
+	lg_obs_cb_begin(w, NULL);
+	accept_conns(w);
+	lg_obs_cb_end(w, "accept");
+}
+
 static void
 done_cb(struct ev_loop *ev, ev_io *io, int revents)
 {
-	lg_route_completions(io->data);
+	struct lg_worker *w = io->data;
+
+	lg_obs_cb_begin(w, NULL);
+	lg_route_completions(w);
+	lg_obs_cb_end(w, "job completions");
 }
 
 static void
@@ -82,6 +98,7 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 		return;
 	log_info("draining %d connection(s)", w->nconns);
 	w->draining = 1;
+	lg_obs_draining(w);
 	pause_accept(w);
 	/* Our copy of the listen socket goes now: once every loop has closed it (and the master),
 	 * new connections are refused instead of queued behind a drain. */
@@ -104,6 +121,12 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
 		return -1;
+	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
+	w->render_cap = lg_metrics_bound(env->nloops);
+	if (w->render_cap < lg_status_bound(env->arena->nprocs))
+		w->render_cap = lg_status_bound(env->arena->nprocs);
+	if ((w->render = malloc(w->render_cap)) == NULL)
+		return -1;
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
@@ -118,6 +141,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->tick.data = w;
 	ev_timer_start(w->ev, &w->tick);
 	resume_accept(w);
+	lg_obs_start(w);
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "cpupool/jobs.h"
 #include "shm/slot.h"
+#include "shm/stats.h"
+#include "worker/observe.h"
 #include "worker/routes.h"
 
 int
@@ -37,6 +39,7 @@ lg_route_queue(struct lg_conn *c)
 	if (lg_slot_move(s, c->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
 	    lg_chan_send(env->ch->job[0], &m, MSG_DONTWAIT) == -1) {
 		log_warn("cannot queue job on slot %d: %s", c->slot, strerror(errno));
+		lg_stats_add(&env->page->rejected_full, 1);
 		lg_route_release(c);
 		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 	}
@@ -85,9 +88,13 @@ answer_finished(struct lg_conn *c, uint64_t word)
 
 	c->w->pending[c->slot] = NULL;
 	ev_timer_stop(c->w->ev, &c->timer);
+	c->queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
+	c->run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 	if (lg_slot_state(word) == LG_SLOT_FAILED || s->out_len > a->out_cap) {
 		int code = status_of_failure(s->status);
 
+		lg_stats_add(code == 502 ? &c->w->env->page->failed_crash :
+		    &c->w->env->page->failed_error, 1);
 		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
 		    s->status, code);
 		lg_route_release(c);
@@ -140,7 +147,10 @@ lg_route_completions(struct lg_worker *w)
 			log_debug("stale completion for slot %u gen %u", m.slot, m.gen);
 			continue;
 		}
-		if (answer_finished(c, word) == 0)
+		lg_obs_unit_begin(w, c);
+		int rc = answer_finished(c, word);
+		lg_obs_unit_end(w);
+		if (rc == 0)
 			lg_conn_resume(c);
 	}
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -10,6 +11,10 @@
 #include "common/log.h"
 #include "cpupool/jobs.h"
 #include "shm/slot.h"
+#include "shm/stats.h"
+#include "worker/metrics.h"
+#include "worker/observe.h"
+#include "worker/status.h"
 
 struct lg_route {
 	const char *path;
@@ -40,6 +45,80 @@ route_health(struct lg_conn *c)
 	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, env->arena->nslots,
 	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING]);
 	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
+}
+
+static int
+route_ready(struct lg_conn *c)
+{
+	if (lg_status_ready(c->w->env->arena->master, c->w->draining))
+		return lg_conn_respond(c, 200, "text/plain", NULL, "ready\n", 6);
+	return lg_conn_respond(c, 503, "text/plain", NULL, "not ready\n", 10);
+}
+
+/* The loop's render buffer, or a heap copy of the same size while a previous rendering is still
+ * being written to another client. Handed to the connection, which gives it back once written. */
+static char *
+render_buffer(struct lg_worker *w)
+{
+	if (!w->render_busy) {
+		w->render_busy = 1;
+		return w->render;
+	}
+	return malloc(w->render_cap);
+}
+
+static int
+route_rendered(struct lg_conn *c, int metrics)
+{
+	struct lg_worker *w = c->w;
+	struct lg_buf b;
+	char *p = render_buffer(w);
+	int r;
+
+	if (p == NULL)
+		return lg_conn_error(c, 500, 0, NULL);
+	c->wbody_owned = p;
+	lg_buf_init(&b, p, w->render_cap);
+	r = metrics ? lg_metrics_render(&b, w->env->arena, lg_now_ns()) :
+	    lg_status_render(&b, w->env->arena, lg_now_ns(), w->draining);
+	if (r == -1) {
+		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
+		    w->render_cap);
+		return lg_conn_error(c, 500, 0, NULL);
+	}
+	return lg_conn_respond(c, 200, metrics ? LG_METRICS_CTYPE : "application/json", NULL, p,
+	    b.len);
+}
+
+static int
+route_metrics(struct lg_conn *c)
+{
+	return route_rendered(c, 1);
+}
+
+static int
+route_status(struct lg_conn *c)
+{
+	return route_rendered(c, 0);
+}
+
+/* --inline-heavy: the /heavy job on the loop itself, to show (and test) what a blocking
+ * handler does to loop lag and to every other request of this loop worker. */
+static int
+route_heavy_inline(struct lg_conn *c)
+{
+	char body[192];
+	uint64_t t0 = lg_now_ns(), x;
+	int n;
+
+	if (c->route->parse_arg(&c->http.req, &c->arg) == -1)
+		return lg_conn_error(c, 400, 0, NULL);
+	x = lg_jobs_heavy(c->arg);
+	c->run_ns = lg_now_ns() - t0;
+	n = snprintf(body, sizeof(body), "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64
+	    ",\"queue_ms\":0.000,\"run_ms\":%.3f,\"inline\":true}\n", c->arg, x,
+	    (double)c->run_ns / 1e6);
+	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)n);
 }
 
 /* Finds name=value in a query string (RFC 3986 section 3.4, '&'-separated pairs). Returns the
@@ -106,14 +185,46 @@ compress_arg(const struct lg_http_req *r, uint64_t *arg)
 static const struct lg_route routes[] = {
 	{ "/ping", HTTP_GET, 0, route_ping, NULL },
 	{ "/health", HTTP_GET, 0, route_health, NULL },
-	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, NULL, heavy_arg },
+	{ "/ready", HTTP_GET, 0, route_ready, NULL },
+	{ "/metrics", HTTP_GET, 0, route_metrics, NULL },
+	{ "/status", HTTP_GET, 0, route_status, NULL },
+	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, route_heavy_inline, heavy_arg },
 	{ "/compress", HTTP_POST, LG_KIND_COMPRESS, NULL, compress_arg },
 };
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+/* The stats table has one more row, "none", for requests that matched no route. */
+_Static_assert(NROUTES < LG_STATS_ROUTES, "routes fit the proc page's stats table");
+
+unsigned
+lg_route_count(void)
+{
+	return NROUTES + 1;
+}
+
+unsigned
+lg_route_index(const struct lg_route *rt)
+{
+	return rt == NULL ? NROUTES : (unsigned)(rt - routes);
+}
+
+const char *
+lg_route_label(unsigned i)
+{
+	return i < NROUTES ? routes[i].path : "none";
+}
+
+/* Whether c's route runs on the loop: inline routes, and /heavy under --inline-heavy. */
+static int
+runs_inline(const struct lg_conn *c)
+{
+	return c->route->kind == 0 ||
+	    (c->route->kind == LG_KIND_HEAVY && c->w->env->cfg->inline_heavy);
+}
 
 static const struct lg_route *
 find_route(const struct lg_http_req *r)
 {
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+	for (size_t i = 0; i < NROUTES; i++)
 		if (strlen(routes[i].path) == r->path_len &&
 		    memcmp(routes[i].path, r->path, r->path_len) == 0)
 			return &routes[i];
@@ -144,7 +255,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
 		return reject(c, 413);
-	if (c->route == NULL || c->route->kind == 0 || !method_ok(c->route, r->method))
+	if (c->route == NULL || runs_inline(c) || !method_ok(c->route, r->method))
 		return LG_HTTP_BODY_PARSER; /* inline, 404 or 405: the parser discards any body */
 	if (c->route->parse_arg(r, &c->arg) == -1)
 		return reject(c, 400);
@@ -202,7 +313,7 @@ lg_route_dispatch(struct lg_conn *c)
 		    c->route->method == HTTP_GET ? "GET, HEAD" : http_method_str(c->route->method));
 		return lg_conn_error(c, 405, 0, allow);
 	}
-	if (c->route->kind == 0)
+	if (runs_inline(c))
 		return c->route->inline_fn(c);
 	if (c->body_got < c->body_need) {
 		/* Move the body bytes that came with the head, then read the rest directly into

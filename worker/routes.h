@@ -7,6 +7,13 @@
 #include "shm/wire.h"
 #include "worker/conn.h"
 
+/* Route table rows for the statistics: lg_route_count() rows (every route, then "none" for
+ * requests that matched none, at most LG_STATS_ROUTES); lg_route_index(rt) is rt's row (NULL
+ * gives the "none" row); lg_route_label(i) its path ("/ping"), static storage. */
+unsigned lg_route_count(void);
+unsigned lg_route_index(const struct lg_route *rt);
+const char *lg_route_label(unsigned i);
+
 /* http-parser head hook (struct lg_http on_head): picks the route, checks the body limit and,
  * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
  * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments) or 503

@@ -77,7 +77,10 @@ check_layout(const struct lg_arena *a)
 	assert_int_equal(h->slots_off % LG_PAGE, 0);
 	assert_int_equal(h->regions_off % LG_PAGE, 0);
 	assert_true(h->procs_off >= sizeof(*h));
-	assert_true(h->slots_off >= h->procs_off + (uint64_t)a->nprocs * LG_PAGE);
+	assert_int_equal(h->master_off, LG_PAGE); /* right after the header page */
+	assert_true(h->procs_off >= h->master_off + sizeof(struct lg_master_page));
+	assert_ptr_equal((void *)a->master, (void *)(a->base + h->master_off));
+	assert_true(h->slots_off >= h->procs_off + (uint64_t)a->nprocs * LG_PROC_PAGE);
 	assert_true(h->regions_off >= h->slots_off + (uint64_t)a->nslots * sizeof(struct lg_slot));
 	end = h->regions_off;
 	for (uint32_t i = 0; i < a->nslots; i++) {
@@ -133,7 +136,7 @@ test_regions_writable(void **state)
 		assert_int_equal(lg_arena_out(&a, i)[a.out_cap - 1], 0x40 + i);
 	}
 	assert_int_equal(a.hdr->magic, LG_ARENA_MAGIC);
-	assert_int_equal(((unsigned char *)&a.procs[a.nprocs - 1])[LG_PAGE - 1], 0x11);
+	assert_int_equal(((unsigned char *)&a.procs[a.nprocs - 1])[LG_PROC_PAGE - 1], 0x11);
 	lg_arena_destroy(&a);
 }
 

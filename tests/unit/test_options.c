@@ -176,6 +176,40 @@ test_example_round_trips_to_defaults(void **state)
 	unlink(path);
 }
 
+/* Switches: a bare flag means yes, =no turns it off, file and environment take yes/no words. */
+static void
+test_switches(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *bare[] = { "lagless", "--access-log", "--inline-heavy", "--lag-interval-ms", "5",
+	    "--slow-callback-ms", "0", NULL };
+	char *off[] = { "lagless", "--access-log=no", "--inline-heavy=false", NULL };
+	char *bad[] = { "lagless", "--access-log=maybe", NULL };
+	char *zero[] = { "lagless", "--lag-interval-ms", "0", NULL };
+	char *path = write_file("[lagless]\ninline_heavy = on\naccess_log = YES\n");
+	char *file[] = { "lagless", "-c", path, NULL };
+
+	lg_options_defaults(&cfg);
+	assert_int_equal(cfg.access_log, 0);
+	assert_int_equal(cfg.inline_heavy, 0);
+	assert_true(cfg.lag_interval_ms == 10 && cfg.slow_callback_ms == 50);
+	assert_int_equal(load(&cfg, &cmd, 7, bare), 0);
+	assert_int_equal(cfg.access_log, 1);
+	assert_int_equal(cfg.inline_heavy, 1);
+	assert_true(cfg.lag_interval_ms == 5 && cfg.slow_callback_ms == 0);
+	assert_int_equal(load(&cfg, &cmd, 3, off), 0);
+	assert_int_equal(cfg.access_log, 0);
+	assert_int_equal(cfg.inline_heavy, 0);
+	assert_int_equal(load(&cfg, &cmd, 2, bad), -1);
+	assert_non_null(strstr(err, "--access-log"));
+	assert_int_equal(load(&cfg, &cmd, 3, zero), -1);  /* a probe needs a period */
+	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
+	assert_int_equal(cfg.access_log, 1);
+	assert_int_equal(cfg.inline_heavy, 1);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -187,6 +221,7 @@ main(void)
 		cmocka_unit_test(test_bad_env),
 		cmocka_unit_test(test_file_errors_name_line_and_key),
 		cmocka_unit_test(test_example_round_trips_to_defaults),
+		cmocka_unit_test(test_switches),
 	};
 
 	alarm(10);

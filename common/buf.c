@@ -1,0 +1,53 @@
+#include "common/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void
+lg_buf_init(struct lg_buf *b, char *p, size_t cap)
+{
+	b->p = p;
+	b->cap = cap;
+	b->len = 0;
+	b->overflow = 0;
+	p[0] = '\0';
+}
+
+int
+lg_buf_printf(struct lg_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->overflow)
+		return -1;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->cap - b->len) {
+		b->p[b->len] = '\0';
+		b->overflow = 1;
+		return -1;
+	}
+	b->len += (size_t)n;
+	return 0;
+}
+
+int
+lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		int r;
+
+		if (ch == '"' || ch == '\\')
+			r = lg_buf_printf(b, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			r = lg_buf_printf(b, "\\u%04x", ch);
+		else
+			r = lg_buf_printf(b, "%c", ch);
+		if (r == -1)
+			return -1;
+	}
+	return 0;
+}

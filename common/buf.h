@@ -1,0 +1,26 @@
+/* A bounded text buffer for renderers (/metrics, /status): appends never grow it, they set a
+ * sticky overflow flag instead, so one scrape costs one allocation of a size fixed in advance. */
+#ifndef LG_COMMON_BUF_H
+#define LG_COMMON_BUF_H
+
+#include <stddef.h>
+
+struct lg_buf {
+	char *p;          /* caller-owned storage of cap bytes */
+	size_t len;       /* bytes written, always < cap (a NUL follows) */
+	size_t cap;
+	int overflow;     /* an append did not fit; the content is cut at the last whole append */
+};
+
+/* Starts an empty buffer over caller-owned storage p of cap >= 1 bytes. */
+void lg_buf_init(struct lg_buf *b, char *p, size_t cap);
+
+/* Appends printf-formatted text (vsnprintf(3)). An append that does not fit in full is undone
+ * and sets b->overflow; later appends are then ignored. Returns 0, or -1 on overflow. */
+int lg_buf_printf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends s as the body of a JSON string (RFC 8259 section 7: quote, backslash and control
+ * characters escaped), without the surrounding quotes. Returns 0, or -1 on overflow. */
+int lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,336 @@
+#include "worker/metrics.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/version.h"
+#include "cpupool/jobs.h"
+#include "shm/slot.h"
+#include "shm/stats.h"
+#include "worker/routes.h"
+
+#define P(...) lg_buf_printf(b, __VA_ARGS__)
+
+/* A histogram summed over pages: counts per bucket (non-cumulative) and the sum in ns. */
+struct hsum {
+	uint64_t bucket[LG_STATS_BOUNDS + 1];
+	uint64_t sum_ns;
+};
+
+size_t
+lg_metrics_bound(uint32_t nloops)
+{
+	/* ~60 KiB covers every fixed family with every route, code and kind present; one lag
+	 * histogram is 19 lines of < 100 bytes. */
+	return 64 * 1024 + (size_t)nloops * 2560;
+}
+
+static void
+family(struct lg_buf *b, const char *name, const char *type, const char *help)
+{
+	P("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void
+hsum_add(struct hsum *s, const struct lg_hist *h, unsigned nb)
+{
+	for (unsigned i = 0; i <= nb; i++)
+		s->bucket[i] += atomic_load_explicit(&h->bucket[i], memory_order_relaxed);
+	s->sum_ns += atomic_load_explicit(&h->sum_ns, memory_order_relaxed);
+}
+
+/* One histogram's samples; labels is "" or `name="value",` (with the trailing comma). */
+static void
+hist(struct lg_buf *b, const char *name, const char *labels, const struct hsum *s,
+    const uint64_t *bounds, unsigned nb)
+{
+	uint64_t cum = 0;
+	size_t ll = strlen(labels);
+
+	for (unsigned i = 0; i < nb; i++) {
+		cum += s->bucket[i];
+		P("%s_bucket{%sle=\"%g\"} %" PRIu64 "\n", name, labels, (double)bounds[i] / 1e9, cum);
+	}
+	cum += s->bucket[nb];
+	P("%s_bucket{%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, cum);
+	/* _sum and _count carry the same labels without the trailing comma */
+	P("%s_sum{%.*s} %.9f\n", name, ll ? (int)ll - 1 : 0, labels, (double)s->sum_ns / 1e9);
+	P("%s_count{%.*s} %" PRIu64 "\n", name, ll ? (int)ll - 1 : 0, labels, cum);
+}
+
+static uint64_t
+sum_field(const struct lg_arena *a, uint32_t from, uint32_t to, size_t off)
+{
+	uint64_t n = 0;
+
+	for (uint32_t k = from; k < to; k++)
+		n += atomic_load_explicit((const _Atomic uint64_t *)((const char *)&a->procs[k] + off),
+		    memory_order_relaxed);
+	return n;
+}
+
+#define SUM(a, from, to, field) sum_field(a, from, to, offsetof(struct lg_proc_page, field))
+
+static void
+lag_family(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	family(b, "lagless_loop_lag_seconds", "histogram",
+	    "How late the loop's repeating probe timer fired, per loop worker.");
+	for (uint32_t k = 0; k < nloops; k++) {
+		struct hsum s = { { 0 }, 0 };
+		char labels[32];
+
+		hsum_add(&s, &a->procs[k].lag, LG_LAG_BOUNDS);
+		snprintf(labels, sizeof(labels), "worker=\"%u\",", k);
+		hist(b, "lagless_loop_lag_seconds", labels, &s, lg_stats_lag_bounds, LG_LAG_BOUNDS);
+	}
+}
+
+static void
+request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	unsigned nroutes = lg_route_count();
+
+	family(b, "lagless_requests_total", "counter", "Responses written, by route and status.");
+	for (unsigned r = 0; r < nroutes; r++)
+		for (unsigned i = 0; i < LG_STATS_CODES; i++) {
+			uint64_t n = SUM(a, 0, nloops, responses[r][i]);
+			int code = lg_stats_code_at(i);
+
+			if (n == 0)
+				continue;
+			if (code)
+				P("lagless_requests_total{route=\"%s\",code=\"%d\"} %" PRIu64 "\n",
+				    lg_route_label(r), code, n);
+			else
+				P("lagless_requests_total{route=\"%s\",code=\"other\"} %" PRIu64 "\n",
+				    lg_route_label(r), n);
+		}
+	family(b, "lagless_request_duration_seconds", "histogram",
+	    "Time from a request's first byte to its response's last byte, by route.");
+	for (unsigned r = 0; r < nroutes; r++) {
+		struct hsum s = { { 0 }, 0 };
+		char labels[48];
+
+		for (uint32_t k = 0; k < nloops; k++)
+			hsum_add(&s, &a->procs[k].duration[r], LG_STATS_BOUNDS);
+		uint64_t n = 0;
+		for (unsigned i = 0; i <= LG_STATS_BOUNDS; i++)
+			n += s.bucket[i];
+		if (n == 0)
+			continue; /* a route never asked for has no series */
+		snprintf(labels, sizeof(labels), "route=\"%s\",", lg_route_label(r));
+		hist(b, "lagless_request_duration_seconds", labels, &s, lg_stats_time_bounds,
+		    LG_STATS_BOUNDS);
+	}
+}
+
+static void
+job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops, const char *name,
+    size_t off)
+{
+	for (uint32_t kind = 1; kind < LG_STATS_KINDS && kind < LG_KIND_MAX; kind++) {
+		struct hsum s = { { 0 }, 0 };
+		char labels[48];
+
+		for (uint32_t k = nloops; k < a->nprocs; k++)
+			hsum_add(&s, (const struct lg_hist *)((const char *)&a->procs[k] + off) + kind,
+			    LG_STATS_BOUNDS);
+		snprintf(labels, sizeof(labels), "kind=\"%s\",", lg_jobs_name(kind));
+		hist(b, name, labels, &s, lg_stats_time_bounds, LG_STATS_BOUNDS);
+	}
+}
+
+static void
+job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	family(b, "lagless_job_queue_wait_seconds", "histogram",
+	    "Time a job waited in the queue before a compute process started it, by kind.");
+	job_hist(b, a, nloops, "lagless_job_queue_wait_seconds",
+	    offsetof(struct lg_proc_page, queue_wait));
+	family(b, "lagless_job_run_seconds", "histogram", "Time a job ran, by kind.");
+	job_hist(b, a, nloops, "lagless_job_run_seconds", offsetof(struct lg_proc_page, run));
+	family(b, "lagless_jobs_rejected_total", "counter",
+	    "Requests refused before running: queue_full (503), too_large (413).");
+	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_full));
+	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_large));
+	family(b, "lagless_jobs_timed_out_total", "counter",
+	    "Jobs answered 504 because they passed the deadline (queue wait included).");
+	P("lagless_jobs_timed_out_total %" PRIu64 "\n", SUM(a, 0, nloops, timed_out));
+	family(b, "lagless_jobs_failed_total", "counter",
+	    "Jobs that failed: crash (502, the compute process died), error (the job failed), "
+	    "bad_header (a channel header failed validation and was dropped).");
+	P("lagless_jobs_failed_total{reason=\"crash\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, failed_crash));
+	P("lagless_jobs_failed_total{reason=\"error\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, failed_error));
+	P("lagless_jobs_failed_total{reason=\"bad_header\"} %" PRIu64 "\n",
+	    SUM(a, 0, a->nprocs, bad_headers));
+	family(b, "lagless_jobs_cancelled_total", "counter",
+	    "Jobs given up because the client closed the connection while they were queued or ran.");
+	P("lagless_jobs_cancelled_total %" PRIu64 "\n", SUM(a, 0, nloops, cancelled));
+}
+
+void
+lg_metrics_parse_cpu_stat(const char *text, size_t len, struct lg_cpu_stat *out)
+{
+	const char *p = text, *end = text + len;
+	int have_nr = 0, have_time = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *stop = nl ? nl : end;
+		const char *sp = memchr(p, ' ', (size_t)(stop - p));
+		uint64_t v = 0;
+
+		if (sp != NULL) {
+			for (const char *d = sp + 1; d < stop && *d >= '0' && *d <= '9'; d++)
+				v = v * 10 + (uint64_t)(*d - '0');
+			size_t kl = (size_t)(sp - p);
+			if (kl == 12 && memcmp(p, "nr_throttled", 12) == 0) {
+				out->nr_throttled = v;
+				have_nr = 1;
+			} else if (kl == 14 && memcmp(p, "throttled_usec", 14) == 0) {
+				out->throttled_ns = v * 1000u;
+				have_time = 1;
+			} else if (kl == 14 && memcmp(p, "throttled_time", 14) == 0) {
+				out->throttled_ns = v;
+				have_time = 1;
+			}
+		}
+		p = stop + 1;
+	}
+	out->have = have_nr && have_time;
+}
+
+/* The only system calls of a scrape: open, read and close of cpu.stat (a few hundred bytes). */
+static void
+read_cpu_stat(const char *path, struct lg_cpu_stat *out)
+{
+	char text[2048];
+	ssize_t n;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	if (path[0] == '\0' || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return;
+	n = read(fd, text, sizeof(text));
+	close(fd);
+	if (n > 0)
+		lg_metrics_parse_cpu_stat(text, (size_t)n, out);
+}
+
+static void
+sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_ns)
+{
+	struct lg_cpu_stat cs;
+
+	family(b, "lagless_build_info", "gauge", "Always 1; the version is in the label.");
+	P("lagless_build_info{version=\"%s\"} 1\n", LG_VERSION);
+	family(b, "lagless_start_time_seconds", "gauge", "Start time of the server, Unix seconds.");
+	P("lagless_start_time_seconds %.3f\n", (double)mp->start_unix_ms / 1e3);
+	family(b, "lagless_cpu_budget", "gauge", "CPU budget the server sized itself for.");
+	P("lagless_cpu_budget %u\n", mp->budget);
+	family(b, "lagless_cgroup_cpu_quota", "gauge",
+	    "Tightest cgroup CPU quota in CPUs (quota / period); +Inf when there is none.");
+	if (mp->quota < 0)
+		P("lagless_cgroup_cpu_quota +Inf\n");
+	else
+		P("lagless_cgroup_cpu_quota %g\n", mp->quota);
+	read_cpu_stat(mp->cpu_stat, &cs);
+	if (cs.have) {
+		family(b, "lagless_cgroup_throttled_periods_total", "counter",
+		    "Quota periods in which the cgroup was throttled (cpu.stat nr_throttled).");
+		P("lagless_cgroup_throttled_periods_total %" PRIu64 "\n", cs.nr_throttled);
+		family(b, "lagless_cgroup_throttled_seconds_total", "counter",
+		    "Time the cgroup was throttled by its CPU quota (cpu.stat).");
+		P("lagless_cgroup_throttled_seconds_total %.6f\n", (double)cs.throttled_ns / 1e9);
+	}
+	family(b, "lagless_shm_bytes_in_use", "gauge",
+	    "Bytes of the shared-memory arena backed by memory (refreshed each second).");
+	P("lagless_shm_bytes_in_use %" PRIu64 "\n", atomic_load(&mp->shm_bytes));
+	family(b, "lagless_ready", "gauge", "1 when /ready answers 200.");
+	P("lagless_ready %d\n", atomic_load(&mp->ready) && !atomic_load(&mp->stopping));
+	(void)now_ns;
+}
+
+static void
+process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	static const char *const reasons[LG_RESTART_REASONS] = { "crash", "exit", "deadline" };
+	uint32_t loops = 0, computes = 0, busy = 0, inflight = 0, conns = 0;
+
+	for (uint32_t k = 0; k < a->nprocs; k++) {
+		const struct lg_proc_page *p = &a->procs[k];
+
+		if (atomic_load_explicit(&p->pid, memory_order_relaxed) == 0)
+			continue;
+		if (k < nloops) {
+			loops++;
+			inflight += atomic_load_explicit(&p->inflight, memory_order_relaxed);
+			conns += atomic_load_explicit(&p->connections, memory_order_relaxed);
+		} else {
+			computes++;
+			busy += atomic_load_explicit(&p->job, memory_order_relaxed) != LG_NO_JOB;
+		}
+	}
+	family(b, "lagless_loop_workers", "gauge", "Loop worker processes alive.");
+	P("lagless_loop_workers %u\n", loops);
+	family(b, "lagless_compute_processes", "gauge", "Compute processes alive.");
+	P("lagless_compute_processes %u\n", computes);
+	family(b, "lagless_compute_busy", "gauge", "Compute processes running a job.");
+	P("lagless_compute_busy %u\n", busy);
+	family(b, "lagless_inflight_requests", "gauge", "Requests received and not yet answered.");
+	P("lagless_inflight_requests %u\n", inflight);
+	family(b, "lagless_connections_open", "gauge", "Open client connections.");
+	P("lagless_connections_open %u\n", conns);
+	family(b, "lagless_process_restarts_total", "counter",
+	    "Processes the master restarted, by role and reason (crash: killed by a signal; exit: "
+	    "exited by itself; deadline: killed for a job past its deadline).");
+	for (int role = 0; role < 2; role++)
+		for (int r = 0; r < LG_RESTART_REASONS; r++)
+			P("lagless_process_restarts_total{role=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+			    role == 0 ? "loop" : "compute", reasons[r],
+			    atomic_load(&a->master->restarts[role][r]));
+}
+
+static void
+queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	uint32_t n[8];
+
+	lg_slot_census(a, n);
+	family(b, "lagless_queue_depth", "gauge", "Jobs waiting for a compute process.");
+	P("lagless_queue_depth %u\n", n[LG_SLOT_QUEUED]);
+	family(b, "lagless_queue_capacity", "gauge",
+	    "Jobs that may wait beyond the running ones before requests are refused with 503.");
+	P("lagless_queue_capacity %u\n", a->master->queue_capacity);
+	family(b, "lagless_job_slots", "gauge", "Job slots (compute processes + queue capacity).");
+	P("lagless_job_slots %u\n", a->nslots);
+	family(b, "lagless_slow_callbacks_total", "counter",
+	    "Loop callbacks that ran longer than --slow-callback-ms.");
+	P("lagless_slow_callbacks_total %" PRIu64 "\n", SUM(a, 0, nloops, slow_callbacks));
+}
+
+int
+lg_metrics_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns)
+{
+	uint32_t nloops = a->master->loop_workers;
+
+	if (nloops > a->nprocs)
+		nloops = a->nprocs;
+	sizing_families(b, a->master, now_ns);
+	process_families(b, a, nloops);
+	queue_families(b, a, nloops);
+	request_families(b, a, nloops);
+	lag_family(b, a, nloops);
+	job_families(b, a, nloops);
+	return b->overflow ? -1 : 0;
+}

@@ -1,0 +1,37 @@
+/* GET /metrics: the whole server's statistics in the Prometheus text exposition format 0.0.4
+ * (prometheus.io/docs/instrumenting/exposition_formats), summed over every proc page plus the
+ * master page, so any loop worker answers for all processes. Rendering reads shared memory
+ * only, plus the cgroup's cpu.stat file; it allocates nothing (the caller owns the buffer). */
+#ifndef LG_WORKER_METRICS_H
+#define LG_WORKER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "shm/arena.h"
+
+/* Content-Type of the text format, version 0.0.4. */
+#define LG_METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Bytes that always hold the rendering for a server with nloops loop workers (the per-loop lag
+ * histograms are the only part that grows with the process count). */
+size_t lg_metrics_bound(uint32_t nloops);
+
+/* Renders every metric of arena a (loop pages first, a->master->loop_workers of them) into b,
+ * as of now_ns (CLOCK_MONOTONIC). Returns 0, or -1 when b overflowed (its content is then cut
+ * short and must not be served). */
+int lg_metrics_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns);
+
+struct lg_cpu_stat {
+	int have;                 /* 1 when nr_throttled and a throttled time were found */
+	uint64_t nr_throttled;    /* periods in which the cgroup was throttled */
+	uint64_t throttled_ns;    /* time throttled */
+};
+
+/* Parses a cgroup cpu.stat text of len bytes: v2 "nr_throttled N" and "throttled_usec N"
+ * (Documentation/admin-guide/cgroup-v2.rst), v1 "nr_throttled N" and "throttled_time N" in ns
+ * (Documentation/scheduler/sched-bwc.rst). Unknown lines are ignored. */
+void lg_metrics_parse_cpu_stat(const char *text, size_t len, struct lg_cpu_stat *out);
+
+#endif

@@ -1,0 +1,199 @@
+#include "worker/observe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "shm/stats.h"
+#include "worker/routes.h"
+
+static void
+lag_arm(struct lg_worker *w)
+{
+	uint64_t iv = w->env->cfg->lag_interval_ms * LG_NS_PER_MS;
+
+	/* libev times the timer from the loop's cached time; refresh it so the due time below
+	 * and libev's agree (ev_now_update, libev(3) "The special problem of time updates"). */
+	ev_now_update(w->ev);
+	w->lag_due_ns = lg_now_ns() + iv;
+	ev_timer_set(&w->lag, (double)iv / 1e9, 0.);
+	ev_timer_start(w->ev, &w->lag);
+}
+
+static void
+lag_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_worker *w = t->data;
+	uint64_t now = lg_now_ns();
+
+	lg_stats_lag(w->env->page, now, now > w->lag_due_ns ? now - w->lag_due_ns : 0);
+	lag_arm(w);
+}
+
+void
+lg_obs_start(struct lg_worker *w)
+{
+	struct lg_proc_page *p = w->env->page;
+
+	atomic_store(&p->inflight, 0);
+	atomic_store(&p->connections, 0);
+	ev_init(&w->lag, lag_cb);
+	w->lag.data = w;
+	lag_arm(w);
+	atomic_store(&p->state, LG_PROC_RUNNING);
+}
+
+void
+lg_obs_draining(struct lg_worker *w)
+{
+	atomic_store(&w->env->page->state, LG_PROC_DRAINING);
+}
+
+static int
+slow_on(const struct lg_worker *w)
+{
+	return w->env->cfg->slow_callback_ms > 0;
+}
+
+void
+lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c)
+{
+	if (!slow_on(w))
+		return;
+	w->cb_start_ns = lg_now_ns();
+	w->cb_conn = c;
+	w->worst_unit_ns = 0;
+	w->worst_route = NULL;
+}
+
+/* "METHOD target" of c's current request into out, "-" when no head was parsed. */
+static void
+describe(const struct lg_conn *c, char *out, size_t cap)
+{
+	const struct lg_http_req *r = &c->http.req;
+
+	if (r->path == NULL)
+		snprintf(out, cap, "-");
+	else
+		snprintf(out, cap, "%s %.*s", http_method_str(r->method),
+		    (int)(r->target_len < 96 ? r->target_len : 96), r->target);
+}
+
+void
+lg_obs_cb_end(struct lg_worker *w, const char *cb)
+{
+	uint64_t took, limit = w->env->cfg->slow_callback_ms * LG_NS_PER_MS;
+
+	if (!slow_on(w))
+		return;
+	took = lg_now_ns() - w->cb_start_ns;
+	if (took >= limit) {
+		lg_stats_add(&w->env->page->slow_callbacks, 1);
+		if (w->worst_route == NULL && w->cb_conn != NULL && w->cb_conn->req_start_ns) {
+			w->worst_route = lg_route_label(lg_route_index(w->cb_conn->route));
+			describe(w->cb_conn, w->worst_what, sizeof(w->worst_what));
+			w->worst_unit_ns = took;
+		}
+		if (w->worst_route != NULL)
+			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); route %s, request "
+			    "\"%s\" took %.1f ms of it", cb, (double)took / 1e6,
+			    (unsigned long long)w->env->cfg->slow_callback_ms, w->worst_route,
+			    w->worst_what, (double)w->worst_unit_ns / 1e6);
+		else
+			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); no request step in it",
+			    cb, (double)took / 1e6, (unsigned long long)w->env->cfg->slow_callback_ms);
+	}
+	w->cb_conn = NULL;
+}
+
+void
+lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c)
+{
+	if (!slow_on(w))
+		return;
+	w->unit_route = lg_route_label(lg_route_index(c->route));
+	describe(c, w->unit_what, sizeof(w->unit_what));
+	w->unit_start_ns = lg_now_ns();
+}
+
+void
+lg_obs_unit_end(struct lg_worker *w)
+{
+	uint64_t took;
+
+	if (!slow_on(w))
+		return;
+	took = lg_now_ns() - w->unit_start_ns;
+	if (w->worst_route == NULL || took > w->worst_unit_ns) {
+		w->worst_unit_ns = took;
+		w->worst_route = w->unit_route;
+		memcpy(w->worst_what, w->unit_what, sizeof(w->worst_what));
+	}
+}
+
+void
+lg_obs_request_begin(struct lg_conn *c)
+{
+	c->req_start_ns = lg_now_ns();
+	c->route = NULL;
+	c->resp_status = 0;
+	c->resp_bytes = 0;
+	c->queue_ns = c->run_ns = 0;
+	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->inflight, memory_order_relaxed);
+}
+
+static void
+request_done(struct lg_conn *c)
+{
+	c->req_start_ns = 0;
+	atomic_store_explicit(&c->w->env->page->inflight, --c->w->inflight, memory_order_relaxed);
+}
+
+static void
+access_line(const struct lg_conn *c, uint64_t took)
+{
+	const struct lg_http_req *r = &c->http.req;
+
+	/* Its own switch (--access-log), so written whatever --log-level says. */
+	lg_log_write(LG_LOG_INFO, "access", "%s %.*s %d %zu time_ms=%.3f queue_ms=%.3f run_ms=%.3f",
+	    r->path ? http_method_str(r->method) : "-", r->path ? (int)r->path_len : 1,
+	    r->path ? r->path : "-", c->resp_status, c->resp_bytes, (double)took / 1e6,
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+}
+
+void
+lg_obs_request_end(struct lg_conn *c)
+{
+	struct lg_proc_page *p = c->w->env->page;
+	uint64_t took = c->req_start_ns ? lg_now_ns() - c->req_start_ns : 0;
+	unsigned route = lg_route_index(c->route);
+
+	lg_stats_add(&p->responses[route][lg_stats_code_index(c->resp_status)], 1);
+	lg_hist_observe(&p->duration[route], lg_stats_time_bounds, LG_STATS_BOUNDS, took);
+	if (c->resp_status == 413)
+		lg_stats_add(&p->rejected_large, 1);
+	if (c->w->env->cfg->access_log)
+		access_line(c, took);
+	if (c->req_start_ns)
+		request_done(c);
+}
+
+void
+lg_obs_conn_closed(struct lg_conn *c)
+{
+	if (c->w->cb_conn == c)
+		c->w->cb_conn = NULL;
+	if (c->req_start_ns == 0)
+		return;
+	if (c->slot >= 0 && c->state == LG_CONN_JOB)
+		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
+	request_done(c);
+}
+
+void
+lg_obs_conns(struct lg_worker *w)
+{
+	atomic_store_explicit(&w->env->page->connections, (uint32_t)w->nconns,
+	    memory_order_relaxed);
+}

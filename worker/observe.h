@@ -1,0 +1,45 @@
+/* What the loop worker tells about itself: the loop-lag probe, slow-callback warnings that name
+ * the request which blocked the loop (in the manner of asyncio's debug mode), per-request
+ * metrics in this process's proc page, and the access log. Everything here runs on the loop, so
+ * it costs a few clock reads (vDSO clock_gettime, no system call) and no allocation. */
+#ifndef LG_WORKER_OBSERVE_H
+#define LG_WORKER_OBSERVE_H
+
+#include "worker/conn.h"
+
+/* Resets this incarnation's gauges, marks the page RUNNING and starts the lag probe: a timer
+ * every cfg->lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
+ * interval itself excluded) goes into the page's lag histogram and its 10 s windows. */
+void lg_obs_start(struct lg_worker *w);
+
+/* Marks the page DRAINING (/ready answers 503 from now on). */
+void lg_obs_draining(struct lg_worker *w);
+
+/* Brackets one libev callback. c is the connection it serves, or NULL (accept, completions).
+ * A callback longer than cfg->slow_callback_ms (0 = off) is counted and logged as a warning
+ * naming cb and the request step that took longest inside it. */
+void lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c);
+void lg_obs_cb_end(struct lg_worker *w, const char *cb);
+
+/* Brackets one step of request work inside a callback (running a handler, answering a
+ * completion), so a slow callback can name the route and request that made it slow.
+ * c must have a parsed request head. */
+void lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c);
+void lg_obs_unit_end(struct lg_worker *w);
+
+/* The first bytes of a request arrived on c: start its clock, count it in flight. */
+void lg_obs_request_begin(struct lg_conn *c);
+
+/* c's response (status c->resp_status, c->resp_bytes body bytes) is fully written: count it
+ * by route and status, observe its duration, write the access-log line if enabled. */
+void lg_obs_request_end(struct lg_conn *c);
+
+/* c is being closed: a request still in progress is dropped from the in-flight count (and its
+ * job counted as cancelled when it was waiting on one), and c is forgotten by the callback
+ * bracket. Call before c is freed. */
+void lg_obs_conn_closed(struct lg_conn *c);
+
+/* Publishes the open-connection gauge after w->nconns changed. */
+void lg_obs_conns(struct lg_worker *w);
+
+#endif

@@ -1,0 +1,149 @@
+#include "worker/status.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/version.h"
+#include "cpupool/jobs.h"
+#include "shm/slot.h"
+#include "shm/stats.h"
+
+#define P(...) lg_buf_printf(b, __VA_ARGS__)
+
+static const char *const slot_state_names[8] = {
+	"free", "claimed", "queued", "running", "done", "failed", "abandoned", "reclaiming",
+};
+
+size_t
+lg_status_bound(uint32_t nprocs)
+{
+	return 4096 + (size_t)nprocs * 384;
+}
+
+int
+lg_status_ready(const struct lg_master_page *mp, int draining)
+{
+	return atomic_load(&mp->ready) && !atomic_load(&mp->stopping) && !draining;
+}
+
+static void
+sizing(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	P("\"sizing\":{\"budget\":%u,\"online\":%d,\"affinity\":%d,\"cpuset\":%d,", mp->budget,
+	    mp->online, mp->affinity, mp->cpuset);
+	if (mp->quota < 0)
+		P("\"quota\":null,");
+	else
+		P("\"quota\":%g,", mp->quota);
+	if (mp->cpus_override > 0)
+		P("\"cpus_override\":%g,", mp->cpus_override);
+	else
+		P("\"cpus_override\":null,");
+	P("\"cgroup\":\"");
+	lg_buf_json_chars(b, mp->cgroup, strnlen(mp->cgroup, sizeof(mp->cgroup)));
+	P("\",\"rounding\":\"%s\",\"loop_workers\":%u,\"compute_workers\":%u,\"queue_capacity\":%u},",
+	    mp->rounding[0] == 'c' ? "ceil" : "floor", mp->loop_workers, mp->compute_workers,
+	    mp->queue_capacity);
+}
+
+static void
+slots_and_queue(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+{
+	uint32_t n[8], busy = 0;
+
+	lg_slot_census(a, n);
+	for (uint32_t k = nloops; k < a->nprocs; k++)
+		busy += atomic_load(&a->procs[k].pid) != 0 && atomic_load(&a->procs[k].job) != LG_NO_JOB;
+	P("\"queue\":{\"depth\":%u,\"capacity\":%u,\"busy\":%u},\"slots\":{\"total\":%u",
+	    n[LG_SLOT_QUEUED], a->master->queue_capacity, busy, a->nslots);
+	for (int i = 0; i < 8; i++)
+		P(",\"%s\":%u", slot_state_names[i], n[i]);
+	P("},\"restarts\":{");
+	for (int role = 0; role < 2; role++)
+		P("%s\"%s\":{\"crash\":%" PRIu64 ",\"exit\":%" PRIu64 ",\"deadline\":%" PRIu64 "}",
+		    role ? "," : "", role ? "compute" : "loop",
+		    atomic_load(&a->master->restarts[role][LG_RESTART_CRASH]),
+		    atomic_load(&a->master->restarts[role][LG_RESTART_EXIT]),
+		    atomic_load(&a->master->restarts[role][LG_RESTART_DEADLINE]));
+	P("},");
+}
+
+static const char *
+state_name(const struct lg_proc_page *p, int loop)
+{
+	if (atomic_load(&p->pid) == 0)
+		return "down";
+	switch (atomic_load(&p->state)) {
+	case LG_PROC_RUNNING:
+		return loop ? "running" : atomic_load(&p->job) != LG_NO_JOB ? "busy" : "idle";
+	case LG_PROC_DRAINING:
+		return "draining";
+	default:
+		return "starting";
+	}
+}
+
+static void
+loop_row(struct lg_buf *b, const struct lg_proc_page *p, uint64_t now_ns)
+{
+	struct lg_lag_summary lag;
+
+	lg_stats_lag_recent(p, now_ns, &lag);
+	P(",\"inflight\":%u,\"connections\":%u,\"lag\":{\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+	    "\"max_ms\":%.3f,\"samples\":%" PRIu64 "}}", atomic_load(&p->inflight),
+	    atomic_load(&p->connections), lag.p50 * 1e3, lag.p99 * 1e3, lag.max * 1e3, lag.count);
+}
+
+static void
+compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_proc_page *p,
+    uint64_t now_ns)
+{
+	uint64_t job = atomic_load(&p->job), since = atomic_load(&p->job_since_ns);
+	uint32_t slot = (uint32_t)(job >> 32);
+
+	if (job == LG_NO_JOB || atomic_load(&p->pid) == 0 || slot >= a->nslots) {
+		P(",\"job\":null}");
+		return;
+	}
+	P(",\"job\":{\"slot\":%u,\"kind\":\"%s\",\"age_ms\":%.3f}}", slot,
+	    lg_jobs_name(a->slots[slot].kind), since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
+}
+
+static void
+processes(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops, uint64_t now_ns)
+{
+	P("\"processes\":[");
+	for (uint32_t k = 0; k < a->nprocs; k++) {
+		const struct lg_proc_page *p = &a->procs[k];
+		int loop = k < nloops;
+
+		P("%s{\"role\":\"%s\",\"index\":%u,\"pid\":%d,\"state\":\"%s\",\"requests\":%" PRIu64,
+		    k ? "," : "", loop ? "loop" : "compute", loop ? k : k - nloops,
+		    (int)atomic_load(&p->pid), state_name(p, loop), atomic_load(&p->requests));
+		if (loop)
+			loop_row(b, p, now_ns);
+		else
+			compute_row(b, a, p, now_ns);
+	}
+	P("]");
+}
+
+int
+lg_status_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns, int draining)
+{
+	const struct lg_master_page *mp = a->master;
+	uint32_t nloops = mp->loop_workers < a->nprocs ? mp->loop_workers : a->nprocs;
+
+	P("{\"version\":\"%s\",\"pid\":%d,\"start_time\":%.3f,\"uptime_s\":%.3f,\"ready\":%s,"
+	    "\"stopping\":%s,", LG_VERSION, (int)atomic_load(&mp->pid),
+	    (double)mp->start_unix_ms / 1e3,
+	    now_ns > mp->start_mono_ns ? (double)(now_ns - mp->start_mono_ns) / 1e9 : 0.,
+	    lg_status_ready(mp, draining) ? "true" : "false",
+	    atomic_load(&mp->stopping) || draining ? "true" : "false");
+	sizing(b, mp);
+	slots_and_queue(b, a, nloops);
+	processes(b, a, nloops, now_ns);
+	P("}\n");
+	return b->overflow ? -1 : 0;
+}
