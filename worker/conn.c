@@ -271,9 +271,10 @@ conn_process(struct lg_conn *c)
 			    c->reject_status == 503 ? "Retry-After: 1\r\n" : NULL);
 		if (!c->http.complete)
 			break;
-		lg_obs_unit_begin(c->w, c);
+		struct lg_worker *w = c->w; /* c may be freed by the dispatch */
+		lg_obs_unit_begin(w, c);
 		int r = lg_route_dispatch(c);
-		lg_obs_unit_end(c->w);
+		lg_obs_unit_end(w);
 		if (r == -1)
 			return -1;
 	}

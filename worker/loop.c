@@ -105,7 +105,9 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	close(w->env->listen_fd);
 	for (c = w->conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->state == LG_CONN_HEAD && c->rlen == 0)
+		/* idle: between requests, no byte of the next one received (a parsed part
+		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
+		if (c->state == LG_CONN_HEAD && c->rlen == 0 && c->req_start_ns == 0)
 			lg_conn_close(c);
 	}
 	if (w->nconns == 0)

@@ -156,7 +156,7 @@ access_line(const struct lg_conn *c, uint64_t took)
 	const struct lg_http_req *r = &c->http.req;
 
 	/* Its own switch (--access-log), so written whatever --log-level says. */
-	lg_log_write(LG_LOG_INFO, "access", "%s %.*s %d %zu time_ms=%.3f queue_ms=%.3f run_ms=%.3f",
+	lg_log_write(LG_LOG_INFO, "access", "%s %.*s status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f run_ms=%.3f",
 	    r->path ? http_method_str(r->method) : "-", r->path ? (int)r->path_len : 1,
 	    r->path ? r->path : "-", c->resp_status, c->resp_bytes, (double)took / 1e6,
 	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);

@@ -1,0 +1,71 @@
+/* Unit tests for common/buf.c: bounded appends and JSON string escaping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+
+static void
+test_append_and_overflow(void **state)
+{
+	char mem[16];
+	struct lg_buf b;
+
+	lg_buf_init(&b, mem, sizeof(mem));
+	assert_int_equal(b.len, 0);
+	assert_string_equal(mem, "");
+	assert_int_equal(lg_buf_printf(&b, "%s=%d;", "ab", 12), 0);
+	assert_string_equal(mem, "ab=12;");
+	/* 15 bytes of room: "ab=12;" (6) + 9 fit, 10 do not, and a failed append leaves no trace */
+	assert_int_equal(lg_buf_printf(&b, "%s", "0123456789"), -1);
+	assert_true(b.overflow);
+	assert_int_equal(b.len, 6);
+	assert_string_equal(mem, "ab=12;");
+	/* sticky: even a short append is refused afterwards */
+	assert_int_equal(lg_buf_printf(&b, "x"), -1);
+	assert_string_equal(mem, "ab=12;");
+}
+
+static void
+test_exact_fit(void **state)
+{
+	char mem[4];
+	struct lg_buf b;
+
+	lg_buf_init(&b, mem, sizeof(mem));
+	assert_int_equal(lg_buf_printf(&b, "abc"), 0); /* 3 bytes + NUL */
+	assert_int_equal(b.len, 3);
+	assert_false(b.overflow);
+	assert_int_equal(lg_buf_printf(&b, "d"), -1);
+}
+
+static void
+test_json_chars(void **state)
+{
+	char mem[64];
+	struct lg_buf b;
+	const char in[] = "a\"b\\c\n\x01\x7f/é";
+
+	lg_buf_init(&b, mem, sizeof(mem));
+	assert_int_equal(lg_buf_json_chars(&b, in, sizeof(in) - 1), 0);
+	assert_string_equal(mem, "a\\\"b\\\\c\\u000a\\u0001\\u007f/é");
+	lg_buf_init(&b, mem, 5);
+	assert_int_equal(lg_buf_json_chars(&b, "\"\"\"", 3), -1);
+	assert_true(b.overflow);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_and_overflow),
+		cmocka_unit_test(test_exact_fit),
+		cmocka_unit_test(test_json_chars),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
