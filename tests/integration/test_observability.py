@@ -213,6 +213,40 @@ def test_cancelled_job_counted(start_server):
     assert a.get(60).status == 200
 
 
+@pytest.mark.timeout(60)
+def test_quota_and_throttling_from_the_quota_cgroup(start_server, tmp_path):
+    # A copy of a fixture tree (cgroup v2, 1 CPU quota on system.slice) with a cpu.stat file
+    # beside the tightest quota: that cgroup's throttling is what stalls the loops.
+    from conftest import REPO_ROOT
+    root = tmp_path / "sysroot"
+    shutil.copytree(os.path.join(REPO_ROOT, "tests", "fixtures", "sizing", "nested_v2"), root)
+    (root / "sys/fs/cgroup/system.slice/cpu.stat").write_text(
+        "usage_usec 9000000\nuser_usec 8000000\nsystem_usec 1000000\nnr_periods 400\n"
+        "nr_throttled 17\nthrottled_usec 2500000\nnr_bursts 0\nburst_usec 0\n")
+    env = dict(os.environ, LAGLESS_SYSROOT=str(root))
+    srv = start_server("--compute-workers", "1", env=env)
+    m = scrape(srv.port)
+    assert val(m, "lagless_cgroup_cpu_quota") == 1
+    assert val(m, "lagless_cpu_budget") == 1
+    assert val(m, "lagless_cgroup_throttled_periods_total") == 17
+    assert val(m, "lagless_cgroup_throttled_seconds_total") == 2.5
+    # read at every scrape, not cached
+    (root / "sys/fs/cgroup/system.slice/cpu.stat").write_text(
+        "nr_periods 500\nnr_throttled 18\nthrottled_usec 2600000\n")
+    assert val(scrape(srv.port), "lagless_cgroup_throttled_periods_total") == 18
+    st = status(srv.port)
+    assert st["sizing"]["quota"] == 1 and st["sizing"]["cgroup"] == "v2", st["sizing"]
+
+
+@pytest.mark.timeout(60)
+def test_no_quota_no_throttling_series(start_server):
+    srv = start_server("--compute-workers", "1", "--cpus", "2")
+    m = scrape(srv.port)
+    if val(m, "lagless_cgroup_cpu_quota") == float("inf"):
+        assert "lagless_cgroup_throttled_periods_total" not in m
+    assert val(m, "lagless_cpu_budget") == 2
+
+
 # ----------------------------------------------------------------------------- lag and slow
 
 
