@@ -127,18 +127,19 @@ parse_listen(const char *s, struct lg_config *cfg)
 	return 0;
 }
 
-/* 1 for yes/true/on/1, 0 for no/false/off/0 (any case), -1 otherwise. */
+/* Stores 1 for yes/true/on/1, 0 for no/false/off/0 (any case) in *out and returns 0;
+ * returns -1 for anything else. */
 static int
-parse_bool(const char *v)
+parse_bool(const char *v, int *out)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no",
 	    "false", "off", "0" };
 
 	for (int i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0)
-			return 1;
-		if (strcasecmp(v, no[i]) == 0)
+		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+			*out = strcasecmp(v, yes[i]) == 0;
 			return 0;
+		}
 	}
 	return -1;
 }
@@ -196,10 +197,7 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 		return 0;
 	case K_BOOL:
 		*why = "expected yes, no, true, false, on, off, 1 or 0";
-		if ((lvl = parse_bool(v)) == -1)
-			return -1;
-		*(int *)(base + o->off) = lvl;
-		return 0;
+		return parse_bool(v, (int *)(base + o->off));
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";
 		if ((lvl = lg_log_parse_level(v)) == -1)

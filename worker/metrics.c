@@ -93,7 +93,7 @@ lag_family(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 static void
 request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
-	unsigned nroutes = lg_route_count();
+	unsigned nroutes = lg_route_rows();
 
 	family(b, "lagless_requests_total", "counter", "Responses written, by route and status.");
 	for (unsigned r = 0; r < nroutes; r++)

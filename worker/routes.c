@@ -196,7 +196,7 @@ static const struct lg_route routes[] = {
 _Static_assert(NROUTES < LG_STATS_ROUTES, "routes fit the proc page's stats table");
 
 unsigned
-lg_route_count(void)
+lg_route_rows(void)
 {
 	return NROUTES + 1;
 }

@@ -7,10 +7,10 @@
 #include "shm/wire.h"
 #include "worker/conn.h"
 
-/* Route table rows for the statistics: lg_route_count() rows (every route, then "none" for
+/* Route table rows for the statistics: lg_route_rows() rows (every route, then "none" for
  * requests that matched none, at most LG_STATS_ROUTES); lg_route_index(rt) is rt's row (NULL
  * gives the "none" row); lg_route_label(i) its path ("/ping"), static storage. */
-unsigned lg_route_count(void);
+unsigned lg_route_rows(void);
 unsigned lg_route_index(const struct lg_route *rt);
 const char *lg_route_label(unsigned i);
 

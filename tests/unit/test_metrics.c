@@ -221,7 +221,7 @@ test_bound_holds_everything(void **state)
 	struct lg_buf b;
 
 	for (uint32_t k = 0; k < NLOOPS; k++)
-		for (unsigned r = 0; r < lg_route_count(); r++) {
+		for (unsigned r = 0; r < lg_route_rows(); r++) {
 			for (unsigned i = 0; i < LG_STATS_CODES; i++)
 				lg_stats_add(&f->a.procs[k].responses[r][i], UINT64_MAX / 8);
 			lg_hist_observe(&f->a.procs[k].duration[r], lg_stats_time_bounds,
