@@ -20,6 +20,7 @@ enum kind {
 	K_ROUNDING, /* floor | ceil */
 	K_LOGLEVEL, /* error | warn | info | debug */
 	K_PATH,     /* char[max] file path; "" = none */
+	K_GONE,     /* finish | kill */
 };
 
 struct opt {
@@ -61,6 +62,12 @@ static const struct opt opts[] = {
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
 	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
+	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
+	  "replace a loop worker whose heartbeat is this old" },
+	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
+	  "running job of a departed client: finish or kill" },
+	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
+	  "serve the /test/ fault-injection routes (never in production)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -167,6 +174,13 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 		if (strlen(v) >= o->max)
 			return -1;
 		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	case K_GONE:
+		*why = "expected finish or kill";
+		if (strcmp(v, "finish") && strcmp(v, "kill"))
+			return -1;
+		*(enum lg_client_gone *)(base + o->off) = strcmp(v, "kill") == 0 ? LG_GONE_KILL :
+		    LG_GONE_FINISH;
 		return 0;
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";
