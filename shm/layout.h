@@ -41,6 +41,7 @@ enum lg_job_status {
 	LG_JOB_BAD_INPUT = 1,   /* the job kind rejected its input: 400 */
 	LG_JOB_ERROR = 2,       /* the job kind failed (e.g. output too large): 500 */
 	LG_JOB_CRASHED = 3,     /* the compute process died while running it: 502 */
+	LG_JOB_NO_SPACE = 4,    /* shared memory for its output could not be backed: 503 */
 };
 
 struct lg_arena_hdr {
