@@ -16,7 +16,7 @@ from conftest import (Call, connect, get, heavy_iterations_for, heavy_result, pi
                       proc_cpu_ticks, proc_stat, read_response, wait_until)
 
 ENDLESS = 100_000_000_000  # minutes of CPU: only a kill or a deadline ends it
-TEST_JOBS = "--enable-test-jobs"
+TEST_JOBS = ("--enable-test-jobs", "1")
 
 
 def health(port):
@@ -68,7 +68,7 @@ def socket_owner(srv, sock, role="loop"):
 
 @pytest.mark.timeout(60)
 def test_abort_in_job_gives_502_only_for_that_job(start_server):
-    srv = start_server(TEST_JOBS, "--compute-workers", "2", "--deadline-ms", "60000")
+    srv = start_server(*TEST_JOBS, "--compute-workers", "2", "--deadline-ms", "60000")
     srv.expected_crash_re = r"compute\[\d+\] pid=\d+ killed by signal 6\b"
     before = srv.wait_children("compute", 2)
     n = heavy_iterations_for(srv.port, 1.5)
@@ -102,7 +102,7 @@ def test_test_routes_absent_without_flag(start_server):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("ignore_term", [0, 1])
 def test_endless_job_504_then_term_then_kill(start_server, ignore_term):
-    srv = start_server(TEST_JOBS, "--compute-workers", "1", "--deadline-ms", "500",
+    srv = start_server(*TEST_JOBS, "--compute-workers", "1", "--deadline-ms", "500",
                        "--kill-grace-ms", "300")
     old = srv.wait_children("compute", 1)
     assert len(old) == 1, old
@@ -124,7 +124,7 @@ def test_endless_job_504_then_term_then_kill(start_server, ignore_term):
 
 @pytest.mark.timeout(60)
 def test_alloc_job_bounded_returns(start_server):
-    srv = start_server(TEST_JOBS, "--compute-workers", "1")
+    srv = start_server(*TEST_JOBS, "--compute-workers", "1")
     r = get(srv.port, "/test/alloc?mib=16", timeout=10)
     assert r.status == 200, r
     assert get(srv.port, "/test/alloc?mib=99999999", timeout=5).status == 400
@@ -132,7 +132,7 @@ def test_alloc_job_bounded_returns(start_server):
 
 @pytest.mark.timeout(60)
 def test_stuck_loop_is_killed_and_replaced(start_server):
-    srv = start_server(TEST_JOBS, "--loop-workers", "2", "--compute-workers", "1",
+    srv = start_server(*TEST_JOBS, "--loop-workers", "2", "--compute-workers", "1",
                        "--stuck-loop-ms", "1000")
     before = srv.wait_children("loop", 2)
     assert len(before) == 2, before

@@ -104,7 +104,7 @@ def move_server(cg, srv):
 @pytest.mark.timeout(90)
 def test_oom_killed_compute_gives_502_and_is_replaced(start_server, memcg):
     cg = memcg(256 * MIB)
-    srv = start_server("--enable-test-jobs", "--compute-workers", "2", "--deadline-ms", "60000")
+    srv = start_server("--enable-test-jobs", "1", "--compute-workers", "2", "--deadline-ms", "60000")
     before = srv.wait_children("compute", 2)
     loops = srv.wait_children("loop", len(srv.children("loop")))
     move_server(cg, srv)

@@ -1,6 +1,7 @@
 """lagless as PID 1 of a PID namespace (`unshare --pid --fork --mount-proc`, the stand-in for a
 container): it serves, reaps an orphan reparented to it, leaves no zombie, restores a killed
-child, and exits 0 on SIGTERM sent from outside the namespace.
+child, and exits 0 on SIGTERM sent from outside the namespace. test_container.py covers the
+container set-up itself (cgroup quota, tiny /dev/shm); this file covers reaping.
 
 Skipped with the reason when unshare/nsenter are missing or creating namespaces is not permitted."""
 
