@@ -305,8 +305,8 @@ handle_kill(struct master *m, const struct lg_msg *msg)
 
 		if (c->pid <= 0 || atomic_load(&m->arena.procs[k].job) != job)
 			continue;
-		log_info("killing compute[%u] pid=%d: slot %u passed its deadline", c->index,
-		    (int)c->pid, msg->slot);
+		log_info("killing compute[%u] pid=%d: its loop gave up on slot %u "
+		    "(deadline or client gone)", c->index, (int)c->pid, msg->slot);
 		kill(c->pid, SIGTERM);
 		c->killed_by_us = 1;
 		c->kill_at = lg_now_ns() + m->cfg->kill_grace_ms * LG_NS_PER_MS;
