@@ -8,6 +8,9 @@
 
 enum lg_cpu_rounding { LG_ROUND_FLOOR = 0, LG_ROUND_CEIL = 1 };
 
+/* What happens to a RUNNING job whose client disconnected (a queued one is always cancelled). */
+enum lg_client_gone { LG_GONE_FINISH = 0, LG_GONE_KILL = 1 };
+
 struct lg_config {
 	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
 	int port;                  /* 0 picks a free port; default 8080 */
@@ -29,6 +32,9 @@ struct lg_config {
 	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
 	int access_log;            /* one log line per request; off by default */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
+	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
+	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
+	int enable_test_jobs;      /* 1: serve the /test/ fault-injection routes (never in production) */
 };
 
 #endif

@@ -1,6 +1,7 @@
 #include "cpupool/compute.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "cpupool/jobs.h"
+#include "cpupool/testjobs.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -21,6 +23,41 @@ observe(struct lg_proc_page *p, uint32_t kind, uint64_t enqueue, uint64_t start,
 	lg_hist_observe(&p->queue_wait[kind], lg_stats_time_bounds, LG_STATS_BOUNDS,
 	    start > enqueue ? start - enqueue : 0);
 	lg_hist_observe(&p->run[kind], lg_stats_time_bounds, LG_STATS_BOUNDS, end - start);
+}
+
+/* Backs the output region before the job writes to it, so a memory cgroup limit or a full
+ * shared-memory filesystem is an error answer (503) rather than SIGBUS in the middle of the
+ * job; then runs the kind. Test kinds run only when --enable-test-jobs is set. */
+static enum lg_job_status
+run_kind(const struct lg_compute_env *env, const struct lg_msg *m, struct lg_job *job)
+{
+	struct lg_arena *a = env->arena;
+	uint64_t need = lg_jobs_out_need(m->kind, m->in_len);
+
+	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need < a->out_cap ? need :
+	    a->out_cap) == -1) {
+		log_warn("cannot back %llu output bytes for slot %u: %s",
+		    (unsigned long long)need, m->slot, strerror(errno));
+		return LG_JOB_NO_SPACE;
+	}
+	if (lg_testjobs_is_test(m->kind))
+		return env->cfg->enable_test_jobs ? lg_testjobs_run(m->kind, job) :
+		    LG_JOB_BAD_INPUT;
+	return lg_jobs_run(m->kind, job);
+}
+
+/* The OOM killer should pick a compute process, which loses one job, before a loop worker,
+ * which loses every connection it holds, or the master (proc(5), oom_score_adj). Raising the
+ * value needs no privilege. */
+static void
+prefer_oom_kill(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd == -1 || write(fd, "1000", 4) != 4)
+		log_warn("cannot raise oom_score_adj: %s", strerror(errno));
+	if (fd != -1)
+		close(fd);
 }
 
 /* Runs one validated JOB header. The slot is named in the proc page before it is started, so
@@ -47,7 +84,7 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
 		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
 	};
-	st = lg_jobs_run(m->kind, &job);
+	st = run_kind(env, m, &job);
 	s->out_len = job.out_len;
 	s->touched = m->in_len + job.out_len;
 	uint64_t end = lg_now_ns();
@@ -77,6 +114,7 @@ lg_compute_main(const struct lg_compute_env *env)
 	if (env->cfg->compute_nice > 0)
 		(void)!nice(env->cfg->compute_nice);
 	atomic_store(&env->page->state, LG_PROC_RUNNING);
+	prefer_oom_kill();
 	log_info("started");
 	for (;;) {
 		int r = lg_chan_recv(env->ch->job[1], &m, 0);

@@ -3,6 +3,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "cpupool/testjobs.h"
+
 uint64_t
 lg_jobs_heavy(uint64_t n)
 {
@@ -66,6 +68,12 @@ lg_jobs_compress_bound(uint64_t len)
 	return ZSTD_compressBound((size_t)len);
 }
 
+uint64_t
+lg_jobs_out_need(uint32_t kind, uint64_t in_len)
+{
+	return kind == LG_KIND_COMPRESS ? lg_jobs_compress_bound(in_len) : sizeof(uint64_t);
+}
+
 const char *
 lg_jobs_name(uint32_t kind)
 {
@@ -75,6 +83,6 @@ lg_jobs_name(uint32_t kind)
 	case LG_KIND_COMPRESS:
 		return "compress";
 	default:
-		return "unknown";
+		return lg_testjobs_name(kind);
 	}
 }

@@ -42,7 +42,13 @@ uint64_t lg_jobs_heavy(uint64_t n);
  * (ZSTD_compressBound); used to size the output regions. */
 uint64_t lg_jobs_compress_bound(uint64_t len);
 
-/* Name of a job kind for logs ("heavy", "compress"), "unknown" otherwise. Static storage. */
+/* Output bytes job kind `kind` may write for in_len input bytes: what the compute process
+ * reserves in the output region before running it (ZSTD_compressBound for compress, 8 for the
+ * kinds that answer one 64-bit number). */
+uint64_t lg_jobs_out_need(uint32_t kind, uint64_t in_len);
+
+/* Name of a job kind for logs ("heavy", "compress", "test-crash", ...), "unknown" otherwise.
+ * Static storage. */
 const char *lg_jobs_name(uint32_t kind);
 
 #endif

@@ -47,6 +47,7 @@ struct child {
 	uint32_t restarts;
 	uint32_t quick_deaths;
 	int killed_by_us;      /* deadline kill: an expected death, not a crash */
+	int stuck;             /* SIGKILLed for a stale heartbeat (still counts as a crash) */
 	uint64_t started_ns;
 	uint64_t respawn_at;   /* CLOCK_MONOTONIC ns; valid while pid == 0 */
 	uint64_t backoff_ns;
@@ -167,6 +168,7 @@ spawn(struct master *m, struct child *c)
 	c->started_ns = lg_now_ns();
 	c->kill_at = 0;
 	c->killed_by_us = 0;
+	c->stuck = 0;
 	atomic_store(&m->arena.procs[c - m->children].pid, (int32_t)pid);
 	if (c->generation > 1)
 		log_info("respawn %s[%u] pid=%d (restart %u)", role_name(c->role), c->index,
@@ -319,8 +321,8 @@ handle_kill(struct master *m, const struct lg_msg *msg)
 
 		if (c->pid <= 0 || atomic_load(&m->arena.procs[k].job) != job)
 			continue;
-		log_info("killing compute[%u] pid=%d: slot %u passed its deadline", c->index,
-		    (int)c->pid, msg->slot);
+		log_info("killing compute[%u] pid=%d: its loop gave up on slot %u "
+		    "(deadline or client gone)", c->index, (int)c->pid, msg->slot);
 		kill(c->pid, SIGTERM);
 		c->killed_by_us = 1;
 		c->kill_at = lg_now_ns() + m->cfg->kill_grace_ms * LG_NS_PER_MS;
@@ -383,7 +385,7 @@ loops_healthy(struct master *m, uint64_t now, uint64_t max_age_ns)
 	for (uint32_t k = 0; k < m->nloops; k++) {
 		uint64_t hb = atomic_load(&m->arena.procs[k].heartbeat_ns);
 
-		if (m->children[k].pid <= 0 || hb == 0 || now - hb > max_age_ns ||
+		if (m->children[k].pid <= 0 || hb == 0 || (hb < now && now - hb > max_age_ns) ||
 		    atomic_load(&m->arena.procs[k].state) == LG_PROC_DOWN)
 			return 0;
 	}
@@ -455,8 +457,39 @@ housekeeping(struct master *m, uint64_t now)
 		atomic_store(&m->arena.master->shm_bytes, (uint64_t)st.st_blocks * 512u);
 }
 
-/* Timers: respawns, SIGKILL escalation, the drain deadline, page trimming, systemd. Returns the
- * poll timeout in ms until the next one. */
+/* A loop worker refreshes its heartbeat every 100 ms from a libev timer; one that has not done
+ * so for --stuck-loop-ms is blocked (a handler that never returns, a livelock, SIGSTOP) and
+ * serves nobody, so it is killed and the reaper replaces it. Loops never run jobs, so heavy
+ * load does not delay the tick by more than one callback. Lowers *next to the next check. */
+static void
+check_heartbeats(struct master *m, uint64_t now, uint64_t *next)
+{
+	uint64_t limit = m->cfg->stuck_loop_ms * LG_NS_PER_MS;
+
+	for (uint32_t k = 0; k < m->nloops; k++) {
+		struct child *c = &m->children[k];
+		uint64_t hb = atomic_load(&m->arena.procs[k].heartbeat_ns);
+
+		if (c->pid <= 0 || c->killed_by_us || c->stuck)
+			continue;
+		if (hb < c->started_ns) /* the new incarnation has not written it yet */
+			hb = c->started_ns;
+		if (hb >= now || now - hb < limit) {
+			if (hb + limit < *next)
+				*next = hb + limit;
+			continue;
+		}
+		log_warn("loop[%u] pid=%d is stuck: no heartbeat for %llu ms (limit %llu ms); "
+		    "killing and replacing it", c->index, (int)c->pid,
+		    (unsigned long long)((now - hb) / LG_NS_PER_MS),
+		    (unsigned long long)m->cfg->stuck_loop_ms);
+		kill(c->pid, SIGKILL);
+		c->stuck = 1;
+	}
+}
+
+/* Timers: respawns, SIGKILL escalation, the drain deadline, page trimming, systemd, loop
+ * heartbeats. Returns the poll timeout in ms until the next one. */
 static int
 run_timers(struct master *m)
 {
@@ -498,7 +531,10 @@ run_timers(struct master *m)
 	if (m->stopping == 1 && m->drain_deadline < next)
 		next = m->drain_deadline;
 	if (!m->stopping)
+	if (!m->stopping) {
+		check_heartbeats(m, now, &next);
 		housekeeping(m, now);
+	}
 	next = notify_duties(m, now, next);
 	if (m->stopping && alive == 0)
 		return -2;

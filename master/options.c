@@ -22,6 +22,7 @@ enum kind {
 	K_LOGLEVEL, /* error | warn | info | debug */
 	K_PATH,     /* char[max] file path; "" = none */
 	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
+	K_GONE,     /* finish | kill */
 };
 
 struct opt {
@@ -71,6 +72,12 @@ static const struct opt opts[] = {
 	  "log one line per response (method, path, status, bytes, times)" },
 	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
 	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
+	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
+	  "replace a loop worker whose heartbeat is this old" },
+	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
+	  "running job of a departed client: finish or kill" },
+	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
+	  "serve the /test/ fault-injection routes (never in production)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -198,6 +205,13 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 	case K_BOOL:
 		*why = "expected yes, no, true, false, on, off, 1 or 0";
 		return parse_bool(v, (int *)(base + o->off));
+	case K_GONE:
+		*why = "expected finish or kill";
+		if (strcmp(v, "finish") && strcmp(v, "kill"))
+			return -1;
+		*(enum lg_client_gone *)(base + o->off) = strcmp(v, "kill") == 0 ? LG_GONE_KILL :
+		    LG_GONE_FINISH;
+		return 0;
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";
 		if ((lvl = lg_log_parse_level(v)) == -1)

@@ -126,6 +126,30 @@ lg_arena_out(const struct lg_arena *a, uint32_t i)
 }
 
 int
+lg_arena_reserve(struct lg_arena *a, uint64_t off, uint64_t len)
+{
+	uint64_t end;
+
+	if (len == 0)
+		return 0;
+	if (round_page(len, &len) == -1 || off % LG_PAGE != 0 || off > a->size ||
+	    len > a->size - off) {
+		errno = EINVAL;
+		return -1;
+	}
+	end = off + len;
+	/* shmem_fallocate stops with EINTR when a signal is pending; what it allocated before
+	 * stays, so a retry continues cheaply. */
+	for (int tries = 0; tries < 8; tries++) {
+		if (fallocate(a->fd, 0, (off_t)off, (off_t)(end - off)) == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+	return -1;
+}
+
+int
 lg_arena_release_pages(struct lg_arena *a, uint32_t i)
 {
 	return fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,

@@ -48,6 +48,15 @@ uint64_t lg_arena_out_off(const struct lg_arena *a, uint32_t i);
 unsigned char *lg_arena_in(const struct lg_arena *a, uint32_t i);
 unsigned char *lg_arena_out(const struct lg_arena *a, uint32_t i);
 
+/* Backs len bytes of the arena from byte offset off (page-aligned; len is rounded up to whole
+ * pages) with real memory now, with fallocate(2) mode 0 on the memfd, so that writing there
+ * later cannot fault. A tmpfs/shmem page that cannot be allocated on a fault is SIGBUS (size
+ * limit, ENOSPC) or a memory-cgroup OOM; here it is an error the caller can answer (503).
+ * Pages already backed cost nothing. Returns 0, or -1 with errno ENOMEM (memory cgroup limit),
+ * ENOSPC (filesystem full), EINVAL (range outside the arena) or EINTR after retries. On failure
+ * the kernel gives back the pages this call allocated (shmem_fallocate). */
+int lg_arena_reserve(struct lg_arena *a, uint64_t off, uint64_t len);
+
 /* Gives slot i's region pages back to the kernel (hole punch), so a finished 64 MiB job stops
  * costing 64 MiB. Call only while the slot is RECLAIMING (nobody else touches it).
  * Returns 0 or -1 with errno from fallocate(2). */

@@ -43,6 +43,7 @@ enum lg_job_status {
 	LG_JOB_BAD_INPUT = 1,   /* the job kind rejected its input: 400 */
 	LG_JOB_ERROR = 2,       /* the job kind failed (e.g. output too large): 500 */
 	LG_JOB_CRASHED = 3,     /* the compute process died while running it: 502 */
+	LG_JOB_NO_SPACE = 4,    /* shared memory for its output could not be backed: 503 */
 };
 
 struct lg_arena_hdr {
@@ -65,7 +66,7 @@ _Static_assert(sizeof(struct lg_arena_hdr) == 72, "arena header layout");
 /* Statistics (shm/stats.h has the bucket tables and the writers). Histograms count into
  * non-cumulative buckets; the renderer accumulates them for Prometheus. */
 #define LG_STATS_BOUNDS 18     /* finite upper bounds a histogram may have; +Inf is one more */
-#define LG_STATS_ROUTES 8      /* route table rows (worker/routes.c), the last being "none" */
+#define LG_STATS_ROUTES 16     /* route table rows (worker/routes.c), the last being "none" */
 #define LG_STATS_CODES  20     /* status codes counted by value (shm/stats.c), the last "other" */
 #define LG_STATS_KINDS  4      /* job kinds with their own histograms (enum lg_job_kind < 4) */
 #define LG_LAG_BOUNDS   16     /* loop lag bounds: 50 us .. 5 s */
@@ -98,7 +99,7 @@ enum lg_proc_state {
  * process that currently holds the entry, read by everyone. Counters and histograms are kept
  * across respawns (the new incarnation continues them, so sums never go backwards); gauges are
  * reset by each new incarnation. 8 KiB rather than 4: the route x code table, the per-route
- * and per-kind histograms and the lag windows take 4.5 KiB (see the _Static_assert). */
+ * and per-kind histograms and the lag windows take 7 KiB (see the _Static_assert). */
 struct lg_proc_page {
 	_Atomic int32_t pid;            /* 0 while the entry has no process */
 	uint32_t role;                  /* 1 loop, 2 compute */
@@ -127,9 +128,9 @@ struct lg_proc_page {
 	struct lg_hist duration[LG_STATS_ROUTES];        /* loop: request time, head to last byte */
 	struct lg_hist queue_wait[LG_STATS_KINDS];       /* compute: by job kind */
 	struct lg_hist run[LG_STATS_KINDS];              /* compute: by job kind */
-	uint8_t reserved[LG_PROC_PAGE - 4600];
+	uint8_t reserved[LG_PROC_PAGE - 7160];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 4600, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 7160, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* Why the master restarted a process (lagless_process_restarts_total{reason}). */

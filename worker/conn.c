@@ -97,7 +97,7 @@ lg_conn_close(struct lg_conn *c)
 	lg_obs_conn_closed(c);
 	release_owned(c);
 	if (c->slot >= 0)
-		lg_route_release(c);
+		lg_route_client_gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
 	close(c->fd);

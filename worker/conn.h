@@ -69,6 +69,7 @@ struct lg_conn {
 	uint32_t gen;
 	uint64_t arg;
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
+	uint64_t reserved;            /* bytes of the slot's input region backed (fallocate) */
 	/* output */
 	size_t whead_len, woff;
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */

@@ -51,16 +51,37 @@ lg_route_queue(struct lg_conn *c)
 	return 0;
 }
 
-void
+int
 lg_route_release(struct lg_conn *c)
 {
 	struct lg_slot *s = &c->w->env->arena->slots[c->slot];
+	int to;
 
 	if (c->w->pending[c->slot] == c)
 		c->w->pending[c->slot] = NULL;
-	if (lg_slot_release(s, c->gen) == LG_SLOT_ABANDONED)
+	if ((to = lg_slot_release(s, c->gen)) == LG_SLOT_ABANDONED)
 		log_debug("slot %d abandoned while running; the compute process frees it", c->slot);
 	c->slot = -1;
+	return to;
+}
+
+void
+lg_route_client_gone(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
+	int waiting = c->state == LG_CONN_JOB, kill_it = env->cfg->on_client_gone == LG_GONE_KILL;
+
+	if (lg_route_release(c) != LG_SLOT_ABANDONED || !waiting) {
+		if (waiting)
+			log_info("client gone; job on slot %u cancelled before it ran", kill.slot);
+		return;
+	}
+	log_info("client gone while its job on slot %u runs: %s", kill.slot,
+	    kill_it ? "asking the master to kill it" : "letting it finish");
+	if (kill_it && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
+		log_error("cannot ask the master to kill the runner of slot %u: %s", kill.slot,
+		    strerror(errno));
 }
 
 static int
@@ -71,6 +92,8 @@ status_of_failure(uint32_t st)
 		return 400;
 	case LG_JOB_CRASHED:
 		return 502;
+	case LG_JOB_NO_SPACE:
+		return 503;
 	default:
 		return 500;
 	}
@@ -98,7 +121,7 @@ answer_finished(struct lg_conn *c, uint64_t word)
 		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
 		    s->status, code);
 		lg_route_release(c);
-		return lg_conn_error(c, code, code == 502, NULL);
+		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
 	}
 	if (s->kind == LG_KIND_HEAVY) {
 		char body[192];

@@ -6,15 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "cpupool/jobs.h"
+#include "cpupool/testjobs.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
 #include "worker/status.h"
+
+#define RESERVE_AHEAD (1u << 20) /* input backed ahead of a chunked body, bytes */
 
 struct lg_route {
 	const char *path;
@@ -22,6 +26,7 @@ struct lg_route {
 	uint32_t kind;                           /* 0: answered inline */
 	int (*inline_fn)(struct lg_conn *c);
 	int (*parse_arg)(const struct lg_http_req *r, uint64_t *arg); /* 0, or -1 for 400 */
+	int test_only;                           /* served only with --enable-test-jobs */
 };
 
 static int
@@ -182,14 +187,56 @@ compress_arg(const struct lg_http_req *r, uint64_t *arg)
 	    LG_COMPRESS_MAX_LEVEL, arg);
 }
 
+static int
+spin_arg(const struct lg_http_req *r, uint64_t *arg)
+{
+	return uint_param(r, "ignore_term", 0, 0, 1, arg);
+}
+
+static int
+alloc_arg(const struct lg_http_req *r, uint64_t *arg)
+{
+	return uint_param(r, "mib", 0, 0, 65536, arg);
+}
+
+static int
+no_arg(const struct lg_http_req *r, uint64_t *arg)
+{
+	*arg = 0;
+	return 0;
+}
+
+/* Test only: blocks this loop worker for ?ms= milliseconds (default 1000, at most 10 min), the
+ * way a buggy handler would, so the master's stuck-loop detection is exercised for real. */
+static int
+route_test_block(struct lg_conn *c)
+{
+	uint64_t ms;
+	struct timespec ts;
+
+	if (uint_param(&c->http.req, "ms", 1000, 0, 600000, &ms) == -1)
+		return lg_conn_error(c, 400, 0, NULL);
+	log_warn("blocking the loop for %llu ms on request (--enable-test-jobs)",
+	    (unsigned long long)ms);
+	ts.tv_sec = (time_t)(ms / 1000);
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+	return lg_conn_respond(c, 200, "text/plain", NULL, "unblocked", 9);
+}
+
 static const struct lg_route routes[] = {
-	{ "/ping", HTTP_GET, 0, route_ping, NULL },
-	{ "/health", HTTP_GET, 0, route_health, NULL },
-	{ "/ready", HTTP_GET, 0, route_ready, NULL },
-	{ "/metrics", HTTP_GET, 0, route_metrics, NULL },
-	{ "/status", HTTP_GET, 0, route_status, NULL },
-	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, route_heavy_inline, heavy_arg },
-	{ "/compress", HTTP_POST, LG_KIND_COMPRESS, NULL, compress_arg },
+	{ "/ping", HTTP_GET, 0, route_ping, NULL, 0 },
+	{ "/health", HTTP_GET, 0, route_health, NULL, 0 },
+	{ "/ready", HTTP_GET, 0, route_ready, NULL, 0 },
+	{ "/metrics", HTTP_GET, 0, route_metrics, NULL, 0 },
+	{ "/status", HTTP_GET, 0, route_status, NULL, 0 },
+	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, route_heavy_inline, heavy_arg, 0 },
+	{ "/compress", HTTP_POST, LG_KIND_COMPRESS, NULL, compress_arg, 0 },
+	{ "/test/crash", HTTP_GET, LG_KIND_TEST_CRASH, NULL, no_arg, 1 },
+	{ "/test/spin", HTTP_GET, LG_KIND_TEST_SPIN, NULL, spin_arg, 1 },
+	{ "/test/alloc", HTTP_GET, LG_KIND_TEST_ALLOC, NULL, alloc_arg, 1 },
+	{ "/test/block", HTTP_GET, 0, route_test_block, NULL, 1 },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 /* The stats table has one more row, "none", for requests that matched no route. */
@@ -222,10 +269,10 @@ runs_inline(const struct lg_conn *c)
 }
 
 static const struct lg_route *
-find_route(const struct lg_http_req *r)
+find_route(const struct lg_http_req *r, int test_jobs)
 {
 	for (size_t i = 0; i < NROUTES; i++)
-		if (strlen(routes[i].path) == r->path_len &&
+		if ((test_jobs || !routes[i].test_only) && strlen(routes[i].path) == r->path_len &&
 		    memcmp(routes[i].path, r->path, r->path_len) == 0)
 			return &routes[i];
 	return NULL;
@@ -251,7 +298,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	const struct lg_http_req *r = &h->req;
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	c->route = find_route(r);
+	c->route = find_route(r, cfg->enable_test_jobs);
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
 		return reject(c, 413);
@@ -268,6 +315,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	c->slot = slot;
 	c->kind = c->route->kind;
 	c->body_got = 0;
+	c->reserved = 0;
 	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
 	if (r->expect_continue && (c->body_need > 0 || r->chunked)) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -276,6 +324,30 @@ lg_route_head(struct lg_http *h, void *conn)
 		(void)!send(c->fd, cont, sizeof(cont) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	}
 	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+}
+
+/* Backs the slot's input region up to `upto` bytes (a chunked body grows it 1 MiB ahead)
+ * before any byte is written there, so shared-memory pressure is a 503, not SIGBUS or an OOM
+ * kill of the loop. Returns 0, or -1 (logged). */
+static int
+reserve_input(struct lg_conn *c, uint64_t upto)
+{
+	const struct lg_loop_env *env = c->w->env;
+	struct lg_arena *a = env->arena;
+	uint64_t want = c->http.req.chunked ? upto + RESERVE_AHEAD : upto;
+
+	if (want > a->in_cap)
+		want = a->in_cap;
+	/* The master punches a slot's pages once it is free again if this many were touched. */
+	a->slots[c->slot].touched = want;
+	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), want) == -1) {
+		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
+		    (unsigned long long)want, c->slot, strerror(errno));
+		atomic_fetch_add(&env->page->rejected_full, 1);
+		return -1;
+	}
+	c->reserved = want;
+	return 0;
 }
 
 int
@@ -292,6 +364,10 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		return 0; /* a body to an inline route is read and dropped */
 	if (c->body_got + len > a->in_cap) {
 		h->status = 413;
+		return -1;
+	}
+	if (c->body_got + len > c->reserved && reserve_input(c, c->body_got + len) == -1) {
+		h->status = 503;
 		return -1;
 	}
 	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_got, at, len);
@@ -316,8 +392,13 @@ lg_route_dispatch(struct lg_conn *c)
 	if (runs_inline(c))
 		return c->route->inline_fn(c);
 	if (c->body_got < c->body_need) {
-		/* Move the body bytes that came with the head, then read the rest directly into
-		 * the slot's input region. */
+		/* Back the whole region first (a failure is 503, and the connection closes since
+		 * the body is left unread), move the body bytes that came with the head, then read
+		 * the rest directly into the slot's input region. */
+		if (c->body_need > c->reserved && reserve_input(c, c->body_need) == -1) {
+			lg_route_release(c);
+			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+		}
 		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
 
 		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);

@@ -38,8 +38,14 @@ void lg_route_completions(struct lg_worker *w);
  * kill the compute process running it. Returns 0 or -1 (closed). */
 int lg_route_deadline(struct lg_conn *c);
 
-/* Gives up c's slot (client gone, connection closing): a queued job is cancelled, a running one
- * is left to finish and its result discarded. */
-void lg_route_release(struct lg_conn *c);
+/* Gives up c's slot (response written, deadline, connection closing): a queued job is
+ * cancelled, a running one is left to finish and its result discarded. Returns the slot's
+ * resulting state (LG_SLOT_FREE or LG_SLOT_ABANDONED), or -1 if it was no longer c's. */
+int lg_route_release(struct lg_conn *c);
+
+/* The connection is closing while it holds a slot (the client left, or a write failed): releases
+ * it like lg_route_release, and when the job was running and --on-client-gone is kill, asks the
+ * master to kill its compute process so the CPU is not spent on an answer nobody reads. */
+void lg_route_client_gone(struct lg_conn *c);
 
 #endif

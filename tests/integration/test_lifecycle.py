@@ -121,17 +121,53 @@ def test_drain_timeout_bounds_shutdown(start_server):
     assert not left, "children (the busy compute?) outlived the master: %r" % (left,)
 
 
+def listening_on(port):
+    """True if any socket in this network namespace listens on TCP port (IPv4 or IPv6)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.readlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # LISTEN
+                return True
+    return False
+
+
+def dev_shm_lagless():
+    try:
+        return sorted(n for n in os.listdir("/dev/shm") if "lagless" in n)
+    except OSError:
+        return []
+
+
 @pytest.mark.timeout(60)
 def test_sigkill_master_kills_children(start_server):
+    shm_before = dev_shm_lagless()
     srv = start_server("--loop-workers", "2", "--compute-workers", "2")
     srv.wait_children("loop", 2)
     srv.wait_children("compute", 2)
     kids = snapshot(srv)
     assert len(kids) >= 4, kids
+    # some work in flight, so the arena has pages and a compute process is busy
+    call = Call(get, srv.port, "/heavy?iterations=100000000000", timeout=10)
+    call.start()
+    time.sleep(0.3)
+    assert listening_on(srv.port)
     os.kill(srv.pid, signal.SIGKILL)
     srv.proc.wait(5)
+    t0 = time.monotonic()
     left = wait_gone(kids, 2.5)
     assert not left, "children survived SIGKILL of the master: %r" % (left,)
+    assert time.monotonic() - t0 < 1.5, "children took %.2f s to die" % (time.monotonic() - t0)
+    # no orphan keeps the port: nothing listens on it, a connection is refused
+    assert wait_until(lambda: not listening_on(srv.port), 1.0), "an orphan still listens"
+    with pytest.raises(ConnectionRefusedError):
+        get(srv.port, "/ping", timeout=2)
+    call.join(10)
+    assert dev_shm_lagless() == shm_before, "left in /dev/shm: %r" % dev_shm_lagless()
 
 
 @pytest.mark.timeout(60)

@@ -257,6 +257,36 @@ test_release_pages(void **state)
 	lg_arena_destroy(&a);
 }
 
+/* fallocate(2) backs the range without writing: blocks appear before any store, a second call
+ * on backed pages succeeds, the data written afterwards is kept, and ranges outside the arena or
+ * not page-aligned are EINVAL. */
+static void
+test_reserve(void **state)
+{
+	struct lg_arena a;
+	uint64_t b0, b1;
+
+	assert_int_equal(lg_arena_create(&a, 2, 1, MIB, MIB), 0);
+	b0 = blocks(a.fd);
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_in_off(&a, 1), 100000), 0);
+	b1 = blocks(a.fd);
+	assert_true(b1 >= b0 + 100000 / 512);            /* rounded up to pages: 25 pages */
+	assert_true(b1 <= b0 + 26 * (LG_PAGE / 512));    /* and no more than that */
+	memset(lg_arena_in(&a, 1), 0x77, 100000);
+	assert_int_equal(blocks(a.fd), b1);              /* writing faulted nothing new in */
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_in_off(&a, 1), 100000), 0);
+	assert_int_equal(lg_arena_in(&a, 1)[99999], 0x77);
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_out_off(&a, 1), 0), 0);
+	errno = 0;
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_out_off(&a, 1), a.out_cap + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_in_off(&a, 1) + 1, 10), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(lg_arena_reserve(&a, a.size, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	lg_arena_destroy(&a);
+}
+
 int
 main(void)
 {
@@ -270,6 +300,7 @@ main(void)
 		cmocka_unit_test(test_failure_leaks_no_fd),
 		cmocka_unit_test(test_shared_across_fork),
 		cmocka_unit_test(test_release_pages),
+		cmocka_unit_test(test_reserve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

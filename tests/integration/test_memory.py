@@ -1,0 +1,178 @@
+"""Memory pressure in a real memory cgroup (cgroup v1 memory controller, a child of the test's own
+cgroup): a compute process that allocates without bound is OOM-killed and costs only its request
+(502), and shared memory that cannot be backed is a 503 instead of SIGBUS or a hung loop.
+
+Skipped with the reason when no writable v1 memory hierarchy is available (cgroup v2 only, or
+no permission to create a child cgroup)."""
+
+import itertools
+import os
+import random
+import re
+import subprocess
+import time
+
+import pytest
+
+from conftest import connect, get, heavy_result, peer_closed, read_response, wait_until
+
+MIB = 1 << 20
+_seq = itertools.count()
+
+
+def v1_memory_cgroup():
+    """Directory of this process's own v1 memory cgroup, or None."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                if "memory" in ctrls.split(","):
+                    d = "/sys/fs/cgroup/memory" + path
+                    return d if os.path.isdir(d) else None
+    except OSError:
+        return None
+    return None
+
+
+class MemCgroup:
+    """A child memory cgroup with a limit; processes are moved in by pid."""
+
+    def __init__(self, limit, oom_kill_disable=False):
+        parent = v1_memory_cgroup()
+        if parent is None:
+            pytest.skip("no cgroup v1 memory controller for this process")
+        self.path = os.path.join(parent, "lagless-test-%d-%d" % (os.getpid(), next(_seq)))
+        try:
+            os.mkdir(self.path)
+        except OSError as e:
+            pytest.skip("cannot create a memory cgroup: %s" % e)
+        try:
+            self.write("memory.limit_in_bytes", limit)
+            if os.path.exists(os.path.join(self.path, "memory.memsw.limit_in_bytes")):
+                self.write("memory.memsw.limit_in_bytes", limit)  # no swap escape
+            self.write("memory.swappiness", 0)
+            if oom_kill_disable:
+                self.write("memory.oom_control", 1)
+        except OSError as e:
+            self.remove()
+            pytest.skip("cannot configure the memory cgroup: %s" % e)
+
+    def write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write(str(value))
+
+    def read(self, name):
+        with open(os.path.join(self.path, name)) as f:
+            return f.read()
+
+    def add(self, pid):
+        self.write("cgroup.procs", pid)
+
+    def remove(self):
+        def gone():
+            try:
+                os.rmdir(self.path)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                return False
+        wait_until(gone, 5, 0.1)
+
+
+@pytest.fixture
+def memcg():
+    made = []
+
+    def _make(limit, oom_kill_disable=False):
+        cg = MemCgroup(limit, oom_kill_disable)
+        made.append(cg)
+        return cg
+
+    yield _make
+    for cg in made:
+        cg.remove()
+
+
+def move_server(cg, srv):
+    """The master first (later respawns inherit its cgroup), then its children."""
+    cg.add(srv.pid)
+    for pid in srv.children():
+        cg.add(pid)
+
+
+@pytest.mark.timeout(90)
+def test_oom_killed_compute_gives_502_and_is_replaced(start_server, memcg):
+    cg = memcg(256 * MIB)
+    srv = start_server("--enable-test-jobs", "1", "--compute-workers", "2", "--deadline-ms", "60000")
+    before = srv.wait_children("compute", 2)
+    loops = srv.wait_children("loop", len(srv.children("loop")))
+    move_server(cg, srv)
+    t0 = time.monotonic()
+    r = get(srv.port, "/test/alloc", timeout=60)  # without bound
+    elapsed = time.monotonic() - t0
+    assert r.status == 502, r
+    assert elapsed < 30, elapsed
+    assert re.search(r"oom_kill [1-9]", cg.read("memory.oom_control")), cg.read("memory.oom_control")
+    # the OOM killer chose a compute process (oom_score_adj 1000), not a loop or the master
+    assert srv.running()
+    assert srv.children("loop") == loops
+    after = srv.wait_children("compute", 2, timeout=5)
+    assert len(after) == 2 and len(set(after) - set(before)) == 1, (before, after)
+    assert re.search(r"compute\[\d\] pid=\d+ killed by signal 9\b", srv.log()), srv.log()
+    assert get(srv.port, "/ping", timeout=5).status == 200
+    r = get(srv.port, "/heavy?iterations=1000", timeout=10)
+    assert r.status == 200 and r.json()["result"] == heavy_result(1000), r
+
+
+@pytest.mark.timeout(90)
+def test_shared_memory_pressure_is_503_not_sigbus(start_server, memcg):
+    # The OOM killer is off in this cgroup: a page fault past the limit would block the faulting
+    # process until memory frees up, so a loop that read a body into unbacked shared memory would
+    # hang; fallocate(2) fails with ENOMEM instead, and that must become a 503.
+    cg = memcg(128 * MIB, oom_kill_disable=True)
+    srv = start_server("--compute-workers", "1", "--max-body", "256M", "--deadline-ms", "20000")
+    move_server(cg, srv)
+
+    # 1. input larger than the memory left: 503 before a body byte is read
+    with connect(srv.port, timeout=10) as s:
+        t0 = time.monotonic()
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % (200 * MIB))
+        r = read_response(s)
+        assert r.status == 503, r
+        assert r.header("retry-after") == "1", r.headers
+        assert time.monotonic() - t0 < 5
+        assert peer_closed(s, 3), "connection left open with an unread body"
+    assert re.search(r"cannot back \d+ bytes of input for slot \d+: Cannot allocate memory",
+                     srv.log()), srv.log()
+
+    # 2. the input fits but input + output do not: the compute side refuses before running
+    body = random.Random(1).randbytes(80 * MIB)
+    with connect(srv.port, timeout=30) as s:
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body))
+        s.sendall(body)
+        r = read_response(s)
+    assert r.status == 503, r
+    assert r.header("retry-after") == "1", r.headers
+    assert re.search(r"compute\[0\] pid=\d+ \S+: cannot back \d+ output bytes", srv.log()), srv.log()
+
+    # 3. nothing crashed, nothing hangs, and small requests work once the pages are trimmed
+    assert srv.running() and len(srv.children()) >= 2
+    small = b"lagless " * 8192
+    ok = None
+    for _ in range(30):
+        ok = get_compress(srv.port, small)
+        if ok.status == 200:
+            break
+        time.sleep(0.2)
+    assert ok.status == 200, ok
+    out = subprocess.run(["zstd", "-d", "-c"], input=ok.body, capture_output=True, timeout=10)
+    assert out.returncode == 0 and out.stdout == small
+    assert "SIGBUS" not in srv.log() and "signal 7" not in srv.log()
+
+
+def get_compress(port, body):
+    with connect(port, timeout=10) as s:
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body)
+                  + body)
+        return read_response(s)
