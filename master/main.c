@@ -51,5 +51,5 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_info("lagless %s sizing: %s", LG_VERSION, json);
-	return lg_master_run(&cfg, &sz);
+	return lg_master_run(&cfg, &sz, argc, argv);
 }

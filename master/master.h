@@ -8,9 +8,11 @@
 
 /* Creates the listen socket, the arena and the channels, forks sz->loop_workers loop workers
  * and sz->compute_workers compute processes, and supervises them until SIGTERM/SIGINT (graceful
- * drain, bounded by cfg->drain_timeout_ms) or SIGQUIT (immediate stop). Returns the process exit
- * status: 0 after a stop, 1 when start-up failed (logged) or a role kept crashing. */
-int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz);
+ * drain, bounded by cfg->drain_timeout_ms) or SIGQUIT (immediate stop). SIGHUP re-reads the
+ * configuration from argc/argv (lg_options_load; argv must stay valid) and replaces the workers
+ * without closing the listen socket. Returns the process exit status: 0 after a stop, 1 when
+ * start-up failed (logged) or a role kept crashing. */
+int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv);
 
 /* Opens a non-blocking, CLOEXEC TCP listening socket on addr (numeric IPv4/IPv6) and port
  * (0 picks a free one) with SO_REUSEADDR, and stores the bound port in *bound.

@@ -238,6 +238,15 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 	}
 }
 
+void
+lg_conn_drain_idle(struct lg_conn *c)
+{
+	double left = ev_timer_remaining(c->w->ev, &c->timer);
+
+	if (!ev_is_active(&c->timer) || left > LG_CONN_DRAIN_IDLE_MS / 1000.)
+		arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
+}
+
 int
 lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra)
 {

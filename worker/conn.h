@@ -100,6 +100,13 @@ void lg_conn_close(struct lg_conn *c);
 int lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
     const void *body, size_t len);
 
+/* A graceful drain reached c while it is idle between requests: rather than closing at once
+ * (a request the client is sending right now would then fail), give it LG_CONN_DRAIN_IDLE_MS
+ * for one more request, which is answered with Connection: close; then close. */
+void lg_conn_drain_idle(struct lg_conn *c);
+
+#define LG_CONN_DRAIN_IDLE_MS 500
+
 /* Answers an error status with a short text body. close_after forces Connection: close. */
 int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
 

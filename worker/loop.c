@@ -108,7 +108,7 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 		/* idle: between requests, no byte of the next one received (a parsed part
 		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
 		if (c->state == LG_CONN_HEAD && c->rlen == 0 && c->req_start_ns == 0)
-			lg_conn_close(c);
+			lg_conn_drain_idle(c);
 	}
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);

@@ -1,6 +1,7 @@
 """systemd integration played for real: a NOTIFY_SOCKET datagram socket (sd_notify protocol,
 systemd.service(5)) and socket activation through systemd-socket-activate."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -126,3 +127,22 @@ def _ping(port):
         return get(port, "/ping", timeout=2).status == 200
     except OSError:
         return False
+
+
+@pytest.mark.timeout(60)
+def test_reload_sends_reloading_then_ready(start_server, notify, tmp_path):
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("compute_workers = 1\n")
+    env = dict(os.environ, NOTIFY_SOCKET=notify.path)
+    srv = start_server("-c", str(conf), env=env)
+    assert notify.wait_for("READY=1"), notify.messages
+    n_ready = notify.count("READY=1")
+    os.kill(srv.pid, signal.SIGHUP)
+    assert notify.wait_for("RELOADING=1"), notify.messages
+    reloading = next(m for m in notify.messages if "RELOADING=1" in m)
+    assert re.search(r"MONOTONIC_USEC=\d+", reloading), reloading
+    assert wait_until(lambda: notify.count("READY=1") > n_ready, 10), notify.messages
+    i_rel = max(i for i, m in enumerate(notify.messages) if "RELOADING=1" in m)
+    i_ready = max(i for i, m in enumerate(notify.messages) if "READY=1" in m)
+    assert i_rel < i_ready
+    assert "generation 2" in notify.messages[i_ready]

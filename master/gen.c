@@ -1,0 +1,222 @@
+#include "master/gen.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "cpupool/compute.h"
+#include "cpupool/jobs.h"
+#include "worker/loop.h"
+
+#define BACKOFF_MIN_NS (100 * LG_NS_PER_MS)
+
+const char *
+lg_gen_role_name(enum lg_role r)
+{
+	return r == LG_ROLE_LOOP ? "loop" : "compute";
+}
+
+/* The cpu.stat file of the cgroup holding the tightest quota (cgroup-v2.rst "cpu.stat";
+ * sched-bwc.rst for v1's nr_throttled/throttled_time), where throttling shows. */
+static void
+cpu_stat_path(char *out, size_t cap, const struct lg_sizing *sz)
+{
+	const char *root = getenv("LAGLESS_SYSROOT");
+	const char *slash = strrchr(sz->quota_source, '/');
+
+	out[0] = '\0';
+	if (sz->quota < 0 || slash == NULL)
+		return;
+	snprintf(out, cap, "%s%.*s/cpu.stat", root ? root : "", (int)(slash - sz->quota_source),
+	    sz->quota_source);
+}
+
+/* Fills the master page before the first fork: what /status and /metrics report about
+ * start-up and sizing. */
+static void
+publish_sizing(struct lg_gen *g, pid_t master_pid)
+{
+	struct lg_master_page *mp = g->arena.master;
+	const struct lg_sizing *sz = &g->sz;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&mp->pid, (int32_t)master_pid);
+	mp->start_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	mp->start_mono_ns = lg_now_ns();
+	mp->budget = (uint32_t)sz->budget;
+	mp->quota = sz->quota;
+	mp->cpus_override = sz->cpus_override;
+	mp->online = sz->online;
+	mp->affinity = sz->affinity;
+	mp->cpuset = sz->cpuset;
+	mp->loop_workers = g->nloops;
+	mp->compute_workers = g->ncompute;
+	mp->queue_capacity = (uint32_t)sz->queue_capacity;
+	snprintf(mp->cgroup, sizeof(mp->cgroup), "%s", sz->cgroup_version);
+	snprintf(mp->rounding, sizeof(mp->rounding), "%s",
+	    sz->rounding == LG_ROUND_CEIL ? "ceil" : "floor");
+	cpu_stat_path(mp->cpu_stat, sizeof(mp->cpu_stat), sz);
+}
+
+struct lg_gen *
+lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
+    pid_t master_pid)
+{
+	struct lg_gen *g = calloc(1, sizeof(*g));
+	uint64_t out_cap;
+
+	if (g == NULL)
+		return NULL;
+	g->id = id;
+	g->cfg = *cfg;
+	g->sz = *sz;
+	g->arena.fd = -1;
+	g->ch.job[0] = g->ch.job[1] = g->ch.ctl[0] = g->ch.ctl[1] = -1;
+	g->nloops = (uint32_t)sz->loop_workers;
+	g->ncompute = (uint32_t)sz->compute_workers;
+	g->nchildren = g->nloops + g->ncompute;
+	out_cap = lg_jobs_compress_bound(cfg->max_body);
+	if (lg_arena_create(&g->arena, g->ncompute + (uint32_t)sz->queue_capacity, g->nchildren,
+	    cfg->max_body ? cfg->max_body : 1, out_cap < LG_PAGE ? LG_PAGE : out_cap) == -1) {
+		log_error("cannot create the shared-memory arena: %s", strerror(errno));
+		goto fail;
+	}
+	if (lg_channels_create(&g->ch, g->nloops) == -1) {
+		log_error("cannot create the channels: %s", strerror(errno));
+		goto fail;
+	}
+	if ((g->children = calloc(g->nchildren, sizeof(*g->children))) == NULL)
+		goto fail;
+	for (uint32_t k = 0; k < g->nchildren; k++) {
+		g->children[k].role = k < g->nloops ? LG_ROLE_LOOP : LG_ROLE_COMPUTE;
+		g->children[k].index = k < g->nloops ? k : k - g->nloops;
+	}
+	publish_sizing(g, master_pid);
+	log_info("generation %u: %u loop worker(s), %u compute, arena of %u slots (%d running + "
+	    "%d queued), %llu MiB virtual", id, g->nloops, g->ncompute, g->arena.nslots,
+	    sz->compute_workers, sz->queue_capacity, (unsigned long long)(g->arena.size >> 20));
+	return g;
+fail:
+	lg_gen_destroy(g);
+	return NULL;
+}
+
+void
+lg_gen_destroy(struct lg_gen *g)
+{
+	if (g == NULL)
+		return;
+	lg_channels_close(&g->ch);
+	lg_arena_destroy(&g->arena);
+	free(g->children);
+	free(g);
+}
+
+/* SIGUSR1 in a child: lg_log_reopen is async-signal-safe (open, dup2, close). */
+static void
+reopen_log_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	lg_log_reopen();
+	errno = saved;
+}
+
+/* In the freshly forked child: drop the master's signal set-up and every other generation's
+ * resources, so a retired generation's memory is not kept alive by a new process. */
+static void
+child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
+{
+	sigset_t none;
+
+	close(sigfd);
+	for (struct lg_gen *o = all; o != NULL; o = o->next) {
+		if (o == g)
+			continue;
+		lg_channels_close(&o->ch);
+		lg_arena_destroy(&o->arena);
+	}
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGUSR1, reopen_log_handler);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Runs the role in the child. Never returns. */
+static void
+child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd,
+    pid_t master)
+{
+	struct lg_proc_page *page = &g->arena.procs[c - g->children];
+	int rc;
+
+	/* PR_SET_PDEATHSIG, then check the parent did not die before it took effect
+	 * (prctl(2)): a SIGKILLed master leaves nothing running. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != master)
+		_exit(1);
+	child_reset(all, g, sigfd);
+	lg_log_set_role(lg_gen_role_name(c->role), (int)c->index);
+	prctl(PR_SET_NAME, c->role == LG_ROLE_LOOP ? "lagless-loop" : "lagless-compute");
+	atomic_store(&page->pid, (int32_t)getpid());
+	atomic_store(&page->job, LG_NO_JOB);
+	/* A loop worker publishes its first heartbeat once it accepts; readiness waits for it. */
+	atomic_store(&page->heartbeat_ns, c->role == LG_ROLE_LOOP ? 0 : lg_now_ns());
+	page->role = (uint32_t)c->role;
+	if (c->role == LG_ROLE_LOOP) {
+		struct lg_loop_env env = {
+			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
+			.index = c->index, .nloops = g->nloops, .page = page,
+		};
+		lg_channels_keep(&g->ch, 'l', c->index);
+		rc = lg_loop_main(&env);
+	} else {
+		struct lg_compute_env env = {
+			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .index = c->index,
+			.page = page,
+		};
+		close(listen_fd); /* a compute process holds no client or listen socket */
+		lg_channels_keep(&g->ch, 'c', c->index);
+		rc = lg_compute_main(&env);
+	}
+	_exit(rc);
+}
+
+void
+lg_gen_spawn(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd)
+{
+	pid_t master = getpid(), pid = fork();
+
+	if (pid == -1) {
+		log_error("fork %s[%u]: %s", lg_gen_role_name(c->role), c->index, strerror(errno));
+		c->backoff_ns = c->backoff_ns ? c->backoff_ns : BACKOFF_MIN_NS;
+		c->respawn_at = lg_now_ns() + c->backoff_ns;
+		return;
+	}
+	if (pid == 0)
+		child_main(all, g, c, listen_fd, sigfd, master);
+	c->pid = pid;
+	c->incarnation++;
+	c->started_ns = lg_now_ns();
+	c->kill_at = 0;
+	c->killed_by_us = 0;
+	c->stuck = 0;
+	atomic_store(&g->arena.procs[c - g->children].pid, (int32_t)pid);
+	if (c->incarnation > 1)
+		log_info("respawn %s[%u] pid=%d (restart %u)", lg_gen_role_name(c->role), c->index,
+		    (int)pid, c->restarts);
+}

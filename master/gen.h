@@ -1,0 +1,71 @@
+/* A generation of workers (master/ only): the loop workers and compute processes started from
+ * one configuration, with the arena and channels they share. A reload starts a new generation
+ * beside the running one and retires the old one once the new one accepts; several may
+ * therefore exist for a while, each supervised on its own. */
+#ifndef LG_MASTER_GEN_H
+#define LG_MASTER_GEN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/config.h"
+#include "master/sizing.h"
+#include "shm/arena.h"
+#include "shm/channel.h"
+
+enum lg_role { LG_ROLE_LOOP = 1, LG_ROLE_COMPUTE = 2 };
+
+/* One row of a generation's child table (OpenBSD httpd procs[]): loop workers first, then
+ * compute processes; row k uses proc page k of the generation's arena. */
+struct lg_child {
+	enum lg_role role;
+	uint32_t index;        /* within its role */
+	pid_t pid;             /* 0 while not running */
+	uint32_t incarnation;  /* processes started in this row so far */
+	uint32_t restarts;
+	uint32_t quick_deaths;
+	int killed_by_us;      /* deadline kill: an expected death, not a crash */
+	int stuck;             /* SIGKILLed for a stale heartbeat (still counts as a crash) */
+	uint64_t started_ns;
+	uint64_t respawn_at;   /* CLOCK_MONOTONIC ns; valid while pid == 0 */
+	uint64_t backoff_ns;
+	uint64_t kill_at;      /* escalate SIGTERM to SIGKILL at this time; 0 = none */
+};
+
+struct lg_gen {
+	uint32_t id;               /* 1 for the first, +1 per reload */
+	struct lg_config cfg;      /* owned copies: a reload must not change a running gen */
+	struct lg_sizing sz;
+	struct lg_arena arena;
+	struct lg_channels ch;
+	struct lg_child *children;
+	uint32_t nloops, ncompute, nchildren;
+	int retiring;              /* its loops were told to drain; no respawns */
+	int computes_stopped;      /* its compute processes were told to stop */
+	int ready;                 /* every loop worker accepted once */
+	uint64_t retire_deadline;  /* after it, what is left is SIGKILLed */
+	uint64_t next_trim;
+	struct lg_gen *next;       /* the master's list: newest first */
+};
+
+/* Creates a generation from cfg and sz (copied): the arena sized to C + queue slots and
+ * max_body regions, the channels, the child table (no process yet), and the master page
+ * filled with the sizing. master_pid is stored there. Returns the generation (heap, owned by
+ * the caller, freed with lg_gen_destroy), or NULL with the reason logged. */
+struct lg_gen *lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
+    pid_t master_pid);
+
+/* Releases the master's copies of the generation's resources and frees it. The processes must
+ * be gone (or be left to die with their own copies). */
+void lg_gen_destroy(struct lg_gen *g);
+
+/* Forks the process of row c of g. The child keeps only what its role needs: the listen socket
+ * (loop workers), its own channel ends, g's arena; every other generation in the list `all` is
+ * closed in the child, and sigfd too. On fork failure, schedules a retry. */
+void lg_gen_spawn(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd,
+    int sigfd);
+
+/* Name of a role for logs: "loop" or "compute". */
+const char *lg_gen_role_name(enum lg_role r);
+
+#endif
