@@ -4,6 +4,8 @@
 #   make test       install missing Debian packages, build, run unit + integration tests,
 #                   then the same suite again under ASan+UBSan
 #   make SAN=1 ...  build with AddressSanitizer and UndefinedBehaviorSanitizer (into build/san)
+#   make bench      install missing Debian packages, build, run the benchmark suite (bench/,
+#                   docs/BENCHMARKS.md); BENCH_STRICT=0 reports without failing on a missed target
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
@@ -27,7 +29,9 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -linih -lsystemd -lm
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
-            systemd libsystemd-dev wrk prometheus
+            systemd libsystemd-dev prometheus wrk
+# Only make bench needs these (nginx is its throughput reference); CI does not install them.
+BENCH_PKGS := nginx
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
@@ -37,7 +41,7 @@ BIN      := $(OBJDIR)/lagless
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 
-.PHONY: all run test check unit integration deps clean print-deps install
+.PHONY: all run test check unit integration deps clean print-deps install bench
 all: $(BIN)
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -78,6 +82,21 @@ test: deps
 	$(MAKE) check
 	$(MAKE) SAN=1 check
 	@echo "test: all suites passed (normal and ASan+UBSan builds)"
+
+# The benchmark suite: ratios measured in one run against a reference (docs/BENCHMARKS.md).
+# Not part of `make test`: its targets are speed promises, not correctness.
+BENCH_CLIENT := $(OBJDIR)/bench/latency
+BENCH_STRICT ?= 1
+
+$(BENCH_CLIENT): bench/latency.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+bench:
+	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
+	$(MAKE) $(BIN) $(BENCH_CLIENT)
+	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
+	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json)
 
 clean:
 	rm -rf build

@@ -177,7 +177,9 @@ struct lg_slot {
 	uint64_t end_ns;                /* ... when DONE/FAILED */
 	uint64_t deadline_ns;           /* ... past which the owner answers 504 */
 	uint64_t touched;               /* bytes dirtied in the regions since the last hole punch */
-	uint8_t pad[40];
+	uint64_t trim_seen;             /* master only: (gen << 1 | 1) when the last trim pass saw
+	                                 * the slot FREE at that generation, else 0 */
+	uint8_t pad[32];
 };
 _Static_assert(sizeof(struct lg_slot) == 128, "slot is two cache lines");
 

@@ -149,10 +149,18 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 	struct lg_slot *s = &a->slots[i];
 	uint64_t w = atomic_load(&s->word);
 	uint32_t g = lg_slot_gen(w);
+	uint64_t seen = ((uint64_t)g << 1) | 1;
 	int rc, saved;
 
-	if (lg_slot_state(w) != LG_SLOT_FREE || s->touched < min_bytes)
+	if (lg_slot_state(w) != LG_SLOT_FREE || s->touched < min_bytes) {
+		s->trim_seen = 0;
 		return 0;
+	}
+	if (s->trim_seen != seen) {
+		/* Freed since the last pass: note it, punch next time if still unclaimed. */
+		s->trim_seen = seen;
+		return 0;
+	}
 	if (lg_slot_move(s, g, LG_SLOT_FREE, LG_SLOT_RECLAIMING) == -1)
 		return 0;
 	rc = lg_arena_release_pages(a, i);

@@ -41,8 +41,7 @@ def wait_log(srv, pattern, timeout):
 
 def socket_owner(srv, sock, role="loop"):
     """Pid of the child of srv (of role) holding the server side of the client socket sock,
-    found through the socket inode in /proc/net/tcp and the children's /proc/<pid>/fd; None
-    while no process has accepted it yet (inode 0 in the accept queue), for wait_until."""
+    found through the socket inode in /proc/net/tcp and the children's /proc/<pid>/fd."""
     cport = sock.getsockname()[1]
     inode = None
     with open("/proc/net/tcp") as f:
@@ -50,10 +49,10 @@ def socket_owner(srv, sock, role="loop"):
             fields = line.split()
             lport = int(fields[1].split(":")[1], 16)
             rport = int(fields[2].split(":")[1], 16)
-            if lport == srv.port and rport == cport:
+            if lport == srv.port and rport == cport and fields[9] != "0":
                 inode = fields[9]
-    if inode in (None, "0"):
-        return None
+    if inode is None:
+        return None  # not accepted yet (a queued connection has inode 0): the caller polls
     target = "socket:[%s]" % inode
     for pid in srv.children(role):
         try:
@@ -65,7 +64,7 @@ def socket_owner(srv, sock, role="loop"):
                     continue
         except OSError:
             continue
-    return None
+    raise AssertionError("no %s process holds %s" % (role, target))
 
 
 @pytest.mark.timeout(60)
@@ -267,6 +266,7 @@ def test_loop_death_reclaims_and_drops_stale_completion(start_server):
     n = heavy_iterations_for(srv.port, 0.8)
     s = send_get(srv.port, "/heavy?iterations=%d" % n)
     owner = wait_until(lambda: socket_owner(srv, s), 3)
+    assert owner, "no loop worker accepted the connection within 3 s"
     os.kill(owner, signal.SIGSTOP)
     try:
         # the job finishes while its loop cannot read the completion: it stays in the channel

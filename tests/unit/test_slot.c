@@ -358,6 +358,57 @@ blocks(int fd)
 	return (uint64_t)st.st_blocks;
 }
 
+/* Claims slot want itself (claims rotate through the table), freeing the others it passes. */
+static void
+claim_this(struct lg_arena *a, int want, uint32_t *gen)
+{
+	for (uint32_t n = 0; n <= a->nslots; n++) {
+		int i = lg_slot_claim(a, 1, gen);
+
+		assert_true(i >= 0);
+		if (i == want)
+			return;
+		assert_int_equal(lg_slot_release(&a->slots[i], *gen), LG_SLOT_FREE);
+	}
+	fail_msg("slot %d was never handed out", want);
+}
+
+/* Regression (tests/regress/test_trim_busy_slot_refused.py): a slot claimed again between two
+ * trim passes must not be punched, or a claim arriving during the punch finds it RECLAIMING
+ * and the client gets 503 below capacity. It is punched once it stays free for a whole pass. */
+static void
+test_trim_skips_a_slot_reused_since_the_last_pass(void **state)
+{
+	struct lg_arena *a = *state;
+	uint32_t gen;
+	int i = make(a, 1, LG_SLOT_CLAIMED, &gen);
+
+	memset(lg_arena_in(a, i), 0x55, LG_PAGE);
+	a->slots[i].touched = LG_PAGE;
+	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 0); /* noted */
+
+	/* Reused between the passes: claimed, dirtied, freed again. */
+	claim_this(a, i, &gen);
+	a->slots[i].touched = LG_PAGE;
+	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 0);
+	assert_int_equal(lg_arena_in(a, i)[0], 0x55);
+
+	/* Busy during a pass: noted again only once it is free. */
+	claim_this(a, i, &gen);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 0);
+	a->slots[i].touched = LG_PAGE;
+	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 0);
+	assert_int_equal(lg_arena_in(a, i)[0], 0x55);
+
+	/* Idle for a whole pass: punched, and FREE again at the same generation. */
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 1);
+	assert_int_equal(lg_arena_in(a, i)[0], 0);
+	assert_int_equal(word(a, i), lg_slot_word(gen, 1, LG_SLOT_FREE));
+}
+
 static void
 test_trim(void **state)
 {
@@ -377,6 +428,9 @@ test_trim(void **state)
 	a->slots[busy].touched = a->out_cap;
 
 	before = blocks(a->fd);
+	/* The first pass only notes that the slot is free; the next one punches it. */
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 0);
+	assert_int_equal(blocks(a->fd), before);
 	assert_int_equal(lg_slot_trim(a, (uint32_t)i, LG_PAGE), 1);
 	assert_true(blocks(a->fd) + a->in_cap / 512 <= before);
 	assert_int_equal(word(a, i), lg_slot_word(gen, 1, LG_SLOT_FREE)); /* FREE, same gen */
@@ -564,6 +618,7 @@ main(void)
 		T(test_stale_generation),
 		cmocka_unit_test(test_reclaim_owner),
 		T(test_trim),
+		T(test_trim_skips_a_slot_reused_since_the_last_pass),
 		T(test_census),
 		cmocka_unit_test(test_processes_race),
 	};
