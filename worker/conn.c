@@ -56,7 +56,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->route = NULL;
 	c->wbody_owned = NULL;
 	c->req_start_ns = 0;
-	lg_http_init(&c->http);
+	lg_http_init(&c->http, NULL);
 	c->http.on_head = lg_route_head;
 	c->http.on_body = lg_route_body;
 	c->http.ctx = c;
