@@ -268,12 +268,10 @@ field_done(struct lg_frame *f, int trailer)
 		return 0;
 	if (trailer && f->field != FLD_EXPECT)
 		return fail(f, 400, "framing or Host field in the trailer section");
-	if (f->val_long && f->field != FLD_HOST)
+	if (f->val_long && f->field != FLD_HOST && f->field != FLD_CL)
 		return fail(f, 400, "field value too long");
 	switch (f->field) {
 	case FLD_CL:
-		if (++f->cl_count > 1)
-			return fail(f, 400, "more than one Content-Length");
 		if (uint_value(v, len, &f->content_length) == -1)
 			return fail(f, 400, "invalid Content-Length");
 		return 0;
@@ -340,6 +338,9 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 				f->field = i;
 		f->val_len = 0;
 		f->val_long = 0;
+		/* http-parser refuses a second Content-Length at its value: so must this. */
+		if (f->field == FLD_CL && ++f->cl_count > 1)
+			return fail(f, 400, "more than one Content-Length");
 		return S_VALUE;
 	}
 	if (!is_tchar(c))
@@ -352,6 +353,27 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 	return S_NAME;
 }
 
+/* Content-Length is checked byte by byte, because http-parser stops at the first bad byte and
+ * the check must refuse a request first (else the two are seen to disagree). HTAB is OWS, but
+ * http-parser 2.9.4 refuses it there, so it is refused here as well. */
+static int
+cl_char(struct lg_frame *f, unsigned char c)
+{
+	uint64_t v;
+
+	if (c == ' ') {
+		if (f->val_len > 0)
+			f->val_long = 1; /* borrowed as "trailing OWS seen" */
+		return 0;
+	}
+	if (c < '0' || c > '9' || f->val_long || f->val_len >= sizeof(f->val) - 1)
+		return fail(f, 400, "invalid Content-Length");
+	f->val[f->val_len] = (char)c;
+	if (uint_value(f->val, f->val_len + 1, &v) == -1)
+		return fail(f, 400, "Content-Length beyond 19 digits");
+	return 0;
+}
+
 static int
 value_char(struct lg_frame *f, unsigned char c)
 {
@@ -359,8 +381,12 @@ value_char(struct lg_frame *f, unsigned char c)
 		return S_VALUE_LF;
 	if (!is_value_char(c))
 		return fail(f, 400, c == '\n' ? "bare LF" : "control character in a field value");
-	if (f->val_len == 0 && (c == ' ' || c == '\t'))
+	if (f->val_len == 0 && (c == ' ' || c == '\t') && f->field != FLD_CL)
 		return S_VALUE; /* leading OWS */
+	if (f->field == FLD_CL && cl_char(f, c) == -1)
+		return -1;
+	if (f->field == FLD_CL && c == ' ')
+		return S_VALUE; /* OWS: leading, or trailing once a digit was seen */
 	if (f->field == FLD_HOST && (strchr("/?#@\\\"<>{}|^`", c) != NULL || c >= 0x80))
 		return fail(f, 400, "invalid Host");
 	if (f->val_len < sizeof(f->val))
