@@ -27,7 +27,7 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -linih -lsystemd -lm
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
-            systemd libsystemd-dev prometheus
+            systemd libsystemd-dev prometheus wrk
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
