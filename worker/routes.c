@@ -117,9 +117,12 @@ static const char *
 query_param(const struct lg_http_req *r, const char *name, size_t *len)
 {
 	size_t nl = strlen(name);
-	const char *p = r->query, *end = r->query + r->query_len;
+	const char *p = r->query, *end;
 
-	while (p != NULL && p < end) {
+	if (p == NULL)
+		return NULL; /* no '?': NULL + 0 would be undefined behaviour (C11 6.5.6) */
+	end = p + r->query_len;
+	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
 		const char *stop = amp ? amp : end;
 
