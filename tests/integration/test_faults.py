@@ -52,6 +52,8 @@ def socket_owner(srv, sock, role="loop"):
             if lport == srv.port and rport == cport:
                 inode = fields[9]
     assert inode, "no server-side socket for client port %d" % cport
+    if inode == "0":
+        return None  # still in the accept queue: no process holds it yet (wait_until retries)
     target = "socket:[%s]" % inode
     for pid in srv.children(role):
         try:
