@@ -6,6 +6,8 @@
 #   make SAN=1 ...  build with AddressSanitizer and UndefinedBehaviorSanitizer (into build/san)
 #   make bench      install missing Debian packages, build, run the benchmark suite (bench/,
 #                   docs/BENCHMARKS.md); BENCH_STRICT=0 reports without failing on a missed target
+#   make fuzz       libFuzzer harnesses (clang) for the request path and the wire decoder, each
+#                   run FUZZ_SECONDS (default 60) from a seed corpus of the conformance cases
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
@@ -29,7 +31,7 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -linih -lsystemd -lm
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
-            systemd libsystemd-dev prometheus wrk
+            systemd libsystemd-dev prometheus wrk clang libclang-rt-dev
 # Only make bench needs these (nginx is its throughput reference); CI does not install them.
 BENCH_PKGS := nginx
 
@@ -41,7 +43,7 @@ BIN      := $(OBJDIR)/lagless
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 
-.PHONY: all run test check unit integration deps clean print-deps install bench
+.PHONY: all run test check unit integration deps clean print-deps install bench fuzz fuzz-build
 all: $(BIN)
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -97,6 +99,37 @@ bench:
 	$(MAKE) $(BIN) $(BENCH_CLIENT)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json)
+
+# libFuzzer: the library objects again, built by clang with coverage and ASan+UBSan.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR     := build/fuzz
+FUZZ_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
+                -Wno-unused-parameter -I. -MMD -MP -D_GNU_SOURCE -fno-omit-frame-pointer \
+                -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZERS      := $(FUZZ_DIR)/fuzz_http $(FUZZ_DIR)/fuzz_wire
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+fuzz-build: $(FUZZERS)
+
+# Each fuzzer runs FUZZ_SECONDS from its seeds; a crash stops make and leaves the input in
+# build/fuzz/artifacts/ (turn it into a tests/regress/ case).
+fuzz: deps
+	$(MAKE) fuzz-build
+	$(PYTHON) tests/fuzz/seeds.py $(FUZZ_DIR)/seeds/http $(FUZZ_DIR)/seeds/wire
+	@mkdir -p $(FUZZ_DIR)/corpus/http $(FUZZ_DIR)/corpus/wire $(FUZZ_DIR)/artifacts
+	$(FUZZ_DIR)/fuzz_http -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/http- $(FUZZ_DIR)/corpus/http $(FUZZ_DIR)/seeds/http
+	$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=256 -timeout=10 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/wire- $(FUZZ_DIR)/corpus/wire $(FUZZ_DIR)/seeds/wire
+	@echo "fuzz: both fuzzers ran $(FUZZ_SECONDS) s without a finding"
 
 clean:
 	rm -rf build

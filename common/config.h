@@ -35,6 +35,15 @@ struct lg_config {
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
 	int enable_test_jobs;      /* 1: serve the /test/ fault-injection routes (never in production) */
+	/* HTTP limits and timeouts of the loop workers (docs/HTTP.md) */
+	uint64_t max_head;         /* request line + header section bytes; over -> 431 */
+	uint64_t max_uri;          /* request-target bytes (at most 8192); over -> 414 */
+	int max_fields;            /* header field lines; over -> 431 */
+	uint64_t head_timeout_ms;  /* from a request's first byte (or accept) to its whole head; 408 */
+	uint64_t body_timeout_ms;  /* longest silence while a body is read; 408 */
+	uint64_t body_deadline_ms; /* whole body of an offloaded request (it holds a slot); 408 */
+	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
+	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
 };
 
 #endif

@@ -62,6 +62,7 @@ struct lg_arena_hdr {
 _Static_assert(sizeof(struct lg_arena_hdr) == 72, "arena header layout");
 
 #define LG_NO_JOB UINT64_MAX
+#define LG_ROUTE_COUNTERS 16 /* per-route hit counters in a loop worker's proc page */
 
 /* Statistics (shm/stats.h has the bucket tables and the writers). Histograms count into
  * non-cumulative buckets; the renderer accumulates them for Prometheus. */
@@ -128,9 +129,14 @@ struct lg_proc_page {
 	struct lg_hist duration[LG_STATS_ROUTES];        /* loop: request time, head to last byte */
 	struct lg_hist queue_wait[LG_STATS_KINDS];       /* compute: by job kind */
 	struct lg_hist run[LG_STATS_KINDS];              /* compute: by job kind */
-	uint8_t reserved[LG_PROC_PAGE - 7160];
+	/* Requests that reached each route's handler (loop; index = the route table order in
+	 * worker/routes.c): what the HTTP conformance tests and /health read to show that a
+	 * refused request reached no handler. The responses table above counts answers. */
+	_Atomic uint64_t route_hits[LG_ROUTE_COUNTERS];
+	uint8_t reserved[LG_PROC_PAGE - 7160 - 8 * LG_ROUTE_COUNTERS];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 7160, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 7160 + 8 * LG_ROUTE_COUNTERS,
+    "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* Why the master restarted a process (lagless_process_restarts_total{reason}). */

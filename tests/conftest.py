@@ -303,7 +303,7 @@ class ServerStartError(Exception):
 
 class Server:
     def __init__(self, args=(), workdir=None, start_timeout=10.0, env=None, listen=True,
-                 log_path=None):
+                 log_path=None, preexec_fn=None):
         self.args = list(args)
         self.workdir = workdir or tempfile.mkdtemp(prefix="lagless-it-")
         fd, self.stderr_path = tempfile.mkstemp(prefix="stderr-", suffix=".log", dir=self.workdir)
@@ -324,6 +324,7 @@ class Server:
             stderr=self._stderr,
             env=env if env is not None else os.environ.copy(),
             start_new_session=True,  # own process group: terminal signals do not reach it
+            preexec_fn=preexec_fn,   # e.g. a low RLIMIT_NOFILE for the EMFILE test
         )
         self.pid = self.proc.pid
         try:

@@ -1,6 +1,7 @@
 #include "worker/conn.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,11 @@
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 static int conn_process(struct lg_conn *c);
+
+static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+#define CONTINUE_LEN (sizeof(continue_line) - 1)
+#define LINGER_S     2.0        /* longest wait for the client's FIN after an error answer */
+#define LINGER_BYTES (1 << 20)  /* most input drained while lingering */
 
 static void
 watch(struct lg_conn *c, int events)
@@ -37,6 +43,44 @@ arm_timer(struct lg_conn *c, double seconds)
 	ev_timer_start(c->w->ev, &c->timer);
 }
 
+/* A body is being received: into a slot (BODY), or through the parser (chunked, or any body
+ * of an inline route). */
+static int
+in_body(const struct lg_conn *c)
+{
+	return c->state == LG_CONN_BODY || (c->state == LG_CONN_HEAD && c->http.head_seen &&
+	    !c->http.complete && !c->http.rejected && !c->http.status);
+}
+
+/* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall, body
+ * silence and (holding a slot) body deadline, head deadline from the request's first byte, or
+ * keep-alive idle. A queued job's deadline is armed by offload.c. */
+static void
+rearm(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	ev_tstamp now = ev_now(c->w->ev), at;
+
+	if (c->state == LG_CONN_JOB)
+		return;
+	if (c->state == LG_CONN_LINGER) {
+		at = c->linger_until;
+	} else if (c->state == LG_CONN_WRITE) {
+		at = now + cfg->write_timeout_ms / 1e3;
+	} else if (in_body(c)) {
+		if (c->body_at == 0)
+			c->body_at = now;
+		at = now + cfg->body_timeout_ms / 1e3;
+		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
+			at = c->body_at + cfg->body_deadline_ms / 1e3;
+	} else if (c->req_at > 0) {
+		at = c->req_at + cfg->head_timeout_ms / 1e3;
+	} else {
+		at = now + cfg->keepalive_timeout_ms / 1e3;
+	}
+	arm_timer(c, at > now ? at - now : 1e-3);
+}
+
 int
 lg_conn_start(struct lg_worker *w, int fd)
 {
@@ -56,7 +100,15 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->route = NULL;
 	c->wbody_owned = NULL;
 	c->req_start_ns = 0;
-	lg_http_init(&c->http);
+	c->req_at = ev_now(w->ev); /* the head deadline of the first request runs from accept */
+	c->body_at = 0;
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->nreq = 0;
+	c->reject_extra[0] = '\0';
+	c->whead_len = c->woff = c->wbody_len = 0;
+	c->wbody = NULL;
+	lg_http_init(&c->http, &w->lim);
 	c->http.on_head = lg_route_head;
 	c->http.on_body = lg_route_body;
 	c->http.ctx = c;
@@ -72,7 +124,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
 	ev_io_start(w->ev, &c->io);
-	arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+	rearm(c);
 	return 0;
 }
 
@@ -165,6 +217,38 @@ flush(struct lg_conn *c)
 	}
 }
 
+/* Closing after a response: shut the write side (the client reads the response, then EOF) and
+ * drain what it still sends until its FIN, LINGER_S or LINGER_BYTES, so that the close does not
+ * turn into a reset that discards the response from the client's receive queue. Returns -1:
+ * for the caller the connection is finished (it is closed later by the loop). */
+static int
+linger(struct lg_conn *c)
+{
+	if (c->w->draining || shutdown(c->fd, SHUT_WR) == -1) {
+		lg_conn_close(c);
+		return -1;
+	}
+	c->state = LG_CONN_LINGER;
+	c->rlen = 0;
+	c->body_got = 0; /* reused as the count of bytes drained */
+	c->linger_until = ev_now(c->w->ev) + LINGER_S;
+	watch(c, EV_READ);
+	rearm(c);
+	return -1;
+}
+
+static void
+linger_read(struct lg_conn *c)
+{
+	ssize_t n = read(c->fd, c->rbuf, sizeof(c->rbuf));
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0 && (c->body_got += (uint64_t)n) < LINGER_BYTES)
+		return;
+	lg_conn_close(c);
+}
+
 /* The response is on the wire: free the slot, then close or wait for the next request. */
 static int
 response_done(struct lg_conn *c)
@@ -174,16 +258,18 @@ response_done(struct lg_conn *c)
 	release_owned(c);
 	lg_obs_request_end(c);
 	atomic_fetch_add(&c->w->env->page->requests, 1);
-	if (c->close_after || c->w->draining) {
-		lg_conn_close(c);
-		return -1;
-	}
-	c->state = LG_CONN_HEAD;
 	c->wbody = NULL;
 	c->wbody_len = c->whead_len = c->woff = 0;
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->body_at = 0;
+	if (c->close_after || c->w->draining)
+		return linger(c);
+	c->state = LG_CONN_HEAD;
+	c->req_at = c->rlen > 0 ? ev_now(c->w->ev) : 0; /* pipelined bytes start the next head */
 	lg_http_next(&c->http);
 	watch(c, EV_READ);
-	arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+	rearm(c);
 	return 0;
 }
 
@@ -193,24 +279,32 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 {
 	const struct lg_http_req *r = &c->http.req;
 	int head_only = r->method == HTTP_HEAD;
+	size_t pre = 0;
 	int n;
 
 	if (!r->keep_alive || c->w->draining)
 		c->close_after = 1;
 	c->resp_status = status;
 	c->resp_bytes = head_only ? 0 : len;
-	n = snprintf(c->whead, sizeof(c->whead),
+	/* A partly written 100 Continue is finished first; an unwritten one is dropped, so no
+	 * interim response ever follows the final one (RFC 9110 section 15.2). */
+	if (c->want_continue && c->cont_off > 0 && c->cont_off < CONTINUE_LEN) {
+		pre = CONTINUE_LEN - c->cont_off;
+		memcpy(c->whead, continue_line + c->cont_off, pre);
+	}
+	c->want_continue = 0;
+	n = snprintf(c->whead + pre, sizeof(c->whead) - pre,
 	    "HTTP/1.1 %d %s\r\nServer: lagless\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
 	    status, lg_http_reason(status), date_header(c->w), len,
 	    ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
 	    c->close_after ? "Connection: close\r\n" :
 	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra ? extra : "");
-	if (n < 0 || (size_t)n >= sizeof(c->whead)) {
+	if (n < 0 || (size_t)n >= sizeof(c->whead) - pre) {
 		log_error("response head for %d does not fit", status);
 		lg_conn_close(c);
 		return -1;
 	}
-	c->whead_len = (size_t)n;
+	c->whead_len = pre + (size_t)n;
 	c->wbody = NULL;
 	c->wbody_len = 0;
 	if (!head_only && len > 0) {
@@ -230,7 +324,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 		return response_done(c);
 	case 0:
 		watch(c, EV_WRITE);
-		arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+		rearm(c);
 		return 0;
 	default:
 		lg_conn_close(c);
@@ -264,6 +358,45 @@ consume(struct lg_conn *c, size_t n)
 	c->rlen -= n;
 }
 
+/* Writes (the rest of) the 100 Continue while a body is awaited. Returns 0, or -1 when the
+ * connection was closed. */
+static int
+send_continue(struct lg_conn *c)
+{
+	while (c->cont_off < CONTINUE_LEN) {
+		ssize_t n = send(c->fd, continue_line + c->cont_off, CONTINUE_LEN - c->cont_off,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			c->cont_off += (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return 0; /* the rest goes out on EV_WRITE */
+		} else {
+			lg_conn_close(c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Answers the request the parser refused (h->status) or the head hook rejected. */
+static int
+answer_refusal(struct lg_conn *c)
+{
+	const struct lg_http *h = &c->http;
+
+	if (h->status) {
+		if (h->disagree)
+			log_warn("framing check and http-parser disagree (%s): 400", h->why);
+		else
+			log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
+		return lg_conn_error(c, h->status, 1, NULL);
+	}
+	return lg_conn_error(c, c->reject_status, 1, c->reject_extra[0] ? c->reject_extra : NULL);
+}
+
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn. Returns 0, or -1 when the connection was closed. */
 static int
@@ -272,14 +405,14 @@ conn_process(struct lg_conn *c)
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
 		if (c->req_start_ns == 0)
 			lg_obs_request_begin(c);
-		consume(c, lg_http_feed(&c->http, c->rbuf, c->rlen));
-		if (c->http.status)
-			return lg_conn_error(c, c->http.status, 1, NULL);
-		if (c->http.rejected)
-			return lg_conn_error(c, c->reject_status, 1,
-			    c->reject_status == 503 ? "Retry-After: 1\r\n" : NULL);
+		size_t used = lg_http_feed(&c->http, c->rbuf, c->rlen);
+
+		consume(c, used);
+		if (c->http.status || c->http.rejected)
+			return answer_refusal(c);
 		if (!c->http.complete)
 			break;
+		c->nreq++;
 		struct lg_worker *w = c->w; /* c may be freed by the dispatch */
 		lg_obs_unit_begin(w, c);
 		int r = lg_route_dispatch(c);
@@ -287,12 +420,23 @@ conn_process(struct lg_conn *c)
 		if (r == -1)
 			return -1;
 	}
+	int events = 0;
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
-		watch(c, EV_READ);
+		events = EV_READ;
 	else if (c->state == LG_CONN_JOB)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
-		watch(c, c->rlen < sizeof(c->rbuf) ? EV_READ : 0);
+		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+	if (in_body(c) && c->want_continue) {
+		if (send_continue(c) == -1)
+			return -1;
+		if (c->cont_off < CONTINUE_LEN)
+			events |= EV_WRITE;
+	}
+	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
+		watch(c, events);
+		rearm(c);
+	}
 	return 0;
 }
 
@@ -317,8 +461,11 @@ read_body(struct lg_conn *c)
 	if (n < 0)
 		return;
 	c->body_got += (uint64_t)n;
-	arm_timer(c, LG_CONN_BODY_MS / 1000.);
-	if (c->body_got == c->body_need && lg_route_queue(c) == 0)
+	if (c->body_got < c->body_need) {
+		rearm(c);
+		return;
+	}
+	if (lg_route_queue(c) == 0)
 		conn_process(c);
 }
 
@@ -336,7 +483,8 @@ read_input(struct lg_conn *c)
 		return;
 	c->rlen += (size_t)n;
 	if (c->state == LG_CONN_HEAD) {
-		arm_timer(c, LG_CONN_IDLE_MS / 1000.);
+		if (c->req_at == 0)
+			c->req_at = ev_now(c->w->ev);
 		conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
 		watch(c, 0);
@@ -344,8 +492,12 @@ read_input(struct lg_conn *c)
 }
 
 static void
-conn_io(struct lg_conn *c)
+conn_io(struct lg_conn *c, int revents)
 {
+	if (c->state == LG_CONN_LINGER) {
+		linger_read(c);
+		return;
+	}
 	if (c->state == LG_CONN_WRITE) {
 		switch (flush(c)) {
 		case 1:
@@ -353,12 +505,21 @@ conn_io(struct lg_conn *c)
 				conn_process(c);
 			return;
 		case 0:
+			rearm(c); /* progress: the write timeout counts from here */
 			return;
 		default:
 			lg_conn_close(c);
 			return;
 		}
 	}
+	if ((revents & EV_WRITE) && c->want_continue && in_body(c)) {
+		if (send_continue(c) == -1)
+			return;
+		if (c->cont_off == CONTINUE_LEN)
+			watch(c, c->io.events & ~EV_WRITE);
+	}
+	if (!(revents & EV_READ))
+		return;
 	if (c->state == LG_CONN_BODY)
 		read_body(c);
 	else
@@ -368,12 +529,30 @@ conn_io(struct lg_conn *c)
 static void
 conn_timer(struct lg_conn *c)
 {
-	if (c->state == LG_CONN_JOB) {
+	switch (c->state) {
+	case LG_CONN_JOB:
 		lg_route_deadline(c);
 		return;
+	case LG_CONN_WRITE:
+		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
+		lg_conn_close(c);
+		return;
+	case LG_CONN_LINGER:
+		lg_conn_close(c);
+		return;
+	default:
+		break;
 	}
-	log_debug("connection fd %d timed out in state %d", c->fd, (int)c->state);
-	lg_conn_close(c);
+	if (in_body(c)) {
+		log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
+		    c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen);
+		lg_conn_error(c, 408, 1, NULL); /* releases the slot once written */
+	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
+		log_info("request head too slow (fd %d): 408", c->fd);
+		lg_conn_error(c, 408, 1, NULL);
+	} else {
+		lg_conn_close(c); /* idle: nothing of a request was sent */
+	}
 }
 
 /* The libev entry points, timed for slow-callback warnings (worker/observe.h). */
@@ -384,7 +563,7 @@ conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = c->w;
 
 	lg_obs_cb_begin(w, c);
-	conn_io(c);
+	conn_io(c, revents);
 	lg_obs_cb_end(w, "connection I/O");
 }
 

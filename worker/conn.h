@@ -10,7 +10,8 @@
 #include "worker/http.h"
 #include "worker/loop.h"
 
-#define LG_CONN_RBUF  LG_HTTP_MAX_HEAD  /* bytes of buffered input per connection */
+#define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
+                              * bound; the parser streams, so a head may be longer */
 #define LG_CONN_WHEAD 4096              /* response head plus small bodies */
 
 enum lg_conn_state {
@@ -18,6 +19,9 @@ enum lg_conn_state {
 	LG_CONN_BODY,   /* reading a Content-Length body straight into a slot's input region */
 	LG_CONN_JOB,    /* the job is queued or running; waiting for its completion */
 	LG_CONN_WRITE,  /* writing the response */
+	LG_CONN_LINGER, /* response sent, write side shut: unread input is drained before the close,
+	                 * so the kernel does not reset the connection and lose the response
+	                 * (RFC 9112 section 9.6) */
 };
 
 struct lg_route;
@@ -50,6 +54,7 @@ struct lg_worker {
 	char *render;                 /* /metrics and /status buffer, render_cap bytes */
 	size_t render_cap;
 	int render_busy;              /* a response is still being written from it */
+	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 };
 
 struct lg_conn {
@@ -64,6 +69,18 @@ struct lg_conn {
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the head hook for a rejected request */
+	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
+	/* timeouts (docs/HTTP.md): one ev_timer, armed for the limit of the current state */
+	ev_tstamp req_at;             /* first byte of the current request (accept for the first),
+	                               * 0 while idle between requests */
+	ev_tstamp body_at;            /* the body began, 0 before */
+	ev_tstamp linger_until;
+	unsigned nreq;                /* requests parsed on this connection */
+	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
+	 * the body will be read; the 100 goes out only while the body is awaited, and a response
+	 * drops an unsent one or finishes a partly sent one first. */
+	int want_continue;
+	size_t cont_off;              /* bytes of the interim response written */
 	/* the current offloaded job */
 	int slot;                     /* -1 when the connection holds no slot */
 	uint32_t gen;
@@ -112,9 +129,5 @@ int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *ex
 
 /* Continues a connection after an asynchronous event changed its state (a job completed). */
 void lg_conn_resume(struct lg_conn *c);
-
-/* Milliseconds a connection may stay idle between requests, and may take to send a body. */
-#define LG_CONN_IDLE_MS 60000
-#define LG_CONN_BODY_MS 60000
 
 #endif

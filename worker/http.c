@@ -18,8 +18,6 @@ on_message_begin(http_parser *p)
 	memset(&h->req, 0, sizeof(h->req));
 	h->req.content_length = LG_HTTP_NO_LENGTH;
 	h->body_seen = 0;
-	h->field_len = 0;
-	h->field_done = 0;
 	return 0;
 }
 
@@ -28,7 +26,7 @@ on_url(http_parser *p, const char *at, size_t len)
 {
 	struct lg_http *h = of(p);
 
-	if (len > LG_HTTP_MAX_TARGET - h->req.target_len) {
+	if (len > LG_FRAME_TARGET_CAP - h->req.target_len) {
 		h->status = 414;
 		return -1;
 	}
@@ -39,61 +37,67 @@ on_url(http_parser *p, const char *at, size_t len)
 }
 
 static int
-on_header_field(http_parser *p, const char *at, size_t len)
-{
-	struct lg_http *h = of(p);
-
-	if (h->field_done) { /* a new field begins */
-		h->field_len = 0;
-		h->field_done = 0;
-	}
-	if (h->field_len == 0 && ++h->req.nfields > LG_HTTP_MAX_FIELDS) {
-		h->status = 431;
-		return -1;
-	}
-	/* Debian builds http-parser with HTTP_PARSER_STRICT=0, which lets spaces into field names
-	 * and so reads "Content-Length : 5" as Content-Length. RFC 9112 section 5.1 requires a 400
-	 * for whitespace before the colon: parsers that disagree on it smuggle requests. */
-	if (memchr(at, ' ', len) != NULL) {
-		h->status = 400;
-		return -1;
-	}
-	size_t n = len < sizeof(h->field) - 1 - h->field_len ? len :
-	    sizeof(h->field) - 1 - h->field_len;
-	memcpy(h->field + h->field_len, at, n);
-	h->field_len += n;
-	h->field[h->field_len] = '\0';
-	return 0;
-}
-
-static int
-on_header_value(http_parser *p, const char *at, size_t len)
-{
-	struct lg_http *h = of(p);
-
-	h->field_done = 1;
-	/* Expect's only defined expectation is "100-continue" (RFC 9110 section 10.1.1); values
-	 * arrive in pieces only across reads, where a prefix test is good enough. */
-	if (strcasecmp(h->field, "expect") == 0 && len >= 12 &&
-	    strncasecmp(at, "100-continue", 12) == 0)
-		h->req.expect_continue = 1;
-	return 0;
-}
-
-static int
 split_target(struct lg_http_req *r)
 {
-	char *q;
+	char *q, *t = r->target;
+	size_t skip = 0;
 
-	/* Origin-form only (RFC 9112 section 3.2.1): absolute-form and authority-form are for
-	 * proxies, and asterisk-form for OPTIONS *, none of which this server is. */
-	if (r->target_len == 0 || r->target[0] != '/')
+	/* Origin-form (RFC 9112 section 3.2.1), or absolute-form, which a server must accept
+	 * (section 3.2.2): the path starts after scheme and authority. Authority-form is for
+	 * CONNECT and asterisk-form for OPTIONS *, neither of which this server offers. */
+	if (strncasecmp(t, "http://", 7) == 0 || strncasecmp(t, "https://", 8) == 0) {
+		char *slash = memchr(t + 8, '/', r->target_len - 8);
+		char *auth = strstr(t, "://") + 3;
+
+		if (slash == NULL || slash == auth)
+			return -1;
+		skip = (size_t)(slash - t);
+	} else if (r->target_len == 0 || t[0] != '/') {
 		return -1;
-	r->path = r->target;
-	q = memchr(r->target, '?', r->target_len);
-	r->path_len = q ? (size_t)(q - r->target) : r->target_len;
+	}
+	r->path = t + skip;
+	q = memchr(r->path, '?', r->target_len - skip);
+	r->path_len = q ? (size_t)(q - r->path) : r->target_len - skip;
 	r->query = q ? q + 1 : NULL;
-	r->query_len = q ? r->target_len - r->path_len - 1 : 0;
+	r->query_len = q ? r->target_len - skip - r->path_len - 1 : 0;
+	return 0;
+}
+
+static int
+disagree(struct lg_http *h, const char *why)
+{
+	h->disagree = 1;
+	h->status = 400;
+	h->why = why;
+	return -1;
+}
+
+/* The request as the framing check read it; http-parser must have read the same. */
+static int
+take_head(struct lg_http *h, http_parser *p)
+{
+	const struct lg_frame *f = &h->frame;
+	struct lg_http_req *r = &h->req;
+	int chunked = (p->flags & F_CHUNKED) != 0;
+
+	r->method = p->method;
+	r->major = p->http_major;
+	r->minor = p->http_minor;
+	r->chunked = f->body == LG_FRAME_CHUNKED;
+	r->content_length = f->body == LG_FRAME_LENGTH ? f->content_length : LG_HTTP_NO_LENGTH;
+	r->expect_continue = f->expect_continue;
+	r->nfields = f->nfields;
+	r->keep_alive = http_should_keep_alive(p);
+	if (!lg_frame_head_done(f) || r->major != 1 || r->minor != f->minor ||
+	    r->target_len != f->target_len || chunked != r->chunked ||
+	    (f->body == LG_FRAME_LENGTH && p->content_length != f->content_length) ||
+	    (f->body == LG_FRAME_NONE && p->content_length != ULLONG_MAX && p->content_length != 0))
+		return disagree(h, "http-parser read the head differently");
+	if (split_target(r) == -1) {
+		h->status = 400;
+		h->why = "request-target is neither origin-form nor absolute-form";
+		return -1;
+	}
 	return 0;
 }
 
@@ -101,25 +105,13 @@ static int
 on_headers_complete(http_parser *p)
 {
 	struct lg_http *h = of(p);
-	struct lg_http_req *r = &h->req;
 
-	r->method = p->method;
-	r->major = p->http_major;
-	r->minor = p->http_minor;
-	if (r->major != 1 || r->minor > 1) {
-		h->status = 505;
+	h->head_seen = 1;
+	if (take_head(h, p) == -1)
 		return -1;
-	}
-	if (split_target(r) == -1) {
-		h->status = 400;
-		return -1;
-	}
-	r->chunked = (p->flags & F_CHUNKED) != 0;
-	if ((p->flags & F_CONTENTLENGTH) || (!r->chunked && p->content_length != ULLONG_MAX))
-		r->content_length = p->content_length;
-	r->keep_alive = http_should_keep_alive(p);
 	switch (h->on_head ? h->on_head(h, h->ctx) : LG_HTTP_BODY_PARSER) {
 	case LG_HTTP_BODY_SELF:
+		h->self_body = 1;
 		return 1; /* F_SKIPBODY: the message completes here */
 	case LG_HTTP_REJECT:
 		h->rejected = 1;
@@ -152,23 +144,25 @@ on_message_complete(http_parser *p)
 static const http_parser_settings settings = {
 	.on_message_begin = on_message_begin,
 	.on_url = on_url,
-	.on_header_field = on_header_field,
-	.on_header_value = on_header_value,
 	.on_headers_complete = on_headers_complete,
 	.on_body = on_body,
 	.on_message_complete = on_message_complete,
 };
 
+static const struct lg_http_limits default_limits = {
+	.max_head = LG_HTTP_MAX_HEAD, .max_target = LG_HTTP_MAX_TARGET,
+	.max_fields = LG_HTTP_MAX_FIELDS,
+};
+
 void
-lg_http_init(struct lg_http *h)
+lg_http_init(struct lg_http *h, const struct lg_http_limits *lim)
 {
-	/* The parser enforces the head limit itself (HPE_HEADER_OVERFLOW -> 431), counting every
-	 * byte of the request line and header section. parser.nread cannot serve from the hooks:
-	 * http-parser 2.9 counts in a local copy and stores it only when execute returns, so a
-	 * head that arrived in one read was never seen over the limit. The limit is process-wide;
-	 * this glue is the only http-parser user. */
-	http_parser_set_max_header_size(LG_HTTP_MAX_HEAD);
+	/* worker/frame.c enforces the configured head limit to the byte; the parser's own limit
+	 * (process-wide, always set to the same value) is only a backstop above any setting. */
+	http_parser_set_max_header_size(LG_HTTP_HEAD_CAP + 4096);
 	memset(h, 0, sizeof(*h));
+	h->lim = lim ? lim : &default_limits;
+	lg_frame_reset(&h->frame, h->lim);
 	http_parser_init(&h->parser, HTTP_REQUEST);
 	h->parser.data = h;
 }
@@ -177,22 +171,63 @@ void
 lg_http_next(struct lg_http *h)
 {
 	h->complete = 0;
+	h->head_seen = 0;
+	h->self_body = 0;
+	lg_frame_reset(&h->frame, h->lim);
 	http_parser_pause(&h->parser, 0);
+}
+
+/* How many bytes of buf the framing check lets through to http-parser now; 0 with h->status
+ * set on a violation, or 0 while a request line is incomplete. */
+static size_t
+admit(struct lg_http *h, const char *buf, size_t len)
+{
+	struct lg_frame *f = &h->frame;
+	size_t n;
+
+	if (!lg_frame_head_done(f) && f->head_bytes == 0) { /* the request line is pending */
+		long r = lg_frame_request_line(f, buf, len);
+
+		n = r > 0 ? (size_t)r : 0;
+	} else if (!lg_frame_head_done(f)) {
+		n = lg_frame_head(f, buf, len);
+	} else {
+		n = lg_frame_body(f, buf, len);
+	}
+	if (f->status) {
+		h->status = f->status;
+		h->why = f->why;
+		return 0;
+	}
+	return n;
 }
 
 size_t
 lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 {
-	size_t n;
-	enum http_errno e;
+	size_t done = 0;
 
-	if (h->status || h->rejected || h->complete || len == 0)
-		return 0;
-	n = http_parser_execute(&h->parser, &settings, buf, len);
-	e = HTTP_PARSER_ERRNO(&h->parser);
-	if (e != HPE_OK && e != HPE_PAUSED && h->status == 0)
-		h->status = e == HPE_HEADER_OVERFLOW ? 431 : 400;
-	return n;
+	while (done < len && !h->status && !h->rejected && !h->complete) {
+		size_t n = admit(h, buf + done, len - done);
+		if (n == 0)
+			break;
+		size_t m = http_parser_execute(&h->parser, &settings, buf + done, n);
+		enum http_errno e = HTTP_PARSER_ERRNO(&h->parser);
+
+		done += m;
+		if (e != HPE_OK && e != HPE_PAUSED) {
+			if (h->status == 0)
+				disagree(h, http_errno_description(e));
+			break;
+		}
+		if (h->rejected)
+			break;
+		/* Both must see each message end at the same byte. */
+		if (m != n || h->complete != (lg_frame_msg_done(&h->frame) || h->self_body) ||
+		    (lg_frame_head_done(&h->frame) && !h->head_seen))
+			disagree(h, "http-parser framed the message differently");
+	}
+	return done;
 }
 
 const char *
@@ -207,9 +242,11 @@ lg_http_reason(int status)
 	case 408: return "Request Timeout";
 	case 411: return "Length Required";
 	case 413: return "Content Too Large";
+	case 417: return "Expectation Failed";
 	case 414: return "URI Too Long";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";

@@ -12,25 +12,30 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "worker/frame.h"
+
+/* Default limits (a production server's picks; --max-uri, --max-head, --max-fields change them) */
 #define LG_HTTP_MAX_TARGET 8192   /* request-target bytes; longer -> 414 (RFC 9112 section 3) */
 #define LG_HTTP_MAX_HEAD   16384  /* request line + header section bytes; more -> 431 */
 #define LG_HTTP_MAX_FIELDS 100    /* header fields; more -> 431 (RFC 6585 section 5) */
+#define LG_HTTP_HEAD_CAP   (1u << 20) /* the largest --max-head accepted */
 #define LG_HTTP_NO_LENGTH  UINT64_MAX
 
 struct lg_http_req {
 	unsigned method;              /* enum http_method */
 	unsigned short major, minor;
-	char target[LG_HTTP_MAX_TARGET + 1]; /* NUL-terminated */
+	char target[LG_FRAME_TARGET_CAP + 1]; /* NUL-terminated */
 	size_t target_len;
-	const char *path;             /* into target; not NUL-terminated */
+	const char *path;             /* into target (past scheme and authority for an
+	                               * absolute-form target); not NUL-terminated */
 	size_t path_len;
 	const char *query;            /* into target after '?', or NULL */
 	size_t query_len;
 	uint64_t content_length;      /* LG_HTTP_NO_LENGTH when absent */
-	int chunked;
+	int chunked;                  /* Transfer-Encoding: chunked (the only coding accepted) */
 	int keep_alive;               /* http_should_keep_alive(): RFC 9112 section 9.3 */
-	int expect_continue;          /* Expect: 100-continue (RFC 9110 section 10.1.1) */
-	unsigned nfields;
+	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
+	unsigned nfields;             /* header field lines */
 };
 
 /* What on_head tells the parser to do with the body (called once the header section is in). */
@@ -43,13 +48,16 @@ enum lg_http_head_action {
 struct lg_http {
 	http_parser parser;
 	struct lg_http_req req;
+	const struct lg_http_limits *lim; /* borrowed; defaults unless given to lg_http_init */
+	struct lg_frame frame;     /* the strict framing check (worker/frame.h) */
 	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
+	const char *why;           /* the rule behind status, static text (NULL when a hook set it) */
+	int disagree;              /* the framing check and http-parser disagreed (a bug: 400) */
+	int head_seen;             /* on_headers_complete ran for this message */
+	int self_body;             /* on_head chose LG_HTTP_BODY_SELF */
 	int complete;              /* a whole message (head, and body unless BODY_SELF) was parsed */
 	int rejected;              /* on_head returned LG_HTTP_REJECT */
 	uint64_t body_seen;        /* body bytes passed to on_body for this message */
-	char field[32];            /* current header field name, truncated; only short names matter */
-	size_t field_len;
-	int field_done;
 	/* Hooks, called from inside lg_http_feed; ctx is passed back unchanged. on_head returns an
 	 * enum lg_http_head_action; on_body returns 0, or -1 after setting h->status. */
 	int (*on_head)(struct lg_http *h, void *ctx);
@@ -57,17 +65,21 @@ struct lg_http {
 	void *ctx;
 };
 
-/* Prepares h for a new connection. Hooks and ctx are set by the caller afterwards. */
-void lg_http_init(struct lg_http *h);
+/* Prepares h for a new connection with the limits lim (borrowed; NULL: the defaults above).
+ * Hooks and ctx are set by the caller afterwards. */
+void lg_http_init(struct lg_http *h, const struct lg_http_limits *lim);
 
 /* Readies h for the next request on the same connection (after a complete message). */
 void lg_http_next(struct lg_http *h);
 
-/* Feeds len bytes. Returns the number of bytes consumed (the rest belongs to the next request or
- * must be fed again after lg_http_next), and sets h->complete when a message is complete,
- * h->rejected when on_head rejected it, or h->status on a parse error: 400 for bad syntax, 414
- * for a long target, 431 for a long head or too many fields, 505 for an HTTP version other than
- * 1.0 or 1.1. After an error or a rejection the connection must be answered and closed. */
+/* Feeds len bytes. Returns the number of bytes consumed; the caller keeps the rest and presents
+ * it again, followed by newer bytes, on the next call (a request line is taken only whole, so 0
+ * is a normal answer while one arrives). Sets h->complete when a message is complete,
+ * h->rejected when on_head rejected it, or h->status on an error: 400 for bad syntax or
+ * ambiguous framing (worker/frame.h, docs/HTTP.md), 414 for a long target, 417 for an unknown
+ * expectation, 431 for a long head or too many fields, 501 for an unknown method or transfer
+ * coding, 505 for an HTTP version other than 1.0 or 1.1. After an error or a rejection the
+ * connection must be answered and closed. */
 size_t lg_http_feed(struct lg_http *h, const char *buf, size_t len);
 
 /* Standard reason phrase of an HTTP status code (RFC 9110 section 15), "Unknown" otherwise. */

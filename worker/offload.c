@@ -43,6 +43,7 @@ lg_route_queue(struct lg_conn *c)
 		lg_route_release(c);
 		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 	}
+	lg_route_count(c);
 	c->w->pending[c->slot] = c;
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);

@@ -35,22 +35,7 @@ route_ping(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "text/plain", NULL, "ok", 2);
 }
 
-static int
-route_health(struct lg_conn *c)
-{
-	const struct lg_loop_env *env = c->w->env;
-	uint32_t n[8];
-	char body[256];
-	int len;
-
-	lg_slot_census(env->arena, n);
-	len = snprintf(body, sizeof(body),
-	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
-	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u}}\n",
-	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, env->arena->nslots,
-	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING]);
-	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
-}
+static int route_health(struct lg_conn *c);
 
 static int
 route_ready(struct lg_conn *c)
@@ -132,9 +117,12 @@ static const char *
 query_param(const struct lg_http_req *r, const char *name, size_t *len)
 {
 	size_t nl = strlen(name);
-	const char *p = r->query, *end = r->query + r->query_len;
+	const char *p = r->query, *end;
 
-	while (p != NULL && p < end) {
+	if (p == NULL)
+		return NULL; /* no '?': NULL + 0 would be undefined behaviour (C11 6.5.6) */
+	end = p + r->query_len;
+	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
 		const char *stop = amp ? amp : end;
 
@@ -268,6 +256,55 @@ runs_inline(const struct lg_conn *c)
 	    (c->route->kind == LG_KIND_HEAVY && c->w->env->cfg->inline_heavy);
 }
 
+_Static_assert(sizeof(routes) / sizeof(routes[0]) <= LG_ROUTE_COUNTERS, "a counter per route");
+
+/* "routes":{"/ping":n,...}: requests that reached each handler, summed over every loop
+ * worker's proc page. Returns the bytes written to buf (at most cap - 1). */
+static size_t
+route_hits_json(const struct lg_arena *a, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		uint64_t sum = 0;
+
+		for (uint32_t p = 0; p < a->nprocs; p++)
+			if (a->procs[p].role == 1)
+				sum += atomic_load(&a->procs[p].route_hits[i]);
+		int n = snprintf(buf + len, cap - len, "%s\"%s\":%" PRIu64, i ? "," : "",
+		    routes[i].path, sum);
+		if (n < 0 || (size_t)n >= cap - len)
+			break;
+		len += (size_t)n;
+	}
+	return len;
+}
+
+static int
+route_health(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	uint32_t n[8];
+	char body[1024], hits[640];
+	int len;
+
+	lg_slot_census(env->arena, n);
+	route_hits_json(env->arena, hits, sizeof(hits));
+	len = snprintf(body, sizeof(body),
+	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
+	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u},"
+	    "\"routes\":{%s}}\n",
+	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, env->arena->nslots,
+	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING], hits);
+	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
+}
+
+void
+lg_route_count(struct lg_conn *c)
+{
+	atomic_fetch_add(&c->w->env->page->route_hits[c->route - routes], 1);
+}
+
 static const struct lg_route *
 find_route(const struct lg_http_req *r, int test_jobs)
 {
@@ -288,7 +325,29 @@ static int
 reject(struct lg_conn *c, int status)
 {
 	c->reject_status = status;
+	if (status == 503)
+		snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: 1\r\n");
 	return LG_HTTP_REJECT;
+}
+
+/* "Allow: ...\r\n" for a 405 (RFC 9110 section 15.5.6). */
+static void
+allow_header(const struct lg_route *rt, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "Allow: %s\r\n",
+	    rt->method == HTTP_GET ? "GET, HEAD" : http_method_str(rt->method));
+}
+
+/* A request that will not be served (404, 405) but announces a body with Expect: 100-continue
+ * is answered at once instead of waiting for a body the client holds back (RFC 9110 section
+ * 10.1.1); the connection then closes, since the body was never read. */
+static int
+refuse_early(struct lg_conn *c, const struct lg_http_req *r)
+{
+	if (c->route == NULL)
+		return reject(c, 404);
+	allow_header(c->route, c->reject_extra, sizeof(c->reject_extra));
+	return reject(c, 405);
 }
 
 int
@@ -298,12 +357,25 @@ lg_route_head(struct lg_http *h, void *conn)
 	const struct lg_http_req *r = &h->req;
 	const struct lg_config *cfg = c->w->env->cfg;
 
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+
 	c->route = find_route(r, cfg->enable_test_jobs);
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->reject_extra[0] = '\0';
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
 		return reject(c, 413);
-	if (c->route == NULL || runs_inline(c) || !method_ok(c->route, r->method))
-		return LG_HTTP_BODY_PARSER; /* inline, 404 or 405: the parser discards any body */
+	if (c->route == NULL || !method_ok(c->route, r->method)) {
+		if (r->expect_continue && has_body)
+			return refuse_early(c, r);
+		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
+	}
+	if (runs_inline(c)) {
+		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
+		return LG_HTTP_BODY_PARSER;
+	}
 	if (c->route->parse_arg(r, &c->arg) == -1)
 		return reject(c, 400);
 	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
@@ -317,12 +389,9 @@ lg_route_head(struct lg_http *h, void *conn)
 	c->body_got = 0;
 	c->reserved = 0;
 	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
-	if (r->expect_continue && (c->body_need > 0 || r->chunked)) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-		/* Best effort on an empty socket buffer; the client sends the body anyway after
-		 * its own timeout (RFC 9110 section 10.1.1). */
-		(void)!send(c->fd, cont, sizeof(cont) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-	}
+	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
+	 * connection sends it while the body is awaited (worker/conn.c). */
+	c->want_continue = r->expect_continue && has_body;
 	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
@@ -385,12 +454,13 @@ lg_route_dispatch(struct lg_conn *c)
 	if (!method_ok(c->route, r->method)) {
 		char allow[64];
 
-		snprintf(allow, sizeof(allow), "Allow: %s\r\n",
-		    c->route->method == HTTP_GET ? "GET, HEAD" : http_method_str(c->route->method));
+		allow_header(c->route, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);
 	}
-	if (runs_inline(c))
+	if (runs_inline(c)) {
+		lg_route_count(c);
 		return c->route->inline_fn(c);
+	}
 	if (c->body_got < c->body_need) {
 		/* Back the whole region first (a failure is 503, and the connection closes since
 		 * the body is left unread), move the body bytes that came with the head, then read

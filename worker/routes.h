@@ -16,12 +16,18 @@ const char *lg_route_label(unsigned i);
 
 /* http-parser head hook (struct lg_http on_head): picks the route, checks the body limit and,
  * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
- * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments) or 503
- * (no free slot: the bounded queue is full). */
+ * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments), 503
+ * (no free slot: the bounded queue is full; Retry-After in c->reject_extra), or 404/405 for a
+ * request with Expect: 100-continue that will not be served. Sets c->want_continue when the
+ * request's body will be read and the client waits for a 100 Continue. */
 int lg_route_head(struct lg_http *h, void *conn);
 
 /* http-parser body hook: copies a chunked body into the claimed slot, enforcing the limit. */
 int lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len);
+
+/* Counts a request that reached c->route's handler (inline answer, or job queued) in this
+ * loop worker's proc page (shm/layout.h route_hits; /health sums them). */
+void lg_route_count(struct lg_conn *c);
 
 /* Handles a complete request: answers inline, or starts reading the body into the slot, or
  * queues the job. Returns 0, or -1 when the connection was closed. */

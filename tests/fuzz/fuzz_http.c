@@ -1,0 +1,167 @@
+/* libFuzzer harness for a loop worker's request path. Each input is one client's bytes:
+ *
+ * 1. Through lg_http_* alone, whole and in pieces cut by the input's first byte, with hooks
+ *    that accept every body: the framing check (worker/frame.c) and http-parser must never
+ *    disagree (h->disagree), nothing is consumed past what was presented, and the split and
+ *    whole runs must reach the same verdict.
+ * 2. Through the real connection layer: a loop worker (struct lg_worker with a libev loop, a
+ *    real memfd arena and real channels) owns one end of a socketpair, the harness writes the
+ *    bytes to the other end, shuts it, plays the compute pool (takes JOB headers, finishes the
+ *    slot, sends DONE) and drains the answers until the worker closes the connection. ASan and
+ *    UBSan watch the real hooks (worker/routes.c), the offload path and the writes.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "shm/channel.h"
+#include "shm/slot.h"
+#include "worker/conn.h"
+#include "worker/http.h"
+#include "worker/routes.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static struct lg_config cfg = {
+	.max_body = 4096, .deadline_ms = 30000, .max_conns = 16, .max_head = 2048,
+	.max_uri = 512, .max_fields = 20, .head_timeout_ms = 10000, .body_timeout_ms = 10000,
+	.body_deadline_ms = 10000, .keepalive_timeout_ms = 10000, .write_timeout_ms = 10000,
+};
+static struct lg_arena arena;
+static struct lg_channels ch;
+static struct lg_loop_env env;
+static struct lg_worker w;
+static const struct lg_http_limits lim = { 2048, 512, 20 };
+
+static int
+accept_body(struct lg_http *h, void *ctx, const char *at, size_t len)
+{
+	return 0;
+}
+
+/* Feeds data through lg_http in pieces of `piece` bytes, presenting unconsumed bytes again;
+ * returns the verdict: 1000 + status, 2 rejected (never: no on_head), 1 complete, 0 pending. */
+static int
+parse(const uint8_t *data, size_t size, size_t piece)
+{
+	static struct lg_http h;
+	size_t off = 0, avail = 0;
+
+	lg_http_init(&h, &lim);
+	h.on_body = accept_body;
+	while (!h.complete && !h.status) {
+		avail = size - avail < piece ? size : avail + piece;
+		char *copy = malloc(avail - off ? avail - off : 1);
+		memcpy(copy, data + off, avail - off);
+		size_t used = lg_http_feed(&h, copy, avail - off);
+		free(copy);
+		if (used > avail - off)
+			abort();
+		off += used;
+		if (avail == size && (used == 0 || off == size))
+			break;
+	}
+	if (h.disagree) {
+		fprintf(stderr, "disagreement: %s\n", h.why);
+		abort();
+	}
+	return h.status ? 1000 + h.status : h.complete;
+}
+
+/* Plays the compute pool for every JOB header waiting: RUNNING, then DONE with no output. */
+static void
+play_compute(void)
+{
+	struct lg_msg m;
+
+	while (lg_chan_recv(ch.job[1], &m, MSG_DONTWAIT) == 1) {
+		struct lg_slot *s = &arena.slots[m.slot];
+		uint64_t now = lg_now_ns();
+		struct lg_msg done = { .type = LG_MSG_DONE, .slot = m.slot, .gen = m.gen };
+
+		if (lg_wire_check_job(&m, &arena, 1) == -1)
+			abort(); /* the loop wrote a header that does not match the arena */
+		if (lg_slot_start(s, m.gen, getpid(), now) == -1)
+			continue; /* cancelled */
+		s->out_len = 0;
+		memset(lg_arena_out(&arena, m.slot), 0, 8);
+		lg_slot_finish(s, m.gen, LG_JOB_OK, now);
+		lg_chan_send(ch.done[0][1], &done, MSG_DONTWAIT);
+	}
+	lg_route_completions(&w);
+}
+
+static void
+through_conn(const uint8_t *data, size_t size)
+{
+	int sv[2];
+	size_t off = 0;
+	int shut = 0;
+	char sink[65536];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == -1)
+		abort();
+	if (lg_conn_start(&w, sv[0]) == -1)
+		abort();
+	for (int round = 0; w.nconns > 0; round++) {
+		if (off < size) {
+			ssize_t n = write(sv[1], data + off, size - off);
+			if (n > 0)
+				off += (size_t)n;
+			else if (n < 0 && errno != EAGAIN)
+				off = size; /* the worker closed its end */
+		}
+		if (off == size && !shut) {
+			shutdown(sv[1], SHUT_WR);
+			shut = 1;
+		}
+		ev_run(w.ev, EVRUN_NOWAIT);
+		play_compute();
+		while (read(sv[1], sink, sizeof(sink)) > 0)
+			;
+		if (round > 100000) {
+			fprintf(stderr, "connection never finished (state %d)\n", (int)w.conns->state);
+			abort();
+		}
+	}
+	close(sv[1]);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	lg_log_level = LG_LOG_ERROR;
+	if (lg_arena_create(&arena, 2, 1, 4096, 8192) == -1 || lg_channels_create(&ch, 1) == -1)
+		abort();
+	arena.procs[0].role = 1;
+	env = (struct lg_loop_env){ .cfg = &cfg, .arena = &arena, .ch = &ch, .listen_fd = -1,
+	    .index = 0, .nloops = 1, .page = &arena.procs[0] };
+	w.ev = ev_default_loop(EVFLAG_AUTO);
+	w.env = &env;
+	w.lim = lim;
+	w.pending = calloc(arena.nslots, sizeof(*w.pending));
+	if (w.ev == NULL || w.pending == NULL)
+		abort();
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	int whole = parse(data, size, SIZE_MAX);
+	int split = parse(data, size, size ? 1 + data[0] % 16 : 1);
+
+	if (whole != split) {
+		fprintf(stderr, "whole %d, split %d\n", whole, split);
+		abort();
+	}
+	through_conn(data, size);
+	return 0;
+}

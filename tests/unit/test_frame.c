@@ -1,0 +1,105 @@
+/* Unit tests for worker/frame.c, the strict framing check: a table of heads and bodies with the
+ * verdict each must get, fed whole and one byte at a time (bytes the check did not take are
+ * presented again, as a connection's buffer does). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "worker/frame.h"
+
+static const struct lg_http_limits lim = { 1024, 64, 8 };
+
+/* Runs the check over msg in pieces of `piece` bytes; returns its status (0 when the message
+ * ended cleanly), and the body framing and declared length through the pointers. */
+static int
+run(const char *msg, size_t piece, enum lg_frame_body *body, uint64_t *cl)
+{
+	struct lg_frame f;
+	size_t len = strlen(msg), off = 0, avail = 0;
+
+	lg_frame_reset(&f, &lim);
+	while (f.status == 0 && !lg_frame_msg_done(&f)) {
+		avail = len - avail < piece ? len : avail + piece;
+		size_t n;
+		if (!lg_frame_head_done(&f) && f.head_bytes == 0) {
+			long r = lg_frame_request_line(&f, msg + off, avail - off);
+			n = r > 0 ? (size_t)r : 0;
+		} else if (!lg_frame_head_done(&f)) {
+			n = lg_frame_head(&f, msg + off, avail - off);
+		} else {
+			n = lg_frame_body(&f, msg + off, avail - off);
+		}
+		off += n;
+		if (avail == len && n == 0 && f.status == 0 && !lg_frame_msg_done(&f))
+			return -1; /* incomplete */
+	}
+	*body = f.body;
+	*cl = f.content_length;
+	return f.status;
+}
+
+static void
+test_table(void **state)
+{
+	static const struct {
+		const char *msg;
+		int status;
+		enum lg_frame_body body;
+	} cases[] = {
+		{ "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "\r\nGET / HTTP/1.0\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc", 0, LG_FRAME_LENGTH },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+		  "3;x=\"y\"\r\nabc\r\n0\r\nT: 1\r\n\r\n", 0, LG_FRAME_CHUNKED },
+		{ "GET http://a:80/x HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\n\r\n", 400, 0 },                       /* no Host */
+		{ "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\nHost: a\r\n\r\n", 400, 0 },               /* bare LF */
+		{ "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", 400, 0 }, /* obs-fold */
+		{ "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+		  400, 0 },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400, 0 },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, 0 },
+		{ "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400, 0 },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+		  "10000000000000000\r\n", 400, 0 },                         /* overflow */
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;\na\r\n", 400, 0 },
+		{ "GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/3.0\r\nHost: a\r\n\r\n", 505, 0 },
+		{ "FOO / HTTP/1.1\r\nHost: a\r\n\r\n", 501, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nExpect: nope\r\n\r\n", 417, 0 },
+		{ "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"
+		  "Host: a\r\n\r\n", 414, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\nE: 1\r\nF: 1\r\n"
+		  "G: 1\r\nH: 1\r\n\r\n", 431, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (size_t piece = 1; piece <= 4096; piece *= 4096) {
+			enum lg_frame_body body = 0;
+			uint64_t cl = 0;
+			int st = run(cases[i].msg, piece, &body, &cl);
+
+			if (st != cases[i].status)
+				fail_msg("case %zu piece %zu: status %d, want %d", i, piece, st,
+				    cases[i].status);
+			if (st == 0)
+				assert_int_equal(body, cases[i].body);
+		}
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,596 @@
+#include "worker/frame.h"
+
+#include <http_parser.h>
+#include <string.h>
+#include <strings.h>
+
+enum {
+	S_RL,          /* request line pending */
+	S_LINE,        /* start of a field line, or of the CRLF ending the section */
+	S_NAME,        /* field name */
+	S_VALUE,       /* field value */
+	S_VALUE_LF,    /* CR seen at the end of a field line */
+	S_END_LF,      /* CR seen at the start of a line: the section ends */
+	S_HEAD_DONE,   /* everything below is a body state */
+	S_LENGTH,      /* Content-Length bytes */
+	S_CSIZE0,      /* first hex digit of a chunk size */
+	S_CSIZE,       /* chunk size */
+	S_CBWS,        /* whitespace after a chunk size: only ';' may follow */
+	S_CEXT,        /* chunk extensions up to CR */
+	S_CSIZE_LF,    /* CR seen after a chunk-size line */
+	S_CDATA,       /* chunk data */
+	S_CDATA_CR,    /* CRLF after chunk data */
+	S_CDATA_LF,
+	S_TLINE,       /* trailer section: S_LINE .. S_END_LF again with trailer set */
+	S_MSG_DONE,
+};
+
+/* The fields whose values decide framing, routing or the 100 Continue. */
+enum { FLD_OTHER, FLD_CL, FLD_TE, FLD_HOST, FLD_EXPECT };
+
+#define TRAILER 0x100  /* or-ed into the line states while reading the trailer section */
+
+static const char tchars[] = "!#$%&'*+-.^_`|~";
+
+/* token = 1*tchar (RFC 9110 section 5.6.2) */
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	    (c != 0 && strchr(tchars, c) != NULL);
+}
+
+/* field-vchar / SP / HTAB (RFC 9110 section 5.5): everything but CTLs; obs-text allowed. */
+static int
+is_value_char(unsigned char c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+static int
+hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Characters RFC 3986 allows in a request-target (section 2: unreserved, sub-delims, gen-delims
+ * but '#', and '%' for pct-encoding); '[' ']' appear only in an absolute-form authority. */
+static int
+is_target_char(unsigned char c)
+{
+	return c > 0x20 && c < 0x7f && strchr("\"#<>\\^`{|}", c) == NULL;
+}
+
+static int
+fail(struct lg_frame *f, int status, const char *why)
+{
+	f->status = status;
+	f->why = why;
+	return -1;
+}
+
+void
+lg_frame_reset(struct lg_frame *f, const struct lg_http_limits *lim)
+{
+	memset(f, 0, sizeof(*f));
+	f->lim = lim;
+	f->state = S_RL;
+}
+
+int
+lg_frame_head_done(const struct lg_frame *f)
+{
+	return f->status == 0 && f->state != S_RL &&
+	    ((f->state & TRAILER) || f->state >= S_HEAD_DONE);
+}
+
+int
+lg_frame_msg_done(const struct lg_frame *f)
+{
+	return f->status == 0 && f->state == S_MSG_DONE;
+}
+
+static int
+method_known(const char *m, size_t len)
+{
+#define LG_METHOD(num, name, string) #string,
+	static const char *const known[] = { HTTP_METHOD_MAP(LG_METHOD) };
+#undef LG_METHOD
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strlen(known[i]) == len && memcmp(known[i], m, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Checks a request-target: its characters and pct-encoding (RFC 3986 section 2.1), then its
+ * length. Returns 0 or -1 (f->status set). */
+static int
+check_target(struct lg_frame *f, const unsigned char *t, size_t len, int whole)
+{
+	/* Characters are judged only up to one past the limit, so a long target gets 414 however
+	 * its bytes are split across reads. */
+	size_t scan = len < f->lim->max_target + 1 ? len : f->lim->max_target + 1;
+
+	if (scan < len)
+		whole = 0;
+	for (size_t i = 0; i < scan; i++) {
+		if (!is_target_char(t[i]))
+			return fail(f, 400, "character not allowed in the request-target");
+		if (t[i] == '%' && ((i + 1 < scan && hexval(t[i + 1]) < 0) ||
+		    (i + 2 < scan && hexval(t[i + 2]) < 0) || (whole && i + 2 >= len)))
+			return fail(f, 400, "bad pct-encoding in the request-target");
+	}
+	if (len > f->lim->max_target)
+		return fail(f, 414, "request-target over the limit");
+	if (whole && len == 0)
+		return fail(f, 400, "empty request-target");
+	return 0;
+}
+
+/* The target forms served (RFC 9112 section 3.2): origin-form, or absolute-form with an http or
+ * https scheme, an authority without userinfo (RFC 9110 section 4.2.4 calls it an error) and a
+ * path. Authority-form (CONNECT) and asterisk-form (OPTIONS *) are not. Returns 0 or -1. */
+static int
+check_target_form(struct lg_frame *f, const unsigned char *t, size_t len)
+{
+	size_t i;
+
+	if (t[0] == '/')
+		return 0;
+	if (len > 7 && strncasecmp((const char *)t, "http://", 7) == 0)
+		i = 7;
+	else if (len > 8 && strncasecmp((const char *)t, "https://", 8) == 0)
+		i = 8;
+	else
+		return fail(f, 400, "request-target is neither origin-form nor absolute-form");
+	size_t start = i;
+	while (i < len && t[i] != '/' && t[i] != '?') {
+		unsigned char c = t[i++];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(c >= '0' && c <= '9') &&
+		    strchr("-._~!$&'()*+,;=:%[]", c) == NULL)
+			return fail(f, 400, "invalid authority in an absolute-form target");
+	}
+	if (i == start || i == len || t[i] != '/')
+		return fail(f, 400, "absolute-form target without authority or path");
+	return 0;
+}
+
+/* A request line with no LF yet, grown past any valid length: name the first rule it breaks. */
+static long
+rl_too_long(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
+{
+	size_t m = p;
+
+	while (m < len && is_tchar(b[m]))
+		m++;
+	if (m == p || m >= len || b[m] != ' ' || m - p > 32)
+		return fail(f, 400, "malformed method");
+	size_t t = m + 1, e = t;
+	while (e < len && b[e] != ' ')
+		e++;
+	if (check_target(f, b + t, e - t, 0) == -1)
+		return -1;
+	return fail(f, 400, "request line too long");
+}
+
+long
+lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t p = 0, limit = f->lim->max_target + 64;
+	const unsigned char *lf;
+
+	/* RFC 9112 section 2.2: empty lines before the request line are ignored (CRLF only). */
+	while (p + 1 < len && b[p] == '\r' && b[p + 1] == '\n')
+		p += 2;
+	if (p < len && b[p] == '\n')
+		return fail(f, 400, "bare LF");
+	if (f->rl_scanned < p)
+		f->rl_scanned = p;
+	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
+	if (lf == NULL) {
+		f->rl_scanned = len;
+		return len - p > limit ? rl_too_long(f, b, len, p) : 0;
+	}
+	size_t end = (size_t)(lf - b); /* index of the LF */
+	size_t m = p;
+	while (m < end && is_tchar(b[m]))
+		m++;
+	if (m == p || b[m] != ' ' || m - p > 32)
+		return fail(f, 400, "malformed method");
+	size_t t = m + 1, e = t;
+	while (e < end && b[e] != ' ')
+		e++;
+	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t) == -1)
+		return -1;
+	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
+	if (end < e + 1 + 8 + 1 || end != e + 10 || b[end - 1] != '\r' ||
+	    memcmp(b + e, " HTTP/", 6) != 0 || b[e + 6] < '0' || b[e + 6] > '9' ||
+	    b[e + 7] != '.' || b[e + 8] < '0' || b[e + 8] > '9')
+		return fail(f, 400, "malformed HTTP-version or line end");
+	if (b[e + 6] != '1' || b[e + 8] > '1')
+		return fail(f, 505, "HTTP version other than 1.0 or 1.1");
+	if (!method_known((const char *)b + p, m - p))
+		return fail(f, 501, "method not implemented");
+	if (end + 1 > f->lim->max_head)
+		return fail(f, 431, "head over the limit");
+	f->method_len = m - p;
+	f->target_off = t;
+	f->target_len = e - t;
+	f->minor = (unsigned)(b[e + 8] - '0');
+	f->head_bytes = end + 1;
+	f->state = S_LINE;
+	return (long)(end + 1);
+}
+
+static int
+uint_value(const char *v, size_t len, uint64_t *out)
+{
+	uint64_t x = 0;
+	size_t digits = 0;
+
+	if (len == 0)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		if (x > 0 || v[i] != '0')
+			digits++;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+		if (digits > 19) /* beyond what both parsers hold without overflow */
+			return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/* Transfer-Encoding = #transfer-coding (RFC 9112 section 6.1); only "chunked" is implemented,
+ * and it must come last and once (section 7). */
+static int
+te_value(struct lg_frame *f, const char *v, size_t len)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t s = i, e;
+
+		while (s < len && (v[s] == ' ' || v[s] == '\t'))
+			s++;
+		e = s;
+		while (e < len && is_tchar((unsigned char)v[e]))
+			e++;
+		if (e == s)
+			return fail(f, 400, "empty or malformed transfer-coding");
+		if (e - s == 7 && strncasecmp(v + s, "chunked", 7) == 0) {
+			if (f->te_chunked_last || f->te_chunked_before)
+				return fail(f, 400, "chunked applied more than once");
+			f->te_chunked_last = 1;
+		} else {
+			if (f->te_chunked_last)
+				f->te_chunked_before = 1;
+			f->te_chunked_last = 0;
+			f->te_other = 1;
+		}
+		i = e;
+		while (i < len && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		if (i == len)
+			return 0;
+		if (v[i] != ',')
+			return fail(f, 400, "malformed Transfer-Encoding");
+		i++;
+	}
+}
+
+/* A complete field line of an interesting field: check and record its value. */
+static int
+field_done(struct lg_frame *f, int trailer)
+{
+	const char *v = f->val;
+	size_t len = f->val_len;
+
+	while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+		len--;
+	if (f->field == FLD_OTHER)
+		return 0;
+	if (trailer && f->field != FLD_EXPECT)
+		return fail(f, 400, "framing or Host field in the trailer section");
+	if (f->val_long && f->field != FLD_HOST && f->field != FLD_CL)
+		return fail(f, 400, "field value too long");
+	switch (f->field) {
+	case FLD_CL:
+		if (uint_value(v, len, &f->content_length) == -1)
+			return fail(f, 400, "invalid Content-Length");
+		return 0;
+	case FLD_TE:
+		f->te_count++;
+		return te_value(f, v, len);
+	case FLD_HOST:
+		if (++f->host_count > 1)
+			return fail(f, 400, "more than one Host");
+		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL)
+			return fail(f, 400, "invalid Host");
+		return 0;
+	default: /* FLD_EXPECT */
+		if (!trailer && len == 12 && strncasecmp(v, "100-continue", 12) == 0)
+			f->expect_continue = 1;
+		else if (!trailer)
+			f->expect_other = 1;
+		return 0;
+	}
+}
+
+/* The header section is complete: decide the body framing (RFC 9112 section 6.3). */
+static int
+head_end(struct lg_frame *f)
+{
+	if (f->te_count && f->minor == 0)
+		return fail(f, 400, "Transfer-Encoding in an HTTP/1.0 request");
+	if (f->te_count && f->cl_count)
+		return fail(f, 400, "Content-Length with Transfer-Encoding");
+	if (f->te_count && !f->te_chunked_last)
+		return fail(f, 400, "final transfer-coding is not chunked");
+	if (f->te_other)
+		return fail(f, 501, "transfer-coding not implemented");
+	if (f->minor == 1 && f->host_count == 0)
+		return fail(f, 400, "HTTP/1.1 request without Host");
+	if (f->minor == 0) /* RFC 9110 section 10.1.1: ignored in HTTP/1.0 */
+		f->expect_continue = f->expect_other = 0;
+	if (f->expect_other)
+		return fail(f, 417, "expectation other than 100-continue");
+	if (f->te_count) {
+		f->body = LG_FRAME_CHUNKED;
+		f->state = S_CSIZE0;
+	} else if (f->cl_count && f->content_length > 0) {
+		f->body = LG_FRAME_LENGTH;
+		f->remaining = f->content_length;
+		f->state = S_LENGTH;
+	} else {
+		f->body = f->cl_count ? LG_FRAME_LENGTH : LG_FRAME_NONE;
+		f->state = S_MSG_DONE;
+	}
+	return 0;
+}
+
+static int
+name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
+{
+	if (c == ':') {
+		static const char *const names[] = { "", "content-length", "transfer-encoding",
+		    "host", "expect" };
+
+		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
+		 * by fuzz_http): refuse those names rather than let the two readings differ. */
+		if (*nlen > 17 && strncasecmp(name, "transfer-encoding", 17) == 0)
+			return fail(f, 400, "field name extends Transfer-Encoding");
+		f->field = FLD_OTHER;
+		for (int i = FLD_CL; i <= FLD_EXPECT; i++)
+			if (strlen(names[i]) == *nlen && strncasecmp(names[i], name, *nlen) == 0)
+				f->field = i;
+		f->val_len = 0;
+		f->val_long = 0;
+		/* http-parser refuses a second Content-Length at its value: so must this. */
+		if (f->field == FLD_CL && ++f->cl_count > 1)
+			return fail(f, 400, "more than one Content-Length");
+		return S_VALUE;
+	}
+	if (!is_tchar(c))
+		return fail(f, 400, c == ' ' || c == '\t' ? "whitespace before the colon" :
+		    "character not allowed in a field name");
+	if (*nlen < 24)
+		name[(*nlen)++] = (char)c;
+	else
+		*nlen = 25; /* longer than any interesting name */
+	return S_NAME;
+}
+
+/* Content-Length is checked byte by byte, because http-parser stops at the first bad byte and
+ * the check must refuse a request first (else the two are seen to disagree). HTAB is OWS, but
+ * http-parser 2.9.4 refuses it there, so it is refused here as well. */
+static int
+cl_char(struct lg_frame *f, unsigned char c)
+{
+	uint64_t v;
+
+	if (c == ' ') {
+		if (f->val_len > 0)
+			f->val_long = 1; /* borrowed as "trailing OWS seen" */
+		return 0;
+	}
+	if (c < '0' || c > '9' || f->val_long || f->val_len >= sizeof(f->val) - 1)
+		return fail(f, 400, "invalid Content-Length");
+	f->val[f->val_len] = (char)c;
+	if (uint_value(f->val, f->val_len + 1, &v) == -1)
+		return fail(f, 400, "Content-Length beyond 19 digits");
+	return 0;
+}
+
+static int
+value_char(struct lg_frame *f, unsigned char c)
+{
+	if (c == '\r')
+		return S_VALUE_LF;
+	if (!is_value_char(c))
+		return fail(f, 400, c == '\n' ? "bare LF" : "control character in a field value");
+	if (f->val_len == 0 && (c == ' ' || c == '\t') && f->field != FLD_CL)
+		return S_VALUE; /* leading OWS */
+	if (f->field == FLD_CL && cl_char(f, c) == -1)
+		return -1;
+	if (f->field == FLD_CL && c == ' ')
+		return S_VALUE; /* OWS: leading, or trailing once a digit was seen */
+	if (f->field == FLD_HOST && (strchr("/?#@\\\"<>{}|^`", c) != NULL || c >= 0x80))
+		return fail(f, 400, "invalid Host");
+	if (f->val_len < sizeof(f->val))
+		f->val[f->val_len++] = (char)c;
+	else
+		f->val_long = 1;
+	return S_VALUE;
+}
+
+/* One byte of a header or trailer section; returns the next state or -1. */
+static int
+line_byte(struct lg_frame *f, int st, unsigned char c, char *name, size_t *nlen)
+{
+	int trailer = st & TRAILER;
+
+	switch (st & ~TRAILER) {
+	case S_LINE:
+		if (c == '\r')
+			return S_END_LF | trailer;
+		if (c == ' ' || c == '\t')
+			return fail(f, 400, "obs-fold or whitespace before a field name");
+		if (!is_tchar(c))
+			return fail(f, 400, c == '\n' ? "bare LF" : "malformed field name");
+		if (++f->nfields > f->lim->max_fields)
+			return fail(f, 431, "too many header fields");
+		*nlen = 0;
+		return name_char(f, c, name, nlen) == -1 ? -1 : S_NAME | trailer;
+	case S_NAME: {
+		if (c == ':' && *nlen == 0)
+			return fail(f, 400, "empty field name");
+		int n = name_char(f, c, name, nlen);
+		return n == -1 ? -1 : n | trailer;
+	}
+	case S_VALUE: {
+		int n = value_char(f, c);
+		return n == -1 ? -1 : n | trailer;
+	}
+	case S_VALUE_LF:
+		if (c != '\n')
+			return fail(f, 400, "CR not followed by LF");
+		return field_done(f, trailer) == -1 ? -1 : S_LINE | trailer;
+	default: /* S_END_LF */
+		if (c != '\n')
+			return fail(f, 400, "CR not followed by LF");
+		if (trailer)
+			return S_MSG_DONE;
+		return head_end(f) == -1 ? -1 : f->state;
+	}
+}
+
+size_t
+lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
+{
+	char name[25];
+	size_t nlen = 0, i;
+
+	/* The interesting field names are short; a name split across calls is re-read from
+	 * the value buffer, which is idle while a name is being read. */
+	if ((f->state & ~TRAILER) == S_NAME) {
+		nlen = f->val_len;
+		memcpy(name, f->val, nlen);
+	}
+	for (i = 0; i < len && f->status == 0 && (f->state & ~TRAILER) < S_HEAD_DONE; i++) {
+		if (++f->head_bytes > f->lim->max_head) {
+			fail(f, 431, "head over the limit");
+			break;
+		}
+		int st = line_byte(f, f->state, (unsigned char)buf[i], name, &nlen);
+		if (st == -1)
+			break;
+		f->state = st;
+	}
+	if ((f->state & ~TRAILER) == S_NAME && f->status == 0) {
+		memcpy(f->val, name, nlen);
+		f->val_len = nlen;
+	}
+	return i;
+}
+
+/* One byte of a chunk-size line (RFC 9112 section 7.1); returns the next state or -1. */
+static int
+chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
+{
+	int h = hexval(c);
+
+	if (++f->line_len > LG_FRAME_CHUNK_LINE)
+		return fail(f, 400, "chunk-size line too long");
+	switch (st) {
+	case S_CSIZE0:
+		if (h < 0)
+			return fail(f, 400, "invalid chunk size");
+		f->remaining = (uint64_t)h;
+		return S_CSIZE;
+	case S_CSIZE:
+		if (h >= 0) {
+			if (f->remaining > (UINT64_MAX >> 4) - 1)
+				return fail(f, 400, "chunk size overflows");
+			f->remaining = f->remaining * 16 + (uint64_t)h;
+			return S_CSIZE;
+		}
+		/* what may follow the size */
+		__attribute__((fallthrough));
+	case S_CBWS:
+		if (c == ' ') /* BWS; HTAB too by the grammar, but http-parser 2.9.4 refuses it */
+			return S_CBWS;
+		if (c == ';')
+			return S_CEXT;
+		if (c == '\r' && st == S_CSIZE)
+			return S_CSIZE_LF;
+		return fail(f, 400, "invalid chunk size or extension");
+	case S_CEXT:
+		if (c == '\r')
+			return S_CSIZE_LF;
+		if (!is_value_char(c))
+			return fail(f, 400, c == '\n' ? "bare LF in a chunk extension" :
+			    "control character in a chunk extension");
+		return S_CEXT;
+	default: /* S_CSIZE_LF */
+		if (c != '\n')
+			return fail(f, 400, "CR not followed by LF");
+		f->line_len = 0;
+		if (f->remaining > 0)
+			return S_CDATA;
+		f->head_bytes = 0; /* the trailer section has the head's limits */
+		f->nfields = 0;
+		return S_LINE | TRAILER;
+	}
+}
+
+size_t
+lg_frame_body(struct lg_frame *f, const char *buf, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && f->status == 0 && f->state != S_MSG_DONE) {
+		unsigned char c = (unsigned char)buf[i];
+		int st = f->state;
+
+		if (st == S_LENGTH || st == S_CDATA) {
+			uint64_t n = len - i < f->remaining ? len - i : f->remaining;
+
+			f->remaining -= n;
+			f->body_bytes += n;
+			i += (size_t)n;
+			if (f->remaining == 0)
+				f->state = st == S_LENGTH ? S_MSG_DONE : S_CDATA_CR;
+			continue;
+		}
+		if (st & TRAILER) {
+			i += lg_frame_head(f, buf + i, len - i);
+			continue;
+		}
+		i++;
+		if (st == S_CDATA_CR || st == S_CDATA_LF) {
+			if (c != (st == S_CDATA_CR ? '\r' : '\n')) {
+				fail(f, 400, "chunk data not followed by CRLF");
+				break;
+			}
+			f->state = st == S_CDATA_CR ? S_CDATA_LF : S_CSIZE0;
+		} else {
+			st = chunk_line_byte(f, st, c);
+			if (st == -1)
+				break;
+			f->state = st;
+		}
+	}
+	return i;
+}

@@ -1,0 +1,98 @@
+/* Strict HTTP/1.1 request framing checks, run over every byte before http-parser sees it.
+ *
+ * http-parser 2.9.4 as Debian builds it (HTTP_PARSER_STRICT=0) is lenient: it takes bare LF as a
+ * line end, spaces inside field names, obs-fold, LF inside chunk extensions, control bytes in
+ * targets and values. Where two parsers could read one byte stream as different messages, a
+ * request can be smuggled past whichever of them is in front (RFC 9112 section 11.2). This
+ * module reads the same bytes to the letter of RFC 9112 and decides the message framing itself;
+ * worker/http.c then feeds http-parser only bytes this module accepted and cross-checks that both
+ * agree on where each message ends. docs/HTTP.md lists which rule rejects what.
+ *
+ * Incremental: the request line is checked once whole (the caller keeps unconsumed bytes and
+ * presents them again with more), the header section and the body byte by byte as they come. */
+#ifndef LG_WORKER_FRAME_H
+#define LG_WORKER_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_FRAME_TARGET_CAP 8192  /* the largest request-target any configuration allows */
+#define LG_FRAME_CHUNK_LINE 4096  /* chunk-size line with extensions; longer -> 400 */
+
+struct lg_http_limits {
+	size_t max_head;      /* request line + header section bytes, CRLFs included; over -> 431 */
+	size_t max_target;    /* request-target bytes, at most LG_FRAME_TARGET_CAP; over -> 414 */
+	unsigned max_fields;  /* header field lines (and trailer lines); over -> 431 */
+};
+
+enum lg_frame_body {
+	LG_FRAME_NONE = 0,    /* no body: neither Content-Length nor Transfer-Encoding */
+	LG_FRAME_LENGTH = 1,  /* Content-Length bytes */
+	LG_FRAME_CHUNKED = 2, /* Transfer-Encoding: chunked (RFC 9112 section 7.1) */
+};
+
+struct lg_frame {
+	const struct lg_http_limits *lim;
+	int state;                 /* internal */
+	int status;                /* the error status once a rule failed, else 0 */
+	const char *why;           /* which rule failed (static text, for logs and tests) */
+	/* request line */
+	size_t rl_scanned;         /* bytes of the pending request line already checked */
+	size_t method_len, target_off, target_len;
+	unsigned minor;            /* HTTP/1.minor */
+	/* header section */
+	uint64_t head_bytes;
+	unsigned nfields;
+	int field;                 /* which interesting field the current line is */
+	char val[128];             /* value of an interesting field; longer is flagged */
+	size_t val_len;
+	int val_long;
+	/* what the head said */
+	int host_count, cl_count, te_count;
+	uint64_t content_length;
+	int te_chunked_last, te_chunked_before, te_other;
+	int expect_continue, expect_other;
+	enum lg_frame_body body;
+	/* body */
+	uint64_t remaining;        /* bytes left in a Content-Length body or the current chunk */
+	size_t line_len;           /* bytes of the current chunk-size or trailer line */
+	uint64_t body_bytes;       /* payload bytes of the message so far (chunk data only) */
+};
+
+/* Readies f for the next message with the limits lim (borrowed, must outlive f). */
+void lg_frame_reset(struct lg_frame *f, const struct lg_http_limits *lim);
+
+/* Checks the request line at the start of buf[0..len) (RFC 9112 sections 2.2, 3): optional
+ * leading CRLFs, method token, one SP, request-target of visible ASCII minus the characters
+ * RFC 3986 excludes, one SP, "HTTP/" DIGIT "." DIGIT, CRLF. buf must begin with the same bytes
+ * as the previous call (the caller consumed nothing). Returns the request line's length with its
+ * CRLF once it is whole and valid, 0 when more bytes are needed, or -1 with f->status set: 400,
+ * 414 for a long target, 501 for a well-formed method http-parser does not know, 505 for a
+ * well-formed version other than 1.0 and 1.1. */
+long lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len);
+
+/* Where the request-target is within the request line returned above. */
+static inline const char *
+lg_frame_target(const struct lg_frame *f, const char *line)
+{
+	return line + f->target_off;
+}
+
+/* Checks header-section bytes (RFC 9112 section 5, RFC 9110 section 5.5). Returns the bytes
+ * accepted: all of len, or fewer when the head ends inside buf (the count then includes the
+ * final CRLF, and lg_frame_head_done() is true) or a rule failed (f->status: 400, 431, or at the
+ * end of the head 400 for ambiguous framing, 501 for an unknown transfer coding, 417 for an
+ * expectation other than 100-continue). */
+size_t lg_frame_head(struct lg_frame *f, const char *buf, size_t len);
+
+int lg_frame_head_done(const struct lg_frame *f);
+
+/* Checks body bytes by the framing the head declared (after lg_frame_head_done). Returns the
+ * bytes that belong to this message; lg_frame_msg_done() is then true when the message ended
+ * inside buf. Chunked framing errors (bad or overflowing size, bad extension, missing CRLF,
+ * framing fields in the trailer section) set f->status 400. */
+size_t lg_frame_body(struct lg_frame *f, const char *buf, size_t len);
+
+int lg_frame_msg_done(const struct lg_frame *f);
+
+#endif
