@@ -220,25 +220,56 @@ begin_stop(struct master *m, int how)
 	}
 }
 
-/* A loop worker asked for the runner of (slot, gen) to be killed: its deadline passed or its
- * client left. The job id is compared with the compute process's own page so a process that
- * already moved on to another job is left alone. */
-static void
-handle_kill(struct lg_gen *g, const struct lg_msg *msg)
+/* SIGTERMs the compute process of g whose proc page names job (slot << 32 | gen), with SIGKILL
+ * after the grace. The job id is compared with the process's own page so a process that already
+ * moved on to another job is left alone. Returns 1 when a process was signalled. */
+static int
+kill_runner(struct lg_gen *g, uint64_t job, const char *why)
 {
-	uint64_t job = ((uint64_t)msg->slot << 32) | msg->gen;
-
 	for (uint32_t k = g->nloops; k < g->nchildren; k++) {
 		struct lg_child *c = &g->children[k];
 
-		if (c->pid <= 0 || atomic_load(&g->arena.procs[k].job) != job)
+		if (c->pid <= 0 || c->killed_by_us || atomic_load(&g->arena.procs[k].job) != job)
 			continue;
-		log_info("killing compute[%u] pid=%d: its loop gave up on slot %u "
-		    "(deadline or client gone)", c->index, (int)c->pid, msg->slot);
+		log_info("killing compute[%u] pid=%d: slot %u %s", c->index, (int)c->pid,
+		    (unsigned)(job >> 32), why);
 		kill(c->pid, SIGTERM);
 		c->killed_by_us = 1;
 		c->kill_at = lg_now_ns() + g->cfg.kill_grace_ms * LG_NS_PER_MS;
-		return;
+		return 1;
+	}
+	return 0;
+}
+
+/* A loop worker asked for the runner of (slot, gen) to be killed: its deadline passed or its
+ * client left (--on-client-gone kill). */
+static void
+handle_kill(struct lg_gen *g, const struct lg_msg *msg)
+{
+	kill_runner(g, ((uint64_t)msg->slot << 32) | msg->gen, "was given up by its loop "
+	    "(deadline or client gone)");
+}
+
+/* The deadline holds for a job nobody waits for any more too: a client that left while its
+ * job ran (--on-client-gone finish) or a loop worker that died. Its loop no longer has a timer
+ * for it, so the master kills the runner of an ABANDONED slot once its deadline passes; the
+ * compute process is then free for the queue. Lowers *next to the nearest such deadline. */
+static void
+enforce_abandoned_deadlines(struct lg_gen *g, uint64_t now, uint64_t *next)
+{
+	for (uint32_t i = 0; i < g->arena.nslots; i++) {
+		struct lg_slot *s = &g->arena.slots[i];
+		uint64_t w = atomic_load(&s->word), deadline = s->deadline_ns;
+
+		if (lg_slot_state(w) != LG_SLOT_ABANDONED || deadline == 0)
+			continue;
+		if (now < deadline) {
+			if (deadline < *next)
+				*next = deadline;
+			continue;
+		}
+		kill_runner(g, ((uint64_t)i << 32) | lg_slot_gen(w),
+		    "passed its deadline with nobody waiting for it");
 	}
 }
 
@@ -575,6 +606,7 @@ run_timers(struct master *m)
 			lg_gen_destroy(g);
 			continue;
 		}
+		enforce_abandoned_deadlines(g, now, &next);
 		if (!g->retiring) {
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
