@@ -410,6 +410,14 @@ conn_process(struct lg_conn *c)
 		consume(c, used);
 		if (c->http.status || c->http.rejected)
 			return answer_refusal(c);
+		if (!c->http.complete && c->rlen == sizeof(c->rbuf)) {
+			/* A full buffer the parser cannot consume (empty lines before a request
+			 * line, say): reading on would get 0 bytes, taken for EOF, and the close
+			 * would reset the connection. The head cannot fit: 431. */
+			c->http.status = 431;
+			c->http.why = "head does not fit the input buffer";
+			return answer_refusal(c);
+		}
 		if (!c->http.complete)
 			break;
 		c->nreq++;

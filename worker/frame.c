@@ -191,6 +191,8 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	/* RFC 9112 section 2.2: empty lines before the request line are ignored (CRLF only). */
 	while (p + 1 < len && b[p] == '\r' && b[p + 1] == '\n')
 		p += 2;
+	if (p >= f->lim->max_head) /* they are bytes of the head as far as the limit goes */
+		return fail(f, 431, "empty lines before the request line over the head limit");
 	if (p < len && b[p] == '\n')
 		return fail(f, 400, "bare LF");
 	if (f->rl_scanned < p)
