@@ -1,12 +1,32 @@
 /* lagless: configuration, sizing, then the master. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/version.h"
 #include "master/master.h"
 #include "master/options.h"
 #include "master/sizing.h"
+
+/* For -t: whether the error log could not be opened for appending, without creating it (an
+ * existing file must be writable, a new one needs a writable directory; access(2)). Sets errno. */
+static int
+error_log_unusable(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[256];
+
+	if (path[0] == '\0' || access(path, W_OK) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return 1;
+	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 :
+	    (int)(slash - path), slash == NULL ? "." : path);
+	return access(dir, W_OK | X_OK) == -1;
+}
 
 int
 main(int argc, char **argv)
@@ -35,6 +55,11 @@ main(int argc, char **argv)
 		return 0;
 	}
 	lg_log_level = cfg.log_level;
+	if (cmd.test_config && error_log_unusable(cfg.error_log)) {
+		fprintf(stderr, "lagless: cannot write the error log %s: %m\n"
+		    "configuration test failed\n", cfg.error_log);
+		return 1;
+	}
 	if (!cmd.print_sizing && !cmd.test_config && lg_log_open(cfg.error_log) == -1) {
 		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
 		return 1;

@@ -1,5 +1,6 @@
 #include "master/options.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -47,7 +49,7 @@ static const struct opt opts[] = {
 	  "compute processes; 0 = max(1, budget - 1)" },
 	{ "queue", K_INT, F(queue_capacity), 0, 100000, NULL, "N",
 	  "waiting jobs beyond the running ones; unset = 2 x compute-workers" },
-	{ "cpus", K_CPUS, F(cpus), 0, 4096, "0", "X", "CPU budget to use instead of measuring it; 0 = measure" },
+	{ "cpus", K_CPUS, F(cpus), 0, 1024, "0", "X", "CPU budget to use instead of measuring it; 0 = measure" },
 	{ "cpu-rounding", K_ROUNDING, F(rounding), 0, 0, "floor", "floor|ceil",
 	  "how a fractional CPU quota rounds (never below 1)" },
 	{ "max-body", K_SIZE, F(max_body), 0, 1ull << 40, "64M", "BYTES",
@@ -133,18 +135,30 @@ parse_listen(const char *s, struct lg_config *cfg)
 	uint64_t p;
 	size_t alen;
 
+	char addr[sizeof(cfg->listen_addr)];
+	unsigned char bin[sizeof(struct in6_addr)];
+
 	if (parse_u64(colon ? colon + 1 : s, 0, 65535, 0, &p) == -1)
 		return -1;
 	if (colon != NULL) {
+		int bracketed = 0;
+
 		alen = (size_t)(colon - s);
 		if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
 			s++;
 			alen -= 2;
+			bracketed = 1;
 		}
-		if (alen == 0 || alen >= sizeof(cfg->listen_addr))
+		if (alen == 0 || alen >= sizeof(addr))
 			return -1;
-		memcpy(cfg->listen_addr, s, alen);
-		cfg->listen_addr[alen] = '\0';
+		memcpy(addr, s, alen);
+		addr[alen] = '\0';
+		/* Numeric only (no name lookup at start-up), so -t catches what bind would refuse;
+		 * a bare IPv6 address needs its brackets, or its last group reads as the port. */
+		if (inet_pton(AF_INET, addr, bin) != 1 &&
+		    (!bracketed || inet_pton(AF_INET6, addr, bin) != 1))
+			return -1;
+		memcpy(cfg->listen_addr, addr, alen + 1);
 	}
 	cfg->port = (int)p;
 	return 0;
@@ -178,7 +192,8 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 
 	switch (o->kind) {
 	case K_LISTEN:
-		*why = "expected [ADDR:]PORT with a numeric address and a port 0..65535";
+		*why = "expected [ADDR:]PORT with a numeric IPv4 address or a bracketed IPv6 one, "
+		    "and a port 0..65535";
 		return parse_listen(v, cfg);
 	case K_INT:
 	case K_U64:
@@ -198,7 +213,9 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 		return 0;
 	}
 	case K_CPUS:
-		*why = "expected a number of CPUs, 0 < X <= 4096 (0 = measure)";
+		*why = "expected a decimal number of CPUs, 0 < X <= 1024 (0 = measure)";
+		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */
+			return -1;
 		errno = 0;
 		d = strtod(v, &end);
 		if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
@@ -295,8 +312,14 @@ load_file(const char *path, int required, struct lg_config *cfg, char *err, size
 	struct file_ctx fc = { .cfg = cfg };
 	int line;
 
+	struct stat st;
+
 	if (!required && access(path, F_OK) == -1)
 		return 0;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(err, cap, "%s: the configuration file is not a regular file", path);
+		return -1;
+	}
 	line = ini_parse(path, file_handler, &fc);
 	if (line == 0)
 		return 0;
@@ -433,7 +456,8 @@ lg_options_usage(void *fp)
 		    has_def ? opts[i].def : "", has_def ? ")" : "");
 	}
 	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
-	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop\n");
+	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop, SIGHUP reload,\n"
+	    "         SIGUSR1 reopen the error log\n");
 }
 
 void

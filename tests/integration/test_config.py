@@ -47,3 +47,16 @@ def test_server_uses_file_env_and_flags_in_order(start_server, tmp_path):
                         "@-", "http://127.0.0.1:%d/compress" % srv.port],
                        input=b"x" * 2048, capture_output=True, timeout=20)
     assert r.stdout == b"413"
+
+
+@pytest.mark.timeout(30)
+def test_t_refuses_what_start_up_would(tmp_path):
+    """-t must fail on settings the real start fails on (found by a new-user trial)."""
+    for args in (["--listen", "localhost:80"], ["--listen", "::1"],
+                 ["--error-log", str(tmp_path / "missing" / "dir" / "x.log")],
+                 ["-c", str(tmp_path)]):
+        r = run("-t", *args)
+        assert r.returncode == 1, (args, r.stderr)
+        assert "configuration test failed" in r.stderr
+    assert run("-t", "--listen", "[::1]:0", "--error-log", str(tmp_path / "new.log")).returncode == 0
+    assert not (tmp_path / "new.log").exists()  # checked, not created

@@ -75,6 +75,10 @@ test_bad_values(void **state)
 		{ "--cpus", "-1" }, { "--listen", "nonsense" }, { "--listen", "1.2.3.4:70000" },
 		{ "--max-body", "12X" }, { "--deadline-ms", "0" }, { "--log-level", "loud" },
 		{ "--loop-workers", "" }, { "--cpu-rounding", "up" },
+		/* what bind(2) would refuse must fail here, so -t catches it */
+		{ "--listen", "localhost:80" }, { "--listen", "::1" }, { "--listen", "[::1" },
+		{ "--listen", "999.1.1.1:80" }, { "--listen", "[::1]x:0" },
+		{ "--cpus", "0x10" }, { "--cpus", "inf" }, { "--cpus", "1025" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -153,6 +157,9 @@ test_file_errors_name_line_and_key(void **state)
 		assert_non_null(strstr(err, cases[i].want));
 		unlink(path);
 	}
+	char *dir[] = { "lagless", "-c", "/tmp", NULL };
+	assert_int_equal(load(&cfg, &cmd, 3, dir), -1);
+	assert_non_null(strstr(err, "not a regular file"));
 	char *missing[] = { "lagless", "-c", "/nonexistent/lagless.conf", NULL };
 	assert_int_equal(load(&cfg, &cmd, 3, missing), -1);
 	assert_non_null(strstr(err, "/nonexistent/lagless.conf"));
