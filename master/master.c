@@ -643,7 +643,9 @@ open_listener(struct master *m, const struct lg_config *cfg)
 			port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
 			    ((struct sockaddr_in *)&ss)->sin_port);
 		}
-		log_info("listening on %s:%d (socket activation, fd %d)", addr, port, m->listen_fd);
+		log_info("listening on %s%s%s:%d (socket activation, fd %d)",
+		    strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port,
+		    m->listen_fd);
 		return 0;
 	}
 	if (errno != 0) {
@@ -655,7 +657,9 @@ open_listener(struct master *m, const struct lg_config *cfg)
 		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
 		return -1;
 	}
-	log_info("listening on %s:%d", cfg->listen_addr, port);
+	/* IPv6 in brackets, so the line can be pasted back into --listen. */
+	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
+	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
 	return 0;
 }
 

@@ -124,6 +124,9 @@ answer_finished(struct lg_conn *c, uint64_t word)
 		lg_route_release(c);
 		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
 	}
+	/* Every offloaded answer carries its queue wait and run time as headers (HEAD too). */
+	char extra[96];
+	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n", queue_ms, run_ms);
 	if (s->kind == LG_KIND_HEAVY) {
 		char body[192];
 		uint64_t x = 0;
@@ -134,10 +137,8 @@ answer_finished(struct lg_conn *c, uint64_t word)
 		    "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64 ",\"queue_ms\":%.3f,"
 		    "\"run_ms\":%.3f}\n", s->arg, x, queue_ms, run_ms);
 		lg_route_release(c);
-		return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)n);
+		return lg_conn_respond(c, 200, "application/json", extra, body, (size_t)n);
 	}
-	char extra[96];
-	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n", queue_ms, run_ms);
 	return lg_conn_respond(c, 200, "application/zstd", extra, lg_arena_out(a, (uint32_t)c->slot),
 	    (size_t)s->out_len);
 }

@@ -1,6 +1,7 @@
 """Routes: /ping, /health, 404/405, /heavy (results checked independently), /compress round
 trips through the zstd CLI, 400 for bad parameters, 413 from Content-Length alone."""
 
+import re
 import glob
 import http.client
 import os
@@ -285,3 +286,52 @@ def test_413_just_above_limit_and_ok_below(start_server, tmp_path):
     assert zstd_decompress(tmp_path, r.body, "below") == data
     # the server is still healthy
     assert get(srv.port, "/ping", timeout=5).status == 200
+
+
+@pytest.mark.timeout(60)
+def test_ipv6_listen_and_timing_headers(tmp_path):
+    import http.client as hc
+    import socket as so
+    import subprocess
+    from conftest import LAGLESS_BIN, wait_until
+    try:
+        probe = so.socket(so.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError as e:
+        pytest.skip("no IPv6 loopback here: %s" % e)
+    log = tmp_path / "stderr.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([LAGLESS_BIN, "--listen", "[::1]:0", "--loop-workers", "1",
+                                 "--compute-workers", "1"], stderr=err,
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        # the log line can be pasted back into --listen
+        m = wait_until(lambda: re.search(r"listening on \[::1\]:(\d+)\b", log.read_text()), 10)
+        assert m, log.read_text()
+        port = int(m.group(1))
+        c = hc.HTTPConnection("::1", port, timeout=10)
+        assert wait_until(lambda: _ping6(c), 10)
+        c.request("GET", "/heavy?iterations=1000")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200
+        # every offloaded answer has its queue wait and run time as headers, HEAD too
+        for name in ("X-Queue-Ms", "X-Run-Ms"):
+            assert float(r.getheader(name)) >= 0
+        c.request("HEAD", "/heavy?iterations=1000")
+        r = c.getresponse()
+        assert r.read() == b"" and r.status == 200 and r.getheader("X-Run-Ms") is not None
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+
+
+def _ping6(conn):
+    try:
+        conn.request("GET", "/ping")
+        r = conn.getresponse()
+        return r.read() == b"ok"
+    except OSError:
+        conn.close()
+        return False
