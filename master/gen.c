@@ -41,7 +41,7 @@ cpu_stat_path(char *out, size_t cap, const struct lg_sizing *sz)
 /* Fills the master page before the first fork: what /status and /metrics report about
  * start-up and sizing. */
 static void
-publish_sizing(struct lg_gen *g, pid_t master_pid)
+publish_sizing(struct lg_gen *g, pid_t master_pid, const struct lg_gen *prev)
 {
 	struct lg_master_page *mp = g->arena.master;
 	const struct lg_sizing *sz = &g->sz;
@@ -51,6 +51,15 @@ publish_sizing(struct lg_gen *g, pid_t master_pid)
 	atomic_store(&mp->pid, (int32_t)master_pid);
 	mp->start_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 	mp->start_mono_ns = lg_now_ns();
+	if (prev != NULL) {
+		const struct lg_master_page *pp = prev->arena.master;
+
+		mp->start_unix_ms = pp->start_unix_ms;
+		mp->start_mono_ns = pp->start_mono_ns;
+		for (int r = 0; r < 2; r++)
+			for (int k = 0; k < LG_RESTART_REASONS; k++)
+				atomic_store(&mp->restarts[r][k], atomic_load(&pp->restarts[r][k]));
+	}
 	mp->budget = (uint32_t)sz->budget;
 	mp->quota = sz->quota;
 	mp->cpus_override = sz->cpus_override;
@@ -68,7 +77,7 @@ publish_sizing(struct lg_gen *g, pid_t master_pid)
 
 struct lg_gen *
 lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
-    pid_t master_pid)
+    pid_t master_pid, const struct lg_gen *prev)
 {
 	struct lg_gen *g = calloc(1, sizeof(*g));
 	uint64_t out_cap;
@@ -99,7 +108,7 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 		g->children[k].role = k < g->nloops ? LG_ROLE_LOOP : LG_ROLE_COMPUTE;
 		g->children[k].index = k < g->nloops ? k : k - g->nloops;
 	}
-	publish_sizing(g, master_pid);
+	publish_sizing(g, master_pid, prev);
 	log_info("generation %u: %u loop worker(s), %u compute, arena of %u slots (%d running + "
 	    "%d queued), %llu MiB virtual", id, g->nloops, g->ncompute, g->arena.nslots,
 	    sz->compute_workers, sz->queue_capacity, (unsigned long long)(g->arena.size >> 20));

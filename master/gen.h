@@ -50,10 +50,12 @@ struct lg_gen {
 
 /* Creates a generation from cfg and sz (copied): the arena sized to C + queue slots and
  * max_body regions, the channels, the child table (no process yet), and the master page
- * filled with the sizing. master_pid is stored there. Returns the generation (heap, owned by
- * the caller, freed with lg_gen_destroy), or NULL with the reason logged. */
+ * filled with the sizing. master_pid is stored there. prev (NULL for the first) is the
+ * generation it replaces: the server's start time and restart counters carry over from it, so
+ * they describe the server, not the generation. Returns the generation (heap, owned by the
+ * caller, freed with lg_gen_destroy), or NULL with the reason logged. */
 struct lg_gen *lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
-    pid_t master_pid);
+    pid_t master_pid, const struct lg_gen *prev);
 
 /* Releases the master's copies of the generation's resources and frees it. The processes must
  * be gone (or be left to die with their own copies). */

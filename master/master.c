@@ -335,7 +335,7 @@ reload(struct master *m)
 	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
 		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
 	lg_log_level = cfg.log_level;
-	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid)) == NULL) {
+	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
 		log_error("reload refused, keeping the running generation");
 		return;
 	}
@@ -685,7 +685,7 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	}
 	if (open_listener(m, cfg) == -1)
 		return -1;
-	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid)) == NULL)
+	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
 	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
 	return 0;

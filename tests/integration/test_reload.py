@@ -112,3 +112,23 @@ def test_reload_applies_a_changed_cpu_budget(start_server, tmp_path):
     assert wait_until(lambda: len(srv.children("loop")) == 3 and
                       len(srv.children("compute")) == 2, 10), srv.log()
     assert get(srv.port, "/health").json()["slots"]["total"] == 2 + 4
+
+
+@pytest.mark.timeout(60)
+def test_reload_keeps_start_time_and_restart_counts(start_server, tmp_path):
+    conf = tmp_path / "lagless.conf"
+    write_conf(conf, 1, 2)
+    srv = start_server("-c", str(conf))
+    compute = srv.wait_children("compute", 1)
+    os.kill(compute[0], signal.SIGKILL)
+    assert srv.wait_children("compute", 1, exclude=compute)
+    def restarts():
+        text = get(srv.port, "/metrics").body.decode()
+        return sum(float(v) for v in re.findall(
+            r'^lagless_process_restarts_total\{[^}]*role="compute"[^}]*\} (\S+)$', text, re.M))
+    assert wait_until(lambda: restarts() >= 1, 5)
+    before = get(srv.port, "/status").json()["start_time"]
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: "generation 1 retired" in srv.log(), 10), srv.log()
+    assert get(srv.port, "/status").json()["start_time"] == before
+    assert restarts() >= 1
