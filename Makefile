@@ -67,9 +67,10 @@ deps:
 	    $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $$missing; \
 	fi
 
+# The defaults listen on 0.0.0.0:8080; ARGS="-p 9090" (or LAGLESS_* variables) change anything.
 run: deps
 	$(MAKE) all
-	./$(BIN) --listen 0.0.0.0:8080
+	./$(BIN) $(ARGS)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
