@@ -549,6 +549,11 @@ chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 		if (c != '\n')
 			return fail(f, 400, "CR not followed by LF");
 		f->line_len = 0;
+		/* Refuse a chunk that would pass the body limit when its size arrives, not
+		 * after the client has sent (and we have read) that many bytes. */
+		if (f->lim->max_body && (f->remaining > f->lim->max_body ||
+		    f->body_bytes > f->lim->max_body - f->remaining))
+			return fail(f, 413, "chunked body over the limit");
 		if (f->remaining > 0)
 			return S_CDATA;
 		f->head_bytes = 0; /* the trailer section has the head's limits */

@@ -23,6 +23,8 @@ struct lg_http_limits {
 	size_t max_head;      /* request line + header section bytes, CRLFs included; over -> 431 */
 	size_t max_target;    /* request-target bytes, at most LG_FRAME_TARGET_CAP; over -> 414 */
 	unsigned max_fields;  /* header field lines (and trailer lines); over -> 431 */
+	uint64_t max_body;    /* payload bytes of a chunked body, checked as each chunk size is
+	                       * read (RFC 9110 15.5.14); over -> 413. 0 = no limit here. */
 };
 
 enum lg_frame_body {

@@ -122,6 +122,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_head = (size_t)env->cfg->max_head;
 	w->lim.max_target = (size_t)env->cfg->max_uri;
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
+	w->lim.max_body = env->cfg->max_body;
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
