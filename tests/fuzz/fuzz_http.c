@@ -38,7 +38,7 @@ static struct lg_arena arena;
 static struct lg_channels ch;
 static struct lg_loop_env env;
 static struct lg_worker w;
-static const struct lg_http_limits lim = { 2048, 512, 20 };
+static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20 };
 
 static int
 accept_body(struct lg_http *h, void *ctx, const char *at, size_t len)
