@@ -460,7 +460,11 @@ static void
 read_body(struct lg_conn *c)
 {
 	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot);
-	ssize_t n = read(c->fd, dst + c->body_got, c->body_need - c->body_got);
+
+	if (lg_route_body_window(c) == -1)
+		return;
+	uint64_t want = c->body_need - c->body_got, room = c->reserved - c->body_got;
+	ssize_t n = read(c->fd, dst + c->body_got, want < room ? want : room);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */

@@ -18,7 +18,10 @@
 #include "worker/observe.h"
 #include "worker/status.h"
 
-#define RESERVE_AHEAD (1u << 20) /* input backed ahead of a chunked body, bytes */
+/* Input is backed this far ahead of the body bytes received, one window at a time: backing
+ * 64 MiB at once took 20-40 ms of one loop callback (fallocate zeroes the pages), which would
+ * stall every other connection of the loop; a 1 MiB window costs well under a millisecond. */
+#define RESERVE_AHEAD (1u << 20)
 
 struct lg_route {
 	const char *path;
@@ -395,16 +398,18 @@ lg_route_head(struct lg_http *h, void *conn)
 	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
-/* Backs the slot's input region up to `upto` bytes (a chunked body grows it 1 MiB ahead)
- * before any byte is written there, so shared-memory pressure is a 503, not SIGBUS or an OOM
- * kill of the loop. Returns 0, or -1 (logged). */
+/* Backs the slot's input region up to `upto` bytes plus one window (never past a
+ * Content-Length or the region) before any byte is written there, so shared-memory pressure is
+ * a 503, not SIGBUS or an OOM kill of the loop. Returns 0, or -1 (logged). */
 static int
 reserve_input(struct lg_conn *c, uint64_t upto)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
-	uint64_t want = c->http.req.chunked ? upto + RESERVE_AHEAD : upto;
+	uint64_t want = upto + RESERVE_AHEAD;
 
+	if (!c->http.req.chunked && want > c->body_need)
+		want = c->body_need;
 	if (want > a->in_cap)
 		want = a->in_cap;
 	/* The master punches a slot's pages once it is free again if this many were touched. */
@@ -445,6 +450,18 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 }
 
 int
+lg_route_body_window(struct lg_conn *c)
+{
+	if (c->body_got < c->reserved)
+		return 0;
+	if (reserve_input(c, c->body_got) == 0)
+		return 0;
+	lg_route_release(c);
+	lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+	return -1;
+}
+
+int
 lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
@@ -462,15 +479,15 @@ lg_route_dispatch(struct lg_conn *c)
 		return c->route->inline_fn(c);
 	}
 	if (c->body_got < c->body_need) {
-		/* Back the whole region first (a failure is 503, and the connection closes since
-		 * the body is left unread), move the body bytes that came with the head, then read
-		 * the rest directly into the slot's input region. */
-		if (c->body_need > c->reserved && reserve_input(c, c->body_need) == -1) {
+		/* Back the first window (a failure is 503, and the connection closes since the
+		 * body is left unread), move the body bytes that came with the head, then read the
+		 * rest directly into the slot's input region (lg_route_body_window backs more). */
+		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
+
+		if (n + RESERVE_AHEAD > c->reserved && reserve_input(c, n) == -1) {
 			lg_route_release(c);
 			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 		}
-		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
-
 		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);
 		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
 		c->rlen -= n;

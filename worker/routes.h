@@ -33,6 +33,12 @@ void lg_route_count(struct lg_conn *c);
  * queues the job. Returns 0, or -1 when the connection was closed. */
 int lg_route_dispatch(struct lg_conn *c);
 
+/* Before reading more of a Content-Length body into c's slot: when everything backed so far
+ * is filled, backs the next window. Returns 0 (c->reserved > c->body_got), or -1 after
+ * answering 503 with Connection: close (shared memory could not be backed; the slot is
+ * released); the caller must not read into the slot then. */
+int lg_route_body_window(struct lg_conn *c);
+
 /* The Content-Length body in c's slot is complete: queue the job. Returns 0 or -1 (closed). */
 int lg_route_queue(struct lg_conn *c);
 
