@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/wire_assert.h"
+
 #include "shm/channel.h"
 #include "shm/wire.h"
 
@@ -106,23 +108,6 @@ job_msg(uint32_t slot)
 	return m;
 }
 
-static void
-assert_job_equal(const struct lg_msg *a, const struct lg_msg *b)
-{
-	assert_int_equal(a->type, b->type);
-	assert_int_equal(a->slot, b->slot);
-	assert_int_equal(a->gen, b->gen);
-	assert_int_equal(a->kind, b->kind);
-	assert_int_equal(a->owner, b->owner);
-	assert_int_equal(a->in_off, b->in_off);
-	assert_int_equal(a->in_len, b->in_len);
-	assert_int_equal(a->out_off, b->out_off);
-	assert_int_equal(a->out_cap, b->out_cap);
-	assert_int_equal(a->arg, b->arg);
-	assert_int_equal(a->deadline_ns, b->deadline_ns);
-	assert_int_equal(a->enqueue_ns, b->enqueue_ns);
-}
-
 /* Each channel carries its message type in its documented direction. */
 static void
 test_round_trip(void **state)
@@ -146,7 +131,7 @@ test_round_trip(void **state)
 	assert_int_equal(lg_chan_send(ch.job[0], &job, MSG_DONTWAIT), 0);
 	memset(&got, 0xff, sizeof(got));
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
-	assert_job_equal(&got, &job);
+	assert_msg_equal(&got, &job);
 
 	for (uint32_t i = 0; i < NLOOPS; i++) {
 		done.owner = i;
@@ -180,7 +165,7 @@ test_round_trip(void **state)
 	 * does not care, and a stray header must still arrive whole. */
 	assert_int_equal(lg_chan_send(ch.job[1], &job, MSG_DONTWAIT), 0);
 	assert_int_equal(lg_chan_recv(ch.job[0], &got, MSG_DONTWAIT), 1);
-	assert_job_equal(&got, &job);
+	assert_msg_equal(&got, &job);
 	lg_channels_close(&ch);
 }
 
@@ -197,9 +182,9 @@ test_boundaries(void **state)
 	assert_int_equal(lg_chan_send(ch.job[0], &a, MSG_DONTWAIT), 0);
 	assert_int_equal(lg_chan_send(ch.job[0], &b, MSG_DONTWAIT), 0);
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
-	assert_job_equal(&got, &a);
+	assert_msg_equal(&got, &a);
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
-	assert_job_equal(&got, &b);
+	assert_msg_equal(&got, &b);
 	errno = 0;
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), -1);
 	assert_int_equal(errno, EAGAIN);
@@ -223,7 +208,7 @@ test_garbage(void **state)
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
 	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
-	assert_job_equal(&got, &m);
+	assert_msg_equal(&got, &m);
 	lg_channels_close(&ch);
 }
 
