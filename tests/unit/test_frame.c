@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,7 @@
 
 #include "worker/frame.h"
 
-static const struct lg_http_limits lim = { 1024, 64, 8 };
+static const struct lg_http_limits lim = { 1024, 64, 8, 0 };
 
 /* Runs the check over msg in pieces of `piece` bytes; returns its status (0 when the message
  * ended cleanly), and the body framing and declared length through the pointers. */
@@ -94,11 +95,50 @@ test_table(void **state)
 	}
 }
 
+/* A chunk that would pass max_body is refused when its size line is read (413), so the check
+ * never waits for data it will refuse; chunks up to the limit pass. */
+static void
+test_chunked_body_limit(void **state)
+{
+	static const struct lg_http_limits small = { 1024, 64, 8, 10 };
+	static const char head[] = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+	struct { const char *chunks; int status; } cases[] = {
+		{ "a\r\n0123456789\r\n0\r\n\r\n", 0 },             /* exactly the limit */
+		{ "b\r\n", 413 },                                  /* one chunk over it */
+		{ "5\r\n01234\r\n6\r\n", 413 },                   /* the sum over it */
+		{ "8000000000000\r\n", 413 },                      /* far over, no overflow */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lg_frame f;
+		char msg[256];
+		size_t off, len = (size_t)snprintf(msg, sizeof(msg), "%s%s", head, cases[i].chunks);
+		long r;
+
+		lg_frame_reset(&f, &small);
+		r = lg_frame_request_line(&f, msg, len);
+		assert_true(r > 0);
+		off = (size_t)r;
+		off += lg_frame_head(&f, msg + off, len - off);
+		assert_true(lg_frame_head_done(&f));
+		while (off < len && f.status == 0) {
+			size_t n = lg_frame_body(&f, msg + off, len - off);
+
+			if (n == 0)
+				break;
+			off += n;
+		}
+		if (f.status != cases[i].status)
+			fail_msg("case %zu: status %d, want %d", i, f.status, cases[i].status);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_chunked_body_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
