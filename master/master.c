@@ -40,7 +40,6 @@ struct master {
 	uint32_t next_id;
 	int stopping;          /* 0 running, 1 graceful drain, 2 immediate */
 	int exit_code;
-	int reloading;         /* RELOADING=1 sent; READY=1 once the new generation accepts */
 	uint64_t watchdog_ns;  /* systemd watchdog interval; 0 when off */
 	uint64_t next_watchdog;
 	uint64_t next_status;
@@ -340,8 +339,7 @@ reload(struct master *m)
 		return;
 	}
 	m->next_id++;
-	lg_notify_reloading();
-	m->reloading = 1;
+	lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;
 	m->gens = g;
 	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
@@ -452,7 +450,6 @@ check_ready(struct master *m, uint64_t now)
 			log_info("retiring generation %u", o->id);
 		retire(o, now + o->cfg.drain_timeout_ms * LG_NS_PER_MS);
 	}
-	m->reloading = 0;
 	send_status(m, 1);
 	m->next_status = now + 1000 * LG_NS_PER_MS;
 }
