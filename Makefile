@@ -144,10 +144,17 @@ print-deps:
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-# Binary, man page, systemd units (with this PREFIX's path) and the example configuration,
-# which never overwrites an existing one.
+LG_VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' common/version.h)
+
+# Binary, man page, systemd units (with this PREFIX's path), the module ABI header with its
+# pkg-config file (share/pkgconfig: a module links no lagless library), and the example
+# configuration, which never overwrites an existing one.
 install: $(BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
+	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
+	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
+	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc
 	install -D -m 0644 man/lagless.8 $(DESTDIR)$(PREFIX)/share/man/man8/lagless.8
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/local/bin/lagless|$(PREFIX)/bin/lagless|g' deploy/lagless.service \

@@ -87,3 +87,32 @@ def test_dockerfile_lint_and_practices():
     r = subprocess.run([lint, os.path.join(DEPLOY, "Dockerfile")], capture_output=True,
                        text=True, timeout=50)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.timeout(120)
+def test_install_module_header_and_pkgconfig(tmp_path):
+    """make install ships lagless/module.h and lagless.pc; a module builds from them alone
+    (C99, pedantic, hidden visibility) and exports one descriptor with the header's ABI."""
+    import ctypes
+    dest = tmp_path / "root"
+    subprocess.run(["make", "-s", "install", "DESTDIR=%s" % dest, "PREFIX=/usr",
+                    "BIN=%s" % LAGLESS_BIN], cwd=REPO_ROOT, check=True, capture_output=True,
+                   timeout=100)
+    pc = dest / "usr/share/pkgconfig/lagless.pc"
+    assert (dest / "usr/include/lagless/module.h").is_file() and pc.is_file()
+    env = dict(os.environ, PKG_CONFIG_PATH=str(pc.parent), PKG_CONFIG_SYSROOT_DIR=str(dest))
+    cflags = subprocess.run(["pkg-config", "--cflags", "lagless"], env=env, check=True,
+                            capture_output=True, text=True, timeout=10).stdout.split()
+    assert cflags == ["-I%s/usr/include" % dest]
+    so = tmp_path / "upper.so"
+    subprocess.run(["cc", "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror",
+                    "-fvisibility=hidden", "-shared", "-fPIC", *cflags, "-o", str(so),
+                    os.path.join(REPO_ROOT, "tests/modules/abi_upper.c")],
+                   check=True, capture_output=True, timeout=60)
+    header = (dest / "usr/include/lagless/module.h").read_text()
+    major = int(re.search(r"#define LAGLESS_ABI_MAJOR (\d+)", header).group(1))
+    minor = int(re.search(r"#define LAGLESS_ABI_MINOR (\d+)", header).group(1))
+    lib = ctypes.CDLL(str(so), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    words = (ctypes.c_uint32 * 6).in_dll(lib, "lagless_module")
+    assert words[0] == 0x4c474d44 and (words[1], words[2]) == (major, minor)
+    assert words[5] == 1  # nkinds
