@@ -26,16 +26,16 @@ OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
            -Wno-unused-parameter -I. -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
 LDFLAGS += $(SANFLAGS)
-LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -linih -lsystemd -lm
+LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -lm
 
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
-            libzstd-dev libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
+            libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev
 # Only make bench needs these (nginx is its throughput reference); CI does not install them.
 BENCH_PKGS := nginx
 
-LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c))
+LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
 MAIN_OBJ := $(OBJDIR)/master/main.o
 BIN      := $(OBJDIR)/lagless
