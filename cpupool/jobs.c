@@ -4,15 +4,12 @@
 #include <zstd.h>
 
 #include "cpupool/testjobs.h"
+#include "kinds/heavy.h"
 
 uint64_t
 lg_jobs_heavy(uint64_t n)
 {
-	uint64_t x = 0;
-
-	for (uint64_t i = 0; i < n; i++)
-		x = (x + i * 7) % 1000003;
-	return x;
+	return lg_heavy_loop(n);
 }
 
 static enum lg_job_status

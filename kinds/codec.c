@@ -83,7 +83,7 @@ zstd_compress(int level, const unsigned char *in, uint64_t in_len, unsigned char
 	n = ZSTD_compressCCtx(cctx, out, cap, in_len ? in : (const void *)"", in_len, level);
 	if (ZSTD_isError(n)) {
 		snprintf(err, err_cap, "zstd: %s", ZSTD_getErrorName(n));
-		return 500;
+		return ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall ? 413 : 500;
 	}
 	*out_len = n;
 	return 0;
@@ -119,7 +119,7 @@ gzip_compress(int level, const unsigned char *in, uint64_t in_len, unsigned char
 	if (r != Z_STREAM_END) {
 		snprintf(err, err_cap, "gzip: output does not fit %llu bytes",
 		    (unsigned long long)cap);
-		return 500;
+		return 413;
 	}
 	*out_len = out_pos;
 	return 0;

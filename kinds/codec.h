@@ -33,8 +33,8 @@ uint64_t lg_codec_compress_bound(enum lg_codec c, uint64_t len);
 
 /* Compresses in (in_len bytes, may be 0) at level into out (cap bytes), *out_len the bytes
  * written: one zstd frame with its content size, or one gzip member (mtime 0, no name).
- * Returns 0, 400 for a level out of range, 500 when the output does not fit cap or the codec
- * fails (out of memory); err gets a short message for a non-zero return. */
+ * Returns 0, 400 for a level out of range, 413 when the output does not fit cap, 500 when the
+ * codec fails (out of memory); err gets a short message for a non-zero return. */
 int lg_codec_compress(enum lg_codec c, int level, const unsigned char *in, uint64_t in_len,
     unsigned char *out, uint64_t cap, uint64_t *out_len, char *err, size_t err_cap);
 
