@@ -13,6 +13,17 @@
 
 #include "shm/layout.h"
 
+/* The labels the renderers (/metrics, /status) print, given by their caller so that they need
+ * no router or kind table: route[0..nroutes-1] are the statistics rows (the last is "none",
+ * requests that matched no route), kind[k] the name of job kind number k (NULL or k >= nkinds:
+ * "unknown"). The caller owns the strings. */
+struct lg_stats_names {
+	unsigned nroutes;
+	const char *const *route;
+	unsigned nkinds;
+	const char *const *kind;
+};
+
 /* Upper bounds in ns of the loop-lag buckets: 50 us, 100 us, 250 us ... 5 s (LG_LAG_BOUNDS). */
 extern const uint64_t lg_stats_lag_bounds[LG_LAG_BOUNDS];
 

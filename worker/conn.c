@@ -12,7 +12,6 @@
 
 #include "common/log.h"
 #include "worker/observe.h"
-#include "worker/routes.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
@@ -109,8 +108,8 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->whead_len = c->woff = c->wbody_len = 0;
 	c->wbody = NULL;
 	lg_http_init(&c->http, &w->lim);
-	c->http.on_head = lg_route_head;
-	c->http.on_body = lg_route_body;
+	c->http.on_head = w->ops->head;
+	c->http.on_body = w->ops->body;
 	c->http.ctx = c;
 	c->prev = NULL;
 	c->next = w->conns;
@@ -128,7 +127,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	return 0;
 }
 
-/* Gives back a rendered body (worker/routes.c) once it is written or the connection goes. */
+/* Gives back a rendered body (the router's) once it is written or the connection goes. */
 static void
 release_owned(struct lg_conn *c)
 {
@@ -149,7 +148,7 @@ lg_conn_close(struct lg_conn *c)
 	lg_obs_conn_closed(c);
 	release_owned(c);
 	if (c->slot >= 0)
-		lg_route_client_gone(c);
+		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
 	close(c->fd);
@@ -254,7 +253,7 @@ static int
 response_done(struct lg_conn *c)
 {
 	if (c->slot >= 0)
-		lg_route_release(c);
+		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
 	atomic_fetch_add(&c->w->env->page->requests, 1);
@@ -423,7 +422,7 @@ conn_process(struct lg_conn *c)
 		c->nreq++;
 		struct lg_worker *w = c->w; /* c may be freed by the dispatch */
 		lg_obs_unit_begin(w, c);
-		int r = lg_route_dispatch(c);
+		int r = w->ops->dispatch(c);
 		lg_obs_unit_end(w);
 		if (r == -1)
 			return -1;
@@ -461,7 +460,7 @@ read_body(struct lg_conn *c)
 {
 	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot);
 
-	if (lg_route_body_window(c) == -1)
+	if (c->w->ops->body_window(c) == -1)
 		return;
 	uint64_t want = c->body_need - c->body_got, room = c->reserved - c->body_got;
 	ssize_t n = read(c->fd, dst + c->body_got, want < room ? want : room);
@@ -477,7 +476,7 @@ read_body(struct lg_conn *c)
 		rearm(c);
 		return;
 	}
-	if (lg_route_queue(c) == 0)
+	if (c->w->ops->body_done(c) == 0)
 		conn_process(c);
 }
 
@@ -543,7 +542,7 @@ conn_timer(struct lg_conn *c)
 {
 	switch (c->state) {
 	case LG_CONN_JOB:
-		lg_route_deadline(c);
+		c->w->ops->job_timeout(c);
 		return;
 	case LG_CONN_WRITE:
 		log_info("client stopped reading: write timeout, closing fd %d", c->fd);

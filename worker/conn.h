@@ -25,6 +25,29 @@ enum lg_conn_state {
 };
 
 struct lg_route;
+struct lg_conn;
+
+/* What the connection I/O calls back into, given by its creator (the router and the offload
+ * path, worker/routes.c): conn.c answers through its own respond API and knows nothing of
+ * routes, jobs or slots beyond the slot index it holds. */
+struct lg_conn_ops {
+	/* http-parser hooks (struct lg_http on_head / on_body), ctx being the connection */
+	int (*head)(struct lg_http *h, void *conn);
+	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
+	/* a complete request head (and any parser-read body): answer or start the job.
+	 * Returns 0, or -1 when the connection was closed */
+	int (*dispatch)(struct lg_conn *c);
+	/* before reading more of a Content-Length body into the slot: 0, or -1 (answered) */
+	int (*body_window)(struct lg_conn *c);
+	/* the Content-Length body in the slot is complete: 0, or -1 (closed) */
+	int (*body_done)(struct lg_conn *c);
+	/* the job deadline passed (state LG_CONN_JOB): 0, or -1 (closed) */
+	int (*job_timeout)(struct lg_conn *c);
+	/* the response is written while c holds a slot: give it back */
+	int (*release)(struct lg_conn *c);
+	/* c closes while it holds a slot (client gone, write failed) */
+	void (*gone)(struct lg_conn *c);
+};
 
 struct lg_worker {
 	struct ev_loop *ev;
@@ -55,6 +78,8 @@ struct lg_worker {
 	size_t render_cap;
 	int render_busy;              /* a response is still being written from it */
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
+	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
+	unsigned none_row;            /* stats row of a request that matched no route */
 };
 
 struct lg_conn {
@@ -65,7 +90,10 @@ struct lg_conn {
 	ev_timer timer;               /* idle, body or job deadline, by state */
 	enum lg_conn_state state;
 	struct lg_http http;
-	const struct lg_route *route; /* route of the current request, NULL when none matched */
+	const struct lg_route *route; /* route of the current request, NULL when none matched
+	                               * (opaque here: the router's) */
+	unsigned route_row;           /* its row in the statistics (w->none_row when none) */
+	const char *route_label;      /* its path for logs and metrics ("none" when none) */
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the head hook for a rejected request */

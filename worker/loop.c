@@ -12,6 +12,7 @@
 #include "worker/conn.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
+#include "worker/offload.h"
 #include "worker/routes.h"
 #include "worker/status.h"
 
@@ -74,7 +75,7 @@ done_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = io->data;
 
 	lg_obs_cb_begin(w, NULL);
-	lg_route_completions(w);
+	lg_offload_completions(w);
 	lg_obs_cb_end(w, "job completions");
 }
 
@@ -123,6 +124,8 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_target = (size_t)env->cfg->max_uri;
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
 	w->lim.max_body = env->cfg->max_body;
+	w->ops = &lg_route_conn_ops;
+	w->none_row = lg_route_index(NULL);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)

@@ -8,10 +8,8 @@
 #include <unistd.h>
 
 #include "common/version.h"
-#include "cpupool/jobs.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
-#include "worker/routes.h"
 
 #define P(...) lg_buf_printf(b, __VA_ARGS__)
 
@@ -91,9 +89,10 @@ lag_family(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 }
 
 static void
-request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
+    const struct lg_stats_names *nm)
 {
-	unsigned nroutes = lg_route_rows();
+	unsigned nroutes = nm->nroutes < LG_STATS_ROUTES ? nm->nroutes : LG_STATS_ROUTES;
 
 	family(b, "lagless_requests_total", "counter", "Responses written, by route and status.");
 	for (unsigned r = 0; r < nroutes; r++)
@@ -105,10 +104,10 @@ request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 				continue;
 			if (code)
 				P("lagless_requests_total{route=\"%s\",code=\"%d\"} %" PRIu64 "\n",
-				    lg_route_label(r), code, n);
+				    nm->route[r], code, n);
 			else
 				P("lagless_requests_total{route=\"%s\",code=\"other\"} %" PRIu64 "\n",
-				    lg_route_label(r), n);
+				    nm->route[r], n);
 		}
 	family(b, "lagless_request_duration_seconds", "histogram",
 	    "Time from a request's first byte to its response's last byte, by route.");
@@ -123,37 +122,40 @@ request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 			n += s.bucket[i];
 		if (n == 0)
 			continue; /* a route never asked for has no series */
-		snprintf(labels, sizeof(labels), "route=\"%s\",", lg_route_label(r));
+		snprintf(labels, sizeof(labels), "route=\"%s\",", nm->route[r]);
 		hist(b, "lagless_request_duration_seconds", labels, &s, lg_stats_time_bounds,
 		    LG_STATS_BOUNDS);
 	}
 }
 
 static void
-job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops, const char *name,
-    size_t off)
+job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
+    const struct lg_stats_names *nm, const char *name, size_t off)
 {
-	for (uint32_t kind = 1; kind < LG_STATS_KINDS && kind < LG_KIND_MAX; kind++) {
+	for (uint32_t kind = 1; kind < LG_STATS_KINDS && kind < nm->nkinds; kind++) {
 		struct hsum s = { { 0 }, 0 };
 		char labels[48];
 
 		for (uint32_t k = nloops; k < a->nprocs; k++)
 			hsum_add(&s, (const struct lg_hist *)((const char *)&a->procs[k] + off) + kind,
 			    LG_STATS_BOUNDS);
-		snprintf(labels, sizeof(labels), "kind=\"%s\",", lg_jobs_name(kind));
+		if (nm->kind[kind] == NULL)
+			continue;
+		snprintf(labels, sizeof(labels), "kind=\"%s\",", nm->kind[kind]);
 		hist(b, name, labels, &s, lg_stats_time_bounds, LG_STATS_BOUNDS);
 	}
 }
 
 static void
-job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
+    const struct lg_stats_names *nm)
 {
 	family(b, "lagless_job_queue_wait_seconds", "histogram",
 	    "Time a job waited in the queue before a compute process started it, by kind.");
-	job_hist(b, a, nloops, "lagless_job_queue_wait_seconds",
+	job_hist(b, a, nloops, nm, "lagless_job_queue_wait_seconds",
 	    offsetof(struct lg_proc_page, queue_wait));
 	family(b, "lagless_job_run_seconds", "histogram", "Time a job ran, by kind.");
-	job_hist(b, a, nloops, "lagless_job_run_seconds", offsetof(struct lg_proc_page, run));
+	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", offsetof(struct lg_proc_page, run));
 	family(b, "lagless_jobs_rejected_total", "counter",
 	    "Requests refused before running: queue_full (503), too_large (413).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
@@ -320,7 +322,8 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 }
 
 int
-lg_metrics_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns)
+lg_metrics_render(struct lg_buf *b, const struct lg_arena *a,
+    const struct lg_stats_names *names, uint64_t now_ns)
 {
 	uint32_t nloops = a->master->loop_workers;
 
@@ -329,8 +332,8 @@ lg_metrics_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns)
 	sizing_families(b, a->master, now_ns);
 	process_families(b, a, nloops);
 	queue_families(b, a, nloops);
-	request_families(b, a, nloops);
+	request_families(b, a, nloops, names);
 	lag_family(b, a, nloops);
-	job_families(b, a, nloops);
+	job_families(b, a, nloops, names);
 	return b->overflow ? -1 : 0;
 }

@@ -10,6 +10,7 @@
 
 #include "common/buf.h"
 #include "shm/arena.h"
+#include "shm/stats.h"
 
 /* Content-Type of the text format, version 0.0.4. */
 #define LG_METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -19,9 +20,10 @@
 size_t lg_metrics_bound(uint32_t nloops);
 
 /* Renders every metric of arena a (loop pages first, a->master->loop_workers of them) into b,
- * as of now_ns (CLOCK_MONOTONIC). Returns 0, or -1 when b overflowed (its content is then cut
- * short and must not be served). */
-int lg_metrics_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns);
+ * as of now_ns (CLOCK_MONOTONIC), labelling routes and kinds with names. Returns 0, or -1 when
+ * b overflowed (its content is then cut short and must not be served). */
+int lg_metrics_render(struct lg_buf *b, const struct lg_arena *a,
+    const struct lg_stats_names *names, uint64_t now_ns);
 
 struct lg_cpu_stat {
 	int have;                 /* 1 when nr_throttled and a throttled time were found */

@@ -6,7 +6,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "shm/stats.h"
-#include "worker/routes.h"
 
 static void
 lag_arm(struct lg_worker *w)
@@ -91,7 +90,7 @@ lg_obs_cb_end(struct lg_worker *w, const char *cb)
 	if (took >= limit) {
 		lg_stats_add(&w->env->page->slow_callbacks, 1);
 		if (w->worst_route == NULL && w->cb_conn != NULL && w->cb_conn->req_start_ns) {
-			w->worst_route = lg_route_label(lg_route_index(w->cb_conn->route));
+			w->worst_route = w->cb_conn->route_label;
 			describe(w->cb_conn, w->worst_what, sizeof(w->worst_what));
 			w->worst_unit_ns = took;
 		}
@@ -112,7 +111,7 @@ lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c)
 {
 	if (!slow_on(w))
 		return;
-	w->unit_route = lg_route_label(lg_route_index(c->route));
+	w->unit_route = c->route_label;
 	describe(c, w->unit_what, sizeof(w->unit_what));
 	w->unit_start_ns = lg_now_ns();
 }
@@ -137,6 +136,8 @@ lg_obs_request_begin(struct lg_conn *c)
 {
 	c->req_start_ns = lg_now_ns();
 	c->route = NULL;
+	c->route_row = c->w->none_row;
+	c->route_label = "none";
 	c->resp_status = 0;
 	c->resp_bytes = 0;
 	c->queue_ns = c->run_ns = 0;
@@ -167,7 +168,7 @@ lg_obs_request_end(struct lg_conn *c)
 {
 	struct lg_proc_page *p = c->w->env->page;
 	uint64_t took = c->req_start_ns ? lg_now_ns() - c->req_start_ns : 0;
-	unsigned route = lg_route_index(c->route);
+	unsigned route = c->route_row;
 
 	lg_stats_add(&p->responses[route][lg_stats_code_index(c->resp_status)], 1);
 	lg_hist_observe(&p->duration[route], lg_stats_time_bounds, LG_STATS_BOUNDS, took);
@@ -189,6 +190,12 @@ lg_obs_conn_closed(struct lg_conn *c)
 	if (c->slot >= 0 && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);
+}
+
+void
+lg_obs_route_hit(struct lg_conn *c)
+{
+	atomic_fetch_add(&c->w->env->page->route_hits[c->route_row], 1);
 }
 
 void

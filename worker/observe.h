@@ -39,6 +39,10 @@ void lg_obs_request_end(struct lg_conn *c);
  * bracket. Call before c is freed. */
 void lg_obs_conn_closed(struct lg_conn *c);
 
+/* Counts a request that reached its route's handler (inline answer, or job queued) in this
+ * loop worker's proc page (route_hits[c->route_row]; /health sums them). */
+void lg_obs_route_hit(struct lg_conn *c);
+
 /* Publishes the open-connection gauge after w->nconns changed. */
 void lg_obs_conns(struct lg_worker *w);
 

@@ -1,5 +1,5 @@
-/* The loop side of the offload path: queue a claimed slot, match completions to connections,
- * enforce the deadline, and give slots back. Declared in worker/routes.h. */
+#include "worker/offload.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,10 +12,114 @@
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
-#include "worker/routes.h"
+
+/* Input is backed this far ahead of the body bytes received, one window at a time: backing
+ * 64 MiB at once took 20-40 ms of one loop callback (fallocate zeroes the pages), which would
+ * stall every other connection of the loop; a 1 MiB window costs well under a millisecond. */
+#define RESERVE_AHEAD (1u << 20)
+
+/* Backs the slot's input region up to `upto` bytes plus one window (never past a
+ * Content-Length or the region) before any byte is written there, so shared-memory pressure is
+ * a 503, not SIGBUS or an OOM kill of the loop. Returns 0, or -1 (logged). */
+static int
+reserve_input(struct lg_conn *c, uint64_t upto)
+{
+	const struct lg_loop_env *env = c->w->env;
+	struct lg_arena *a = env->arena;
+	uint64_t want = upto + RESERVE_AHEAD;
+
+	if (!c->http.req.chunked && want > c->body_need)
+		want = c->body_need;
+	if (want > a->in_cap)
+		want = a->in_cap;
+	/* The master punches a slot's pages once it is free again if this many were touched. */
+	a->slots[c->slot].touched = want;
+	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), want) == -1) {
+		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
+		    (unsigned long long)want, c->slot, strerror(errno));
+		atomic_fetch_add(&env->page->rejected_full, 1);
+		return -1;
+	}
+	c->reserved = want;
+	return 0;
+}
 
 int
-lg_route_queue(struct lg_conn *c)
+lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len)
+{
+	const struct lg_arena *a = c->w->env->arena;
+
+	if (c->body_got + len > a->in_cap) {
+		h->status = 413;
+		return -1;
+	}
+	if (c->body_got + len > c->reserved && reserve_input(c, c->body_got + len) == -1) {
+		h->status = 503;
+		return -1;
+	}
+	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_got, at, len);
+	c->body_got += len;
+	return 0;
+}
+
+int
+lg_offload_body_window(struct lg_conn *c)
+{
+	if (c->body_got < c->reserved)
+		return 0;
+	if (reserve_input(c, c->body_got) == 0)
+		return 0;
+	lg_offload_release(c);
+	lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+	return -1;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg)
+{
+	const struct lg_http_req *r = &c->http.req;
+	int slot = lg_slot_claim(c->w->env->arena, c->w->env->index, &c->gen);
+
+	if (slot < 0) {
+		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+		return -1;
+	}
+	c->slot = slot;
+	c->kind = kind;
+	c->arg = arg;
+	c->body_got = 0;
+	c->reserved = 0;
+	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	return 0;
+}
+
+int
+lg_offload_start(struct lg_conn *c)
+{
+	if (c->body_got < c->body_need) {
+		/* Back the first window (a failure is 503, and the connection closes since the
+		 * body is left unread), move the body bytes that came with the head, then read the
+		 * rest directly into the slot's input region (lg_offload_body_window backs more). */
+		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
+
+		if (n + RESERVE_AHEAD > c->reserved && reserve_input(c, n) == -1) {
+			lg_offload_release(c);
+			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+		}
+		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);
+		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+		c->rlen -= n;
+		c->body_got = n;
+		if (c->body_got < c->body_need) {
+			c->state = LG_CONN_BODY;
+			return 0;
+		}
+	}
+	return lg_offload_queue(c);
+}
+
+int
+lg_offload_queue(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
@@ -40,10 +144,10 @@ lg_route_queue(struct lg_conn *c)
 	    lg_chan_send(env->ch->job[0], &m, MSG_DONTWAIT) == -1) {
 		log_warn("cannot queue job on slot %d: %s", c->slot, strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
-		lg_route_release(c);
+		lg_offload_release(c);
 		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 	}
-	lg_route_count(c);
+	lg_obs_route_hit(c);
 	c->w->pending[c->slot] = c;
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);
@@ -53,7 +157,7 @@ lg_route_queue(struct lg_conn *c)
 }
 
 int
-lg_route_release(struct lg_conn *c)
+lg_offload_release(struct lg_conn *c)
 {
 	struct lg_slot *s = &c->w->env->arena->slots[c->slot];
 	int to;
@@ -67,13 +171,13 @@ lg_route_release(struct lg_conn *c)
 }
 
 void
-lg_route_client_gone(struct lg_conn *c)
+lg_offload_client_gone(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
 	int waiting = c->state == LG_CONN_JOB, kill_it = env->cfg->on_client_gone == LG_GONE_KILL;
 
-	if (lg_route_release(c) != LG_SLOT_ABANDONED || !waiting) {
+	if (lg_offload_release(c) != LG_SLOT_ABANDONED || !waiting) {
 		if (waiting)
 			log_info("client gone; job on slot %u cancelled before it ran", kill.slot);
 		return;
@@ -121,7 +225,7 @@ answer_finished(struct lg_conn *c, uint64_t word)
 		    &c->w->env->page->failed_error, 1);
 		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
 		    s->status, code);
-		lg_route_release(c);
+		lg_offload_release(c);
 		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
 	}
 	/* Every offloaded answer carries its queue wait and run time as headers (HEAD too). */
@@ -136,7 +240,7 @@ answer_finished(struct lg_conn *c, uint64_t word)
 		n = snprintf(body, sizeof(body),
 		    "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64 ",\"queue_ms\":%.3f,"
 		    "\"run_ms\":%.3f}\n", s->arg, x, queue_ms, run_ms);
-		lg_route_release(c);
+		lg_offload_release(c);
 		return lg_conn_respond(c, 200, "application/json", extra, body, (size_t)n);
 	}
 	return lg_conn_respond(c, 200, "application/zstd", extra, lg_arena_out(a, (uint32_t)c->slot),
@@ -144,7 +248,7 @@ answer_finished(struct lg_conn *c, uint64_t word)
 }
 
 void
-lg_route_completions(struct lg_worker *w)
+lg_offload_completions(struct lg_worker *w)
 {
 	const struct lg_loop_env *env = w->env;
 	struct lg_msg m;
@@ -181,7 +285,7 @@ lg_route_completions(struct lg_worker *w)
 }
 
 int
-lg_route_deadline(struct lg_conn *c)
+lg_offload_deadline(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_slot *s = &env->arena->slots[c->slot];
@@ -203,7 +307,7 @@ lg_route_deadline(struct lg_conn *c)
 	    s->enqueue_ns) / 1e6, running ? (double)(now - s->start_ns) / 1e6 : 0.);
 	atomic_fetch_add(&env->page->timed_out, 1);
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
-	lg_route_release(c);
+	lg_offload_release(c);
 	/* The master kills the compute process, because only it knows the pid is still its
 	 * own child. A queued job was cancelled by the release above and never runs. */
 	if (running && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)

@@ -16,12 +16,8 @@
 #include "shm/stats.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
+#include "worker/offload.h"
 #include "worker/status.h"
-
-/* Input is backed this far ahead of the body bytes received, one window at a time: backing
- * 64 MiB at once took 20-40 ms of one loop callback (fallocate zeroes the pages), which would
- * stall every other connection of the loop; a 1 MiB window costs well under a millisecond. */
-#define RESERVE_AHEAD (1u << 20)
 
 struct lg_route {
 	const char *path;
@@ -60,9 +56,28 @@ render_buffer(struct lg_worker *w)
 	return malloc(w->render_cap);
 }
 
+/* The renderers' labels: every route row, and the kind names by kind number. */
+static void
+stats_names(struct lg_stats_names *nm)
+{
+	static const char *route_names[LG_STATS_ROUTES];
+	static const char *kind_names[LG_KIND_TEST_ALLOC + 1];
+
+	if (route_names[0] == NULL) {
+		for (unsigned i = 0; i < lg_route_rows(); i++)
+			route_names[i] = lg_route_label(i);
+		for (uint32_t k = 1; k <= LG_KIND_TEST_ALLOC; k++)
+			if (k < LG_KIND_MAX || lg_testjobs_is_test(k))
+				kind_names[k] = lg_jobs_name(k);
+	}
+	*nm = (struct lg_stats_names){ lg_route_rows(), route_names,
+	    sizeof(kind_names) / sizeof(kind_names[0]), kind_names };
+}
+
 static int
 route_rendered(struct lg_conn *c, int metrics)
 {
+	struct lg_stats_names nm;
 	struct lg_worker *w = c->w;
 	struct lg_buf b;
 	char *p = render_buffer(w);
@@ -72,8 +87,9 @@ route_rendered(struct lg_conn *c, int metrics)
 		return lg_conn_error(c, 500, 0, NULL);
 	c->wbody_owned = p;
 	lg_buf_init(&b, p, w->render_cap);
-	r = metrics ? lg_metrics_render(&b, w->env->arena, lg_now_ns()) :
-	    lg_status_render(&b, w->env->arena, lg_now_ns(), w->draining);
+	stats_names(&nm);
+	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
+	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render_cap);
@@ -302,12 +318,6 @@ route_health(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
 }
 
-void
-lg_route_count(struct lg_conn *c)
-{
-	atomic_fetch_add(&c->w->env->page->route_hits[c->route - routes], 1);
-}
-
 static const struct lg_route *
 find_route(const struct lg_http_req *r, int test_jobs)
 {
@@ -364,6 +374,8 @@ lg_route_head(struct lg_http *h, void *conn)
 	    r->content_length > 0);
 
 	c->route = find_route(r, cfg->enable_test_jobs);
+	c->route_row = lg_route_index(c->route);
+	c->route_label = lg_route_label(c->route_row);
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->reject_extra[0] = '\0';
@@ -382,53 +394,18 @@ lg_route_head(struct lg_http *h, void *conn)
 	if (c->route->parse_arg(r, &c->arg) == -1)
 		return reject(c, 400);
 	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
-	int slot = lg_slot_claim(c->w->env->arena, c->w->env->index, &c->gen);
-	if (slot < 0) {
-		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+	if (lg_offload_claim(c, c->route->kind, c->arg) == -1)
 		return reject(c, 503);
-	}
-	c->slot = slot;
-	c->kind = c->route->kind;
-	c->body_got = 0;
-	c->reserved = 0;
-	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/conn.c). */
 	c->want_continue = r->expect_continue && has_body;
 	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
-/* Backs the slot's input region up to `upto` bytes plus one window (never past a
- * Content-Length or the region) before any byte is written there, so shared-memory pressure is
- * a 503, not SIGBUS or an OOM kill of the loop. Returns 0, or -1 (logged). */
-static int
-reserve_input(struct lg_conn *c, uint64_t upto)
-{
-	const struct lg_loop_env *env = c->w->env;
-	struct lg_arena *a = env->arena;
-	uint64_t want = upto + RESERVE_AHEAD;
-
-	if (!c->http.req.chunked && want > c->body_need)
-		want = c->body_need;
-	if (want > a->in_cap)
-		want = a->in_cap;
-	/* The master punches a slot's pages once it is free again if this many were touched. */
-	a->slots[c->slot].touched = want;
-	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), want) == -1) {
-		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
-		    (unsigned long long)want, c->slot, strerror(errno));
-		atomic_fetch_add(&env->page->rejected_full, 1);
-		return -1;
-	}
-	c->reserved = want;
-	return 0;
-}
-
 int
 lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 {
 	struct lg_conn *c = conn;
-	const struct lg_arena *a = c->w->env->arena;
 
 	if (h->body_seen > c->w->env->cfg->max_body) {
 		h->status = 413;
@@ -436,29 +413,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	}
 	if (c->slot < 0)
 		return 0; /* a body to an inline route is read and dropped */
-	if (c->body_got + len > a->in_cap) {
-		h->status = 413;
-		return -1;
-	}
-	if (c->body_got + len > c->reserved && reserve_input(c, c->body_got + len) == -1) {
-		h->status = 503;
-		return -1;
-	}
-	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_got, at, len);
-	c->body_got += len;
-	return 0;
-}
-
-int
-lg_route_body_window(struct lg_conn *c)
-{
-	if (c->body_got < c->reserved)
-		return 0;
-	if (reserve_input(c, c->body_got) == 0)
-		return 0;
-	lg_route_release(c);
-	lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
-	return -1;
+	return lg_offload_body(c, h, at, len);
 }
 
 int
@@ -475,27 +430,25 @@ lg_route_dispatch(struct lg_conn *c)
 		return lg_conn_error(c, 405, 0, allow);
 	}
 	if (runs_inline(c)) {
-		lg_route_count(c);
+		lg_obs_route_hit(c);
 		return c->route->inline_fn(c);
 	}
-	if (c->body_got < c->body_need) {
-		/* Back the first window (a failure is 503, and the connection closes since the
-		 * body is left unread), move the body bytes that came with the head, then read the
-		 * rest directly into the slot's input region (lg_route_body_window backs more). */
-		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
-
-		if (n + RESERVE_AHEAD > c->reserved && reserve_input(c, n) == -1) {
-			lg_route_release(c);
-			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
-		}
-		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);
-		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
-		c->rlen -= n;
-		c->body_got = n;
-		if (c->body_got < c->body_need) {
-			c->state = LG_CONN_BODY;
-			return 0;
-		}
-	}
-	return lg_route_queue(c);
+	return lg_offload_start(c);
 }
+
+static int
+route_release(struct lg_conn *c)
+{
+	return lg_offload_release(c);
+}
+
+const struct lg_conn_ops lg_route_conn_ops = {
+	.head = lg_route_head,
+	.body = lg_route_body,
+	.dispatch = lg_route_dispatch,
+	.body_window = lg_offload_body_window,
+	.body_done = lg_offload_queue,
+	.job_timeout = lg_offload_deadline,
+	.release = route_release,
+	.gone = lg_offload_client_gone,
+};

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "common/version.h"
-#include "cpupool/jobs.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -96,8 +95,8 @@ loop_row(struct lg_buf *b, const struct lg_proc_page *p, uint64_t now_ns)
 }
 
 static void
-compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_proc_page *p,
-    uint64_t now_ns)
+compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
+    const struct lg_proc_page *p, uint64_t now_ns)
 {
 	uint64_t job = atomic_load(&p->job), since = atomic_load(&p->job_since_ns);
 	uint32_t slot = (uint32_t)(job >> 32);
@@ -106,12 +105,14 @@ compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_proc_pag
 		P(",\"job\":null}");
 		return;
 	}
+	uint32_t kind = a->slots[slot].kind;
 	P(",\"job\":{\"slot\":%u,\"kind\":\"%s\",\"age_ms\":%.3f}}", slot,
-	    lg_jobs_name(a->slots[slot].kind), since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
+	    kind < nm->nkinds && nm->kind[kind] ? nm->kind[kind] : "unknown", since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
 }
 
 static void
-processes(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops, uint64_t now_ns)
+processes(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
+    uint32_t nloops, uint64_t now_ns)
 {
 	P("\"processes\":[");
 	for (uint32_t k = 0; k < a->nprocs; k++) {
@@ -124,13 +125,14 @@ processes(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops, uint64_t 
 		if (loop)
 			loop_row(b, p, now_ns);
 		else
-			compute_row(b, a, p, now_ns);
+			compute_row(b, a, nm, p, now_ns);
 	}
 	P("]");
 }
 
 int
-lg_status_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns, int draining)
+lg_status_render(struct lg_buf *b, const struct lg_arena *a,
+    const struct lg_stats_names *names, uint64_t now_ns, int draining)
 {
 	const struct lg_master_page *mp = a->master;
 	uint32_t nloops = mp->loop_workers < a->nprocs ? mp->loop_workers : a->nprocs;
@@ -143,7 +145,7 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a, uint64_t now_ns, in
 	    atomic_load(&mp->stopping) || draining ? "true" : "false");
 	sizing(b, mp);
 	slots_and_queue(b, a, nloops);
-	processes(b, a, nloops, now_ns);
+	processes(b, a, names, nloops, now_ns);
 	P("}\n");
 	return b->overflow ? -1 : 0;
 }

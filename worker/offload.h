@@ -1,0 +1,54 @@
+/* The offload path seen from the loop: a job slot claimed at head time, the body read into its
+ * input region one backed window at a time, the job queued to the compute pool, its
+ * completion matched to the connection, the deadline enforced, the slot given back. The router
+ * (worker/routes.c) starts it; the connection answers through lg_conn_respond. */
+#ifndef LG_WORKER_OFFLOAD_H
+#define LG_WORKER_OFFLOAD_H
+
+#include <stdint.h>
+
+#include "worker/conn.h"
+
+/* Claims a free job slot for c's request of kind `kind` with argument arg, at head time.
+ * Returns 0 (c->slot set, body counters reset, c->body_need from the Content-Length), or -1
+ * when none is free (the bounded queue is full: the caller answers 503; counted). */
+int lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg);
+
+/* http-parser body hook for a chunked body: copies len bytes at `at` into c's slot, backing
+ * the input region as it goes. Returns 0, or -1 with h->status 413 (over the region) or 503
+ * (shared memory could not be backed). */
+int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len);
+
+/* The request head is complete and c holds a slot: moves the body bytes that came with the
+ * head into the slot and either waits for the rest (state LG_CONN_BODY) or queues the job.
+ * Returns 0, or -1 when the connection was closed. */
+int lg_offload_start(struct lg_conn *c);
+
+/* Before reading more of a Content-Length body into c's slot: when everything backed so far
+ * is filled, backs the next window. Returns 0 (c->reserved > c->body_got), or -1 after
+ * answering 503 with Connection: close (shared memory could not be backed; the slot is
+ * released); the caller must not read into the slot then. */
+int lg_offload_body_window(struct lg_conn *c);
+
+/* The body in c's slot is complete: queue the job. Returns 0 or -1 (closed). */
+int lg_offload_queue(struct lg_conn *c);
+
+/* Reads every completion header waiting on the loop's completion channel and answers the
+ * connections they belong to; stale and malformed headers are counted and dropped. */
+void lg_offload_completions(struct lg_worker *w);
+
+/* The job deadline of c passed: answer 504 at once, cancel a queued job, and ask the master to
+ * kill the compute process running it. Returns 0 or -1 (closed). */
+int lg_offload_deadline(struct lg_conn *c);
+
+/* Gives up c's slot (response written, deadline, connection closing): a queued job is
+ * cancelled, a running one is left to finish and its result discarded. Returns the slot's
+ * resulting state (LG_SLOT_FREE or LG_SLOT_ABANDONED), or -1 if it was no longer c's. */
+int lg_offload_release(struct lg_conn *c);
+
+/* The connection is closing while it holds a slot (the client left, or a write failed): releases
+ * it like lg_offload_release, and when the job was running and --on-client-gone is kill, asks
+ * the master to kill its compute process so the CPU is not spent on an answer nobody reads. */
+void lg_offload_client_gone(struct lg_conn *c);
+
+#endif
