@@ -173,6 +173,9 @@ struct lagless_request {
 	void *state;                       /* what the module's init stored, or NULL */
 	const void *kind_data;             /* the kind descriptor's data pointer */
 	uint64_t deadline_ns;              /* CLOCK_MONOTONIC past which the client gets 504 */
+	uint64_t enqueue_ns;               /* CLOCK_MONOTONIC when the job was queued */
+	uint64_t start_ns;                 /* CLOCK_MONOTONIC when this process started it (the
+	                                    * queue wait is start_ns - enqueue_ns) */
 };
 
 #define LAGLESS_MAX_FIELDS 16          /* header fields a route may list */
