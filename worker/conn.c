@@ -277,7 +277,9 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
     const void *body, size_t len)
 {
 	const struct lg_http_req *r = &c->http.req;
-	int head_only = r->method == HTTP_HEAD;
+	/* A response to HEAD never has a body, refusals included (RFC 9110 section 9.3.2): the
+	 * framing check knows the method before the request is whole or valid. */
+	int head_only = c->http.frame.head_method;
 	size_t pre = 0;
 	int n;
 

@@ -25,8 +25,8 @@ enum {
 	S_MSG_DONE,
 };
 
-/* The fields whose values decide framing, routing or the 100 Continue. */
-enum { FLD_OTHER, FLD_CL, FLD_TE, FLD_HOST, FLD_EXPECT };
+/* The fields whose values decide framing, routing, persistence or the 100 Continue. */
+enum { FLD_OTHER, FLD_CL, FLD_TE, FLD_HOST, FLD_EXPECT, FLD_CONN };
 
 #define TRAILER 0x100  /* or-ed into the line states while reading the trailer section */
 
@@ -96,6 +96,14 @@ lg_frame_msg_done(const struct lg_frame *f)
 	return f->status == 0 && f->state == S_MSG_DONE;
 }
 
+int
+lg_frame_keep_alive(const struct lg_frame *f)
+{
+	if (f->conn_close)
+		return 0;
+	return f->minor == 1 || f->conn_keep_alive;
+}
+
 static int
 method_known(const char *m, size_t len)
 {
@@ -134,16 +142,23 @@ check_target(struct lg_frame *f, const unsigned char *t, size_t len, int whole)
 	return 0;
 }
 
-/* The target forms served (RFC 9112 section 3.2): origin-form, or absolute-form with an http or
+/* The target forms served (RFC 9112 section 3.2): origin-form; absolute-form with an http or
  * https scheme, an authority without userinfo (RFC 9110 section 4.2.4 calls it an error) and a
- * path. Authority-form (CONNECT) and asterisk-form (OPTIONS *) are not. Returns 0 or -1. */
+ * path that may be empty (RFC 9110 section 4.2.3: it means "/"); asterisk-form for OPTIONS
+ * (section 3.2.4). Authority-form (CONNECT) is not. Returns 0 or -1. */
 static int
-check_target_form(struct lg_frame *f, const unsigned char *t, size_t len)
+check_target_form(struct lg_frame *f, const unsigned char *t, size_t len, int options)
 {
 	size_t i;
 
 	if (t[0] == '/')
 		return 0;
+	if (len == 1 && t[0] == '*') {
+		if (!options)
+			return fail(f, 400, "asterisk-form target with a method other than OPTIONS");
+		f->asterisk = 1;
+		return 0;
+	}
 	if (len > 7 && strncasecmp((const char *)t, "http://", 7) == 0)
 		i = 7;
 	else if (len > 8 && strncasecmp((const char *)t, "https://", 8) == 0)
@@ -158,8 +173,8 @@ check_target_form(struct lg_frame *f, const unsigned char *t, size_t len)
 		    strchr("-._~!$&'()*+,;=:%[]", c) == NULL)
 			return fail(f, 400, "invalid authority in an absolute-form target");
 	}
-	if (i == start || i == len || t[i] != '/')
-		return fail(f, 400, "absolute-form target without authority or path");
+	if (i == start)
+		return fail(f, 400, "absolute-form target without authority");
 	return 0;
 }
 
@@ -195,6 +210,8 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 		return fail(f, 431, "empty lines before the request line over the head limit");
 	if (p < len && b[p] == '\n')
 		return fail(f, 400, "bare LF");
+	/* Known before the line is whole or valid, so a refusal of a HEAD has no body either. */
+	f->head_method = len - p >= 5 && memcmp(b + p, "HEAD ", 5) == 0;
 	if (f->rl_scanned < p)
 		f->rl_scanned = p;
 	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
@@ -211,7 +228,8 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	size_t t = m + 1, e = t;
 	while (e < end && b[e] != ' ')
 		e++;
-	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t) == -1)
+	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t,
+	    m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
 		return -1;
 	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
 	if (end < e + 1 + 8 + 1 || end != e + 10 || b[end - 1] != '\r' ||
@@ -255,7 +273,10 @@ uint_value(const char *v, size_t len, uint64_t *out)
 }
 
 /* Transfer-Encoding = #transfer-coding (RFC 9112 section 6.1); only "chunked" is implemented,
- * and it must come last and once (section 7). */
+ * and it must come last and once (section 7). Empty list elements (",chunked", "chunked,") are
+ * refused although RFC 9110 section 5.6.1 says to ignore them: no sender may generate them,
+ * http-parser 2.9.4 does not read ",chunked" as chunked, and nginx answers 501 to any value but
+ * "chunked", so a proxy in front may frame such a body differently (a smuggling vector). */
 static int
 te_value(struct lg_frame *f, const char *v, size_t len)
 {
@@ -292,6 +313,23 @@ te_value(struct lg_frame *f, const char *v, size_t len)
 	}
 }
 
+/* One element of the Connection list (RFC 9110 section 7.6.1) is in f->val: the options that
+ * decide persistence are recorded, others (upgrade, field names) ignored, empty ones skipped. */
+static void
+conn_element(struct lg_frame *f)
+{
+	size_t len = f->val_len;
+
+	while (len > 0 && (f->val[len - 1] == ' ' || f->val[len - 1] == '\t'))
+		len--;
+	if (f->val_long)
+		return;
+	if (len == 5 && strncasecmp(f->val, "close", 5) == 0)
+		f->conn_close = 1;
+	else if (len == 10 && strncasecmp(f->val, "keep-alive", 10) == 0)
+		f->conn_keep_alive = 1;
+}
+
 /* A complete field line of an interesting field: check and record its value. */
 static int
 field_done(struct lg_frame *f, int trailer)
@@ -305,6 +343,10 @@ field_done(struct lg_frame *f, int trailer)
 		return 0;
 	if (trailer && f->field != FLD_EXPECT)
 		return fail(f, 400, "framing or Host field in the trailer section");
+	if (f->field == FLD_CONN) {
+		conn_element(f);
+		return 0;
+	}
 	if (f->val_long && f->field != FLD_HOST && f->field != FLD_CL)
 		return fail(f, 400, "field value too long");
 	switch (f->field) {
@@ -367,14 +409,14 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 {
 	if (c == ':') {
 		static const char *const names[] = { "", "content-length", "transfer-encoding",
-		    "host", "expect" };
+		    "host", "expect", "connection" };
 
 		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
 		 * by fuzz_http): refuse those names rather than let the two readings differ. */
 		if (*nlen > 17 && strncasecmp(name, "transfer-encoding", 17) == 0)
 			return fail(f, 400, "field name extends Transfer-Encoding");
 		f->field = FLD_OTHER;
-		for (int i = FLD_CL; i <= FLD_EXPECT; i++)
+		for (int i = FLD_CL; i <= FLD_CONN; i++)
 			if (strlen(names[i]) == *nlen && strncasecmp(names[i], name, *nlen) == 0)
 				f->field = i;
 		f->val_len = 0;
@@ -395,14 +437,14 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 }
 
 /* Content-Length is checked byte by byte, because http-parser stops at the first bad byte and
- * the check must refuse a request first (else the two are seen to disagree). HTAB is OWS, but
- * http-parser 2.9.4 refuses it there, so it is refused here as well. */
+ * the check must refuse a request first (else the two are seen to disagree). OWS is SP or HTAB
+ * (RFC 9110 section 5.6.3); http-parser is shown an HTAB as SP (f->as_sp). */
 static int
 cl_char(struct lg_frame *f, unsigned char c)
 {
 	uint64_t v;
 
-	if (c == ' ') {
+	if (c == ' ' || c == '\t') {
 		if (f->val_len > 0)
 			f->val_long = 1; /* borrowed as "trailing OWS seen" */
 		return 0;
@@ -422,12 +464,22 @@ value_char(struct lg_frame *f, unsigned char c)
 		return S_VALUE_LF;
 	if (!is_value_char(c))
 		return fail(f, 400, c == '\n' ? "bare LF" : "control character in a field value");
+	/* http-parser 2.9.4 takes only SP, not HTAB, after a Content-Length, after "chunked" and
+	 * after a Connection option: it is shown an SP instead, which means the same here. */
+	if (c == '\t' && (f->field == FLD_CL || f->field == FLD_TE || f->field == FLD_CONN))
+		f->as_sp = 1;
 	if (f->val_len == 0 && (c == ' ' || c == '\t') && f->field != FLD_CL)
 		return S_VALUE; /* leading OWS */
 	if (f->field == FLD_CL && cl_char(f, c) == -1)
 		return -1;
-	if (f->field == FLD_CL && c == ' ')
+	if (f->field == FLD_CL && (c == ' ' || c == '\t'))
 		return S_VALUE; /* OWS: leading, or trailing once a digit was seen */
+	if (f->field == FLD_CONN && c == ',') {
+		conn_element(f);
+		f->val_len = 0;
+		f->val_long = 0;
+		return S_VALUE;
+	}
 	if (f->field == FLD_HOST && (strchr("/?#@\\\"<>{}|^`", c) != NULL || c >= 0x80))
 		return fail(f, 400, "invalid Host");
 	if (f->val_len < sizeof(f->val))
@@ -459,6 +511,8 @@ line_byte(struct lg_frame *f, int st, unsigned char c, char *name, size_t *nlen)
 		if (c == ':' && *nlen == 0)
 			return fail(f, 400, "empty field name");
 		int n = name_char(f, c, name, nlen);
+		if (trailer && f->field == FLD_CONN)
+			f->field = FLD_OTHER; /* persistence is decided by the header section */
 		return n == -1 ? -1 : n | trailer;
 	}
 	case S_VALUE: {
@@ -499,6 +553,10 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 		if (st == -1)
 			break;
 		f->state = st;
+		if (f->as_sp) { /* the caller shows buf[i] to http-parser as SP */
+			i++;
+			break;
+		}
 	}
 	if ((f->state & ~TRAILER) == S_NAME && f->status == 0) {
 		memcpy(f->val, name, nlen);
@@ -531,8 +589,10 @@ chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 		/* what may follow the size */
 		__attribute__((fallthrough));
 	case S_CBWS:
-		if (c == ' ') /* BWS; HTAB too by the grammar, but http-parser 2.9.4 refuses it */
+		if (c == ' ' || c == '\t') { /* BWS (RFC 9112 section 7.1.1) */
+			f->as_sp = c == '\t'; /* http-parser 2.9.4 refuses HTAB there */
 			return S_CBWS;
+		}
 		if (c == ';')
 			return S_CEXT;
 		if (c == '\r' && st == S_CSIZE)
@@ -567,7 +627,7 @@ lg_frame_body(struct lg_frame *f, const char *buf, size_t len)
 {
 	size_t i = 0;
 
-	while (i < len && f->status == 0 && f->state != S_MSG_DONE) {
+	while (i < len && f->status == 0 && f->state != S_MSG_DONE && !f->as_sp) {
 		unsigned char c = (unsigned char)buf[i];
 		int st = f->state;
 
@@ -597,6 +657,8 @@ lg_frame_body(struct lg_frame *f, const char *buf, size_t len)
 			if (st == -1)
 				break;
 			f->state = st;
+			if (f->as_sp)
+				break; /* buf[i - 1] is shown to http-parser as SP */
 		}
 	}
 	return i;

@@ -38,10 +38,16 @@ struct lg_frame {
 	int state;                 /* internal */
 	int status;                /* the error status once a rule failed, else 0 */
 	const char *why;           /* which rule failed (static text, for logs and tests) */
+	int as_sp;                 /* the last byte accepted is an HTAB (OWS, BWS) that http-parser
+	                            * 2.9.4 would misread: the caller shows it an SP instead, and
+	                            * clears this */
 	/* request line */
 	size_t rl_scanned;         /* bytes of the pending request line already checked */
 	size_t method_len, target_off, target_len;
 	unsigned minor;            /* HTTP/1.minor */
+	int head_method;           /* the method token is HEAD (known as soon as "HEAD " is in, so
+	                            * even a refusal of a HEAD request carries no body) */
+	int asterisk;              /* the target is "*" (OPTIONS only, RFC 9112 section 3.2.4) */
 	/* header section */
 	uint64_t head_bytes;
 	unsigned nfields;
@@ -54,6 +60,7 @@ struct lg_frame {
 	uint64_t content_length;
 	int te_chunked_last, te_chunked_before, te_other;
 	int expect_continue, expect_other;
+	int conn_close, conn_keep_alive; /* Connection options (RFC 9110 section 7.6.1) */
 	enum lg_frame_body body;
 	/* body */
 	uint64_t remaining;        /* bytes left in a Content-Length body or the current chunk */
@@ -80,9 +87,16 @@ lg_frame_target(const struct lg_frame *f, const char *line)
 	return line + f->target_off;
 }
 
+/* Whether the connection persists after this request (RFC 9112 section 9.3): HTTP/1.1 unless a
+ * Connection field lists "close"; HTTP/1.0 only when it lists "keep-alive" and not "close".
+ * Read by this module from the Connection field (a list: OWS of SP or HTAB around elements,
+ * empty elements ignored, RFC 9110 section 5.6.1). Valid once lg_frame_head_done(). */
+int lg_frame_keep_alive(const struct lg_frame *f);
+
 /* Checks header-section bytes (RFC 9112 section 5, RFC 9110 section 5.5). Returns the bytes
  * accepted: all of len, or fewer when the head ends inside buf (the count then includes the
- * final CRLF, and lg_frame_head_done() is true) or a rule failed (f->status: 400, 431, or at the
+ * final CRLF, and lg_frame_head_done() is true), when f->as_sp is set (the count then ends with
+ * that HTAB; lg_frame_body stops the same way in a chunk-size line), or a rule failed (f->status: 400, 431, or at the
  * end of the head 400 for ambiguous framing, 501 for an unknown transfer coding, 417 for an
  * expectation other than 100-continue). */
 size_t lg_frame_head(struct lg_frame *f, const char *buf, size_t len);

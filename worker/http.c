@@ -39,27 +39,33 @@ on_url(http_parser *p, const char *at, size_t len)
 static int
 split_target(struct lg_http_req *r)
 {
-	char *q, *t = r->target;
-	size_t skip = 0;
+	const char *p = r->target, *end = r->target + r->target_len, *q;
 
-	/* Origin-form (RFC 9112 section 3.2.1), or absolute-form, which a server must accept
-	 * (section 3.2.2): the path starts after scheme and authority. Authority-form is for
-	 * CONNECT and asterisk-form for OPTIONS *, neither of which this server offers. */
-	if (strncasecmp(t, "http://", 7) == 0 || strncasecmp(t, "https://", 8) == 0) {
-		char *slash = memchr(t + 8, '/', r->target_len - 8);
-		char *auth = strstr(t, "://") + 3;
+	/* Origin-form (RFC 9112 section 3.2.1); absolute-form, which a server must accept
+	 * (section 3.2.2): the path starts after scheme and authority, and an empty one is "/"
+	 * (RFC 9110 section 4.2.3); asterisk-form for OPTIONS (section 3.2.4), whose path is "*".
+	 * Authority-form is for CONNECT, which this server does not offer. */
+	if (strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0) {
+		const char *auth = strstr(p, "://") + 3;
 
-		if (slash == NULL || slash == auth)
+		for (p = auth; p < end && *p != '/' && *p != '?'; p++)
+			;
+		if (p == auth)
 			return -1;
-		skip = (size_t)(slash - t);
-	} else if (r->target_len == 0 || t[0] != '/') {
+	} else if (r->target_len == 1 && p[0] == '*' && r->method == HTTP_OPTIONS) {
+		r->path = p;
+		r->path_len = 1;
+		return 0;
+	} else if (r->target_len == 0 || p[0] != '/') {
 		return -1;
 	}
-	r->path = t + skip;
-	q = memchr(r->path, '?', r->target_len - skip);
-	r->path_len = q ? (size_t)(q - r->path) : r->target_len - skip;
+	q = memchr(p, '?', (size_t)(end - p));
+	r->path_len = (size_t)((q ? q : end) - p);
+	r->path = r->path_len ? p : "/";
+	if (r->path_len == 0)
+		r->path_len = 1;
 	r->query = q ? q + 1 : NULL;
-	r->query_len = q ? r->target_len - skip - r->path_len - 1 : 0;
+	r->query_len = q ? (size_t)(end - q - 1) : 0;
 	return 0;
 }
 
@@ -87,7 +93,9 @@ take_head(struct lg_http *h, http_parser *p)
 	r->content_length = f->body == LG_FRAME_LENGTH ? f->content_length : LG_HTTP_NO_LENGTH;
 	r->expect_continue = f->expect_continue;
 	r->nfields = f->nfields;
-	r->keep_alive = http_should_keep_alive(p);
+	/* Not http_should_keep_alive(): http-parser 2.9.4 misses "close" followed by HTAB or
+	 * after an empty list element; the framing check reads the Connection list itself. */
+	r->keep_alive = lg_frame_keep_alive(f);
 	if (!lg_frame_head_done(f) || r->major != 1 || r->minor != f->minor ||
 	    r->target_len != f->target_len || chunked != r->chunked ||
 	    (f->body == LG_FRAME_LENGTH && p->content_length != f->content_length) ||
@@ -202,6 +210,23 @@ admit(struct lg_http *h, const char *buf, size_t len)
 	return n;
 }
 
+/* Runs http-parser over the n bytes the framing check admitted; when the check flagged the last
+ * one as an HTAB http-parser misreads (frame.h as_sp), that byte is shown to it as SP. Returns
+ * the bytes of buf consumed. */
+static size_t
+execute(struct lg_http *h, const char *buf, size_t n)
+{
+	size_t m;
+
+	if (!h->frame.as_sp)
+		return http_parser_execute(&h->parser, &settings, buf, n);
+	h->frame.as_sp = 0;
+	m = n > 1 ? http_parser_execute(&h->parser, &settings, buf, n - 1) : 0;
+	if (m == n - 1 && HTTP_PARSER_ERRNO(&h->parser) == HPE_OK)
+		m += http_parser_execute(&h->parser, &settings, " ", 1);
+	return m;
+}
+
 size_t
 lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 {
@@ -211,7 +236,7 @@ lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 		size_t n = admit(h, buf + done, len - done);
 		if (n == 0)
 			break;
-		size_t m = http_parser_execute(&h->parser, &settings, buf + done, n);
+		size_t m = execute(h, buf + done, n);
 		enum http_errno e = HTTP_PARSER_ERRNO(&h->parser);
 
 		done += m;

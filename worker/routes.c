@@ -334,6 +334,30 @@ method_ok(const struct lg_route *rt, unsigned method)
 	return method == rt->method || (rt->method == HTTP_GET && method == HTTP_HEAD);
 }
 
+/* OPTIONS * (RFC 9112 section 3.2.4): a question about the server, not a resource. */
+static int
+is_asterisk(const struct lg_http_req *r)
+{
+	return r->method == HTTP_OPTIONS && r->path_len == 1 && r->path[0] == '*';
+}
+
+/* 200 with Allow listing every method some route serves, and OPTIONS itself (RFC 9110 section
+ * 9.3.7); no body, so Content-Length: 0. */
+static int
+route_options_any(struct lg_conn *c)
+{
+	int get = 0, post = 0;
+	char allow[64];
+
+	for (size_t i = 0; i < NROUTES; i++) {
+		get |= routes[i].method == HTTP_GET;
+		post |= routes[i].method == HTTP_POST;
+	}
+	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", get ? "GET, HEAD, " : "",
+	    post ? "POST, " : "");
+	return lg_conn_respond(c, 200, NULL, allow, NULL, 0);
+}
+
 static int
 reject(struct lg_conn *c, int status)
 {
@@ -382,6 +406,10 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
 		return reject(c, 413);
+	if (is_asterisk(r)) {
+		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
+		return LG_HTTP_BODY_PARSER;
+	}
 	if (c->route == NULL || !method_ok(c->route, r->method)) {
 		if (r->expect_continue && has_body)
 			return refuse_early(c, r);
@@ -421,6 +449,8 @@ lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 
+	if (c->route == NULL && is_asterisk(r))
+		return route_options_any(c);
 	if (c->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(c->route, r->method)) {
