@@ -30,7 +30,7 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -l
 
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
-            libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
+            libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev
 # Only make bench needs these (nginx is its throughput reference); CI does not install them.
 BENCH_PKGS := nginx
@@ -43,8 +43,9 @@ BIN      := $(OBJDIR)/lagless
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 
-.PHONY: all run test check unit integration deps clean print-deps install bench fuzz fuzz-build
-all: $(BIN)
+.PHONY: all run test check unit integration deps clean print-deps install bench fuzz fuzz-build \
+        modules
+all: $(BIN) modules
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -52,6 +53,22 @@ $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
 $(OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The example modules (modules/): shared objects built against include/lagless/module.h alone,
+# with the flags `pkg-config --cflags lagless` gives an installed copy, and no lagless symbol.
+MOD_CFLAGS := -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -shared \
+              -Iinclude $(SANFLAGS)
+MODULES    := $(OBJDIR)/modules/upper.so $(OBJDIR)/modules/thumbnail.so
+
+modules: $(MODULES)
+
+$(OBJDIR)/modules/upper.so: modules/upper/upper.c include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) $(MOD_CFLAGS) -o $@ $<
+
+$(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
 
 $(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -75,8 +92,8 @@ run: deps
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN)
-	LAGLESS_BIN=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
+integration: $(BIN) $(MODULES)
+	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
 
 check: unit integration
 
