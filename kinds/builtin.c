@@ -1,0 +1,302 @@
+/* Thin wrappers: each kind reads its parameters through the host table, calls its core
+ * (kinds/heavy.c, codec.c, argon2.c: plain functions with their own unit tests) on the input
+ * in place, and writes the answer straight into the output region. Nothing here knows the
+ * host's internals. */
+#include "kinds/builtin.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "kinds/argon2.h"
+#include "kinds/codec.h"
+#include "kinds/heavy.h"
+
+#define ERR_MAX 160
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Maps a core's status (0, 400, 413, 500) and message to the kind's answer. */
+static int
+answer(const struct lagless_request *rq, struct lagless_output *out, int st, const char *err)
+{
+	if (st == 0)
+		return LAGLESS_OK;
+	rq->host->set_message(out, "%s\n", err);
+	if (st == 413)
+		return LAGLESS_TOO_LARGE;
+	return st == 400 ? LAGLESS_BAD_INPUT : LAGLESS_ERROR;
+}
+
+/* Refuses every key of conf but the n listed ones (a typo in a route section is an error at
+ * lagless -t, not a silent default). */
+static int
+only_keys(const struct lagless_host *h, const struct lagless_conf *conf, const char *const *keys,
+    size_t n, char *err, size_t errlen)
+{
+	const char *k, *v;
+
+	for (size_t i = 0; h->conf_at(conf, i, &k, &v) == 0; i++) {
+		size_t j = 0;
+
+		while (j < n && strcmp(k, keys[j]) != 0)
+			j++;
+		if (j == n) {
+			snprintf(err, errlen, "unknown key %s for this kind", k);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- heavy ---- */
+
+/* The job's queue wait; 0 when it ran inline on a loop worker (it was never queued). */
+static uint64_t
+queue_ns(const struct lagless_request *rq)
+{
+	return rq->enqueue_ns == 0 || rq->start_ns < rq->enqueue_ns ? 0 :
+	    rq->start_ns - rq->enqueue_ns;
+}
+
+static int
+heavy_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	uint64_t n, x, t0;
+
+	if (rq->host->query_uint(rq, "iterations", LG_HEAVY_DEFAULT_N, 0, LG_HEAVY_MAX_N,
+	    &n) == -1) {
+		rq->host->set_message(out, "iterations must be an integer in 0..%llu\n",
+		    (unsigned long long)LG_HEAVY_MAX_N);
+		return LAGLESS_BAD_INPUT;
+	}
+	t0 = now_ns();
+	x = lg_heavy_loop(n);
+	out->len = lg_heavy_json((char *)out->data, out->cap, n, x, queue_ns(rq), now_ns() - t0);
+	return out->len ? LAGLESS_OK : LAGLESS_TOO_LARGE;
+}
+
+/* heavy and compress take their arguments from the query only. */
+static int
+no_keys_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	return only_keys(h, conf, NULL, 0, err, errlen);
+}
+
+/* ---- compress, decompress ---- */
+
+/* ?codec= (zstd when absent) and, for compress, ?level= within that codec's range. */
+static int
+codec_args(const struct lagless_request *rq, struct lagless_output *out, enum lg_codec *c,
+    uint64_t *level)
+{
+	size_t len;
+	const char *v = rq->host->query(rq, "codec", &len);
+
+	*c = LG_CODEC_ZSTD;
+	if (v != NULL && lg_codec_parse(v, len, c) == -1) {
+		rq->host->set_message(out, "codec must be zstd or gzip\n");
+		return -1;
+	}
+	if (level != NULL && rq->host->query_uint(rq, "level",
+	    (uint64_t)lg_codec_level_default(*c), (uint64_t)lg_codec_level_min(*c),
+	    (uint64_t)lg_codec_level_max(*c), level) == -1) {
+		rq->host->set_message(out, "%s level must be an integer in %d..%d\n",
+		    lg_codec_name(*c), lg_codec_level_min(*c), lg_codec_level_max(*c));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+compress_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	enum lg_codec c;
+	uint64_t level, n = 0;
+	char err[ERR_MAX];
+	int st;
+
+	if (codec_args(rq, out, &c, &level) == -1)
+		return LAGLESS_BAD_INPUT;
+	st = lg_codec_compress(c, (int)level, rq->input, rq->input_len, out->data, out->cap, &n,
+	    err, sizeof(err));
+	out->len = (size_t)n;
+	rq->host->set_ctype(out, lg_codec_ctype(c));
+	return answer(rq, out, st, err);
+}
+
+/* Either codec's bound: the codec is a query parameter, which the host has not parsed yet. */
+static uint64_t
+compress_size(uint64_t input_len, const struct lagless_conf *conf)
+{
+	uint64_t z = lg_codec_compress_bound(LG_CODEC_ZSTD, input_len);
+	uint64_t g = lg_codec_compress_bound(LG_CODEC_GZIP, input_len);
+
+	return z > g ? z : g;
+}
+
+#define MAX_OUTPUT_KEY "max_output"
+
+static int
+decompress_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	enum lg_codec c;
+	uint64_t limit, n = 0;
+	char err[ERR_MAX];
+	int st;
+
+	if (codec_args(rq, out, &c, NULL) == -1)
+		return LAGLESS_BAD_INPUT;
+	/* The route's bound, never more than the output region (checked at lagless -t). */
+	if (rq->host->conf_uint(rq->conf, MAX_OUTPUT_KEY, out->cap, 1, UINT64_MAX, &limit) == -1)
+		return LAGLESS_ERROR;
+	if (limit > out->cap)
+		limit = out->cap;
+	st = lg_codec_decompress(c, rq->input, rq->input_len, out->data, limit, &n, err,
+	    sizeof(err));
+	out->len = (size_t)n;
+	return answer(rq, out, st, err);
+}
+
+static uint64_t
+decompress_size(uint64_t input_len, const struct lagless_conf *conf)
+{
+	return 0; /* up to the route's max_output or the whole region: no bound of its own */
+}
+
+static int
+decompress_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	static const char *const keys[] = { MAX_OUTPUT_KEY };
+	uint64_t v;
+
+	if (h->conf_uint(conf, MAX_OUTPUT_KEY, 1, 1, UINT64_MAX, &v) == -1) {
+		snprintf(err, errlen, MAX_OUTPUT_KEY " must be a byte count (K, M, G suffixes)");
+		return -1;
+	}
+	return only_keys(h, conf, keys, 1, err, errlen);
+}
+
+/* ---- hash, verify ---- */
+
+static const char *const hash_keys[] = { "memory_kib", "iterations", "lanes" };
+static const char *const verify_keys[] = { "max_memory_kib", "max_iterations", "max_lanes" };
+/* What /verify accepts in a stored hash unless the route says otherwise: generous enough for
+ * hashes made elsewhere with stronger settings, bounded so a crafted one cannot ask for more
+ * than 256 MiB. */
+static const struct lg_argon2_params verify_default = { 262144, 16, 8 };
+static const struct lg_argon2_params hash_default = { LG_ARGON2_DEFAULT_M_KIB,
+    LG_ARGON2_DEFAULT_T, LG_ARGON2_DEFAULT_P };
+
+/* Reads the three parameters named by keys (memory, passes, lanes) with defaults def. */
+static int
+argon2_conf(const struct lagless_host *h, const struct lagless_conf *conf,
+    const char *const *keys, const struct lg_argon2_params *def, struct lg_argon2_params *p,
+    char *err, size_t errlen)
+{
+	uint64_t m, t, l;
+
+	if (h->conf_uint(conf, keys[0], def->m_kib, 8, LG_ARGON2_MAX_M_KIB, &m) == -1 ||
+	    h->conf_uint(conf, keys[1], def->t, 1, LG_ARGON2_MAX_T, &t) == -1 ||
+	    h->conf_uint(conf, keys[2], def->p, 1, LG_ARGON2_MAX_P, &l) == -1) {
+		snprintf(err, errlen, "%s must be in 8..%u, %s in 1..%u, %s in 1..%u", keys[0],
+		    LG_ARGON2_MAX_M_KIB, keys[1], LG_ARGON2_MAX_T, keys[2], LG_ARGON2_MAX_P);
+		return -1;
+	}
+	*p = (struct lg_argon2_params){ (uint32_t)m, (uint32_t)t, (uint32_t)l };
+	/* Hash parameters must also suit libargon2 together (8 KiB a lane); verify's are three
+	 * independent ceilings. */
+	return keys == hash_keys ? lg_argon2_check(p, err, errlen) : 0;
+}
+
+static int
+hash_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	struct lg_argon2_params p;
+
+	if (argon2_conf(h, conf, hash_keys, &hash_default, &p, err, errlen) == -1)
+		return -1;
+	return only_keys(h, conf, hash_keys, 3, err, errlen);
+}
+
+static int
+verify_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	struct lg_argon2_params p;
+
+	if (argon2_conf(h, conf, verify_keys, &verify_default, &p, err, errlen) == -1)
+		return -1;
+	return only_keys(h, conf, verify_keys, 3, err, errlen);
+}
+
+static int
+hash_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	struct lg_argon2_params p;
+	unsigned char salt[LG_ARGON2_SALT_LEN];
+	char err[ERR_MAX];
+	size_t n = 0;
+	int st;
+
+	if (argon2_conf(rq->host, rq->conf, hash_keys, &hash_default, &p, err, sizeof(err)) == -1)
+		return answer(rq, out, 500, err);
+	if (lg_argon2_salt(salt, sizeof(salt)) == -1)
+		return answer(rq, out, 500, "getrandom failed");
+	st = lg_argon2_hash(&p, rq->input, rq->input_len, salt, sizeof(salt), (char *)out->data,
+	    out->cap, &n, err, sizeof(err));
+	out->len = n;
+	return answer(rq, out, st, err);
+}
+
+static int
+verify_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	static const char yes[] = "{\"match\":true}\n", no[] = "{\"match\":false}\n";
+	struct lg_argon2_params max;
+	char err[ERR_MAX];
+	int st, match = 0;
+
+	if (argon2_conf(rq->host, rq->conf, verify_keys, &verify_default, &max, err,
+	    sizeof(err)) == -1)
+		return answer(rq, out, 500, err);
+	st = lg_argon2_verify(&max, rq->input, rq->input_len, &match, err, sizeof(err));
+	if (st != 0)
+		return answer(rq, out, st, err);
+	if (rq->host->write(out, match ? yes : no, match ? sizeof(yes) - 1 : sizeof(no) - 1) == -1)
+		return LAGLESS_TOO_LARGE;
+	return LAGLESS_OK;
+}
+
+static const struct lagless_kind kinds[] = {
+	{ .name = "heavy", .run = heavy_run, .ctype = "application/json",
+	  .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP, .flags = LAGLESS_KIND_CACHEABLE,
+	  .max_output = LG_HEAVY_JSON_MAX, .check = no_keys_check },
+	{ .name = "compress", .run = compress_run, .ctype = "application/zstd",
+	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = compress_size, .check = no_keys_check },
+	{ .name = "decompress", .run = decompress_run, .ctype = "application/octet-stream",
+	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = decompress_size,
+	  .check = decompress_check },
+	{ .name = "hash", .run = hash_run, .ctype = "text/plain",
+	  .max_output = LG_ARGON2_PHC_MAX, .check = hash_check },
+	{ .name = "verify", .run = verify_run, .ctype = "application/json",
+	  .max_output = 32, .check = verify_check },
+};
+
+const struct lagless_module lg_builtin_module = {
+	.magic = LAGLESS_MODULE_MAGIC, .abi_major = LAGLESS_ABI_MAJOR,
+	.abi_minor = LAGLESS_ABI_MINOR, .size = sizeof(struct lagless_module),
+	.kind_size = sizeof(struct lagless_kind), .nkinds = sizeof(kinds) / sizeof(kinds[0]),
+	.signature = LAGLESS_SIGNATURE, .name = "lagless", .version = "built-in",
+	.kinds = kinds,
+};
