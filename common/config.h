@@ -35,6 +35,9 @@ struct lg_config {
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
 	int enable_test_jobs;      /* 1: serve the /test/ fault-injection routes (never in production) */
+	int quarantine_deaths;     /* compute deaths by one job kind within quarantine_ms that
+	                            * quarantine it; 0 = never */
+	uint64_t quarantine_ms;    /* how long a quarantined kind is refused (503), and the window */
 	/* HTTP limits and timeouts of the loop workers (docs/HTTP.md) */
 	uint64_t max_head;         /* request line + header section bytes; over -> 431 */
 	uint64_t max_uri;          /* request-target bytes (at most 8192); over -> 414 */

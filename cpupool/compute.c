@@ -72,6 +72,7 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	enum lg_job_status st;
 	uint64_t now = lg_now_ns();
 
+	atomic_store(&env->page->job_kind, m->kind);
 	atomic_store(&env->page->job, ((uint64_t)m->slot << 32) | m->gen);
 	if (lg_slot_start(s, m->gen, atomic_load(&env->page->pid), now) == -1) {
 		/* Cancelled (client gone, deadline) or a stale header: skip it. */
@@ -84,7 +85,9 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
 		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
 	};
-	st = run_kind(env, m, &job);
+	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death. */
+	st = lg_stats_quarantine_left(a->master, m->kind, now) ? LG_JOB_QUARANTINED :
+	    run_kind(env, m, &job);
 	s->out_len = job.out_len;
 	s->touched = m->in_len + job.out_len;
 	uint64_t end = lg_now_ns();

@@ -24,8 +24,9 @@ struct lg_child {
 	uint32_t incarnation;  /* processes started in this row so far */
 	uint32_t restarts;
 	uint32_t quick_deaths;
-	int killed_by_us;      /* deadline kill: an expected death, not a crash */
-	int stuck;             /* SIGKILLed for a stale heartbeat (still counts as a crash) */
+	int killed_by_us;      /* 0, or the enum lg_restart_reason of our kill (deadline, client
+	                        * gone): an expected death, not a crash */
+	int stuck;             /* SIGKILLed for a stale heartbeat (restart reason "stuck") */
 	uint64_t started_ns;
 	uint64_t respawn_at;   /* CLOCK_MONOTONIC ns; valid while pid == 0 */
 	uint64_t backoff_ns;

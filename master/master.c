@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "cpupool/jobs.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/options.h"
@@ -26,6 +27,8 @@
 #define BACKOFF_MAX_NS     (5000 * LG_NS_PER_MS)
 #define QUICK_DEATH_NS     (1000 * LG_NS_PER_MS) /* dying sooner than this counts as a crash loop */
 #define CRASH_LOOP_LIMIT   10                     /* quick deaths in a row before giving up */
+#define JOB_BACKOFF_MIN_NS (10 * LG_NS_PER_MS)     /* respawn after a job killed a young process */
+#define JOB_BACKOFF_MAX_NS (1000 * LG_NS_PER_MS)
 #define TRIM_PERIOD_NS     (1000 * LG_NS_PER_MS)
 #define TRIM_MIN_BYTES     (1u << 20)             /* punch regions of slots that used >= 1 MiB */
 #define MAX_GENS           4                      /* running + retiring generations at once */
@@ -60,15 +63,16 @@ page_of(struct lg_gen *g, struct lg_child *c)
 }
 
 /* A compute process died: fail the job it was running (or had taken from the channel), and
- * tell the owner loop so its client gets 502 now instead of waiting for the deadline. */
-static void
+ * tell the owner loop so its client gets 502 now instead of waiting for the deadline. Returns 1
+ * when the process had a job (its death is that job's doing), 0 when it was idle. */
+static int
 reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page)
 {
 	uint64_t job = atomic_exchange(&page->job, LG_NO_JOB);
 	uint64_t now = lg_now_ns();
 
 	if (job == LG_NO_JOB || (job >> 32) >= g->arena.nslots)
-		return;
+		return 0;
 	uint32_t slot = (uint32_t)(job >> 32), gen = (uint32_t)job;
 	struct lg_slot *s = &g->arena.slots[slot];
 	int r = lg_slot_finish(s, gen, LG_JOB_CRASHED, now);
@@ -76,32 +80,45 @@ reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page)
 	if (r == -1 && lg_slot_start(s, gen, 0, now) == 0) /* died between naming and starting */
 		r = lg_slot_finish(s, gen, LG_JOB_CRASHED, now);
 	if (r != 1)
-		return;
+		return 1;
 	uint32_t owner = lg_slot_owner(atomic_load(&s->word));
 	struct lg_msg done = { .type = LG_MSG_DONE, .slot = slot, .gen = gen,
 	    .status = LG_JOB_CRASHED };
 	if (owner >= g->nloops || lg_chan_send(g->ch.done[owner][1], &done, MSG_DONTWAIT) == -1)
 		log_warn("cannot tell loop %u that slot %u failed: %s", owner, slot, strerror(errno));
+	return 1;
 }
 
 /* lagless_process_restarts_total{role,reason}: the master is the only writer of its page. */
 static void
-count_restart(struct lg_gen *g, const struct lg_child *c, int status)
+count_restart(struct lg_gen *g, const struct lg_child *c, int status, int job_death)
 {
-	enum lg_restart_reason why = c->killed_by_us ? LG_RESTART_DEADLINE :
+	enum lg_restart_reason why = c->killed_by_us == LG_RESTART_CLIENT_GONE ?
+	    LG_RESTART_CLIENT_GONE : c->killed_by_us ? LG_RESTART_DEADLINE :
+	    c->stuck ? LG_RESTART_STUCK : job_death ? LG_RESTART_JOB :
 	    WIFSIGNALED(status) ? LG_RESTART_CRASH : LG_RESTART_EXIT;
 
 	lg_stats_add(&g->arena.master->restarts[c->role - 1][why], 1);
 }
 
-/* Back-off for the next start of row c: none after a normal life, doubling from 100 ms to 5 s
- * for one that died within a second of starting. Returns -1 when it keeps dying. */
+/* Back-off for the next start of row c. A process that died of the job it ran (job_death) is
+ * respawned at once after a normal life and after a back-off doubling from 10 ms to 1 s when it
+ * dies young, and never makes the master give up: the job failed (502 to its client), not the
+ * server. Any other death within a second of starting doubles the back-off from 100 ms to 5 s,
+ * and CRASH_LOOP_LIMIT of those in a row (a process that cannot even start) return -1. */
 static int
-plan_respawn(struct lg_child *c, uint64_t now)
+plan_respawn(struct lg_child *c, uint64_t now, int job_death)
 {
-	if (c->killed_by_us || now - c->started_ns >= QUICK_DEATH_NS) {
+	int young = now - c->started_ns < QUICK_DEATH_NS;
+
+	if (c->killed_by_us || !young) {
 		c->quick_deaths = 0;
 		c->backoff_ns = 0;
+	} else if (job_death) {
+		c->quick_deaths = 0;
+		c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : JOB_BACKOFF_MIN_NS;
+		if (c->backoff_ns > JOB_BACKOFF_MAX_NS)
+			c->backoff_ns = JOB_BACKOFF_MAX_NS;
 	} else {
 		c->quick_deaths++;
 		c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : BACKOFF_MIN_NS;
@@ -115,16 +132,66 @@ plan_respawn(struct lg_child *c, uint64_t now)
 	return 0;
 }
 
+/* The row of g's master page for job kind `kind`, taken on first use; NULL when the table is
+ * full (such a kind is counted nowhere and never quarantined). */
+static struct lg_kind_health *
+kind_row(struct lg_gen *g, uint32_t kind)
+{
+	struct lg_kind_health *rows = g->arena.master->kinds;
+
+	for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
+		uint32_t k = atomic_load(&rows[i].kind);
+
+		if (k == kind)
+			return &rows[i];
+		if (k == 0) {
+			atomic_store_explicit(&rows[i].kind, kind, memory_order_release);
+			return &rows[i];
+		}
+	}
+	return NULL;
+}
+
+/* A compute process of g died while its page named a job of `kind` (not a kill of ours): count
+ * it against the kind, log it, and quarantine the kind when --quarantine-deaths such deaths
+ * happened within --quarantine-ms (Kore charges a crash to its handler the same way). */
+static void
+charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t now)
+{
+	struct lg_kind_health *h = kind_row(g, kind);
+	uint64_t window = g->cfg.quarantine_ms * LG_NS_PER_MS;
+
+	log_warn("compute[%u] pid=%d died running a %s job; its client gets 502",
+	    c->index, (int)c->pid, lg_jobs_name(kind));
+	if (h == NULL)
+		return;
+	lg_stats_add(&h->deaths, 1);
+	if (now - h->window_ns > window || atomic_load(&h->until_ns) > now) {
+		h->window_ns = now;
+		h->recent = 0;
+	}
+	if (g->cfg.quarantine_deaths == 0 || ++h->recent < (uint32_t)g->cfg.quarantine_deaths)
+		return;
+	log_error("quarantining job kind %s for %llu ms: %u compute process deaths within %llu "
+	    "ms (--quarantine-deaths); its requests get 503 meanwhile", lg_jobs_name(kind),
+	    (unsigned long long)g->cfg.quarantine_ms, h->recent,
+	    (unsigned long long)g->cfg.quarantine_ms);
+	atomic_store(&h->until_ns, now + window);
+	lg_stats_add(&h->quarantines, 1);
+	h->recent = 0;
+}
+
 static void
 on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int status)
 {
 	struct lg_proc_page *page = page_of(g, c);
-	int n;
+	uint32_t kind = atomic_load(&page->job_kind);
+	int n, job_death = 0;
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
 	if (c->role == LG_ROLE_COMPUTE)
-		reclaim_compute_job(g, page);
+		job_death = reclaim_compute_job(g, page);
 	else if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
 		log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
 	if (WIFSIGNALED(status))
@@ -133,18 +200,20 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	else
 		log_exit(m, g, c, "%s[%u] pid=%d exited with status %d", lg_gen_role_name(c->role),
 		    c->index, (int)c->pid, WEXITSTATUS(status));
+	if (job_death && !c->killed_by_us && !m->stopping)
+		charge_kind(g, c, kind, lg_now_ns());
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
-	if (plan_respawn(c, lg_now_ns()) == -1) {
-		log_error("%s[%u] died %u times in a row within %llu ms of starting; giving up",
-		    lg_gen_role_name(c->role), c->index, c->quick_deaths,
+	if (plan_respawn(c, lg_now_ns(), job_death) == -1) {
+		log_error("%s[%u] died %u times in a row within %llu ms of starting, before taking "
+		    "any job; giving up", lg_gen_role_name(c->role), c->index, c->quick_deaths,
 		    (unsigned long long)(QUICK_DEATH_NS / LG_NS_PER_MS));
 		m->exit_code = 1;
 		begin_stop(m, 2);
 		return;
 	}
-	count_restart(g, c, status);
+	count_restart(g, c, status, job_death);
 }
 
 static void
@@ -223,7 +292,7 @@ begin_stop(struct master *m, int how)
  * after the grace. The job id is compared with the process's own page so a process that already
  * moved on to another job is left alone. Returns 1 when a process was signalled. */
 static int
-kill_runner(struct lg_gen *g, uint64_t job, const char *why)
+kill_runner(struct lg_gen *g, uint64_t job, const char *why, enum lg_restart_reason reason)
 {
 	for (uint32_t k = g->nloops; k < g->nchildren; k++) {
 		struct lg_child *c = &g->children[k];
@@ -233,7 +302,7 @@ kill_runner(struct lg_gen *g, uint64_t job, const char *why)
 		log_info("killing compute[%u] pid=%d: slot %u %s", c->index, (int)c->pid,
 		    (unsigned)(job >> 32), why);
 		kill(c->pid, SIGTERM);
-		c->killed_by_us = 1;
+		c->killed_by_us = (int)reason;
 		c->kill_at = lg_now_ns() + g->cfg.kill_grace_ms * LG_NS_PER_MS;
 		return 1;
 	}
@@ -241,12 +310,17 @@ kill_runner(struct lg_gen *g, uint64_t job, const char *why)
 }
 
 /* A loop worker asked for the runner of (slot, gen) to be killed: its deadline passed or its
- * client left (--on-client-gone kill). */
+ * client left (--on-client-gone kill). The header does not say which; the slot's deadline
+ * does (a loop's deadline timer fires at it, give or take one callback). */
 static void
 handle_kill(struct lg_gen *g, const struct lg_msg *msg)
 {
-	kill_runner(g, ((uint64_t)msg->slot << 32) | msg->gen, "was given up by its loop "
-	    "(deadline or client gone)");
+	uint64_t deadline = g->arena.slots[msg->slot].deadline_ns;
+	int late = deadline != 0 && lg_now_ns() + 100 * LG_NS_PER_MS >= deadline;
+
+	kill_runner(g, ((uint64_t)msg->slot << 32) | msg->gen, late ? "passed its deadline" :
+	    "lost its client (--on-client-gone kill)",
+	    late ? LG_RESTART_DEADLINE : LG_RESTART_CLIENT_GONE);
 }
 
 /* The deadline holds for a job nobody waits for any more too: a client that left while its
@@ -268,7 +342,7 @@ enforce_abandoned_deadlines(struct lg_gen *g, uint64_t now, uint64_t *next)
 			continue;
 		}
 		kill_runner(g, ((uint64_t)i << 32) | lg_slot_gen(w),
-		    "passed its deadline with nobody waiting for it");
+		    "passed its deadline with nobody waiting for it", LG_RESTART_DEADLINE);
 	}
 }
 

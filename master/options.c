@@ -94,6 +94,11 @@ static const struct opt opts[] = {
 	  "replace a loop worker whose heartbeat is this old" },
 	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
 	  "running job of a departed client: finish or kill" },
+	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
+	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
+	  "(503 for it); 0 = never" },
+	{ "quarantine-ms", K_U64, F(quarantine_ms), 1, 86400000, "10000", "MS",
+	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
 };

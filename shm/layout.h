@@ -44,6 +44,7 @@ enum lg_job_status {
 	LG_JOB_ERROR = 2,       /* the job kind failed (e.g. output too large): 500 */
 	LG_JOB_CRASHED = 3,     /* the compute process died while running it: 502 */
 	LG_JOB_NO_SPACE = 4,    /* shared memory for its output could not be backed: 503 */
+	LG_JOB_QUARANTINED = 5, /* its kind was quarantined while it waited (not run): 503 */
 };
 
 struct lg_arena_hdr {
@@ -114,7 +115,7 @@ struct lg_proc_page {
 	_Atomic uint32_t state;         /* enum lg_proc_state */
 	_Atomic uint32_t inflight;      /* loop: requests received and not yet answered */
 	_Atomic uint32_t connections;   /* loop: open client connections */
-	uint32_t pad0;
+	_Atomic uint32_t job_kind;      /* compute: kind of the job named in `job` (valid with it) */
 	_Atomic uint64_t job_since_ns;  /* compute: CLOCK_MONOTONIC when the current job started */
 	/* counters (loop) */
 	_Atomic uint64_t rejected_large; /* 413: body over --max-body */
@@ -133,9 +134,10 @@ struct lg_proc_page {
 	 * worker/routes.c): what the HTTP conformance tests and /health read to show that a
 	 * refused request reached no handler. The responses table above counts answers. */
 	_Atomic uint64_t route_hits[LG_ROUTE_COUNTERS];
-	uint8_t reserved[LG_PROC_PAGE - 7160 - 8 * LG_ROUTE_COUNTERS];
+	_Atomic uint64_t rejected_quarantine; /* loop: 503 for a quarantined job kind */
+	uint8_t reserved[LG_PROC_PAGE - 7168 - 8 * LG_ROUTE_COUNTERS];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 7160 + 8 * LG_ROUTE_COUNTERS,
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 7168 + 8 * LG_ROUTE_COUNTERS,
     "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
@@ -144,8 +146,28 @@ enum lg_restart_reason {
 	LG_RESTART_CRASH = 0,      /* killed by a signal the master did not send */
 	LG_RESTART_EXIT = 1,       /* exited on its own */
 	LG_RESTART_DEADLINE = 2,   /* killed by the master: its job passed the deadline */
-	LG_RESTART_REASONS = 3,
+	LG_RESTART_JOB = 3,        /* a compute process died of the job it ran (crash, OOM kill) */
+	LG_RESTART_CLIENT_GONE = 4, /* killed by the master: its job's client left (on-client-gone kill) */
+	LG_RESTART_STUCK = 5,      /* a loop worker killed for a stale heartbeat */
+	LG_RESTART_REASONS = 6,
 };
+
+/* Job kinds whose compute process deaths the master tracks (a kind past the table shares no
+ * row and is never quarantined). */
+#define LG_KIND_HEALTH 8
+
+/* What the master knows of the job kinds that killed their compute process: written by the
+ * master only, read by the loops (head-time quarantine check) and the compute processes (a
+ * queued job of a quarantined kind is not run). */
+struct lg_kind_health {
+	_Atomic uint32_t kind;          /* job kind of the row; 0 = unused */
+	uint32_t recent;                /* master only: deaths since window_ns */
+	uint64_t window_ns;             /* master only: start of the counting window */
+	_Atomic uint64_t deaths;        /* compute processes that died running a job of the kind */
+	_Atomic uint64_t quarantines;   /* times the kind was quarantined */
+	_Atomic uint64_t until_ns;      /* CLOCK_MONOTONIC end of its quarantine; 0 = none */
+};
+_Static_assert(sizeof(struct lg_kind_health) == 40, "kind health row");
 
 /* The master's own page, page 1 of the arena: the static fields are written once before the
  * first fork, the atomic ones by the master while it runs; everyone else only reads. */
@@ -165,7 +187,8 @@ struct lg_master_page {
 	char cgroup[8];                 /* "v1", "v2", "hybrid", "none" */
 	char rounding[8];               /* "floor", "ceil" */
 	char cpu_stat[512];             /* cpu.stat beside the tightest quota (sysroot-prefixed); "" if none */
-	uint8_t reserved[LG_PAGE - 656];
+	struct lg_kind_health kinds[LG_KIND_HEALTH];
+	uint8_t reserved[LG_PAGE - 704 - 40 * LG_KIND_HEALTH];
 };
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

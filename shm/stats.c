@@ -149,3 +149,47 @@ lg_stats_lag_recent(const struct lg_proc_page *p, uint64_t now_ns, struct lg_lag
 	out->p50 = quantile(counts, out->count, 0.50, out->max);
 	out->p99 = quantile(counts, out->count, 0.99, out->max);
 }
+
+const struct lg_kind_health *
+lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind)
+{
+	for (unsigned i = 0; i < LG_KIND_HEALTH && kind != 0; i++) {
+		uint32_t k = atomic_load_explicit(&mp->kinds[i].kind, memory_order_acquire);
+
+		if (k == kind)
+			return &mp->kinds[i];
+		if (k == 0)
+			break; /* rows are filled in order */
+	}
+	return NULL;
+}
+
+uint64_t
+lg_stats_quarantine_left(const struct lg_master_page *mp, uint32_t kind, uint64_t now_ns)
+{
+	const struct lg_kind_health *h = lg_stats_kind_health(mp, kind);
+	uint64_t until;
+
+	if (h == NULL)
+		return 0;
+	until = atomic_load_explicit(&h->until_ns, memory_order_relaxed);
+	return until > now_ns ? until - now_ns : 0;
+}
+
+const char *
+lg_stats_restart_reason(unsigned r)
+{
+	static const char *const names[LG_RESTART_REASONS] = {
+		[LG_RESTART_CRASH] = "crash", [LG_RESTART_EXIT] = "exit",
+		[LG_RESTART_DEADLINE] = "deadline", [LG_RESTART_JOB] = "job",
+		[LG_RESTART_CLIENT_GONE] = "client_gone", [LG_RESTART_STUCK] = "stuck",
+	};
+
+	return r < LG_RESTART_REASONS ? names[r] : "?";
+}
+
+const char *
+lg_stats_kind_name(const struct lg_stats_names *nm, uint32_t kind)
+{
+	return kind < nm->nkinds && nm->kind[kind] != NULL ? nm->kind[kind] : "unknown";
+}

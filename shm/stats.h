@@ -24,6 +24,9 @@ struct lg_stats_names {
 	const char *const *kind;
 };
 
+/* Name of job kind `kind` in nm, "unknown" when nm has none for it. Static storage (nm's). */
+const char *lg_stats_kind_name(const struct lg_stats_names *nm, uint32_t kind);
+
 /* Upper bounds in ns of the loop-lag buckets: 50 us, 100 us, 250 us ... 5 s (LG_LAG_BOUNDS). */
 extern const uint64_t lg_stats_lag_bounds[LG_LAG_BOUNDS];
 
@@ -66,5 +69,19 @@ struct lg_lag_summary {
  * window and the five before it, so 50 to 60 s of samples). Zero summary when there are none. */
 void lg_stats_lag_recent(const struct lg_proc_page *p, uint64_t now_ns,
     struct lg_lag_summary *out);
+
+/* Label of a restart reason (enum lg_restart_reason): "crash", "exit", "deadline", "job",
+ * "client_gone", "stuck"; "?" out of range. Static storage. */
+const char *lg_stats_restart_reason(unsigned r);
+
+/* The row of mp->kinds for job kind `kind`, or NULL when the master never recorded a death of
+ * it. Lock-free read; the master is the only writer (rows are filled once, never moved). */
+const struct lg_kind_health *lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind);
+
+/* Nanoseconds left of the quarantine of job kind `kind` at now_ns (CLOCK_MONOTONIC), 0 when it
+ * is not quarantined. A quarantined kind is refused with 503 at head time and not run when it
+ * was already queued (docs/OPERATIONS.md, "Poison jobs"). */
+uint64_t lg_stats_quarantine_left(const struct lg_master_page *mp, uint32_t kind,
+    uint64_t now_ns);
 
 #endif

@@ -146,9 +146,38 @@ job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	}
 }
 
+/* Deaths of compute processes charged to the job kind they ran, and quarantines. */
+static void
+kind_health_families(struct lg_buf *b, const struct lg_master_page *mp,
+    const struct lg_stats_names *nm, uint64_t now_ns)
+{
+	static const struct { const char *name, *type, *help; } fam[3] = {
+		{ "lagless_job_process_deaths_total", "counter",
+		  "Compute processes that died (crash, OOM kill) while running a job, by its kind." },
+		{ "lagless_job_kind_quarantines_total", "counter",
+		  "Times a job kind was quarantined for killing compute processes (--quarantine-deaths)." },
+		{ "lagless_job_kind_quarantined", "gauge",
+		  "1 while a job kind is quarantined: its requests get 503." },
+	};
+
+	for (int f = 0; f < 3; f++) {
+		family(b, fam[f].name, fam[f].type, fam[f].help);
+		for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
+			const struct lg_kind_health *h = &mp->kinds[i];
+			uint32_t kind = atomic_load(&h->kind);
+			uint64_t v = f == 0 ? atomic_load(&h->deaths) : f == 1 ?
+			    atomic_load(&h->quarantines) : lg_stats_quarantine_left(mp, kind, now_ns) > 0;
+
+			if (kind == 0)
+				break;
+			P("%s{kind=\"%s\"} %" PRIu64 "\n", fam[f].name, lg_stats_kind_name(nm, kind), v);
+		}
+	}
+}
+
 static void
 job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
-    const struct lg_stats_names *nm)
+    const struct lg_stats_names *nm, uint64_t now_ns)
 {
 	family(b, "lagless_job_queue_wait_seconds", "histogram",
 	    "Time a job waited in the queue before a compute process started it, by kind.");
@@ -157,9 +186,12 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	family(b, "lagless_job_run_seconds", "histogram", "Time a job ran, by kind.");
 	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", offsetof(struct lg_proc_page, run));
 	family(b, "lagless_jobs_rejected_total", "counter",
-	    "Requests refused before running: queue_full (503), too_large (413).");
+	    "Requests refused before running: queue_full (503), too_large (413), quarantined (503: "
+	    "the job kind keeps killing compute processes).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
+	P("lagless_jobs_rejected_total{reason=\"quarantined\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_quarantine));
 	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_large));
 	family(b, "lagless_jobs_timed_out_total", "counter",
@@ -174,6 +206,7 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, failed_error));
 	P("lagless_jobs_failed_total{reason=\"bad_header\"} %" PRIu64 "\n",
 	    SUM(a, 0, a->nprocs, bad_headers));
+	kind_health_families(b, a->master, nm, now_ns);
 	family(b, "lagless_jobs_cancelled_total", "counter",
 	    "Jobs given up because the client closed the connection while they were queued or ran.");
 	P("lagless_jobs_cancelled_total %" PRIu64 "\n", SUM(a, 0, nloops, cancelled));
@@ -266,7 +299,6 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 static void
 process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
-	static const char *const reasons[LG_RESTART_REASONS] = { "crash", "exit", "deadline" };
 	uint32_t loops = 0, computes = 0, busy = 0, inflight = 0, conns = 0;
 
 	for (uint32_t k = 0; k < a->nprocs; k++) {
@@ -295,11 +327,13 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	P("lagless_connections_open %u\n", conns);
 	family(b, "lagless_process_restarts_total", "counter",
 	    "Processes the master restarted, by role and reason (crash: killed by a signal; exit: "
-	    "exited by itself; deadline: killed for a job past its deadline).");
+	    "exited by itself; deadline: killed for a job past its deadline; job: died of the job "
+	    "it ran; client_gone: killed because its job's client left; stuck: a loop worker "
+	    "killed for a stale heartbeat).");
 	for (int role = 0; role < 2; role++)
 		for (int r = 0; r < LG_RESTART_REASONS; r++)
 			P("lagless_process_restarts_total{role=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-			    role == 0 ? "loop" : "compute", reasons[r],
+			    role == 0 ? "loop" : "compute", lg_stats_restart_reason((unsigned)r),
 			    atomic_load(&a->master->restarts[role][r]));
 }
 
@@ -334,6 +368,6 @@ lg_metrics_render(struct lg_buf *b, const struct lg_arena *a,
 	queue_families(b, a, nloops);
 	request_families(b, a, nloops, names);
 	lag_family(b, a, nloops);
-	job_families(b, a, nloops, names);
+	job_families(b, a, nloops, names, now_ns);
 	return b->overflow ? -1 : 0;
 }

@@ -198,6 +198,7 @@ status_of_failure(uint32_t st)
 	case LG_JOB_CRASHED:
 		return 502;
 	case LG_JOB_NO_SPACE:
+	case LG_JOB_QUARANTINED:
 		return 503;
 	default:
 		return 500;
@@ -221,8 +222,10 @@ answer_finished(struct lg_conn *c, uint64_t word)
 	if (lg_slot_state(word) == LG_SLOT_FAILED || s->out_len > a->out_cap) {
 		int code = status_of_failure(s->status);
 
-		lg_stats_add(code == 502 ? &c->w->env->page->failed_crash :
-		    &c->w->env->page->failed_error, 1);
+		struct lg_proc_page *p = c->w->env->page;
+
+		lg_stats_add(s->status == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
+		    code == 502 ? &p->failed_crash : &p->failed_error, 1);
 		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
 		    s->status, code);
 		lg_offload_release(c);

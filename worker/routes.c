@@ -421,6 +421,17 @@ lg_route_head(struct lg_http *h, void *conn)
 	}
 	if (c->route->parse_arg(r, &c->arg) == -1)
 		return reject(c, 400);
+	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, c->route->kind,
+	    lg_now_ns());
+	if (left > 0) {
+		/* A kind that keeps killing compute processes is refused for a while
+		 * (--quarantine-deaths); Retry-After says when it is tried again. */
+		atomic_fetch_add(&c->w->env->page->rejected_quarantine, 1);
+		reject(c, 503);
+		snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: %llu\r\n",
+		    (unsigned long long)((left + 999999999u) / 1000000000u));
+		return LG_HTTP_REJECT;
+	}
 	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
 	if (lg_offload_claim(c, c->route->kind, c->arg) == -1)
 		return reject(c, 503);

@@ -47,7 +47,8 @@ sizing(struct lg_buf *b, const struct lg_master_page *mp)
 }
 
 static void
-slots_and_queue(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
+slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
+    uint32_t nloops, uint64_t now_ns)
 {
 	uint32_t n[8], busy = 0;
 
@@ -59,13 +60,26 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	for (int i = 0; i < 8; i++)
 		P(",\"%s\":%u", slot_state_names[i], n[i]);
 	P("},\"restarts\":{");
-	for (int role = 0; role < 2; role++)
-		P("%s\"%s\":{\"crash\":%" PRIu64 ",\"exit\":%" PRIu64 ",\"deadline\":%" PRIu64 "}",
-		    role ? "," : "", role ? "compute" : "loop",
-		    atomic_load(&a->master->restarts[role][LG_RESTART_CRASH]),
-		    atomic_load(&a->master->restarts[role][LG_RESTART_EXIT]),
-		    atomic_load(&a->master->restarts[role][LG_RESTART_DEADLINE]));
-	P("},");
+	for (int role = 0; role < 2; role++) {
+		P("%s\"%s\":{", role ? "," : "", role ? "compute" : "loop");
+		for (unsigned r = 0; r < LG_RESTART_REASONS; r++)
+			P("%s\"%s\":%" PRIu64, r ? "," : "", lg_stats_restart_reason(r),
+			    atomic_load(&a->master->restarts[role][r]));
+		P("}");
+	}
+	P("},\"job_kinds\":[");
+	for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
+		const struct lg_kind_health *h = &a->master->kinds[i];
+		uint32_t kind = atomic_load(&h->kind);
+
+		if (kind == 0)
+			break;
+		P("%s{\"kind\":\"%s\",\"process_deaths\":%" PRIu64 ",\"quarantines\":%" PRIu64
+		    ",\"quarantined_ms\":%.0f}", i ? "," : "", lg_stats_kind_name(nm, kind),
+		    atomic_load(&h->deaths), atomic_load(&h->quarantines),
+		    (double)lg_stats_quarantine_left(a->master, kind, now_ns) / 1e6);
+	}
+	P("],");
 }
 
 static const char *
@@ -107,7 +121,7 @@ compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_na
 	}
 	uint32_t kind = a->slots[slot].kind;
 	P(",\"job\":{\"slot\":%u,\"kind\":\"%s\",\"age_ms\":%.3f}}", slot,
-	    kind < nm->nkinds && nm->kind[kind] ? nm->kind[kind] : "unknown", since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
+	    lg_stats_kind_name(nm, kind), since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
 }
 
 static void
@@ -144,7 +158,7 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a,
 	    lg_status_ready(mp, draining) ? "true" : "false",
 	    atomic_load(&mp->stopping) || draining ? "true" : "false");
 	sizing(b, mp);
-	slots_and_queue(b, a, nloops);
+	slots_and_queue(b, a, names, nloops, now_ns);
 	processes(b, a, names, nloops, now_ns);
 	P("}\n");
 	return b->overflow ? -1 : 0;

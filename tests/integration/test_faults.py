@@ -312,7 +312,7 @@ def test_crash_loop_backs_off_then_gives_up(start_server):
     except Exception:
         rc = None
     assert rc == 1, "master exit code %r after a crash loop\n%s" % (rc, srv.log())
-    assert re.search(r"compute\[0\] died 10 times in a row within \d+ ms of starting; giving up",
+    assert re.search(r"compute\[0\] died 10 times in a row within \d+ ms of starting, before taking any job; giving up",
                      srv.log()), srv.log()
     gaps = [b - a for a, b in zip(seen_at, seen_at[1:])]
     assert len(gaps) == 9, gaps

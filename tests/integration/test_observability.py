@@ -195,7 +195,31 @@ def test_deadline_and_crash_counted(start_server):
     os.kill(old[0], signal.SIGKILL)
     scrape_until(srv.port, {'lagless_process_restarts_total{role="compute",reason="crash"}': 1},
                  timeout=10)
-    assert status(srv.port)["restarts"]["compute"] == {"crash": 1, "exit": 0, "deadline": 1}
+    assert status(srv.port)["restarts"]["compute"] == {"crash": 1, "exit": 0, "deadline": 1,
+                                                       "job": 0, "client_gone": 0, "stuck": 0}
+
+
+@pytest.mark.timeout(120)
+def test_kill_reasons_counted(start_server):
+    """The master's own kills carry their reason: a runner killed because its client left is
+    client_gone (it was counted as deadline), a stuck loop is stuck (it was counted as crash)."""
+    srv = start_server("--compute-workers", "1", "--loop-workers", "2", "--on-client-gone", "kill",
+                       "--stuck-loop-ms", "300", "--enable-test-jobs", "1")
+    n = heavy_iterations_for(srv.port, 20.0)
+    s = connect(srv.port, timeout=10)
+    s.sendall(b"GET /heavy?iterations=%d HTTP/1.1\r\nHost: x\r\n\r\n" % n)
+    scrape_until(srv.port, {"lagless_compute_busy": 1}, timeout=10)
+    s.close()
+    scrape_until(srv.port, {'lagless_process_restarts_total{role="compute",reason="client_gone"}':
+                            1}, timeout=10)
+    s = connect(srv.port, timeout=10)
+    s.sendall(b"GET /test/block?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    scrape_until(srv.port, {'lagless_process_restarts_total{role="loop",reason="stuck"}': 1},
+                 timeout=15)
+    s.close()
+    doc = status(srv.port)["restarts"]
+    assert doc["loop"]["stuck"] == 1 and doc["loop"]["crash"] == 0, doc
+    assert doc["compute"]["client_gone"] == 1 and doc["compute"]["deadline"] == 0, doc
 
 
 @pytest.mark.timeout(60)

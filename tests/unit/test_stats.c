@@ -163,6 +163,31 @@ test_shared_writer_reader(void **state)
 	lg_arena_destroy(&a);
 }
 
+/* A kind's quarantine is read from the master page's kinds table: unknown kinds and ended
+ * quarantines read 0, a running one the ns left; reason labels come from one table. */
+static void
+test_quarantine_left(void **state)
+{
+	struct lg_arena a;
+
+	assert_int_equal(lg_arena_create(&a, 1, 1, LG_PAGE, LG_PAGE), 0);
+	assert_null(lg_stats_kind_health(a.master, 2));
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 1000), 0);
+	atomic_store(&a.master->kinds[0].kind, 64);
+	atomic_store(&a.master->kinds[1].kind, 2);
+	atomic_store(&a.master->kinds[1].until_ns, 5000);
+	assert_ptr_equal(lg_stats_kind_health(a.master, 2), &a.master->kinds[1]);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 1000), 4000);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 5000), 0);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 64, 1000), 0);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 0, 1000), 0);
+	assert_string_equal(lg_stats_restart_reason(LG_RESTART_CLIENT_GONE), "client_gone");
+	assert_string_equal(lg_stats_restart_reason(LG_RESTART_REASONS), "?");
+	for (unsigned r = 0; r < LG_RESTART_REASONS; r++)
+		assert_non_null(lg_stats_restart_reason(r));
+	lg_arena_destroy(&a);
+}
+
 int
 main(void)
 {
@@ -173,6 +198,7 @@ main(void)
 		cmocka_unit_test_setup(test_lag_recent_quantiles, reset),
 		cmocka_unit_test_setup(test_lag_windows_age_out, reset),
 		cmocka_unit_test_setup(test_shared_writer_reader, reset),
+		cmocka_unit_test_setup(test_quarantine_left, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
