@@ -1,0 +1,495 @@
+#include "shm/cache.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CACHE_MAGIC 0x4c474348u /* "LGCH" */
+#define HDR_BYTES   4096u
+
+static uint64_t
+mkword(uint64_t seq, enum lg_cache_state st)
+{
+	return (seq << 8) | (uint64_t)st;
+}
+
+static enum lg_cache_state
+state_of(uint64_t w)
+{
+	return (enum lg_cache_state)(w & 0xffu);
+}
+
+static uint64_t
+page_up(uint64_t n)
+{
+	return (n + 4095u) & ~(uint64_t)4095u;
+}
+
+static uint64_t
+key_room(size_t key_len)
+{
+	return (key_len + 7u) & ~(size_t)7u;
+}
+
+/* Plans the size classes for `bytes` and `max_value` into h; returns the mapping size. */
+static uint64_t
+plan(struct lg_cache_hdr *h, uint64_t bytes, uint64_t max_value, uint32_t nloops)
+{
+	uint64_t need = sizeof(struct lg_cache_entry) + LG_CACHE_KEY_MAX + max_value;
+	uint32_t k = 0, total = 0;
+	uint64_t size = LG_CACHE_MIN_ENTRY, off;
+
+	/* How many classes until one holds the largest value. */
+	uint32_t want = 1;
+	for (uint64_t s = LG_CACHE_MIN_ENTRY; s < need && want < LG_CACHE_CLASSES; s *= 4)
+		want++;
+	h->counters_off = HDR_BYTES;
+	off = page_up(HDR_BYTES + (uint64_t)nloops * sizeof(struct lg_cache_counters));
+	h->max_value = 0;
+	for (uint32_t i = 0; i < want && bytes > 0; i++, size *= 4) {
+		uint64_t n = bytes / want / size;
+		struct lg_cache_class *cl = &h->cls[k];
+
+		if (n == 0)
+			continue; /* this class's share holds no entry of its size */
+		cl->ways = n < LG_CACHE_WAYS ? (uint32_t)n : LG_CACHE_WAYS;
+		cl->nsets = (uint32_t)(n / cl->ways);
+		cl->count = cl->nsets * cl->ways;
+		cl->size = size;
+		cl->off = off;
+		cl->first = total;
+		total += cl->count;
+		off += (uint64_t)cl->count * size;
+		h->max_value = size - sizeof(struct lg_cache_entry) - LG_CACHE_KEY_MAX;
+		k++;
+	}
+	if (h->max_value > max_value)
+		h->max_value = max_value;
+	h->nclasses = k;
+	h->nentries = total;
+	return off;
+}
+
+int
+lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t nloops)
+{
+	struct lg_cache_hdr h = { .magic = CACHE_MAGIC, .nloops = nloops, .bytes = bytes };
+	int saved;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	if (nloops == 0 || bytes > ((uint64_t)1 << 40)) {
+		errno = EINVAL;
+		return -1;
+	}
+	c->size = plan(&h, bytes, max_value, nloops);
+	if ((c->fd = memfd_create("lagless-cache", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (ftruncate(c->fd, (off_t)c->size) == -1)
+		goto fail;
+	c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (c->base == MAP_FAILED) {
+		c->base = NULL;
+		goto fail;
+	}
+	c->hdr = (struct lg_cache_hdr *)c->base;
+	*c->hdr = h;
+	c->ctr = (struct lg_cache_counters *)(c->base + h.counters_off);
+	return 0;
+fail:
+	saved = errno;
+	close(c->fd);
+	c->fd = -1;
+	errno = saved;
+	return -1;
+}
+
+void
+lg_cache_destroy(struct lg_cache *c)
+{
+	if (c->base == NULL)
+		return;
+	munmap(c->base, c->size);
+	close(c->fd);
+	c->base = NULL;
+	c->fd = -1;
+}
+
+struct lg_cache_counters *
+lg_cache_row(struct lg_cache *c, uint32_t i)
+{
+	return &c->ctr[i];
+}
+
+static struct lg_cache_entry *
+entry_at(struct lg_cache *c, uint32_t idx)
+{
+	const struct lg_cache_hdr *h = c->hdr;
+
+	for (uint32_t k = 0; k < h->nclasses; k++) {
+		const struct lg_cache_class *cl = &h->cls[k];
+
+		if (idx >= cl->first && idx < cl->first + cl->count)
+			return (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)(idx - cl->first) * cl->size);
+	}
+	return NULL;
+}
+
+static unsigned char *
+key_of(struct lg_cache_entry *e)
+{
+	return (unsigned char *)(e + 1);
+}
+
+static unsigned char *
+val_of(struct lg_cache_entry *e)
+{
+	return key_of(e) + key_room(e->key_len);
+}
+
+static uint32_t
+set_of(const struct lg_cache_class *cl, uint64_t hash)
+{
+	return (uint32_t)((hash ^ (hash >> 31)) % cl->nsets);
+}
+
+/* Reads e's metadata under the seqlock into *m and, when key != NULL, checks the key. Returns
+ * 1 (VALID, matching, consistent), 0 otherwise. */
+static int
+snapshot(struct lg_cache_entry *e, uint32_t idx, uint64_t hash, const void *key, size_t len,
+    struct lg_cache_meta *m)
+{
+	uint64_t w = atomic_load_explicit(&e->word, memory_order_acquire);
+	int ok;
+
+	if (state_of(w) != LG_CACHE_VALID)
+		return 0;
+	ok = key == NULL || (e->hash == hash && e->key_len == len &&
+	    memcmp(key_of(e), key, len) == 0);
+	m->idx = idx;
+	m->seq = w;
+	m->status = e->status;
+	m->val_len = e->val_len;
+	m->stored_ns = e->stored_ns;
+	m->fresh_until_ns = e->fresh_until_ns;
+	m->stale_until_ns = e->stale_until_ns;
+	memcpy(m->ctype, e->ctype, sizeof(m->ctype));
+	m->ctype[sizeof(m->ctype) - 1] = '\0';
+	atomic_thread_fence(memory_order_acquire);
+	return ok && atomic_load_explicit(&e->word, memory_order_relaxed) == w;
+}
+
+int
+lg_cache_lookup(struct lg_cache *c, uint64_t hash, const void *key, size_t len,
+    uint64_t now_ns, struct lg_cache_meta *m)
+{
+	const struct lg_cache_hdr *h = c->hdr;
+	struct lg_cache_meta cand;
+	int found = 0;
+
+	if (len > LG_CACHE_KEY_MAX)
+		return LG_CACHE_MISS;
+	for (uint32_t k = 0; k < h->nclasses; k++) {
+		const struct lg_cache_class *cl = &h->cls[k];
+		uint32_t base = set_of(cl, hash) * cl->ways;
+
+		for (uint32_t way = 0; way < cl->ways; way++) {
+			uint32_t i = base + way;
+			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)i * cl->size);
+
+			if (e->hash != hash || !snapshot(e, cl->first + i, hash, key, len, &cand))
+				continue;
+			if (now_ns >= cand.stale_until_ns)
+				continue;
+			if (!found || cand.stored_ns > m->stored_ns) {
+				*m = cand;
+				found = 1;
+			}
+		}
+	}
+	if (!found)
+		return LG_CACHE_MISS;
+	atomic_store_explicit(&entry_at(c, m->idx)->used_ns, now_ns, memory_order_relaxed);
+	return now_ns < m->fresh_until_ns ? LG_CACHE_FRESH : LG_CACHE_STALE;
+}
+
+int
+lg_cache_meta_of(struct lg_cache *c, uint32_t idx, uint64_t seq, struct lg_cache_meta *m)
+{
+	struct lg_cache_entry *e = idx < c->hdr->nentries ? entry_at(c, idx) : NULL;
+
+	if (e == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!snapshot(e, idx, 0, NULL, 0, m) || m->seq != seq) {
+		errno = ESTALE;
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_cache_copy(struct lg_cache *c, const struct lg_cache_meta *m, void *dst, size_t cap)
+{
+	struct lg_cache_entry *e = entry_at(c, m->idx);
+
+	if (e == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (cap < m->val_len) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (atomic_load_explicit(&e->word, memory_order_acquire) != m->seq) {
+		errno = ESTALE;
+		return -1;
+	}
+	/* val_len and key_len were verified with seq; a concurrent rewrite is caught below. */
+	uint64_t room = key_room(e->key_len);
+	const struct lg_cache_class *cl = NULL;
+	for (uint32_t k = 0; k < c->hdr->nclasses; k++)
+		if (m->idx >= c->hdr->cls[k].first &&
+		    m->idx < c->hdr->cls[k].first + c->hdr->cls[k].count)
+			cl = &c->hdr->cls[k];
+	if (sizeof(*e) + room + m->val_len > cl->size) {
+		errno = ESTALE; /* key_len changed under us: a rewrite */
+		return -1;
+	}
+	memcpy(dst, key_of(e) + room, m->val_len);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->word, memory_order_relaxed) != m->seq) {
+		errno = ESTALE;
+		return -1;
+	}
+	return 0;
+}
+
+static const struct lg_cache_class *
+class_for(const struct lg_cache_hdr *h, uint64_t need)
+{
+	for (uint32_t k = 0; k < h->nclasses; k++)
+		if (h->cls[k].size >= need)
+			return &h->cls[k];
+	return NULL;
+}
+
+/* Drops VALID entries for the key outside `keep` (an older answer left in another class). */
+static void
+invalidate_others(struct lg_cache *c, const struct lg_cache_item *it,
+    const struct lg_cache_entry *keep)
+{
+	const struct lg_cache_hdr *h = c->hdr;
+	struct lg_cache_meta m;
+
+	for (uint32_t k = 0; k < h->nclasses; k++) {
+		const struct lg_cache_class *cl = &h->cls[k];
+		uint32_t base = set_of(cl, it->hash) * cl->ways;
+
+		for (uint32_t way = 0; way < cl->ways; way++) {
+			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)(base + way) * cl->size);
+			uint64_t w;
+
+			if (e == keep || e->hash != it->hash ||
+			    !snapshot(e, 0, it->hash, it->key, it->key_len, &m))
+				continue;
+			w = m.seq;
+			atomic_compare_exchange_strong(&e->word, &w,
+			    mkword((w >> 8) + 1, LG_CACHE_FREE));
+		}
+	}
+}
+
+/* Rank of way e as a victim for key `it` at now: lower is better. 0 same key, 1 free,
+ * 2 past its stale window, 3 live (then the least recently used); FILLING is never taken. */
+static int
+victim_rank(struct lg_cache_entry *e, const struct lg_cache_item *it, uint64_t now,
+    uint64_t *w)
+{
+	struct lg_cache_meta m;
+
+	*w = atomic_load(&e->word);
+	if (state_of(*w) == LG_CACHE_FREE)
+		return 1;
+	if (state_of(*w) != LG_CACHE_VALID)
+		return 9;
+	if (e->hash == it->hash && snapshot(e, 0, it->hash, it->key, it->key_len, &m) &&
+	    m.seq == *w)
+		return 0;
+	return now >= e->stale_until_ns ? 2 : 3;
+}
+
+/* Picks the way to overwrite in cl's set for it and takes it (-> FILLING). Returns it, or NULL
+ * when every way is being written. *evicted says whether a live entry was taken. */
+static struct lg_cache_entry *
+take_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_cache_item *it,
+    uint64_t now, int32_t pid, uint64_t *seq, int *evicted)
+{
+	uint32_t base = set_of(cl, it->hash) * cl->ways;
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		struct lg_cache_entry *best = NULL;
+		uint64_t best_w = 0, best_used = UINT64_MAX;
+		int best_rank = 9;
+
+		for (uint32_t way = 0; way < cl->ways; way++) {
+			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)(base + way) * cl->size);
+			uint64_t w, used = atomic_load_explicit(&e->used_ns, memory_order_relaxed);
+			int r = victim_rank(e, it, now, &w);
+
+			if (r < best_rank || (r == best_rank && r == 3 && used < best_used)) {
+				best = e;
+				best_rank = r;
+				best_w = w;
+				best_used = used;
+			}
+		}
+		if (best == NULL)
+			return NULL;
+		*seq = (best_w >> 8) + 1;
+		if (atomic_compare_exchange_strong(&best->word, &best_w,
+		    mkword(*seq, LG_CACHE_FILLING))) {
+			atomic_store(&best->filler, pid);
+			*evicted = best_rank == 3;
+			return best;
+		}
+	}
+	return NULL;
+}
+
+/* splitmix64: a cheap, well-mixed value for the TTL jitter. */
+static uint64_t
+mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t
+jittered(uint64_t ttl, unsigned pct, uint64_t seed)
+{
+	if (pct == 0 || ttl == 0)
+		return ttl;
+	if (pct > 100)
+		pct = 100;
+	/* ttl * pct / 100 * u, u in [0, 1) from 16 random bits; no overflow below ~2^40 ns * 100. */
+	uint64_t span = ttl / 100 * pct;
+	return ttl - (span >> 16) * (mix(seed) & 0xffffu);
+}
+
+int
+lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_ns,
+    int32_t pid, uint32_t loop, struct lg_cache_meta *m)
+{
+	const struct lg_cache_class *cl;
+	struct lg_cache_entry *e;
+	uint64_t seq;
+	int evicted = 0;
+
+	if (it->key_len > LG_CACHE_KEY_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (it->val_len > c->hdr->max_value || (cl = class_for(c->hdr,
+	    sizeof(*e) + key_room(it->key_len) + it->val_len)) == NULL) {
+		errno = E2BIG;
+		return -1;
+	}
+	if ((e = take_way(c, cl, it, now_ns, pid, &seq, &evicted)) == NULL) {
+		errno = EBUSY;
+		return -1;
+	}
+	/* FILLING: readers ignore the entry, and the seq they saw before no longer matches. */
+	atomic_thread_fence(memory_order_release);
+	e->hash = it->hash;
+	e->key_len = (uint32_t)it->key_len;
+	e->val_len = it->val_len;
+	e->stored_ns = now_ns;
+	e->fresh_until_ns = now_ns + jittered(it->ttl_ns, it->jitter_pct, it->hash ^ now_ns);
+	e->stale_until_ns = e->fresh_until_ns + it->stale_ns;
+	e->status = it->status;
+	memset(e->ctype, 0, sizeof(e->ctype));
+	if (it->ctype != NULL)
+		strncpy(e->ctype, it->ctype, sizeof(e->ctype) - 1);
+	memcpy(key_of(e), it->key, it->key_len);
+	memcpy(val_of(e), it->val, it->val_len);
+	atomic_store_explicit(&e->used_ns, now_ns, memory_order_relaxed);
+	atomic_store(&e->filler, 0);
+	uint64_t fw = mkword(seq, LG_CACHE_FILLING), vw = mkword(seq + 1, LG_CACHE_VALID);
+	if (!atomic_compare_exchange_strong_explicit(&e->word, &fw, vw, memory_order_release,
+	    memory_order_relaxed)) {
+		errno = EBUSY; /* the master took it from a writer it believed dead */
+		return -1;
+	}
+	if (evicted && loop < c->hdr->nloops)
+		atomic_fetch_add_explicit(&c->ctr[loop].evictions, 1, memory_order_relaxed);
+	invalidate_others(c, it, e);
+	uint32_t idx = cl->first + (uint32_t)(((unsigned char *)e - (c->base + cl->off)) / cl->size);
+	return lg_cache_meta_of(c, idx, vw, m) == 0 ? 0 : -1;
+}
+
+int
+lg_cache_sweep(struct lg_cache *c, uint64_t now_ns)
+{
+	const struct lg_cache_hdr *h = c->hdr;
+	uint64_t live = 0, bytes = 0;
+	int freed = 0;
+
+	for (uint32_t k = 0; k < h->nclasses; k++) {
+		const struct lg_cache_class *cl = &h->cls[k];
+
+		for (uint32_t i = 0; i < cl->count; i++) {
+			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)i * cl->size);
+			uint64_t w = atomic_load(&e->word);
+
+			if (state_of(w) != LG_CACHE_VALID)
+				continue;
+			if (now_ns >= e->stale_until_ns &&
+			    atomic_compare_exchange_strong(&e->word, &w,
+			    mkword((w >> 8) + 1, LG_CACHE_FREE))) {
+				freed++;
+				continue;
+			}
+			live++;
+			bytes += e->key_len + e->val_len;
+		}
+	}
+	atomic_store(&c->hdr->entries, live);
+	atomic_store(&c->hdr->bytes_used, bytes);
+	atomic_fetch_add(&c->hdr->expired, (uint64_t)freed);
+	return freed;
+}
+
+int
+lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid)
+{
+	const struct lg_cache_hdr *h = c->hdr;
+	int n = 0;
+
+	if (pid <= 0)
+		return 0;
+	for (uint32_t k = 0; k < h->nclasses; k++) {
+		const struct lg_cache_class *cl = &h->cls[k];
+
+		for (uint32_t i = 0; i < cl->count; i++) {
+			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
+			    (uint64_t)i * cl->size);
+			uint64_t w = atomic_load(&e->word);
+
+			if (state_of(w) == LG_CACHE_FILLING && atomic_load(&e->filler) == pid &&
+			    atomic_compare_exchange_strong(&e->word, &w,
+			    mkword((w >> 8) + 1, LG_CACHE_FREE)))
+				n++;
+		}
+	}
+	return n;
+}

@@ -1,0 +1,175 @@
+/* The result cache: a bounded set of answers in shared memory, read and written by every loop
+ * worker, swept by the master.
+ *
+ * Layout (its own memfd, sparse: an entry costs memory once written):
+ *
+ *   [ struct lg_cache_hdr (4 KiB) | struct lg_cache_counters x nloops, page-rounded |
+ *     class 0 entries | class 1 entries | ... ]
+ *
+ * Entries come in size classes (2 KiB, 8 KiB, 32 KiB ... each four times the last, up to the
+ * one that holds the largest allowed answer); the configured bytes are split evenly between the
+ * classes. Each class is set-associative: the key hash picks a set of up to LG_CACHE_WAYS
+ * entries, and a lookup reads the set of every class (a few dozen words). An insert takes, in
+ * its set: the entry already holding the key, else a free one, else one past its stale window,
+ * else the least recently used (its `used_ns`), so eviction is LRU within a set, costs a bounded
+ * few comparisons and needs no global list or lock. The master's once-a-second sweep frees
+ * entries past their stale window, so inserts mostly find free ways, and refreshes the gauges.
+ *
+ * Concurrency is a seqlock per entry: the word is seq << 8 | state, and every change bumps seq.
+ * A writer takes an entry with one CAS (-> FILLING, seq + 1), writes, and publishes it (-> VALID,
+ * seq + 1). A reader reads the word, copies what it needs out, and reads the word again: the copy
+ * counts only if the word did not change, so an eviction racing with a reader makes the read fail
+ * (a miss), never a torn answer. A writer killed in FILLING leaves an entry no reader uses; the
+ * master frees it when it reaps that process (the filler pid is in the entry). */
+#ifndef LG_SHM_CACHE_H
+#define LG_SHM_CACHE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_CACHE_WAYS     8u
+#define LG_CACHE_CLASSES  8u    /* at most; 2 KiB * 4^7 = 32 MiB */
+#define LG_CACHE_CTYPE    56u   /* content type bytes, NUL included */
+#define LG_CACHE_KEY_MAX  464u  /* as LG_FLIGHT_KEY_MAX */
+#define LG_CACHE_MIN_ENTRY 2048u
+
+enum lg_cache_state { LG_CACHE_FREE = 0, LG_CACHE_FILLING = 1, LG_CACHE_VALID = 2 };
+
+/* An entry's header; the key, then the value, follow it in the same entry. */
+struct lg_cache_entry {
+	_Atomic uint64_t word;      /* seq << 8 | state */
+	_Atomic int32_t filler;     /* pid of the writer while FILLING */
+	uint32_t key_len;
+	uint64_t hash;
+	uint64_t val_len;           /* bytes */
+	uint64_t stored_ns;         /* CLOCK_MONOTONIC when stored */
+	uint64_t fresh_until_ns;    /* stored + TTL (jitter applied) */
+	uint64_t stale_until_ns;    /* fresh_until + stale window */
+	_Atomic uint64_t used_ns;   /* last store or hit: the LRU hint (racy by design) */
+	uint32_t status;            /* HTTP status of the stored answer */
+	uint32_t reserved;
+	char ctype[LG_CACHE_CTYPE];
+};
+_Static_assert(sizeof(struct lg_cache_entry) == 128, "cache entry header is two cache lines");
+
+/* Per loop worker (one writer each, lg_stats_add-style updates); /metrics sums the rows. */
+struct lg_cache_counters {
+	_Atomic uint64_t hits;        /* answered fresh from the cache */
+	_Atomic uint64_t misses;      /* looked up, not found fresh: a job ran or was joined */
+	_Atomic uint64_t stale;       /* answered stale (stale-while-revalidate) */
+	_Atomic uint64_t coalesced;   /* requests parked on another request's job */
+	_Atomic uint64_t jobs;        /* jobs started for cacheable or coalescing routes */
+	_Atomic uint64_t stored;      /* answers written to the cache */
+	_Atomic uint64_t evictions;   /* live entries replaced by an insert (LRU) */
+	_Atomic uint64_t too_large;   /* answers over the maximum entry size, not stored */
+	_Atomic uint64_t busy;        /* requests run alone: flight bucket held by another key */
+	_Atomic uint64_t refreshes;   /* background refreshes started from a stale answer */
+	_Atomic uint64_t cancelled;   /* coalesced jobs cancelled: every waiter left */
+	uint64_t pad[5];
+};
+_Static_assert(sizeof(struct lg_cache_counters) == 128, "counter row is two cache lines");
+
+struct lg_cache_class {
+	uint64_t size;              /* bytes per entry, header included */
+	uint64_t off;               /* from the base */
+	uint32_t nsets, ways;
+	uint32_t first;             /* global index of its first entry */
+	uint32_t count;             /* nsets * ways */
+};
+
+struct lg_cache_hdr {
+	uint32_t magic;
+	uint32_t nclasses;
+	uint32_t nloops;
+	uint32_t nentries;
+	uint64_t bytes;             /* configured budget */
+	uint64_t max_value;         /* largest value that can be stored (bytes) */
+	uint64_t counters_off;
+	struct lg_cache_class cls[LG_CACHE_CLASSES];
+	/* gauges and counters written by the master's sweep only */
+	_Atomic uint64_t entries;   /* VALID entries at the last sweep */
+	_Atomic uint64_t bytes_used;/* key + value bytes of those */
+	_Atomic uint64_t expired;   /* entries the sweep freed past their stale window */
+};
+
+struct lg_cache {
+	int fd;
+	unsigned char *base;
+	size_t size;
+	struct lg_cache_hdr *hdr;
+	struct lg_cache_counters *ctr; /* nloops rows */
+};
+
+/* A verified snapshot of one entry's metadata; idx + seq name the entry's current content. */
+struct lg_cache_meta {
+	uint32_t idx;
+	uint64_t seq;               /* the whole word seen VALID */
+	uint32_t status;
+	uint64_t val_len;
+	uint64_t stored_ns, fresh_until_ns, stale_until_ns;
+	char ctype[LG_CACHE_CTYPE];
+};
+
+enum lg_cache_found { LG_CACHE_MISS = 0, LG_CACHE_FRESH = 1, LG_CACHE_STALE = 2 };
+
+/* Creates the cache in its own memfd: `bytes` of entries (0 = no entries: every lookup misses,
+ * every store fails; the counters still work), values up to max_value bytes (rounded into the
+ * size classes; a class whose share of bytes holds no entry is left out, which lowers the
+ * effective maximum, see hdr->max_value), counter rows for nloops loop workers. Call in the
+ * master before forking. Returns 0, or -1 with errno from memfd_create/ftruncate/mmap, or
+ * EINVAL (nloops 0). */
+int lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t nloops);
+
+/* Unmaps and closes; safe on a zeroed or destroyed cache. */
+void lg_cache_destroy(struct lg_cache *c);
+
+/* Looks key (len bytes, hash from lg_flight_hash) up as of now_ns. Returns LG_CACHE_FRESH
+ * (before fresh_until), LG_CACHE_STALE (before stale_until) or LG_CACHE_MISS, with *m filled for
+ * the first two (the newest match when a key is in two classes). Touches the LRU hint on a hit.
+ * The value is not copied: lg_cache_copy does that and re-verifies. */
+int lg_cache_lookup(struct lg_cache *c, uint64_t hash, const void *key, size_t len,
+    uint64_t now_ns, struct lg_cache_meta *m);
+
+/* Fills *m for entry idx if its word is still seq (a reference carried in a wake message).
+ * Returns 0, or -1 with errno ESTALE (evicted or rewritten since) or EINVAL (bad idx). */
+int lg_cache_meta_of(struct lg_cache *c, uint32_t idx, uint64_t seq, struct lg_cache_meta *m);
+
+/* Copies m's value (m->val_len bytes) to dst (cap bytes at least that) and checks that the
+ * entry was not changed meanwhile. Returns 0, or -1 with errno ESTALE (the copy is garbage:
+ * treat it as a miss) or ENOSPC. */
+int lg_cache_copy(struct lg_cache *c, const struct lg_cache_meta *m, void *dst, size_t cap);
+
+/* What an insert stores. ttl_ns is reduced by up to jitter_pct percent (uniformly, seeded from
+ * the hash and now) so entries filled together do not expire together; stale_ns extends it. */
+struct lg_cache_item {
+	uint64_t hash;
+	const void *key;
+	size_t key_len;
+	uint32_t status;
+	const char *ctype;          /* NUL-terminated, truncated to LG_CACHE_CTYPE - 1 */
+	const void *val;
+	size_t val_len;
+	uint64_t ttl_ns, stale_ns;
+	unsigned jitter_pct;        /* 0..100 */
+};
+
+/* Stores it as of now_ns, writer pid `pid` (recorded while FILLING), replacing any entry for the
+ * same key in the chosen set and invalidating it in other classes. Loop `loop` gets an eviction
+ * counted when a live entry had to go. Returns 0 with *m describing the new entry (its idx + seq
+ * are the reference waiters read), or -1 with errno E2BIG (larger than every class), EINVAL
+ * (key too long) or EBUSY (every way of the set was being written by someone else). */
+int lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_ns,
+    int32_t pid, uint32_t loop, struct lg_cache_meta *m);
+
+/* Master, about once a second: frees VALID entries past stale_until and refreshes the entries /
+ * bytes_used gauges. Returns the number of entries freed. Only the master may call it. */
+int lg_cache_sweep(struct lg_cache *c, uint64_t now_ns);
+
+/* Master, for a process it reaped: frees every entry that pid left FILLING. Returns how many. */
+int lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid);
+
+/* Counter row of loop worker i (i < nloops). */
+struct lg_cache_counters *lg_cache_row(struct lg_cache *c, uint32_t i);
+
+#endif

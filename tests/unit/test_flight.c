@@ -1,0 +1,381 @@
+/* Unit tests for shm/flight.c: the single-flight table, on a real memfd table, with real
+ * processes racing on it and being SIGKILLed (the table is MAP_SHARED, so fork shares it). */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shm/flight.h"
+
+static struct lg_flight_table tab;
+
+static int
+setup(void **state)
+{
+	return lg_flight_create_table(&tab, 64);
+}
+
+static int
+teardown(void **state)
+{
+	lg_flight_destroy_table(&tab);
+	return 0;
+}
+
+static uint64_t
+h(const char *k)
+{
+	return lg_flight_hash(LG_FLIGHT_HASH_INIT, k, strlen(k));
+}
+
+static uint64_t
+word_of(const struct lg_flight_ref *r)
+{
+	return atomic_load(&tab.e[r->idx].word);
+}
+
+static int
+create(const char *k, uint32_t loop, uint32_t slot, struct lg_flight_ref *r)
+{
+	return lg_flight_create(&tab, h(k), k, strlen(k), loop, slot, 7, 1, r);
+}
+
+static int
+join(const char *k, uint32_t loop, struct lg_flight_ref *r)
+{
+	return lg_flight_join(&tab, h(k), k, strlen(k), loop, r);
+}
+
+static void
+test_table_rounds_up(void **state)
+{
+	struct lg_flight_table t;
+
+	assert_int_equal(lg_flight_create_table(&t, 1000), 0);
+	assert_int_equal(t.n, 1024);
+	lg_flight_destroy_table(&t);
+	assert_int_equal(lg_flight_create_table(&t, 1), 0);
+	assert_int_equal(t.n, 64);
+	lg_flight_destroy_table(&t);
+	lg_flight_destroy_table(&t); /* twice is safe */
+	assert_int_equal(lg_flight_create_table(&t, (1u << 24) + 1), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+static void
+test_create_then_join(void **state)
+{
+	struct lg_flight_ref a, b, c;
+
+	assert_int_equal(join("GET /x", 0, &a), LG_FLIGHT_ABSENT);
+	assert_int_equal(create("GET /x", 0, 3, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(a.owner, 0);
+	assert_int_equal(a.slot, 3);
+	assert_int_equal(a.slot_gen, 7);
+	assert_int_equal(lg_flight_mask(word_of(&a)), 1u);
+	assert_int_equal(join("GET /x", 1, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(b.idx, a.idx);
+	assert_int_equal(b.gen, a.gen);
+	assert_int_equal(b.owner, 0);
+	assert_int_equal(b.slot, 3);
+	assert_int_equal(lg_flight_mask(word_of(&a)), 3u);
+	/* A second create for the key joins instead of making a second flight. */
+	assert_int_equal(create("GET /x", 5, 9, &c), LG_FLIGHT_JOINED);
+	assert_int_equal(c.slot, 3);
+	assert_int_equal(lg_flight_mask(word_of(&a)), 0x23u);
+	/* Joining twice from one loop is idempotent: the loop counts its own connections. */
+	assert_int_equal(join("GET /x", 1, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_mask(word_of(&a)), 0x23u);
+	assert_true(lg_flight_live(&tab, &a));
+}
+
+static void
+test_last_leave_cancels_and_frees(void **state)
+{
+	struct lg_flight_ref a, b, n;
+
+	assert_int_equal(create("k", 0, 1, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(join("k", 2, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_leave(&tab, &a, 0), 0);   /* loop 2 still waits */
+	assert_true(lg_flight_live(&tab, &a));
+	assert_int_equal(lg_flight_leave(&tab, &a, 0), -1);  /* bit no longer set */
+	assert_int_equal(errno, ESTALE);
+	assert_int_equal(lg_flight_leave(&tab, &b, 2), 1);   /* last: cancelled, key free */
+	assert_false(lg_flight_live(&tab, &a));
+	assert_int_equal(lg_flight_st(word_of(&a)), LG_FLIGHT_FREE);
+	/* A request now finds nothing to join and starts a fresh flight, a new generation. */
+	assert_int_equal(join("k", 1, &n), LG_FLIGHT_ABSENT);
+	assert_int_equal(create("k", 1, 4, &n), LG_FLIGHT_CREATED);
+	assert_int_equal(n.idx, a.idx);
+	assert_int_equal(n.gen, a.gen + 1);
+	/* The old generation can neither leave nor complete the new entry. */
+	assert_int_equal(lg_flight_leave(&tab, &b, 2), -1);
+	assert_int_equal(errno, ESTALE);
+	assert_int_equal(lg_flight_complete(&tab, &a), -1);
+	assert_int_equal(errno, ESTALE);
+	assert_true(lg_flight_live(&tab, &n));
+	assert_int_equal(lg_flight_mask(word_of(&n)), 2u);
+}
+
+static void
+test_complete_returns_waiters(void **state)
+{
+	struct lg_flight_ref a, b;
+
+	assert_int_equal(create("c", 3, 1, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(join("c", 4, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(join("c", 31, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_complete(&tab, &a), (1u << 3) | (1u << 4) | (1u << 31));
+	assert_int_equal(lg_flight_st(word_of(&a)), LG_FLIGHT_FREE);
+	assert_int_equal(lg_flight_complete(&tab, &a), -1); /* late second completion */
+	assert_int_equal(lg_flight_leave(&tab, &b, 4), -1); /* leaving after the wake */
+	assert_int_equal(join("c", 4, &b), LG_FLIGHT_ABSENT);
+	/* The owner's own waiters may all have gone while others wait: it still completes. */
+	assert_int_equal(create("c", 3, 1, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(join("c", 4, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_leave(&tab, &a, 3), 0);
+	assert_int_equal(lg_flight_complete(&tab, &a), 1u << 4);
+}
+
+/* Two distinct keys whose hashes pick the same bucket of a 64-entry table. */
+static void
+colliding_keys(char *k1, char *k2, size_t cap)
+{
+	uint64_t b0;
+
+	snprintf(k1, cap, "key-0");
+	b0 = h(k1);
+	for (int i = 1;; i++) {
+		snprintf(k2, cap, "key-%d", i);
+		uint64_t b = h(k2);
+		if (((b ^ (b >> 29)) & 63) == ((b0 ^ (b0 >> 29)) & 63))
+			return;
+	}
+}
+
+static void
+test_busy_cases(void **state)
+{
+	char k1[32], k2[32], big[LG_FLIGHT_KEY_MAX + 2];
+	struct lg_flight_ref a, b;
+
+	colliding_keys(k1, k2, sizeof(k1));
+	assert_int_equal(create(k1, 0, 1, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(join(k2, 1, &b), LG_FLIGHT_BUSY);
+	assert_int_equal(create(k2, 1, 2, &b), LG_FLIGHT_BUSY);
+	assert_int_equal(lg_flight_mask(word_of(&a)), 1u); /* untouched */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(create(big, 0, 1, &b), LG_FLIGHT_BUSY);
+	assert_int_equal(join(k1, LG_FLIGHT_LOOPS, &b), LG_FLIGHT_BUSY);
+	/* A CLAIMING bucket (a creator mid-write) is not joinable: BUSY after a bounded wait. */
+	assert_int_equal(lg_flight_complete(&tab, &a), 1);
+	uint64_t w = word_of(&a);
+	atomic_store(&tab.e[a.idx].word, (w & ~(0xffull << 32)) | ((uint64_t)LG_FLIGHT_CLAIMING << 32) | 1);
+	assert_int_equal(join(k1, 1, &b), LG_FLIGHT_BUSY);
+	atomic_store(&tab.e[a.idx].word, w);
+}
+
+struct seen {
+	int n;
+	enum lg_flight_orphan what[8];
+	uint32_t mask[8], owner[8];
+};
+
+static void
+record(void *arg, enum lg_flight_orphan what, const struct lg_flight_ref *ref, uint32_t mask)
+{
+	struct seen *s = arg;
+
+	s->what[s->n] = what;
+	s->mask[s->n] = mask;
+	s->owner[s->n] = ref->owner;
+	s->n++;
+}
+
+static void
+test_reclaim_dead_loop(void **state)
+{
+	struct lg_flight_ref a, b, c, d;
+	struct seen s = { 0 };
+	uint32_t counts[3];
+
+	/* Entry A: owned by loop 1, loops 2 and 3 wait: the owner dies. */
+	assert_int_equal(create("A", 1, 1, &a), LG_FLIGHT_CREATED);
+	assert_int_equal(join("A", 2, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(join("A", 3, &b), LG_FLIGHT_JOINED);
+	/* Entry B: owned by loop 0 (whose waiters left), loop 1 is its last waiter. */
+	assert_int_equal(create("B", 0, 2, &c), LG_FLIGHT_CREATED);
+	assert_int_equal(join("B", 1, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_leave(&tab, &c, 0), 0);
+	/* Entry C: owned by loop 0, loops 0 and 1 wait: loop 1 is just one waiter. */
+	assert_int_equal(create("C", 0, 3, &d), LG_FLIGHT_CREATED);
+	assert_int_equal(join("C", 1, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_reclaim_loop(&tab, 1, record, &s), 3);
+	assert_int_equal(s.n, 2);
+	for (int i = 0; i < 2; i++) {
+		if (s.what[i] == LG_FLIGHT_OWNER_DIED) {
+			assert_int_equal(s.mask[i], (1u << 2) | (1u << 3));
+			assert_int_equal(s.owner[i], 1);
+		} else {
+			assert_int_equal(s.what[i], LG_FLIGHT_UNWANTED);
+			assert_int_equal(s.owner[i], 0);
+		}
+	}
+	assert_false(lg_flight_live(&tab, &a));
+	assert_false(lg_flight_live(&tab, &c));
+	assert_true(lg_flight_live(&tab, &d));
+	assert_int_equal(lg_flight_mask(word_of(&d)), 1u);
+	/* A creator killed while CLAIMING: only its bit is set, and the master frees it. */
+	uint64_t w = word_of(&a);
+	atomic_store(&tab.e[a.idx].word, ((uint64_t)(lg_flight_gen(w) + 1) << 40) |
+	    ((uint64_t)LG_FLIGHT_CLAIMING << 32) | (1u << 5));
+	s.n = 0;
+	assert_int_equal(lg_flight_reclaim_loop(&tab, 4, record, &s), 0);
+	assert_int_equal(lg_flight_reclaim_loop(&tab, 5, record, &s), 1);
+	assert_int_equal(s.n, 0);
+	lg_flight_census(&tab, counts);
+	assert_int_equal(counts[LG_FLIGHT_CLAIMING], 0);
+	assert_int_equal(counts[LG_FLIGHT_PENDING], 1);
+	assert_int_equal(lg_flight_reclaim_loop(&tab, LG_FLIGHT_LOOPS, record, &s), 0);
+}
+
+/* Semantic 6 under real concurrency: process A creates and cancels a flight in a loop while
+ * process B joins and leaves it. A join that succeeds must hold a live entry until B leaves it
+ * (a cancelling leave can never empty the mask while B's bit is set), and B's leave of a joined
+ * ref never fails. Any violation exits the child with a non-zero status. */
+static void
+racer(int creator, uint64_t until_ns)
+{
+	struct lg_flight_ref r;
+	long joined = 0;
+
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec > until_ns)
+			break;
+		if (creator) {
+			int rc = create("race", 0, 1, &r);
+			if (rc == LG_FLIGHT_CREATED || rc == LG_FLIGHT_JOINED) {
+				int lv = lg_flight_leave(&tab, &r, 0);
+				if (lv == -1)
+					_exit(10);
+			} else if (rc != LG_FLIGHT_BUSY) {
+				_exit(11);
+			}
+			continue;
+		}
+		if (join("race", 1, &r) != LG_FLIGHT_JOINED)
+			continue;
+		joined++;
+		if (!lg_flight_live(&tab, &r))
+			_exit(12);
+		if ((lg_flight_mask(atomic_load(&tab.e[r.idx].word)) & 2u) == 0)
+			_exit(13);
+		if (lg_flight_leave(&tab, &r, 1) == -1)
+			_exit(14);
+	}
+	_exit(creator || joined > 0 ? 0 : 15);
+}
+
+static void
+test_race_join_against_cancel(void **state)
+{
+	struct timespec ts;
+	pid_t p[2];
+	uint32_t counts[3];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 300000000u;
+	for (int i = 0; i < 2; i++)
+		if ((p[i] = fork()) == 0)
+			racer(i == 0, until);
+	for (int i = 0; i < 2; i++) {
+		int st;
+		assert_int_equal(waitpid(p[i], &st, 0), p[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	lg_flight_census(&tab, counts);
+	assert_int_equal(counts[LG_FLIGHT_FREE], tab.n);
+}
+
+/* Processes SIGKILLed at arbitrary instants while creating, joining and leaving: after the
+ * master-side reclaim of each dead loop, no entry is left CLAIMING or held by the dead. */
+static void
+churn(uint32_t loop)
+{
+	struct lg_flight_ref r;
+	char key[16];
+
+	for (unsigned i = 0;; i++) {
+		snprintf(key, sizeof(key), "k%u", i % 5);
+		if (create(key, loop, 1, &r) != LG_FLIGHT_BUSY)
+			lg_flight_leave(&tab, &r, loop);
+	}
+}
+
+static void
+test_sigkill_anywhere_then_reclaim(void **state)
+{
+	struct seen s;
+	uint32_t counts[3];
+
+	for (int round = 0; round < 20; round++) {
+		pid_t p[3];
+
+		for (uint32_t i = 0; i < 3; i++)
+			if ((p[i] = fork()) == 0)
+				churn(i);
+		usleep(2000 + (unsigned)round * 300);
+		for (uint32_t i = 0; i < 3; i++) {
+			kill(p[i], SIGKILL);
+			waitpid(p[i], NULL, 0);
+		}
+		for (uint32_t i = 0; i < 3; i++) {
+			s.n = 0;
+			lg_flight_reclaim_loop(&tab, i, record, &s);
+		}
+		lg_flight_census(&tab, counts);
+		assert_int_equal(counts[LG_FLIGHT_FREE], tab.n);
+	}
+}
+
+static void
+test_hash_is_fnv1a(void **state)
+{
+	/* FNV-1a 64 test vectors (Fowler/Noll/Vo reference). */
+	assert_true(lg_flight_hash(LG_FLIGHT_HASH_INIT, "", 0) == 0xcbf29ce484222325ull);
+	assert_true(lg_flight_hash(LG_FLIGHT_HASH_INIT, "a", 1) == 0xaf63dc4c8601ec8cull);
+	assert_true(lg_flight_hash(LG_FLIGHT_HASH_INIT, "foobar", 6) == 0x85944171f73967e8ull);
+	/* Incremental use equals one call. */
+	assert_true(lg_flight_hash(lg_flight_hash(LG_FLIGHT_HASH_INIT, "foo", 3), "bar", 3) ==
+	    0x85944171f73967e8ull);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_rounds_up),
+		cmocka_unit_test(test_hash_is_fnv1a),
+		cmocka_unit_test_setup_teardown(test_create_then_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_leave_cancels_and_frees, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_complete_returns_waiters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_cases, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reclaim_dead_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_race_join_against_cancel, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sigkill_anywhere_then_reclaim, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
