@@ -15,7 +15,9 @@ struct lg_config {
 	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
 	int port;                  /* 0 picks a free port; default 8080 */
 	int loop_workers;          /* L; 0 = from the sizing decision */
-	int compute_workers;       /* C; 0 = from the sizing decision */
+	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
+	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */
+	int live_resize;           /* 1: follow a CPU budget that changes at run time */
 	int queue_capacity;        /* waiting jobs beyond the C running; -1 = 2 x C */
 	double cpus;               /* > 0 replaces the measured CPU budget */
 	enum lg_cpu_rounding rounding;

@@ -25,6 +25,7 @@ enum kind {
 	K_PATH,     /* char[max] file path; "" = none */
 	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
 	K_GONE,     /* finish | kill */
+	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
 };
 
 struct opt {
@@ -45,8 +46,9 @@ static const struct opt opts[] = {
 	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
 	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
 	  "event-loop processes; 0 = the CPU budget" },
-	{ "compute-workers", K_INT, F(compute_workers), 0, 1024, "0", "N",
-	  "compute processes; 0 = max(1, budget - 1)" },
+	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",
+	  "compute processes: a count, or a share of the CPU budget (100% = one per CPU, at least "
+	  "1); 0 = max(1, budget - 1)" },
 	{ "queue", K_INT, F(queue_capacity), 0, 100000, NULL, "N",
 	  "waiting jobs beyond the running ones; unset = 2 x compute-workers" },
 	{ "cpus", K_CPUS, F(cpus), 0, 1024, "0", "X", "CPU budget to use instead of measuring it; 0 = measure" },
@@ -99,6 +101,9 @@ static const struct opt opts[] = {
 	  "(503 for it); 0 = never" },
 	{ "quarantine-ms", K_U64, F(quarantine_ms), 1, 86400000, "10000", "MS",
 	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
+	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
+	  "follow a CPU quota that changes at run time (read each second), resizing the compute "
+	  "processes and queue that were not given as counts" },
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
 };
@@ -186,6 +191,42 @@ parse_bool(const char *v, int *out)
 	return -1;
 }
 
+/* "N" (a count in [min, max]; clears the share) or "P%" (a share of the CPU budget, 0 < P <=
+ * 10000 percent, up to two decimals; clears the count). Returns 0, or -1 with a reason. */
+static int
+parse_count(const struct opt *o, const char *v, int *count, double *share, const char **why)
+{
+	static char range[128];
+	size_t n = strlen(v);
+	uint64_t u;
+
+	snprintf(range, sizeof(range), "expected a whole number from %llu to %llu, or a share of "
+	    "the CPU budget such as 50%% or 150%%", (unsigned long long)o->min,
+	    (unsigned long long)o->max);
+	*why = range;
+	if (n > 1 && v[n - 1] == '%') {
+		char num[32], *end;
+		double d;
+
+		if (n - 1 >= sizeof(num) || v[strspn(v, "0123456789.")] != '%')
+			return -1;
+		memcpy(num, v, n - 1);
+		num[n - 1] = '\0';
+		errno = 0;
+		d = strtod(num, &end);
+		if (errno || *end || end == num || !(d > 0 && d <= 10000))
+			return -1;
+		*share = d / 100.0;
+		*count = 0;
+		return 0;
+	}
+	if (parse_u64(v, o->min, o->max, 0, &u) == -1)
+		return -1;
+	*count = (int)u;
+	*share = 0;
+	return 0;
+}
+
 /* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
 static int
 set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char **why)
@@ -217,6 +258,8 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 			*(uint64_t *)(base + o->off) = u;
 		return 0;
 	}
+	case K_COMPUTE:
+		return parse_count(o, v, &cfg->compute_workers, &cfg->compute_share, why);
 	case K_CPUS:
 		*why = "expected a decimal number of CPUs, 0 < X <= 1024 (0 = measure)";
 		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */

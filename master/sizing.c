@@ -48,7 +48,8 @@ struct hiers {
 static void
 warn_file(struct lg_sizing *s, const char *path, const char *why)
 {
-	log_warn("%s: %s; input skipped", path, why);
+	if (!s->quiet)
+		log_warn("%s: %s; input skipped", path, why);
 	s->warnings++;
 }
 
@@ -453,8 +454,8 @@ read_online(const char *sysroot, struct lg_sizing *s)
 	}
 }
 
-void
-lg_sizing_read(const char *sysroot, struct lg_sizing *s)
+static void
+sizing_read(const char *sysroot, struct lg_sizing *s, int quiet)
 {
 	struct hiers *h;
 	int bad;
@@ -462,6 +463,7 @@ lg_sizing_read(const char *sysroot, struct lg_sizing *s)
 	if (sysroot == NULL)
 		sysroot = "";
 	memset(s, 0, sizeof(*s));
+	s->quiet = quiet;
 	s->online = s->affinity = s->cpuset = -1;
 	s->quota = -1;
 	s->queue_capacity = -1;
@@ -470,9 +472,10 @@ lg_sizing_read(const char *sysroot, struct lg_sizing *s)
 	/* A fixture tree cannot describe our own affinity mask, so with a sysroot it is left out. */
 	if (sysroot[0] == '\0')
 		s->affinity = read_affinity();
-	/* About 60 KiB of paths: on the heap, this runs once. */
+	/* About 60 KiB of paths: on the heap (the master's live resize reads once a second). */
 	if ((h = calloc(1, sizeof(*h))) == NULL) {
-		log_warn("out of memory; cgroup limits not read");
+		if (!quiet)
+			log_warn("out of memory; cgroup limits not read");
 		s->warnings++;
 		return;
 	}
@@ -491,6 +494,18 @@ lg_sizing_read(const char *sysroot, struct lg_sizing *s)
 		read_cpusets(s, h);
 	}
 	free(h);
+}
+
+void
+lg_sizing_read(const char *sysroot, struct lg_sizing *s)
+{
+	sizing_read(sysroot, s, 0);
+}
+
+void
+lg_sizing_reread(const char *sysroot, struct lg_sizing *s)
+{
+	sizing_read(sysroot, s, 1);
 }
 
 /* Whole CPUs from a fractional count: floor or ceil, never below 1, never above MAX_CPUS.
@@ -516,10 +531,35 @@ min_known(int a, int b)
 	return a <= 0 || b < a ? b : a;
 }
 
+int
+lg_sizing_resizable(const struct lg_config *cfg)
+{
+	return cfg != NULL && cfg->live_resize && !(cfg->cpus > 0);
+}
+
+void
+lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue)
+{
+	int c;
+
+	if (cfg != NULL && cfg->compute_workers > 0)
+		c = cfg->compute_workers;
+	else if (cfg != NULL && cfg->compute_share > 0)
+		c = cfg->compute_share * budget >= MAX_CPUS ? MAX_CPUS :
+		    (int)(cfg->compute_share * budget + 1e-9); /* 1e-9: 0.3 x 10 is 3, not 2 */
+	else
+		c = budget - 1;
+	*compute = c >= 1 ? c : 1;
+	if (cfg != NULL && cfg->queue_capacity >= 0)
+		*queue = cfg->queue_capacity;
+	else
+		*queue = *compute > INT_MAX / 2 ? INT_MAX : 2 * *compute;
+}
+
 void
 lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 {
-	int budget;
+	int budget, top;
 
 	s->rounding = cfg != NULL ? cfg->rounding : LG_ROUND_FLOOR;
 	s->cpus_override = 0;
@@ -535,13 +575,15 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	}
 	s->budget = budget;
 	s->loop_workers = cfg != NULL && cfg->loop_workers > 0 ? cfg->loop_workers : budget;
-	s->compute_workers = cfg != NULL && cfg->compute_workers > 0 ? cfg->compute_workers :
-	    (budget > 1 ? budget - 1 : 1);
-	if (cfg != NULL && cfg->queue_capacity >= 0)
-		s->queue_capacity = cfg->queue_capacity;
+	lg_sizing_counts(cfg, budget, &s->compute_workers, &s->queue_capacity);
+	/* Room for the largest budget a live resize can reach: every online CPU (a quota or
+	 * cpuset can be loosened at run time, the CPUs themselves are the bound). */
+	s->live_resize = lg_sizing_resizable(cfg);
+	top = s->online > budget ? s->online : budget;
+	if (s->live_resize)
+		lg_sizing_counts(cfg, top, &s->compute_max, &s->queue_max);
 	else
-		s->queue_capacity = s->compute_workers > INT_MAX / 2 ? INT_MAX :
-		    2 * s->compute_workers;
+		s->compute_max = s->compute_workers, s->queue_max = s->queue_capacity;
 }
 
 /* v as a JSON number, or null when not positive. %.15g keeps 1.999 as "1.999"; the master
@@ -590,9 +632,11 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 	n = snprintf(buf, cap, "{\"online\":%d,\"affinity\":%d,\"cpuset\":%d,\"quota\":%s,"
 	    "\"quota_source\":%s,\"cgroup\":\"%s\",\"rounding\":\"%s\",\"cpus_override\":%s,"
 	    "\"budget\":%d,\"loop_workers\":%d,\"compute_workers\":%d,\"queue_capacity\":%d,"
-	    "\"warnings\":%d}", s->online, s->affinity, s->cpuset, quota, src, ver,
+	    "\"live_resize\":%s,\"compute_max\":%d,\"queue_max\":%d,\"warnings\":%d}",
+	    s->online, s->affinity, s->cpuset, quota, src, ver,
 	    s->rounding == LG_ROUND_CEIL ? "ceil" : "floor", over, s->budget, s->loop_workers,
-	    s->compute_workers, s->queue_capacity, s->warnings);
+	    s->compute_workers, s->queue_capacity, s->live_resize ? "true" : "false",
+	    s->compute_max, s->queue_max, s->warnings);
 	if (n < 0 || (size_t)n >= cap) {
 		if (cap > 0)
 			buf[0] = '\0';

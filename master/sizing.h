@@ -24,6 +24,7 @@ struct lg_sizing {
 	char quota_source[512];   /* file the tightest quota came from, without the sysroot; "" if none */
 	char cgroup_version[8];   /* "v1", "v2", "hybrid" or "none" */
 	int warnings;             /* count of files that were unreadable or corrupt */
+	int quiet;                /* set while reading: warnings counted but not logged */
 	/* decision */
 	enum lg_cpu_rounding rounding;
 	double cpus_override;     /* > 0 when --cpus replaced the measured budget */
@@ -31,6 +32,9 @@ struct lg_sizing {
 	int loop_workers;         /* L = budget unless overridden */
 	int compute_workers;      /* C = max(1, budget - 1) unless overridden */
 	int queue_capacity;       /* 2 x C unless overridden */
+	int live_resize;          /* 1: the budget (and the counts derived from it) followed */
+	int compute_max;          /* C and queue at the largest budget a live resize can reach */
+	int queue_max;            /* (every online CPU); equal to C and queue without live resize */
 };
 
 /* Reads every input under sysroot (NULL or "" means the real root) into *s and clears the
@@ -38,14 +42,33 @@ struct lg_sizing {
  * garbage text) is logged once as a warning, counted in s->warnings, and that input skipped. */
 void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
 
+/* lg_sizing_read without the log lines (warnings are still counted): for the master's
+ * re-reading once a second, which would otherwise repeat a warning each time. */
+void lg_sizing_reread(const char *sysroot, struct lg_sizing *s);
+
+/* Compute processes and queue capacity for a budget of `budget` whole CPUs (>= 1) under the
+ * settings in cfg (NULL: defaults): C is cfg->compute_workers when given, else
+ * floor(cfg->compute_share x budget) when a share is given, else budget - 1; never below 1.
+ * The queue is cfg->queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
+void lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue);
+
+/* 1 when the master follows a CPU budget that changes at run time under cfg: live_resize is
+ * on and no --cpus replaces the measured budget. Only the counts lg_sizing_counts derives from
+ * the budget then change; counts given explicitly never do (a given compute count fixes the
+ * default queue, 2 x C, too). */
+int lg_sizing_resizable(const struct lg_config *cfg);
+
 /* Fills the decision in *s from its inputs and the overrides in *cfg (cpus, rounding,
- * loop_workers, compute_workers, queue_capacity; 0 or -1 mean "not set", see common/config.h).
- * Quota rounding: floor by default, ceil with LG_ROUND_CEIL, never below 1. */
+ * loop_workers, compute_workers or compute_share, queue_capacity; 0 or -1 mean "not set", see
+ * common/config.h), with lg_sizing_counts. Quota rounding: floor by default, ceil with
+ * LG_ROUND_CEIL, never below 1. compute_max/queue_max: the counts at a budget of every online
+ * CPU when lg_sizing_resizable(cfg), else the counts decided now. */
 void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
 
 /* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),
  * quota_source (string or null), cgroup, rounding ("floor"/"ceil"), cpus_override (number or
- * null), budget, loop_workers, compute_workers, queue_capacity, warnings) into buf of cap bytes,
+ * null), budget, loop_workers, compute_workers, queue_capacity, live_resize (boolean),
+ * compute_max, queue_max, warnings) into buf of cap bytes,
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
 

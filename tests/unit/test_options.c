@@ -79,6 +79,9 @@ test_bad_values(void **state)
 		{ "--listen", "localhost:80" }, { "--listen", "::1" }, { "--listen", "[::1" },
 		{ "--listen", "999.1.1.1:80" }, { "--listen", "[::1]x:0" },
 		{ "--cpus", "0x10" }, { "--cpus", "inf" }, { "--cpus", "1025" },
+		{ "--compute-workers", "%" }, { "--compute-workers", "0%" },
+		{ "--compute-workers", "-5%" }, { "--compute-workers", "50%%" },
+		{ "--compute-workers", "1e2%" }, { "--compute-workers", "10001%" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -92,6 +95,28 @@ test_bad_values(void **state)
 	assert_non_null(strstr(err, "unknown option"));
 	char *stray[] = { "lagless", "stray", NULL };
 	assert_int_equal(load(&cfg, &cmd, 2, stray), -1);
+}
+
+/* --compute-workers takes a count or a share of the budget; the later one replaces the other. */
+static void
+test_compute_share(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *share[] = { "lagless", "--compute-workers", "150%", NULL };
+	char *both[] = { "lagless", "--compute-workers", "50%", "--compute-workers", "3", NULL };
+	char *off[] = { "lagless", "--live-resize=no", NULL };
+
+	assert_int_equal(load(&cfg, &cmd, 1, share), 0);
+	assert_int_equal(cfg.live_resize, 1);	/* on by default */
+	assert_int_equal(load(&cfg, &cmd, 3, share), 0);
+	assert_true(cfg.compute_share == 1.5);
+	assert_int_equal(cfg.compute_workers, 0);
+	assert_int_equal(load(&cfg, &cmd, 5, both), 0);
+	assert_true(cfg.compute_share == 0);
+	assert_int_equal(cfg.compute_workers, 3);
+	assert_int_equal(load(&cfg, &cmd, 2, off), 0);
+	assert_int_equal(cfg.live_resize, 0);
 }
 
 static void
@@ -224,6 +249,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_flags_and_sizes),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_compute_share),
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_bad_env),
 		cmocka_unit_test(test_file_errors_name_line_and_key),

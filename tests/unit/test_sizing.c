@@ -254,7 +254,8 @@ check_json(const struct lg_sizing *s)
 {
 	static const char *const keys[] = { "online", "affinity", "cpuset", "quota",
 		"quota_source", "cgroup", "rounding", "cpus_override", "budget", "loop_workers",
-		"compute_workers", "queue_capacity", "warnings" };
+		"compute_workers", "queue_capacity", "live_resize", "compute_max", "queue_max",
+		"warnings" };
 	char buf[4096];
 	struct jobj o;
 	int n = lg_sizing_json(s, buf, sizeof(buf));
@@ -283,6 +284,9 @@ check_json(const struct lg_sizing *s)
 	assert_int_equal(jint(&o, "loop_workers"), s->loop_workers);
 	assert_int_equal(jint(&o, "compute_workers"), s->compute_workers);
 	assert_int_equal(jint(&o, "queue_capacity"), s->queue_capacity);
+	assert_string_equal(jget(&o, "live_resize"), s->live_resize ? "true" : "false");
+	assert_int_equal(jint(&o, "compute_max"), s->compute_max);
+	assert_int_equal(jint(&o, "queue_max"), s->queue_max);
 	assert_int_equal(jint(&o, "warnings"), s->warnings);
 }
 
@@ -511,6 +515,57 @@ test_cpus_override(void **state UNUSED)
 	check_defaults(&s, 1);
 }
 
+/* Counts for a live resize: a share follows the budget, a count never moves, and the reserve
+ * is the counts at every online CPU. */
+static void
+test_counts_and_resize_reserve(void **state UNUSED)
+{
+	struct lg_config cfg = default_config();
+	struct lg_sizing s = measured(16, 16, -1, 2.0);
+	int c, q;
+
+	cfg.live_resize = 1;
+	lg_sizing_decide(&s, &cfg);
+	assert_int_equal(s.live_resize, 1);
+	assert_int_equal(s.compute_workers, 1);
+	assert_int_equal(s.compute_max, 15);	/* budget - 1 at 16 online CPUs */
+	assert_int_equal(s.queue_max, 30);
+	cfg.compute_share = 1.0;		/* 100% */
+	lg_sizing_decide(&s, &cfg);
+	assert_int_equal(s.compute_workers, 2);
+	assert_int_equal(s.queue_capacity, 4);
+	assert_int_equal(s.compute_max, 16);
+	lg_sizing_counts(&cfg, 1, &c, &q);
+	assert_int_equal(c, 1);
+	assert_int_equal(q, 2);
+	cfg.compute_share = 0.3;		/* floor(0.3 x 10) = 3, not 2 */
+	lg_sizing_counts(&cfg, 10, &c, &q);
+	assert_int_equal(c, 3);
+	lg_sizing_counts(&cfg, 1, &c, &q);
+	assert_int_equal(c, 1);			/* never below 1 */
+	cfg.queue_capacity = 5;			/* a given queue stays */
+	lg_sizing_counts(&cfg, 10, &c, &q);
+	assert_int_equal(q, 5);
+	assert_int_equal(lg_sizing_resizable(&cfg), 1);
+	cfg.compute_workers = 3;		/* a count wins over a share, and is fixed */
+	lg_sizing_counts(&cfg, 10, &c, &q);
+	assert_int_equal(c, 3);
+	assert_int_equal(lg_sizing_resizable(&cfg), 1); /* the budget is still followed */
+	lg_sizing_decide(&s, &cfg);
+	assert_int_equal(s.compute_max, 3);
+	assert_int_equal(s.queue_max, 5);
+	cfg = default_config();
+	cfg.live_resize = 1;
+	cfg.cpus = 2;				/* --cpus: nothing is measured, nothing follows */
+	assert_int_equal(lg_sizing_resizable(&cfg), 0);
+	cfg.cpus = 0;
+	cfg.live_resize = 0;
+	assert_int_equal(lg_sizing_resizable(&cfg), 0);
+	lg_sizing_decide(&s, &cfg);
+	assert_int_equal(s.compute_max, s.compute_workers);
+	check_json(&s);
+}
+
 /* ---- cpulist parser ---- */
 
 static void
@@ -609,6 +664,7 @@ main(void)
 		cmocka_unit_test(test_rounding),
 		cmocka_unit_test(test_worker_overrides),
 		cmocka_unit_test(test_cpus_override),
+		cmocka_unit_test(test_counts_and_resize_reserve),
 		cmocka_unit_test(test_cpulist_valid),
 		cmocka_unit_test(test_cpulist_malformed),
 		cmocka_unit_test(test_json_values),
