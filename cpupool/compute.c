@@ -129,6 +129,13 @@ lg_compute_main(const struct lg_compute_env *env)
 			return 1;
 		}
 		atomic_store(&env->page->heartbeat_ns, lg_now_ns());
+		if (r == 1 && m.type == LG_MSG_RETIRE) {
+			/* Live resize: the pool shrinks by one. Taken between jobs, so no job is
+			 * lost; the state tells the master not to respawn this row. */
+			atomic_store(&env->page->state, LG_PROC_RETIRED);
+			log_info("retiring (the CPU budget shrank; request %u)", m.gen);
+			return 0;
+		}
 		if (r == 0 || m.type != LG_MSG_JOB ||
 		    lg_wire_check_job(&m, env->arena, env->ch->nloops) == -1) {
 			atomic_fetch_add(&env->page->bad_headers, 1);

@@ -2,8 +2,9 @@
  * message boundaries are kept, a reader gets a whole header or nothing, and the kernel queues and
  * wakes, so a process killed at any instant cannot corrupt a channel.
  *
- *   job        every loop worker sends JOB headers on job[0]; every compute process receives on
- *              job[1] (blocking recv: the kernel hands each message to one waiting reader).
+ *   job        every loop worker sends JOB headers on job[0] (the master RETIRE headers, to
+ *              shrink the pool); every compute process receives on job[1] (blocking recv: the
+ *              kernel hands each message to one waiting reader).
  *   done[i]    completion channel of loop worker i: compute processes and the master send DONE
  *              on done[i][1]; loop worker i receives on done[i][0]. The master keeps both ends
  *              open across respawns, so a new incarnation inherits the channel.

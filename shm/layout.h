@@ -93,6 +93,8 @@ enum lg_proc_state {
 	LG_PROC_DOWN = 0,       /* no process, or not started its role yet */
 	LG_PROC_RUNNING = 1,    /* loop: accepting; compute: taking jobs */
 	LG_PROC_DRAINING = 2,   /* loop: graceful stop in progress */
+	LG_PROC_RETIRED = 3,    /* compute: left after a RETIRE header (live resize); the master
+	                         * keeps the row parked, so /status and /metrics skip it */
 };
 
 #define LG_PROC_PAGE (2 * LG_PAGE)
@@ -175,21 +177,32 @@ struct lg_master_page {
 	_Atomic int32_t pid;
 	_Atomic uint32_t ready;         /* 1 once every loop worker has started (latched) */
 	_Atomic uint32_t stopping;      /* 0 running, 1 draining, 2 stopping at once */
-	uint32_t budget;                /* CPU budget, whole CPUs */
+	_Atomic uint32_t budget;        /* CPU budget, whole CPUs (a live resize changes it) */
 	uint64_t start_unix_ms;         /* CLOCK_REALTIME at start-up */
 	uint64_t start_mono_ns;         /* CLOCK_MONOTONIC at start-up */
-	double quota;                   /* CPUs of the tightest cgroup quota; < 0 when none */
+	_Atomic double quota;           /* CPUs of the tightest cgroup quota; < 0 when none */
 	double cpus_override;           /* --cpus; <= 0 when not given */
-	int32_t online, affinity, cpuset; /* sizing inputs; -1 when unknown */
-	uint32_t loop_workers, compute_workers, queue_capacity;
+	int32_t online, affinity, cpuset; /* sizing inputs at start-up; -1 when unknown */
+	uint32_t loop_workers;
+	_Atomic uint32_t compute_workers, queue_capacity; /* the current targets (live resize) */
 	_Atomic uint64_t shm_bytes;     /* bytes of the arena backed by memory, refreshed each second */
 	_Atomic uint64_t restarts[2][LG_RESTART_REASONS]; /* [role - 1][reason] */
 	char cgroup[8];                 /* "v1", "v2", "hybrid", "none" */
 	char rounding[8];               /* "floor", "ceil" */
 	char cpu_stat[512];             /* cpu.stat beside the tightest quota (sysroot-prefixed); "" if none */
 	struct lg_kind_health kinds[LG_KIND_HEALTH];
-	uint8_t reserved[LG_PAGE - 704 - 40 * LG_KIND_HEALTH];
+	/* live resize (master/resize.c) */
+	_Atomic uint32_t slot_limit;    /* claims take slots [0, slot_limit) only; 0 = every slot */
+	_Atomic uint32_t live_resize;   /* 1 when the counts follow the CPU budget */
+	uint32_t compute_max, queue_max; /* what the arena and child table have room for */
+	_Atomic uint64_t budget_changes;  /* budget changes applied (seen twice in a row) */
+	_Atomic uint64_t resize_spawned;  /* compute processes started to grow the pool */
+	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
+	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
+	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH];
 };
+_Static_assert(offsetof(struct lg_master_page, reserved) == 752 + 40 * LG_KIND_HEALTH,
+    "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 
 struct lg_slot {

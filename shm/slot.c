@@ -26,13 +26,24 @@ with_state(uint64_t word, enum lg_slot_state st)
 	return (word & ~(uint64_t)0xff) | (uint32_t)st;
 }
 
+/* Slots [0, open) take claims: the master narrows it when the CPU budget shrinks (a slot above
+ * it that is still busy finishes normally) and widens it when the budget grows. */
+static uint32_t
+slots_open(const struct lg_arena *a)
+{
+	uint32_t lim = a->master != NULL ? atomic_load(&a->master->slot_limit) : 0;
+
+	return lim == 0 || lim > a->nslots ? a->nslots : lim;
+}
+
 int
 lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen)
 {
 	static uint32_t hint;
+	uint32_t open = slots_open(a);
 
-	for (uint32_t n = 0; n < a->nslots; n++) {
-		uint32_t i = (hint + n) % a->nslots;
+	for (uint32_t n = 0; n < open; n++) {
+		uint32_t i = (hint + n) % open;
 		struct lg_slot *s = &a->slots[i];
 		uint64_t w = atomic_load(&s->word);
 
@@ -174,8 +185,15 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 void
 lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
 {
+	uint32_t open = slots_open(a);
+
 	for (int k = 0; k < 8; k++)
 		counts[k] = 0;
-	for (uint32_t i = 0; i < a->nslots; i++)
-		counts[lg_slot_state(atomic_load(&a->slots[i].word)) & 7]++;
+	for (uint32_t i = 0; i < a->nslots; i++) {
+		enum lg_slot_state st = lg_slot_state(atomic_load(&a->slots[i].word));
+
+		/* A closed slot counts only while it still holds a job. */
+		if (i < open || (st != LG_SLOT_FREE && st != LG_SLOT_RECLAIMING))
+			counts[st & 7]++;
+	}
 }

@@ -24,8 +24,9 @@ uint32_t lg_slot_owner(uint64_t word);
 uint32_t lg_slot_gen(uint64_t word);
 
 /* Claims a FREE slot for loop worker `owner` (< LG_MAX_LOOPS), bumping its generation; the
- * owner is part of the slot word, so claim and ownership are one atomic step. Scans all slots starting
- * at a per-process rotating hint so loop workers do not collide on slot 0.
+ * owner is part of the slot word, so claim and ownership are one atomic step. Scans the open
+ * slots (the first master->slot_limit of them; all when it is 0: a live resize moves the limit)
+ * starting at a per-process rotating hint so loop workers do not collide on slot 0.
  * Returns the slot index and stores the new generation in *gen, or -1 with errno EAGAIN when
  * every slot is taken: that is the bounded queue, and the caller answers 503. */
 int lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen);
@@ -69,7 +70,9 @@ int lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner);
  * (the slot is FREE again). Only one process (the master) may call it. */
 int lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes);
 
-/* Counts slots per state into counts[8] (indexed by enum lg_slot_state); a racy snapshot. */
+/* Counts slots per state into counts[8] (indexed by enum lg_slot_state); a racy snapshot. A
+ * slot beyond the open ones (see lg_slot_claim) counts only while it is not FREE, so the sum
+ * is the slots in play. */
 void lg_slot_census(const struct lg_arena *a, uint32_t counts[8]);
 
 #endif

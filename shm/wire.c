@@ -41,6 +41,7 @@ static const struct field done_fields[] = {
 	F32(slot), F32(gen), F32(status), F64(out_len), F64(queue_ns), F64(run_ns),
 };
 static const struct field kill_fields[] = { F32(slot), F32(gen) };
+static const struct field retire_fields[] = { F32(gen) };
 
 #define HEAD 2 /* version and type precede the fields */
 
@@ -61,6 +62,9 @@ fields_of(uint32_t type, size_t *n)
 	case LG_MSG_KILL:
 		*n = NELEM(kill_fields);
 		return kill_fields;
+	case LG_MSG_RETIRE:
+		*n = NELEM(retire_fields);
+		return retire_fields;
 	}
 	return NULL;
 }

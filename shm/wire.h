@@ -8,6 +8,8 @@
  *   DONE  compute/master -> owner loop
  *                          [1, 2, slot, gen, status, out_len, queue_ns, run_ns]
  *   KILL  loop -> master   [1, 3, slot, gen]           (deadline passed while RUNNING)
+ *   RETIRE master -> compute [1, 4, seq]             (live resize: the compute process that
+ *                          takes it from the job channel exits; seq numbers the requests)
  *
  * All integers are unsigned msgpack integers. Payload bytes never travel here: they stay in the
  * arena, and offsets/lengths are checked against the arena layout by lg_wire_check_job. */
@@ -22,12 +24,12 @@
 #define LG_WIRE_VERSION 1u
 #define LG_WIRE_MAX     128 /* bytes; every encoded header fits (max 13 x 9-byte uint + array) */
 
-enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3 };
+enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3, LG_MSG_RETIRE = 4 };
 
 struct lg_msg {
 	uint32_t type;         /* enum lg_msg_type */
 	uint32_t slot;
-	uint32_t gen;
+	uint32_t gen;          /* RETIRE: the request's sequence number */
 	/* JOB */
 	uint32_t kind;         /* enum lg_job_kind */
 	uint32_t owner;        /* loop worker index */

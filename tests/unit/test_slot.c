@@ -600,6 +600,50 @@ test_processes_race(void **state)
 	lg_arena_destroy(&a);
 }
 
+/* The master narrows or widens the open part of the table for a live resize: claims stay in
+ * [0, slot_limit), a busy slot above the limit still counts in the census until it is freed. */
+static void
+test_slot_limit(void **state)
+{
+	struct lg_arena *a = *state;
+	uint32_t g0, g1, g2, n[8];
+	int i0, i1, i2;
+
+	atomic_store(&a->master->slot_limit, 2);
+	i0 = lg_slot_claim(a, 0, &g0);
+	i1 = lg_slot_claim(a, 0, &g1);
+	assert_true(i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 2 && i0 != i1);
+	errno = 0;
+	assert_int_equal(lg_slot_claim(a, 0, &g2), -1);
+	assert_int_equal(errno, EAGAIN);
+	lg_slot_census(a, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED], 2);
+	assert_int_equal(n[LG_SLOT_FREE], 0);
+	/* widen: the slots above open, free */
+	atomic_store(&a->master->slot_limit, NSLOTS);
+	lg_slot_census(a, n);
+	assert_int_equal(n[LG_SLOT_FREE], NSLOTS - 2);
+	i2 = lg_slot_claim(a, 0, &g2);
+	assert_true(i2 >= 2 && i2 < NSLOTS);
+	/* narrow below a busy slot: it still counts, a freed one below is claimable again */
+	atomic_store(&a->master->slot_limit, 2);
+	lg_slot_census(a, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED], 3);
+	assert_int_equal(n[LG_SLOT_FREE], 0);
+	assert_int_equal(lg_slot_claim(a, 0, &g0 /* unused */), -1);
+	assert_int_equal(lg_slot_release(&a->slots[i2], g2), LG_SLOT_FREE);
+	lg_slot_census(a, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED] + n[LG_SLOT_FREE], 2);
+	assert_int_equal(lg_slot_release(&a->slots[i1], g1), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_claim(a, 0, &g1), i1);
+	/* a limit above the table means the whole table; 0 means every slot */
+	atomic_store(&a->master->slot_limit, NSLOTS + 5);
+	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
+	atomic_store(&a->master->slot_limit, 0);
+	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
+	assert_int_equal(lg_slot_claim(a, 0, &g2), -1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -617,6 +661,7 @@ main(void)
 		T(test_finish_failed),
 		T(test_stale_generation),
 		cmocka_unit_test(test_reclaim_owner),
+		T(test_slot_limit),
 		T(test_trim),
 		T(test_trim_skips_a_slot_reused_since_the_last_pass),
 		T(test_census),

@@ -23,6 +23,7 @@
 #define JOB_N  13
 #define DONE_N 8
 #define KILL_N 4
+#define RETIRE_N 3
 
 static int
 decode_exact(const void *src, size_t len, struct lg_msg *m)
@@ -47,7 +48,9 @@ filled(uint32_t t, uint32_t v32, uint64_t v64)
 
 	memset(&m, 0, sizeof(m));
 	m.type = t;
-	m.slot = m.gen = v32;
+	m.gen = v32;
+	if (t != LG_MSG_RETIRE)
+		m.slot = v32;
 	if (t == LG_MSG_JOB) {
 		m.kind = m.owner = v32;
 		m.in_off = m.in_len = m.out_off = m.out_cap = v64;
@@ -75,13 +78,13 @@ round_trip(const struct lg_msg *m)
 static void
 test_round_trip_edges(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 	static const struct { uint32_t v32; uint64_t v64; } vals[] = {
 		{ 0, 0 }, { 1, 1 }, { 127, 127 }, { 128, 128 }, { 255, 256 }, { 65535, 65536 },
 		{ UINT32_MAX - 1, (uint64_t)UINT32_MAX + 1 }, { UINT32_MAX, UINT64_MAX },
 	};
 
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 			struct lg_msg m = filled(types[t], vals[i].v32, vals[i].v64);
 
@@ -99,10 +102,17 @@ test_round_trip_distinct_fields(void **state)
 	struct lg_msg done = { .type = LG_MSG_DONE, .slot = 21, .gen = 22, .status = 23,
 		.out_len = 24, .queue_ns = 25, .run_ns = 26 };
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = 31, .gen = 32 };
+	struct lg_msg retire = { .type = LG_MSG_RETIRE, .gen = 41 };
+	char buf[LG_WIRE_MAX];
 
 	round_trip(&job);
 	round_trip(&done);
 	round_trip(&kill);
+	round_trip(&retire);
+	/* RETIRE is [1, 4, seq]: fixarray(3) and three positive fixints, no slot. */
+	retire.slot = 7;
+	assert_int_equal(lg_wire_encode(&retire, buf, sizeof(buf)), 4);
+	assert_memory_equal(buf, "\x93\x01\x04\x29", 4);
 }
 
 static void
@@ -129,7 +139,7 @@ test_encode_own_fields_only(void **state)
 static void
 test_encode_unknown_type(void **state)
 {
-	static const uint32_t bad[] = { 0, 4, 255, UINT32_MAX };
+	static const uint32_t bad[] = { 0, 5, 255, UINT32_MAX };
 	char buf[LG_WIRE_MAX];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -145,9 +155,9 @@ test_encode_unknown_type(void **state)
 static void
 test_encode_enospc(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 
-	for (size_t t = 0; t < 3; t++) {
+	for (size_t t = 0; t < 4; t++) {
 		struct lg_msg m = filled(types[t], UINT32_MAX, UINT64_MAX);
 		char buf[LG_WIRE_MAX + 16];
 		int full = lg_wire_encode(&m, buf, LG_WIRE_MAX);
@@ -181,9 +191,9 @@ test_wire_max_enough(void **state)
 static void
 test_truncations(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		for (int big = 0; big < 2; big++) {
 			struct lg_msg m = big ? filled(types[t], UINT32_MAX, UINT64_MAX) :
 			    filled(types[t], 0, 0), out;
@@ -273,7 +283,8 @@ decode_els(const struct el *els, size_t n)
 static size_t
 valid_els(uint32_t t, struct el *els)
 {
-	size_t n = t == LG_MSG_JOB ? JOB_N : t == LG_MSG_DONE ? DONE_N : KILL_N;
+	size_t n = t == LG_MSG_JOB ? JOB_N : t == LG_MSG_DONE ? DONE_N : t == LG_MSG_KILL ? KILL_N :
+	    RETIRE_N;
 
 	for (size_t i = 0; i < n; i++)
 		els[i] = (struct el){ EL_UINT, i };
@@ -285,12 +296,12 @@ valid_els(uint32_t t, struct el *els)
 static void
 test_hostile_builder_accepts_valid(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 	struct el els[JOB_N + 1];
 
 	/* The builder itself makes good headers, so the rejections below are for the reason
 	 * each test names. */
-	for (size_t t = 0; t < 3; t++)
+	for (size_t t = 0; t < 4; t++)
 		assert_int_equal(decode_els(els, valid_els(types[t], els)), 0);
 }
 
@@ -316,7 +327,7 @@ test_wrong_version(void **state)
 static void
 test_unknown_type(void **state)
 {
-	static const uint64_t bad[] = { 0, 4, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+	static const uint64_t bad[] = { 0, 5, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
 		(uint64_t)UINT32_MAX + LG_MSG_JOB, UINT64_MAX };
 	struct el els[JOB_N];
 	size_t n = valid_els(LG_MSG_JOB, els);
@@ -333,10 +344,10 @@ test_unknown_type(void **state)
 static void
 test_wrong_counts(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 	struct el els[JOB_N + 2];
 
-	for (size_t t = 0; t < 3; t++) {
+	for (size_t t = 0; t < 4; t++) {
 		size_t n = valid_els(types[t], els);
 
 		els[n] = els[n + 1] = (struct el){ EL_UINT, 0 };
@@ -352,10 +363,10 @@ test_wrong_counts(void **state)
 static void
 test_wrong_element_types(void **state)
 {
-	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL };
+	static const uint32_t types[] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE };
 	struct el els[JOB_N];
 
-	for (size_t t = 0; t < 3; t++) {
+	for (size_t t = 0; t < 4; t++) {
 		size_t n = valid_els(types[t], els);
 
 		for (size_t pos = 0; pos < n; pos++)
