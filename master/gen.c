@@ -60,15 +60,19 @@ publish_sizing(struct lg_gen *g, pid_t master_pid, const struct lg_gen *prev)
 			for (int k = 0; k < LG_RESTART_REASONS; k++)
 				atomic_store(&mp->restarts[r][k], atomic_load(&pp->restarts[r][k]));
 	}
-	mp->budget = (uint32_t)sz->budget;
-	mp->quota = sz->quota;
+	atomic_store(&mp->budget, (uint32_t)sz->budget);
+	atomic_store(&mp->quota, sz->quota);
 	mp->cpus_override = sz->cpus_override;
 	mp->online = sz->online;
 	mp->affinity = sz->affinity;
 	mp->cpuset = sz->cpuset;
 	mp->loop_workers = g->nloops;
-	mp->compute_workers = g->ncompute;
-	mp->queue_capacity = (uint32_t)sz->queue_capacity;
+	atomic_store(&mp->compute_workers, (uint32_t)sz->compute_workers);
+	atomic_store(&mp->queue_capacity, (uint32_t)sz->queue_capacity);
+	atomic_store(&mp->slot_limit, (uint32_t)(sz->compute_workers + sz->queue_capacity));
+	atomic_store(&mp->live_resize, (uint32_t)sz->live_resize);
+	mp->compute_max = g->ncompute;
+	mp->queue_max = (uint32_t)sz->queue_max;
 	snprintf(mp->cgroup, sizeof(mp->cgroup), "%s", sz->cgroup_version);
 	snprintf(mp->rounding, sizeof(mp->rounding), "%s",
 	    sz->rounding == LG_ROUND_CEIL ? "ceil" : "floor");
@@ -90,10 +94,14 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	g->arena.fd = -1;
 	g->ch.job[0] = g->ch.job[1] = g->ch.ctl[0] = g->ch.ctl[1] = -1;
 	g->nloops = (uint32_t)sz->loop_workers;
-	g->ncompute = (uint32_t)sz->compute_workers;
+	if (g->sz.compute_max < g->sz.compute_workers || g->sz.queue_max < g->sz.queue_capacity) {
+		g->sz.compute_max = g->sz.compute_workers; /* a caller that filled sz by hand */
+		g->sz.queue_max = g->sz.queue_capacity;
+	}
+	g->ncompute = (uint32_t)g->sz.compute_max;
 	g->nchildren = g->nloops + g->ncompute;
 	out_cap = lg_jobs_compress_bound(cfg->max_body);
-	if (lg_arena_create(&g->arena, g->ncompute + (uint32_t)sz->queue_capacity, g->nchildren,
+	if (lg_arena_create(&g->arena, g->ncompute + (uint32_t)g->sz.queue_max, g->nchildren,
 	    cfg->max_body ? cfg->max_body : 1, out_cap < LG_PAGE ? LG_PAGE : out_cap) == -1) {
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
@@ -107,11 +115,17 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	for (uint32_t k = 0; k < g->nchildren; k++) {
 		g->children[k].role = k < g->nloops ? LG_ROLE_LOOP : LG_ROLE_COMPUTE;
 		g->children[k].index = k < g->nloops ? k : k - g->nloops;
+		if (k >= g->nloops + (uint32_t)sz->compute_workers) {
+			g->children[k].parked = 1; /* room for a live resize */
+			atomic_store(&g->arena.procs[k].state, LG_PROC_RETIRED);
+		}
 	}
 	publish_sizing(g, master_pid, prev);
-	log_info("generation %u: %u loop worker(s), %u compute, arena of %u slots (%d running + "
-	    "%d queued), %llu MiB virtual", id, g->nloops, g->ncompute, g->arena.nslots,
-	    sz->compute_workers, sz->queue_capacity, (unsigned long long)(g->arena.size >> 20));
+	log_info("generation %u: %u loop worker(s), %d compute, arena of %u slots (%d running + "
+	    "%d queued open), %llu MiB virtual%s", id, g->nloops, sz->compute_workers,
+	    g->arena.nslots, sz->compute_workers, sz->queue_capacity,
+	    (unsigned long long)(g->arena.size >> 20), g->sz.live_resize ?
+	    ", following the CPU budget" : "");
 	return g;
 fail:
 	lg_gen_destroy(g);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/config.h"
+#include "master/resize.h"
 #include "master/sizing.h"
 #include "shm/arena.h"
 #include "shm/channel.h"
@@ -31,27 +32,30 @@ struct lg_child {
 	uint64_t respawn_at;   /* CLOCK_MONOTONIC ns; valid while pid == 0 */
 	uint64_t backoff_ns;
 	uint64_t kill_at;      /* escalate SIGTERM to SIGKILL at this time; 0 = none */
+	int parked;            /* compute row beyond the live-resize target: no process, no respawn */
 };
 
 struct lg_gen {
 	uint32_t id;               /* 1 for the first, +1 per reload */
 	struct lg_config cfg;      /* owned copies: a reload must not change a running gen */
-	struct lg_sizing sz;
+	struct lg_sizing sz;       /* the decision in force (a live resize updates budget and counts) */
 	struct lg_arena arena;
 	struct lg_channels ch;
 	struct lg_child *children;
-	uint32_t nloops, ncompute, nchildren;
+	uint32_t nloops, ncompute, nchildren; /* ncompute rows: room for sz.compute_max */
 	int retiring;              /* its loops were told to drain; no respawns */
 	int computes_stopped;      /* its compute processes were told to stop */
 	int ready;                 /* every loop worker accepted once */
 	uint64_t retire_deadline;  /* after it, what is left is SIGKILLed */
 	uint64_t next_trim;
+	struct lg_resize rs;       /* live resize state (master/resize.c) */
 	struct lg_gen *next;       /* the master's list: newest first */
 };
 
-/* Creates a generation from cfg and sz (copied): the arena sized to C + queue slots and
- * max_body regions, the channels, the child table (no process yet), and the master page
- * filled with the sizing. master_pid is stored there. prev (NULL for the first) is the
+/* Creates a generation from cfg and sz (copied): the arena sized to compute_max + queue_max
+ * slots (the open ones: C + queue) and max_body regions, the channels, the child table (no
+ * process yet; compute rows beyond C parked for a live resize), and the master page filled
+ * with the sizing. master_pid is stored there. prev (NULL for the first) is the
  * generation it replaces: the server's start time and restart counters carry over from it, so
  * they describe the server, not the generation. Returns the generation (heap, owned by the
  * caller, freed with lg_gen_destroy), or NULL with the reason logged. */

@@ -185,7 +185,7 @@ static void
 on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int status)
 {
 	struct lg_proc_page *page = page_of(g, c);
-	uint32_t kind = atomic_load(&page->job_kind);
+	uint32_t kind = atomic_load(&page->job_kind), state = atomic_load(&page->state);
 	int n, job_death = 0;
 
 	atomic_store(&page->pid, 0);
@@ -194,6 +194,12 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		job_death = reclaim_compute_job(g, page);
 	else if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
 		log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
+	if (!m->stopping && !g->retiring && lg_resize_exited(g, c, state)) {
+		log_info("compute[%u] pid=%d retired after its job (live resize)", c->index,
+		    (int)c->pid);
+		c->pid = 0;
+		return;
+	}
 	if (WIFSIGNALED(status))
 		log_exit(m, g, c, "%s[%u] pid=%d killed by signal %d", lg_gen_role_name(c->role),
 		    c->index, (int)c->pid, WTERMSIG(status));
@@ -364,7 +370,8 @@ static void
 spawn_all(struct master *m, struct lg_gen *g)
 {
 	for (uint32_t k = 0; k < g->nchildren; k++)
-		lg_gen_spawn(m->gens, g, &g->children[k], m->listen_fd, m->sigfd);
+		if (!g->children[k].parked)
+			lg_gen_spawn(m->gens, g, &g->children[k], m->listen_fd, m->sigfd);
 }
 
 static int
@@ -497,9 +504,10 @@ send_status(struct master *m, int ready)
 	lg_slot_census(&g->arena, census);
 	for (uint32_t k = 0; k < g->nchildren; k++)
 		*(g->children[k].role == LG_ROLE_LOOP ? &loops : &computes) += g->children[k].pid > 0;
-	snprintf(status, sizeof(status), "%d/%u loop workers, %d/%u compute, queue %u/%d, "
-	    "running %u, generation %u", loops, g->nloops, computes, g->ncompute,
-	    census[LG_SLOT_QUEUED], g->sz.queue_capacity, census[LG_SLOT_RUNNING], g->id);
+	snprintf(status, sizeof(status), "%d/%u loop workers, %d/%d compute, queue %u/%d, "
+	    "running %u, budget %d CPU, generation %u", loops, g->nloops, computes,
+	    g->sz.compute_workers, census[LG_SLOT_QUEUED], g->sz.queue_capacity,
+	    census[LG_SLOT_RUNNING], g->sz.budget, g->id);
 	if (ready)
 		lg_notify_ready(status);
 	else
@@ -517,8 +525,8 @@ check_ready(struct master *m, uint64_t now)
 		return;
 	g->ready = 1;
 	atomic_store(&g->arena.master->ready, 1); /* /ready answers 200 from now */
-	log_info("ready: generation %u, %u loop worker(s) accepting, %u compute process(es)", g->id,
-	    g->nloops, g->ncompute);
+	log_info("ready: generation %u, %u loop worker(s) accepting, %d compute process(es)", g->id,
+	    g->nloops, g->sz.compute_workers);
 	for (struct lg_gen *o = g->next; o != NULL; o = o->next) {
 		if (!o->retiring)
 			log_info("retiring generation %u", o->id);
@@ -615,7 +623,7 @@ child_timers(struct master *m, struct lg_gen *g, uint64_t now, uint64_t *next, i
 	for (uint32_t k = 0; k < g->nchildren; k++) {
 		struct lg_child *c = &g->children[k];
 
-		if (c->pid == 0 && !m->stopping && !g->retiring) {
+		if (c->pid == 0 && !c->parked && !m->stopping && !g->retiring) {
 			if (c->respawn_at <= now)
 				lg_gen_spawn(m->gens, g, c, m->listen_fd, m->sigfd);
 			else if (c->respawn_at < *next)
@@ -681,6 +689,9 @@ run_timers(struct master *m)
 		if (!g->retiring) {
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
+			if (lg_resize_tick(m->gens, g, m->listen_fd, m->sigfd, now, &next) &&
+			    g->ready && !m->stopping)
+				send_status(m, 0); /* STATUS= names the new budget at once */
 		}
 		pg = &g->next;
 	}

@@ -271,14 +271,32 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 	P("lagless_build_info{version=\"%s\"} 1\n", LG_VERSION);
 	family(b, "lagless_start_time_seconds", "gauge", "Start time of the server, Unix seconds.");
 	P("lagless_start_time_seconds %.3f\n", (double)mp->start_unix_ms / 1e3);
-	family(b, "lagless_cpu_budget", "gauge", "CPU budget the server sized itself for.");
-	P("lagless_cpu_budget %u\n", mp->budget);
+	family(b, "lagless_cpu_budget", "gauge", "CPU budget the server sized itself for (a live "
+	    "resize follows a changed quota).");
+	P("lagless_cpu_budget %u\n", atomic_load(&mp->budget));
+	family(b, "lagless_live_resize", "gauge",
+	    "1 when the compute processes and queue follow a CPU budget that changes.");
+	P("lagless_live_resize %u\n", atomic_load(&mp->live_resize));
+	family(b, "lagless_cpu_budget_changes_total", "counter",
+	    "Changes of the CPU budget applied at run time (each seen in two readings in a row).");
+	P("lagless_cpu_budget_changes_total %" PRIu64 "\n", atomic_load(&mp->budget_changes));
+	family(b, "lagless_resize_processes_total", "counter",
+	    "Compute processes started (grow) or retired after their job (shrink) by a live resize.");
+	P("lagless_resize_processes_total{action=\"grow\"} %" PRIu64 "\n",
+	    atomic_load(&mp->resize_spawned));
+	P("lagless_resize_processes_total{action=\"shrink\"} %" PRIu64 "\n",
+	    atomic_load(&mp->resize_retired));
+	family(b, "lagless_compute_processes_target", "gauge",
+	    "Compute processes the pool is sized for now.");
+	P("lagless_compute_processes_target %u\n", atomic_load(&mp->compute_workers));
 	family(b, "lagless_cgroup_cpu_quota", "gauge",
 	    "Tightest cgroup CPU quota in CPUs (quota / period); +Inf when there is none.");
-	if (mp->quota < 0)
+	double quota = atomic_load(&mp->quota);
+
+	if (quota < 0)
 		P("lagless_cgroup_cpu_quota +Inf\n");
 	else
-		P("lagless_cgroup_cpu_quota %g\n", mp->quota);
+		P("lagless_cgroup_cpu_quota %g\n", quota);
 	read_cpu_stat(mp->cpu_stat, &cs);
 	if (cs.have) {
 		family(b, "lagless_cgroup_throttled_periods_total", "counter",
@@ -347,9 +365,10 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	P("lagless_queue_depth %u\n", n[LG_SLOT_QUEUED]);
 	family(b, "lagless_queue_capacity", "gauge",
 	    "Jobs that may wait beyond the running ones before requests are refused with 503.");
-	P("lagless_queue_capacity %u\n", a->master->queue_capacity);
+	P("lagless_queue_capacity %u\n", atomic_load(&a->master->queue_capacity));
 	family(b, "lagless_job_slots", "gauge", "Job slots (compute processes + queue capacity).");
-	P("lagless_job_slots %u\n", a->nslots);
+	P("lagless_job_slots %u\n", atomic_load(&a->master->compute_workers) +
+	    atomic_load(&a->master->queue_capacity));
 	family(b, "lagless_slow_callbacks_total", "counter",
 	    "Loop callbacks that ran longer than --slow-callback-ms.");
 	P("lagless_slow_callbacks_total %" PRIu64 "\n", SUM(a, 0, nloops, slow_callbacks));

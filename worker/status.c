@@ -31,10 +31,12 @@ sizing(struct lg_buf *b, const struct lg_master_page *mp)
 {
 	P("\"sizing\":{\"budget\":%u,\"online\":%d,\"affinity\":%d,\"cpuset\":%d,", mp->budget,
 	    mp->online, mp->affinity, mp->cpuset);
-	if (mp->quota < 0)
+	double quota = atomic_load(&mp->quota);
+
+	if (quota < 0)
 		P("\"quota\":null,");
 	else
-		P("\"quota\":%g,", mp->quota);
+		P("\"quota\":%g,", quota);
 	if (mp->cpus_override > 0)
 		P("\"cpus_override\":%g,", mp->cpus_override);
 	else
@@ -42,21 +44,41 @@ sizing(struct lg_buf *b, const struct lg_master_page *mp)
 	P("\"cgroup\":\"");
 	lg_buf_json_chars(b, mp->cgroup, strnlen(mp->cgroup, sizeof(mp->cgroup)));
 	P("\",\"rounding\":\"%s\",\"loop_workers\":%u,\"compute_workers\":%u,\"queue_capacity\":%u},",
-	    mp->rounding[0] == 'c' ? "ceil" : "floor", mp->loop_workers, mp->compute_workers,
-	    mp->queue_capacity);
+	    mp->rounding[0] == 'c' ? "ceil" : "floor", mp->loop_workers,
+	    atomic_load(&mp->compute_workers), atomic_load(&mp->queue_capacity));
+}
+
+/* Live resize (master/resize.c): whether the counts follow the budget, how often it changed,
+ * and the processes started and retired for it. */
+static void
+resize(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	uint64_t when = atomic_load(&mp->budget_changed_unix_ms);
+
+	P("\"resize\":{\"enabled\":%s,\"budget_changes\":%" PRIu64 ",\"spawned\":%" PRIu64
+	    ",\"retired\":%" PRIu64 ",\"compute_max\":%u,\"queue_max\":%u,\"last_change\":",
+	    atomic_load(&mp->live_resize) ? "true" : "false", atomic_load(&mp->budget_changes),
+	    atomic_load(&mp->resize_spawned), atomic_load(&mp->resize_retired), mp->compute_max,
+	    mp->queue_max);
+	if (when)
+		P("%.3f},", (double)when / 1e3);
+	else
+		P("null},");
 }
 
 static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
 {
-	uint32_t n[8], busy = 0;
+	uint32_t n[8], busy = 0, total = 0;
 
 	lg_slot_census(a, n);
+	for (int i = 0; i < 8; i++)
+		total += n[i];
 	for (uint32_t k = nloops; k < a->nprocs; k++)
 		busy += atomic_load(&a->procs[k].pid) != 0 && atomic_load(&a->procs[k].job) != LG_NO_JOB;
 	P("\"queue\":{\"depth\":%u,\"capacity\":%u,\"busy\":%u},\"slots\":{\"total\":%u",
-	    n[LG_SLOT_QUEUED], a->master->queue_capacity, busy, a->nslots);
+	    n[LG_SLOT_QUEUED], atomic_load(&a->master->queue_capacity), busy, total);
 	for (int i = 0; i < 8; i++)
 		P(",\"%s\":%u", slot_state_names[i], n[i]);
 	P("},\"restarts\":{");
@@ -128,14 +150,19 @@ static void
 processes(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
 {
+	int first = 1;
+
 	P("\"processes\":[");
 	for (uint32_t k = 0; k < a->nprocs; k++) {
 		const struct lg_proc_page *p = &a->procs[k];
 		int loop = k < nloops;
 
+		if (atomic_load(&p->pid) == 0 && atomic_load(&p->state) == LG_PROC_RETIRED)
+			continue; /* a row parked by a live resize: no process belongs there */
 		P("%s{\"role\":\"%s\",\"index\":%u,\"pid\":%d,\"state\":\"%s\",\"requests\":%" PRIu64,
-		    k ? "," : "", loop ? "loop" : "compute", loop ? k : k - nloops,
+		    first ? "" : ",", loop ? "loop" : "compute", loop ? k : k - nloops,
 		    (int)atomic_load(&p->pid), state_name(p, loop), atomic_load(&p->requests));
+		first = 0;
 		if (loop)
 			loop_row(b, p, now_ns);
 		else
@@ -158,6 +185,7 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a,
 	    lg_status_ready(mp, draining) ? "true" : "false",
 	    atomic_load(&mp->stopping) || draining ? "true" : "false");
 	sizing(b, mp);
+	resize(b, mp);
 	slots_and_queue(b, a, names, nloops, now_ns);
 	processes(b, a, names, nloops, now_ns);
 	P("}\n");

@@ -1,0 +1,191 @@
+#include "master/resize.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "master/gen.h"
+#include "shm/stats.h"
+
+#define READ_PERIOD_NS  (1000 * LG_NS_PER_MS) /* "about once a second" */
+#define SPAWN_GAP_NS    (100 * LG_NS_PER_MS)  /* growth: at most ten forks a second */
+
+/* A RETIRE header waits behind the queued jobs, each bounded by the deadline; one that is not
+ * taken long after that went to a process that died before it could leave (a crash between the
+ * recv and the exit), so it is written off and the pass sends another if still needed. */
+static uint64_t
+retire_lost_ns(const struct lg_gen *g)
+{
+	return (2 * g->cfg.deadline_ms + 1000) * LG_NS_PER_MS;
+}
+
+static void
+quota_text(char *out, size_t cap, double quota)
+{
+	if (quota > 0)
+		snprintf(out, cap, "%g", quota);
+	else
+		snprintf(out, cap, "none");
+}
+
+/* The budget in s was read twice in a row: make it the one in force. */
+static void
+apply(struct lg_gen *g, const struct lg_sizing *s)
+{
+	struct lg_master_page *mp = g->arena.master;
+	int c, q, old_b = g->sz.budget, old_c = g->sz.compute_workers,
+	    old_q = g->sz.queue_capacity;
+	char quota[32];
+	struct timespec ts;
+
+	lg_sizing_counts(&g->cfg, s->budget, &c, &q);
+	if (c > (int)mp->compute_max)
+		c = (int)mp->compute_max; /* more CPUs than were online at start-up */
+	if (q > (int)mp->queue_max)
+		q = (int)mp->queue_max;
+	g->sz.budget = s->budget;
+	g->sz.quota = s->quota;
+	g->sz.compute_workers = c;
+	g->sz.queue_capacity = q;
+	atomic_store(&mp->quota, s->quota);
+	atomic_store(&mp->budget, (uint32_t)s->budget);
+	atomic_store(&mp->compute_workers, (uint32_t)c);
+	atomic_store(&mp->queue_capacity, (uint32_t)q);
+	atomic_store(&mp->slot_limit, (uint32_t)(c + q));
+	lg_stats_add(&mp->budget_changes, 1);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	atomic_store(&mp->budget_changed_unix_ms, (uint64_t)ts.tv_sec * 1000u +
+	    (uint64_t)ts.tv_nsec / 1000000u);
+	quota_text(quota, sizeof(quota), s->quota);
+	log_info("CPU budget changed from %d to %d (quota %s%s%s, read twice): compute processes "
+	    "%d -> %d, queue %d -> %d", old_b, s->budget, quota, s->quota_source[0] ? " from " : "",
+	    s->quota_source, old_c, c, old_q, q);
+}
+
+/* Returns 1 when a budget change was applied. */
+static int
+read_budget(struct lg_gen *g)
+{
+	struct lg_sizing s;
+
+	lg_sizing_reread(getenv("LAGLESS_SYSROOT"), &s);
+	lg_sizing_decide(&s, &g->cfg);
+	if (s.budget == g->sz.budget) {
+		g->rs.candidate = 0;
+		if (s.quota != g->sz.quota) { /* a new quota that rounds to the same budget */
+			g->sz.quota = s.quota;
+			atomic_store(&g->arena.master->quota, s.quota);
+		}
+		return 0;
+	}
+	if (s.budget != g->rs.candidate) {
+		log_debug("CPU budget reads %d (in force: %d); waiting for a second reading",
+		    s.budget, g->sz.budget);
+		g->rs.candidate = s.budget;
+		return 0;
+	}
+	g->rs.candidate = 0;
+	apply(g, &s);
+	return 1;
+}
+
+static void
+grow(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd,
+    uint64_t now)
+{
+	c->parked = 0;
+	c->respawn_at = 0;
+	c->backoff_ns = 0;
+	c->quick_deaths = 0;
+	lg_gen_spawn(all, g, c, listen_fd, sigfd);
+	lg_stats_add(&g->arena.master->resize_spawned, 1);
+	g->rs.next_spawn = now + SPAWN_GAP_NS;
+	log_info("compute[%u] started: the pool grows to %d", c->index, g->sz.compute_workers);
+}
+
+/* Sends one RETIRE header; returns 0, or -1 when the job channel is full (tried again on the
+ * next pass). */
+static int
+shrink(struct lg_gen *g, uint64_t now)
+{
+	struct lg_msg m = { .type = LG_MSG_RETIRE, .gen = g->rs.retire_seq + 1 };
+
+	if (lg_chan_send(g->ch.job[0], &m, MSG_DONTWAIT) == -1) {
+		if (errno != EAGAIN)
+			log_warn("cannot send a RETIRE header: %s", strerror(errno));
+		return -1;
+	}
+	g->rs.retire_seq++;
+	g->rs.retires_out++;
+	g->rs.retire_sent_ns = now;
+	log_info("asking one compute process to leave after its job (request %u): the pool "
+	    "shrinks to %d", g->rs.retire_seq, g->sz.compute_workers);
+	return 0;
+}
+
+/* Moves the compute rows towards the target: active rows minus the RETIRE headers still on
+ * their way is what the pool will have. */
+static void
+converge(struct lg_gen *all, struct lg_gen *g, int listen_fd, int sigfd, uint64_t now,
+    uint64_t *next)
+{
+	struct lg_child *parked = NULL;
+	int active = 0, target = g->sz.compute_workers;
+
+	for (uint32_t k = g->nloops; k < g->nchildren; k++) {
+		if (!g->children[k].parked)
+			active++;
+		else if (parked == NULL)
+			parked = &g->children[k];
+	}
+	if (g->rs.retires_out > 0 && now - g->rs.retire_sent_ns > retire_lost_ns(g)) {
+		log_warn("%u RETIRE header(s) were not taken; assuming their process died",
+		    g->rs.retires_out);
+		g->rs.retires_out = 0;
+	}
+	active -= (int)g->rs.retires_out;
+	if (active < target && parked != NULL) {
+		if (now >= g->rs.next_spawn)
+			grow(all, g, parked, listen_fd, sigfd, now);
+		if (g->rs.next_spawn < *next)
+			*next = g->rs.next_spawn;
+	}
+	while (active > target && shrink(g, now) == 0)
+		active--;
+}
+
+int
+lg_resize_tick(struct lg_gen *all, struct lg_gen *g, int listen_fd, int sigfd, uint64_t now,
+    uint64_t *next)
+{
+	int changed = 0;
+
+	if (!g->sz.live_resize)
+		return 0;
+	if (now >= g->rs.next_read) {
+		changed = read_budget(g);
+		g->rs.next_read = now + READ_PERIOD_NS;
+	}
+	converge(all, g, listen_fd, sigfd, now, next);
+	if (g->rs.next_read < *next)
+		*next = g->rs.next_read;
+	return changed;
+}
+
+int
+lg_resize_exited(struct lg_gen *g, struct lg_child *c, uint32_t state)
+{
+	if (c->role != LG_ROLE_COMPUTE || state != LG_PROC_RETIRED)
+		return 0;
+	c->parked = 1;
+	if (g->rs.retires_out > 0)
+		g->rs.retires_out--;
+	atomic_store(&g->arena.procs[c - g->children].state, LG_PROC_RETIRED);
+	lg_stats_add(&g->arena.master->resize_retired, 1);
+	return 1;
+}
