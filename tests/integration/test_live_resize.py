@@ -132,16 +132,16 @@ def test_fixture_quota_shrinks_and_grows_the_pool(tmp_path):
         notify.close()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_fixture_shrink_waits_for_running_jobs(tmp_path):
     """Both compute processes run a long job when the budget halves: neither job is killed,
     and one process leaves only once the jobs are done."""
     root = fixture_root(tmp_path, 200000)
-    srv = start(root, "--compute-workers", "100%")
+    srv = start(root, "--compute-workers", "100%", "--deadline-ms", "120000")
     try:
         assert follows(srv, 2, 2, 4)
-        url = "/heavy?iterations=%d" % heavy_iterations_for(srv.port, 5.0)
-        jobs = [Call(get, srv.port, url, timeout=60) for _ in range(2)]
+        url = "/heavy?iterations=%d" % heavy_iterations_for(srv.port, 4.0)
+        jobs = [Call(get, srv.port, url, timeout=120) for _ in range(2)]
         for j in jobs:
             j.start()
         assert wait_until(lambda: status(srv.port)["queue"]["busy"] == 2, 5)
@@ -149,7 +149,7 @@ def test_fixture_shrink_waits_for_running_jobs(tmp_path):
         assert wait_until(lambda: status(srv.port)["sizing"]["budget"] == 1, CHANGE_S)
         assert all(j.is_alive() for j in jobs), "jobs ended before the change was seen"
         assert len(srv.children("compute")) == 2 and status(srv.port)["queue"]["busy"] == 2
-        assert [j.get(60).status for j in jobs] == [200, 200]
+        assert [j.get(120).status for j in jobs] == [200, 200]
         assert follows(srv, 1, 1, 2), status(srv.port)
         assert "killing" not in srv.log()
     finally:
