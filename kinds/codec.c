@@ -4,6 +4,9 @@
 #include <string.h>
 #define ZLIB_CONST /* next_in is const: zlib never writes the input */
 #include <zlib.h>
+/* ZSTD_d_stableOutBuffer is in the "experimental" part of zstd.h: a parameter value of the
+ * stable ZSTD_DCtx_setParameter, no symbol of the static library. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -139,8 +142,12 @@ lg_codec_compress(enum lg_codec c, int level, const unsigned char *in, uint64_t 
 	    err_cap) : zstd_compress(level, in, in_len, out, cap, out_len, err, err_cap);
 }
 
-/* Streams every frame of in into out[0..limit). A call that moves neither input nor output
- * means: output full (more would come: a bomb, 413) or input ended inside a frame (400). */
+/* Streams every frame of in into out[0..limit). The output is one stable buffer
+ * (ZSTD_d_stableOutBuffer), so the decoder uses it as its window and allocates none of its own:
+ * a frame declaring a 2 GiB window costs nothing more than a small one, and nothing of a job
+ * stays allocated in the reused context after it. A full output with more to write is zstd's
+ * dstSize_tooSmall (413); a call that moves neither input nor output means the input ended
+ * inside a frame (400). */
 static int
 zstd_decompress(const unsigned char *in, uint64_t in_len, unsigned char *out, uint64_t limit,
     uint64_t *out_len, char *err, size_t err_cap)
@@ -149,7 +156,13 @@ zstd_decompress(const unsigned char *in, uint64_t in_len, unsigned char *out, ui
 	ZSTD_inBuffer ib = { in_len ? in : (const void *)"", in_len, 0 };
 	ZSTD_outBuffer ob = { out, limit, 0 };
 
-	if (dctx == NULL && (dctx = ZSTD_createDCtx()) == NULL) {
+	if (dctx == NULL && (dctx = ZSTD_createDCtx()) != NULL &&
+	    (ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_stableOutBuffer, 1)) ||
+	    ZSTD_isError(ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, ZSTD_WINDOWLOG_MAX)))) {
+		ZSTD_freeDCtx(dctx);
+		dctx = NULL;
+	}
+	if (dctx == NULL) {
 		snprintf(err, err_cap, "zstd: cannot create a decompression context");
 		return 500;
 	}
@@ -159,22 +172,25 @@ zstd_decompress(const unsigned char *in, uint64_t in_len, unsigned char *out, ui
 		size_t r = ZSTD_decompressStream(dctx, &ob, &ib);
 
 		*out_len = ob.pos;
+		if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+			break;
 		if (ZSTD_isError(r)) {
 			snprintf(err, err_cap, "zstd: %s", ZSTD_getErrorName(r));
 			return ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation ? 500 : 400;
 		}
 		if (r == 0 && ib.pos == ib.size && ib.size > 0)
 			return 0; /* the last frame is complete and nothing follows it */
-		if (ib.pos == ipos && ob.pos == opos)
+		if (ib.pos == ipos && ob.pos == opos) {
+			if (ob.pos < ob.size) {
+				snprintf(err, err_cap, "zstd: truncated or empty input");
+				return 400;
+			}
 			break;
+		}
 	}
-	if (ob.pos == ob.size) {
-		snprintf(err, err_cap, "zstd: decompressed data exceeds %llu bytes",
-		    (unsigned long long)limit);
-		return 413;
-	}
-	snprintf(err, err_cap, "zstd: truncated or empty input");
-	return 400;
+	snprintf(err, err_cap, "zstd: decompressed data exceeds %llu bytes",
+	    (unsigned long long)limit);
+	return 413;
 }
 
 /* One inflate call with at most ZCHUNK of input and output; advances *ip and *op. */

@@ -3,8 +3,9 @@
  *
  * Both directions write only into the caller's bounded buffer. Decompression streams into it
  * and stops at the limit: a decompression bomb costs at most `limit` output bytes plus the
- * codec's own bounded state (zstd: a window of at most 2^27 bytes, the decoder's default
- * ZSTD_WINDOWLOG_LIMIT_DEFAULT; zlib: 32 KiB), never memory in proportion to its ratio. */
+ * codec's own bounded state (zstd: one block's input buffer, 128 KiB, since the output buffer
+ * serves as its window; zlib: a 32 KiB window), never memory in proportion to its ratio or to
+ * the window a frame declares. */
 #ifndef LG_KINDS_CODEC_H
 #define LG_KINDS_CODEC_H
 
