@@ -1,0 +1,103 @@
+/* Constant and Poisson request schedules (load/sched.h). */
+#include "load/sched.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+lg_sched_parse_rate(const char *s, struct lg_rate *r)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0' || *s == ' ' || *s == '+' || *s == '-')
+		goto bad;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || !isfinite(v) || v <= 0)
+		goto bad;
+	if (strcmp(end, "x") == 0) {
+		if (v > 1000)
+			goto bad;
+		r->value = v;
+		r->relative = 1;
+		return 0;
+	}
+	if (*end != '\0' && strcmp(end, "/s") != 0)
+		goto bad;
+	if (v > 1e7)
+		goto bad;
+	r->value = v;
+	r->relative = 0;
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+int
+lg_sched_parse_arrival(const char *s, enum lg_arrival *a)
+{
+	if (strcmp(s, "constant") == 0)
+		*a = LG_ARRIVAL_CONSTANT;
+	else if (strcmp(s, "poisson") == 0)
+		*a = LG_ARRIVAL_POISSON;
+	else {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+double
+lg_sched_uniform(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	/* 53 random bits, shifted into (0, 1] so log() below is finite */
+	return ((double)(z >> 11) + 1.0) / 9007199254740992.0;
+}
+
+static void
+advance(struct lg_sched *s)
+{
+	if (s->arrival == LG_ARRIVAL_CONSTANT) {
+		s->next_ns = s->start_ns + (uint64_t)((double)s->n * 1e9 / s->rate);
+		return;
+	}
+	s->acc_s += -log(lg_sched_uniform(&s->rng)) / s->rate;
+	s->next_ns = s->start_ns + (uint64_t)(s->acc_s * 1e9);
+}
+
+void
+lg_sched_init(struct lg_sched *s, enum lg_arrival arrival, double rate, uint64_t start_ns,
+              uint64_t seed)
+{
+	memset(s, 0, sizeof(*s));
+	s->arrival = arrival;
+	s->rate = rate;
+	s->start_ns = start_ns;
+	s->rng = seed;
+	advance(s);
+}
+
+uint64_t
+lg_sched_peek(const struct lg_sched *s)
+{
+	return s->next_ns;
+}
+
+uint64_t
+lg_sched_take(struct lg_sched *s)
+{
+	uint64_t t = s->next_ns;
+
+	s->n++;
+	advance(s);
+	return t;
+}
