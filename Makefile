@@ -1,5 +1,5 @@
 # lagless — one non-recursive Makefile. Objects under build/, automatic dependencies.
-#   make            build build/lagless
+#   make            build build/lagless and build/lagless-load (the load generator, load/)
 #   make run        install missing Debian packages, build, start on 0.0.0.0:8080
 #   make test       install missing Debian packages, build, run unit + integration tests,
 #                   then the same suite again under ASan+UBSan
@@ -31,7 +31,7 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -l
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
-            systemd libsystemd-dev prometheus wrk clang libclang-rt-dev
+            systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
 # Only make bench needs these (nginx is its throughput reference); CI does not install them.
 BENCH_PKGS := nginx
 
@@ -40,15 +40,31 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
 MAIN_OBJ := $(OBJDIR)/master/main.o
 BIN      := $(OBJDIR)/lagless
 
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
+# lagless-load, the open-loop load generator: its own folder, its own binary. Its modules
+# depend only on common/ headers; its unit tests link its objects, not the server's.
+LOAD_SRC  := $(filter-out load/main.c,$(wildcard load/*.c))
+LOAD_OBJ  := $(LOAD_SRC:%.c=$(OBJDIR)/%.o)
+LOAD_BIN  := $(OBJDIR)/lagless-load
+LOAD_UNIT := $(patsubst load/%.c,tests/unit/test_%.c,$(LOAD_SRC))
+LOAD_UNIT := $(filter $(wildcard tests/unit/test_*.c),$(LOAD_UNIT))
+
+UNIT_SRC := $(filter-out $(LOAD_UNIT),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
+LOAD_UNIT_BIN := $(LOAD_UNIT:tests/unit/%.c=$(OBJDIR)/tests/%)
 
 .PHONY: all run test check unit integration deps clean print-deps install bench fuzz fuzz-build \
         modules
-all: $(BIN) modules
+all: $(BIN) $(LOAD_BIN) modules
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LOAD_BIN): $(OBJDIR)/load/main.o $(LOAD_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ -lev -lhttp_parser -lm
+
+$(LOAD_UNIT_BIN): $(OBJDIR)/tests/%: tests/unit/%.c $(LOAD_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LOAD_OBJ) -lev -lhttp_parser -lm -lcmocka
 
 $(OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -70,7 +86,7 @@ $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
 
-$(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
+$(UNIT_BIN): $(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
@@ -89,11 +105,12 @@ run: deps
 	$(MAKE) all
 	./$(BIN) $(ARGS)
 
-unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+unit: $(UNIT_BIN) $(LOAD_UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN) $(MODULES)
-	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
+integration: $(BIN) $(LOAD_BIN) $(MODULES)
+	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) \
+	    LAGLESS_LOAD_BIN=$(abspath $(LOAD_BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
 
 check: unit integration
 
@@ -163,16 +180,18 @@ DESTDIR ?=
 
 LG_VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' common/version.h)
 
-# Binary, man page, systemd units (with this PREFIX's path), the module ABI header with its
+# Binaries, man pages, systemd units (with this PREFIX's path), the module ABI header with its
 # pkg-config file (share/pkgconfig: a module links no lagless library), and the example
 # configuration, which never overwrites an existing one.
-install: $(BIN)
+install: $(BIN) $(LOAD_BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
+	install -D -m 0755 $(LOAD_BIN) $(DESTDIR)$(PREFIX)/bin/lagless-load
 	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
 	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
 	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc
 	install -D -m 0644 man/lagless.8 $(DESTDIR)$(PREFIX)/share/man/man8/lagless.8
+	install -D -m 0644 man/lagless-load.1 $(DESTDIR)$(PREFIX)/share/man/man1/lagless-load.1
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/local/bin/lagless|$(PREFIX)/bin/lagless|g' deploy/lagless.service \
 	    > $(DESTDIR)$(PREFIX)/lib/systemd/system/lagless.service

@@ -1,0 +1,650 @@
+/* The open-loop engine (load/engine.h): schedules, connections, results. */
+#include "load/engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/version.h"
+
+static void conn_done(struct lg_lconn *c, struct lg_lreq *r);
+static void conn_closed(struct lg_lconn *c);
+static const struct lg_lconn_ops pool_ops = { conn_done, conn_closed };
+
+static int
+stats_init(struct lg_rstats *s)
+{
+	memset(s, 0, sizeof(*s));
+	return lg_hist_init(&s->all) == 0 && lg_hist_init(&s->send_lag) == 0 ? 0 : -1;
+}
+
+static void
+stats_free(struct lg_rstats *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->ncodes; i++)
+		lg_hist_free(&s->by_code[i]);
+	lg_hist_free(&s->all);
+	lg_hist_free(&s->send_lag);
+}
+
+static void
+stats_record(struct lg_rstats *s, int code, uint64_t ns)
+{
+	unsigned i;
+
+	lg_hist_record(&s->all, ns);
+	for (i = 0; i < s->ncodes; i++)
+		if (s->codes[i] == code)
+			break;
+	if (i == s->ncodes) {
+		if (i == LG_MAX_STATUSES || lg_hist_init(&s->by_code[i]) == -1) {
+			s->other++;
+			return;
+		}
+		s->codes[s->ncodes++] = code;
+	}
+	lg_hist_record(&s->by_code[i], ns);
+}
+
+uint64_t
+lg_rstats_count(const struct lg_rstats *s, int lo, int hi)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < s->ncodes; i++)
+		if (s->codes[i] >= lo && s->codes[i] <= hi)
+			n += s->by_code[i].total;
+	return n;
+}
+
+void
+lg_rstats_merge(const struct lg_rstats *s, int lo, int hi, struct lg_hist *out)
+{
+	unsigned i;
+
+	lg_hist_reset(out);
+	for (i = 0; i < s->ncodes; i++)
+		if (s->codes[i] >= lo && s->codes[i] <= hi)
+			lg_hist_merge(out, &s->by_code[i]);
+}
+
+static char *
+build_head(const char *method, const char *path, const char *host, size_t body_len,
+           size_t *len)
+{
+	char *p = NULL;
+	int n;
+
+	if (body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0)
+		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n"
+		             "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
+		             method, path, host, LG_VERSION, body_len);
+	else
+		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n\r\n",
+		             method, path, host, LG_VERSION);
+	if (n < 0)
+		return NULL;
+	*len = (size_t)n;
+	return p;
+}
+
+int
+lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrlen,
+               const char *host, struct lg_route *routes, unsigned n, unsigned max_conns,
+               double timeout_s, uint64_t seed, size_t max_samples)
+{
+	unsigned i, ph;
+
+	memset(e, 0, sizeof(*e));
+	e->timerfd = -1;
+	e->loop = ev_default_loop(EVFLAG_AUTO);
+	memcpy(&e->addr, addr, addrlen);
+	e->addrlen = addrlen;
+	e->host = host;
+	e->routes = routes;
+	e->nroutes = n;
+	e->max_conns = max_conns;
+	e->timeout_s = timeout_s;
+	e->seed = seed;
+	e->closed_route = -1;
+	e->scrape_s = 0.25;
+	e->active = calloc(n, 1);
+	e->samples_cap = max_samples;
+	e->samples = calloc(max_samples ? max_samples : 1, sizeof(*e->samples));
+	if (e->loop == NULL || e->active == NULL || e->samples == NULL)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		routes[i].head = build_head(routes[i].method, routes[i].path, host,
+		                            routes[i].body_len, &routes[i].head_len);
+		if (routes[i].head == NULL)
+			goto nomem;
+		for (ph = 0; ph < LG_PH_COUNT; ph++)
+			if (stats_init(&routes[i].st[ph]) == -1)
+				goto nomem;
+	}
+	/* a timerfd fires at the due time to the nanosecond (hrtimers), where libev's epoll
+	 * timeouts round up to the next millisecond and would add that to every latency */
+	e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (e->timerfd == -1)
+		return -1;
+	return 0;
+nomem:
+	errno = ENOMEM;
+	return -1;
+}
+
+static void close_idle(struct lg_engine *e);
+
+void
+lg_engine_free(struct lg_engine *e)
+{
+	unsigned i, ph;
+
+	close_idle(e);
+	for (i = 0; i < e->nroutes; i++) {
+		free(e->routes[i].head);
+		for (ph = 0; ph < LG_PH_COUNT; ph++)
+			stats_free(&e->routes[i].st[ph]);
+	}
+	if (e->timerfd != -1)
+		close(e->timerfd);
+	free(e->active);
+	free(e->samples);
+	free(e->points);
+	free(e->scrape_head);
+	free(e->scrape_buf);
+}
+
+/* ---- connections and dispatch */
+
+static void
+idle_push(struct lg_engine *e, struct lg_lconn *c)
+{
+	c->prev = NULL;
+	c->next = e->idle;
+	if (e->idle)
+		e->idle->prev = c;
+	e->idle = c;
+}
+
+static void
+idle_remove(struct lg_engine *e, struct lg_lconn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (e->idle == c)
+		e->idle = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void finish_req(struct lg_engine *e, struct lg_lreq *r);
+
+static void
+start_on_new(struct lg_engine *e, struct lg_lreq *r)
+{
+	struct lg_lconn *c = malloc(sizeof(*c));
+
+	if (c == NULL || lg_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen,
+	                               e->timeout_s, &pool_ops, e) == -1) {
+		free(c);
+		r->status = LG_LERR_CONNECT;
+		r->sent_ns = r->end_ns = lg_now_ns();
+		finish_req(e, r);
+		return;
+	}
+	e->nconns++;
+	e->opened++;
+	if (e->nconns > e->peak_conns)
+		e->peak_conns = e->nconns;
+	lg_lconn_send(c, r);
+}
+
+static void
+dispatch(struct lg_engine *e, struct lg_lreq *r)
+{
+	struct lg_lconn *c = e->idle;
+
+	if (c != NULL) {
+		idle_remove(e, c);
+		lg_lconn_send(c, r);
+		return;
+	}
+	if (e->nconns < e->max_conns) {
+		start_on_new(e, r);
+		return;
+	}
+	r->next = NULL;
+	if (e->pend_tail)
+		e->pend_tail->next = r;
+	else
+		e->pend_head = r;
+	e->pend_tail = r;
+	if (++e->npending > e->peak_pending)
+		e->peak_pending = e->npending;
+}
+
+static struct lg_lreq *
+pend_pop(struct lg_engine *e)
+{
+	struct lg_lreq *r = e->pend_head;
+
+	if (r != NULL) {
+		e->pend_head = r->next;
+		if (e->pend_head == NULL)
+			e->pend_tail = NULL;
+		e->npending--;
+	}
+	return r;
+}
+
+static void
+issue(struct lg_engine *e, unsigned route, uint64_t due)
+{
+	struct lg_route *rt = &e->routes[route];
+	struct lg_lreq *r = calloc(1, sizeof(*r));
+
+	rt->st[e->phase].issued++;
+	e->outstanding++;
+	if (r == NULL) {
+		struct lg_lreq tmp = { .route = route, .due_ns = due, .status = LG_LERR_CONNECT };
+
+		tmp.sent_ns = tmp.end_ns = lg_now_ns();
+		stats_record(&rt->st[e->phase], tmp.status, tmp.end_ns - due);
+		e->outstanding--;
+		return;
+	}
+	r->route = route;
+	r->due_ns = due;
+	r->iov[0].iov_base = rt->head;
+	r->iov[0].iov_len = rt->head_len;
+	r->iov[1].iov_base = rt->body;
+	r->iov[1].iov_len = rt->body_len;
+	r->head_method = strcmp(rt->method, "HEAD") == 0;
+	dispatch(e, r);
+}
+
+static void
+finish_req(struct lg_engine *e, struct lg_lreq *r)
+{
+	struct lg_route *rt = &e->routes[r->route];
+	struct lg_rstats *st = &rt->st[e->phase];
+	uint64_t lat = r->end_ns > r->due_ns ? r->end_ns - r->due_ns : 0;
+	uint64_t now;
+
+	stats_record(st, r->status, lat);
+	lg_hist_record(&st->send_lag, r->sent_ns > r->due_ns ? r->sent_ns - r->due_ns : 0);
+	if (e->phase == LG_PH_RUN) {
+		if (e->nsamples < e->samples_cap) {
+			struct lg_sample *s = &e->samples[e->nsamples++];
+
+			s->due_ns = r->due_ns - e->phase_start;
+			s->latency_ns = lat;
+			s->status = r->status;
+			s->route = r->route;
+		} else {
+			e->samples_dropped++;
+		}
+	}
+	if (e->phase == LG_PH_CALIBRATE && r->status >= 200 && r->status < 300 &&
+	    r->end_ns >= e->warm_end && r->end_ns <= e->phase_end)
+		e->calib_ok++;
+	e->outstanding--;
+	now = lg_now_ns();
+	if ((int)r->route == e->closed_route && now < e->phase_end) {
+		unsigned route = r->route;
+
+		free(r);
+		issue(e, route, now);
+		return;
+	}
+	free(r);
+	if (!e->scheduling && e->outstanding == 0)
+		ev_break(e->loop, EVBREAK_ONE);
+}
+
+static void
+conn_done(struct lg_lconn *c, struct lg_lreq *r)
+{
+	struct lg_engine *e = c->ctx;
+	struct lg_lreq *next;
+
+	finish_req(e, r);
+	if (c->state != LG_LC_IDLE)
+		return;   /* closing: conn_closed follows */
+	next = pend_pop(e);
+	if (next != NULL)
+		lg_lconn_send(c, next);
+	else
+		idle_push(e, c);
+}
+
+static void
+conn_closed(struct lg_lconn *c)
+{
+	struct lg_engine *e = c->ctx;
+	struct lg_lreq *next;
+
+	idle_remove(e, c);
+	free(c);
+	e->nconns--;
+	/* a request waiting for a connection gets a new one in place of the one that went */
+	next = pend_pop(e);
+	if (next != NULL)
+		start_on_new(e, next);
+}
+
+static void
+close_idle(struct lg_engine *e)
+{
+	while (e->idle != NULL)
+		lg_lconn_close(e->idle);
+}
+
+/* ---- schedules */
+
+static void
+arm(struct lg_engine *e)
+{
+	struct itimerspec its = { 0 };
+	uint64_t next = UINT64_MAX;
+	unsigned i;
+
+	for (i = 0; e->scheduling && i < e->nroutes; i++)
+		if (e->active[i] && (int)i != e->closed_route &&
+		    lg_sched_peek(&e->routes[i].sched) < next)
+			next = lg_sched_peek(&e->routes[i].sched);
+	if (next == UINT64_MAX)
+		next = e->phase_end;  /* only the end of the phase is left to wake for */
+	its.it_value.tv_sec = (time_t)(next / 1000000000u);
+	its.it_value.tv_nsec = (long)(next % 1000000000u);
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	(void)timerfd_settime(e->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void
+on_tick(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct lg_engine *e = w->data;
+	uint64_t expirations, now = lg_now_ns();
+	unsigned i;
+
+	(void)!read(e->timerfd, &expirations, sizeof(expirations));
+	if (!e->scheduling)
+		return;
+	for (i = 0; i < e->nroutes; i++) {
+		struct lg_sched *s = &e->routes[i].sched;
+
+		if (!e->active[i] || (int)i == e->closed_route)
+			continue;
+		while (lg_sched_peek(s) <= now && lg_sched_peek(s) < e->phase_end)
+			issue(e, i, lg_sched_take(s));
+	}
+	if (now >= e->phase_end) {
+		e->scheduling = 0;
+		if (e->outstanding == 0)
+			ev_break(loop, EVBREAK_ONE);
+		return;
+	}
+	arm(e);
+}
+
+/* ---- /metrics scraping during the run */
+
+static void scrape_closed(struct lg_lconn *c);
+static void scrape_done(struct lg_lconn *c, struct lg_lreq *r);
+static const struct lg_lconn_ops scrape_ops = { scrape_done, scrape_closed };
+
+static void
+scrape_closed(struct lg_lconn *c)
+{
+	struct lg_engine *e = c->ctx;
+
+	e->scrape_open = 0;
+}
+
+static void
+scrape_done(struct lg_lconn *c, struct lg_lreq *r)
+{
+	struct lg_engine *e = c->ctx;
+	struct lg_point *p, *prev;
+
+	e->scrape_busy = 0;
+	if (r->status != 200 || e->phase != LG_PH_RUN)
+		return;
+	if (e->npoints == e->points_cap) {
+		size_t cap = e->points_cap ? e->points_cap * 2 : 256;
+		struct lg_point *np = realloc(e->points, cap * sizeof(*np));
+
+		if (np == NULL)
+			return;
+		e->points = np;
+		e->points_cap = cap;
+	}
+	p = &e->points[e->npoints];
+	memset(p, 0, sizeof(*p));
+	/* the scrape is placed at the middle of its exchange, on the samples' axis */
+	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->phase_start) / 1e9;
+	if (lg_scrape_parse(&p->m, e->scrape_buf, c->resp.body_len < e->scrape_cap ?
+	                    c->resp.body_len : e->scrape_cap - 1) == -1 || c->resp.body_cut)
+		return;
+	if (e->npoints > 0) {
+		prev = &e->points[e->npoints - 1];
+		lg_scrape_lag_delta(&prev->m, &p->m, &p->lag_mean_s, &p->lag_max_s);
+	}
+	e->npoints++;
+}
+
+static void
+on_scrape(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct lg_engine *e = w->data;
+
+	if (e->scrape_busy)
+		return;
+	if (!e->scrape_open) {
+		if (lg_lconn_open(&e->scrape_conn, loop, (struct sockaddr *)&e->addr, e->addrlen,
+		                  e->timeout_s, &scrape_ops, e) == -1)
+			return;
+		e->scrape_open = 1;
+	} else if (e->scrape_conn.state != LG_LC_IDLE) {
+		return;
+	}
+	memset(&e->scrape_req, 0, sizeof(e->scrape_req));
+	e->scrape_req.iov[0].iov_base = e->scrape_head;
+	e->scrape_req.iov[0].iov_len = strlen(e->scrape_head);
+	e->scrape_req.body = e->scrape_buf;
+	e->scrape_req.body_cap = e->scrape_cap;
+	e->scrape_busy = 1;
+	lg_lconn_send(&e->scrape_conn, &e->scrape_req);
+}
+
+static int
+scrape_setup(struct lg_engine *e)
+{
+	size_t len;
+
+	if (e->scrape_head == NULL) {
+		e->scrape_head = build_head("GET", "/metrics", e->host, 0, &len);
+		e->scrape_cap = 4u << 20;
+		e->scrape_buf = malloc(e->scrape_cap);
+		if (e->scrape_head == NULL || e->scrape_buf == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	ev_timer_init(&e->scrape_timer, on_scrape, 0, e->scrape_s);
+	e->scrape_timer.data = e;
+	ev_timer_start(e->loop, &e->scrape_timer);
+	return 0;
+}
+
+/* ---- phases */
+
+static void
+on_progress(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct lg_engine *e = w->data;
+
+	e->progress(e, e->progress_ctx);
+}
+
+static void
+on_stop(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	/* past the end and past every request's timeout: nothing is left to wait for */
+	ev_break(loop, EVBREAK_ONE);
+}
+
+static void
+run_loop(struct lg_engine *e, double seconds)
+{
+	e->scheduling = 1;
+	e->phase_end = e->phase_start + (uint64_t)(seconds * 1e9);
+	ev_io_init(&e->tick, on_tick, e->timerfd, EV_READ);
+	e->tick.data = e;
+	ev_io_start(e->loop, &e->tick);
+	ev_timer_init(&e->stop, on_stop, seconds + e->timeout_s + 1, 0);
+	e->stop.data = e;
+	ev_timer_start(e->loop, &e->stop);
+	if (e->progress != NULL) {
+		ev_timer_init(&e->progress_timer, on_progress, 0.5, 0.5);
+		e->progress_timer.data = e;
+		ev_timer_start(e->loop, &e->progress_timer);
+	}
+	arm(e);
+	ev_run(e->loop, 0);
+	e->scheduling = 0;
+	/* past the stop timer, requests still waiting for a connection are timeouts, and those
+	 * on a connection end by their own timeout */
+	while (e->outstanding > 0) {
+		struct lg_lreq *r;
+
+		while ((r = pend_pop(e)) != NULL) {
+			r->status = LG_LERR_TIMEOUT;
+			r->sent_ns = r->end_ns = lg_now_ns();
+			finish_req(e, r);
+		}
+		if (e->outstanding > 0)
+			ev_run(e->loop, EVRUN_ONCE);
+	}
+	ev_io_stop(e->loop, &e->tick);
+	ev_timer_stop(e->loop, &e->stop);
+	ev_timer_stop(e->loop, &e->progress_timer);
+	if (e->progress != NULL)
+		e->progress(e, e->progress_ctx);
+}
+
+void
+lg_engine_stop(struct lg_engine *e)
+{
+	uint64_t now = lg_now_ns();
+
+	if (e->scheduling && now < e->phase_end) {
+		e->phase_end = now;
+		arm(e);
+	}
+}
+
+int
+lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active,
+              double seconds)
+{
+	unsigned i;
+
+	e->phase = ph;
+	e->closed_route = -1;
+	/* a short lead so the first requests are not late before the loop even runs */
+	e->phase_start = lg_now_ns() + 5 * LG_NS_PER_MS;
+	for (i = 0; i < e->nroutes; i++) {
+		e->active[i] = active[i];
+		if (active[i])
+			lg_sched_init(&e->routes[i].sched, e->routes[i].arrival, e->routes[i].rps,
+			              e->phase_start, e->seed + 0x9e3779b9u * (i + 1) + ph);
+	}
+	if (ph == LG_PH_RUN && e->scrape_on && scrape_setup(e) == -1)
+		return -1;
+	run_loop(e, seconds);
+	if (ph == LG_PH_RUN && e->scrape_on) {
+		ev_timer_stop(e->loop, &e->scrape_timer);
+		if (e->scrape_open)
+			lg_lconn_close(&e->scrape_conn);
+	}
+	return 0;
+}
+
+double
+lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double seconds,
+                    double warm)
+{
+	unsigned i;
+	uint64_t now;
+
+	e->phase = LG_PH_CALIBRATE;
+	memset(e->active, 0, e->nroutes);
+	e->active[r] = 1;
+	e->closed_route = (int)r;
+	e->calib_ok = 0;
+	e->phase_start = now = lg_now_ns();
+	e->warm_end = now + (uint64_t)(warm * 1e9);
+	e->phase_end = now + (uint64_t)(seconds * 1e9);
+	for (i = 0; i < conc; i++)
+		issue(e, r, now);
+	run_loop(e, seconds);
+	e->closed_route = -1;
+	close_idle(e);
+	return seconds > warm ? (double)e->calib_ok / (seconds - warm) : 0;
+}
+
+/* ---- one-off requests */
+
+static void
+fetch_done(struct lg_lconn *c, struct lg_lreq *r)
+{
+	ev_break(c->loop, EVBREAK_ONE);
+}
+
+static void
+fetch_closed(struct lg_lconn *c)
+{
+}
+
+int
+lg_engine_fetch(struct lg_engine *e, const char *path, char *buf, size_t cap)
+{
+	static const struct lg_lconn_ops ops = { fetch_done, fetch_closed };
+	struct lg_lconn *c = malloc(sizeof(*c));
+	struct lg_lreq r;
+	size_t len;
+	char *head = build_head("GET", path, e->host, 0, &len);
+
+	if (c == NULL || head == NULL) {
+		free(c);
+		free(head);
+		return LG_LERR_CONNECT;
+	}
+	memset(&r, 0, sizeof(r));
+	r.status = LG_LERR_IO;
+	r.iov[0].iov_base = head;
+	r.iov[0].iov_len = len;
+	r.body = buf;
+	r.body_cap = cap;
+	if (lg_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen, e->timeout_s,
+	                  &ops, e) == 0) {
+		lg_lconn_send(c, &r);
+		ev_run(e->loop, 0);
+		lg_lconn_close(c);
+	}
+	free(c);
+	free(head);
+	return r.status;
+}

@@ -1,0 +1,151 @@
+/* The open-loop engine of lagless-load: routes on their schedules, a bounded set of keep-alive
+ * connections shared by every route, a FIFO of requests due while every connection is busy,
+ * per-route and per-status histograms, a sample log for plots, and the /metrics scraper.
+ *
+ * A request is due at its scheduled time (load/sched.h) and its latency runs from then to the
+ * last byte of its response, whether it waited for a connection, for the server to accept, or
+ * for the server to answer. Nothing the server does can slow the schedule down. */
+#ifndef LG_LOAD_ENGINE_H
+#define LG_LOAD_ENGINE_H
+
+#include <ev.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "load/conn.h"
+#include "load/hist.h"
+#include "load/sched.h"
+#include "load/scrape.h"
+
+#define LG_MAX_STATUSES 16      /* distinct results kept per route and phase */
+
+enum lg_phase { LG_PH_CALIBRATE, LG_PH_IDLE, LG_PH_RUN, LG_PH_COUNT };
+
+/* Results of one route in one phase. codes[] holds HTTP statuses and negative LG_LERR_*. */
+struct lg_rstats {
+	unsigned ncodes;
+	int codes[LG_MAX_STATUSES];
+	struct lg_hist by_code[LG_MAX_STATUSES];
+	struct lg_hist all;
+	uint64_t other;            /* results beyond LG_MAX_STATUSES distinct codes */
+	uint64_t issued;           /* requests that came due */
+	struct lg_hist send_lag;   /* actual first-byte write minus due time: the generator's own
+	                            * delay (waiting for a connection included) */
+};
+
+struct lg_route {
+	char *spec;                /* storage of path (load/routespec.c), owned */
+	char *path;                /* as given, with its query */
+	const char *method;        /* "GET", "POST", ... */
+	int heavy;                 /* its rate was relative, or it was marked heavy */
+	struct lg_rate rate;
+	double rps;                /* requests per second once resolved */
+	enum lg_arrival arrival;
+	char *head;                /* the request head, built once */
+	size_t head_len;
+	char *body;                /* request body (file contents or random bytes), or NULL */
+	size_t body_len;
+	struct lg_sched sched;
+	double capacity_rps;       /* measured by calibration, 0 when not measured */
+	double capacity_metrics_rps; /* computed from the server's metrics, 0 when unknown */
+	struct lg_rstats st[LG_PH_COUNT];
+};
+
+struct lg_sample {            /* one request of the measured run, for plots and --samples */
+	uint64_t due_ns;          /* relative to the run's start */
+	uint64_t latency_ns;
+	int32_t status;
+	uint32_t route;
+};
+
+struct lg_point {             /* one /metrics scrape during the run */
+	double t_s;               /* seconds since the run's start (the same axis as samples) */
+	struct lg_scrape m;
+	double lag_mean_s, lag_max_s;  /* since the previous scrape */
+};
+
+struct lg_engine {
+	struct ev_loop *loop;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	struct lg_route *routes;
+	unsigned nroutes;
+	unsigned max_conns;
+	double timeout_s;
+	uint64_t seed;
+	/* connections */
+	unsigned nconns, peak_conns;
+	uint64_t opened;
+	struct lg_lconn *idle;               /* keep-alive connections free for a request */
+	struct lg_lreq *pend_head, *pend_tail;
+	unsigned npending, peak_pending;
+	unsigned outstanding;                /* requests due and not finished */
+	/* the current phase */
+	enum lg_phase phase;
+	uint64_t phase_start, phase_end;     /* ns, CLOCK_MONOTONIC */
+	int scheduling;                      /* routes still issue requests */
+	int closed_route;                    /* calibration: route kept closed-loop, else -1 */
+	uint64_t warm_end;                   /* calibration: completions count after this */
+	uint64_t calib_ok;
+	unsigned char *active;               /* per route: in this phase */
+	int timerfd;
+	ev_io tick;
+	ev_timer stop;
+	/* samples of the run phase */
+	struct lg_sample *samples;
+	size_t nsamples, samples_cap;
+	uint64_t samples_dropped;
+	/* metrics */
+	int scrape_on;                       /* the target is lagless and scraping is wanted */
+	double scrape_s;
+	ev_timer scrape_timer;
+	struct lg_lconn scrape_conn;
+	int scrape_busy, scrape_open;
+	struct lg_lreq scrape_req;
+	char *scrape_head;
+	char *scrape_buf;
+	size_t scrape_cap;
+	struct lg_point *points;
+	size_t npoints, points_cap;
+	/* progress */
+	void (*progress)(struct lg_engine *e, void *ctx);
+	void *progress_ctx;
+	ev_timer progress_timer;
+	const char *host;                    /* Host header value */
+};
+
+/* Prepares e for routes[0..n) (caller-owned, kept until lg_engine_free) against addr. Builds
+ * each route's request head and its histograms. Returns 0, or -1 with errno (ENOMEM, or the
+ * timerfd_create(2) error). */
+int lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrlen,
+                   const char *host, struct lg_route *routes, unsigned n, unsigned max_conns,
+                   double timeout_s, uint64_t seed, size_t max_samples);
+
+void lg_engine_free(struct lg_engine *e);
+
+/* One GET of path on a connection of its own, for probes (/metrics, /status) before a run:
+ * the body (NUL-terminated, cut to cap - 1 bytes) into buf. Returns the status, or a negative
+ * LG_LERR_* code. */
+int lg_engine_fetch(struct lg_engine *e, const char *path, char *buf, size_t cap);
+
+/* Runs routes with active[i] != 0 on their schedules for seconds, then waits for every request
+ * still out (each bounded by the timeout). Results go to phase ph of each route; the run phase
+ * also logs samples and scrapes /metrics when e->scrape_on. Returns 0, or -1 with errno. */
+int lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active,
+                  double seconds);
+
+/* Ends the current phase's schedule now (SIGINT): requests out are still waited for. */
+void lg_engine_stop(struct lg_engine *e);
+
+/* Calibration of route r: conc requests kept outstanding (closed loop) for seconds; returns the
+ * 2xx completions per second after the first warm seconds (0 when none). */
+double lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double seconds,
+                           double warm);
+
+/* Count of results with code in [lo, hi] (HTTP statuses; negative codes for errors). */
+uint64_t lg_rstats_count(const struct lg_rstats *s, int lo, int hi);
+
+/* Merged histogram of the results with code in [lo, hi] into out (initialised, emptied). */
+void lg_rstats_merge(const struct lg_rstats *s, int lo, int hi, struct lg_hist *out);
+
+#endif

@@ -1,0 +1,249 @@
+/* The JSON report (load/json.h). */
+#include "load/json.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/version.h"
+
+static void
+jstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* a finite number, or null (JSON has no NaN or infinity) */
+static void
+jnum(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.6g", v);
+	else
+		fputs("null", f);
+}
+
+static void
+jhist(FILE *f, const struct lg_hist *h, double secs)
+{
+	fprintf(f, "\"count\":%" PRIu64 ",\"rate_per_s\":", h->total);
+	jnum(f, (double)h->total / secs);
+	fprintf(f, ",\"mean_ms\":%.6g,\"p50_ms\":%.6g,\"p90_ms\":%.6g,\"p99_ms\":%.6g,"
+	        "\"p999_ms\":%.6g,\"max_ms\":%.6g", lg_hist_mean(h) / 1e6,
+	        (double)lg_hist_value_at(h, 50) / 1e6, (double)lg_hist_value_at(h, 90) / 1e6,
+	        (double)lg_hist_value_at(h, 99) / 1e6, (double)lg_hist_value_at(h, 99.9) / 1e6,
+	        (double)h->max / 1e6);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+lg_json_seconds(const struct lg_engine *e, unsigned route, unsigned nsec, struct lg_second *out)
+{
+	uint64_t *lat = malloc((e->nsamples + 1) * sizeof(*lat));
+	size_t i, n;
+	unsigned t;
+
+	if (lat == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memset(out, 0, nsec * sizeof(*out));
+	for (t = 0; t < nsec; t++) {
+		n = 0;
+		for (i = 0; i < e->nsamples; i++) {
+			const struct lg_sample *s = &e->samples[i];
+
+			if (s->route != route || s->due_ns / 1000000000u != t)
+				continue;
+			lat[n++] = s->latency_ns;
+			out[t].n503 += s->status == 503;
+			out[t].errors += s->status < 0;
+		}
+		out[t].count = (unsigned)n;
+		if (n == 0)
+			continue;
+		qsort(lat, n, sizeof(*lat), cmp_u64);
+		out[t].p50_ms = (double)lat[(n - 1) / 2] / 1e6;
+		out[t].p99_ms = (double)lat[(size_t)ceil(0.99 * (double)n) - 1] / 1e6;
+		out[t].max_ms = (double)lat[n - 1] / 1e6;
+	}
+	free(lat);
+	return 0;
+}
+
+static void
+json_route(FILE *f, const struct lg_report *r, unsigned i)
+{
+	const struct lg_route *rt = &r->e->routes[i];
+	const struct lg_rstats *st = &rt->st[LG_PH_RUN];
+	char buf[12];
+	unsigned k;
+	double n = (double)st->all.total;
+
+	fprintf(f, "{\"path\":");
+	jstr(f, rt->path);
+	fprintf(f, ",\"method\":");
+	jstr(f, rt->method);
+	fprintf(f, ",\"heavy\":%s,\"rate_spec\":\"%g%s\",\"rate_per_s\":", rt->heavy ? "true" : "false",
+	        rt->rate.value, rt->rate.relative ? "x" : "");
+	jnum(f, rt->rps);
+	fprintf(f, ",\"arrival\":\"%s\",\"body_bytes\":%zu,\"capacity_per_s\":",
+	        rt->arrival == LG_ARRIVAL_POISSON ? "poisson" : "constant", rt->body_len);
+	if (rt->capacity_rps > 0)
+		jnum(f, rt->capacity_rps);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"capacity_metrics_per_s\":");
+	if (rt->capacity_metrics_rps > 0)
+		jnum(f, rt->capacity_metrics_rps);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"idle\":{");
+	jhist(f, &rt->st[LG_PH_IDLE].all, r->idle_s > 0 ? r->idle_s : 1);
+	fprintf(f, "},\"issued\":%" PRIu64 ",\"all\":{", st->issued);
+	jhist(f, &st->all, r->duration_s);
+	fprintf(f, "},\"share_503\":");
+	jnum(f, n > 0 ? (double)lg_rstats_count(st, 503, 503) / n : 0);
+	fprintf(f, ",\"ok_per_s\":");
+	jnum(f, (double)lg_rstats_count(st, 200, 299) / r->duration_s);
+	fprintf(f, ",\"generator_delay_p99_ms\":%.6g,\"generator_delay_max_ms\":%.6g",
+	        (double)lg_hist_value_at(&st->send_lag, 99) / 1e6, (double)st->send_lag.max / 1e6);
+	fprintf(f, ",\"statuses\":[");
+	for (k = 0; k < st->ncodes; k++) {
+		fprintf(f, "%s{\"status\":\"%s\",", k ? "," : "", lg_report_code(st->codes[k], buf));
+		jhist(f, &st->by_code[k], r->duration_s);
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
+static int
+json_series(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	unsigned nsec = (unsigned)ceil(r->duration_s), i, t;
+	struct lg_second *sec = calloc(nsec ? nsec : 1, sizeof(*sec));
+
+	if (sec == NULL)
+		return -1;
+	fputs(",\"series\":[", f);
+	for (i = 0; i < e->nroutes; i++) {
+		if (lg_json_seconds(e, i, nsec, sec) == -1) {
+			free(sec);
+			return -1;
+		}
+		for (t = 0; t < nsec; t++)
+			fprintf(f, "%s{\"t_s\":%u,\"route\":%u,\"count\":%u,\"n503\":%u,\"errors\":%u,"
+			        "\"p50_ms\":%.6g,\"p99_ms\":%.6g,\"max_ms\":%.6g}",
+			        i || t ? "," : "", t, i, sec[t].count, sec[t].n503, sec[t].errors,
+			        sec[t].p50_ms, sec[t].p99_ms, sec[t].max_ms);
+	}
+	fputs("]", f);
+	free(sec);
+	return 0;
+}
+
+static void
+json_scrape(FILE *f, const struct lg_scrape *m)
+{
+	static const char *const keys[LG_SF_COUNT] = {
+		"queue_depth", "queue_capacity", "inflight", "compute_busy", "compute_processes",
+		"connections", "rejected_total", "timed_out_total", "failed_total", "restarts_total",
+		"job_run_seconds_sum", "job_run_seconds_count", "job_slots",
+	};
+	unsigned i;
+
+	for (i = 0; i < LG_SF_COUNT; i++) {
+		fprintf(f, "%s\"%s\":", i ? "," : "", keys[i]);
+		if (m->seen[i])
+			jnum(f, m->v[i]);
+		else
+			fputs("null", f);
+	}
+}
+
+static void
+json_server(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	size_t i;
+
+	fputs(",\"server\":", f);
+	if (!r->lagless) {
+		fputs("null", f);
+		return;
+	}
+	fputs("{\"before\":{", f);
+	json_scrape(f, &r->before);
+	fputs("},\"after\":{", f);
+	json_scrape(f, &r->after);
+	fputs("},\"scrapes\":[", f);
+	for (i = 0; i < e->npoints; i++) {
+		const struct lg_point *p = &e->points[i];
+
+		fprintf(f, "%s{\"t_s\":%.4f,\"lag_mean_ms\":%.6g,\"lag_max_ms\":%.6g,", i ? "," : "",
+		        p->t_s, p->lag_mean_s * 1e3, p->lag_max_s * 1e3);
+		json_scrape(f, &p->m);
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
+int
+lg_json_write(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	unsigned i;
+
+	fprintf(f, "{\"tool\":\"lagless-load\",\"version\":\"%s\",\"target\":", LG_VERSION);
+	jstr(f, r->url);
+	fprintf(f, ",\"lagless\":%s,\"duration_s\":%.6g,\"idle_s\":%.6g,"
+	        "\"start_monotonic_ns\":%" PRIu64 ",\"ok\":%s", r->lagless ? "true" : "false",
+	        r->duration_s, r->idle_s, e->phase_start, lg_report_ok(r) ? "true" : "false");
+	fprintf(f, ",\"connections\":{\"max\":%u,\"peak\":%u,\"opened\":%" PRIu64
+	        ",\"peak_waiting\":%u}", e->max_conns, e->peak_conns, e->opened, e->peak_pending);
+	fprintf(f, ",\"generator\":{\"delay_p99_ms\":%.6g,\"behind\":%s}",
+	        lg_report_generator_delay_ms(r),
+	        lg_report_generator_delay_ms(r) > LG_REPORT_BEHIND_MS ? "true" : "false");
+	fprintf(f, ",\"samples\":{\"kept\":%zu,\"dropped\":%" PRIu64 "}", e->nsamples,
+	        e->samples_dropped);
+	fputs(",\"routes\":[", f);
+	for (i = 0; i < e->nroutes; i++) {
+		if (i)
+			fputc(',', f);
+		json_route(f, r, i);
+	}
+	fputs("],\"verdicts\":{", f);
+	for (i = 0; i < LG_P_COUNT; i++) {
+		fprintf(f, "%s\"%s\":{\"pass\":%s,\"why\":", i ? "," : "", lg_report_promise_key(i),
+		        r->v[i].state == LG_V_NA ? "null" : r->v[i].state ? "true" : "false");
+		jstr(f, r->v[i].why);
+		fputc('}', f);
+	}
+	fputc('}', f);
+	if (json_series(f, r) == -1)
+		return -1;
+	json_server(f, r);
+	fputs("}\n", f);
+	return ferror(f) ? -1 : 0;
+}

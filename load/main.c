@@ -1,0 +1,491 @@
+/* lagless-load: an open-loop HTTP/1.1 load generator that cannot hide a stall, shipped with
+ * lagless (man/lagless-load.1, docs/LOAD.md).
+ *
+ * Phases: probe the target (/metrics: is it lagless?), calibrate each route whose rate is a
+ * multiple of its capacity (closed loop at saturation), measure the cheap routes alone (idle
+ * p99), then the run with every route on its schedule while /metrics is scraped; then the
+ * table, the verdicts, and on request JSON, a plot and the raw samples.
+ *
+ * Exit status: 0 when no verdict failed, 1 when one did, 2 on bad usage or an unreachable
+ * target. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/version.h"
+#include "load/engine.h"
+#include "load/json.h"
+#include "load/plot.h"
+#include "load/report.h"
+#include "load/routespec.h"
+
+struct opts {
+	const char *url;
+	double duration, idle, calibrate, timeout, scrape_ms, capacity;
+	unsigned max_conns, calib_conns, max_routes, nroutes;
+	enum lg_arrival arrival;
+	const char *json, *plot, *samples;
+	int scrape, progress, quiet;
+	uint64_t seed;
+	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
+	struct lg_route *routes;
+	char *route_args[64];
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: lagless-load [options] --rate PATH=RATE[,option...] ... http://HOST[:PORT]\n"
+	    "  -r, --rate PATH=RATE[,..]  a route and its rate: N or N/s requests per second, or Nx\n"
+	    "                             (N times its capacity, measured first); options:\n"
+	    "                             method=M, body=@FILE, body=random:SIZE[K|M], heavy,\n"
+	    "                             cheap, poisson, constant (repeatable, up to 64 routes)\n"
+	    "  -d, --duration S           length of the measured run (10)\n"
+	    "      --arrival constant|poisson   default arrival process (constant)\n"
+	    "      --idle S               cheap routes alone before the run, for their idle p99 (2)\n"
+	    "      --calibrate S          saturation run per Nx route to measure its capacity (3)\n"
+	    "      --calibrate-conns N    requests kept outstanding then (lagless: its job slots,\n"
+	    "                             else 2 per CPU of this machine)\n"
+	    "      --capacity RPS         the heavy routes' capacity, skipping calibration\n"
+	    "  -c, --max-conns N          connections at most (1000); beyond, due requests wait\n"
+	    "      --timeout S            per request (10)\n"
+	    "      --scrape-ms MS         /metrics period against lagless (250); --no-scrape\n"
+	    "      --json FILE            the report as JSON ('-': stdout, the table to stderr)\n"
+	    "      --plot FILE.png|.svg   latency over time, loop lag, queue depth (gnuplot)\n"
+	    "      --samples FILE         every request: due_s,route,status,latency_ms (CSV)\n"
+	    "      --seed N               Poisson and random-body seed (1)\n"
+	    "      --cheap-factor F       cheap p99 may be F x its idle p99 (2) ...\n"
+	    "      --cheap-slack-ms MS    ... plus MS (1)\n"
+	    "      --fast-ms MS           a 503's p99 at most (10)\n"
+	    "      --capacity-share F     heavy 2xx at least F x capacity (0.8)\n"
+	    "      --progress / -q, --quiet   progress lines even without a terminal / none\n"
+	    "  -h, --help, -V, --version\n");
+}
+
+enum { O_ARRIVAL = 256, O_IDLE, O_CALIB, O_CALIB_CONNS, O_CAPACITY, O_TIMEOUT, O_SCRAPE_MS,
+       O_NO_SCRAPE, O_JSON, O_PLOT, O_SAMPLES, O_SEED, O_CHEAP_F, O_CHEAP_S, O_FAST, O_SHARE,
+       O_PROGRESS };
+
+static const struct option longopts[] = {
+	{ "rate", required_argument, NULL, 'r' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "max-conns", required_argument, NULL, 'c' },
+	{ "arrival", required_argument, NULL, O_ARRIVAL },
+	{ "idle", required_argument, NULL, O_IDLE },
+	{ "calibrate", required_argument, NULL, O_CALIB },
+	{ "calibrate-conns", required_argument, NULL, O_CALIB_CONNS },
+	{ "capacity", required_argument, NULL, O_CAPACITY },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "scrape-ms", required_argument, NULL, O_SCRAPE_MS },
+	{ "no-scrape", no_argument, NULL, O_NO_SCRAPE },
+	{ "json", required_argument, NULL, O_JSON },
+	{ "plot", required_argument, NULL, O_PLOT },
+	{ "samples", required_argument, NULL, O_SAMPLES },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "cheap-factor", required_argument, NULL, O_CHEAP_F },
+	{ "cheap-slack-ms", required_argument, NULL, O_CHEAP_S },
+	{ "fast-ms", required_argument, NULL, O_FAST },
+	{ "capacity-share", required_argument, NULL, O_SHARE },
+	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A number in [lo, hi]; exits 2 otherwise. */
+static double
+number(const char *opt, const char *s, double lo, double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "lagless-load: --%s %s: not a number in [%g, %g]\n", opt, s, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+parse_args(struct opts *o, int argc, char **argv)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "r:d:c:qhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (o->nroutes == 64) {
+				fprintf(stderr, "lagless-load: at most 64 routes\n");
+				exit(2);
+			}
+			o->route_args[o->nroutes++] = optarg;
+			break;
+		case 'd': o->duration = number("duration", optarg, 0.1, 86400); break;
+		case 'c': o->max_conns = (unsigned)number("max-conns", optarg, 1, 1000000); break;
+		case O_ARRIVAL:
+			if (lg_sched_parse_arrival(optarg, &o->arrival) == -1) {
+				fprintf(stderr, "lagless-load: --arrival constant|poisson\n");
+				exit(2);
+			}
+			break;
+		case O_IDLE: o->idle = number("idle", optarg, 0, 3600); break;
+		case O_CALIB: o->calibrate = number("calibrate", optarg, 0.5, 3600); break;
+		case O_CALIB_CONNS:
+			o->calib_conns = (unsigned)number("calibrate-conns", optarg, 1, 100000);
+			break;
+		case O_CAPACITY: o->capacity = number("capacity", optarg, 0.001, 1e7); break;
+		case O_TIMEOUT: o->timeout = number("timeout", optarg, 0.001, 3600); break;
+		case O_SCRAPE_MS: o->scrape_ms = number("scrape-ms", optarg, 10, 60000); break;
+		case O_NO_SCRAPE: o->scrape = 0; break;
+		case O_JSON: o->json = optarg; break;
+		case O_PLOT: o->plot = optarg; break;
+		case O_SAMPLES: o->samples = optarg; break;
+		case O_SEED: o->seed = (uint64_t)number("seed", optarg, 0, 1e18); break;
+		case O_CHEAP_F: o->cheap_factor = number("cheap-factor", optarg, 1, 1e6); break;
+		case O_CHEAP_S: o->cheap_slack_ms = number("cheap-slack-ms", optarg, 0, 1e6); break;
+		case O_FAST: o->fast_ms = number("fast-ms", optarg, 0.001, 1e6); break;
+		case O_SHARE: o->capacity_share = number("capacity-share", optarg, 0, 1); break;
+		case O_PROGRESS: o->progress = 1; break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("lagless-load %s\n", LG_VERSION); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc - 1 || o->nroutes == 0) {
+		usage(stderr);
+		exit(2);
+	}
+	o->url = argv[optind];
+	if (o->plot != NULL) {
+		size_t n = strlen(o->plot);
+
+		if (n < 5 || (strcmp(o->plot + n - 4, ".png") != 0 &&
+		              strcmp(o->plot + n - 4, ".svg") != 0)) {
+			fprintf(stderr, "lagless-load: --plot %s: the name must end in .png or .svg\n",
+			        o->plot);
+			exit(2);
+		}
+	}
+}
+
+static int
+resolve(const struct opts *o, struct sockaddr_storage *ss, socklen_t *len, char *hosthdr,
+        size_t hdrlen)
+{
+	char host[256], port[16];
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int rc;
+
+	if (lg_routespec_url(o->url, host, sizeof(host), port, sizeof(port), hosthdr,
+	                     hdrlen) == -1) {
+		fprintf(stderr, "lagless-load: %s: not http://HOST[:PORT] (https is not supported)\n",
+		        o->url);
+		return -1;
+	}
+	rc = getaddrinfo(host, port, &hints, &ai);
+	if (rc != 0) {
+		fprintf(stderr, "lagless-load: %s: %s\n", host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* One /metrics of the target into s. Returns 1 when it is lagless, 0 when it answered
+ * otherwise, -1 when it cannot be reached. */
+static int
+probe(struct lg_engine *e, struct lg_scrape *s)
+{
+	size_t cap = 4u << 20;
+	char *buf = malloc(cap);
+	int st, lagless = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (buf == NULL)
+		return -1;
+	st = lg_engine_fetch(e, "/metrics", buf, cap);
+	if (st == 200 && lg_scrape_parse(s, buf, strlen(buf)) == 0 && s->lagless)
+		lagless = 1;
+	free(buf);
+	return st == LG_LERR_CONNECT || st == LG_LERR_TIMEOUT ? -1 : lagless;
+}
+
+struct progress {
+	int tty, plain;
+	unsigned ticks;
+	double duration;
+};
+
+static void
+progress(struct lg_engine *e, void *ctx)
+{
+	struct progress *p = ctx;
+	double t = (double)(lg_now_ns() - e->phase_start) / 1e9;
+	char line[512];
+	size_t n = 0;
+	unsigned i;
+
+	if (!p->tty && (!p->plain || p->ticks++ % 2 != 0))
+		return;
+	if (e->phase != LG_PH_RUN)
+		return;
+	if (t > p->duration)
+		t = p->duration;
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "%5.1f/%.0f s", t, p->duration);
+	for (i = 0; i < e->nroutes && n < sizeof(line) - 80; i++) {
+		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
+
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " | %s %" PRIu64 " p99 %.1fms",
+		                      e->routes[i].path, st->all.total,
+		                      (double)lg_hist_value_at(&st->all, 99) / 1e6);
+		if (lg_rstats_count(st, 503, 503) > 0)
+			n += (size_t)snprintf(line + n, sizeof(line) - n, " 503 %.0f%%",
+			                      100.0 * (double)lg_rstats_count(st, 503, 503) /
+			                      (double)st->all.total);
+	}
+	if (n < sizeof(line) - 60)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, " | conns %u wait %u", e->nconns,
+		                      e->npending);
+	if (e->npoints > 0 && n < sizeof(line) - 40) {
+		const struct lg_point *pt = &e->points[e->npoints - 1];
+
+		snprintf(line + n, sizeof(line) - n, " | lag %.1fms q %.0f", pt->lag_max_s * 1e3,
+		         pt->m.v[LG_SF_QUEUE_DEPTH]);
+	}
+	if (p->tty)
+		fprintf(stderr, "\r%-110.110s", line);
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+static int
+write_samples(const struct lg_engine *e, const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+	size_t i;
+
+	if (f == NULL)
+		return -1;
+	fprintf(f, "due_s,route,status,latency_ms\n");
+	for (i = 0; i < e->nsamples; i++) {
+		const struct lg_sample *s = &e->samples[i];
+
+		fprintf(f, "%.9f,%s,%d,%.6f\n", (double)s->due_ns / 1e9, e->routes[s->route].path,
+		        s->status, (double)s->latency_ns / 1e6);
+	}
+	return f == stdout ? fflush(f) : fclose(f);
+}
+
+static void
+calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scrape *m)
+{
+	struct lg_scrape a, b;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned i, conc;
+
+	for (i = 0; i < e->nroutes; i++) {
+		struct lg_route *rt = &e->routes[i];
+
+		if (!rt->rate.relative) {
+			rt->rps = rt->rate.value;
+			continue;
+		}
+		if (o->capacity > 0) {
+			rt->capacity_rps = o->capacity;
+		} else {
+			conc = o->calib_conns;
+			if (conc == 0)
+				conc = lagless && m->v[LG_SF_SLOTS] >= 1 ? (unsigned)m->v[LG_SF_SLOTS]
+				                                          : (unsigned)(2 * (ncpu > 1 ? ncpu : 2));
+			if (!o->quiet)
+				fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
+				        o->calibrate);
+			if (lagless)
+				probe(e, &a);
+			rt->capacity_rps = lg_engine_calibrate(e, i, conc, o->calibrate,
+			                                       fmin(1.0, o->calibrate / 3));
+			if (lagless && probe(e, &b) == 1 && b.v[LG_SF_RUN_COUNT] > a.v[LG_SF_RUN_COUNT] &&
+			    b.v[LG_SF_RUN_SUM] > a.v[LG_SF_RUN_SUM])
+				/* C processes each finishing one job per mean run time */
+				rt->capacity_metrics_rps = b.v[LG_SF_COMPUTE] *
+				    (b.v[LG_SF_RUN_COUNT] - a.v[LG_SF_RUN_COUNT]) /
+				    (b.v[LG_SF_RUN_SUM] - a.v[LG_SF_RUN_SUM]);
+			if (rt->capacity_rps <= 0) {
+				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation; "
+				        "give --capacity\n", rt->path);
+				exit(2);
+			}
+		}
+		rt->rps = rt->rate.value * rt->capacity_rps;
+		if (!o->quiet)
+			fprintf(stderr, "%s: capacity %.1f/s, offering %gx = %.1f/s\n", rt->path,
+			        rt->capacity_rps, rt->rate.value, rt->rps);
+	}
+}
+
+static struct lg_engine *sig_engine;
+
+static void
+on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	lg_engine_stop(sig_engine);
+}
+
+static void
+defaults(struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->duration = 10;
+	o->idle = 2;
+	o->calibrate = 3;
+	o->timeout = 10;
+	o->scrape_ms = 250;
+	o->max_conns = 1000;
+	o->scrape = 1;
+	o->seed = 1;
+	o->cheap_factor = 2;
+	o->cheap_slack_ms = 1;
+	o->fast_ms = 10;
+	o->capacity_share = 0.8;
+}
+
+static int
+outputs(const struct opts *o, struct lg_report *r)
+{
+	FILE *text = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
+	int rc = 0;
+
+	if (!o->quiet || !o->json)
+		lg_report_text(text, r);
+	if (o->json) {
+		FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
+
+		if (f == NULL || lg_json_write(f, r) == -1 || (f != stdout && fclose(f) != 0)) {
+			fprintf(stderr, "lagless-load: --json %s: %s\n", o->json, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (o->samples && write_samples(r->e, o->samples) != 0) {
+		fprintf(stderr, "lagless-load: --samples %s: %s\n", o->samples, strerror(errno));
+		rc = -1;
+	}
+	if (o->plot && lg_plot_write(r, o->plot) == -1) {
+		fprintf(stderr, "lagless-load: --plot %s: %s\n", o->plot,
+		        errno == ENOENT ? "gnuplot is not installed (Debian: gnuplot-nox)" :
+		        errno == EINVAL ? "the name must end in .png or .svg" : strerror(errno));
+		rc = -1;
+	}
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct opts o;
+	static struct lg_engine e;
+	static struct lg_report r;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	char hosthdr[300], err[512];
+	struct progress pg;
+	static unsigned char *cheap;   /* static: reachable on every early return (LeakSanitizer) */
+	ev_signal sigint;
+	unsigned i, ncheap = 0;
+	int lagless, rc;
+
+	defaults(&o);
+	parse_args(&o, argc, argv);
+	signal(SIGPIPE, SIG_IGN);
+	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
+	o.routes = calloc(o.nroutes, sizeof(*o.routes));
+	cheap = calloc(o.nroutes, 1);
+	if (o.routes == NULL || cheap == NULL)
+		return 2;
+	for (i = 0; i < o.nroutes; i++)
+		if (lg_routespec_parse(o.route_args[i], o.arrival, o.seed + i, &o.routes[i], err,
+		                       sizeof(err)) == -1) {
+			fprintf(stderr, "lagless-load: %s\n", err);
+			return 2;
+		}
+	if (resolve(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
+		return 2;
+	if (lg_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.routes, o.nroutes,
+	                   o.max_conns, o.timeout, o.seed, 2000000) == -1) {
+		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
+		return 2;
+	}
+	sig_engine = &e;
+	ev_signal_init(&sigint, on_sigint, SIGINT);
+	ev_signal_start(e.loop, &sigint);
+	ev_unref(e.loop);  /* the signal watcher alone does not keep a phase running */
+	lagless = probe(&e, &r.before);
+	if (lagless == -1) {
+		fprintf(stderr, "lagless-load: %s: cannot connect or no answer\n", o.url);
+		return 2;
+	}
+	if (!o.quiet && !lagless)
+		fprintf(stderr, "%s is not lagless (no lagless /metrics): server-side figures will be "
+		        "n/a\n", o.url);
+	calibrate(&o, &e, lagless, &r.before);
+	for (i = 0; i < o.nroutes; i++)
+		if (!o.routes[i].heavy && o.idle > 0)
+			cheap[i] = 1, ncheap++;
+	if (ncheap > 0) {
+		if (!o.quiet)
+			fprintf(stderr, "idle: cheap routes alone for %.1f s\n", o.idle);
+		lg_engine_run(&e, LG_PH_IDLE, cheap, o.idle);
+	}
+	memset(&pg, 0, sizeof(pg));
+	pg.tty = !o.quiet && isatty(STDERR_FILENO);
+	pg.plain = !o.quiet && o.progress;
+	pg.duration = o.duration;
+	e.progress = pg.tty || pg.plain ? progress : NULL;
+	e.progress_ctx = &pg;
+	e.scrape_on = lagless && o.scrape;
+	e.scrape_s = o.scrape_ms / 1e3;
+	if (lagless)
+		probe(&e, &r.before);
+	memset(cheap, 1, o.nroutes);
+	if (lg_engine_run(&e, LG_PH_RUN, cheap, o.duration) == -1) {
+		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
+		return 2;
+	}
+	if (pg.tty)
+		fprintf(stderr, "\n");
+	r.have_scrapes = lagless && probe(&e, &r.after) == 1;
+	r.e = &e;
+	r.url = o.url;
+	r.lagless = lagless;
+	r.duration_s = (double)(e.phase_end - e.phase_start) / 1e9;
+	r.idle_s = ncheap ? o.idle : 0;
+	r.cheap_factor = o.cheap_factor;
+	r.cheap_slack_ms = o.cheap_slack_ms;
+	r.fast_ms = o.fast_ms;
+	r.capacity_share = o.capacity_share;
+	lg_report_judge(&r);
+	rc = outputs(&o, &r);
+	lg_engine_free(&e);
+	for (i = 0; i < o.nroutes; i++)
+		lg_routespec_free(&o.routes[i]);
+	free(o.routes);
+	free(cheap);
+	if (rc == -1)
+		return 2;
+	return lg_report_ok(&r) ? 0 : 1;
+}

@@ -1,0 +1,371 @@
+/* Table, verdicts and JSON of a run (load/report.h). */
+#include "load/report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/version.h"
+
+static const char *const promise_names[LG_P_COUNT] = {
+	"cheap stays cheap", "refusal is fast", "pool used to capacity", "nothing timed out",
+};
+static const char *const promise_keys[LG_P_COUNT] = {
+	"cheap_stays_cheap", "refusal_is_fast", "pool_used_to_capacity", "nothing_timed_out",
+};
+
+const char *
+lg_report_promise(enum lg_promise p)
+{
+	return promise_names[p];
+}
+
+const char *
+lg_report_promise_key(enum lg_promise p)
+{
+	return promise_keys[p];
+}
+
+static double
+ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static void
+why_add(struct lg_verdict *v, const char *fmt, ...)
+{
+	size_t len = strlen(v->why);
+	va_list ap;
+
+	if (len > 0 && len + 2 < sizeof(v->why)) {
+		memcpy(v->why + len, "; ", 3);
+		len += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(v->why + len, sizeof(v->why) - len, fmt, ap);
+	va_end(ap);
+}
+
+/* state of v after one more check: any failure fails, any pass passes, else n/a */
+static void
+mark(struct lg_verdict *v, int pass)
+{
+	if (!pass)
+		v->state = LG_V_FAIL;
+	else if (v->state == LG_V_NA)
+		v->state = LG_V_PASS;
+}
+
+static double
+capacity(const struct lg_route *rt)
+{
+	return rt->capacity_rps > 0 ? rt->capacity_rps : rt->capacity_metrics_rps;
+}
+
+static void
+judge_cheap(struct lg_report *r, struct lg_verdict *v)
+{
+	const struct lg_engine *e = r->e;
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_route *rt = &e->routes[i];
+		double idle, run, limit;
+
+		if (rt->heavy)
+			continue;
+		if (rt->st[LG_PH_IDLE].all.total == 0) {
+			why_add(v, "%s: no idle measurement", rt->path);
+			continue;
+		}
+		idle = ms(lg_hist_value_at(&rt->st[LG_PH_IDLE].all, 99));
+		run = ms(lg_hist_value_at(&rt->st[LG_PH_RUN].all, 99));
+		limit = r->cheap_factor * idle + r->cheap_slack_ms;
+		mark(v, run <= limit);
+		why_add(v, "%s p99 %.3f ms %s %.3f ms (%.3g x idle p99 %.3f ms + %.3g ms)", rt->path,
+		        run, run <= limit ? "<=" : ">", limit, r->cheap_factor, idle,
+		        r->cheap_slack_ms);
+	}
+	if (v->why[0] == '\0')
+		why_add(v, "no cheap route (every route is heavy)");
+}
+
+static void
+judge_refusal(struct lg_report *r, struct lg_verdict *v)
+{
+	const struct lg_engine *e = r->e;
+	struct lg_hist h;
+	unsigned i;
+
+	if (lg_hist_init(&h) == -1)
+		return;
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_route *rt = &e->routes[i];
+		uint64_t n503 = lg_rstats_count(&rt->st[LG_PH_RUN], 503, 503);
+		double cap = capacity(rt), p99;
+
+		if (!rt->heavy)
+			continue;
+		if (n503 == 0) {
+			if (cap > 0 && rt->rps > 1.2 * cap) {
+				mark(v, 0);
+				why_add(v, "%s: no 503 although %.1f/s were offered against a capacity "
+				        "of %.1f/s: the overload was queued, not refused", rt->path,
+				        rt->rps, cap);
+			} else {
+				why_add(v, "%s: no 503 (offered %.1f/s, capacity %s)", rt->path, rt->rps,
+				        cap > 0 ? "known" : "unknown");
+			}
+			continue;
+		}
+		lg_rstats_merge(&rt->st[LG_PH_RUN], 503, 503, &h);
+		p99 = ms(lg_hist_value_at(&h, 99));
+		mark(v, p99 <= r->fast_ms);
+		why_add(v, "%s: %" PRIu64 " refused, 503 p99 %.3f ms %s %.3g ms, max %.3f ms",
+		        rt->path, n503, p99, p99 <= r->fast_ms ? "<=" : ">", r->fast_ms,
+		        ms(h.max));
+	}
+	lg_hist_free(&h);
+	if (v->why[0] == '\0')
+		why_add(v, "no heavy route (give one a rate like 2x)");
+}
+
+static void
+judge_capacity(struct lg_report *r, struct lg_verdict *v)
+{
+	const struct lg_engine *e = r->e;
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_route *rt = &e->routes[i];
+		double cap = capacity(rt);
+		double ok = (double)lg_rstats_count(&rt->st[LG_PH_RUN], 200, 299) / r->duration_s;
+
+		if (!rt->heavy)
+			continue;
+		if (cap <= 0) {
+			why_add(v, "%s: capacity unknown (no calibration, not lagless)", rt->path);
+			continue;
+		}
+		if (rt->rps < cap) {
+			why_add(v, "%s: offered %.1f/s is below the capacity %.1f/s", rt->path, rt->rps,
+			        cap);
+			continue;
+		}
+		mark(v, ok >= r->capacity_share * cap);
+		why_add(v, "%s: 2xx at %.1f/s = %.0f %% of the capacity %.1f/s (at least %.0f %%)",
+		        rt->path, ok, 100 * ok / cap, cap, 100 * r->capacity_share);
+	}
+	if (v->why[0] == '\0')
+		why_add(v, "no heavy route");
+}
+
+static void
+judge_timeouts(struct lg_report *r, struct lg_verdict *v)
+{
+	const struct lg_engine *e = r->e;
+	uint64_t to = 0, g504 = 0, err = 0;
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
+
+		to += lg_rstats_count(st, LG_LERR_TIMEOUT, LG_LERR_TIMEOUT);
+		g504 += lg_rstats_count(st, 504, 504);
+		err += lg_rstats_count(st, LG_LERR_TIMEOUT + 1, -1);
+	}
+	mark(v, to == 0 && g504 == 0);
+	why_add(v, "%" PRIu64 " client timeouts (%.3g s), %" PRIu64 " 504, %" PRIu64
+	        " connection errors", to, e->timeout_s, g504, err);
+	if (r->have_scrapes) {
+		double d = r->after.v[LG_SF_TIMED_OUT] - r->before.v[LG_SF_TIMED_OUT];
+
+		mark(v, d == 0);
+		why_add(v, "server: %.0f jobs past their deadline", d);
+	} else {
+		why_add(v, "server deadlines: n/a (%s)",
+		        r->lagless ? "no /metrics scrape" : "not lagless");
+	}
+}
+
+double
+lg_report_generator_delay_ms(const struct lg_report *r)
+{
+	double worst = 0;
+	unsigned i;
+
+	for (i = 0; i < r->e->nroutes; i++)
+		worst = fmax(worst, ms(lg_hist_value_at(&r->e->routes[i].st[LG_PH_RUN].send_lag, 99)));
+	return worst;
+}
+
+void
+lg_report_judge(struct lg_report *r)
+{
+	unsigned i;
+
+	for (i = 0; i < LG_P_COUNT; i++) {
+		r->v[i].state = LG_V_NA;
+		r->v[i].why[0] = '\0';
+	}
+	judge_cheap(r, &r->v[LG_P_CHEAP]);
+	judge_refusal(r, &r->v[LG_P_REFUSAL]);
+	judge_capacity(r, &r->v[LG_P_CAPACITY]);
+	judge_timeouts(r, &r->v[LG_P_TIMEOUTS]);
+}
+
+int
+lg_report_ok(const struct lg_report *r)
+{
+	unsigned i;
+
+	for (i = 0; i < LG_P_COUNT; i++)
+		if (r->v[i].state == LG_V_FAIL)
+			return 0;
+	return 1;
+}
+
+const char *
+lg_report_code(int code, char *buf)
+{
+	if (code < 0)
+		return lg_lconn_err_name(code);
+	snprintf(buf, 12, "%d", code);
+	return buf;
+}
+
+static void
+row(FILE *f, const char *path, const char *code, const struct lg_hist *h, double secs)
+{
+	fprintf(f, "%-22s %-7s %8" PRIu64 " %8.1f %9.3f %9.3f %9.3f %9.3f %9.3f\n", path, code,
+	        h->total, (double)h->total / secs, ms(lg_hist_value_at(h, 50)),
+	        ms(lg_hist_value_at(h, 90)), ms(lg_hist_value_at(h, 99)),
+	        ms(lg_hist_value_at(h, 99.9)), ms(h->max));
+}
+
+static void
+text_table(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	char buf[12];
+	unsigned i, k;
+
+	fprintf(f, "%-22s %-7s %8s %8s %9s %9s %9s %9s %9s\n", "route", "status", "count",
+	        "rate/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms");
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
+
+		for (k = 0; k < st->ncodes; k++)
+			row(f, e->routes[i].path, lg_report_code(st->codes[k], buf), &st->by_code[k],
+			    r->duration_s);
+		if (st->ncodes != 1)
+			row(f, e->routes[i].path, "all", &st->all, r->duration_s);
+	}
+}
+
+static void
+text_figures(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct lg_route *rt = &e->routes[i];
+		const struct lg_rstats *st = &rt->st[LG_PH_RUN];
+		double n = (double)st->all.total, cap = capacity(rt);
+		double ok = (double)lg_rstats_count(st, 200, 299) / r->duration_s;
+
+		fprintf(f, "%s: offered %.1f/s (%s), 503 share %.1f %%", rt->path, rt->rps,
+		        rt->arrival == LG_ARRIVAL_POISSON ? "poisson" : "constant",
+		        n > 0 ? 100.0 * (double)lg_rstats_count(st, 503, 503) / n : 0.0);
+		if (rt->heavy) {
+			fprintf(f, "; 2xx %.1f/s against a pool capacity of ", ok);
+			if (cap > 0)
+				fprintf(f, "%.1f/s (%.0f %%)", cap, 100 * ok / cap);
+			else
+				fprintf(f, "n/a");
+			if (rt->capacity_rps > 0)
+				fprintf(f, " [calibrated %.1f/s", rt->capacity_rps);
+			if (rt->capacity_metrics_rps > 0)
+				fprintf(f, "%s server metrics %.1f/s", rt->capacity_rps > 0 ? "," : " [",
+				        rt->capacity_metrics_rps);
+			else if (!r->lagless)
+				fprintf(f, "%s from server metrics: n/a, not lagless",
+				        rt->capacity_rps > 0 ? "," : " [");
+			if (rt->capacity_rps > 0 || rt->capacity_metrics_rps > 0 || !r->lagless)
+				fprintf(f, "]");
+		} else if (rt->st[LG_PH_IDLE].all.total > 0) {
+			double idle = ms(lg_hist_value_at(&rt->st[LG_PH_IDLE].all, 99));
+			double run = ms(lg_hist_value_at(&st->all, 99));
+
+			fprintf(f, "; p99 %.3f ms against %.3f ms idle (%.2fx)", run, idle,
+			        idle > 0 ? run / idle : 0.0);
+		}
+		fprintf(f, "; generator delay p99 %.3f ms\n",
+		        ms(lg_hist_value_at(&st->send_lag, 99)));
+	}
+}
+
+static void
+text_server(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	double lag = 0, depth = 0, busy = 0;
+	size_t i;
+
+	if (!r->lagless) {
+		fprintf(f, "server: not lagless (no lagless /metrics): loop lag, queue depth, "
+		        "in-flight, rejections, restarts and the pool's own capacity are n/a\n");
+		return;
+	}
+	for (i = 0; i < e->npoints; i++) {
+		const struct lg_point *p = &e->points[i];
+
+		lag = fmax(lag, p->lag_max_s);
+		depth = fmax(depth, p->m.v[LG_SF_QUEUE_DEPTH]);
+		busy += p->m.v[LG_SF_BUSY];
+	}
+	fprintf(f, "server: %zu scrapes; loop lag max %.3f ms (bucket bound); queue depth max %.0f"
+	        " of %.0f; compute busy %.2f of %.0f on average", e->npoints, lag * 1e3, depth,
+	        r->after.v[LG_SF_QUEUE_CAPACITY], e->npoints ? busy / (double)e->npoints : 0.0,
+	        r->after.v[LG_SF_COMPUTE]);
+	if (r->have_scrapes)
+		fprintf(f, "; rejected %.0f, restarts %.0f, jobs failed %.0f",
+		        r->after.v[LG_SF_REJECTED] - r->before.v[LG_SF_REJECTED],
+		        r->after.v[LG_SF_RESTARTS] - r->before.v[LG_SF_RESTARTS],
+		        r->after.v[LG_SF_FAILED] - r->before.v[LG_SF_FAILED]);
+	fprintf(f, "\n");
+}
+
+void
+lg_report_text(FILE *f, const struct lg_report *r)
+{
+	const struct lg_engine *e = r->e;
+	static const char *const word[] = { "FAIL", "PASS" };
+	unsigned i;
+
+	fprintf(f, "lagless-load %s: %s, %.1f s run, up to %u connections (peak %u, opened %"
+	        PRIu64 ")\n\n", LG_VERSION, r->url, r->duration_s, e->max_conns, e->peak_conns,
+	        e->opened);
+	text_table(f, r);
+	fprintf(f, "\n");
+	text_figures(f, r);
+	text_server(f, r);
+	if (lg_report_generator_delay_ms(r) > LG_REPORT_BEHIND_MS)
+		fprintf(f, "generator: BEHIND its schedule, delay p99 %.3f ms (its CPU was taken, or "
+		        "every connection was busy): the latencies include it\n",
+		        lg_report_generator_delay_ms(r));
+	else
+		fprintf(f, "generator: kept its schedule, delay p99 %.3f ms at worst\n",
+		        lg_report_generator_delay_ms(r));
+	if (e->peak_pending > 0)
+		fprintf(f, "generator: up to %u requests waited for a connection (bound %u); their "
+		        "wait counts in their latency\n", e->peak_pending, e->max_conns);
+	fprintf(f, "\n");
+	for (i = 0; i < LG_P_COUNT; i++)
+		fprintf(f, "%-4s %s: %s\n", r->v[i].state == LG_V_NA ? "n/a" : word[r->v[i].state],
+		        promise_names[i], r->v[i].why);
+}

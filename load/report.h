@@ -1,0 +1,66 @@
+/* What lagless-load concludes from a run: the table per route and status, the figures around
+ * it (503 share, heavy throughput against the pool's capacity, the cheap routes' p99 against
+ * their idle p99, the generator's own delay), one verdict per promise of DESIGN.md, and the
+ * same as JSON. Server-side figures come from /metrics and exist only against lagless; the
+ * text says so when a figure cannot be obtained. */
+#ifndef LG_LOAD_REPORT_H
+#define LG_LOAD_REPORT_H
+
+#include <stdio.h>
+
+#include "load/engine.h"
+
+enum lg_verdict_state { LG_V_NA = -1, LG_V_FAIL = 0, LG_V_PASS = 1 };
+
+enum lg_promise {
+	LG_P_CHEAP,      /* cheap stays cheap: run p99 <= factor x idle p99 + slack */
+	LG_P_REFUSAL,    /* refusal is fast: a heavy route's 503 p99 <= fast_ms, and overload is
+	                  * refused rather than queued */
+	LG_P_CAPACITY,   /* the pool is used to capacity: heavy 2xx rate >= share x capacity */
+	LG_P_TIMEOUTS,   /* nothing timed out: no client timeout, no 504, no server deadline */
+	LG_P_COUNT
+};
+
+struct lg_verdict {
+	enum lg_verdict_state state;
+	char why[512];
+};
+
+struct lg_report {
+	const struct lg_engine *e;
+	const char *url;
+	double duration_s;
+	double idle_s;
+	int lagless;                 /* the target answered /metrics as lagless */
+	int have_scrapes;            /* /metrics before and after the run */
+	struct lg_scrape before, after;
+	/* thresholds (options) */
+	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
+	struct lg_verdict v[LG_P_COUNT];
+};
+
+/* The generator's own delay (first byte written minus due time) at p99, the worst route's, in
+ * ms. Above LG_REPORT_BEHIND_MS the generator did not keep its schedule (its CPU was taken, or
+ * every connection up to --max-conns was busy) and the report says so: the latencies include
+ * that delay, as they must, but it is not the server's. */
+#define LG_REPORT_BEHIND_MS 2.0
+double lg_report_generator_delay_ms(const struct lg_report *r);
+
+/* Fills r->v from the engine's results. */
+void lg_report_judge(struct lg_report *r);
+
+/* 1 when no verdict failed. */
+int lg_report_ok(const struct lg_report *r);
+
+/* The human report: table, figures, verdict lines. */
+void lg_report_text(FILE *f, const struct lg_report *r);
+
+/* Text of a result code: the HTTP status, or "timeout", "io", "connect", "parse". buf holds at
+ * least 12 bytes; returns buf or a static name. */
+const char *lg_report_code(int code, char *buf);
+
+/* Name of a promise ("cheap stays cheap", ...) and its JSON key ("cheap_stays_cheap", ...). */
+const char *lg_report_promise(enum lg_promise p);
+const char *lg_report_promise_key(enum lg_promise p);
+
+#endif

@@ -1,0 +1,209 @@
+/* Route and URL arguments of lagless-load (load/routespec.h). */
+#include "load/routespec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int
+fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+lg_routespec_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30, end++;
+	if (*end != '\0' || v > (1ull << 30))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+read_file(const char *path, struct lg_route *rt, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	if (f == NULL)
+		return fail(err, errlen, "body=@%s: %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
+	    n > (1l << 30)) {
+		fclose(f);
+		return fail(err, errlen, "body=@%s: not a regular file of at most 1G", path);
+	}
+	rt->body = malloc(n ? (size_t)n : 1);
+	if (rt->body == NULL || fread(rt->body, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		return fail(err, errlen, "body=@%s: cannot read", path);
+	}
+	fclose(f);
+	rt->body_len = (size_t)n;
+	return 0;
+}
+
+static int
+random_body(const char *size, uint64_t seed, struct lg_route *rt, char *err, size_t errlen)
+{
+	uint64_t n, x = seed, i;
+
+	if (lg_routespec_size(size, &n) == -1)
+		return fail(err, errlen, "body=random:%s: a size like 4096, 64K or 1M (at most 1G)",
+		            size);
+	rt->body = malloc(n ? n : 1);
+	if (rt->body == NULL)
+		return fail(err, errlen, "body=random:%s: out of memory", size);
+	for (i = 0; i < n; i++) {
+		/* splitmix64, one byte per step: incompressible, reproducible from the seed */
+		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		rt->body[i] = (char)(z ^ (z >> 31));
+	}
+	rt->body_len = n;
+	return 0;
+}
+
+static int
+option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errlen)
+{
+	size_t i;
+
+	if (strcmp(o, "heavy") == 0)
+		rt->heavy = 1;
+	else if (strcmp(o, "cheap") == 0)
+		rt->heavy = 0;
+	else if (strcmp(o, "poisson") == 0)
+		rt->arrival = LG_ARRIVAL_POISSON;
+	else if (strcmp(o, "constant") == 0)
+		rt->arrival = LG_ARRIVAL_CONSTANT;
+	else if (strncmp(o, "method=", 7) == 0) {
+		for (i = 7; o[i]; i++)
+			if (!isupper((unsigned char)o[i]))
+				break;
+		if (o[i] != '\0' || i == 7 || i > 20)
+			return fail(err, errlen, "method=%s: upper-case letters, e.g. POST", o + 7);
+		rt->method = o + 7;
+	} else if (strncmp(o, "body=@", 6) == 0) {
+		return read_file(o + 6, rt, err, errlen);
+	} else if (strncmp(o, "body=random:", 12) == 0) {
+		return random_body(o + 12, seed, rt, err, errlen);
+	} else {
+		return fail(err, errlen, "unknown route option '%s'", o);
+	}
+	return 0;
+}
+
+int
+lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
+                   struct lg_route *rt, char *err, size_t errlen)
+{
+	char *copy = strdup(arg), *opts, *eq, *o, *save = NULL;
+	int cheap = 0;
+
+	memset(rt, 0, sizeof(*rt));
+	rt->method = "GET";
+	rt->arrival = arrival;
+	if (copy == NULL)
+		return fail(err, errlen, "out of memory");
+	rt->spec = copy;
+	opts = strchr(copy, ',');
+	if (opts != NULL)
+		*opts++ = '\0';
+	eq = strrchr(copy, '=');
+	if (copy[0] != '/' || eq == NULL)
+		return fail(err, errlen, "--rate %s: PATH=RATE with PATH starting with /", arg);
+	*eq = '\0';
+	if (lg_sched_parse_rate(eq + 1, &rt->rate) == -1)
+		return fail(err, errlen, "--rate %s: the rate is N or N/s (per second, at most 1e7)"
+		            " or Nx (times the capacity, at most 1000)", arg);
+	rt->heavy = rt->rate.relative;
+	for (o = opts ? strtok_r(opts, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save)) {
+		if (strcmp(o, "cheap") == 0)
+			cheap = 1;
+		if (option(o, seed, rt, err, errlen) == -1)
+			return -1;
+	}
+	if (cheap && rt->rate.relative)
+		return fail(err, errlen, "--rate %s: an Nx route is heavy by definition", arg);
+	rt->path = copy;
+	return 0;
+}
+
+void
+lg_routespec_free(struct lg_route *rt)
+{
+	free(rt->spec);
+	free(rt->body);
+	rt->spec = rt->path = rt->body = NULL;
+}
+
+int
+lg_routespec_url(const char *url, char *host, size_t hostlen, char *port, size_t portlen,
+                 char *hosthdr, size_t hdrlen)
+{
+	const char *p, *end, *h, *he, *pt = NULL;
+	size_t n;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return -1;
+	p = url + 7;
+	end = p + strcspn(p, "/?#");
+	if (end == p || (size_t)(end - p) >= hdrlen)
+		return -1;
+	memcpy(hosthdr, p, (size_t)(end - p));
+	hosthdr[end - p] = '\0';
+	if (*p == '[') {
+		h = p + 1;
+		he = memchr(p, ']', (size_t)(end - p));
+		if (he == NULL || (he + 1 < end && he[1] != ':'))
+			return -1;
+		if (he + 1 < end)
+			pt = he + 2;
+	} else {
+		h = p;
+		he = memchr(p, ':', (size_t)(end - p));
+		if (he == NULL)
+			he = end;
+		else
+			pt = he + 1;
+	}
+	n = (size_t)(he - h);
+	if (n == 0 || n >= hostlen)
+		return -1;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	if (pt == NULL)
+		pt = "80", end = pt + 2;
+	n = (size_t)(end - pt);
+	if (n == 0 || n >= portlen || strspn(pt, "0123456789") < n)
+		return -1;
+	memcpy(port, pt, n);
+	port[n] = '\0';
+	return 0;
+}

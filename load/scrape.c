@@ -1,0 +1,164 @@
+/* Prometheus text parsing for lagless's /metrics (load/scrape.h). */
+#include "load/scrape.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[LG_SF_COUNT] = {
+	[LG_SF_QUEUE_DEPTH] = "lagless_queue_depth",
+	[LG_SF_QUEUE_CAPACITY] = "lagless_queue_capacity",
+	[LG_SF_INFLIGHT] = "lagless_inflight_requests",
+	[LG_SF_BUSY] = "lagless_compute_busy",
+	[LG_SF_COMPUTE] = "lagless_compute_processes",
+	[LG_SF_CONNS] = "lagless_connections_open",
+	[LG_SF_REJECTED] = "lagless_jobs_rejected_total",
+	[LG_SF_TIMED_OUT] = "lagless_jobs_timed_out_total",
+	[LG_SF_FAILED] = "lagless_jobs_failed_total",
+	[LG_SF_RESTARTS] = "lagless_process_restarts_total",
+	[LG_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
+	[LG_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
+	[LG_SF_SLOTS] = "lagless_job_slots",
+};
+
+#define LAG "lagless_loop_lag_seconds"
+
+/* The value of label key in labels [l, e), parsed as a number; 0 when found. */
+static int
+label_number(const char *l, const char *e, const char *key, double *out)
+{
+	size_t kl = strlen(key);
+	const char *p;
+	char tmp[64];
+	size_t n;
+
+	for (p = l; p + kl + 2 <= e; p++) {
+		if ((p == l || p[-1] == ',' || p[-1] == '{') && memcmp(p, key, kl) == 0 &&
+		    p[kl] == '=' && p[kl + 1] == '"') {
+			const char *v = p + kl + 2, *q = memchr(v, '"', (size_t)(e - v));
+
+			if (q == NULL || (n = (size_t)(q - v)) >= sizeof(tmp))
+				return -1;
+			memcpy(tmp, v, n);
+			tmp[n] = '\0';
+			*out = strcmp(tmp, "+Inf") == 0 ? INFINITY : strtod(tmp, NULL);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void
+lag_bucket(struct lg_scrape *s, double le, double v)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nlag; i++)
+		if (s->lag_le[i] == le) {
+			s->lag_cum[i] += v;
+			return;
+		}
+	if (s->nlag == LG_SCRAPE_LAG_BOUNDS)
+		return;
+	/* bounds arrive in ascending order from every worker, so appending keeps them sorted */
+	s->lag_le[s->nlag] = le;
+	s->lag_cum[s->nlag++] = v;
+}
+
+static void
+sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const char *le, double v)
+{
+	unsigned i;
+	double bound;
+
+	if (nl == strlen("lagless_build_info") && memcmp(name, "lagless_build_info", nl) == 0)
+		s->lagless = 1;
+	if (nl == strlen(LAG "_bucket") && memcmp(name, LAG "_bucket", nl) == 0) {
+		if (l != NULL && label_number(l, le, "le", &bound) == 0)
+			lag_bucket(s, bound, v);
+		return;
+	}
+	if (nl == strlen(LAG "_sum") && memcmp(name, LAG "_sum", nl) == 0)
+		s->lag_sum += v;
+	if (nl == strlen(LAG "_count") && memcmp(name, LAG "_count", nl) == 0)
+		s->lag_count += v;
+	for (i = 0; i < LG_SF_COUNT; i++)
+		if (strlen(names[i]) == nl && memcmp(names[i], name, nl) == 0) {
+			s->v[i] += v;
+			s->seen[i] = 1;
+		}
+}
+
+int
+lg_scrape_parse(struct lg_scrape *s, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	int any = 0;
+
+	memset(s, 0, sizeof(*s));
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *name = p, *ne, *l = NULL, *le = NULL, *val;
+		char num[64], *vend;
+		size_t n;
+		double v;
+
+		if (eol == NULL)
+			eol = end;
+		if (*p == '#' || eol == p)
+			goto next;
+		/* a metric name is [a-zA-Z_:][a-zA-Z0-9_:]* (Prometheus text format 0.0.4) */
+		for (ne = p; ne < eol && (isalpha((unsigned char)*ne) || *ne == '_' || *ne == ':' ||
+		                          (ne > p && isdigit((unsigned char)*ne))); ne++)
+			;
+		if (ne == p || ne == eol || (*ne != '{' && *ne != ' '))
+			goto next;
+		val = ne;
+		if (ne < eol && *ne == '{') {
+			l = ne;
+			le = memchr(ne, '}', (size_t)(eol - ne));
+			if (le == NULL)
+				goto next;
+			val = le + 1;
+		}
+		while (val < eol && *val == ' ')
+			val++;
+		for (n = 0; val + n < eol && val[n] != ' ' && val[n] != '\r'; n++)
+			;   /* a timestamp may follow the value */
+		if (n == 0 || n >= sizeof(num))
+			goto next;
+		memcpy(num, val, n);
+		num[n] = '\0';
+		v = strtod(num, &vend);
+		if (vend == num || *vend != '\0')
+			goto next;
+		sample(s, name, (size_t)(ne - name), l, le, v);
+		any = 1;
+next:
+		p = eol + 1;
+	}
+	return any ? 0 : -1;
+}
+
+void
+lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double *mean_s,
+                    double *max_s)
+{
+	double dc = b->lag_count - a->lag_count, prev_a = 0, prev_b = 0;
+	unsigned i;
+
+	*mean_s = dc > 0 ? (b->lag_sum - a->lag_sum) / dc : 0;
+	*max_s = 0;
+	if (dc <= 0 || a->nlag != b->nlag)
+		return;
+	for (i = 0; i < b->nlag; i++) {
+		/* samples that fell in bucket i during the interval */
+		double gained = (b->lag_cum[i] - prev_b) - (a->lag_cum[i] - prev_a);
+
+		prev_a = a->lag_cum[i];
+		prev_b = b->lag_cum[i];
+		if (gained > 0)
+			*max_s = isinf(b->lag_le[i]) && i > 0 ? b->lag_le[i - 1] : b->lag_le[i];
+	}
+}

@@ -1,0 +1,51 @@
+/* Reading a lagless server's own view from its /metrics (Prometheus text format 0.0.4): the
+ * gauges and counters lagless-load puts on the same time axis as its latencies. Every series of
+ * a wanted name is summed over its labels (so per-pool or per-worker series add up), and the
+ * loop-lag histogram is summed per bucket bound over the loop workers. */
+#ifndef LG_LOAD_SCRAPE_H
+#define LG_LOAD_SCRAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_SCRAPE_LAG_BOUNDS 32
+
+enum lg_scrape_field {
+	LG_SF_QUEUE_DEPTH,     /* lagless_queue_depth */
+	LG_SF_QUEUE_CAPACITY,  /* lagless_queue_capacity */
+	LG_SF_INFLIGHT,        /* lagless_inflight_requests */
+	LG_SF_BUSY,            /* lagless_compute_busy */
+	LG_SF_COMPUTE,         /* lagless_compute_processes */
+	LG_SF_CONNS,           /* lagless_connections_open */
+	LG_SF_REJECTED,        /* lagless_jobs_rejected_total, all reasons */
+	LG_SF_TIMED_OUT,       /* lagless_jobs_timed_out_total */
+	LG_SF_FAILED,          /* lagless_jobs_failed_total, all reasons */
+	LG_SF_RESTARTS,        /* lagless_process_restarts_total, all roles and reasons */
+	LG_SF_RUN_SUM,         /* lagless_job_run_seconds_sum, all kinds */
+	LG_SF_RUN_COUNT,       /* lagless_job_run_seconds_count, all kinds */
+	LG_SF_SLOTS,           /* lagless_job_slots */
+	LG_SF_COUNT
+};
+
+struct lg_scrape {
+	int lagless;                       /* lagless_build_info was present */
+	double v[LG_SF_COUNT];
+	int seen[LG_SF_COUNT];             /* the name appeared */
+	unsigned nlag;                     /* loop-lag bucket bounds, ascending, +Inf last */
+	double lag_le[LG_SCRAPE_LAG_BOUNDS];
+	double lag_cum[LG_SCRAPE_LAG_BOUNDS];  /* cumulative counts summed over workers */
+	double lag_sum, lag_count;         /* seconds, samples */
+};
+
+/* Parses a /metrics body of len bytes (need not be NUL-terminated) into s. Lines it does not
+ * know are skipped; malformed ones too. Returns 0, or -1 when the text has no sample line at
+ * all (not Prometheus text). */
+int lg_scrape_parse(struct lg_scrape *s, const char *text, size_t len);
+
+/* Loop lag between two scrapes of the same server (later minus earlier): the mean in seconds,
+ * and the upper bound of the highest bucket that gained samples (the interval's maximum to
+ * the bucket's resolution; +Inf reported as the last finite bound). Both 0 without samples. */
+void lg_scrape_lag_delta(const struct lg_scrape *earlier, const struct lg_scrape *later,
+                         double *mean_s, double *max_s);
+
+#endif

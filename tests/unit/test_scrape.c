@@ -1,0 +1,136 @@
+/* Unit tests for load/scrape.c: reading lagless's /metrics text, series summed over labels,
+ * the loop-lag histogram summed over workers, and the lag between two scrapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "load/scrape.h"
+
+static const char text_a[] =
+	"# HELP lagless_build_info Always 1.\n"
+	"# TYPE lagless_build_info gauge\n"
+	"lagless_build_info{version=\"0.1.0\"} 1\n"
+	"lagless_compute_processes 3\n"
+	"lagless_compute_busy 2\n"
+	"lagless_inflight_requests 7\n"
+	"lagless_queue_depth{pool=\"default\"} 4\n"
+	"lagless_queue_depth{pool=\"images\"} 1\n"
+	"lagless_queue_capacity 6\n"
+	"lagless_job_slots 9\n"
+	"lagless_jobs_rejected_total{reason=\"queue_full\"} 10\n"
+	"lagless_jobs_rejected_total{reason=\"too_large\"} 2\n"
+	"lagless_jobs_timed_out_total 0\n"
+	"lagless_process_restarts_total{role=\"loop\",reason=\"crash\"} 1\n"
+	"lagless_process_restarts_total{role=\"compute\",reason=\"deadline\"} 2\n"
+	"lagless_job_run_seconds_sum{kind=\"heavy\"} 1.5\n"
+	"lagless_job_run_seconds_count{kind=\"heavy\"} 10\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 90\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.01\"} 99\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 100\n"
+	"lagless_loop_lag_seconds_sum{worker=\"0\"} 0.2\n"
+	"lagless_loop_lag_seconds_count{worker=\"0\"} 100\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.001\"} 100\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.01\"} 100\n"
+	"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"+Inf\"} 100\n"
+	"lagless_loop_lag_seconds_sum{worker=\"1\"} 0.05\n"
+	"lagless_loop_lag_seconds_count{worker=\"1\"} 100";   /* no final newline */
+
+static void
+test_parse_lagless(void **state)
+{
+	struct lg_scrape s;
+
+	assert_int_equal(lg_scrape_parse(&s, text_a, strlen(text_a)), 0);
+	assert_true(s.lagless);
+	assert_true(s.v[LG_SF_COMPUTE] == 3 && s.v[LG_SF_BUSY] == 2);
+	assert_true(s.v[LG_SF_INFLIGHT] == 7);
+	assert_true(s.v[LG_SF_QUEUE_DEPTH] == 5);     /* summed over pools */
+	assert_true(s.v[LG_SF_REJECTED] == 12);       /* summed over reasons */
+	assert_true(s.v[LG_SF_RESTARTS] == 3);
+	assert_true(s.v[LG_SF_SLOTS] == 9);
+	assert_true(s.seen[LG_SF_TIMED_OUT] && s.v[LG_SF_TIMED_OUT] == 0);
+	assert_false(s.seen[LG_SF_CONNS]);
+	assert_int_equal(s.nlag, 3);
+	assert_true(s.lag_le[0] == 0.001 && s.lag_cum[0] == 190);
+	assert_true(s.lag_le[1] == 0.01 && s.lag_cum[1] == 199);
+	assert_true(isinf(s.lag_le[2]) && s.lag_cum[2] == 200);
+	assert_true(fabs(s.lag_sum - 0.25) < 1e-12 && s.lag_count == 200);
+	assert_true(s.v[LG_SF_RUN_SUM] == 1.5 && s.v[LG_SF_RUN_COUNT] == 10);
+}
+
+static void
+test_not_prometheus(void **state)
+{
+	static const char html[] = "<html><title>404 Not Found</title>\n<p>nope 3</p>\n";
+	static const char other[] = "# TYPE x counter\nhttp_requests_total{code=\"200\"} 5 1700\n";
+	struct lg_scrape s;
+
+	assert_int_equal(lg_scrape_parse(&s, html, strlen(html)), -1);
+	assert_false(s.lagless);
+	/* another server's Prometheus text: parsed (with a timestamp), but not lagless */
+	assert_int_equal(lg_scrape_parse(&s, other, strlen(other)), 0);
+	assert_false(s.lagless);
+}
+
+static void
+test_lag_delta(void **state)
+{
+	static const char text_b[] =
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 140\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.01\"} 149\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 150\n"
+		"lagless_loop_lag_seconds_sum{worker=\"0\"} 0.3\n"
+		"lagless_loop_lag_seconds_count{worker=\"0\"} 150\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.001\"} 145\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.01\"} 150\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"+Inf\"} 150\n"
+		"lagless_loop_lag_seconds_sum{worker=\"1\"} 0.1\n"
+		"lagless_loop_lag_seconds_count{worker=\"1\"} 150\n";
+	static const char text_c[] =
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 140\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.01\"} 149\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 151\n"
+		"lagless_loop_lag_seconds_sum{worker=\"0\"} 2.3\n"
+		"lagless_loop_lag_seconds_count{worker=\"0\"} 151\n";
+	struct lg_scrape a, b, c;
+	double mean, max;
+
+	assert_int_equal(lg_scrape_parse(&a, text_a, strlen(text_a)), 0);
+	assert_int_equal(lg_scrape_parse(&b, text_b, strlen(text_b)), 0);
+	/* 100 new samples, 0.15 s more: mean 1.5 ms; the highest bucket that grew is le=0.01 */
+	lg_scrape_lag_delta(&a, &b, &mean, &max);
+	assert_true(fabs(mean - 0.0015) < 1e-9);
+	assert_true(max == 0.01);
+	/* a sample in +Inf reports the last finite bound */
+	assert_int_equal(lg_scrape_parse(&c, text_c, strlen(text_c)), 0);
+	b.v[0] = 0;
+	lg_scrape_lag_delta(&b, &c, &mean, &max);   /* worker 1 vanished: counts went down */
+	assert_true(max == 0 && mean == 0);
+	assert_int_equal(lg_scrape_parse(&b, text_c, strlen(text_c)), 0);
+	c.lag_cum[2] += 1;
+	c.lag_count += 1;
+	c.lag_sum += 0.5;
+	lg_scrape_lag_delta(&b, &c, &mean, &max);
+	assert_true(max == 0.01);
+	assert_true(fabs(mean - 0.5) < 1e-9);
+	/* no new samples */
+	lg_scrape_lag_delta(&a, &a, &mean, &max);
+	assert_true(mean == 0 && max == 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_lagless),
+		cmocka_unit_test(test_not_prometheus),
+		cmocka_unit_test(test_lag_delta),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
