@@ -41,12 +41,12 @@ MAIN_OBJ := $(OBJDIR)/master/main.o
 BIN      := $(OBJDIR)/lagless
 
 # lagless-load, the open-loop load generator: its own folder, its own binary. Its modules
-# depend only on common/ headers; its unit tests link its objects, not the server's.
+# depend only on common/ headers; its unit tests (tests/unit/test_load_<module>.c, a prefix of
+# their own so they never take a server module's test name) link its objects, not the server's.
 LOAD_SRC  := $(filter-out load/main.c,$(wildcard load/*.c))
 LOAD_OBJ  := $(LOAD_SRC:%.c=$(OBJDIR)/%.o)
 LOAD_BIN  := $(OBJDIR)/lagless-load
-LOAD_UNIT := $(patsubst load/%.c,tests/unit/test_%.c,$(LOAD_SRC))
-LOAD_UNIT := $(filter $(wildcard tests/unit/test_*.c),$(LOAD_UNIT))
+LOAD_UNIT := $(wildcard tests/unit/test_load_*.c)
 
 UNIT_SRC := $(filter-out $(LOAD_UNIT),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
