@@ -281,6 +281,8 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 	uint64_t now;
 
 	stats_record(st, r->status, lat);
+	if (r->status >= 200 && r->status < 300 && r->end_ns <= e->phase_end)
+		st->ok_in_time++;
 	lg_hist_record(&st->send_lag, r->sent_ns > r->due_ns ? r->sent_ns - r->due_ns : 0);
 	if (e->phase == LG_PH_RUN) {
 		if (e->nsamples < e->samples_cap) {

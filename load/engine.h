@@ -29,6 +29,8 @@ struct lg_rstats {
 	struct lg_hist all;
 	uint64_t other;            /* results beyond LG_MAX_STATUSES distinct codes */
 	uint64_t issued;           /* requests that came due */
+	uint64_t ok_in_time;       /* 2xx complete before the phase's schedule ended: the work the
+	                            * server did in the phase (late answers were queued) */
 	struct lg_hist send_lag;   /* actual first-byte write minus due time: the generator's own
 	                            * delay (waiting for a connection included) */
 };

@@ -3,7 +3,7 @@
 * Against tests/load_server.py, a tiny server with known injected latencies: the percentiles
   come out as constructed, and a 1 s stall of the server shows as the rest of the stall in the
   latency of every request scheduled during it (coordinated omission cannot hide it).
-* Against the real lagless with the pool flooded at 2x its measured capacity: every verdict
+* Against the real lagless with the pool flooded at 3x its measured capacity: every verdict
   passes and the JSON parses; with --inline-heavy (the heavy job blocks the loop) the cheap
   and refusal verdicts fail, as they must.
 * The plot is drawn (PNG and SVG), and usage errors exit 2.
@@ -176,7 +176,8 @@ def lagless_args():
 
 
 def test_lagless_pool_flooded_verdicts_pass(start_server, tmp_path):
-    """The heavy route offered twice its measured capacity while /ping keeps arriving: the
+    """The heavy route offered three times its measured capacity (3x rather than 2x: on a
+    shared machine a calibration can come out low, and the run must still flood the pool) while /ping keeps arriving: the
     extra is refused with fast 503s, the pool works at capacity, /ping stays cheap, nothing
     times out. The server's own figures come from /metrics on the same time axis."""
     srv = start_server(*lagless_args())
@@ -184,23 +185,23 @@ def test_lagless_pool_flooded_verdicts_pass(start_server, tmp_path):
     # thresholds with wide margins: seven engineers share this machine's two cores, and the
     # generator's own delay counts in every latency (test_..._fails_the_promises shows the
     # same thresholds still catch a server that breaks the promises)
-    rc, out, err = run_load(["--rate", "/ping=100", "--rate", "/heavy?iterations=20000000=2x",
+    rc, out, err = run_load(["--rate", "/ping=100", "--rate", "/heavy?iterations=20000000=3x",
                              "-d", "4", "--idle", "1.5", "--calibrate", "2", "--json", out_json,
                              "--fast-ms", "250", "--cheap-slack-ms", "250",
                              "--capacity-share", "0.5", "http://127.0.0.1:%d" % srv.port])
     with open(out_json) as f:
         doc = json.load(f)
     v = doc["verdicts"]
-    assert rc == 0, (out, err)
     assert doc["lagless"] is True
     for key in ("cheap_stays_cheap", "refusal_is_fast", "pool_used_to_capacity",
                 "nothing_timed_out"):
         assert v[key]["pass"] is True, (key, v[key], out)
+    assert rc == 0, (out, err)
     ping, heavy = doc["routes"]
     assert heavy["heavy"] is True and ping["heavy"] is False
-    assert heavy["rate_spec"] == "2x"
+    assert heavy["rate_spec"] == "3x"
     assert heavy["capacity_per_s"] > 0
-    assert abs(heavy["rate_per_s"] - 2 * heavy["capacity_per_s"]) < 0.01 * heavy["rate_per_s"]
+    assert abs(heavy["rate_per_s"] - 3 * heavy["capacity_per_s"]) < 0.01 * heavy["rate_per_s"]
     assert heavy["capacity_metrics_per_s"] is not None
     assert status_row(heavy, "503")["count"] > 0
     assert 0.1 < heavy["share_503"] < 0.9
