@@ -18,6 +18,8 @@ struct lg_config {
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */
 	int live_resize;           /* 1: follow a CPU budget that changes at run time */
+	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = admission by count only */
+	uint64_t queue_wait_interval_ms; /* CoDel interval; at least the target */
 	int queue_capacity;        /* waiting jobs beyond the C running; -1 = 2 x C */
 	double cpus;               /* > 0 replaces the measured CPU budget */
 	enum lg_cpu_rounding rounding;

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "cpupool/jobs.h"
 #include "cpupool/testjobs.h"
+#include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -85,9 +86,17 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
 		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
 	};
-	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death. */
-	st = lg_stats_quarantine_left(a->master, m->kind, now) ? LG_JOB_QUARANTINED :
-	    run_kind(env, m, &job);
+	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death;
+	 * nor one that waited past the queue-wait limit: its client has waited long enough. */
+	uint64_t wait = now > m->enqueue_ns ? now - m->enqueue_ns : 0;
+	struct lg_codel_params cp = lg_codel_params_of(env->cfg);
+
+	if (lg_stats_quarantine_left(a->master, m->kind, now))
+		st = LG_JOB_QUARANTINED;
+	else if (lg_codel_shed(&a->master->codel, &cp, wait, now, lg_slot_queued_floor, a))
+		st = LG_JOB_SHED;
+	else
+		st = run_kind(env, m, &job);
 	s->out_len = job.out_len;
 	s->touched = m->in_len + job.out_len;
 	uint64_t end = lg_now_ns();
@@ -97,6 +106,10 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	observe(env->page, m->kind, m->enqueue_ns, now, end);
 	if (notify != 1)
 		return; /* the owner abandoned it and the slot is free again */
+	/* Only a job that ran and is answered is a sample: a refused (503), timed-out (504) or
+	 * cancelled job's wait says nothing about the queue the served jobs saw. */
+	if (st == LG_JOB_OK)
+		lg_codel_sample(&a->master->codel, &cp, wait, end, lg_slot_queued_floor, a);
 	done = (struct lg_msg){
 		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = st,
 		.out_len = job.out_len, .queue_ns = s->start_ns - s->enqueue_ns,

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "cpupool/compute.h"
 #include "cpupool/jobs.h"
+#include "shm/codel.h"
 #include "worker/loop.h"
 
 #define BACKOFF_MIN_NS (100 * LG_NS_PER_MS)
@@ -71,6 +72,9 @@ publish_sizing(struct lg_gen *g, pid_t master_pid, const struct lg_gen *prev)
 	atomic_store(&mp->queue_capacity, (uint32_t)sz->queue_capacity);
 	atomic_store(&mp->slot_limit, (uint32_t)(sz->compute_workers + sz->queue_capacity));
 	atomic_store(&mp->live_resize, (uint32_t)sz->live_resize);
+	struct lg_codel_params cp = lg_codel_params_of(&g->cfg);
+
+	lg_codel_init(&mp->codel, &cp);
 	mp->compute_max = g->ncompute;
 	mp->queue_max = (uint32_t)sz->queue_max;
 	snprintf(mp->cgroup, sizeof(mp->cgroup), "%s", sz->cgroup_version);

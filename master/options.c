@@ -101,6 +101,12 @@ static const struct opt opts[] = {
 	  "(503 for it); 0 = never" },
 	{ "quarantine-ms", K_U64, F(quarantine_ms), 1, 86400000, "10000", "MS",
 	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
+	{ "queue-wait-target-ms", K_U64, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
+	  "admission by queue wait (CoDel): while the shortest wait over an interval stays above "
+	  "this, new jobs get 503 at once and queued ones waiting longer are shed; 0 = off" },
+	{ "queue-wait-interval-ms", K_U64, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
+	  "the CoDel interval (at least the target); a queued job may wait this long while not "
+	  "overloaded" },
 	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
 	  "follow a CPU quota that changes at run time (read each second), resizing the compute "
 	  "processes and queue that were not given as counts" },

@@ -45,6 +45,7 @@ enum lg_job_status {
 	LG_JOB_CRASHED = 3,     /* the compute process died while running it: 502 */
 	LG_JOB_NO_SPACE = 4,    /* shared memory for its output could not be backed: 503 */
 	LG_JOB_QUARANTINED = 5, /* its kind was quarantined while it waited (not run): 503 */
+	LG_JOB_SHED = 6,        /* it waited past the queue-wait limit (shm/codel.h; not run): 503 */
 };
 
 struct lg_arena_hdr {
@@ -87,6 +88,24 @@ struct lg_lag_window {
 	uint32_t pad;
 };
 _Static_assert(sizeof(struct lg_lag_window) == 80, "lag window layout");
+
+/* Queue-wait admission state of one pool (shm/codel.c): written by every loop worker and
+ * compute process of the pool, each field by compare-and-swap or exchange, so a process killed
+ * at any instruction leaves a state the next caller continues from. */
+struct lg_codel {
+	_Atomic uint64_t interval_end_ns; /* CLOCK_MONOTONIC end of the current interval; 0 = none */
+	_Atomic uint64_t min_wait_ns;     /* smallest queue wait recorded in it; UINT64_MAX = none */
+	_Atomic uint32_t overloaded;      /* verdict of the last interval judged: its minimum wait
+	                                   * was above the target */
+	uint32_t pad;
+	_Atomic uint64_t intervals;       /* intervals judged */
+	_Atomic uint64_t overloaded_intervals; /* ... of which overloaded */
+	_Atomic uint64_t refused;         /* new jobs answered 503 at admission while overloaded */
+	_Atomic uint64_t shed;            /* queued jobs answered 503 for waiting past the limit */
+	_Atomic uint64_t samples;         /* queue waits recorded (jobs that ran and were answered) */
+	uint64_t target_ns, interval_ns;  /* the settings, written once, for /status and /metrics */
+};
+_Static_assert(sizeof(struct lg_codel) == 80, "codel state layout");
 
 /* What a process says it is doing (its own view; pid 0 means no process). */
 enum lg_proc_state {
@@ -199,9 +218,10 @@ struct lg_master_page {
 	_Atomic uint64_t resize_spawned;  /* compute processes started to grow the pool */
 	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
-	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH];
+	struct lg_codel codel;          /* queue-wait admission of the pool (every process writes) */
+	uint8_t reserved[LG_PAGE - 832 - 40 * LG_KIND_HEALTH];
 };
-_Static_assert(offsetof(struct lg_master_page, reserved) == 752 + 40 * LG_KIND_HEALTH,
+_Static_assert(offsetof(struct lg_master_page, reserved) == 832 + 40 * LG_KIND_HEALTH,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

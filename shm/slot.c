@@ -182,6 +182,21 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 	return rc == 0 ? 1 : -1;
 }
 
+uint64_t
+lg_slot_queued_floor(void *arena, uint64_t now_ns)
+{
+	const struct lg_arena *a = arena;
+	uint64_t newest = 0;
+
+	for (uint32_t i = 0; i < a->nslots; i++) {
+		const struct lg_slot *s = &a->slots[i];
+
+		if (lg_slot_state(atomic_load(&s->word)) == LG_SLOT_QUEUED && s->enqueue_ns > newest)
+			newest = s->enqueue_ns;
+	}
+	return newest != 0 && now_ns > newest ? now_ns - newest : 0;
+}
+
 void
 lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
 {

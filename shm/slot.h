@@ -70,6 +70,10 @@ int lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner);
  * (the slot is FREE again). Only one process (the master) may call it. */
 int lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes);
 
+/* lg_codel_floor_fn for an arena (arg): the age at now_ns of the youngest QUEUED job, which
+ * waits at least that long, or 0 when none is queued. A racy scan of the slot table. */
+uint64_t lg_slot_queued_floor(void *arena, uint64_t now_ns);
+
 /* Counts slots per state into counts[8] (indexed by enum lg_slot_state); a racy snapshot. A
  * slot beyond the open ones (see lg_slot_claim) counts only while it is not FREE, so the sum
  * is the slots in play. */

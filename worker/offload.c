@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "cpupool/jobs.h"
+#include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
@@ -78,9 +79,15 @@ int
 lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg)
 {
 	const struct lg_http_req *r = &c->http.req;
-	int slot = lg_slot_claim(c->w->env->arena, c->w->env->index, &c->gen);
+	struct lg_arena *a = c->w->env->arena;
+	struct lg_codel_params cp = lg_codel_params_of(c->w->env->cfg);
+	int slot;
 
-	if (slot < 0) {
+	/* A standing queue (its shortest wait stayed above the target for an interval): refuse
+	 * now rather than let the job wait out the target and be shed (counted in the state). */
+	if (lg_codel_refuse(&a->master->codel, &cp, lg_now_ns(), lg_slot_queued_floor, a))
+		return -1;
+	if ((slot = lg_slot_claim(a, c->w->env->index, &c->gen)) < 0) {
 		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
 		return -1;
 	}
@@ -199,6 +206,7 @@ status_of_failure(uint32_t st)
 		return 502;
 	case LG_JOB_NO_SPACE:
 	case LG_JOB_QUARANTINED:
+	case LG_JOB_SHED:
 		return 503;
 	default:
 		return 500;
@@ -224,6 +232,12 @@ answer_finished(struct lg_conn *c, uint64_t word)
 
 		struct lg_proc_page *p = c->w->env->page;
 
+		if (s->status == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
+			log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
+			    lg_jobs_name(s->kind), c->slot, queue_ms);
+			lg_offload_release(c);
+			return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		}
 		lg_stats_add(s->status == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
 		    code == 502 ? &p->failed_crash : &p->failed_error, 1);
 		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -64,6 +65,20 @@ resize(struct lg_buf *b, const struct lg_master_page *mp)
 		P("%.3f},", (double)when / 1e3);
 	else
 		P("null},");
+}
+
+/* Queue-wait admission (shm/codel.h): the verdict in force and what it refused. */
+static void
+admission(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	const struct lg_codel *c = &mp->codel;
+
+	P("\"admission\":{\"queue_wait_target_ms\":%.3f,\"interval_ms\":%.3f,\"overloaded\":%s,"
+	    "\"refused\":%" PRIu64 ",\"shed\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"intervals\":%"
+	    PRIu64 ",\"overloaded_intervals\":%" PRIu64 "},", (double)c->target_ns / 1e6,
+	    (double)c->interval_ns / 1e6, lg_codel_overloaded(c) ? "true" : "false",
+	    atomic_load(&c->refused), atomic_load(&c->shed), atomic_load(&c->samples),
+	    atomic_load(&c->intervals), atomic_load(&c->overloaded_intervals));
 }
 
 static void
@@ -186,6 +201,7 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a,
 	    atomic_load(&mp->stopping) || draining ? "true" : "false");
 	sizing(b, mp);
 	resize(b, mp);
+	admission(b, mp);
 	slots_and_queue(b, a, names, nloops, now_ns);
 	processes(b, a, names, nloops, now_ns);
 	P("}\n");
