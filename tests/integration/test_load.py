@@ -288,3 +288,17 @@ def test_make_install_ships_lagless_load(tmp_path):
     v = subprocess.run([str(dest / "usr/bin/lagless-load"), "--version"], capture_output=True,
                        text=True, timeout=10)
     assert v.returncode == 0 and v.stdout.startswith("lagless-load ")
+
+
+def test_progress_lines_without_a_terminal(test_server):
+    """No terminal: nothing unless --progress, then one plain line per second of the run."""
+    srv = test_server()
+    url = "http://127.0.0.1:%d" % srv.port
+    rc, out, err = run_load(["--rate", "/fast=50", "-d", "2.2", "--idle", "0", url])
+    assert rc == 0 and "/fast 0" not in err and " s | /fast " not in err, err
+    rc, out, err = run_load(["--rate", "/fast=50", "-d", "2.2", "--idle", "0", "--progress", url])
+    assert rc == 0, err
+    lines = [l for l in err.splitlines() if " s | /fast " in l]
+    assert 2 <= len(lines) <= 4, err
+    assert "\r" not in err
+    assert "conns" in lines[-1] and "p99" in lines[-1]

@@ -1,0 +1,222 @@
+/* Unit tests for load/report.c: the verdict rules of lagless-load on hand-made results (cheap
+ * p99 against idle, fast refusal, queued-not-refused, the pool at capacity, timeouts). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "load/report.h"
+
+/* n results of code, each ms milliseconds, into s (codes table kept in step with engine.c) */
+static void
+put(struct lg_rstats *s, int code, unsigned n, double ms)
+{
+	unsigned i, k;
+
+	for (k = 0; k < s->ncodes && s->codes[k] != code; k++)
+		;
+	if (k == s->ncodes) {
+		assert_int_equal(lg_hist_init(&s->by_code[k]), 0);
+		s->codes[s->ncodes++] = code;
+	}
+	for (i = 0; i < n; i++) {
+		lg_hist_record(&s->by_code[k], (uint64_t)(ms * 1e6));
+		lg_hist_record(&s->all, (uint64_t)(ms * 1e6));
+	}
+}
+
+struct fixture {
+	struct lg_route routes[2];  /* 0: /ping cheap, 1: /heavy heavy */
+	struct lg_engine e;
+	struct lg_report r;
+};
+
+static int
+setup(void **state)
+{
+	static struct fixture f;
+	unsigned i, ph;
+
+	memset(&f, 0, sizeof(f));
+	f.routes[0].path = "/ping";
+	f.routes[0].rps = 100;
+	f.routes[1].path = "/heavy";
+	f.routes[1].heavy = 1;
+	f.routes[1].rps = 20;
+	f.routes[1].capacity_rps = 10;
+	for (i = 0; i < 2; i++)
+		for (ph = 0; ph < LG_PH_COUNT; ph++) {
+			assert_int_equal(lg_hist_init(&f.routes[i].st[ph].all), 0);
+			assert_int_equal(lg_hist_init(&f.routes[i].st[ph].send_lag), 0);
+		}
+	f.e.routes = f.routes;
+	f.e.nroutes = 2;
+	f.e.timeout_s = 10;
+	f.r.e = &f.e;
+	f.r.url = "http://test";
+	f.r.duration_s = 10;
+	f.r.cheap_factor = 2;
+	f.r.cheap_slack_ms = 1;
+	f.r.fast_ms = 10;
+	f.r.capacity_share = 0.8;
+	*state = &f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	unsigned i, ph, k;
+
+	for (i = 0; i < 2; i++)
+		for (ph = 0; ph < LG_PH_COUNT; ph++) {
+			struct lg_rstats *s = &f->routes[i].st[ph];
+
+			for (k = 0; k < s->ncodes; k++)
+				lg_hist_free(&s->by_code[k]);
+			lg_hist_free(&s->all);
+			lg_hist_free(&s->send_lag);
+		}
+	return 0;
+}
+
+/* A well-behaved run: cheap p99 1.5 ms against 0.5 ms idle, 503s at 1 ms, 2xx at capacity. */
+static void
+good_run(struct fixture *f)
+{
+	put(&f->routes[0].st[LG_PH_IDLE], 200, 200, 0.5);
+	put(&f->routes[0].st[LG_PH_RUN], 200, 1000, 1.5);
+	put(&f->routes[1].st[LG_PH_RUN], 200, 95, 150);
+	put(&f->routes[1].st[LG_PH_RUN], 503, 105, 1);
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 95;
+}
+
+static void
+test_all_pass(void **state)
+{
+	struct fixture *f = *state;
+
+	good_run(f);
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_PASS);
+	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_PASS);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
+	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_PASS);
+	assert_true(lg_report_ok(&f->r));
+	assert_non_null(strstr(f->r.v[LG_P_TIMEOUTS].why, "not lagless"));
+}
+
+static void
+test_cheap_slow_fails(void **state)
+{
+	struct fixture *f = *state;
+
+	good_run(f);
+	/* 2 % of /ping at 5 ms: p99 5 ms > 2 x 0.5 + 1 */
+	put(&f->routes[0].st[LG_PH_RUN], 200, 21, 5);
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_FAIL);
+	assert_false(lg_report_ok(&f->r));
+}
+
+static void
+test_slow_refusal_fails(void **state)
+{
+	struct fixture *f = *state;
+
+	good_run(f);
+	put(&f->routes[1].st[LG_PH_RUN], 503, 10, 80);   /* > 1 % of the 503s at 80 ms */
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_FAIL);
+}
+
+static void
+test_queued_not_refused(void **state)
+{
+	struct fixture *f = *state;
+
+	/* 2x offered, no 503, only the capacity's worth answered in time: queued */
+	put(&f->routes[1].st[LG_PH_RUN], 200, 200, 3000);
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 100;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_FAIL);
+	assert_non_null(strstr(f->r.v[LG_P_REFUSAL].why, "queued, not refused"));
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
+	/* the cheap route has no idle phase: that verdict is n/a, not a pass */
+	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_NA);
+}
+
+static void
+test_kept_up_is_na(void **state)
+{
+	struct fixture *f = *state;
+
+	/* no 503 but all 200 answered at the offered rate: the capacity was underestimated */
+	put(&f->routes[1].st[LG_PH_RUN], 200, 200, 100);
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 200;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_NA);
+	assert_non_null(strstr(f->r.v[LG_P_REFUSAL].why, "offer more"));
+}
+
+static void
+test_pool_idle_fails(void **state)
+{
+	struct fixture *f = *state;
+
+	good_run(f);
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 50;   /* 5/s against a capacity of 10/s */
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+	/* below the capacity the promise is not tested */
+	f->routes[1].rps = 5;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_NA);
+}
+
+static void
+test_timeouts_fail(void **state)
+{
+	struct fixture *f = *state;
+
+	good_run(f);
+	put(&f->routes[1].st[LG_PH_RUN], LG_LERR_TIMEOUT, 1, 10000);
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+	teardown(state);
+	setup(state);
+	f = *state;
+	good_run(f);
+	put(&f->routes[1].st[LG_PH_RUN], 504, 1, 30000);
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+	/* against lagless, a job past its deadline on the server fails it too */
+	teardown(state);
+	setup(state);
+	f = *state;
+	good_run(f);
+	f->r.lagless = f->r.have_scrapes = 1;
+	f->r.after.v[LG_SF_TIMED_OUT] = 2;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_all_pass, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cheap_slow_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_refusal_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queued_not_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_up_is_na, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_idle_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
