@@ -394,6 +394,52 @@ outputs(const struct opts *o, struct lg_report *r)
 	return rc;
 }
 
+/* The idle phase (cheap routes alone) and the run; fills r from the engine. Returns 0 or -1. */
+static int
+phases(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless)
+{
+	static unsigned char *active;  /* static: reachable on every early return (LeakSanitizer) */
+	static struct progress pg;
+	unsigned i, ncheap = 0;
+
+	if ((active = calloc(o->nroutes, 1)) == NULL)
+		return -1;
+	for (i = 0; i < o->nroutes; i++)
+		if (!o->routes[i].heavy && o->idle > 0)
+			active[i] = 1, ncheap++;
+	if (ncheap > 0) {
+		if (!o->quiet)
+			fprintf(stderr, "idle: cheap routes alone for %.1f s\n", o->idle);
+		lg_engine_run(e, LG_PH_IDLE, active, o->idle);
+	}
+	pg.tty = !o->quiet && isatty(STDERR_FILENO);
+	pg.plain = !o->quiet && o->progress;
+	pg.duration = o->duration;
+	e->progress = pg.tty || pg.plain ? progress : NULL;
+	e->progress_ctx = &pg;
+	e->scrape_on = lagless && o->scrape;
+	e->scrape_s = o->scrape_ms / 1e3;
+	if (lagless)
+		probe(e, &r->before);
+	memset(active, 1, o->nroutes);
+	if (lg_engine_run(e, LG_PH_RUN, active, o->duration) == -1)
+		return -1;
+	free(active);
+	if (pg.tty)
+		fprintf(stderr, "\n");
+	r->have_scrapes = lagless && probe(e, &r->after) == 1;
+	r->e = e;
+	r->url = o->url;
+	r->lagless = lagless;
+	r->duration_s = (double)(e->phase_end - e->phase_start) / 1e9;
+	r->idle_s = ncheap ? o->idle : 0;
+	r->cheap_factor = o->cheap_factor;
+	r->cheap_slack_ms = o->cheap_slack_ms;
+	r->fast_ms = o->fast_ms;
+	r->capacity_share = o->capacity_share;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -403,19 +449,15 @@ main(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	char hosthdr[300], err[512];
-	struct progress pg;
-	static unsigned char *cheap;   /* static: reachable on every early return (LeakSanitizer) */
 	ev_signal sigint;
-	unsigned i, ncheap = 0;
+	unsigned i;
 	int lagless, rc;
 
 	defaults(&o);
 	parse_args(&o, argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
-	o.routes = calloc(o.nroutes, sizeof(*o.routes));
-	cheap = calloc(o.nroutes, 1);
-	if (o.routes == NULL || cheap == NULL)
+	if ((o.routes = calloc(o.nroutes, sizeof(*o.routes))) == NULL)
 		return 2;
 	for (i = 0; i < o.nroutes; i++)
 		if (lg_routespec_parse(o.route_args[i], o.arrival, o.seed + i, &o.routes[i], err,
@@ -443,48 +485,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s is not lagless (no lagless /metrics): server-side figures will be "
 		        "n/a\n", o.url);
 	calibrate(&o, &e, lagless, &r.before);
-	for (i = 0; i < o.nroutes; i++)
-		if (!o.routes[i].heavy && o.idle > 0)
-			cheap[i] = 1, ncheap++;
-	if (ncheap > 0) {
-		if (!o.quiet)
-			fprintf(stderr, "idle: cheap routes alone for %.1f s\n", o.idle);
-		lg_engine_run(&e, LG_PH_IDLE, cheap, o.idle);
-	}
-	memset(&pg, 0, sizeof(pg));
-	pg.tty = !o.quiet && isatty(STDERR_FILENO);
-	pg.plain = !o.quiet && o.progress;
-	pg.duration = o.duration;
-	e.progress = pg.tty || pg.plain ? progress : NULL;
-	e.progress_ctx = &pg;
-	e.scrape_on = lagless && o.scrape;
-	e.scrape_s = o.scrape_ms / 1e3;
-	if (lagless)
-		probe(&e, &r.before);
-	memset(cheap, 1, o.nroutes);
-	if (lg_engine_run(&e, LG_PH_RUN, cheap, o.duration) == -1) {
+	if (phases(&o, &e, &r, lagless) == -1) {
 		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
 		return 2;
 	}
-	if (pg.tty)
-		fprintf(stderr, "\n");
-	r.have_scrapes = lagless && probe(&e, &r.after) == 1;
-	r.e = &e;
-	r.url = o.url;
-	r.lagless = lagless;
-	r.duration_s = (double)(e.phase_end - e.phase_start) / 1e9;
-	r.idle_s = ncheap ? o.idle : 0;
-	r.cheap_factor = o.cheap_factor;
-	r.cheap_slack_ms = o.cheap_slack_ms;
-	r.fast_ms = o.fast_ms;
-	r.capacity_share = o.capacity_share;
 	lg_report_judge(&r);
 	rc = outputs(&o, &r);
 	lg_engine_free(&e);
 	for (i = 0; i < o.nroutes; i++)
 		lg_routespec_free(&o.routes[i]);
 	free(o.routes);
-	free(cheap);
 	if (rc == -1)
 		return 2;
 	return lg_report_ok(&r) ? 0 : 1;
