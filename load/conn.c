@@ -57,11 +57,15 @@ lg_lconn_close(struct lg_lconn *c)
 	shut(c, LG_LERR_IO);
 }
 
+/* Watches c for events. ev_io_set would flag the fd as new and cost an epoll_ctl(2) on every
+ * change; ev_io_modify keeps the fd, and an unchanged mask costs nothing. */
 static void
 want(struct lg_lconn *c, int events)
 {
+	if (ev_is_active(&c->io) && (c->io.events & (EV_READ | EV_WRITE)) == events)
+		return;
 	ev_io_stop(c->loop, &c->io);
-	ev_io_set(&c->io, c->fd, events);
+	ev_io_modify(&c->io, events);
 	ev_io_start(c->loop, &c->io);
 }
 
