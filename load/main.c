@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <netdb.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct opts {
 	const char *url;
 	double duration, idle, calibrate, timeout, scrape_ms, capacity;
 	unsigned max_conns, calib_conns, max_routes, nroutes;
+	int cpu;                        /* pin to this CPU, or -1 */
 	enum lg_arrival arrival;
 	const char *json, *plot, *samples;
 	int scrape, progress, quiet;
@@ -64,6 +66,7 @@ usage(FILE *f)
 	    "      --plot FILE.png|.svg   latency over time, loop lag, queue depth (gnuplot)\n"
 	    "      --samples FILE         every request: due_s,route,status,latency_ms (CSV)\n"
 	    "      --seed N               Poisson and random-body seed (1)\n"
+	    "      --cpu N                run on CPU N only (sched_setaffinity), apart from the server\n"
 	    "      --cheap-factor F       cheap p99 may be F x its idle p99 (2) ...\n"
 	    "      --cheap-slack-ms MS    ... plus MS (1)\n"
 	    "      --fast-ms MS           a 503's p99 at most (10)\n"
@@ -74,7 +77,7 @@ usage(FILE *f)
 
 enum { O_ARRIVAL = 256, O_IDLE, O_CALIB, O_CALIB_CONNS, O_CAPACITY, O_TIMEOUT, O_SCRAPE_MS,
        O_NO_SCRAPE, O_JSON, O_PLOT, O_SAMPLES, O_SEED, O_CHEAP_F, O_CHEAP_S, O_FAST, O_SHARE,
-       O_PROGRESS };
+       O_PROGRESS, O_CPU };
 
 static const struct option longopts[] = {
 	{ "rate", required_argument, NULL, 'r' },
@@ -97,6 +100,7 @@ static const struct option longopts[] = {
 	{ "fast-ms", required_argument, NULL, O_FAST },
 	{ "capacity-share", required_argument, NULL, O_SHARE },
 	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "cpu", required_argument, NULL, O_CPU },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -159,6 +163,7 @@ parse_args(struct opts *o, int argc, char **argv)
 		case O_FAST: o->fast_ms = number("fast-ms", optarg, 0.001, 1e6); break;
 		case O_SHARE: o->capacity_share = number("capacity-share", optarg, 0, 1); break;
 		case O_PROGRESS: o->progress = 1; break;
+		case O_CPU: o->cpu = (int)number("cpu", optarg, 0, CPU_SETSIZE - 1); break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("lagless-load %s\n", LG_VERSION); exit(0);
@@ -363,6 +368,7 @@ defaults(struct opts *o)
 	o->cheap_slack_ms = 1;
 	o->fast_ms = 10;
 	o->capacity_share = 0.8;
+	o->cpu = -1;
 }
 
 static int
@@ -457,6 +463,16 @@ main(int argc, char **argv)
 	parse_args(&o, argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
+	if (o.cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o.cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) == -1) {
+			fprintf(stderr, "lagless-load: --cpu %d: %s\n", o.cpu, strerror(errno));
+			return 2;
+		}
+	}
 	if ((o.routes = calloc(o.nroutes, sizeof(*o.routes))) == NULL)
 		return 2;
 	for (i = 0; i < o.nroutes; i++)

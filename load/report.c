@@ -211,6 +211,7 @@ lg_report_generator_delay_ms(const struct lg_report *r)
 void
 lg_report_judge(struct lg_report *r)
 {
+	double late = lg_report_generator_delay_ms(r);
 	unsigned i;
 
 	for (i = 0; i < LG_P_COUNT; i++) {
@@ -221,6 +222,12 @@ lg_report_judge(struct lg_report *r)
 	judge_refusal(r, &r->v[LG_P_REFUSAL]);
 	judge_capacity(r, &r->v[LG_P_CAPACITY]);
 	judge_timeouts(r, &r->v[LG_P_TIMEOUTS]);
+	/* a latency verdict that failed while the generator itself was late may be the machine's
+	 * doing, not the server's: say so beside it */
+	for (i = LG_P_CHEAP; i <= LG_P_REFUSAL; i++)
+		if (r->v[i].state == LG_V_FAIL && late > LG_REPORT_BEHIND_MS)
+			why_add(&r->v[i], "the generator was %.3f ms behind its schedule at p99: part of "
+			        "this is this machine's (pin it with --cpu, or a quieter machine)", late);
 }
 
 int
