@@ -126,7 +126,8 @@ json_route(FILE *f, const struct lg_report *r, unsigned i)
 	jnum(f, n > 0 ? (double)lg_rstats_count(st, 503, 503) / n : 0);
 	fprintf(f, ",\"ok_per_s\":");
 	jnum(f, (double)st->ok_in_time / r->duration_s);
-	fprintf(f, ",\"generator_delay_p99_ms\":%.6g,\"generator_delay_max_ms\":%.6g",
+	fprintf(f, ",\"generator_delay_p50_ms\":%.6g,\"generator_delay_p99_ms\":%.6g,"
+	        "\"generator_delay_max_ms\":%.6g", (double)lg_hist_value_at(&st->send_lag, 50) / 1e6,
 	        (double)lg_hist_value_at(&st->send_lag, 99) / 1e6, (double)st->send_lag.max / 1e6);
 	fprintf(f, ",\"statuses\":[");
 	for (k = 0; k < st->ncodes; k++) {

@@ -122,7 +122,7 @@ latency_panel(FILE *g, const struct lg_report *r, const char *dir, const int *ha
 			sep = ", \\\n  ";
 		}
 		if (has[i * 2 + 1]) {
-			fprintf(g, "%s'%s/r%u_1.dat' using 1:2 with points pt 2 ps 0.6 lc rgb '#d62728' "
+			fprintf(g, "%s'%s/r%u_1.dat' using 1:2 with points pt 2 ps 0.9 lw 1.5 lc rgb '#d62728' "
 			        "title '", sep, dir, i);
 			gq(g, e->routes[i].path);
 			fputs(" 503'", g);
