@@ -59,35 +59,52 @@ cmp_u64(const void *a, const void *b)
 int
 lg_json_seconds(const struct lg_engine *e, unsigned route, unsigned nsec, struct lg_second *out)
 {
+	/* one pass to count per second, one to place each latency in its second's segment, then
+	 * each segment sorted: O(n log n) however long the run */
 	uint64_t *lat = malloc((e->nsamples + 1) * sizeof(*lat));
-	size_t i, n;
+	size_t *off = calloc(nsec + 1, sizeof(*off)), *fill = calloc(nsec + 1, sizeof(*fill)), i;
 	unsigned t;
 
-	if (lat == NULL) {
+	if (lat == NULL || off == NULL || fill == NULL) {
+		free(lat);
+		free(off);
+		free(fill);
 		errno = ENOMEM;
 		return -1;
 	}
 	memset(out, 0, nsec * sizeof(*out));
-	for (t = 0; t < nsec; t++) {
-		n = 0;
-		for (i = 0; i < e->nsamples; i++) {
-			const struct lg_sample *s = &e->samples[i];
+	for (i = 0; i < e->nsamples; i++) {
+		const struct lg_sample *s = &e->samples[i];
 
-			if (s->route != route || s->due_ns / 1000000000u != t)
-				continue;
-			lat[n++] = s->latency_ns;
-			out[t].n503 += s->status == 503;
-			out[t].errors += s->status < 0;
-		}
-		out[t].count = (unsigned)n;
+		if (s->route != route || (t = (unsigned)(s->due_ns / 1000000000u)) >= nsec)
+			continue;
+		out[t].count++;
+		out[t].n503 += s->status == 503;
+		out[t].errors += s->status < 0;
+	}
+	for (t = 0; t < nsec; t++)
+		off[t + 1] = off[t] + out[t].count;
+	for (i = 0; i < e->nsamples; i++) {
+		const struct lg_sample *s = &e->samples[i];
+
+		if (s->route != route || (t = (unsigned)(s->due_ns / 1000000000u)) >= nsec)
+			continue;
+		lat[off[t] + fill[t]++] = s->latency_ns;
+	}
+	for (t = 0; t < nsec; t++) {
+		uint64_t *v = lat + off[t];
+		size_t n = out[t].count;
+
 		if (n == 0)
 			continue;
-		qsort(lat, n, sizeof(*lat), cmp_u64);
-		out[t].p50_ms = (double)lat[(n - 1) / 2] / 1e6;
-		out[t].p99_ms = (double)lat[(size_t)ceil(0.99 * (double)n) - 1] / 1e6;
-		out[t].max_ms = (double)lat[n - 1] / 1e6;
+		qsort(v, n, sizeof(*v), cmp_u64);
+		out[t].p50_ms = (double)v[(n - 1) / 2] / 1e6;
+		out[t].p99_ms = (double)v[(size_t)ceil(0.99 * (double)n) - 1] / 1e6;
+		out[t].max_ms = (double)v[n - 1] / 1e6;
 	}
 	free(lat);
+	free(off);
+	free(fill);
 	return 0;
 }
 

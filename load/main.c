@@ -309,6 +309,8 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 
 		if (!rt->rate.relative) {
 			rt->rps = rt->rate.value;
+			if (rt->heavy && o->capacity > 0)
+				rt->capacity_rps = o->capacity;
 			continue;
 		}
 		if (o->capacity > 0) {

@@ -139,10 +139,32 @@ judge_refusal(struct lg_report *r, struct lg_verdict *v)
 		why_add(v, "no heavy route (give one a rate like 2x)");
 }
 
+/* Against lagless the pool's own gauges answer the question directly: were its compute
+ * processes busy while the heavy routes were over capacity? That holds however the machine's
+ * other load slows each job, where a throughput figure moves with it. */
+static int
+pool_busy_share(const struct lg_report *r, double *share)
+{
+	const struct lg_engine *e = r->e;
+	double busy = 0, procs = 0;
+	size_t i;
+
+	for (i = 0; i < e->npoints; i++) {
+		busy += e->points[i].m.v[LG_SF_BUSY];
+		procs += e->points[i].m.v[LG_SF_COMPUTE];
+	}
+	if (e->npoints < 2 || procs <= 0)
+		return -1;
+	*share = busy / procs;
+	return 0;
+}
+
 static void
 judge_capacity(struct lg_report *r, struct lg_verdict *v)
 {
 	const struct lg_engine *e = r->e;
+	double busy = 0;
+	int flooded = 0, metrics = r->lagless && pool_busy_share(r, &busy) == 0;
 	unsigned i;
 
 	for (i = 0; i < e->nroutes; i++) {
@@ -153,7 +175,8 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 		if (!rt->heavy)
 			continue;
 		if (cap <= 0) {
-			why_add(v, "%s: capacity unknown (no calibration, not lagless)", rt->path);
+			why_add(v, "%s: capacity unknown (measured only for an Nx rate; or give "
+			        "--capacity)", rt->path);
 			continue;
 		}
 		if (rt->rps < cap) {
@@ -161,9 +184,16 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 			        cap);
 			continue;
 		}
-		mark(v, ok >= r->capacity_share * cap);
-		why_add(v, "%s: 2xx at %.1f/s = %.0f %% of the capacity %.1f/s (at least %.0f %%)",
-		        rt->path, ok, 100 * ok / cap, cap, 100 * r->capacity_share);
+		flooded = 1;
+		if (!metrics)
+			mark(v, ok >= r->capacity_share * cap);
+		why_add(v, "%s: 2xx at %.1f/s = %.0f %% of the capacity %.1f/s%s", rt->path, ok,
+		        100 * ok / cap, cap, metrics ? "" : " (judged: at least that share)");
+	}
+	if (flooded && metrics) {
+		mark(v, busy >= r->capacity_share);
+		why_add(v, "compute processes busy %.0f %% of the run by the server's gauge (judged: "
+		        "at least %.0f %%)", 100 * busy, 100 * r->capacity_share);
 	}
 	if (v->why[0] == '\0')
 		why_add(v, "no heavy route");

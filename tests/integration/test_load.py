@@ -105,18 +105,24 @@ def test_percentiles_of_known_latencies(test_server, tmp_path):
     and they match the construction: nothing faster than injected, the slow tenth at p99."""
     srv = test_server()
     samples = str(tmp_path / "samples.csv")
-    rc, out, err = run_load(["--rate", "/mix=100", "-d", "3", "--idle", "0", "--json", "-",
-                             "--samples", samples, "http://127.0.0.1:%d" % srv.port])
+    rc, out, err = run_load(["--rate", "/mix=100", "--rate", "/fast=200,poisson", "-d", "3",
+                             "--idle", "0", "--json", "-", "--samples", samples,
+                             "http://127.0.0.1:%d" % srv.port])
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["lagless"] is False and doc["server"] is None
     assert "not lagless" in err
-    (route,) = doc["routes"]
-    assert route["issued"] == 300
+    route, fast = doc["routes"]
+    assert route["issued"] == 300 and route["arrival"] == "constant"
+    # Poisson arrivals: 600 expected, standard deviation sqrt(600) ~ 24
+    assert fast["arrival"] == "poisson" and 500 <= fast["issued"] <= 700, fast["issued"]
+    # the per-second series add up to the totals
+    for i, r in enumerate(doc["routes"]):
+        assert sum(s["count"] for s in doc["series"] if s["route"] == i) == r["all"]["count"]
     ok = status_row(route, "200")
     assert ok["count"] == 300
     with open(samples) as f:
-        lat = [float(r["latency_ms"]) for r in csv.DictReader(f)]
+        lat = [float(r["latency_ms"]) for r in csv.DictReader(f) if r["route"] == "/mix"]
     assert len(lat) == 300
     for key, pct in (("p50_ms", 50), ("p90_ms", 90), ("p99_ms", 99), ("p999_ms", 99.9),
                      ("max_ms", 100)):
@@ -232,6 +238,30 @@ def test_lagless_inline_heavy_fails_the_promises(start_server, tmp_path):
     assert v["cheap_stays_cheap"]["pass"] is False, v
     assert v["refusal_is_fast"]["pass"] is False, v
     assert "queued, not refused" in v["refusal_is_fast"]["why"]
+    # the heavy work ran on the loop: the compute pool's busy gauge stayed at zero
+    assert v["pool_used_to_capacity"]["pass"] is False, v
+
+
+def test_post_bodies_against_lagless(start_server, tmp_path):
+    """POST with a random body and with a file's bytes: lagless compresses every one (a wrong
+    Content-Length or a short body would be a 400 or a timeout)."""
+    srv = start_server(*lagless_args())
+    body = tmp_path / "body.bin"
+    body.write_bytes(b"lagless-load " * 5000)
+    rc, out, err = run_load(["--rate", "/compress=20,method=POST,body=random:64K,heavy",
+                             "--rate", "/compress?level=1=10,method=POST,body=@%s" % body,
+                             "-d", "2", "--idle", "0", "--json", "-",
+                             "http://127.0.0.1:%d" % srv.port])
+    doc = json.loads(out)
+    rnd, fil = doc["routes"]
+    assert rnd["method"] == "POST" and rnd["body_bytes"] == 65536 and rnd["heavy"] is True
+    assert fil["body_bytes"] == 65000 and fil["path"] == "/compress?level=1"
+    for r in (rnd, fil):
+        assert [s["status"] for s in r["statuses"]] == ["200"], r["statuses"]
+        assert r["all"]["count"] == r["issued"] == round(r["rate_per_s"] * 2)
+    # an absolute rate gives no capacity: the capacity verdict says so instead of passing
+    assert doc["verdicts"]["pool_used_to_capacity"]["pass"] is None
+    assert rc == 0, err
 
 
 def test_plot_png_and_svg(start_server, tmp_path):

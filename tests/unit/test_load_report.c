@@ -178,6 +178,37 @@ test_pool_idle_fails(void **state)
 	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_NA);
 }
 
+/* Against lagless the pool's busy gauge decides: a slow machine completing fewer jobs still
+ * passes when the compute processes never idled, and an idle pool fails at any throughput. */
+static void
+test_pool_busy_by_gauge(void **state)
+{
+	struct fixture *f = *state;
+	struct lg_point pts[4];
+	unsigned i;
+
+	good_run(f);
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 30;   /* 3/s against a capacity of 10/s */
+	memset(pts, 0, sizeof(pts));
+	for (i = 0; i < 4; i++) {
+		pts[i].m.v[LG_SF_COMPUTE] = 2;
+		pts[i].m.v[LG_SF_BUSY] = 2;
+	}
+	f->e.points = pts;
+	f->e.npoints = 4;
+	f->r.lagless = 1;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
+	assert_non_null(strstr(f->r.v[LG_P_CAPACITY].why, "busy 100 %"));
+	for (i = 0; i < 4; i++)
+		pts[i].m.v[LG_SF_BUSY] = i == 0;   /* busy 1 of 8 samples */
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 100;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+	f->e.points = NULL;
+	f->e.npoints = 0;
+}
+
 static void
 test_timeouts_fail(void **state)
 {
@@ -215,6 +246,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_queued_not_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_up_is_na, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_idle_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_busy_by_gauge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
 	};
 
