@@ -24,9 +24,9 @@ endif
 
 OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
-           -Wno-unused-parameter -I. -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
+           -Wno-unused-parameter -I. -Iinclude -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
 LDFLAGS += $(SANFLAGS)
-LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -lm
+LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -lm -ldl
 
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
@@ -47,6 +47,10 @@ LOAD_SRC  := $(filter-out load/main.c,$(wildcard load/*.c))
 LOAD_OBJ  := $(LOAD_SRC:%.c=$(OBJDIR)/%.o)
 LOAD_BIN  := $(OBJDIR)/lagless-load
 LOAD_UNIT := $(wildcard tests/unit/test_load_*.c)
+
+# Job modules the integration tests load (tests/modules/, built against include/ only).
+TEST_MOD_SRC := $(wildcard tests/modules/*.c)
+TEST_MODS    := $(TEST_MOD_SRC:tests/modules/%.c=$(OBJDIR)/tests/modules/%.so)
 
 UNIT_SRC := $(filter-out $(LOAD_UNIT),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
@@ -86,6 +90,11 @@ $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
 
+$(OBJDIR)/tests/modules/%.so: tests/modules/%.c include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -pedantic -O1 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+	    -Iinclude $(SANFLAGS) -o $@ $<
+
 $(UNIT_BIN): $(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
@@ -108,8 +117,9 @@ run: deps
 unit: $(UNIT_BIN) $(LOAD_UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN) $(LOAD_BIN) $(MODULES)
+integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS)
 	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) \
+	    LAGLESS_TEST_MODULES=$(abspath $(OBJDIR)/tests/modules) \
 	    LAGLESS_LOAD_BIN=$(abspath $(LOAD_BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
 
 check: unit integration
@@ -140,7 +150,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     := build/fuzz
 FUZZ_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
-                -Wno-unused-parameter -I. -MMD -MP -D_GNU_SOURCE -fno-omit-frame-pointer \
+                -Wno-unused-parameter -I. -Iinclude -MMD -MP -D_GNU_SOURCE -fno-omit-frame-pointer \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
 FUZZERS      := $(FUZZ_DIR)/fuzz_http $(FUZZ_DIR)/fuzz_wire

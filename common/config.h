@@ -11,6 +11,8 @@ enum lg_cpu_rounding { LG_ROUND_FLOOR = 0, LG_ROUND_CEIL = 1 };
 /* What happens to a RUNNING job whose client disconnected (a queued one is always cancelled). */
 enum lg_client_gone { LG_GONE_FINISH = 0, LG_GONE_KILL = 1 };
 
+struct lg_registry; /* kinds/registry.h: kinds, modules and routes, built from the file */
+
 struct lg_config {
 	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
 	int port;                  /* 0 picks a free port; default 8080 */
@@ -51,6 +53,10 @@ struct lg_config {
 	uint64_t body_deadline_ms; /* whole body of an offloaded request (it holds a slot); 408 */
 	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
 	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
+	/* job modules and routes (docs/MODULES.md) */
+	uint64_t max_output;       /* bytes of a job's output region (its answer); 0 = from max_body */
+	uint64_t compute_memory;   /* RLIMIT_AS of a compute process, bytes; 0 = none */
+	struct lg_registry *reg;   /* built by the master before fork; never freed while used */
 };
 
 #endif

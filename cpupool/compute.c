@@ -8,8 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "cpupool/jobs.h"
-#include "cpupool/testjobs.h"
+#include "kinds/registry.h"
 #include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -26,25 +25,49 @@ observe(struct lg_proc_page *p, uint32_t kind, uint64_t enqueue, uint64_t start,
 	lg_hist_observe(&p->run[kind], lg_stats_time_bounds, LG_STATS_BOUNDS, end - start);
 }
 
-/* Backs the output region before the job writes to it, so a memory cgroup limit or a full
- * shared-memory filesystem is an error answer (503) rather than SIGBUS in the middle of the
- * job; then runs the kind. Test kinds run only when --enable-test-jobs is set. */
-static enum lg_job_status
-run_kind(const struct lg_compute_env *env, const struct lg_msg *m, struct lg_job *job)
+/* Backs the output region before the job writes to it (the kind's bound for this input, else
+ * the whole region), so a memory cgroup limit or a full shared-memory filesystem is an error
+ * answer (503) rather than SIGBUS in the middle of the job; then runs the kind. */
+static int
+run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t start,
+    uint64_t *out_len)
 {
+	const struct lg_registry *reg = env->cfg->reg;
 	struct lg_arena *a = env->arena;
-	uint64_t need = lg_jobs_out_need(m->kind, m->in_len);
+	uint64_t need;
+	int too_large = lg_registry_out_need(reg, m->kind, (uint32_t)m->arg, m->in_len,
+	    a->out_cap, &need) == -1;
 
-	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need < a->out_cap ? need :
-	    a->out_cap) == -1) {
+	*out_len = 0;
+	if (too_large)
+		need = LG_OUT_META;
+	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need) == -1) {
 		log_warn("cannot back %llu output bytes for slot %u: %s",
 		    (unsigned long long)need, m->slot, strerror(errno));
 		return LG_JOB_NO_SPACE;
 	}
-	if (lg_testjobs_is_test(m->kind))
-		return env->cfg->enable_test_jobs ? lg_testjobs_run(m->kind, job) :
-		    LG_JOB_BAD_INPUT;
-	return lg_jobs_run(m->kind, job);
+	a->slots[m->slot].touched += need; /* the master punches large jobs' pages out */
+	if (too_large) {
+		memset(lg_arena_out(a, m->slot), 0, sizeof(struct lg_out_meta));
+		return LG_JOB_TOO_LARGE;
+	}
+	struct lg_job_in j = { m->kind, (uint32_t)m->arg, lg_arena_in(a, m->slot), a->in_cap,
+	    m->in_len, lg_arena_out(a, m->slot), need, m->deadline_ns, m->enqueue_ns, start,
+	    env->cfg->enable_test_jobs };
+	return lg_registry_run(reg, &j, out_len);
+}
+
+/* --compute-memory: RLIMIT_DATA (setrlimit(2); since Linux 4.7 it counts private writable
+ * mappings and the heap, not the shared arena), so a kind that allocates without bound gets
+ * NULL from malloc and answers an error instead of inviting the OOM killer. */
+static void
+limit_memory(const struct lg_config *cfg)
+{
+	struct rlimit rl = { cfg->compute_memory, cfg->compute_memory };
+
+	if (cfg->compute_memory > 0 && setrlimit(RLIMIT_DATA, &rl) == -1)
+		log_warn("cannot set RLIMIT_DATA to %llu bytes: %s",
+		    (unsigned long long)cfg->compute_memory, strerror(errno));
 }
 
 /* The OOM killer should pick a compute process, which loses one job, before a loop worker,
@@ -68,10 +91,9 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 {
 	struct lg_arena *a = env->arena;
 	struct lg_slot *s = &a->slots[m->slot];
-	struct lg_job job;
 	struct lg_msg done;
-	enum lg_job_status st;
-	uint64_t now = lg_now_ns();
+	uint64_t now = lg_now_ns(), out_len;
+	int st;
 
 	atomic_store(&env->page->job_kind, m->kind);
 	atomic_store(&env->page->job, ((uint64_t)m->slot << 32) | m->gen);
@@ -82,25 +104,21 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		return;
 	}
 	atomic_store_explicit(&env->page->job_since_ns, now, memory_order_relaxed);
-	job = (struct lg_job){
-		.in = lg_arena_in(a, m->slot), .in_len = m->in_len,
-		.out = lg_arena_out(a, m->slot), .out_cap = a->out_cap, .arg = m->arg,
-	};
 	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death;
 	 * nor one that waited past the queue-wait limit: its client has waited long enough. */
 	uint64_t wait = now > m->enqueue_ns ? now - m->enqueue_ns : 0;
 	struct lg_codel_params cp = lg_codel_params_of(env->cfg);
 
+	out_len = 0;
 	if (lg_stats_quarantine_left(a->master, m->kind, now))
 		st = LG_JOB_QUARANTINED;
 	else if (lg_codel_shed(&a->master->codel, &cp, wait, now, lg_slot_queued_floor, a))
 		st = LG_JOB_SHED;
 	else
-		st = run_kind(env, m, &job);
-	s->out_len = job.out_len;
-	s->touched = m->in_len + job.out_len;
+		st = run_kind(env, m, now, &out_len);
+	s->out_len = out_len;
 	uint64_t end = lg_now_ns();
-	int notify = lg_slot_finish(s, m->gen, st, end);
+	int notify = lg_slot_finish(s, m->gen, (enum lg_job_status)st, end);
 	atomic_store(&env->page->job, LG_NO_JOB);
 	atomic_fetch_add(&env->page->requests, 1);
 	observe(env->page, m->kind, m->enqueue_ns, now, end);
@@ -111,8 +129,8 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	if (st == LG_JOB_OK)
 		lg_codel_sample(&a->master->codel, &cp, wait, end, lg_slot_queued_floor, a);
 	done = (struct lg_msg){
-		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = st,
-		.out_len = job.out_len, .queue_ns = s->start_ns - s->enqueue_ns,
+		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = (uint32_t)st,
+		.out_len = out_len, .queue_ns = s->start_ns - s->enqueue_ns,
 		.run_ns = s->end_ns - s->start_ns,
 	};
 	/* Blocking send: the channel holds far more headers than there are slots, so this only
@@ -129,8 +147,12 @@ lg_compute_main(const struct lg_compute_env *env)
 
 	if (env->cfg->compute_nice > 0)
 		(void)!nice(env->cfg->compute_nice);
-	atomic_store(&env->page->state, LG_PROC_RUNNING);
 	prefer_oom_kill();
+	limit_memory(env->cfg);
+	if (lg_arena_protect_inputs(env->arena) == -1)
+		log_warn("cannot map the input regions read-only: %s", strerror(errno));
+	lg_registry_init_process(env->cfg->reg, 0);
+	atomic_store(&env->page->state, LG_PROC_RUNNING);
 	log_info("started");
 	for (;;) {
 		int r = lg_chan_recv(env->ch->job[1], &m, 0);

@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "cpupool/compute.h"
-#include "cpupool/jobs.h"
+#include "kinds/registry.h"
 #include "shm/codel.h"
 #include "worker/loop.h"
 
@@ -104,9 +104,13 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	}
 	g->ncompute = (uint32_t)g->sz.compute_max;
 	g->nchildren = g->nloops + g->ncompute;
-	out_cap = lg_jobs_compress_bound(cfg->max_body);
+	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
+	 * metadata page, then up to max_output bytes (by default what any built-in kind may
+	 * answer for a max_body input: zstd's and deflate's bound are below 1/256 + 128 KiB). */
+	out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
+	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
 	if (lg_arena_create(&g->arena, g->ncompute + (uint32_t)g->sz.queue_max, g->nchildren,
-	    cfg->max_body ? cfg->max_body : 1, out_cap < LG_PAGE ? LG_PAGE : out_cap) == -1) {
+	    cfg->max_body + LG_VIEW_BOUND(cfg->max_head), out_cap) == -1) {
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
 	}

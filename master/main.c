@@ -7,6 +7,8 @@
 
 #include "common/log.h"
 #include "common/version.h"
+#include "kinds/registry.h"
+#include "master/runkind.h"
 #include "master/master.h"
 #include "master/options.h"
 #include "master/sizing.h"
@@ -68,8 +70,12 @@ main(int argc, char **argv)
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
+	if (cmd.run_kind != NULL)
+		return lg_runkind_main(&cfg, cmd.run_kind);
 	if (cmd.print_sizing || cmd.test_config) {
 		printf("%s\n", json);
+		if (cmd.test_config)
+			lg_registry_print(cfg.reg, stdout);
 		if (cmd.test_config)
 			fprintf(stderr, "lagless: configuration %s is valid\n",
 			    cmd.config_path ? cmd.config_path : "(flags and environment only)");

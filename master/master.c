@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "cpupool/jobs.h"
+#include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/options.h"
@@ -152,6 +152,14 @@ kind_row(struct lg_gen *g, uint32_t kind)
 	return NULL;
 }
 
+static const char *
+kind_name(const struct lg_gen *g, uint32_t kind)
+{
+	const struct lg_kind *k = lg_registry_kind(g->cfg.reg, kind);
+
+	return k ? k->name : "unknown";
+}
+
 /* A compute process of g died while its page named a job of `kind` (not a kill of ours): count
  * it against the kind, log it, and quarantine the kind when --quarantine-deaths such deaths
  * happened within --quarantine-ms (Kore charges a crash to its handler the same way). */
@@ -162,7 +170,7 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t 
 	uint64_t window = g->cfg.quarantine_ms * LG_NS_PER_MS;
 
 	log_warn("compute[%u] pid=%d died running a %s job; its client gets 502",
-	    c->index, (int)c->pid, lg_jobs_name(kind));
+	    c->index, (int)c->pid, kind_name(g, kind));
 	if (h == NULL)
 		return;
 	lg_stats_add(&h->deaths, 1);
@@ -173,7 +181,7 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t 
 	if (g->cfg.quarantine_deaths == 0 || ++h->recent < (uint32_t)g->cfg.quarantine_deaths)
 		return;
 	log_error("quarantining job kind %s for %llu ms: %u compute process deaths within %llu "
-	    "ms (--quarantine-deaths); its requests get 503 meanwhile", lg_jobs_name(kind),
+	    "ms (--quarantine-deaths); its requests get 503 meanwhile", kind_name(g, kind),
 	    (unsigned long long)g->cfg.quarantine_ms, h->recent,
 	    (unsigned long long)g->cfg.quarantine_ms);
 	atomic_store(&h->until_ns, now + window);

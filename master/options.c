@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "master/site.h"
 
 enum kind {
 	K_LISTEN,   /* "[ADDR:]PORT" into listen_addr + port */
@@ -112,6 +113,10 @@ static const struct opt opts[] = {
 	  "processes and queue that were not given as counts" },
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
+	{ "max-output", K_SIZE, F(max_output), 0, 1ull << 40, "0", "BYTES",
+	  "largest answer of a job (its output region); 0 = max-body plus 1/256 and 128K" },
+	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
+	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -339,8 +344,23 @@ find_opt(const char *name, char dash)
 
 struct file_ctx {
 	struct lg_config *cfg;
-	char why[200];     /* the first error, formatted */
+	struct lg_site_src *site; /* [route] and [module] sections */
+	FILE *fp;
+	int line;          /* of the line inih last read */
+	char why[400];     /* the first error, formatted */
 };
+
+/* inih's reader (fgets-like), counting lines so that route and module keys keep theirs. */
+static char *
+read_line(char *buf, int size, void *stream)
+{
+	struct file_ctx *fc = stream;
+	char *r = fgets(buf, size, fc->fp);
+
+	if (r != NULL)
+		fc->line++;
+	return r;
+}
 
 /* inih handler (returns non-zero on success). Keys may sit before any section or in a
  * [lagless] section; anything else is an error, so a typo never passes silently. */
@@ -351,8 +371,18 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	const struct opt *o;
 	const char *why = "unknown key";
 
+	char swhy[200];
+	int taken = lg_site_collect(fc->site, section, name, value, fc->line, swhy, sizeof(swhy));
+
+	if (taken == 1)
+		return 1;
+	if (taken == -1) {
+		if (fc->why[0] == '\0')
+			snprintf(fc->why, sizeof(fc->why), "%s", swhy);
+		return 0;
+	}
 	if (*section != '\0' && strcmp(section, "lagless") != 0)
-		why = "unknown section (use [lagless] or none)";
+		why = "unknown section (use [lagless], [route /path], [module name] or none)";
 	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0')
@@ -361,7 +391,8 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 }
 
 static int
-load_file(const char *path, int required, struct lg_config *cfg, char *err, size_t cap)
+load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_src **site,
+    char *err, size_t cap)
 {
 	struct file_ctx fc = { .cfg = cfg };
 	int line;
@@ -374,7 +405,16 @@ load_file(const char *path, int required, struct lg_config *cfg, char *err, size
 		snprintf(err, cap, "%s: the configuration file is not a regular file", path);
 		return -1;
 	}
-	line = ini_parse(path, file_handler, &fc);
+	if ((fc.site = *site = lg_site_new(path)) == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	if ((fc.fp = fopen(path, "r")) == NULL)
+		line = -1;
+	else
+		line = ini_parse_stream(read_line, &fc, file_handler, &fc);
+	if (fc.fp != NULL)
+		fclose(fc.fp);
 	if (line == 0)
 		return 0;
 	if (line < 0)
@@ -404,7 +444,7 @@ load_env(struct lg_config *cfg, char *err, size_t cap)
 	return 0;
 }
 
-enum { OPT_PRINT_SIZING = 1000, OPT_PRINT_EXAMPLE = 999, OPT_FIRST = 1001 };
+enum { OPT_RUN_KIND = 998, OPT_PRINT_EXAMPLE = 999, OPT_PRINT_SIZING = 1000, OPT_FIRST = 1001 };
 
 static void
 build_longopts(struct option *lo)
@@ -416,6 +456,7 @@ build_longopts(struct option *lo)
 		    required_argument, NULL, OPT_FIRST + (int)i };
 	lo[n++] = (struct option){ "print-sizing", no_argument, NULL, OPT_PRINT_SIZING };
 	lo[n++] = (struct option){ "print-example-config", no_argument, NULL, OPT_PRINT_EXAMPLE };
+	lo[n++] = (struct option){ "run-kind", required_argument, NULL, OPT_RUN_KIND };
 	lo[n++] = (struct option){ "config", required_argument, NULL, 'c' };
 	lo[n++] = (struct option){ "test-config", no_argument, NULL, 't' };
 	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
@@ -428,7 +469,7 @@ static int
 load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
     struct lg_command *cmd, char *err, size_t cap)
 {
-	struct option lo[NOPTS + 7];
+	struct option lo[NOPTS + 8];
 	int c;
 
 	build_longopts(lo);
@@ -450,6 +491,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 			cmd->test_config |= c == 't';
 			cmd->print_sizing |= c == OPT_PRINT_SIZING;
 			cmd->print_example |= c == OPT_PRINT_EXAMPLE;
+			cmd->run_kind = c == OPT_RUN_KIND ? optarg : cmd->run_kind;
 			cmd->help |= c == 'h';
 			cmd->version |= c == 'V';
 		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
@@ -475,14 +517,15 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		return -1;
 	if (cmd->help || cmd->version || cmd->print_example)
 		return 0;
+	struct lg_site_src *site = NULL;
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
-	    cfg, err, cap) == -1)
+	    cfg, &site, err, cap) == -1)
 		return -1;
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
-	if (load_env(cfg, err, cap) == -1)
+	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1)
 		return -1;
-	return load_flags(argc, argv, 1, cfg, cmd, err, cap);
+	return lg_site_build(site, cfg, err, cap);
 }
 
 void
@@ -495,6 +538,8 @@ lg_options_usage(void *fp)
 	    "  -t, --test-config          check the configuration, print the sizing, exit 0 or 1\n"
 	    "  --print-sizing             print the CPU sizing inputs and decision as JSON, exit\n"
 	    "  --print-example-config     print a configuration file with every default, exit\n"
+	    "  --run-kind KIND            run one job of KIND (heavy, module.kind) on standard input,\n"
+	    "                             its answer on standard output, no server; exit 0 or 1\n"
 	    "  -h, --help                 this text\n"
 	    "  -V, --version              print the version and exit\n\n"
 	    "settings (flag > environment LAGLESS_<NAME> > file key <name> > default):\n",

@@ -18,6 +18,7 @@ struct lg_command {
 	int test_config;           /* -t: check the configuration, print the sizing, exit */
 	int print_sizing;          /* --print-sizing */
 	int print_example;         /* --print-example-config */
+	const char *run_kind;      /* --run-kind KIND: one job on stdin, answer on stdout */
 	int help, version;
 };
 

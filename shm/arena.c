@@ -29,7 +29,7 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 	if (round_page((uint64_t)a->nslots * sizeof(struct lg_slot), &slots_bytes))
 		return -1;
 	h->regions_off = h->slots_off + slots_bytes;
-	region = h->in_cap + h->out_cap;
+	region = h->in_cap + h->out_cap + LG_PAGE; /* a guard page after each output region */
 	if (region < h->in_cap || region > (UINT64_MAX - h->regions_off) / a->nslots)
 		return -1;
 	total = h->regions_off + region * a->nslots;
@@ -75,12 +75,23 @@ lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t i
 	a->master = (struct lg_master_page *)(a->base + h.master_off);
 	a->procs = (struct lg_proc_page *)(a->base + h.procs_off);
 	a->slots = (struct lg_slot *)(a->base + h.slots_off);
+	/* Guard pages (PROT_NONE, never backed) after every output region, in this mapping and
+	 * so in every process forked from it: a kind that writes past its output region faults
+	 * there (its process dies, the client gets 502) instead of reaching the next slot. */
+	for (uint32_t i = 0; i < nslots; i++)
+		if (mprotect(lg_arena_out(a, i) + a->out_cap, LG_PAGE, PROT_NONE) == -1)
+			goto fail_mapped;
 	/* The file is zero-filled, so slots are FREE/gen 0 already; only non-zero defaults remain. */
 	for (uint32_t i = 0; i < nprocs; i++)
 		atomic_store(&a->procs[i].job, LG_NO_JOB);
 	return 0;
+fail_mapped:
+	saved = errno;
+	munmap(a->base, a->size);
+	a->base = NULL;
+	errno = saved;
 fail:
-	/* Only the memfd is open here (mmap is the last step that can fail). */
+	/* Only the memfd is open here. */
 	saved = errno;
 	close(a->fd);
 	a->fd = -1;
@@ -104,7 +115,7 @@ lg_arena_destroy(struct lg_arena *a)
 uint64_t
 lg_arena_in_off(const struct lg_arena *a, uint32_t i)
 {
-	return a->hdr->regions_off + (uint64_t)i * (a->in_cap + a->out_cap);
+	return a->hdr->regions_off + (uint64_t)i * (a->in_cap + a->out_cap + LG_PAGE);
 }
 
 uint64_t
@@ -147,6 +158,15 @@ lg_arena_reserve(struct lg_arena *a, uint64_t off, uint64_t len)
 			return -1;
 	}
 	return -1;
+}
+
+int
+lg_arena_protect_inputs(struct lg_arena *a)
+{
+	for (uint32_t i = 0; i < a->nslots; i++)
+		if (mprotect(lg_arena_in(a, i), a->in_cap, PROT_READ) == -1)
+			return -1;
+	return 0;
 }
 
 int

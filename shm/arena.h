@@ -57,6 +57,11 @@ unsigned char *lg_arena_out(const struct lg_arena *a, uint32_t i);
  * the kernel gives back the pages this call allocated (shmem_fallocate). */
 int lg_arena_reserve(struct lg_arena *a, uint64_t off, uint64_t len);
 
+/* Maps every input region read-only in this process (a compute process: it only reads
+ * request bodies, so a kind writing into one faults instead of changing another job's input).
+ * Returns 0 or -1 with errno from mprotect(2). */
+int lg_arena_protect_inputs(struct lg_arena *a);
+
 /* Gives slot i's region pages back to the kernel (hole punch), so a finished 64 MiB job stops
  * costing 64 MiB. Call only while the slot is RECLAIMING (nobody else touches it).
  * Returns 0 or -1 with errno from fallocate(2). */

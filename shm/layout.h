@@ -8,7 +8,8 @@
  *   [ struct lg_master_page (4 KiB)       ]   written by the master only
  *   [ struct lg_proc_page x nprocs        ]   8 KiB per child-table entry, one writer each
  *   [ struct lg_slot x nslots | pad to 4 KiB ]
- *   [ slot 0 input region | slot 0 output region | slot 1 input ... ]   page-aligned, lazily backed
+ *   [ slot 0 input region | slot 0 output region | guard page | slot 1 input ... ]
+ *   page-aligned, lazily backed; the guard pages are PROT_NONE in every process
  */
 #ifndef LG_SHM_LAYOUT_H
 #define LG_SHM_LAYOUT_H
@@ -46,6 +47,7 @@ enum lg_job_status {
 	LG_JOB_NO_SPACE = 4,    /* shared memory for its output could not be backed: 503 */
 	LG_JOB_QUARANTINED = 5, /* its kind was quarantined while it waited (not run): 503 */
 	LG_JOB_SHED = 6,        /* it waited past the queue-wait limit (shm/codel.h; not run): 503 */
+	LG_JOB_TOO_LARGE = 7,   /* the kind's answer or input is over its limit: 413 */
 };
 
 struct lg_arena_hdr {
@@ -71,7 +73,7 @@ _Static_assert(sizeof(struct lg_arena_hdr) == 72, "arena header layout");
 #define LG_STATS_BOUNDS 18     /* finite upper bounds a histogram may have; +Inf is one more */
 #define LG_STATS_ROUTES 16     /* route table rows (worker/routes.c), the last being "none" */
 #define LG_STATS_CODES  20     /* status codes counted by value (shm/stats.c), the last "other" */
-#define LG_STATS_KINDS  4      /* job kinds with their own histograms (enum lg_job_kind < 4) */
+#define LG_STATS_KINDS  4      /* job kinds with their own histograms (kind ids < 4) */
 #define LG_LAG_BOUNDS   16     /* loop lag bounds: 50 us .. 5 s */
 #define LG_LAG_WINDOWS  6      /* 10 s windows kept for /status (the last minute) */
 
@@ -229,9 +231,9 @@ struct lg_slot {
 	_Atomic uint64_t word;          /* (generation << 32) | (owner loop << 8) | state */
 	uint32_t reserved0;
 	_Atomic int32_t runner_pid;     /* compute pid that moved it to RUNNING (informational) */
-	uint32_t kind;                  /* enum lg_job_kind (cpupool/jobs.h) */
+	uint32_t kind;                  /* kind id in the registry (kinds/registry.h) */
 	uint32_t status;                /* enum lg_job_status, valid in DONE/FAILED */
-	uint64_t arg;                   /* kind-specific argument (iterations, level) */
+	uint64_t arg;                   /* the route's index in the registry */
 	uint64_t in_len;                /* bytes of input in the input region */
 	uint64_t out_len;               /* bytes of output in the output region */
 	uint64_t enqueue_ns;            /* CLOCK_MONOTONIC when QUEUED */

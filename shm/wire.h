@@ -31,11 +31,11 @@ struct lg_msg {
 	uint32_t slot;
 	uint32_t gen;          /* RETIRE: the request's sequence number */
 	/* JOB */
-	uint32_t kind;         /* enum lg_job_kind */
+	uint32_t kind;         /* kind id in the registry (kinds/registry.h) */
 	uint32_t owner;        /* loop worker index */
 	uint64_t in_off, in_len;   /* bytes, offsets from the arena base */
 	uint64_t out_off, out_cap; /* bytes */
-	uint64_t arg;
+	uint64_t arg;          /* the route's index in the registry (its config, its fields) */
 	uint64_t deadline_ns;  /* CLOCK_MONOTONIC */
 	uint64_t enqueue_ns;   /* CLOCK_MONOTONIC */
 	/* DONE */

@@ -460,7 +460,7 @@ lg_conn_resume(struct lg_conn *c)
 static void
 read_body(struct lg_conn *c)
 {
-	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot);
+	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off;
 
 	if (c->w->ops->body_window(c) == -1)
 		return;

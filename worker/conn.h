@@ -79,6 +79,12 @@ struct lg_worker {
 	int render_busy;              /* a response is still being written from it */
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
+	/* the router (worker/routes.c), built from the registry's routes at start */
+	struct lg_route *routes;
+	unsigned nroutes;
+	unsigned nrows;               /* statistics rows: routes (capped), then "none" */
+	const char **row_names;
+	const char **kind_names;      /* by kind id */
 	unsigned none_row;            /* stats row of a request that matched no route */
 };
 
@@ -112,9 +118,14 @@ struct lg_conn {
 	/* the current offloaded job */
 	int slot;                     /* -1 when the connection holds no slot */
 	uint32_t gen;
-	uint64_t arg;
+	uint64_t arg;                 /* the route's index (the compute side finds its config) */
+	uint64_t deadline_ms;         /* of the job, queue wait included */
+	int run_inline;               /* a where=loop kind: run here, not queued */
+	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
+	uint64_t max_body;            /* of the current request's route */
+	uint64_t body_off;            /* the body's offset in the input region (after the view) */
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
-	uint64_t reserved;            /* bytes of the slot's input region backed (fallocate) */
+	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
 	/* output */
 	size_t whead_len, woff;
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */

@@ -1,6 +1,7 @@
 #include "worker/http.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -15,7 +16,7 @@ on_message_begin(http_parser *p)
 {
 	struct lg_http *h = of(p);
 
-	memset(&h->req, 0, sizeof(h->req));
+	memset(&h->req, 0, offsetof(struct lg_http_req, fbuf)); /* fbuf is read only up to fbuf_len */
 	h->req.content_length = LG_HTTP_NO_LENGTH;
 	h->body_seen = 0;
 	return 0;
@@ -34,6 +35,81 @@ on_url(http_parser *p, const char *at, size_t len)
 	h->req.target_len += len;
 	h->req.target[h->req.target_len] = '\0';
 	return 0;
+}
+
+/* Appends a piece of a field name (what 1) or value (2) to the kept fields; a field that does
+ * not fit is dropped whole. */
+static void
+keep(struct lg_http_req *r, int what, const char *at, size_t len)
+{
+	struct lg_http_field *f;
+
+	if (r->kept_open != what) {
+		if (what == 1 && r->nkept < LG_HTTP_KEPT && r->kept_open != -1) {
+			f = &r->kept[r->nkept++];
+			*f = (struct lg_http_field){ (uint16_t)r->fbuf_len, 0, 0, 0 };
+		} else if (what == 1) {
+			r->kept_open = -1; /* full: drop the rest */
+			return;
+		} else if (r->kept_open != 1) {
+			return;
+		} else {
+			r->kept[r->nkept - 1].value_off = (uint16_t)r->fbuf_len;
+		}
+		r->kept_open = what;
+	}
+	if (r->nkept == 0)
+		return;
+	f = &r->kept[r->nkept - 1];
+	if (len > sizeof(r->fbuf) - r->fbuf_len) {
+		r->nkept--; /* does not fit: forget this field and keep no more */
+		r->kept_open = -1;
+		return;
+	}
+	memcpy(r->fbuf + r->fbuf_len, at, len);
+	r->fbuf_len += len;
+	if (what == 1)
+		f->name_len = (uint16_t)(f->name_len + len);
+	else
+		f->value_len = (uint16_t)(f->value_len + len);
+}
+
+static int
+on_header_field(http_parser *p, const char *at, size_t len)
+{
+	keep(&of(p)->req, 1, at, len);
+	return 0;
+}
+
+static int
+on_header_value(http_parser *p, const char *at, size_t len)
+{
+	keep(&of(p)->req, 2, at, len);
+	return 0;
+}
+
+const char *
+lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
+{
+	size_t nl = strlen(name);
+
+	for (unsigned i = 0; i < r->nkept; i++) {
+		const struct lg_http_field *f = &r->kept[i];
+		const char *v = r->fbuf + f->value_off;
+		size_t vl = f->value_len;
+
+		if (f->name_len != nl || strncasecmp(r->fbuf + f->name_off, name, nl) != 0)
+			continue;
+		if (f->value_off == 0 && vl == 0)
+			v = "";
+		while (vl > 0 && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		*len = vl;
+		return v;
+	}
+	return NULL;
 }
 
 static int
@@ -152,6 +228,8 @@ on_message_complete(http_parser *p)
 static const http_parser_settings settings = {
 	.on_message_begin = on_message_begin,
 	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
 	.on_headers_complete = on_headers_complete,
 	.on_body = on_body,
 	.on_message_complete = on_message_complete,

@@ -21,6 +21,14 @@
 #define LG_HTTP_HEAD_CAP   (1u << 20) /* the largest --max-head accepted */
 #define LG_HTTP_NO_LENGTH  UINT64_MAX
 
+#define LG_HTTP_FIELD_BUF  4096  /* bytes of header field names and values kept per request */
+#define LG_HTTP_KEPT       32    /* header fields kept per request (for a kind's request view) */
+
+struct lg_http_field {
+	uint16_t name_off, name_len;  /* into fbuf */
+	uint16_t value_off, value_len;
+};
+
 struct lg_http_req {
 	unsigned method;              /* enum http_method */
 	unsigned short major, minor;
@@ -36,7 +44,18 @@ struct lg_http_req {
 	int keep_alive;               /* http_should_keep_alive(): RFC 9112 section 9.3 */
 	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
 	unsigned nfields;             /* header field lines */
+	/* The first LG_HTTP_KEPT header fields that fit LG_HTTP_FIELD_BUF, for the routes that
+	 * hand some of them to a kind (lg_http_field_get); the others are not kept. */
+	struct lg_http_field kept[LG_HTTP_KEPT];
+	unsigned nkept;
+	int kept_open;                /* 1 name, 2 value: the callback pieces being appended */
+	size_t fbuf_len;
+	char fbuf[LG_HTTP_FIELD_BUF];
 };
+
+/* The value of header field name (case-insensitive) among the kept ones, its length in *len
+ * (surrounding white space removed); NULL when absent. Points into r. */
+const char *lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len);
 
 /* What on_head tells the parser to do with the body (called once the header section is in). */
 enum lg_http_head_action {

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "kinds/registry.h"
 #include "worker/conn.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
@@ -125,7 +126,9 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
 	w->lim.max_body = env->cfg->max_body;
 	w->ops = &lg_route_conn_ops;
-	w->none_row = lg_route_index(NULL);
+	if (lg_router_build(w) == -1)
+		return -1;
+	lg_registry_init_process(env->cfg->reg, 1);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)

@@ -8,7 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "cpupool/jobs.h"
+#include "kinds/registry.h"
 #include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -18,6 +18,7 @@
  * 64 MiB at once took 20-40 ms of one loop callback (fallocate zeroes the pages), which would
  * stall every other connection of the loop; a 1 MiB window costs well under a millisecond. */
 #define RESERVE_AHEAD (1u << 20)
+#define SMALL_ANSWER  2048u /* bytes: what lg_conn_respond copies rather than references */
 
 /* Backs the slot's input region up to `upto` bytes plus one window (never past a
  * Content-Length or the region) before any byte is written there, so shared-memory pressure is
@@ -27,15 +28,15 @@ reserve_input(struct lg_conn *c, uint64_t upto)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
-	uint64_t want = upto + RESERVE_AHEAD;
+	uint64_t want = upto + RESERVE_AHEAD, room = a->in_cap - c->body_off;
 
 	if (!c->http.req.chunked && want > c->body_need)
 		want = c->body_need;
-	if (want > a->in_cap)
-		want = a->in_cap;
+	if (want > room)
+		want = room;
 	/* The master punches a slot's pages once it is free again if this many were touched. */
-	a->slots[c->slot].touched = want;
-	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), want) == -1) {
+	a->slots[c->slot].touched = c->body_off + want;
+	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), c->body_off + want) == -1) {
 		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
 		    (unsigned long long)want, c->slot, strerror(errno));
 		atomic_fetch_add(&env->page->rejected_full, 1);
@@ -50,7 +51,7 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 {
 	const struct lg_arena *a = c->w->env->arena;
 
-	if (c->body_got + len > a->in_cap) {
+	if (c->body_got + len > a->in_cap - c->body_off) {
 		h->status = 413;
 		return -1;
 	}
@@ -58,7 +59,7 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 		h->status = 503;
 		return -1;
 	}
-	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_got, at, len);
+	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_off + c->body_got, at, len);
 	c->body_got += len;
 	return 0;
 }
@@ -76,11 +77,12 @@ lg_offload_body_window(struct lg_conn *c)
 }
 
 int
-lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg)
+lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 {
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_codel_params cp = lg_codel_params_of(c->w->env->cfg);
+	size_t vlen = lg_view_size(sp->view);
 	int slot;
 
 	/* A standing queue (its shortest wait stayed above the target for an interval): refuse
@@ -92,11 +94,25 @@ lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg)
 		return -1;
 	}
 	c->slot = slot;
-	c->kind = kind;
-	c->arg = arg;
+	c->kind = sp->kind;
+	c->arg = sp->route;
+	c->deadline_ms = sp->deadline_ms;
+	c->run_inline = sp->run_inline;
+	c->ctype = sp->ctype;
 	c->body_got = 0;
 	c->reserved = 0;
 	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	/* The request view goes first in the input region (kinds/host.h), the body after it. */
+	a->slots[slot].touched = vlen;
+	if (vlen > a->in_cap || lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)slot),
+	    vlen) == -1 || lg_view_encode(lg_arena_in(a, (uint32_t)slot), vlen, sp->view) != vlen) {
+		log_warn("cannot write the request view of %zu bytes into slot %d: %s", vlen, slot,
+		    strerror(errno));
+		lg_offload_release(c);
+		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+		return -1;
+	}
+	c->body_off = vlen;
 	return 0;
 }
 
@@ -113,7 +129,7 @@ lg_offload_start(struct lg_conn *c)
 			lg_offload_release(c);
 			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 		}
-		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot), c->rbuf, n);
+		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off, c->rbuf, n);
 		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
 		c->rlen -= n;
 		c->body_got = n;
@@ -124,6 +140,8 @@ lg_offload_start(struct lg_conn *c)
 	}
 	return lg_offload_queue(c);
 }
+
+static int run_here(struct lg_conn *c);
 
 int
 lg_offload_queue(struct lg_conn *c)
@@ -137,13 +155,15 @@ lg_offload_queue(struct lg_conn *c)
 		.kind = s->kind = c->kind, .owner = env->index,
 		.in_off = lg_arena_in_off(a, (uint32_t)c->slot), .in_len = c->body_got,
 		.out_off = lg_arena_out_off(a, (uint32_t)c->slot), .out_cap = a->out_cap,
-		.arg = c->arg, .deadline_ns = now + env->cfg->deadline_ms * LG_NS_PER_MS,
+		.arg = c->arg, .deadline_ns = now + c->deadline_ms * LG_NS_PER_MS,
 		.enqueue_ns = now,
 	};
 
 	s->arg = c->arg;
 	s->in_len = c->body_got;
-	s->touched = c->body_got;
+	s->touched = c->body_off + c->body_got;
+	if (c->run_inline)
+		return run_here(c);
 	s->enqueue_ns = now;
 	s->deadline_ns = m.deadline_ns;
 	/* QUEUED before the header is visible: a compute process may take it at once. */
@@ -158,7 +178,7 @@ lg_offload_queue(struct lg_conn *c)
 	c->w->pending[c->slot] = c;
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, env->cfg->deadline_ms / 1000., 0.);
+	ev_timer_set(&c->timer, c->deadline_ms / 1000., 0.);
 	ev_timer_start(c->w->ev, &c->timer);
 	return 0;
 }
@@ -196,12 +216,23 @@ lg_offload_client_gone(struct lg_conn *c)
 		    strerror(errno));
 }
 
+static const char *
+kind_name(const struct lg_worker *w, uint32_t kind)
+{
+	return kind < w->env->cfg->reg->nkinds && w->kind_names[kind] ? w->kind_names[kind] :
+	    "unknown";
+}
+
+/* The HTTP status of a failed job: the kind's own 4xx for bad input when it set one. */
 static int
-status_of_failure(uint32_t st)
+status_of_failure(uint32_t st, const struct lg_out_meta *meta)
 {
 	switch (st) {
 	case LG_JOB_BAD_INPUT:
-		return 400;
+		return meta && meta->http_status >= 400 && meta->http_status <= 499 ?
+		    (int)meta->http_status : 400;
+	case LG_JOB_TOO_LARGE:
+		return 413;
 	case LG_JOB_CRASHED:
 		return 502;
 	case LG_JOB_NO_SPACE:
@@ -213,55 +244,134 @@ status_of_failure(uint32_t st)
 	}
 }
 
-/* Answers c from its finished slot (DONE or FAILED). The slot stays held until the response
- * is written when the body is read from the output region. */
+/* Copies the kind's short message or content type out of the metadata, bounded and limited to
+ * visible ASCII (a message may hold spaces and newlines). Returns its length, 0 when none. */
+static size_t
+meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
+{
+	size_t n = len < max ? len : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)src[i];
+
+		if (ch > 0x7e || (ch < 0x20 && (header || (ch != '\n' && ch != '\t'))))
+			return 0;
+		dst[i] = (char)ch;
+	}
+	dst[n] = '\0';
+	return n;
+}
+
+/* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
+ * metadata page of the output region. The slot stays held until the response is written when
+ * the body is read from the output region. */
+static int
+answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
+{
+	struct lg_arena *a = c->w->env->arena;
+	const unsigned char *region = lg_arena_out(a, (uint32_t)c->slot);
+	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
+	/* The metadata is the runner's only when the job ended by itself. */
+	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
+	    st == LG_JOB_TOO_LARGE;
+	char extra[96], text[256];
+
+	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META) {
+		int code = meta->http_status >= 200 && meta->http_status <= 299 ?
+		    (int)meta->http_status : 200;
+		const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
+		    1) ? text : c->ctype;
+
+		if (out_len > SMALL_ANSWER)
+			return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
+			    (size_t)out_len);
+		/* A small answer is copied and the slot given back before the first byte is
+		 * written, so a client that reads it and at once sends the next job finds the
+		 * slot free (the connection copies bodies this small anyway). */
+		char body[SMALL_ANSWER], ct[sizeof(text)];
+		memcpy(body, region + LG_OUT_META, (size_t)out_len);
+		snprintf(ct, sizeof(ct), "%s", ctype);
+		lg_offload_release(c);
+		return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
+	}
+	if (st == LG_JOB_OK)
+		st = LG_JOB_ERROR;
+	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
+		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
+		    kind_name(c->w, c->kind), c->slot, (double)c->queue_ns / 1e6);
+		lg_offload_release(c);
+		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	}
+	int code = status_of_failure(st, own ? meta : NULL);
+	size_t n = own ? meta_text(meta->msg, meta->msg_len, sizeof(meta->msg), text, 0) : 0;
+
+	struct lg_proc_page *p = c->w->env->page;
+
+	lg_stats_add(st == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
+	    code == 502 ? &p->failed_crash : &p->failed_error, 1);
+	log_warn("%s job on slot %d failed (status %u): %d%s%s", kind_name(c->w, c->kind),
+	    c->slot, st, code, n ? ": " : "", n ? text : "");
+	lg_offload_release(c);
+	if (n == 0)
+		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
+	if (text[n - 1] != '\n' && n + 1 < sizeof(text)) {
+		text[n++] = '\n';
+		text[n] = '\0';
+	}
+	return lg_conn_respond(c, code, "text/plain", extra, text, n);
+}
+
+/* Answers c from its finished slot (DONE or FAILED). */
 static int
 answer_finished(struct lg_conn *c, uint64_t word)
 {
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
-	double queue_ms = (double)(s->start_ns - s->enqueue_ns) / 1e6;
-	double run_ms = (double)(s->end_ns - s->start_ns) / 1e6;
 
 	c->w->pending[c->slot] = NULL;
 	ev_timer_stop(c->w->ev, &c->timer);
 	c->queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
 	c->run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
-	if (lg_slot_state(word) == LG_SLOT_FAILED || s->out_len > a->out_cap) {
-		int code = status_of_failure(s->status);
+	return answer_result(c, lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_OK,
+	    s->out_len);
+}
 
-		struct lg_proc_page *p = c->w->env->page;
+/* A where=loop kind: runs here, inline, timed by the callback bracket around it (a run over
+ * --slow-callback-ms is named in the warning and counted). The slot stays CLAIMED: no compute
+ * process ever sees it. */
+static int
+run_here(struct lg_conn *c)
+{
+	const struct lg_loop_env *env = c->w->env;
+	const struct lg_registry *reg = env->cfg->reg;
+	struct lg_arena *a = env->arena;
+	uint64_t need, out_len = 0, t0 = lg_now_ns();
+	uint32_t slot = (uint32_t)c->slot;
+	int st;
 
-		if (s->status == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
-			log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-			    lg_jobs_name(s->kind), c->slot, queue_ms);
-			lg_offload_release(c);
-			return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
-		}
-		lg_stats_add(s->status == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
-		    code == 502 ? &p->failed_crash : &p->failed_error, 1);
-		log_warn("%s job on slot %d failed (status %u): %d", lg_jobs_name(s->kind), c->slot,
-		    s->status, code);
-		lg_offload_release(c);
-		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
+	lg_obs_route_hit(c);
+	if (lg_registry_out_need(reg, c->kind, (uint32_t)c->arg, c->body_got, a->out_cap,
+	    &need) == -1) {
+		/* refused without running: clear the metadata a previous job left */
+		st = lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?
+		    LG_JOB_NO_SPACE : LG_JOB_TOO_LARGE;
+		if (st == LG_JOB_TOO_LARGE)
+			memset(lg_arena_out(a, slot), 0, sizeof(struct lg_out_meta));
+	} else if (lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
+		st = LG_JOB_NO_SPACE;
+	} else {
+		struct lg_job_in j = { c->kind, (uint32_t)c->arg, lg_arena_in(a, slot), a->in_cap,
+		    c->body_got, lg_arena_out(a, slot), need, t0 + c->deadline_ms * LG_NS_PER_MS, 0,
+		    t0, env->cfg->enable_test_jobs };
+
+		a->slots[slot].touched = c->body_off + c->body_got + need;
+		st = lg_registry_run(reg, &j, &out_len);
 	}
-	/* Every offloaded answer carries its queue wait and run time as headers (HEAD too). */
-	char extra[96];
-	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n", queue_ms, run_ms);
-	if (s->kind == LG_KIND_HEAVY) {
-		char body[192];
-		uint64_t x = 0;
-		int n;
-
-		memcpy(&x, lg_arena_out(a, (uint32_t)c->slot), sizeof(x));
-		n = snprintf(body, sizeof(body),
-		    "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64 ",\"queue_ms\":%.3f,"
-		    "\"run_ms\":%.3f}\n", s->arg, x, queue_ms, run_ms);
-		lg_offload_release(c);
-		return lg_conn_respond(c, 200, "application/json", extra, body, (size_t)n);
-	}
-	return lg_conn_respond(c, 200, "application/zstd", extra, lg_arena_out(a, (uint32_t)c->slot),
-	    (size_t)s->out_len);
+	c->queue_ns = 0;
+	c->run_ns = lg_now_ns() - t0;
+	return answer_result(c, (uint32_t)st, out_len);
 }
 
 void
@@ -319,7 +429,7 @@ lg_offload_deadline(struct lg_conn *c)
 	}
 	running = st == LG_SLOT_RUNNING;
 	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
-	    "running %.1f ms): 504", lg_jobs_name(s->kind), c->slot, env->cfg->deadline_ms,
+	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->slot, c->deadline_ms,
 	    running ? "running" : "queued", (double)((running ? s->start_ns : now) -
 	    s->enqueue_ns) / 1e6, running ? (double)(now - s->start_ns) / 1e6 : 0.);
 	atomic_fetch_add(&env->page->timed_out, 1);

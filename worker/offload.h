@@ -9,10 +9,23 @@
 
 #include "worker/conn.h"
 
-/* Claims a free job slot for c's request of kind `kind` with argument arg, at head time.
- * Returns 0 (c->slot set, body counters reset, c->body_need from the Content-Length), or -1
- * when none is free (the bounded queue is full: the caller answers 503; counted). */
-int lg_offload_claim(struct lg_conn *c, uint32_t kind, uint64_t arg);
+#include "kinds/host.h"
+
+/* What the router decided about an offloaded request. */
+struct lg_offload_spec {
+	uint32_t kind;             /* registry kind id */
+	uint32_t route;            /* registry route index: the compute side finds its config */
+	uint64_t deadline_ms;      /* queue wait included */
+	int run_inline;            /* where=loop: run on this loop, not queued */
+	const char *ctype;         /* Content-Type of a 2xx answer unless the kind sets one */
+	const struct lg_view *view; /* the request view, copied into the slot */
+};
+
+/* Claims a free job slot for c's request at head time and writes the request view at the start
+ * of its input region. Returns 0 (c->slot set, body counters reset, c->body_need from the
+ * Content-Length), or -1 when none is free (the bounded queue is full) or the view could not
+ * be backed: the caller answers 503; counted. */
+int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
 /* http-parser body hook for a chunked body: copies len bytes at `at` into c's slot, backing
  * the input region as it goes. Returns 0, or -1 with h->status 413 (over the region) or 503
@@ -30,7 +43,8 @@ int lg_offload_start(struct lg_conn *c);
  * released); the caller must not read into the slot then. */
 int lg_offload_body_window(struct lg_conn *c);
 
-/* The body in c's slot is complete: queue the job. Returns 0 or -1 (closed). */
+/* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and
+ * answer). Returns 0 or -1 (closed). */
 int lg_offload_queue(struct lg_conn *c);
 
 /* Reads every completion header waiting on the loop's completion channel and answers the

@@ -10,8 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "cpupool/jobs.h"
-#include "cpupool/testjobs.h"
+#include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/metrics.h"
@@ -19,13 +18,11 @@
 #include "worker/offload.h"
 #include "worker/status.h"
 
+/* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
-	const char *path;
-	unsigned method;                         /* HTTP_GET (HEAD allowed too) or HTTP_POST */
-	uint32_t kind;                           /* 0: answered inline */
-	int (*inline_fn)(struct lg_conn *c);
-	int (*parse_arg)(const struct lg_http_req *r, uint64_t *arg); /* 0, or -1 for 400 */
-	int test_only;                           /* served only with --enable-test-jobs */
+	const struct lg_route_def *def;
+	int (*handler)(struct lg_conn *c); /* a loop handler, or NULL for a kind */
+	unsigned row;                      /* statistics row */
 };
 
 static int
@@ -58,20 +55,10 @@ render_buffer(struct lg_worker *w)
 
 /* The renderers' labels: every route row, and the kind names by kind number. */
 static void
-stats_names(struct lg_stats_names *nm)
+stats_names(const struct lg_worker *w, struct lg_stats_names *nm)
 {
-	static const char *route_names[LG_STATS_ROUTES];
-	static const char *kind_names[LG_KIND_TEST_ALLOC + 1];
-
-	if (route_names[0] == NULL) {
-		for (unsigned i = 0; i < lg_route_rows(); i++)
-			route_names[i] = lg_route_label(i);
-		for (uint32_t k = 1; k <= LG_KIND_TEST_ALLOC; k++)
-			if (k < LG_KIND_MAX || lg_testjobs_is_test(k))
-				kind_names[k] = lg_jobs_name(k);
-	}
-	*nm = (struct lg_stats_names){ lg_route_rows(), route_names,
-	    sizeof(kind_names) / sizeof(kind_names[0]), kind_names };
+	*nm = (struct lg_stats_names){ w->nrows, w->row_names, w->env->cfg->reg->nkinds,
+	    w->kind_names };
 }
 
 static int
@@ -87,7 +74,7 @@ route_rendered(struct lg_conn *c, int metrics)
 		return lg_conn_error(c, 500, 0, NULL);
 	c->wbody_owned = p;
 	lg_buf_init(&b, p, w->render_cap);
-	stats_names(&nm);
+	stats_names(w, &nm);
 	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == -1) {
@@ -109,25 +96,6 @@ static int
 route_status(struct lg_conn *c)
 {
 	return route_rendered(c, 0);
-}
-
-/* --inline-heavy: the /heavy job on the loop itself, to show (and test) what a blocking
- * handler does to loop lag and to every other request of this loop worker. */
-static int
-route_heavy_inline(struct lg_conn *c)
-{
-	char body[192];
-	uint64_t t0 = lg_now_ns(), x;
-	int n;
-
-	if (c->route->parse_arg(&c->http.req, &c->arg) == -1)
-		return lg_conn_error(c, 400, 0, NULL);
-	x = lg_jobs_heavy(c->arg);
-	c->run_ns = lg_now_ns() - t0;
-	n = snprintf(body, sizeof(body), "{\"iterations\":%" PRIu64 ",\"result\":%" PRIu64
-	    ",\"queue_ms\":0.000,\"run_ms\":%.3f,\"inline\":true}\n", c->arg, x,
-	    (double)c->run_ns / 1e6);
-	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)n);
 }
 
 /* Finds name=value in a query string (RFC 3986 section 3.4, '&'-separated pairs). Returns the
@@ -180,39 +148,6 @@ uint_param(const struct lg_http_req *r, const char *name, uint64_t def, uint64_t
 	return 0;
 }
 
-static int
-heavy_arg(const struct lg_http_req *r, uint64_t *arg)
-{
-	return uint_param(r, "iterations", LG_HEAVY_DEFAULT_ITERATIONS, 0,
-	    LG_HEAVY_MAX_ITERATIONS, arg);
-}
-
-static int
-compress_arg(const struct lg_http_req *r, uint64_t *arg)
-{
-	return uint_param(r, "level", LG_COMPRESS_DEFAULT_LEVEL, LG_COMPRESS_MIN_LEVEL,
-	    LG_COMPRESS_MAX_LEVEL, arg);
-}
-
-static int
-spin_arg(const struct lg_http_req *r, uint64_t *arg)
-{
-	return uint_param(r, "ignore_term", 0, 0, 1, arg);
-}
-
-static int
-alloc_arg(const struct lg_http_req *r, uint64_t *arg)
-{
-	return uint_param(r, "mib", 0, 0, 65536, arg);
-}
-
-static int
-no_arg(const struct lg_http_req *r, uint64_t *arg)
-{
-	*arg = 0;
-	return 0;
-}
-
 /* Test only: blocks this loop worker for ?ms= milliseconds (default 1000, at most 10 min), the
  * way a buggy handler would, so the master's stuck-loop detection is exercised for real. */
 static int
@@ -232,66 +167,21 @@ route_test_block(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "text/plain", NULL, "unblocked", 9);
 }
 
-static const struct lg_route routes[] = {
-	{ "/ping", HTTP_GET, 0, route_ping, NULL, 0 },
-	{ "/health", HTTP_GET, 0, route_health, NULL, 0 },
-	{ "/ready", HTTP_GET, 0, route_ready, NULL, 0 },
-	{ "/metrics", HTTP_GET, 0, route_metrics, NULL, 0 },
-	{ "/status", HTTP_GET, 0, route_status, NULL, 0 },
-	{ "/heavy", HTTP_GET, LG_KIND_HEAVY, route_heavy_inline, heavy_arg, 0 },
-	{ "/compress", HTTP_POST, LG_KIND_COMPRESS, NULL, compress_arg, 0 },
-	{ "/test/crash", HTTP_GET, LG_KIND_TEST_CRASH, NULL, no_arg, 1 },
-	{ "/test/spin", HTTP_GET, LG_KIND_TEST_SPIN, NULL, spin_arg, 1 },
-	{ "/test/alloc", HTTP_GET, LG_KIND_TEST_ALLOC, NULL, alloc_arg, 1 },
-	{ "/test/block", HTTP_GET, 0, route_test_block, NULL, 1 },
-};
-#define NROUTES (sizeof(routes) / sizeof(routes[0]))
-/* The stats table has one more row, "none", for requests that matched no route. */
-_Static_assert(NROUTES < LG_STATS_ROUTES, "routes fit the proc page's stats table");
-
-unsigned
-lg_route_rows(void)
-{
-	return NROUTES + 1;
-}
-
-unsigned
-lg_route_index(const struct lg_route *rt)
-{
-	return rt == NULL ? NROUTES : (unsigned)(rt - routes);
-}
-
-const char *
-lg_route_label(unsigned i)
-{
-	return i < NROUTES ? routes[i].path : "none";
-}
-
-/* Whether c's route runs on the loop: inline routes, and /heavy under --inline-heavy. */
-static int
-runs_inline(const struct lg_conn *c)
-{
-	return c->route->kind == 0 ||
-	    (c->route->kind == LG_KIND_HEAVY && c->w->env->cfg->inline_heavy);
-}
-
-_Static_assert(sizeof(routes) / sizeof(routes[0]) <= LG_ROUTE_COUNTERS, "a counter per route");
-
 /* "routes":{"/ping":n,...}: requests that reached each handler, summed over every loop
  * worker's proc page. Returns the bytes written to buf (at most cap - 1). */
 static size_t
-route_hits_json(const struct lg_arena *a, char *buf, size_t cap)
+route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, size_t cap)
 {
 	size_t len = 0;
 
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+	for (unsigned i = 0; i < w->nroutes && i < LG_ROUTE_COUNTERS; i++) {
 		uint64_t sum = 0;
 
 		for (uint32_t p = 0; p < a->nprocs; p++)
 			if (a->procs[p].role == 1)
 				sum += atomic_load(&a->procs[p].route_hits[i]);
 		int n = snprintf(buf + len, cap - len, "%s\"%s\":%" PRIu64, i ? "," : "",
-		    routes[i].path, sum);
+		    w->routes[i].def->path, sum);
 		if (n < 0 || (size_t)n >= cap - len)
 			break;
 		len += (size_t)n;
@@ -308,7 +198,7 @@ route_health(struct lg_conn *c)
 	int len;
 
 	lg_slot_census(env->arena, n);
-	route_hits_json(env->arena, hits, sizeof(hits));
+	route_hits_json(c->w, env->arena, hits, sizeof(hits));
 	len = snprintf(body, sizeof(body),
 	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
 	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u},"
@@ -318,20 +208,55 @@ route_health(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
 }
 
-static const struct lg_route *
-find_route(const struct lg_http_req *r, int test_jobs)
+static int
+method_bit(unsigned m)
 {
-	for (size_t i = 0; i < NROUTES; i++)
-		if ((test_jobs || !routes[i].test_only) && strlen(routes[i].path) == r->path_len &&
-		    memcmp(routes[i].path, r->path, r->path_len) == 0)
-			return &routes[i];
-	return NULL;
+	switch (m) {
+	case HTTP_GET: return LG_M_GET;
+	case HTTP_HEAD: return LG_M_HEAD;
+	case HTTP_POST: return LG_M_POST;
+	case HTTP_PUT: return LG_M_PUT;
+	case HTTP_DELETE: return LG_M_DELETE;
+	case HTTP_PATCH: return LG_M_PATCH;
+	default: return 0;
+	}
+}
+
+static int
+path_matches(const struct lg_route_def *d, const struct lg_http_req *r)
+{
+	size_t n = strlen(d->path);
+
+	if (d->prefix)
+		return r->path_len >= n && memcmp(d->path, r->path, n) == 0;
+	return n == r->path_len && memcmp(d->path, r->path, n) == 0;
+}
+
+/* The route for path and method: the first in the table whose path matches and whose
+ * methods include it; else one whose path matches (405), else NULL (404). */
+static const struct lg_route *
+find_route(const struct lg_worker *w, const struct lg_http_req *r)
+{
+	const struct lg_route *other = NULL;
+	uint32_t bit = method_bit(r->method);
+
+	for (unsigned i = 0; i < w->nroutes; i++) {
+		const struct lg_route_def *d = w->routes[i].def;
+
+		if ((d->test_only && !w->env->cfg->enable_test_jobs) || !path_matches(d, r))
+			continue;
+		if (d->methods & bit)
+			return &w->routes[i];
+		if (other == NULL)
+			other = &w->routes[i];
+	}
+	return other;
 }
 
 static int
 method_ok(const struct lg_route *rt, unsigned method)
 {
-	return method == rt->method || (rt->method == HTTP_GET && method == HTTP_HEAD);
+	return (rt->def->methods & method_bit(method)) != 0;
 }
 
 /* OPTIONS * (RFC 9112 section 3.2.4): a question about the server, not a resource. */
@@ -367,12 +292,19 @@ reject(struct lg_conn *c, int status)
 	return LG_HTTP_REJECT;
 }
 
-/* "Allow: ...\r\n" for a 405 (RFC 9110 section 15.5.6). */
+/* "Allow: ...\r\n" for a 405 (RFC 9110 section 15.5.6): every method of the path's routes. */
 static void
-allow_header(const struct lg_route *rt, char *buf, size_t cap)
+allow_header(const struct lg_conn *c, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "Allow: %s\r\n",
-	    rt->method == HTTP_GET ? "GET, HEAD" : http_method_str(rt->method));
+	const struct lg_worker *w = c->w;
+	uint32_t set = 0;
+	char list[64];
+
+	for (unsigned i = 0; i < w->nroutes; i++)
+		if (path_matches(w->routes[i].def, &c->http.req))
+			set |= w->routes[i].def->methods;
+	lg_registry_methods_str(set, list, sizeof(list));
+	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
 
 /* A request that will not be served (404, 405) but announces a body with Expect: 100-continue
@@ -383,8 +315,33 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 {
 	if (c->route == NULL)
 		return reject(c, 404);
-	allow_header(c->route, c->reject_extra, sizeof(c->reject_extra));
+	allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 	return reject(c, 405);
+}
+
+/* The request view the kind sees: method, path, raw query and the route's listed fields. */
+static void
+request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_view *v)
+{
+	const struct lg_http_req *r = &c->http.req;
+	const char *m = http_method_str(r->method);
+
+	memset(v, 0, sizeof(*v));
+	v->method = m;
+	v->method_len = strlen(m);
+	v->path = r->path;
+	v->path_len = r->path_len;
+	v->query = r->query ? r->query : "";
+	v->query_len = r->query ? r->query_len : 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		size_t len;
+		const char *val = lg_http_field_get(r, d->fields[i], &len);
+
+		if (val == NULL)
+			continue;
+		v->fields[v->nfields++] = (struct lagless_field){ d->fields[i],
+		    strlen(d->fields[i]), val, len };
+	}
 }
 
 int
@@ -393,18 +350,20 @@ lg_route_head(struct lg_http *h, void *conn)
 	struct lg_conn *c = conn;
 	const struct lg_http_req *r = &h->req;
 	const struct lg_config *cfg = c->w->env->cfg;
-
+	const struct lg_route_def *d;
+	struct lg_view v;
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
 
-	c->route = find_route(r, cfg->enable_test_jobs);
-	c->route_row = lg_route_index(c->route);
-	c->route_label = lg_route_label(c->route_row);
+	c->route = find_route(c->w, r);
+	c->route_row = c->route ? c->route->row : c->w->none_row;
+	c->route_label = c->w->row_names[c->route_row];
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->reject_extra[0] = '\0';
+	c->max_body = c->route && c->route->def->kind ? c->route->def->max_body : cfg->max_body;
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
-	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > cfg->max_body)
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->max_body)
 		return reject(c, 413);
 	if (is_asterisk(r)) {
 		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
@@ -415,13 +374,12 @@ lg_route_head(struct lg_http *h, void *conn)
 			return refuse_early(c, r);
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
-	if (runs_inline(c)) {
+	d = c->route->def;
+	if (c->route->handler != NULL) {
 		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
 		return LG_HTTP_BODY_PARSER;
 	}
-	if (c->route->parse_arg(r, &c->arg) == -1)
-		return reject(c, 400);
-	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, c->route->kind,
+	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
 	    lg_now_ns());
 	if (left > 0) {
 		/* A kind that keeps killing compute processes is refused for a while
@@ -433,7 +391,12 @@ lg_route_head(struct lg_http *h, void *conn)
 		return LG_HTTP_REJECT;
 	}
 	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
-	if (lg_offload_claim(c, c->route->kind, c->arg) == -1)
+	request_view(c, d, &v);
+	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
+	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
+	    k->desc.ctype : "application/octet-stream", &v };
+	if (lg_offload_claim(c, &sp) == -1)
 		return reject(c, 503);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/conn.c). */
@@ -446,7 +409,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 {
 	struct lg_conn *c = conn;
 
-	if (h->body_seen > c->w->env->cfg->max_body) {
+	if (h->body_seen > c->max_body) {
 		h->status = 413;
 		return -1;
 	}
@@ -465,14 +428,14 @@ lg_route_dispatch(struct lg_conn *c)
 	if (c->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(c->route, r->method)) {
-		char allow[64];
+		char allow[96];
 
-		allow_header(c->route, allow, sizeof(allow));
+		allow_header(c, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);
 	}
-	if (runs_inline(c)) {
+	if (c->route->handler != NULL) {
 		lg_obs_route_hit(c);
-		return c->route->inline_fn(c);
+		return c->route->handler(c);
 	}
 	return lg_offload_start(c);
 }
@@ -493,3 +456,51 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.release = route_release,
 	.gone = lg_offload_client_gone,
 };
+
+static const struct {
+	const char *name;
+	int (*fn)(struct lg_conn *c);
+} handlers[] = {
+	{ "ping", route_ping }, { "health", route_health }, { "ready", route_ready },
+	{ "metrics", route_metrics }, { "status", route_status }, { "test-block", route_test_block },
+};
+
+int
+lg_router_build(struct lg_worker *w)
+{
+	const struct lg_registry *reg = w->env->cfg->reg;
+	unsigned named;
+
+	w->nroutes = reg->nroutes;
+	w->routes = calloc(reg->nroutes + 1, sizeof(*w->routes));
+	/* Statistics rows: one per route while the proc page's table has room (the routes past
+	 * it share an "other" row), and "none" last. */
+	named = reg->nroutes < LG_STATS_ROUTES - 1 ? reg->nroutes : LG_STATS_ROUTES - 2;
+	w->nrows = named + (reg->nroutes > named) + 1;
+	w->row_names = calloc(w->nrows, sizeof(*w->row_names));
+	w->kind_names = calloc(reg->nkinds, sizeof(*w->kind_names));
+	if (w->routes == NULL || w->row_names == NULL || w->kind_names == NULL)
+		return -1;
+	for (unsigned i = 0; i < reg->nroutes; i++) {
+		struct lg_route *rt = &w->routes[i];
+
+		rt->def = &reg->routes[i];
+		rt->row = i < named ? i : named;
+		for (size_t k = 0; k < sizeof(handlers) / sizeof(handlers[0]); k++)
+			if (strcmp(rt->def->handler, handlers[k].name) == 0)
+				rt->handler = handlers[k].fn;
+		if (rt->def->kind == 0 && rt->handler == NULL) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (i < named)
+			w->row_names[i] = rt->def->path;
+	}
+	if (reg->nroutes > named)
+		w->row_names[named] = "other";
+	w->none_row = w->nrows - 1;
+	w->row_names[w->none_row] = "none";
+	for (uint32_t k = 1; k < reg->nkinds; k++)
+		w->kind_names[k] = reg->kinds[k].name;
+	return 0;
+}

@@ -29,6 +29,11 @@ int lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len);
  * queues the job. Returns 0, or -1 when the connection was closed. */
 int lg_route_dispatch(struct lg_conn *c);
 
+/* Builds w's router from the registry's routes (w->env->cfg->reg): a row per route with its
+ * loop handler or kind, and the statistics rows and labels. Returns 0, or -1 (ENOMEM, or
+ * EINVAL for a handler name the router does not know). */
+int lg_router_build(struct lg_worker *w);
+
 /* The callbacks a loop worker's connections are created with: these hooks plus the offload
  * path (worker/offload.h). */
 extern const struct lg_conn_ops lg_route_conn_ops;

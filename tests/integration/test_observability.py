@@ -127,8 +127,9 @@ def test_requests_raise_the_right_counters(start_server):
         'lagless_requests_total{route="/compress",code="413"}': 1,
         'lagless_request_duration_seconds_count{route="/ping"}': 3,
         'lagless_jobs_rejected_total{reason="too_large"}': 1,
-        'lagless_job_run_seconds_count{kind="heavy"}': 1,
-        'lagless_job_queue_wait_seconds_count{kind="heavy"}': 1,
+        # the kind itself refuses iterations=bad, in a compute process: two runs
+        'lagless_job_run_seconds_count{kind="heavy"}': 2,
+        'lagless_job_queue_wait_seconds_count{kind="heavy"}': 2,
     }, base=before)
     # every scrape but the one being answered is counted under /metrics
     assert val(after, 'lagless_requests_total{route="/metrics",code="200"}') >= 1
@@ -288,7 +289,8 @@ def test_inline_job_shows_as_lag_and_slow_callback(start_server):
     n = heavy_iterations_for(srv.port, 0.6)
     time.sleep(0.1)
     r = get(srv.port, "/heavy?iterations=%d" % n, timeout=60)
-    assert r.status == 200 and r.json().get("inline") is True, r
+    # a where=loop run is never queued: its queue wait is exactly 0
+    assert r.status == 200 and r.json()["queue_ms"] == 0 and r.headers["x-queue-ms"] == "0.000", r
     run_ms = r.json()["run_ms"]
     assert run_ms > 200, "job too short to test with (%.1f ms)" % run_ms
     lag = max_lag_ms(srv.port, 0)

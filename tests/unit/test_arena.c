@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,7 +279,9 @@ test_reserve(void **state)
 	assert_int_equal(lg_arena_in(&a, 1)[99999], 0x77);
 	assert_int_equal(lg_arena_reserve(&a, lg_arena_out_off(&a, 1), 0), 0);
 	errno = 0;
-	assert_int_equal(lg_arena_reserve(&a, lg_arena_out_off(&a, 1), a.out_cap + 1), -1);
+	/* the last output region, its guard page, and one byte past the arena */
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_out_off(&a, 1), a.out_cap + LG_PAGE + 1),
+	    -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(lg_arena_reserve(&a, lg_arena_in_off(&a, 1) + 1, 10), -1);
 	assert_int_equal(errno, EINVAL);
@@ -287,11 +290,40 @@ test_reserve(void **state)
 	lg_arena_destroy(&a);
 }
 
+/* Writing one byte past an output region faults on its guard page (in any process forked from
+ * the creator) instead of reaching the next slot's input region. */
+static void
+test_guard_page_after_output(void **state)
+{
+	struct lg_arena a;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(lg_arena_create(&a, 2, 1, MIB, MIB), 0);
+	assert_int_equal(lg_arena_reserve(&a, lg_arena_in_off(&a, 1), LG_PAGE), 0);
+	lg_arena_in(&a, 1)[0] = 0x11;
+	assert_true(lg_arena_in(&a, 1) >= lg_arena_out(&a, 0) + a.out_cap + LG_PAGE);
+	if ((pid = fork()) == 0) {
+		signal(SIGSEGV, SIG_DFL);                 /* not cmocka's handler */
+		lg_arena_out(&a, 0)[a.out_cap - 1] = 1;   /* the last byte is the region's */
+		volatile unsigned char *past = lg_arena_out(&a, 0) + a.out_cap;
+		for (uint64_t i = 0; i < LG_PAGE + 1; i++)
+			past[i] = 0x22;                    /* a sequential overrun */
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+	assert_int_equal(lg_arena_in(&a, 1)[0], 0x11);
+	lg_arena_destroy(&a);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_destroy),
+		cmocka_unit_test(test_guard_page_after_output),
 		cmocka_unit_test(test_destroy_zeroed_keeps_fd0),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_regions_writable),

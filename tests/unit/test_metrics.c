@@ -12,7 +12,6 @@
 
 #include <cmocka.h>
 
-#include "cpupool/jobs.h"
 #include "shm/arena.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -115,7 +114,7 @@ test_sums_over_pages(void **state)
 	}
 	lg_stats_lag(&f->a.procs[1], 0, 30 * MS);
 	atomic_store(&f->a.procs[NLOOPS].job, 1);                  /* compute[0] busy */
-	lg_hist_observe(&f->a.procs[NLOOPS + 1].run[LG_KIND_HEAVY], lg_stats_time_bounds,
+	lg_hist_observe(&f->a.procs[NLOOPS + 1].run[1], lg_stats_time_bounds,
 	    LG_STATS_BOUNDS, 2000 * MS);
 	lg_stats_add(&f->a.procs[NLOOPS + 1].bad_headers, 4);
 	lg_stats_add(&f->a.master->restarts[1][LG_RESTART_DEADLINE], 1);
@@ -260,7 +259,7 @@ test_status_and_ready(void **state)
 	atomic_store(&f->a.procs[NLOOPS + 1].state, LG_PROC_RUNNING);
 	atomic_store(&f->a.procs[NLOOPS + 1].job, (2ull << 32) | 1);
 	atomic_store(&f->a.procs[NLOOPS + 1].job_since_ns, 1000 * MS);
-	f->a.slots[2].kind = LG_KIND_COMPRESS;
+	f->a.slots[2].kind = 2; /* "compress" in kind_labels */
 	lg_stats_lag(&f->a.procs[0], 1500 * MS, 3 * MS);
 	lg_buf_init(&b, s, cap);
 	assert_int_equal(lg_status_render(&b, &f->a, &names, 1500 * MS, 0), 0);

@@ -1,0 +1,111 @@
+/* The host side of the module ABI (include/lagless/module.h): the function table handed to
+ * every kind, the configuration view (struct lagless_conf), the request view that travels with
+ * a job at the start of its input region, the answer's metadata at the start of its output
+ * region, and the call of one kind's run with all of that set up. Used by the loop (encoding the
+ * view, reading the metadata, running where=loop kinds), the compute processes (running jobs)
+ * and the master (check hooks). Depends on common/ only. */
+#ifndef LG_KINDS_HOST_H
+#define LG_KINDS_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lagless/module.h>
+
+/* One configuration key of a [route] or [module] section, with the line it came from. */
+struct lg_kv {
+	char *key;
+	char *value;
+	int line;
+};
+
+/* The host's definition of the ABI's opaque configuration type: n key/value pairs. */
+struct lagless_conf {
+	const struct lg_kv *kv;
+	unsigned n;
+};
+
+/* The function table, filled at compile time (size, ABI version and every function). */
+extern const struct lagless_host lg_host;
+
+/* The request view, serialized at the start of a job's input region by the loop and read in
+ * place by the runner: a header, then method, path, query and each field's name and value, each
+ * NUL-terminated; the body follows at header.len (a multiple of 64). */
+#define LG_VIEW_MAGIC 0x5657474cu /* "LGWV" */
+#define LG_VIEW_ALIGN 64u
+
+struct lg_view_hdr {
+	uint32_t magic;
+	uint32_t len;                              /* bytes of the whole view, body offset */
+	uint32_t method_len, path_len, query_len;
+	uint32_t nfields;
+	uint32_t flen[LAGLESS_MAX_FIELDS][2];      /* name and value lengths */
+};
+
+/* A decoded view: pointers into the region it was decoded from. */
+struct lg_view {
+	const char *method, *path, *query;
+	size_t method_len, path_len, query_len;
+	struct lagless_field fields[LAGLESS_MAX_FIELDS];
+	size_t nfields;
+	size_t len;                                /* body offset in the region */
+};
+
+/* The largest view of a request whose head is at most max_head bytes (every string of the view
+ * comes from the head): what the input region holds beyond the body limit. */
+#define LG_VIEW_BOUND(max_head) (sizeof(struct lg_view_hdr) + (max_head) + 256u)
+
+/* Bytes the view of these strings takes (header and padding included), the body offset. */
+size_t lg_view_size(const struct lg_view *v);
+
+/* Writes view v into dst (cap bytes). Returns its length (lg_view_size(v)), or 0 when it does
+ * not fit or has more than LAGLESS_MAX_FIELDS fields. */
+size_t lg_view_encode(unsigned char *dst, size_t cap, const struct lg_view *v);
+
+/* Decodes the view at src (cap bytes of region, written by another process: nothing trusted).
+ * Every length is checked against cap and every string must end in its NUL. Returns 0, or -1
+ * (magic, lengths). */
+int lg_view_decode(const unsigned char *src, size_t cap, struct lg_view *v);
+
+/* The answer's metadata, written by the runner at the start of the output region; the body
+ * follows at LG_OUT_META. The loop reads it after the job is DONE or FAILED, bounding every
+ * length itself. */
+#define LG_OUT_META 4096u
+
+struct lg_out_meta {
+	uint32_t http_status;       /* 0: the default for the status (200, 400, 413, 500) */
+	uint32_t ctype_len;         /* 0: the route's or the kind's content type */
+	uint32_t msg_len;           /* 0: the default text */
+	uint32_t pad;
+	char ctype[128];
+	char msg[256];
+};
+
+/* What one run needs besides the kind. */
+struct lg_run {
+	lagless_run_fn run;
+	void *state;                /* the module's per-process state */
+	const void *kind_data;
+	const char *module;         /* the module's name, for its log lines */
+	const struct lagless_conf *conf;
+	const struct lg_view *view;
+	const unsigned char *in;    /* body, in_len bytes */
+	size_t in_len;
+	unsigned char *region;      /* output region: metadata, then body */
+	size_t region_cap;          /* bytes of it (> LG_OUT_META) */
+	uint64_t deadline_ns, enqueue_ns, start_ns;
+};
+
+/* Runs one job: clears the metadata, builds the request and output views, calls run and checks
+ * what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
+ * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len. */
+int lg_host_run(const struct lg_run *r, uint64_t *out_len);
+
+/* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);
+ * static storage or the registry's. */
+void lg_host_set_module(const char *name);
+
+/* Looks up key in conf (NULL when absent). */
+const char *lg_conf_get(const struct lagless_conf *conf, const char *key);
+
+#endif

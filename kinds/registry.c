@@ -1,0 +1,477 @@
+#include "kinds/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "shm/layout.h"
+#include "kinds/builtin.h"
+#include "kinds/testjobs.h"
+
+/* The modules compiled into lagless, registered before any loaded one. */
+static const struct lagless_module *const builtin[] = { &lg_builtin_module, &lg_test_module };
+#define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
+
+/* Sizes of the descriptors of ABI 1.0: the least a module may hand over. */
+#define MODULE_SIZE_1_0 sizeof(struct lagless_module) /* freeze as a number at ABI 1.1 */
+#define KIND_SIZE_1_0   sizeof(struct lagless_kind)
+
+static int
+grow(void **arr, uint32_t n, size_t elem)
+{
+	void *p = realloc(*arr, (n + 1) * elem);
+
+	if (p == NULL)
+		return -1;
+	*arr = p;
+	memset((char *)p + n * elem, 0, elem);
+	return 0;
+}
+
+int
+lg_registry_init(struct lg_registry *r, char *err, size_t cap)
+{
+	memset(r, 0, sizeof(*r));
+	if (grow((void **)&r->kinds, 0, sizeof(*r->kinds)) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	r->nkinds = 1;
+	for (size_t i = 0; i < NBUILTIN; i++)
+		if (lg_registry_add_module(r, builtin[i], "", NULL, NULL, err, cap) == -1)
+			return -1;
+	return 0;
+}
+
+static int
+valid_name(const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	for (; s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_' ||
+		    s[n] == '-'))
+			return 0;
+	return n < LG_NAME_MAX;
+}
+
+/* The ABI checks of module.h, in the order a user can act on them. */
+static int
+check_abi(const struct lagless_module *m, const char *path, char *err, size_t cap)
+{
+	const char *file = path[0] ? path : "(built in)";
+
+	if (m->magic != LAGLESS_MODULE_MAGIC) {
+		snprintf(err, cap, "%s: not a lagless module (descriptor magic 0x%08x, expected "
+		    "0x%08x)", file, m->magic, LAGLESS_MODULE_MAGIC);
+		return -1;
+	}
+	if (m->abi_major != LAGLESS_ABI_MAJOR || m->abi_minor > LAGLESS_ABI_MINOR) {
+		snprintf(err, cap, "%s: module compiled with module ABI %u.%u, lagless has ABI "
+		    "%u.%u; rebuild it against this lagless's lagless/module.h", file, m->abi_major,
+		    m->abi_minor, LAGLESS_ABI_MAJOR, LAGLESS_ABI_MINOR);
+		return -1;
+	}
+	if (m->size < MODULE_SIZE_1_0 || m->kind_size < KIND_SIZE_1_0) {
+		snprintf(err, cap, "%s: module descriptor of %u bytes (kinds %u), lagless expects at "
+		    "least %zu (kinds %zu)", file, m->size, m->kind_size, (size_t)MODULE_SIZE_1_0,
+		    (size_t)KIND_SIZE_1_0);
+		return -1;
+	}
+	if (m->signature == NULL || strcmp(m->signature, LAGLESS_SIGNATURE) != 0) {
+		snprintf(err, cap, "%s: module built for signature \"%s\", lagless is \"%s\"", file,
+		    m->signature ? m->signature : "(none)", LAGLESS_SIGNATURE);
+		return -1;
+	}
+	if (!valid_name(m->name) || m->nkinds == 0 || m->kinds == NULL) {
+		snprintf(err, cap, "%s: module name \"%s\" is not [a-z0-9_-]+ or it has no kinds",
+		    file, m->name ? m->name : "(none)");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint32_t mod,
+    char *err, size_t cap)
+{
+	const struct lg_module *m = &r->modules[mod];
+	struct lg_kind row;
+
+	memset(&row, 0, sizeof(row));
+	memcpy(&row.desc, k, ksize < sizeof(row.desc) ? ksize : sizeof(row.desc));
+	if (!valid_name(row.desc.name) || row.desc.run == NULL) {
+		snprintf(err, cap, "%s: module %s has a kind without a valid name or run function",
+		    m->path[0] ? m->path : "(built in)", m->name);
+		return -1;
+	}
+	if (m->handle == NULL)
+		snprintf(row.name, sizeof(row.name), "%s", row.desc.name);
+	else
+		snprintf(row.name, sizeof(row.name), "%s.%s", m->name, row.desc.name);
+	if (lg_registry_find(r, row.name) != NULL) {
+		snprintf(err, cap, "%s: kind %s of module %s clashes with a kind already registered",
+		    m->path[0] ? m->path : "(built in)", row.name, m->name);
+		return -1;
+	}
+	if (grow((void **)&r->kinds, r->nkinds, sizeof(*r->kinds)) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	row.module = mod;
+	row.id = r->nkinds;
+	r->kinds[r->nkinds++] = row;
+	return 0;
+}
+
+int
+lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
+    const char *path, void *handle, const struct lagless_conf *conf, char *err, size_t cap)
+{
+	struct lg_module *row;
+	char why[256] = "";
+	uint32_t idx = r->nmodules;
+
+	if (check_abi(m, path, err, cap) == -1)
+		return -1;
+	for (uint32_t i = 0; i < r->nmodules; i++)
+		if (strcmp(r->modules[i].name, m->name) == 0) {
+			snprintf(err, cap, "%s: module name %s is already loaded", path, m->name);
+			return -1;
+		}
+	if (grow((void **)&r->modules, r->nmodules, sizeof(*r->modules)) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	row = &r->modules[idx];
+	memcpy(&row->desc, m, m->size < sizeof(row->desc) ? m->size : sizeof(row->desc));
+	snprintf(row->name, sizeof(row->name), "%s", m->name);
+	snprintf(row->version, sizeof(row->version), "%s", m->version ? m->version : "");
+	snprintf(row->path, sizeof(row->path), "%s", path);
+	row->handle = handle;
+	row->test_only = m == &lg_test_module;
+	if (conf != NULL)
+		row->conf = *conf;
+	r->nmodules++;
+	for (uint32_t i = 0; i < m->nkinds; i++)
+		if (add_kind(r, (const struct lagless_kind *)(const void *)((const char *)m->kinds +
+		    (size_t)i * m->kind_size), m->kind_size, idx, err, cap) == -1)
+			return -1;
+	lg_host_set_module(row->name);
+	int bad = row->desc.check != NULL &&
+	    row->desc.check(&lg_host, &row->conf, why, sizeof(why)) != 0;
+	lg_host_set_module(NULL);
+	if (bad) {
+		snprintf(err, cap, "module %s: %s", row->name, why[0] ? why : "configuration refused");
+		return -1;
+	}
+	return 0;
+}
+
+const struct lg_kind *
+lg_registry_find(const struct lg_registry *r, const char *name)
+{
+	for (uint32_t i = 1; i < r->nkinds; i++)
+		if (strcmp(r->kinds[i].name, name) == 0)
+			return &r->kinds[i];
+	return NULL;
+}
+
+const struct lg_kind *
+lg_registry_kind(const struct lg_registry *r, uint32_t id)
+{
+	return id > 0 && id < r->nkinds ? &r->kinds[id] : NULL;
+}
+
+int
+lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char *err,
+    size_t cap)
+{
+	const struct lg_kind *k = lg_registry_kind(r, rt->kind);
+	char why[256] = "";
+
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (strcmp(r->routes[i].path, rt->path) == 0 && r->routes[i].prefix == rt->prefix &&
+		    (r->routes[i].methods & rt->methods)) {
+			snprintf(err, cap, "route %s%s is declared twice", rt->path,
+			    rt->prefix ? "*" : "");
+			return -1;
+		}
+	if (k != NULL) {
+		uint32_t allowed = k->desc.where ? k->desc.where : LAGLESS_WHERE_POOL;
+
+		if (!(allowed & rt->where)) {
+			snprintf(err, cap, "route %s: kind %s may not run where=%s", rt->path, k->name,
+			    rt->where == LAGLESS_WHERE_LOOP ? "loop" : "pool");
+			return -1;
+		}
+		lg_host_set_module(r->modules[k->module].name);
+		int bad = k->desc.check != NULL &&
+		    k->desc.check(&lg_host, &rt->conf, why, sizeof(why)) != 0;
+		lg_host_set_module(NULL);
+		if (bad) {
+			snprintf(err, cap, "route %s: kind %s: %s", rt->path, k->name,
+			    why[0] ? why : "configuration refused");
+			return -1;
+		}
+	} else if (rt->handler[0] == '\0') {
+		snprintf(err, cap, "route %s has neither a kind nor a handler", rt->path);
+		return -1;
+	}
+	if (grow((void **)&r->routes, r->nroutes, sizeof(*r->routes)) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	r->routes[r->nroutes++] = *rt;
+	return 0;
+}
+
+int
+lg_registry_remove_route(struct lg_registry *r, const char *path)
+{
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (strcmp(r->routes[i].path, path) == 0) {
+			memmove(&r->routes[i], &r->routes[i + 1],
+			    (r->nroutes - i - 1) * sizeof(*r->routes));
+			r->nroutes--;
+			return 0;
+		}
+	return -1;
+}
+
+/* The routes served without configuration: path, methods, handler or kind, test only. */
+static const struct {
+	const char *path;
+	uint32_t methods;
+	const char *handler, *kind;
+	int test_only;
+} defaults[] = {
+	{ "/ping", LG_M_GET, "ping", NULL, 0 },
+	{ "/health", LG_M_GET, "health", NULL, 0 },
+	{ "/ready", LG_M_GET, "ready", NULL, 0 },
+	{ "/metrics", LG_M_GET, "metrics", NULL, 0 },
+	{ "/status", LG_M_GET, "status", NULL, 0 },
+	{ "/heavy", LG_M_GET, NULL, "heavy", 0 },
+	{ "/compress", LG_M_POST, NULL, "compress", 0 },
+	{ "/decompress", LG_M_POST, NULL, "decompress", 0 },
+	{ "/hash", LG_M_POST, NULL, "hash", 0 },
+	{ "/verify", LG_M_POST, NULL, "verify", 0 },
+	{ "/test/crash", LG_M_GET, NULL, "test-crash", 1 },
+	{ "/test/spin", LG_M_GET, NULL, "test-spin", 1 },
+	{ "/test/alloc", LG_M_GET, NULL, "test-alloc", 1 },
+	{ "/test/block", LG_M_GET, "test-block", NULL, 1 },
+};
+
+static int
+routed(const struct lg_registry *r, const char *path)
+{
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (strcmp(r->routes[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
+int
+lg_registry_default_routes(struct lg_registry *r, uint64_t deadline_ms, uint64_t max_body,
+    int inline_heavy, char *err, size_t cap)
+{
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		struct lg_route_def rt;
+		const struct lg_kind *k = defaults[i].kind ? lg_registry_find(r, defaults[i].kind) :
+		    NULL;
+
+		if (routed(r, defaults[i].path) || (defaults[i].kind && k == NULL))
+			continue; /* declared (or removed) by the configuration; or not built in */
+		memset(&rt, 0, sizeof(rt));
+		snprintf(rt.path, sizeof(rt.path), "%s", defaults[i].path);
+		rt.methods = defaults[i].methods | (defaults[i].methods & LG_M_GET ? LG_M_HEAD : 0);
+		if (defaults[i].handler)
+			snprintf(rt.handler, sizeof(rt.handler), "%s", defaults[i].handler);
+		rt.kind = k ? k->id : 0;
+		rt.where = inline_heavy && k && strcmp(k->name, "heavy") == 0 ? LAGLESS_WHERE_LOOP :
+		    LAGLESS_WHERE_POOL;
+		rt.deadline_ms = deadline_ms;
+		rt.max_body = max_body;
+		rt.test_only = defaults[i].test_only;
+		if (lg_registry_add_route(r, &rt, err, cap) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint32_t bit;
+} methods[] = {
+	{ "GET", LG_M_GET }, { "HEAD", LG_M_HEAD }, { "POST", LG_M_POST }, { "PUT", LG_M_PUT },
+	{ "DELETE", LG_M_DELETE }, { "PATCH", LG_M_PATCH },
+};
+
+uint32_t
+lg_registry_methods(const char *list)
+{
+	uint32_t set = 0;
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ", \t"), i;
+
+		for (i = 0; n && i < sizeof(methods) / sizeof(methods[0]); i++)
+			if (strlen(methods[i].name) == n && memcmp(methods[i].name, p, n) == 0)
+				break;
+		if (n && i == sizeof(methods) / sizeof(methods[0]))
+			return 0;
+		if (n)
+			set |= methods[i].bit;
+		p += n;
+		p += strspn(p, ", \t");
+	}
+	return set & LG_M_GET ? set | LG_M_HEAD : set;
+}
+
+void
+lg_registry_methods_str(uint32_t set, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (set & methods[i].bit) {
+			int n = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", methods[i].name);
+			if (n < 0 || (size_t)n >= cap - len)
+				return;
+			len += (size_t)n;
+		}
+}
+
+void
+lg_registry_print(const struct lg_registry *r, void *fp)
+{
+	FILE *f = fp;
+
+	fprintf(f, "%-20s %-18s %-24s %-5s %11s %10s  %s\n", "route", "methods", "kind/handler",
+	    "where", "deadline_ms", "max_body", "declared");
+	for (uint32_t i = 0; i < r->nroutes; i++) {
+		const struct lg_route_def *rt = &r->routes[i];
+		const struct lg_kind *k = lg_registry_kind(r, rt->kind);
+		char m[64], path[LG_PATH_MAX + 2];
+
+		lg_registry_methods_str(rt->methods, m, sizeof(m));
+		snprintf(path, sizeof(path), "%s%s", rt->path, rt->prefix ? "*" : "");
+		if (k != NULL)
+			fprintf(f, "%-20s %-18s %-24s %-5s %11llu %10llu  ", path, m, k->name,
+			    rt->where == LAGLESS_WHERE_LOOP ? "loop" : "pool",
+			    (unsigned long long)rt->deadline_ms, (unsigned long long)rt->max_body);
+		else
+			fprintf(f, "%-20s %-18s %-24s %-5s %11s %10s  ", path, m, rt->handler, "loop",
+			    "-", "-");
+		if (rt->file[0])
+			fprintf(f, "%s:%d%s\n", rt->file, rt->line, rt->test_only ? " (test)" : "");
+		else
+			fprintf(f, "default%s\n", rt->test_only ? " (test jobs only)" : "");
+	}
+	for (uint32_t i = 0; i < r->nmodules; i++)
+		if (r->modules[i].handle != NULL)
+			fprintf(f, "module %s %s from %s\n", r->modules[i].name, r->modules[i].version,
+			    r->modules[i].path);
+}
+
+static int
+has_loop_route(const struct lg_registry *r, uint32_t mod)
+{
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (r->routes[i].where == LAGLESS_WHERE_LOOP && r->routes[i].kind &&
+		    r->kinds[r->routes[i].kind].module == mod)
+			return 1;
+	return 0;
+}
+
+void
+lg_registry_init_process(struct lg_registry *r, int loop_only)
+{
+	for (uint32_t i = 0; i < r->nmodules; i++) {
+		struct lg_module *m = &r->modules[i];
+
+		m->state = NULL;
+		m->ready = 1;
+		if (m->desc.init == NULL || (loop_only && !has_loop_route(r, i)))
+			continue;
+		lg_host_set_module(m->name);
+		if (m->desc.init(&lg_host, &m->conf, &m->state) != 0) {
+			m->ready = 0;
+			log_error("module %s: init failed; its jobs answer 500 in this process",
+			    m->name);
+		}
+		lg_host_set_module(NULL);
+	}
+}
+
+void
+lg_registry_exit_process(struct lg_registry *r)
+{
+	for (uint32_t i = 0; i < r->nmodules; i++) {
+		struct lg_module *m = &r->modules[i];
+
+		if (m->desc.exit != NULL && m->ready) {
+			lg_host_set_module(m->name);
+			m->desc.exit(&lg_host, m->state);
+			lg_host_set_module(NULL);
+		}
+	}
+}
+
+int
+lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
+    uint64_t in_len, uint64_t region_cap, uint64_t *need)
+{
+	const struct lg_kind *k = lg_registry_kind(r, kind);
+	uint64_t n = 0;
+
+	*need = region_cap;
+	if (k == NULL || route >= r->nroutes || region_cap <= LG_OUT_META)
+		return 0; /* lg_registry_run refuses it */
+	if (k->desc.output_size != NULL)
+		n = k->desc.output_size(in_len, &r->routes[route].conf);
+	else
+		n = k->desc.max_output;
+	if (n == 0)
+		return 0;
+	if (n > region_cap - LG_OUT_META)
+		return -1;
+	*need = LG_OUT_META + n;
+	return 0;
+}
+
+int
+lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len)
+{
+	const struct lg_kind *k = lg_registry_kind(r, j->kind);
+	const struct lg_module *m;
+	struct lg_view v;
+
+	*out_len = 0;
+	if (j->out_cap < LG_OUT_META + 1)
+		return LG_JOB_ERROR;
+	memset(j->out, 0, sizeof(struct lg_out_meta));
+	if (k == NULL || j->route >= r->nroutes || r->routes[j->route].kind != j->kind) {
+		log_warn("job names kind %u on route %u, which do not match", j->kind, j->route);
+		return LG_JOB_ERROR;
+	}
+	m = &r->modules[k->module];
+	if (m->test_only && !j->test_jobs)
+		return LG_JOB_BAD_INPUT;
+	if (lg_view_decode(j->in, j->in_cap, &v) == -1 || v.len > j->in_cap ||
+	    j->in_len > j->in_cap - v.len) {
+		log_warn("job of kind %s has a malformed request view", k->name);
+		return LG_JOB_ERROR;
+	}
+	if (!m->ready)
+		return LG_JOB_ERROR;
+	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
+	    &r->routes[j->route].conf, &v, j->in + v.len, j->in_len, j->out, j->out_cap,
+	    j->deadline_ns, j->enqueue_ns, j->start_ns };
+	return lg_host_run(&run, out_len);
+}

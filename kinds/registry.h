@@ -1,0 +1,154 @@
+/* The registry: the one place that knows which job kinds and which routes exist. Built by the
+ * master from the built-in modules, the modules the configuration loads ([module] sections)
+ * and the routes it declares ([route] sections, or the default routes), before any fork; every
+ * process reads its inherited copy and none changes it. A reload builds a new registry for the
+ * new generation and never frees one a live process may use.
+ *
+ * A kind is a struct lagless_kind of a module (include/lagless/module.h), built-in kinds
+ * exactly like loaded ones, so adding one is a row in a module's kind array. Kind ids (1..) are
+ * what job headers carry; 0 is no kind. A route is either a loop handler (a name the router
+ * knows: ping, health, ready, metrics, status, test-block) or a kind. */
+#ifndef LG_KINDS_REGISTRY_H
+#define LG_KINDS_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kinds/host.h"
+
+#define LG_NAME_MAX  64   /* module and kind names */
+#define LG_PATH_MAX  256  /* route paths, module files */
+
+/* Route methods (a bit set). */
+#define LG_M_GET    0x01u
+#define LG_M_HEAD   0x02u
+#define LG_M_POST   0x04u
+#define LG_M_PUT    0x08u
+#define LG_M_DELETE 0x10u
+#define LG_M_PATCH  0x20u
+
+struct lg_module {
+	char name[LG_NAME_MAX];
+	char version[LG_NAME_MAX];
+	char path[LG_PATH_MAX];     /* the configured file; "" for a built-in module */
+	struct lagless_module desc; /* the module's descriptor, zero-extended to the host's size */
+	void *handle;               /* dlopen handle (never closed while a process may use it) */
+	struct lagless_conf conf;   /* its [module] section's keys (path excluded) */
+	void *state;                /* per process: what init stored */
+	int ready;                  /* per process: init ran and succeeded (or there is none) */
+	int test_only;              /* its kinds are served only with --enable-test-jobs */
+};
+
+struct lg_kind {
+	char name[2 * LG_NAME_MAX]; /* "heavy" for a built-in kind, else "module.kind" */
+	struct lagless_kind desc;   /* the descriptor, zero-extended to the host's size */
+	uint32_t module;            /* index into the registry's modules */
+	uint32_t id;                /* its index in kinds[] */
+};
+
+struct lg_route_def {
+	char path[LG_PATH_MAX];
+	int prefix;                 /* the path was given ending in "*": a prefix match */
+	uint32_t methods;           /* LG_M_*; GET implies HEAD */
+	char handler[LG_NAME_MAX];  /* a loop handler's name, "" for a kind */
+	uint32_t kind;              /* kind id, 0 for a handler */
+	uint32_t where;             /* LAGLESS_WHERE_POOL or LAGLESS_WHERE_LOOP */
+	uint64_t deadline_ms;       /* of its jobs, queue wait included */
+	uint64_t max_body;          /* bytes */
+	char ctype[128];            /* "" = the kind's */
+	char fields[LAGLESS_MAX_FIELDS][LG_NAME_MAX]; /* header fields the kind sees (lower case) */
+	unsigned nfields;
+	int test_only;              /* only with --enable-test-jobs */
+	struct lagless_conf conf;   /* the kind's keys */
+	char file[LG_PATH_MAX];     /* where it was declared ("" for a default route) */
+	int line;
+};
+
+struct lg_registry {
+	struct lg_module *modules;
+	uint32_t nmodules;
+	struct lg_kind *kinds;      /* kinds[0] is unused: id 0 is no kind */
+	uint32_t nkinds;            /* including kinds[0] */
+	struct lg_route_def *routes;
+	uint32_t nroutes;
+};
+
+/* Creates an empty registry holding the built-in modules (the kinds shipped with lagless and the
+ * fault-injection kinds). Returns 0, or -1 with a message in err (cap bytes). */
+int lg_registry_init(struct lg_registry *r, char *err, size_t cap);
+
+/* Checks a module descriptor read from path (its ABI, size, signature, names, kinds; see
+ * module.h) and adds it with its kinds, calling its check hook with conf. conf's array is
+ * borrowed for the registry's life. Returns 0, or -1 with a message naming path and, for an
+ * ABI mismatch, both values ("module compiled with ABI 2.0, lagless has 1.0"). */
+int lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
+    const char *path, void *handle, const struct lagless_conf *conf, char *err, size_t cap);
+
+/* The kind named name ("heavy", "upper.upper"), or NULL. */
+const struct lg_kind *lg_registry_find(const struct lg_registry *r, const char *name);
+
+/* The kind of id, or NULL for 0 and ids out of range. */
+const struct lg_kind *lg_registry_kind(const struct lg_registry *r, uint32_t id);
+
+/* Adds a route (copied). Refuses a path already routed with an overlapping method set, a kind
+ * route whose where the kind does not allow, and calls the kind's check hook with the route's
+ * keys. Returns 0, or -1 with a message in err. */
+int lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char *err,
+    size_t cap);
+
+/* The routes lagless serves without configuration, for every default route not already
+ * declared (by path): the loop handlers, the built-in kinds' routes, and the /test/ routes
+ * (test_only). deadline_ms and max_body are the server-wide settings. inline_heavy makes /heavy
+ * run on the loop. Returns 0 or -1 with err. */
+int lg_registry_default_routes(struct lg_registry *r, uint64_t deadline_ms, uint64_t max_body,
+    int inline_heavy, char *err, size_t cap);
+
+/* Removes the route of path (declared with `off = yes`). Returns 0, or -1 when none. */
+int lg_registry_remove_route(struct lg_registry *r, const char *path);
+
+/* Prints the routes table (lagless -t) to f. */
+void lg_registry_print(const struct lg_registry *r, void *f);
+
+/* Per process, after fork: runs the init hook of every module (state kept in the registry
+ * row); a failure is logged and the module's jobs then answer 500. loop_only: only the modules
+ * with a route where=loop (a loop worker runs no other kind). */
+void lg_registry_init_process(struct lg_registry *r, int loop_only);
+
+/* Runs every module's exit hook (graceful process exit). */
+void lg_registry_exit_process(struct lg_registry *r);
+
+/* One job to run, wherever it runs (a compute process, a loop worker for where=loop, the
+ * --run-kind command). The regions are the job's transit buffer, already backed. */
+struct lg_job_in {
+	uint32_t kind;              /* kind id */
+	uint32_t route;             /* route index, whose config the kind gets */
+	const unsigned char *in;    /* input region: the request view, then the body */
+	uint64_t in_cap;            /* bytes of it */
+	uint64_t in_len;            /* body bytes */
+	unsigned char *out;         /* output region: metadata page, then the answer */
+	uint64_t out_cap;           /* bytes of it backed (lg_registry_out_need) */
+	uint64_t deadline_ns, enqueue_ns, start_ns;
+	int test_jobs;              /* --enable-test-jobs: the fault kinds may run */
+};
+
+/* Bytes of the output region (metadata page included) to back before running kind on in_len
+ * input bytes under route: its output_size for that input, else its max_output, else the
+ * whole region (region_cap). Returns 0 with *need, or -1 when the kind's bound is over the
+ * region (the answer is then 413 without running it). */
+int lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
+    uint64_t in_len, uint64_t region_cap, uint64_t *need);
+
+/* Runs job j: checks the kind and route ids (the route must name the kind), the request view
+ * (kinds/host.h, nothing trusted) and that the body fits after it, then lg_host_run. The
+ * metadata page is cleared first, so the loop never reads a previous job's. Returns an enum
+ * lg_job_status and the answer's length in *out_len. */
+int lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len);
+
+/* Route methods from "GET, POST" (case-sensitive tokens, ',' or ' ' separated). Returns the
+ * LG_M_* set, or 0 for an unknown or empty list. */
+uint32_t lg_registry_methods(const char *list);
+
+/* The methods of a set as "GET, HEAD, POST" into buf (an Allow header value). */
+void lg_registry_methods_str(uint32_t set, char *buf, size_t cap);
+
+#endif

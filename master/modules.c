@@ -1,0 +1,203 @@
+#include "master/modules.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Files already opened by this master, to reuse on reload when unchanged. */
+struct loaded {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	void *handle;
+	const struct lagless_module *desc;
+	struct loaded *next;
+};
+
+static struct loaded *loaded;
+
+#if UINTPTR_MAX == 0xffffffffffffffffu
+typedef Elf64_Ehdr ehdr_t;
+typedef Elf64_Phdr phdr_t;
+#define LG_ELFCLASS ELFCLASS64
+#else
+typedef Elf32_Ehdr ehdr_t;
+typedef Elf32_Phdr phdr_t;
+#define LG_ELFCLASS ELFCLASS32
+#endif
+
+static int
+table_in(uint64_t off, uint64_t num, uint64_t entsize, size_t len)
+{
+	return num == 0 || (off <= len && entsize != 0 && num <= (len - off) / entsize);
+}
+
+int
+lg_modules_check_elf(const unsigned char *buf, size_t len, char *err, size_t cap)
+{
+	ehdr_t eh;
+
+	if (len < sizeof(eh) || memcmp(buf, ELFMAG, SELFMAG) != 0) {
+		snprintf(err, cap, "not an ELF file");
+		return -1;
+	}
+	memcpy(&eh, buf, sizeof(eh));
+	if (eh.e_ident[EI_CLASS] != LG_ELFCLASS || eh.e_type != ET_DYN) {
+		snprintf(err, cap, "not a shared object of this machine's class");
+		return -1;
+	}
+	if (!table_in(eh.e_phoff, eh.e_phnum, eh.e_phentsize, len) ||
+	    !table_in(eh.e_shoff, eh.e_shnum, eh.e_shentsize, len) ||
+	    eh.e_phentsize != sizeof(phdr_t)) {
+		snprintf(err, cap, "truncated ELF file (%zu bytes; header tables past the end)", len);
+		return -1;
+	}
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		phdr_t ph;
+
+		memcpy(&ph, buf + eh.e_phoff + (size_t)i * sizeof(ph), sizeof(ph));
+		if (ph.p_type == PT_LOAD && (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)) {
+			snprintf(err, cap, "truncated ELF file (%zu bytes; segment %u past the end)",
+			    len, i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+same_file(const struct loaded *l, const struct stat *st)
+{
+	return l->dev == st->st_dev && l->ino == st->st_ino && l->size == st->st_size &&
+	    l->mtime.tv_sec == st->st_mtim.tv_sec && l->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Reads the whole file of fd (st->st_size bytes) into a new memfd, then checks the file did
+ * not change meanwhile. Returns the memfd, or -1 with err. */
+static int
+private_copy(int fd, const struct stat *st, const char *path, unsigned char **map, char *err,
+    size_t cap)
+{
+	size_t len = (size_t)st->st_size;
+	int mfd = memfd_create("lagless-module", MFD_CLOEXEC);
+	struct stat after;
+	unsigned char *p = MAP_FAILED;
+
+	*map = NULL;
+	if (mfd == -1 || ftruncate(mfd, st->st_size) == -1 ||
+	    (p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) ==
+	    MAP_FAILED) {
+		snprintf(err, cap, "%s: cannot make a private copy: %s", path, strerror(errno));
+		goto fail;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t n = pread(fd, p + off, len - off, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, cap, "%s: %s while reading it", path, n == 0 ?
+			    "the file shrank" : strerror(errno));
+			goto fail;
+		}
+		off += (size_t)n;
+	}
+	if (fstat(fd, &after) == -1 || after.st_size != st->st_size ||
+	    after.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+	    after.st_mtim.tv_nsec != st->st_mtim.tv_nsec) {
+		snprintf(err, cap, "%s: the file changed while it was read (being written?); "
+		    "not loaded", path);
+		goto fail;
+	}
+	*map = p;
+	return mfd;
+fail:
+	if (p != MAP_FAILED)
+		munmap(p, len ? len : 1);
+	if (mfd != -1)
+		close(mfd);
+	return -1;
+}
+
+static int
+open_copy(int mfd, const char *path, void **handle, const struct lagless_module **desc,
+    char *err, size_t cap)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", mfd);
+	dlerror();
+	if ((*handle = dlopen(proc, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		const char *e = dlerror();
+
+		snprintf(err, cap, "%s: cannot load: %s", path, e ? e : "dlopen failed");
+		return -1;
+	}
+	*desc = dlsym(*handle, LAGLESS_MODULE_SYMBOL);
+	if (*desc == NULL) {
+		snprintf(err, cap, "%s: no %s symbol: not a lagless module (build it with "
+		    "LAGLESS_MODULE from lagless/module.h)", path, LAGLESS_MODULE_SYMBOL);
+		dlclose(*handle); /* nothing of it ran or is referenced */
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_modules_open(const char *path, void **handle, const struct lagless_module **desc,
+    char *err, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), mfd = -1, rc = -1;
+	struct stat st;
+	unsigned char *map = NULL;
+	struct loaded *l;
+
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		snprintf(err, cap, "%s: cannot open the module: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, cap, "%s: the module is not a regular file", path);
+		goto out;
+	}
+	for (l = loaded; l != NULL; l = l->next)
+		if (same_file(l, &st)) {
+			*handle = l->handle;
+			*desc = l->desc;
+			rc = 0;
+			goto out;
+		}
+	if ((mfd = private_copy(fd, &st, path, &map, err, cap)) == -1)
+		goto out;
+	char why[160];
+	if (lg_modules_check_elf(map, (size_t)st.st_size, why, sizeof(why)) == -1) {
+		snprintf(err, cap, "%s: %s", path, why);
+		goto out;
+	}
+	if (open_copy(mfd, path, handle, desc, err, cap) == -1)
+		goto out;
+	if ((l = calloc(1, sizeof(*l))) != NULL) {
+		*l = (struct loaded){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, *handle, *desc,
+		    loaded };
+		loaded = l;
+	}
+	rc = 0;
+out:
+	if (map != NULL)
+		munmap(map, st.st_size ? (size_t)st.st_size : 1);
+	/* A loaded copy's memfd stays open for good: glibc's dlopen recognises an object already
+	 * loaded by its path name, so a reused /proc/self/fd/N would return the old module. */
+	if (mfd != -1 && rc == -1)
+		close(mfd);
+	if (fd != -1)
+		close(fd);
+	return rc;
+}

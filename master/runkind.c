@@ -1,0 +1,90 @@
+#include "master/runkind.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "kinds/registry.h"
+#include "shm/layout.h"
+
+static unsigned char *
+read_all(uint64_t max, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	unsigned char *buf = malloc(cap);
+
+	while (buf != NULL) {
+		ssize_t r = read(0, buf + n, cap - n);
+
+		if (r == 0)
+			break;
+		if (r < 0 || n + (size_t)r > max) {
+			fprintf(stderr, "lagless: %s\n", r < 0 ? "cannot read standard input" :
+			    "input over max_body");
+			free(buf);
+			return NULL;
+		}
+		n += (size_t)r;
+		if (n == cap) {
+			unsigned char *p = realloc(buf, cap *= 2);
+			if (p == NULL)
+				free(buf);
+			buf = p;
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+int
+lg_runkind_main(const struct lg_config *cfg, const char *name)
+{
+	struct lg_registry *r = cfg->reg;
+	const struct lg_kind *k = lg_registry_find(r, name);
+	const struct lg_route_def *rt = NULL;
+	const char *q = getenv("LAGLESS_RUN_QUERY");
+	struct lg_view v = { .method = "POST", .method_len = 4, .path = "/", .path_len = 1,
+	    .query = q ? q : "", .query_len = q ? strlen(q) : 0 };
+	size_t in_len, region_cap;
+	unsigned char *in, *region;
+	uint64_t out_len, now = lg_now_ns();
+	int st;
+
+	if (k == NULL) {
+		fprintf(stderr, "lagless: unknown kind %s\n", name);
+		return 2;
+	}
+	for (uint32_t i = 0; i < r->nroutes && rt == NULL; i++)
+		if (r->routes[i].kind == k->id)
+			rt = &r->routes[i];
+	if ((in = read_all(cfg->max_body, &in_len)) == NULL)
+		return 1;
+	region_cap = LG_OUT_META + (size_t)(cfg->max_output ? cfg->max_output :
+	    in_len + in_len / 256 + (128u << 10));
+	region = mmap(NULL, region_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	    -1, 0);
+	if (region == MAP_FAILED) {
+		perror("lagless: mmap");
+		return 1;
+	}
+	lg_registry_init_process(r, 0);
+	const struct lg_module *m = &r->modules[k->module];
+	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
+	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,
+	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now };
+	st = m->ready ? lg_host_run(&run, &out_len) : LG_JOB_ERROR;
+	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
+	if (st == LG_JOB_OK) {
+		fwrite(region + LG_OUT_META, 1, out_len, stdout);
+		fflush(stdout);
+		lg_registry_exit_process(r);
+		return 0;
+	}
+	fprintf(stderr, "lagless: kind %s: %s%s%.*s\n", name, st == LG_JOB_BAD_INPUT ?
+	    "bad input" : st == LG_JOB_TOO_LARGE ? "too large" : "error", meta->msg_len ? ": " : "",
+	    (int)(meta->msg_len < sizeof(meta->msg) ? meta->msg_len : 0), meta->msg);
+	return 1;
+}

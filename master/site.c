@@ -1,0 +1,359 @@
+#include "master/site.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kinds/registry.h"
+#include "master/modules.h"
+
+struct section {
+	int route;                /* 1 route, 0 module */
+	char *name;               /* path or module name */
+	int line;                 /* of its first key */
+	struct lg_kv *kv;
+	unsigned nkv;
+};
+
+struct lg_site_src {
+	char file[LG_PATH_MAX];
+	struct section *secs;
+	unsigned nsecs;
+};
+
+struct lg_site_src *
+lg_site_new(const char *file)
+{
+	struct lg_site_src *s = calloc(1, sizeof(*s));
+
+	if (s != NULL)
+		snprintf(s->file, sizeof(s->file), "%s", file);
+	return s;
+}
+
+static struct section *
+section_for(struct lg_site_src *s, int route, const char *name, int line)
+{
+	struct section *sec;
+
+	if (s->nsecs > 0 && s->secs[s->nsecs - 1].route == route &&
+	    strcmp(s->secs[s->nsecs - 1].name, name) == 0)
+		return &s->secs[s->nsecs - 1];
+	if ((sec = realloc(s->secs, (s->nsecs + 1) * sizeof(*sec))) == NULL)
+		return NULL;
+	s->secs = sec;
+	sec = &s->secs[s->nsecs++];
+	*sec = (struct section){ route, strdup(name), line, NULL, 0 };
+	return sec->name ? sec : NULL;
+}
+
+int
+lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
+    const char *value, int line, char *why, size_t cap)
+{
+	int route = strncmp(section, "route ", 6) == 0;
+	const char *name = section + (route ? 6 : 7);
+	struct section *sec;
+	struct lg_kv *kv;
+
+	if (!route && strncmp(section, "module ", 7) != 0)
+		return 0;
+	name += strspn(name, " \t");
+	if (*name == '\0' || (route && *name != '/') || strlen(name) >= LG_PATH_MAX) {
+		snprintf(why, cap, "section [%s]: %s", section, route ?
+		    "a route path starts with '/'" : "a module needs a name");
+		return -1;
+	}
+	if ((sec = section_for(s, route, name, line)) == NULL ||
+	    (kv = realloc(sec->kv, (sec->nkv + 1) * sizeof(*kv))) == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	sec->kv = kv;
+	for (unsigned i = 0; i < sec->nkv; i++)
+		if (strcmp(kv[i].key, key) == 0) {
+			snprintf(why, cap, "key '%s' given twice for [%s] (line %d; a section is "
+			    "declared once)", key, section, kv[i].line);
+			return -1;
+		}
+	kv[sec->nkv] = (struct lg_kv){ strdup(key), strdup(value), line };
+	if (kv[sec->nkv].key == NULL || kv[sec->nkv].value == NULL) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	sec->nkv++;
+	return 1;
+}
+
+static int
+fail_kv(char *err, size_t cap, const char *file, const struct lg_kv *kv, const char *why)
+{
+	snprintf(err, cap, "%s:%d: key '%s' = '%s': %s", file, kv->line, kv->key, kv->value, why);
+	return -1;
+}
+
+/* Moves the section's keys not in `own` into conf (the module's or kind's own keys). */
+static int
+split_conf(struct section *sec, const char *const *own, struct lagless_conf *conf)
+{
+	struct lg_kv *rest = calloc(sec->nkv + 1, sizeof(*rest));
+	unsigned n = 0;
+
+	if (rest == NULL)
+		return -1;
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		int mine = 0;
+
+		for (const char *const *o = own; *o; o++)
+			mine |= strcmp(sec->kv[i].key, *o) == 0;
+		if (!mine)
+			rest[n++] = sec->kv[i];
+	}
+	*conf = (struct lagless_conf){ rest, n };
+	return 0;
+}
+
+static int
+load_module(struct lg_registry *r, const char *file, struct section *sec, char *err,
+    size_t cap)
+{
+	static const char *const own[] = { "path", NULL };
+	const struct lg_kv *path = NULL;
+	struct lagless_conf conf;
+	const struct lagless_module *desc;
+	void *handle;
+	char why[512];
+
+	for (unsigned i = 0; i < sec->nkv; i++)
+		if (strcmp(sec->kv[i].key, "path") == 0)
+			path = &sec->kv[i];
+	if (path == NULL) {
+		snprintf(err, cap, "%s:%d: module %s: no 'path' key (the .so file)", file, sec->line,
+		    sec->name);
+		return -1;
+	}
+	if (split_conf(sec, own, &conf) == -1)
+		return fail_kv(err, cap, file, path, "out of memory");
+	if (lg_modules_open(path->value, &handle, &desc, why, sizeof(why)) == -1 ||
+	    lg_registry_add_module(r, desc, path->value, handle, &conf, why, sizeof(why)) == -1)
+		return fail_kv(err, cap, file, path, why);
+	if (strcmp(desc->name, sec->name) != 0) {
+		snprintf(why, sizeof(why), "the module calls itself %s, the section [module %s]",
+		    desc->name, sec->name);
+		return fail_kv(err, cap, file, path, why);
+	}
+	return 0;
+}
+
+static int
+parse_size(const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+	uint64_t mul = 1;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	x = strtoull(v, &end, 10);
+	if (*end && !end[1]) {
+		switch (*end) {
+		case 'k': case 'K': mul = 1ull << 10; end++; break;
+		case 'm': case 'M': mul = 1ull << 20; end++; break;
+		case 'g': case 'G': mul = 1ull << 30; end++; break;
+		}
+	}
+	if (*end || x > max / mul)
+		return -1;
+	*out = x * mul;
+	return 0;
+}
+
+/* "content-type, x-user" into rt->fields (lower case). */
+static int
+parse_fields(const char *v, struct lg_route_def *rt)
+{
+	while (*v) {
+		size_t n = strcspn(v, ", \t");
+
+		if (n) {
+			if (rt->nfields == LAGLESS_MAX_FIELDS || n >= LG_NAME_MAX)
+				return -1;
+			for (size_t i = 0; i < n; i++) {
+				char ch = v[i];
+
+				if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+				    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_'))
+					return -1;
+				rt->fields[rt->nfields][i] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+			}
+			rt->nfields++;
+		}
+		v += n;
+		v += strspn(v, ", \t");
+	}
+	return 0;
+}
+
+/* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
+static int
+route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_def *rt,
+    const struct lg_config *cfg, int *off, const char **why)
+{
+	const char *k = kv->key, *v = kv->value;
+	const struct lg_kind *kind;
+
+	if (strcmp(k, "methods") == 0) {
+		*why = "expected a list of GET, HEAD, POST, PUT, DELETE, PATCH";
+		return (rt->methods = lg_registry_methods(v)) ? 1 : -1;
+	}
+	if (strcmp(k, "kind") == 0) {
+		*why = "unknown kind (lagless -t lists the routes; a module's kinds are module.kind)";
+		if ((kind = lg_registry_find(r, v)) == NULL)
+			return -1;
+		rt->kind = kind->id;
+		return 1;
+	}
+	if (strcmp(k, "handler") == 0) {
+		static const char *const handlers[] = { "ping", "health", "ready", "metrics",
+		    "status", NULL };
+		*why = "expected ping, health, ready, metrics or status";
+		for (const char *const *h = handlers; *h; h++)
+			if (strcmp(v, *h) == 0) {
+				snprintf(rt->handler, sizeof(rt->handler), "%s", v);
+				return 1;
+			}
+		return -1;
+	}
+	if (strcmp(k, "where") == 0) {
+		*why = "expected pool or loop";
+		if (strcmp(v, "pool") && strcmp(v, "loop"))
+			return -1;
+		rt->where = strcmp(v, "loop") == 0 ? LAGLESS_WHERE_LOOP : LAGLESS_WHERE_POOL;
+		return 1;
+	}
+	if (strcmp(k, "deadline_ms") == 0) {
+		*why = "expected a whole number of milliseconds from 1 to 86400000";
+		return parse_size(v, 86400000, &rt->deadline_ms) == 0 && rt->deadline_ms ? 1 : -1;
+	}
+	if (strcmp(k, "max_body") == 0) {
+		*why = "expected bytes (K/M/G suffixes), at most the server's max_body";
+		return parse_size(v, cfg->max_body, &rt->max_body) == 0 ? 1 : -1;
+	}
+	if (strcmp(k, "fields") == 0) {
+		*why = "expected at most 16 header field names, ',' separated";
+		return parse_fields(v, rt) == 0 ? 1 : -1;
+	}
+	if (strcmp(k, "content_type") == 0) {
+		*why = "expected a media type of visible ASCII, under 128 bytes";
+		if (strlen(v) >= sizeof(rt->ctype) || v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~/;= \"")] != '\0')
+			return -1;
+		snprintf(rt->ctype, sizeof(rt->ctype), "%s", v);
+		return 1;
+	}
+	if (strcmp(k, "off") == 0) {
+		*why = "expected yes or no";
+		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
+			return -1;
+		*off = strcasecmp(v, "yes") == 0;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+add_route(struct lg_registry *r, const char *file, struct section *sec,
+    const struct lg_config *cfg, char *err, size_t cap)
+{
+	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
+	    "max_body", "fields", "content_type", "off", NULL };
+	struct lg_route_def rt;
+	size_t plen = strlen(sec->name);
+	int off = 0;
+	char why[400];
+
+	memset(&rt, 0, sizeof(rt));
+	rt.prefix = sec->name[plen - 1] == '*';
+	snprintf(rt.path, sizeof(rt.path), "%.*s", (int)(plen - (size_t)rt.prefix), sec->name);
+	snprintf(rt.file, sizeof(rt.file), "%s", file);
+	rt.line = sec->line;
+	rt.where = LAGLESS_WHERE_POOL;
+	rt.deadline_ms = cfg->deadline_ms;
+	rt.max_body = cfg->max_body;
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		const char *w = "bad value";
+
+		if (route_key(r, &sec->kv[i], &rt, cfg, &off, &w) == -1)
+			return fail_kv(err, cap, file, &sec->kv[i], w);
+	}
+	if (off) {
+		lg_registry_remove_route(r, rt.path);
+		return 0;
+	}
+	if (rt.methods == 0)
+		rt.methods = rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
+	if (split_conf(sec, own, &rt.conf) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	if (rt.kind == 0 && rt.handler[0] == '\0') {
+		snprintf(err, cap, "%s:%d: route %s: needs kind = ... or handler = ...", file,
+		    sec->line, sec->name);
+		return -1;
+	}
+	if (rt.kind == 0 && rt.conf.n > 0) {
+		snprintf(err, cap, "%s:%d: key '%s': unknown key for a handler route", file,
+		    rt.conf.kv[0].line, rt.conf.kv[0].key);
+		return -1;
+	}
+	if (lg_registry_add_route(r, &rt, why, sizeof(why)) == -1) {
+		snprintf(err, cap, "%s:%d: %s", file, sec->line, why);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_site_build(struct lg_site_src *s, struct lg_config *cfg, char *err, size_t cap)
+{
+	struct lg_registry *r = calloc(1, sizeof(*r));
+	const char *file = s ? s->file : "";
+
+	if (r == NULL || lg_registry_init(r, err, cap) == -1) {
+		if (r == NULL)
+			snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; s && i < s->nsecs; i++)
+		if (!s->secs[i].route && load_module(r, file, &s->secs[i], err, cap) == -1)
+			return -1;
+	for (unsigned i = 0; s && i < s->nsecs; i++)
+		if (s->secs[i].route && add_route(r, file, &s->secs[i], cfg, err, cap) == -1)
+			return -1;
+	/* A route removed with off = yes stays removed: mark it declared. */
+	for (unsigned i = 0; s && i < s->nsecs; i++)
+		if (s->secs[i].route)
+			for (unsigned j = 0; j < s->secs[i].nkv; j++)
+				if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
+				    strcasecmp(s->secs[i].kv[j].value, "yes") == 0) {
+					struct lg_route_def gone;
+
+					memset(&gone, 0, sizeof(gone));
+					snprintf(gone.path, sizeof(gone.path), "%s", s->secs[i].name);
+					snprintf(gone.handler, sizeof(gone.handler), "off");
+					gone.methods = 0;
+					lg_registry_add_route(r, &gone, err, cap);
+				}
+	if (lg_registry_default_routes(r, cfg->deadline_ms, cfg->max_body, cfg->inline_heavy,
+	    err, cap) == -1)
+		return -1;
+	for (uint32_t i = 0; i < r->nroutes;)
+		if (strcmp(r->routes[i].handler, "off") == 0)
+			memmove(&r->routes[i], &r->routes[i + 1],
+			    (--r->nroutes - i) * sizeof(*r->routes));
+		else
+			i++;
+	cfg->reg = r;
+	return 0;
+}

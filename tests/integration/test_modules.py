@@ -1,0 +1,234 @@
+"""Job modules and routes from the configuration (docs/MODULES.md): loading, the request view,
+the output API, where=loop, load errors at -t / start-up / reload, and modules that crash, hang,
+allocate without bound or write past their output region (tests/modules/*.c, built by make)."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import LAGLESS_BIN, get, request, wait_until
+
+MODS = os.environ.get("LAGLESS_TEST_MODULES", "")
+pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(MODS, "faults.so")),
+                                reason="test modules not built (make integration builds them)")
+
+
+def mod(name):
+    return os.path.join(MODS, name + ".so")
+
+
+def run(*args, stdin=None, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([LAGLESS_BIN, *args], capture_output=True, timeout=30, env=e,
+                          input=stdin)
+
+
+FAULTS_CONF = """
+[module faults]
+path = {path}
+level = 1
+
+[route /echo]
+methods = GET, POST
+kind = faults.echo
+fields = x-user, content-type
+greeting = hi
+
+[route /echo-loop]
+methods = POST
+kind = faults.echo
+where = loop
+
+[route /crash]
+methods = GET
+kind = faults.crash
+
+[route /segv]
+methods = GET
+kind = faults.segv
+
+[route /spin]
+methods = GET
+kind = faults.spin
+deadline_ms = 1500
+
+[route /hog]
+methods = GET
+kind = faults.hog
+
+[route /overrun]
+methods = GET
+kind = faults.overrun
+
+[route /heavy]
+off = yes
+
+[route /work]
+methods = GET
+kind = heavy
+"""
+
+
+def write_conf(tmp_path, text, name="lagless.conf"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.timeout(30)
+def test_t_prints_the_routes_table(tmp_path):
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    r = run("-t", "-c", conf)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("/")}
+    assert "faults.echo" in rows["/echo"] and "GET, HEAD, POST" in rows["/echo"]
+    assert re.search(r"%s:\d+" % re.escape(conf), rows["/echo"])
+    assert " loop " in rows["/echo-loop"]
+    assert "heavy" in rows["/work"] and "/heavy" not in rows   # removed and rebound
+    assert "ping" in rows["/ping"] and "default" in rows["/ping"]
+    assert "module faults 1.0 from %s" % mod("faults") in out
+
+
+def error_of(tmp_path, text):
+    conf = write_conf(tmp_path, text)
+    r = run("-t", "-c", conf)
+    assert r.returncode == 1, (text, r.stdout, r.stderr)
+    return conf, r.stderr.decode()
+
+
+@pytest.mark.timeout(60)
+def test_configuration_errors_name_file_line_and_key(tmp_path):
+    conf, err = error_of(tmp_path, "[route /x]\nmethods = GET\nkind = nosuch\n")
+    assert "%s:3: key 'kind' = 'nosuch': unknown kind" % conf in err
+    conf, err = error_of(tmp_path, "[route /x]\nkind = heavy\ndeadline_ms = soon\n")
+    assert "%s:3: key 'deadline_ms'" % conf in err
+    conf, err = error_of(tmp_path, "[route /x]\nkind = heavy\n[route /x]\nkind = compress\n"
+                         "methods = POST\n[route /x]\nkind = heavy\n")
+    assert "%s:4: key 'kind' given twice for [route /x]" % conf in err
+    conf, err = error_of(tmp_path, "[route /x]\nkind = heavy\n[route /y]\nkind = heavy\n"
+                         "[route /x]\nkind = heavy\n")
+    assert "route /x is declared twice" in err
+    conf, err = error_of(tmp_path, "[route /x]\nkind = heavy\nwhere = loop\nfields = a b\n"
+                         "colour = red\n")
+    assert "%s:2: route /x: kind heavy: unknown key colour" % conf in err  # the kind's check
+    conf, err = error_of(tmp_path, "[route /x]\nkind = compress\nwhere = loop\n")
+    assert "may not run where=loop" in err
+    conf, err = error_of(tmp_path, "[module faults]\nlevel = 1\n")
+    assert "no 'path' key" in err
+
+
+@pytest.mark.timeout(60)
+def test_module_load_errors(tmp_path):
+    conf, err = error_of(tmp_path, "[module badabi]\npath = %s\n" % mod("badabi"))
+    assert "%s:2: key 'path'" % conf in err and mod("badabi") in err
+    assert "module compiled with module ABI 2.0, lagless has ABI 1.0" in err
+    conf, err = error_of(tmp_path, "[module nosym]\npath = %s\n" % mod("nosym"))
+    assert "no lagless_module symbol" in err
+    conf, err = error_of(tmp_path, "[module clash]\npath = %s\n" % mod("clash"))
+    assert "clash.twice" in err and "clashes" in err
+    conf, err = error_of(tmp_path, "[module faults]\npath = %s\nlevel = 1\nspeed = 3\n"
+                         % mod("faults"))
+    assert "module faults: unknown key speed" in err            # the module's check hook
+    conf, err = error_of(tmp_path, "[module faults]\npath = %s\n[route /e]\nkind = faults.echo"
+                         "\ncolour = red\n" % mod("faults"))
+    assert "echo knows no key colour" in err
+    conf, err = error_of(tmp_path, "[module faults]\npath = %s\n" % (tmp_path / "missing.so"))
+    assert "cannot open the module" in err
+    half = tmp_path / "half.so"                                 # a copy still being written
+    data = open(mod("faults"), "rb").read()
+    half.write_bytes(data[: len(data) // 2])
+    conf, err = error_of(tmp_path, "[module faults]\npath = %s\n" % half)
+    assert "truncated ELF file" in err
+    conf, err = error_of(tmp_path, "[module upper]\npath = %s\n" % mod("faults"))
+    assert "calls itself faults" in err
+
+
+@pytest.mark.timeout(60)
+def test_request_view_and_output_api(start_server, tmp_path):
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    r = request(srv.port, "POST", "/echo?a=1&b=2", body=b"hello",
+                headers={"X-User": "bob ", "Content-Type": "text/x", "X-Other": "no"})
+    assert r.status == 200, r
+    assert r.header("content-type") == "text/x-echo"          # set by the kind
+    lines = r.body.decode().splitlines()
+    assert lines[0] == "POST /echo ?a=1&b=2 body=5 greeting=hi init=1", lines
+    assert sorted(lines[1:]) == ["content-type: text/x", "x-user: bob"]   # listed fields only
+    r = get(srv.port, "/echo?status=404")
+    assert r.status == 404 and r.body == b"refused with 404\n", r
+    r = get(srv.port, "/echo?status=x")
+    assert r.status == 400, r
+    # where=loop: the same kind inline, never queued
+    r = request(srv.port, "POST", "/echo-loop", body=b"abc")
+    assert r.status == 200 and r.body.startswith(b"POST /echo-loop ? body=3 greeting=- init=")
+    assert r.header("x-queue-ms") == "0.000"
+    assert get(srv.port, "/heavy").status == 404               # removed
+    r = get(srv.port, "/work?iterations=1000")
+    assert r.status == 200 and r.json()["iterations"] == 1000  # rebound
+    assert "faults module initialised" in srv.log()
+
+
+@pytest.mark.timeout(90)
+def test_crashing_hanging_and_hogging_modules(start_server, tmp_path):
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1", "--compute-memory", "256M",
+                       "--kill-grace-ms", "100")
+    srv.expected_crash_re = r"compute\[\d+\] pid=\d+ killed by signal (6|11)\b"
+    for path in ("/crash", "/segv", "/overrun"):
+        before = srv.wait_children("compute", 1)
+        r = get(srv.port, path, timeout=10)
+        assert r.status == 502, (path, r)
+        after = srv.wait_children("compute", 1, timeout=5, exclude=before)
+        assert after and set(after) != set(before), path       # replaced
+        r = get(srv.port, "/echo", timeout=10)                 # the next request works
+        assert r.status == 200, (path, r)
+    t0 = time.monotonic()
+    r = get(srv.port, "/spin", timeout=10)
+    assert r.status == 504 and time.monotonic() - t0 < 5, r
+    assert wait_until(lambda: get(srv.port, "/echo", timeout=10).status == 200, 10)
+    r = get(srv.port, "/hog", timeout=30)
+    assert r.status == 500 and b"out of memory after" in r.body, r
+    assert get(srv.port, "/echo", timeout=10).status == 200
+
+
+@pytest.mark.timeout(60)
+def test_run_kind_without_server(tmp_path):
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    r = run("-c", conf, "--run-kind", "faults.echo", stdin=b"xyz",
+            env={"LAGLESS_RUN_QUERY": "q=1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"POST / ?q=1 body=3 greeting=hi init=1\n"
+    r = run("-c", conf, "--run-kind", "faults.echo", env={"LAGLESS_RUN_QUERY": "status=409"})
+    assert r.returncode == 1 and b"refused with 409" in r.stderr
+    r = run("--run-kind", "nosuch.kind")
+    assert r.returncode == 2 and b"unknown kind" in r.stderr
+
+
+@pytest.mark.timeout(90)
+def test_reload_keeps_running_server_on_bad_module_and_loads_a_new_one(start_server,
+                                                                       tmp_path):
+    so = tmp_path / "faults.so"
+    shutil.copy(mod("faults"), so)
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=so))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    assert get(srv.port, "/echo").status == 200
+    # a half-written file over the path: the reload is refused, the server untouched
+    data = open(mod("faults"), "rb").read()
+    so.write_bytes(data[: len(data) // 3])
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: "reload refused" in srv.log(), 10), srv.log()[-2000:]
+    assert "truncated ELF file" in srv.log()
+    assert get(srv.port, "/echo").status == 200
+    # the real file again, and a config with a new route: the new generation serves it
+    shutil.copy(mod("faults"), so)
+    open(conf, "a").write("\n[route /echo2]\nmethods = GET\nkind = faults.echo\n"
+                          "greeting = two\n")
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: get(srv.port, "/echo2").status == 200, 15), srv.log()[-2000:]
+    assert b"greeting=two" in get(srv.port, "/echo2").body

@@ -1,0 +1,160 @@
+/* A test module: kinds that misbehave the ways a user's code can (tests/integration/
+ * test_modules.py), plus one that echoes the request view. Built by `make` for the tests. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lagless/module.h>
+
+static int inited; /* set by init in each process: echo shows it ran after fork */
+
+static int
+crash(const struct lagless_request *rq, struct lagless_output *out)
+{
+	(void)rq;
+	(void)out;
+	abort();
+}
+
+static int
+segv(const struct lagless_request *rq, struct lagless_output *out)
+{
+	volatile int *p = NULL;
+
+	(void)rq;
+	(void)out;
+	return *p;
+}
+
+static int
+spin(const struct lagless_request *rq, struct lagless_output *out)
+{
+	volatile unsigned long x = 0;
+
+	(void)rq;
+	(void)out;
+	for (;;)
+		x++;
+	return LAGLESS_OK;
+}
+
+/* Allocates 16 MiB blocks (touched) until malloc fails, then answers an error. */
+static int
+hog(const struct lagless_request *rq, struct lagless_output *out)
+{
+	void **blocks = NULL;
+	size_t n = 0;
+
+	for (;;) {
+		void **nb = realloc(blocks, (n + 1) * sizeof(*blocks));
+		void *p;
+
+		if (nb == NULL)
+			break;
+		blocks = nb;
+		if ((p = malloc(16u << 20)) == NULL)
+			break;
+		memset(p, 1, 16u << 20);
+		blocks[n++] = p;
+	}
+	rq->host->set_message(out, "out of memory after %zu MiB", n * 16);
+	while (n > 0)
+		free(blocks[--n]);
+	free(blocks);
+	return LAGLESS_ERROR;
+}
+
+/* Writes sequentially past the end of its output region. */
+static int
+overrun(const struct lagless_request *rq, struct lagless_output *out)
+{
+	volatile unsigned char *p = out->data;
+
+	(void)rq;
+	for (size_t i = 0; i < out->cap + 8192; i++)
+		p[i] = 0xee;
+	out->len = 0;
+	return LAGLESS_OK;
+}
+
+/* The request view as text: method, path, query, each listed field, the route's key "greeting"
+ * and whether init ran; ?status=N answers a 4xx with a message. */
+static int
+echo(const struct lagless_request *rq, struct lagless_output *out)
+{
+	const char *g = rq->host->conf_get(rq->conf, "greeting");
+	uint64_t status;
+	int n;
+
+	if (rq->host->query_uint(rq, "status", 0, 0, 499, &status) == -1)
+		return LAGLESS_BAD_INPUT;
+	if (status >= 400) {
+		rq->host->set_status(out, (int)status);
+		rq->host->set_message(out, "refused with %d", (int)status);
+		return LAGLESS_BAD_INPUT;
+	}
+	n = snprintf((char *)out->data, out->cap, "%s %s ?%s body=%zu greeting=%s init=%d\n",
+	    rq->method, rq->path, rq->query, rq->input_len, g ? g : "-", inited);
+	if (n < 0 || (size_t)n >= out->cap)
+		return LAGLESS_TOO_LARGE;
+	out->len = (size_t)n;
+	for (size_t i = 0; i < rq->nfields; i++) {
+		char line[256];
+		int m = snprintf(line, sizeof(line), "%s: %s\n", rq->fields[i].name,
+		    rq->fields[i].value);
+
+		if (m < 0 || rq->host->write(out, line, (size_t)m) == -1)
+			return LAGLESS_TOO_LARGE;
+	}
+	rq->host->set_ctype(out, "text/x-echo");
+	return LAGLESS_OK;
+}
+
+/* [module faults] keys: only "level" is known. */
+static int
+check(const struct lagless_host *h, const struct lagless_conf *conf, char *err, size_t errlen)
+{
+	const char *k, *v;
+
+	for (size_t i = 0; h->conf_at(conf, i, &k, &v) == 0; i++)
+		if (strcmp(k, "level") != 0) {
+			snprintf(err, errlen, "unknown key %s", k);
+			return -1;
+		}
+	return 0;
+}
+
+/* route keys of echo: only "greeting" */
+static int
+echo_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	const char *k, *v;
+
+	for (size_t i = 0; h->conf_at(conf, i, &k, &v) == 0; i++)
+		if (strcmp(k, "greeting") != 0) {
+			snprintf(err, errlen, "echo knows no key %s", k);
+			return -1;
+		}
+	return 0;
+}
+
+static int
+init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
+{
+	(void)conf;
+	(void)state;
+	inited = 1;
+	h->log(LAGLESS_LOG_INFO, "faults module initialised");
+	return 0;
+}
+
+LAGLESS_MODULE_HOOKS("faults", "1.0", check, init, NULL,
+    LAGLESS_KIND("crash", crash),
+    LAGLESS_KIND("segv", segv),
+    LAGLESS_KIND("spin", spin),
+    LAGLESS_KIND("hog", hog),
+    LAGLESS_KIND("overrun", overrun),
+    LAGLESS_KIND("echo", echo, .ctype = "text/plain", .check = echo_check,
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
