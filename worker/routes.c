@@ -271,15 +271,13 @@ is_asterisk(const struct lg_http_req *r)
 static int
 route_options_any(struct lg_conn *c)
 {
-	int get = 0, post = 0;
-	char allow[64];
+	uint32_t set = 0;
+	char list[64], allow[96];
 
-	for (size_t i = 0; i < NROUTES; i++) {
-		get |= routes[i].method == HTTP_GET;
-		post |= routes[i].method == HTTP_POST;
-	}
-	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", get ? "GET, HEAD, " : "",
-	    post ? "POST, " : "");
+	for (unsigned i = 0; i < c->w->nroutes; i++)
+		set |= c->w->routes[i].def->methods;
+	lg_registry_methods_str(set, list, sizeof(list));
+	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", list, list[0] ? ", " : "");
 	return lg_conn_respond(c, 200, NULL, allow, NULL, 0);
 }
 
