@@ -171,6 +171,23 @@ lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
 	return 0;
 }
 
+void
+lg_registry_free(struct lg_registry *r)
+{
+	if (r == NULL)
+		return;
+	for (uint32_t i = 0; i < r->nmodules; i++)
+		free((void *)r->modules[i].conf.kv);
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		free((void *)r->routes[i].conf.kv);
+	free(r->modules);
+	free(r->kinds);
+	free(r->routes);
+	if (r->src_free != NULL)
+		r->src_free(r->src);
+	free(r);
+}
+
 const struct lg_kind *
 lg_registry_find(const struct lg_registry *r, const char *name)
 {

@@ -71,7 +71,13 @@ struct lg_registry {
 	uint32_t nkinds;            /* including kinds[0] */
 	struct lg_route_def *routes;
 	uint32_t nroutes;
+	void *src;                  /* what the configuration strings live in, freed with it */
+	void (*src_free)(void *src);
 };
+
+/* Frees r (heap, from whoever built it), its tables, the conf arrays and src. Module handles
+ * stay open (their code may still run in another process). NULL is ignored. */
+void lg_registry_free(struct lg_registry *r);
 
 /* Creates an empty registry holding the built-in modules (the kinds shipped with lagless and the
  * fault-injection kinds). Returns 0, or -1 with a message in err (cap bytes). */

@@ -147,6 +147,7 @@ lg_gen_destroy(struct lg_gen *g)
 		return;
 	lg_channels_close(&g->ch);
 	lg_arena_destroy(&g->arena);
+	lg_registry_free(g->cfg.reg); /* each configuration load built its own */
 	free(g->children);
 	free(g);
 }

@@ -62,7 +62,8 @@ struct lg_gen {
 struct lg_gen *lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
     pid_t master_pid, const struct lg_gen *prev);
 
-/* Releases the master's copies of the generation's resources and frees it. The processes must
+/* Releases the master's copies of the generation's resources (its registry too: the
+ * generation owns the configuration it was created from) and frees it. The processes must
  * be gone (or be left to die with their own copies). */
 void lg_gen_destroy(struct lg_gen *g);
 

@@ -60,18 +60,24 @@ main(int argc, char **argv)
 	if (cmd.test_config && error_log_unusable(cfg.error_log)) {
 		fprintf(stderr, "lagless: cannot write the error log %s: %m\n"
 		    "configuration test failed\n", cfg.error_log);
+		lg_registry_free(cfg.reg);
 		return 1;
 	}
 	if (!cmd.print_sizing && !cmd.test_config && lg_log_open(cfg.error_log) == -1) {
 		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
+		lg_registry_free(cfg.reg);
 		return 1;
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
-	if (cmd.run_kind != NULL)
-		return lg_runkind_main(&cfg, cmd.run_kind);
+	if (cmd.run_kind != NULL) {
+		int rc = lg_runkind_main(&cfg, cmd.run_kind);
+
+		lg_registry_free(cfg.reg);
+		return rc;
+	}
 	if (cmd.print_sizing || cmd.test_config) {
 		printf("%s\n", json);
 		if (cmd.test_config)
@@ -79,6 +85,7 @@ main(int argc, char **argv)
 		if (cmd.test_config)
 			fprintf(stderr, "lagless: configuration %s is valid\n",
 			    cmd.config_path ? cmd.config_path : "(flags and environment only)");
+		lg_registry_free(cfg.reg);
 		return 0;
 	}
 	log_info("lagless %s sizing: %s", LG_VERSION, json);

@@ -519,12 +519,16 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		return 0;
 	struct lg_site_src *site = NULL;
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
-	    cfg, &site, err, cap) == -1)
+	    cfg, &site, err, cap) == -1) {
+		lg_site_free(site);
 		return -1;
+	}
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
-	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1)
+	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1) {
+		lg_site_free(site);
 		return -1;
+	}
 	return lg_site_build(site, cfg, err, cap);
 }
 

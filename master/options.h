@@ -30,7 +30,9 @@ void lg_options_defaults(struct lg_config *cfg);
  * SIGHUP). On error returns -1 and writes one line into err (cap bytes) naming the source:
  * "FILE:LINE: key 'name': reason", "environment LAGLESS_X: reason" or "--flag: reason".
  * Unknown keys, flags and malformed values are errors; unknown LAGLESS_* variables are not
- * (other tools share the prefix, e.g. LAGLESS_SYSROOT). Returns 0 on success. */
+ * (other tools share the prefix, e.g. LAGLESS_SYSROOT). Returns 0 on success, with cfg->reg
+ * the registry of kinds, modules and routes built from it (master/site.h; heap, freed with
+ * lg_registry_free), NULL for --help, --version and --print-example-config. */
 int lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_command *cmd,
     char *err, size_t cap);
 

@@ -32,6 +32,29 @@ lg_site_new(const char *file)
 	return s;
 }
 
+void
+lg_site_free(struct lg_site_src *s)
+{
+	if (s == NULL)
+		return;
+	for (unsigned i = 0; i < s->nsecs; i++) {
+		for (unsigned j = 0; j < s->secs[i].nkv; j++) {
+			free(s->secs[i].kv[j].key);
+			free(s->secs[i].kv[j].value);
+		}
+		free(s->secs[i].kv);
+		free(s->secs[i].name);
+	}
+	free(s->secs);
+	free(s);
+}
+
+static void
+site_free(void *s)
+{
+	lg_site_free(s);
+}
+
 static struct section *
 section_for(struct lg_site_src *s, int route, const char *name, int line)
 {
@@ -314,37 +337,32 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	return 0;
 }
 
-int
-lg_site_build(struct lg_site_src *s, struct lg_config *cfg, char *err, size_t cap)
+static int
+build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
+    size_t cap)
 {
-	struct lg_registry *r = calloc(1, sizeof(*r));
 	const char *file = s ? s->file : "";
 
-	if (r == NULL || lg_registry_init(r, err, cap) == -1) {
-		if (r == NULL)
-			snprintf(err, cap, "out of memory");
-		return -1;
-	}
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (!s->secs[i].route && load_module(r, file, &s->secs[i], err, cap) == -1)
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route && add_route(r, file, &s->secs[i], cfg, err, cap) == -1)
 			return -1;
-	/* A route removed with off = yes stays removed: mark it declared. */
+	/* A default route removed with off = yes stays removed: hold its path while the
+	 * defaults are added, then drop the placeholder. */
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		if (s->secs[i].route)
-			for (unsigned j = 0; j < s->secs[i].nkv; j++)
-				if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
-				    strcasecmp(s->secs[i].kv[j].value, "yes") == 0) {
-					struct lg_route_def gone;
+		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++)
+			if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
+			    strcasecmp(s->secs[i].kv[j].value, "yes") == 0) {
+				struct lg_route_def gone;
 
-					memset(&gone, 0, sizeof(gone));
-					snprintf(gone.path, sizeof(gone.path), "%s", s->secs[i].name);
-					snprintf(gone.handler, sizeof(gone.handler), "off");
-					gone.methods = 0;
-					lg_registry_add_route(r, &gone, err, cap);
-				}
+				memset(&gone, 0, sizeof(gone));
+				snprintf(gone.path, sizeof(gone.path), "%s", s->secs[i].name);
+				snprintf(gone.handler, sizeof(gone.handler), "off");
+				if (lg_registry_add_route(r, &gone, err, cap) == -1)
+					return -1;
+			}
 	if (lg_registry_default_routes(r, cfg->deadline_ms, cfg->max_body, cfg->inline_heavy,
 	    err, cap) == -1)
 		return -1;
@@ -354,6 +372,28 @@ lg_site_build(struct lg_site_src *s, struct lg_config *cfg, char *err, size_t ca
 			    (--r->nroutes - i) * sizeof(*r->routes));
 		else
 			i++;
+	return 0;
+}
+
+int
+lg_site_build(struct lg_site_src *s, struct lg_config *cfg, char *err, size_t cap)
+{
+	struct lg_registry *r = calloc(1, sizeof(*r));
+
+	cfg->reg = NULL;
+	if (r == NULL) {
+		snprintf(err, cap, "out of memory");
+		lg_site_free(s);
+		return -1;
+	}
+	if (lg_registry_init(r, err, cap) == -1 || build(r, s, cfg, err, cap) == -1) {
+		r->src = s;
+		r->src_free = site_free;
+		lg_registry_free(r);
+		return -1;
+	}
+	r->src = s;
+	r->src_free = site_free;
 	cfg->reg = r;
 	return 0;
 }

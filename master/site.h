@@ -22,7 +22,12 @@ struct lg_site_src *lg_site_new(const char *file);
 int lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
     const char *value, int line, char *why, size_t cap);
 
-/* Builds cfg->reg from s (which may be NULL: no file) and cfg's settings. Returns 0, or -1 with
+/* Frees s and every string it collected (NULL is ignored). */
+void lg_site_free(struct lg_site_src *s);
+
+/* Builds cfg->reg from s (which may be NULL: no file) and cfg's settings; the registry takes
+ * s over (its configuration strings live there) and frees it with itself. On failure both are
+ * freed and cfg->reg is NULL. Returns 0, or -1 with
  * one line in err: "FILE:LINE: key 'kind' = 'x': reason" or "FILE:LINE: module m: reason". */
 int lg_site_build(struct lg_site_src *s, struct lg_config *cfg, char *err, size_t cap);
 

@@ -10,14 +10,22 @@
 
 #include <cmocka.h>
 
+#include "kinds/registry.h"
 #include "master/options.h"
 
 static char err[512];
 
+static int reg_built; /* the last load built a registry (freed at once: tests read settings) */
+
 static int
 load(struct lg_config *cfg, struct lg_command *cmd, int argc, char **argv)
 {
-	return lg_options_load(argc, argv, cfg, cmd, err, sizeof(err));
+	int rc = lg_options_load(argc, argv, cfg, cmd, err, sizeof(err));
+
+	reg_built = cfg->reg != NULL;
+	lg_registry_free(cfg->reg);
+	cfg->reg = NULL;
+	return rc;
 }
 
 static char *
@@ -204,8 +212,7 @@ test_example_round_trips_to_defaults(void **state)
 	char *argv[] = { "lagless", "-c", path, NULL };
 	assert_int_equal(load(&cfg, &cmd, 3, argv), 0);
 	lg_options_defaults(&def);
-	assert_non_null(cfg.reg); /* the registry built from it; its routes are the defaults */
-	cfg.reg = NULL;
+	assert_true(reg_built); /* the registry was built from it */
 	assert_memory_equal(&cfg, &def, sizeof(cfg));
 	unlink(path);
 }
