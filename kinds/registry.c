@@ -127,6 +127,14 @@ add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint
 	return 0;
 }
 
+static int
+drop_conf(const struct lagless_conf *conf)
+{
+	if (conf != NULL)
+		free((void *)conf->kv);
+	return -1;
+}
+
 int
 lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
     const char *path, void *handle, const struct lagless_conf *conf, char *err, size_t cap)
@@ -136,15 +144,15 @@ lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
 	uint32_t idx = r->nmodules;
 
 	if (check_abi(m, path, err, cap) == -1)
-		return -1;
+		return drop_conf(conf);
 	for (uint32_t i = 0; i < r->nmodules; i++)
 		if (strcmp(r->modules[i].name, m->name) == 0) {
 			snprintf(err, cap, "%s: module name %s is already loaded", path, m->name);
-			return -1;
+			return drop_conf(conf);
 		}
 	if (grow((void **)&r->modules, r->nmodules, sizeof(*r->modules)) == -1) {
 		snprintf(err, cap, "out of memory");
-		return -1;
+		return drop_conf(conf);
 	}
 	row = &r->modules[idx];
 	memcpy(&row->desc, m, m->size < sizeof(row->desc) ? m->size : sizeof(row->desc));

@@ -84,8 +84,8 @@ void lg_registry_free(struct lg_registry *r);
 int lg_registry_init(struct lg_registry *r, char *err, size_t cap);
 
 /* Checks a module descriptor read from path (its ABI, size, signature, names, kinds; see
- * module.h) and adds it with its kinds, calling its check hook with conf. conf's array is
- * borrowed for the registry's life. Returns 0, or -1 with a message naming path and, for an
+ * module.h) and adds it with its kinds, calling its check hook with conf. The registry takes
+ * conf's kv array over (freed with it, or at once when the module is refused). Returns 0, or -1 with a message naming path and, for an
  * ABI mismatch, both values ("module compiled with ABI 2.0, lagless has 1.0"). */
 int lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
     const char *path, void *handle, const struct lagless_conf *conf, char *err, size_t cap);

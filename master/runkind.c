@@ -68,6 +68,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	    -1, 0);
 	if (region == MAP_FAILED) {
 		perror("lagless: mmap");
+		free(in);
 		return 1;
 	}
 	lg_registry_init_process(r, 0);
@@ -80,11 +81,14 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	if (st == LG_JOB_OK) {
 		fwrite(region + LG_OUT_META, 1, out_len, stdout);
 		fflush(stdout);
-		lg_registry_exit_process(r);
-		return 0;
+	} else {
+		fprintf(stderr, "lagless: kind %s: %s%s%.*s\n", name, st == LG_JOB_BAD_INPUT ?
+		    "bad input" : st == LG_JOB_TOO_LARGE ? "too large" : "error",
+		    meta->msg_len ? ": " : "",
+		    (int)(meta->msg_len < sizeof(meta->msg) ? meta->msg_len : 0), meta->msg);
 	}
-	fprintf(stderr, "lagless: kind %s: %s%s%.*s\n", name, st == LG_JOB_BAD_INPUT ?
-	    "bad input" : st == LG_JOB_TOO_LARGE ? "too large" : "error", meta->msg_len ? ": " : "",
-	    (int)(meta->msg_len < sizeof(meta->msg) ? meta->msg_len : 0), meta->msg);
-	return 1;
+	lg_registry_exit_process(r);
+	munmap(region, region_cap);
+	free(in);
+	return st == LG_JOB_OK ? 0 : 1;
 }

@@ -158,8 +158,12 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	}
 	if (split_conf(sec, own, &conf) == -1)
 		return fail_kv(err, cap, file, path, "out of memory");
-	if (lg_modules_open(path->value, &handle, &desc, why, sizeof(why)) == -1 ||
-	    lg_registry_add_module(r, desc, path->value, handle, &conf, why, sizeof(why)) == -1)
+	if (lg_modules_open(path->value, &handle, &desc, why, sizeof(why)) == -1) {
+		free((void *)conf.kv); /* not the registry's yet */
+		return fail_kv(err, cap, file, path, why);
+	}
+	/* From here the registry's row holds conf (even when the module is then refused). */
+	if (lg_registry_add_module(r, desc, path->value, handle, &conf, why, sizeof(why)) == -1)
 		return fail_kv(err, cap, file, path, why);
 	if (strcmp(desc->name, sec->name) != 0) {
 		snprintf(why, sizeof(why), "the module calls itself %s, the section [module %s]",
@@ -321,6 +325,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		return -1;
 	}
 	if (rt.kind == 0 && rt.handler[0] == '\0') {
+		free((void *)rt.conf.kv);
 		snprintf(err, cap, "%s:%d: route %s: needs kind = ... or handler = ...", file,
 		    sec->line, sec->name);
 		return -1;
@@ -328,9 +333,11 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	if (rt.kind == 0 && rt.conf.n > 0) {
 		snprintf(err, cap, "%s:%d: key '%s': unknown key for a handler route", file,
 		    rt.conf.kv[0].line, rt.conf.kv[0].key);
+		free((void *)rt.conf.kv);
 		return -1;
 	}
 	if (lg_registry_add_route(r, &rt, why, sizeof(why)) == -1) {
+		free((void *)rt.conf.kv);
 		snprintf(err, cap, "%s:%d: %s", file, sec->line, why);
 		return -1;
 	}
