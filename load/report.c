@@ -281,10 +281,10 @@ lg_report_code(int code, char *buf)
 }
 
 static void
-row(FILE *f, const char *path, const char *code, const struct lg_hist *h, double secs)
+row(FILE *f, int w, const char *path, const char *code, const struct lg_hist *h, double secs)
 {
-	fprintf(f, "%-22s %-7s %8" PRIu64 " %8.1f %9.3f %9.3f %9.3f %9.3f %9.3f\n", path, code,
-	        h->total, (double)h->total / secs, ms(lg_hist_value_at(h, 50)),
+	fprintf(f, "%-*s %-7s %8" PRIu64 " %8.1f %9.3f %9.3f %9.3f %9.3f %9.3f\n",
+	        w, path, code, h->total, (double)h->total / secs, ms(lg_hist_value_at(h, 50)),
 	        ms(lg_hist_value_at(h, 90)), ms(lg_hist_value_at(h, 99)),
 	        ms(lg_hist_value_at(h, 99.9)), ms(h->max));
 }
@@ -295,17 +295,22 @@ text_table(FILE *f, const struct lg_report *r)
 	const struct lg_engine *e = r->e;
 	char buf[12];
 	unsigned i, k;
+	int w = 6;
 
-	fprintf(f, "%-22s %-7s %8s %8s %9s %9s %9s %9s %9s\n", "route", "status", "count",
+	/* the route column as wide as the longest path (a query can make it long) */
+	for (i = 0; i < e->nroutes; i++)
+		if ((int)strlen(e->routes[i].path) > w)
+			w = (int)strlen(e->routes[i].path) > 60 ? 60 : (int)strlen(e->routes[i].path);
+	fprintf(f, "%-*s %-7s %8s %8s %9s %9s %9s %9s %9s\n", w, "route", "status", "count",
 	        "rate/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms");
 	for (i = 0; i < e->nroutes; i++) {
 		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
 
 		for (k = 0; k < st->ncodes; k++)
-			row(f, e->routes[i].path, lg_report_code(st->codes[k], buf), &st->by_code[k],
+			row(f, w, e->routes[i].path, lg_report_code(st->codes[k], buf), &st->by_code[k],
 			    r->duration_s);
 		if (st->ncodes != 1)
-			row(f, e->routes[i].path, "all", &st->all, r->duration_s);
+			row(f, w, e->routes[i].path, "all", &st->all, r->duration_s);
 	}
 }
 
