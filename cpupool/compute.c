@@ -16,13 +16,17 @@
 /* lagless_job_queue_wait_seconds / lagless_job_run_seconds, by kind. Times are this process's
  * own (the slot may be reused as soon as it is finished). */
 static void
-observe(struct lg_proc_page *p, uint32_t kind, uint64_t enqueue, uint64_t start, uint64_t end)
+observe(const struct lg_compute_env *env, uint32_t kind, uint64_t enqueue, uint64_t start,
+    uint64_t end)
 {
-	if (kind >= LG_STATS_KINDS)
+	struct lg_kind_stats *ks;
+
+	if (kind >= env->arena->stat_kinds)
 		return;
-	lg_hist_observe(&p->queue_wait[kind], lg_stats_time_bounds, LG_STATS_BOUNDS,
+	ks = lg_arena_kind_stats(env->arena, lg_arena_proc_index(env->arena, env->page), kind);
+	lg_hist_observe(&ks->queue_wait, lg_stats_time_bounds, LG_STATS_BOUNDS,
 	    start > enqueue ? start - enqueue : 0);
-	lg_hist_observe(&p->run[kind], lg_stats_time_bounds, LG_STATS_BOUNDS, end - start);
+	lg_hist_observe(&ks->run, lg_stats_time_bounds, LG_STATS_BOUNDS, end - start);
 }
 
 /* Backs the output region before the job writes to it (the kind's bound for this input, else
@@ -121,7 +125,7 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	int notify = lg_slot_finish(s, m->gen, (enum lg_job_status)st, end);
 	atomic_store(&env->page->job, LG_NO_JOB);
 	atomic_fetch_add(&env->page->requests, 1);
-	observe(env->page, m->kind, m->enqueue_ns, now, end);
+	observe(env, m->kind, m->enqueue_ns, now, end);
 	if (notify != 1)
 		return; /* the owner abandoned it and the slot is free again */
 	/* Only a job that ran and is answered is a sample: a refused (503), timed-out (504) or

@@ -109,8 +109,10 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	 * answer for a max_body input: zstd's and deflate's bound are below 1/256 + 128 KiB). */
 	out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
 	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
-	if (lg_arena_create(&g->arena, g->ncompute + (uint32_t)g->sz.queue_max, g->nchildren,
-	    cfg->max_body + LG_VIEW_BOUND(cfg->max_head), out_cap) == -1) {
+	/* Statistics rows sized from the configuration: every route and "none", every kind. */
+	if (lg_arena_create_sized(&g->arena, g->ncompute + (uint32_t)g->sz.queue_max, g->nchildren,
+	    cfg->max_body + LG_VIEW_BOUND(cfg->max_head), out_cap, cfg->reg->nroutes + 1,
+	    cfg->reg->nkinds) == -1) {
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
 	}

@@ -28,7 +28,13 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 	h->slots_off = h->procs_off + (uint64_t)a->nprocs * LG_PROC_PAGE;
 	if (round_page((uint64_t)a->nslots * sizeof(struct lg_slot), &slots_bytes))
 		return -1;
-	h->regions_off = h->slots_off + slots_bytes;
+	h->stats_off = h->slots_off + slots_bytes;
+	if (round_page((uint64_t)a->stat_routes * sizeof(struct lg_route_stats) +
+	    (uint64_t)a->stat_kinds * sizeof(struct lg_kind_stats), &h->stats_stride))
+		return -1;
+	h->stat_routes = a->stat_routes;
+	h->stat_kinds = a->stat_kinds;
+	h->regions_off = h->stats_off + h->stats_stride * a->nprocs;
 	region = h->in_cap + h->out_cap + LG_PAGE; /* a guard page after each output region */
 	if (region < h->in_cap || region > (UINT64_MAX - h->regions_off) / a->nslots)
 		return -1;
@@ -40,6 +46,14 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 int
 lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
     uint64_t out_cap)
+{
+	return lg_arena_create_sized(a, nslots, nprocs, in_cap, out_cap, LG_STATS_ROUTES,
+	    LG_STATS_KINDS);
+}
+
+int
+lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
+    uint64_t out_cap, uint32_t nroutes, uint32_t nkinds)
 {
 	struct lg_arena_hdr h = { .magic = LG_ARENA_MAGIC, .version = LG_ARENA_VERSION };
 	int saved;
@@ -54,7 +68,9 @@ lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t i
 	a->nprocs = h.nprocs = nprocs;
 	a->in_cap = in_cap;
 	a->out_cap = out_cap;
-	if (plan(a, &h) == -1 || h.total_size > (uint64_t)INT64_MAX) {
+	a->stat_routes = nroutes;
+	a->stat_kinds = nkinds;
+	if (nroutes > 1u << 20 || nkinds > 1u << 20 || plan(a, &h) == -1 || h.total_size > (uint64_t)INT64_MAX) {
 		errno = EOVERFLOW;
 		return -1;
 	}

@@ -21,6 +21,8 @@ struct lg_arena {
 	uint32_t nprocs;
 	uint64_t in_cap;            /* bytes per input region */
 	uint64_t out_cap;           /* bytes per output region */
+	uint32_t stat_routes;       /* route rows per process in the stats area */
+	uint32_t stat_kinds;        /* kind rows per process */
 	struct lg_arena_hdr *hdr;
 	struct lg_master_page *master; /* written by the master only */
 	struct lg_proc_page *procs; /* nprocs pages */
@@ -35,6 +37,35 @@ struct lg_arena {
  * EOVERFLOW when the sizes overflow 64 bits. On failure nothing is left open. */
 int lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
     uint64_t out_cap);
+
+/* lg_arena_create with the stats area sized for nroutes route rows and nkinds kind rows per
+ * process (lg_arena_create: LG_STATS_ROUTES and LG_STATS_KINDS); each at most 2^20. */
+int lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
+    uint64_t out_cap, uint32_t nroutes, uint32_t nkinds);
+
+/* Route row `row` (< stat_routes) / kind row `kind` (< stat_kinds) of proc page `proc`'s block
+ * in the stats area; written only by the process holding that page. */
+static inline struct lg_route_stats *
+lg_arena_route_stats(const struct lg_arena *a, uint32_t proc, uint32_t row)
+{
+	return (struct lg_route_stats *)(void *)(a->base + a->hdr->stats_off +
+	    (uint64_t)proc * a->hdr->stats_stride) + row;
+}
+
+static inline struct lg_kind_stats *
+lg_arena_kind_stats(const struct lg_arena *a, uint32_t proc, uint32_t kind)
+{
+	return (struct lg_kind_stats *)(void *)(a->base + a->hdr->stats_off +
+	    (uint64_t)proc * a->hdr->stats_stride +
+	    (uint64_t)a->stat_routes * sizeof(struct lg_route_stats)) + kind;
+}
+
+/* The index of proc page p of a. */
+static inline uint32_t
+lg_arena_proc_index(const struct lg_arena *a, const struct lg_proc_page *p)
+{
+	return (uint32_t)(p - a->procs);
+}
 
 /* Unmaps and closes; safe on a zeroed or already destroyed arena. */
 void lg_arena_destroy(struct lg_arena *a);

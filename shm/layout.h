@@ -8,6 +8,7 @@
  *   [ struct lg_master_page (4 KiB)       ]   written by the master only
  *   [ struct lg_proc_page x nprocs        ]   8 KiB per child-table entry, one writer each
  *   [ struct lg_slot x nslots | pad to 4 KiB ]
+ *   [ stats block x nprocs: route rows, then kind rows, each block page-rounded ]
  *   [ slot 0 input region | slot 0 output region | guard page | slot 1 input ... ]
  *   page-aligned, lazily backed; the guard pages are PROT_NONE in every process
  */
@@ -62,18 +63,21 @@ struct lg_arena_hdr {
 	uint64_t regions_off;
 	uint64_t total_size;
 	uint64_t master_off;
+	uint64_t stats_off;     /* the per-process route and kind statistics */
+	uint64_t stats_stride;  /* bytes of one process's block (page multiple) */
+	uint32_t stat_routes;   /* route rows per process (the routes, then "none") */
+	uint32_t stat_kinds;    /* kind rows per process (by kind id; row 0 unused) */
 };
-_Static_assert(sizeof(struct lg_arena_hdr) == 72, "arena header layout");
+_Static_assert(sizeof(struct lg_arena_hdr) == 96, "arena header layout");
 
 #define LG_NO_JOB UINT64_MAX
-#define LG_ROUTE_COUNTERS 16 /* per-route hit counters in a loop worker's proc page */
 
 /* Statistics (shm/stats.h has the bucket tables and the writers). Histograms count into
  * non-cumulative buckets; the renderer accumulates them for Prometheus. */
 #define LG_STATS_BOUNDS 18     /* finite upper bounds a histogram may have; +Inf is one more */
-#define LG_STATS_ROUTES 16     /* route table rows (worker/routes.c), the last being "none" */
+#define LG_STATS_ROUTES 16     /* route rows of lg_arena_create (the sized form takes a count) */
 #define LG_STATS_CODES  20     /* status codes counted by value (shm/stats.c), the last "other" */
-#define LG_STATS_KINDS  4      /* job kinds with their own histograms (kind ids < 4) */
+#define LG_STATS_KINDS  4      /* kind rows of lg_arena_create (the sized form takes a count) */
 #define LG_LAG_BOUNDS   16     /* loop lag bounds: 50 us .. 5 s */
 #define LG_LAG_WINDOWS  6      /* 10 s windows kept for /status (the last minute) */
 
@@ -123,8 +127,8 @@ enum lg_proc_state {
 /* One per child-table entry (loop workers first, then compute processes); written only by the
  * process that currently holds the entry, read by everyone. Counters and histograms are kept
  * across respawns (the new incarnation continues them, so sums never go backwards); gauges are
- * reset by each new incarnation. 8 KiB rather than 4: the route x code table, the per-route
- * and per-kind histograms and the lag windows take 7 KiB (see the _Static_assert). */
+ * reset by each new incarnation. 8 KiB: the fields take less than one page, the rest is
+ * reserved for fields to come without moving the layout. */
 struct lg_proc_page {
 	_Atomic int32_t pid;            /* 0 while the entry has no process */
 	uint32_t role;                  /* 1 loop, 2 compute */
@@ -149,20 +153,33 @@ struct lg_proc_page {
 	/* histograms */
 	struct lg_hist lag;                              /* loop: timer lateness */
 	struct lg_lag_window lag_recent[LG_LAG_WINDOWS]; /* loop: the same, by 10 s window */
-	_Atomic uint64_t responses[LG_STATS_ROUTES][LG_STATS_CODES]; /* loop: by route, status */
-	struct lg_hist duration[LG_STATS_ROUTES];        /* loop: request time, head to last byte */
-	struct lg_hist queue_wait[LG_STATS_KINDS];       /* compute: by job kind */
-	struct lg_hist run[LG_STATS_KINDS];              /* compute: by job kind */
-	/* Requests that reached each route's handler (loop; index = the route table order in
-	 * worker/routes.c): what the HTTP conformance tests and /health read to show that a
-	 * refused request reached no handler. The responses table above counts answers. */
-	_Atomic uint64_t route_hits[LG_ROUTE_COUNTERS];
 	_Atomic uint64_t rejected_quarantine; /* loop: 503 for a quarantined job kind */
-	uint8_t reserved[LG_PROC_PAGE - 7168 - 8 * LG_ROUTE_COUNTERS];
+	/* The statistics by route and by kind are not here: their number comes from the
+	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
+	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
+	uint8_t reserved[LG_PROC_PAGE - 768];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 7168 + 8 * LG_ROUTE_COUNTERS,
-    "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 768, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
+
+/* One route's statistics in one loop worker's block of the stats area (single writer). */
+struct lg_route_stats {
+	_Atomic uint64_t responses[LG_STATS_CODES]; /* responses by status (shm/stats.c columns) */
+	struct lg_hist duration;        /* request time, first byte to last response byte */
+	/* Requests that reached the route's handler (inline answer, or job queued): what the
+	 * HTTP conformance tests and /health read to show that a refused request reached no
+	 * handler. responses counts answers. */
+	_Atomic uint64_t hits;
+	uint64_t pad;
+};
+_Static_assert(sizeof(struct lg_route_stats) == 336, "route stats row");
+
+/* One job kind's statistics in one compute process's block of the stats area. */
+struct lg_kind_stats {
+	struct lg_hist queue_wait;      /* time between QUEUED and RUNNING */
+	struct lg_hist run;             /* time between RUNNING and DONE/FAILED */
+};
+_Static_assert(sizeof(struct lg_kind_stats) == 320, "kind stats row");
 
 /* Why the master restarted a process (lagless_process_restarts_total{reason}). */
 enum lg_restart_reason {

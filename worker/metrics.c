@@ -93,12 +93,15 @@ static void
 request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
     const struct lg_stats_names *nm)
 {
-	unsigned nroutes = nm->nroutes < LG_STATS_ROUTES ? nm->nroutes : LG_STATS_ROUTES;
+	unsigned nroutes = nm->nroutes < a->stat_routes ? nm->nroutes : a->stat_routes;
 
 	family(b, "lagless_requests_total", "counter", "Responses written, by route and status.");
 	for (unsigned r = 0; r < nroutes; r++)
 		for (unsigned i = 0; i < LG_STATS_CODES; i++) {
-			uint64_t n = SUM(a, 0, nloops, responses[r][i]);
+			uint64_t n = 0;
+			for (uint32_t k = 0; k < nloops; k++)
+				n += atomic_load_explicit(&lg_arena_route_stats(a, k, r)->responses[i],
+				    memory_order_relaxed);
 			int code = lg_stats_code_at(i);
 
 			if (n == 0)
@@ -114,10 +117,10 @@ request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "Time from a request's first byte to its response's last byte, by route.");
 	for (unsigned r = 0; r < nroutes; r++) {
 		struct hsum s = { { 0 }, 0 };
-		char labels[48];
+		char labels[300];
 
 		for (uint32_t k = 0; k < nloops; k++)
-			hsum_add(&s, &a->procs[k].duration[r], LG_STATS_BOUNDS);
+			hsum_add(&s, &lg_arena_route_stats(a, k, r)->duration, LG_STATS_BOUNDS);
 		uint64_t n = 0;
 		for (unsigned i = 0; i <= LG_STATS_BOUNDS; i++)
 			n += s.bucket[i];
@@ -131,15 +134,17 @@ request_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 
 static void
 job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
-    const struct lg_stats_names *nm, const char *name, size_t off)
+    const struct lg_stats_names *nm, const char *name, int run)
 {
-	for (uint32_t kind = 1; kind < LG_STATS_KINDS && kind < nm->nkinds; kind++) {
+	for (uint32_t kind = 1; kind < a->stat_kinds && kind < nm->nkinds; kind++) {
 		struct hsum s = { { 0 }, 0 };
-		char labels[48];
+		char labels[96];
 
-		for (uint32_t k = nloops; k < a->nprocs; k++)
-			hsum_add(&s, (const struct lg_hist *)((const char *)&a->procs[k] + off) + kind,
-			    LG_STATS_BOUNDS);
+		for (uint32_t k = nloops; k < a->nprocs; k++) {
+			const struct lg_kind_stats *ks = lg_arena_kind_stats(a, k, kind);
+
+			hsum_add(&s, run ? &ks->run : &ks->queue_wait, LG_STATS_BOUNDS);
+		}
 		if (nm->kind[kind] == NULL)
 			continue;
 		snprintf(labels, sizeof(labels), "kind=\"%s\",", nm->kind[kind]);
@@ -182,10 +187,9 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 {
 	family(b, "lagless_job_queue_wait_seconds", "histogram",
 	    "Time a job waited in the queue before a compute process started it, by kind.");
-	job_hist(b, a, nloops, nm, "lagless_job_queue_wait_seconds",
-	    offsetof(struct lg_proc_page, queue_wait));
+	job_hist(b, a, nloops, nm, "lagless_job_queue_wait_seconds", 0);
 	family(b, "lagless_job_run_seconds", "histogram", "Time a job ran, by kind.");
-	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", offsetof(struct lg_proc_page, run));
+	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", 1);
 	family(b, "lagless_jobs_rejected_total", "counter",
 	    "Requests refused before running: queue_full (503), too_large (413), quarantined (503: "
 	    "the job kind keeps killing compute processes), queue_wait (503 at admission: the "

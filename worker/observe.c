@@ -170,8 +170,10 @@ lg_obs_request_end(struct lg_conn *c)
 	uint64_t took = c->req_start_ns ? lg_now_ns() - c->req_start_ns : 0;
 	unsigned route = c->route_row;
 
-	lg_stats_add(&p->responses[route][lg_stats_code_index(c->resp_status)], 1);
-	lg_hist_observe(&p->duration[route], lg_stats_time_bounds, LG_STATS_BOUNDS, took);
+	struct lg_route_stats *rs = lg_arena_route_stats(c->w->env->arena, c->w->env->index, route);
+
+	lg_stats_add(&rs->responses[lg_stats_code_index(c->resp_status)], 1);
+	lg_hist_observe(&rs->duration, lg_stats_time_bounds, LG_STATS_BOUNDS, took);
 	if (c->resp_status == 413)
 		lg_stats_add(&p->rejected_large, 1);
 	if (c->w->env->cfg->access_log)
@@ -195,7 +197,8 @@ lg_obs_conn_closed(struct lg_conn *c)
 void
 lg_obs_route_hit(struct lg_conn *c)
 {
-	atomic_fetch_add(&c->w->env->page->route_hits[c->route_row], 1);
+	atomic_fetch_add(&lg_arena_route_stats(c->w->env->arena, c->w->env->index,
+	    c->route_row)->hits, 1);
 }
 
 void

@@ -40,7 +40,7 @@ void lg_obs_request_end(struct lg_conn *c);
 void lg_obs_conn_closed(struct lg_conn *c);
 
 /* Counts a request that reached its route's handler (inline answer, or job queued) in this
- * loop worker's proc page (route_hits[c->route_row]; /health sums them). */
+ * loop worker's block of the stats area (its route row's hits; /health sums them). */
 void lg_obs_route_hit(struct lg_conn *c);
 
 /* Publishes the open-connection gauge after w->nconns changed. */

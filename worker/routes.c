@@ -174,12 +174,12 @@ route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, 
 {
 	size_t len = 0;
 
-	for (unsigned i = 0; i < w->nroutes && i < LG_ROUTE_COUNTERS; i++) {
+	for (unsigned i = 0; i < w->nroutes && i < a->stat_routes; i++) {
 		uint64_t sum = 0;
 
 		for (uint32_t p = 0; p < a->nprocs; p++)
 			if (a->procs[p].role == 1)
-				sum += atomic_load(&a->procs[p].route_hits[i]);
+				sum += atomic_load(&lg_arena_route_stats(a, p, i)->hits);
 		int n = snprintf(buf + len, cap - len, "%s\"%s\":%" PRIu64, i ? "," : "",
 		    w->routes[i].def->path, sum);
 		if (n < 0 || (size_t)n >= cap - len)
@@ -194,7 +194,7 @@ route_health(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	uint32_t n[8];
-	char body[1024], hits[640];
+	char body[4096], hits[3072];
 	int len;
 
 	lg_slot_census(env->arena, n);
@@ -467,14 +467,16 @@ int
 lg_router_build(struct lg_worker *w)
 {
 	const struct lg_registry *reg = w->env->cfg->reg;
-	unsigned named;
 
 	w->nroutes = reg->nroutes;
 	w->routes = calloc(reg->nroutes + 1, sizeof(*w->routes));
-	/* Statistics rows: one per route while the proc page's table has room (the routes past
-	 * it share an "other" row), and "none" last. */
-	named = reg->nroutes < LG_STATS_ROUTES - 1 ? reg->nroutes : LG_STATS_ROUTES - 2;
-	w->nrows = named + (reg->nroutes > named) + 1;
+	/* Statistics rows: one per route, then "none"; the arena's stats area was sized from
+	 * the same registry (master/gen.c), so every route has its own row. */
+	w->nrows = reg->nroutes + 1;
+	if (w->nrows > w->env->arena->stat_routes) {
+		errno = ERANGE;
+		return -1;
+	}
 	w->row_names = calloc(w->nrows, sizeof(*w->row_names));
 	w->kind_names = calloc(reg->nkinds, sizeof(*w->kind_names));
 	if (w->routes == NULL || w->row_names == NULL || w->kind_names == NULL)
@@ -483,7 +485,7 @@ lg_router_build(struct lg_worker *w)
 		struct lg_route *rt = &w->routes[i];
 
 		rt->def = &reg->routes[i];
-		rt->row = i < named ? i : named;
+		rt->row = i;
 		for (size_t k = 0; k < sizeof(handlers) / sizeof(handlers[0]); k++)
 			if (strcmp(rt->def->handler, handlers[k].name) == 0)
 				rt->handler = handlers[k].fn;
@@ -491,11 +493,8 @@ lg_router_build(struct lg_worker *w)
 			errno = EINVAL;
 			return -1;
 		}
-		if (i < named)
-			w->row_names[i] = rt->def->path;
+		w->row_names[i] = rt->def->path;
 	}
-	if (reg->nroutes > named)
-		w->row_names[named] = "other";
 	w->none_row = w->nrows - 1;
 	w->row_names[w->none_row] = "none";
 	for (uint32_t k = 1; k < reg->nkinds; k++)

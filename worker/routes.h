@@ -30,8 +30,8 @@ int lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len);
 int lg_route_dispatch(struct lg_conn *c);
 
 /* Builds w's router from the registry's routes (w->env->cfg->reg): a row per route with its
- * loop handler or kind, and the statistics rows and labels. Returns 0, or -1 (ENOMEM, or
- * EINVAL for a handler name the router does not know). */
+ * loop handler or kind, and the statistics rows and labels. Returns 0, or -1 (ENOMEM, EINVAL
+ * for a handler name the router does not know, ERANGE when the arena has fewer route rows). */
 int lg_router_build(struct lg_worker *w);
 
 /* The callbacks a loop worker's connections are created with: these hooks plus the offload

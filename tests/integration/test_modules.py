@@ -238,3 +238,27 @@ def test_reload_keeps_running_server_on_bad_module_and_loads_a_new_one(start_ser
     os.kill(srv.pid, signal.SIGHUP)
     assert wait_until(lambda: get(srv.port, "/echo2").status == 200, 15), srv.log()[-2000:]
     assert b"greeting=two" in get(srv.port, "/echo2").body
+
+
+@pytest.mark.timeout(60)
+def test_metrics_label_every_route_and_kind(start_server, tmp_path):
+    """The stats area is sized from the configuration: 24 routes and every kind get their own
+    series (there used to be a fixed table of 16 route rows and 4 kinds)."""
+    text = "".join("[route /r%d]\nmethods = GET\nkind = heavy\n" % i for i in range(24))
+    text += "[module faults]\npath = %s\n[route /e]\nmethods = GET\nkind = faults.echo\n" % \
+        mod("faults")
+    srv = start_server("-c", write_conf(tmp_path, text), "--compute-workers", "1")
+    assert get(srv.port, "/r23?iterations=1000").status == 200
+    assert get(srv.port, "/e").status == 200
+    assert request(srv.port, "POST", "/hash", body=b"pw").status == 200
+
+    def scraped():
+        m = get(srv.port, "/metrics").body.decode()
+        want = ['lagless_requests_total{route="/r23",code="200"} 1',
+                'lagless_requests_total{route="/e",code="200"} 1',
+                'lagless_job_run_seconds_count{kind="faults.echo"} 1',
+                'lagless_job_run_seconds_count{kind="hash"} 1',
+                'lagless_job_run_seconds_count{kind="heavy"} 1']
+        return all(w in m for w in want)
+    assert wait_until(scraped, 10), get(srv.port, "/metrics").body.decode()[-3000:]
+    assert get(srv.port, "/health").json()["routes"]["/r23"] == 1

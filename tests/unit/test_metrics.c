@@ -104,9 +104,9 @@ test_sums_over_pages(void **state)
 	while (strcmp(route_labels[heavy], "/heavy") != 0)
 		heavy++;
 	for (uint32_t k = 0; k < NLOOPS; k++) {
-		lg_stats_add(&f->a.procs[k].responses[heavy][lg_stats_code_index(200)], 3 + k);
-		lg_stats_add(&f->a.procs[k].responses[heavy][lg_stats_code_index(299)], 1);
-		lg_hist_observe(&f->a.procs[k].duration[heavy], lg_stats_time_bounds,
+		lg_stats_add(&lg_arena_route_stats(&f->a, k, heavy)->responses[lg_stats_code_index(200)], 3 + k);
+		lg_stats_add(&lg_arena_route_stats(&f->a, k, heavy)->responses[lg_stats_code_index(299)], 1);
+		lg_hist_observe(&lg_arena_route_stats(&f->a, k, heavy)->duration, lg_stats_time_bounds,
 		    LG_STATS_BOUNDS, 7 * MS);
 		lg_stats_add(&f->a.procs[k].rejected_full, 2);
 		atomic_store(&f->a.procs[k].inflight, 5);
@@ -114,7 +114,7 @@ test_sums_over_pages(void **state)
 	}
 	lg_stats_lag(&f->a.procs[1], 0, 30 * MS);
 	atomic_store(&f->a.procs[NLOOPS].job, 1);                  /* compute[0] busy */
-	lg_hist_observe(&f->a.procs[NLOOPS + 1].run[1], lg_stats_time_bounds,
+	lg_hist_observe(&lg_arena_kind_stats(&f->a, NLOOPS + 1, 1)->run, lg_stats_time_bounds,
 	    LG_STATS_BOUNDS, 2000 * MS);
 	lg_stats_add(&f->a.procs[NLOOPS + 1].bad_headers, 4);
 	lg_stats_add(&f->a.master->restarts[1][LG_RESTART_DEADLINE], 1);
@@ -229,8 +229,8 @@ test_bound_holds_everything(void **state)
 	for (uint32_t k = 0; k < NLOOPS; k++)
 		for (unsigned r = 0; r < names.nroutes; r++) {
 			for (unsigned i = 0; i < LG_STATS_CODES; i++)
-				lg_stats_add(&f->a.procs[k].responses[r][i], UINT64_MAX / 8);
-			lg_hist_observe(&f->a.procs[k].duration[r], lg_stats_time_bounds,
+				lg_stats_add(&lg_arena_route_stats(&f->a, k, r)->responses[i], UINT64_MAX / 8);
+			lg_hist_observe(&lg_arena_route_stats(&f->a, k, r)->duration, lg_stats_time_bounds,
 			    LG_STATS_BOUNDS, UINT64_MAX / 8);
 		}
 	render(f);

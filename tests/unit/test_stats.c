@@ -144,20 +144,21 @@ test_shared_writer_reader(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct lg_proc_page *p = &a.procs[1];
+		struct lg_route_stats *rs = lg_arena_route_stats(&a, 1, 2);
 
 		for (int i = 0; i < 1000; i++) {
-			lg_stats_add(&p->responses[2][lg_stats_code_index(404)], 1);
-			lg_hist_observe(&p->duration[2], lg_stats_time_bounds, LG_STATS_BOUNDS, MS);
+			lg_stats_add(&rs->responses[lg_stats_code_index(404)], 1);
+			lg_hist_observe(&rs->duration, lg_stats_time_bounds, LG_STATS_BOUNDS, MS);
 		}
 		lg_stats_add(&a.master->restarts[1][LG_RESTART_CRASH], 7);
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	assert_int_equal(atomic_load(&a.procs[1].responses[2][lg_stats_code_index(404)]), 1000);
-	assert_int_equal(lg_hist_count(&a.procs[1].duration[2], LG_STATS_BOUNDS), 1000);
-	assert_int_equal(atomic_load(&a.procs[1].duration[2].sum_ns), 1000 * MS);
+	struct lg_route_stats *seen = lg_arena_route_stats(&a, 1, 2);
+	assert_int_equal(atomic_load(&seen->responses[lg_stats_code_index(404)]), 1000);
+	assert_int_equal(lg_hist_count(&seen->duration, LG_STATS_BOUNDS), 1000);
+	assert_int_equal(atomic_load(&seen->duration.sum_ns), 1000 * MS);
 	assert_int_equal(atomic_load(&a.master->restarts[1][LG_RESTART_CRASH]), 7);
 	assert_int_equal(atomic_load(&a.procs[0].requests), 0); /* the other page untouched */
 	lg_arena_destroy(&a);
