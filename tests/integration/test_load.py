@@ -332,3 +332,30 @@ def test_progress_lines_without_a_terminal(test_server):
     assert 2 <= len(lines) <= 4, err
     assert "\r" not in err
     assert "conns" in lines[-1] and "p99" in lines[-1]
+
+
+def test_stall_with_few_connections_still_charged(test_server, tmp_path):
+    """With --max-conns 4 the requests due during a stall wait in the generator for a
+    connection; their latency still runs from their scheduled time, and the report says the
+    generator could not send them on time."""
+    srv = test_server("--stall-after", "0.8", "--stall-for", "1.0")
+    samples = str(tmp_path / "samples.csv")
+    rc, out, err = run_load(["--rate", "/fast=100", "-d", "3", "--idle", "0", "-c", "4",
+                             "--json", "-", "--samples", samples,
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert wait_until(lambda: srv.stalls(), 5)
+    (start, end), = srv.stalls()
+    t0 = doc["start_monotonic_ns"] / 1e9
+    assert doc["connections"]["peak"] <= 4
+    assert doc["connections"]["peak_waiting"] >= 50
+    assert doc["generator"]["behind"] is True
+    with open(samples) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 300
+    during = [(t0 + float(r["due_s"]), float(r["latency_ms"]) / 1e3) for r in rows
+              if start + 0.01 <= t0 + float(r["due_s"]) <= end - 0.05]
+    assert len(during) >= 70
+    for due, lat in during:
+        assert lat >= end - due - 0.01, (due, lat, start, end)
