@@ -197,22 +197,24 @@ static const struct lg_argon2_params verify_default = { 262144, 16, 8 };
 static const struct lg_argon2_params hash_default = { LG_ARGON2_DEFAULT_M_KIB,
     LG_ARGON2_DEFAULT_T, LG_ARGON2_DEFAULT_P };
 
-/* Reads the three parameters named by keys (memory, passes, lanes) with defaults def. */
+/* Reads the three parameters named by keys (memory, passes, lanes) with defaults def; a bad
+ * value is named in err with its range. */
 static int
 argon2_conf(const struct lagless_host *h, const struct lagless_conf *conf,
     const char *const *keys, const struct lg_argon2_params *def, struct lg_argon2_params *p,
     char *err, size_t errlen)
 {
-	uint64_t m, t, l;
+	static const uint64_t min[3] = { 8, 1, 1 };
+	static const uint64_t max[3] = { LG_ARGON2_MAX_M_KIB, LG_ARGON2_MAX_T, LG_ARGON2_MAX_P };
+	uint64_t v[3], d[3] = { def->m_kib, def->t, def->p };
 
-	if (h->conf_uint(conf, keys[0], def->m_kib, 8, LG_ARGON2_MAX_M_KIB, &m) == -1 ||
-	    h->conf_uint(conf, keys[1], def->t, 1, LG_ARGON2_MAX_T, &t) == -1 ||
-	    h->conf_uint(conf, keys[2], def->p, 1, LG_ARGON2_MAX_P, &l) == -1) {
-		snprintf(err, errlen, "%s must be in 8..%u, %s in 1..%u, %s in 1..%u", keys[0],
-		    LG_ARGON2_MAX_M_KIB, keys[1], LG_ARGON2_MAX_T, keys[2], LG_ARGON2_MAX_P);
-		return -1;
-	}
-	*p = (struct lg_argon2_params){ (uint32_t)m, (uint32_t)t, (uint32_t)l };
+	for (int i = 0; i < 3; i++)
+		if (h->conf_uint(conf, keys[i], d[i], min[i], max[i], &v[i]) == -1) {
+			snprintf(err, errlen, "%s must be a whole number in %llu..%llu", keys[i],
+			    (unsigned long long)min[i], (unsigned long long)max[i]);
+			return -1;
+		}
+	*p = (struct lg_argon2_params){ (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2] };
 	/* Hash parameters must also suit libargon2 together (8 KiB a lane); verify's are three
 	 * independent ceilings. */
 	return keys == hash_keys ? lg_argon2_check(p, err, errlen) : 0;
@@ -300,3 +302,28 @@ const struct lagless_module lg_builtin_module = {
 	.signature = LAGLESS_SIGNATURE, .name = "lagless", .version = "built-in",
 	.kinds = kinds,
 };
+
+const char lg_builtin_example[] =
+    "\n; Routes. Without [route] sections lagless serves its default routes: /ping, /health,\n"
+    "; /ready, /metrics and /status on the loop workers, and the built-in kinds below in the\n"
+    "; compute pool. A [route /path] section adds or replaces one; its server keys are methods,\n"
+    "; kind, where, deadline_ms, max_body, fields, content_type and off (= yes removes the\n"
+    "; route), and every other key goes to the kind. The built-in kinds' keys and defaults:\n"
+    ";\n"
+    ";[route /heavy]\n;methods = GET\n;kind = heavy\n"
+    ";\n"
+    ";[route /compress]\n;methods = POST\n;kind = compress\n"
+    ";\n"
+    ";[route /decompress]\n;methods = POST\n;kind = decompress\n"
+    "; largest decompressed answer (K, M, G suffixes); past it 413, and decoding stops there;\n"
+    "; default: the whole output region (max_output)\n"
+    ";max_output = 16M\n"
+    ";\n"
+    ";[route /hash]\n;methods = POST\n;kind = hash\n"
+    "; argon2id cost: memory per hash in KiB, passes, lanes (threads); the defaults are the\n"
+    "; minimum of the OWASP Password Storage Cheat Sheet\n"
+    ";memory_kib = 19456\n;iterations = 2\n;lanes = 1\n"
+    ";\n"
+    ";[route /verify]\n;methods = POST\n;kind = verify\n"
+    "; a stored hash asking for more than these is refused (400) before any memory is taken\n"
+    ";max_memory_kib = 262144\n;max_iterations = 16\n;max_lanes = 8\n";

@@ -8,4 +8,8 @@
 
 extern const struct lagless_module lg_builtin_module;
 
+/* Commented [route] sections of the example configuration (lagless --print-example-config):
+ * the default routes of these kinds with every key they take and its default. */
+extern const char lg_builtin_example[];
+
 #endif

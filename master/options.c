@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "kinds/builtin.h"
 #include "master/site.h"
 
 enum kind {
@@ -582,4 +583,5 @@ lg_options_example(void *fp)
 		fprintf(f, "\n; %s\n%s%s = %s\n", opts[i].help, opts[i].def ? "" : ";", key,
 		    opts[i].def ? opts[i].def : "");
 	}
+	fputs(lg_builtin_example, f);
 }

@@ -274,3 +274,36 @@ def test_heavy_json_from_the_kind(srv):
     # the kind's own run time is inside the host's measurement of the job
     assert body["run_ms"] <= float(r.header("x-run-ms")) + 0.001, (body, r.headers)
     assert float(r.header("x-queue-ms")) >= 0
+
+
+# ---------------------------------------------------------------------------- configuration
+
+
+@pytest.mark.timeout(30)
+def test_example_route_sections_are_valid_uncommented(tmp_path):
+    """The example configuration's commented [route] sections of the built-in kinds, once
+    uncommented, pass lagless -t: every key and default they show is one the kind accepts."""
+    example = subprocess.run([LAGLESS_BIN, "--print-example-config"], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+    lines = example.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("; Routes."))
+    lines = lines[:start] + [l[1:] if re.match(r";(\[route |[a-z_]+ = )", l) else l
+                             for l in lines[start:]]
+    assert sum(l.startswith("[route ") for l in lines) == 5, example
+    conf = tmp_path / "routes.conf"
+    conf.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 0, r.stderr
+    # and a wrong value in one of them is refused with the file, the line and the key
+    bad = conf.read_text().replace("memory_kib = 19456", "memory_kib = 4")
+    conf.write_text(bad)
+    r = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 1, r.stderr
+    # a kind's check runs on the whole section: the error names the file, a line of the
+    # [route /hash] section and the route
+    m = re.search(re.escape(str(conf)) + r":(\d+):.*route /hash", r.stderr)
+    first = bad.splitlines().index("[route /hash]") + 1
+    assert m and first <= int(m.group(1)) <= first + 7, r.stderr
+    assert "memory_kib must be a whole number in 8..4194304" in r.stderr, r.stderr
