@@ -106,6 +106,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->nreq = 0;
 	c->reject_extra[0] = '\0';
 	c->whead_len = c->woff = c->wbody_len = 0;
+	c->wreq = 0;
 	c->wbody = NULL;
 	lg_http_init(&c->http, &w->lim);
 	c->http.on_head = w->ops->head;
@@ -248,28 +249,53 @@ linger_read(struct lg_conn *c)
 	lg_conn_close(c);
 }
 
-/* The response is on the wire: free the slot, then close or wait for the next request. */
-static int
-response_done(struct lg_conn *c)
+/* The current request is answered (its response written, or queued behind others of a
+ * pipelined batch with its body copied): free the slot, account for it, ready the parser. */
+static void
+request_done(struct lg_conn *c)
 {
 	if (c->slot >= 0)
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
 	atomic_fetch_add(&c->w->env->page->requests, 1);
-	c->wbody = NULL;
-	c->wbody_len = c->whead_len = c->woff = 0;
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->body_at = 0;
-	if (c->close_after || c->w->draining)
-		return linger(c);
 	c->state = LG_CONN_HEAD;
 	c->req_at = c->rlen > 0 ? ev_now(c->w->ev) : 0; /* pipelined bytes start the next head */
 	lg_http_next(&c->http);
+}
+
+/* Everything queued is on the wire: finish the request it ended with (if any), then close or
+ * wait for the next request. Returns 0, or -1 when the connection is finished. */
+static int
+response_done(struct lg_conn *c)
+{
+	c->wbody = NULL;
+	c->wbody_len = c->whead_len = c->woff = 0;
+	if (c->wreq) {
+		c->wreq = 0;
+		request_done(c);
+	}
+	if (c->close_after || c->w->draining)
+		return linger(c);
+	c->state = LG_CONN_HEAD;
 	watch(c, EV_READ);
 	rearm(c);
 	return 0;
+}
+
+/* Whether the response just queued can wait for those of the requests pipelined behind it, so
+ * that a batch goes out in one writev(2) (as nginx, h2o and haproxy answer pipelines): only
+ * when more input is buffered, the connection stays open, the body was copied (nothing is
+ * referenced that must outlive the request) and the batch leaves room for one more response
+ * head and a copied body. */
+static int
+can_batch(const struct lg_conn *c)
+{
+	return c->rlen > 0 && !c->close_after && !c->w->draining && c->wbody == NULL &&
+	    c->whead_len <= LG_CONN_BATCH;
 }
 
 int
@@ -289,27 +315,32 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 	c->resp_bytes = head_only ? 0 : len;
 	/* A partly written 100 Continue is finished first; an unwritten one is dropped, so no
 	 * interim response ever follows the final one (RFC 9110 section 15.2). */
+	char *out = c->whead + c->whead_len; /* behind any batched responses */
+	size_t room = sizeof(c->whead) - c->whead_len;
+
 	if (c->want_continue && c->cont_off > 0 && c->cont_off < CONTINUE_LEN) {
-		pre = CONTINUE_LEN - c->cont_off;
-		memcpy(c->whead, continue_line + c->cont_off, pre);
+		pre = CONTINUE_LEN - c->cont_off; /* nothing is queued then: see flush_queued */
+		memcpy(out, continue_line + c->cont_off, pre);
 	}
 	c->want_continue = 0;
-	n = snprintf(c->whead + pre, sizeof(c->whead) - pre,
+	n = snprintf(out + pre, room - pre,
 	    "HTTP/1.1 %d %s\r\nServer: lagless\r\nDate: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n",
 	    status, lg_http_reason(status), date_header(c->w), len,
 	    ctype ? "Content-Type: " : "", ctype ? ctype : "", ctype ? "\r\n" : "",
 	    c->close_after ? "Connection: close\r\n" :
 	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra ? extra : "");
-	if (n < 0 || (size_t)n >= sizeof(c->whead) - pre) {
+	/* A body of up to LG_CONN_COPY bytes may live on the caller's stack: it must be copied. */
+	if (n < 0 || (size_t)n >= room - pre ||
+	    (!head_only && len <= LG_CONN_COPY && pre + (size_t)n + len > room)) {
 		log_error("response head for %d does not fit", status);
 		lg_conn_close(c);
 		return -1;
 	}
-	c->whead_len = pre + (size_t)n;
+	c->whead_len += pre + (size_t)n;
 	c->wbody = NULL;
 	c->wbody_len = 0;
 	if (!head_only && len > 0) {
-		if (len <= 2048 && c->whead_len + len <= sizeof(c->whead)) {
+		if (len <= LG_CONN_COPY) {
 			memcpy(c->whead + c->whead_len, body, len);
 			c->whead_len += len;
 		} else {
@@ -317,7 +348,11 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 			c->wbody_len = len;
 		}
 	}
-	c->woff = 0;
+	if (can_batch(c)) {
+		request_done(c); /* written with the next ones, by flush_queued */
+		return 0;
+	}
+	c->wreq = 1;
 	c->state = LG_CONN_WRITE;
 	ev_timer_stop(c->w->ev, &c->timer);
 	switch (flush(c)) {
@@ -398,8 +433,23 @@ answer_refusal(struct lg_conn *c)
 	return lg_conn_error(c, c->reject_status, 1, c->reject_extra[0] ? c->reject_extra : NULL);
 }
 
+/* Writes responses batched by lg_conn_respond. Returns 1 when nothing is left queued, 0 when
+ * the rest waits for EV_WRITE, -1 when the connection was closed (write error). */
+static int
+flush_queued(struct lg_conn *c)
+{
+	int r = c->whead_len > 0 ? flush(c) : 1;
+
+	if (r == 1)
+		c->whead_len = c->woff = 0;
+	else if (r == -1)
+		lg_conn_close(c);
+	return r;
+}
+
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
- * request in turn. Returns 0, or -1 when the connection was closed. */
+ * request in turn (responses batched while more requests are buffered, then written together).
+ * Returns 0, or -1 when the connection was closed. */
 static int
 conn_process(struct lg_conn *c)
 {
@@ -429,14 +479,27 @@ conn_process(struct lg_conn *c)
 		if (r == -1)
 			return -1;
 	}
-	int events = 0;
+	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
+		return 0;
+	int events = 0, q = flush_queued(c);
+	if (q == -1)
+		return -1;
+	if (q == 0 && c->state == LG_CONN_HEAD) {
+		/* The batch waits for the client to read: so does the next request. */
+		c->state = LG_CONN_WRITE;
+		watch(c, EV_WRITE);
+		rearm(c);
+		return 0;
+	}
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
 		events = EV_READ;
 	else if (c->state == LG_CONN_JOB)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
 		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
-	if (in_body(c) && c->want_continue) {
+	if (q == 0)
+		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
+	else if (in_body(c) && c->want_continue) {
 		if (send_continue(c) == -1)
 			return -1;
 		if (c->cont_off < CONTINUE_LEN)
@@ -525,7 +588,15 @@ conn_io(struct lg_conn *c, int revents)
 			return;
 		}
 	}
-	if ((revents & EV_WRITE) && c->want_continue && in_body(c)) {
+	if ((revents & EV_WRITE) && c->whead_len > 0) { /* batched answers, state BODY or JOB */
+		int q = flush_queued(c);
+
+		if (q == -1)
+			return;
+		if (q == 1 && !(c->want_continue && in_body(c)))
+			watch(c, c->io.events & ~EV_WRITE);
+	}
+	if ((revents & EV_WRITE) && c->whead_len == 0 && c->want_continue && in_body(c)) {
 		if (send_continue(c) == -1)
 			return;
 		if (c->cont_off == CONTINUE_LEN)

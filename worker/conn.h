@@ -12,7 +12,10 @@
 
 #define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
                               * bound; the parser streams, so a head may be longer */
-#define LG_CONN_WHEAD 4096              /* response head plus small bodies */
+#define LG_CONN_WHEAD 8192  /* queued output: response heads and copied bodies */
+#define LG_CONN_COPY  2048  /* bodies up to this size are copied into it, larger ones referenced */
+#define LG_CONN_BATCH 4096  /* pipelined responses are batched while at most this much is
+                             * queued, so the next head and a copied body always fit */
 
 enum lg_conn_state {
 	LG_CONN_HEAD,   /* reading and parsing a request head (or a body the parser reads) */
@@ -127,7 +130,8 @@ struct lg_conn {
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
 	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
 	/* output */
-	size_t whead_len, woff;
+	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
+	int wreq;                     /* the queued output ends with the current request's answer */
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
 	size_t wbody_len;
 	char *wbody_owned;            /* a rendered body freed (or handed back) once written */

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -139,6 +141,15 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)
 		return -1;
+	/* No Nagle: a response written while an earlier one of the same connection is unacked
+	 * (pipelining, or a batch split by a full socket buffer) would otherwise wait for the
+	 * client's delayed ACK, 40 ms (RFC 1122 4.2.3.2 and 4.2.3.4). Linux copies the option from
+	 * the listener to every accepted socket, so this is one call per loop worker rather than
+	 * one per connection; a listener passed by systemd gets it too. Responses are written
+	 * whole (a head and its body in one writev), so no tiny segments result. */
+	int one = 1;
+	if (setsockopt(env->listen_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
