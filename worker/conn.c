@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "worker/conn_idle.h"
 #include "worker/observe.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 static int conn_process(struct lg_conn *c);
+static void conn_io(struct lg_conn *c, int revents);
 
 static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN (sizeof(continue_line) - 1)
@@ -80,16 +82,11 @@ rearm(struct lg_conn *c)
 	arm_timer(c, at > now ? at - now : 1e-3);
 }
 
-int
-lg_conn_start(struct lg_worker *w, int fd)
+/* Readies c (a pool block) for fd; req_at is when the head deadline starts (accept, for a
+ * connection that has sent nothing yet), or 0. */
+static void
+conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
-	struct lg_conn *c = malloc(sizeof(*c));
-
-	if (c == NULL) {
-		close(fd);
-		errno = ENOMEM;
-		return -1;
-	}
 	c->w = w;
 	c->fd = fd;
 	c->slot = -1;
@@ -99,8 +96,9 @@ lg_conn_start(struct lg_worker *w, int fd)
 	c->route = NULL;
 	c->wbody_owned = NULL;
 	c->req_start_ns = 0;
-	c->req_at = ev_now(w->ev); /* the head deadline of the first request runs from accept */
+	c->req_at = req_at;
 	c->body_at = 0;
+	c->idle_ticks = 0;
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->nreq = 0;
@@ -117,15 +115,21 @@ lg_conn_start(struct lg_worker *w, int fd)
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
-	w->nconns++;
-	lg_obs_conns(w);
 	ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
 	c->io.data = c;
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
 	ev_io_start(w->ev, &c->io);
 	rearm(c);
-	return 0;
+}
+
+/* Bytes (or EOF) arrived on an idle connection (worker/conn_idle.c): c is a pool block. */
+void
+lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, int revents)
+{
+	conn_init(c, w, fd, req_at);
+	lg_obs_cb_begin(w, c);
+	conn_io(c, revents);
 }
 
 /* Gives back a rendered body (the router's) once it is written or the connection goes. */
@@ -159,11 +163,8 @@ lg_conn_close(struct lg_conn *c)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	w->nconns--;
-	lg_obs_conns(w);
-	free(c);
-	if (w->draining && w->nconns == 0)
-		ev_break(w->ev, EVBREAK_ALL);
+	lg_pool_put(lg_conn_pool(w), c);
+	lg_conn_gone(w);
 }
 
 static const char *
@@ -647,6 +648,7 @@ conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = c->w;
 
 	lg_obs_cb_begin(w, c);
+	c->idle_ticks = 0;
 	conn_io(c, revents);
 	lg_obs_cb_end(w, "connection I/O");
 }
@@ -658,6 +660,7 @@ conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_worker *w = c->w;
 
 	lg_obs_cb_begin(w, c);
+	c->idle_ticks = 0;
 	conn_timer(c);
 	lg_obs_cb_end(w, "connection timer");
 }

@@ -7,6 +7,7 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "common/pool.h"
 #include "worker/http.h"
 #include "worker/loop.h"
 
@@ -29,6 +30,7 @@ enum lg_conn_state {
 
 struct lg_route;
 struct lg_conn;
+struct lg_conn_idle;
 
 /* What the connection I/O calls back into, given by its creator (the router and the offload
  * path, worker/routes.c): conn.c answers through its own respond API and knows nothing of
@@ -64,7 +66,9 @@ struct lg_worker {
 	int accept_paused_until_tick; /* EMFILE/ENFILE back-off */
 	int draining;
 	struct lg_conn **pending;     /* by slot index: the connection waiting on it, or NULL */
-	struct lg_conn *conns;        /* every open connection, for the drain */
+	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
+	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
+	struct lg_pool pool;          /* struct lg_conn blocks (worker/conn.c) */
 	char date[40];                /* cached "Date: ..." value (RFC 9110 section 6.6.1) */
 	ev_tstamp date_at;
 	/* observability (worker/observe.h) */
@@ -113,6 +117,7 @@ struct lg_conn {
 	ev_tstamp body_at;            /* the body began, 0 before */
 	ev_tstamp linger_until;
 	unsigned nreq;                /* requests parsed on this connection */
+	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
 	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
 	 * the body will be read; the 100 goes out only while the body is awaited, and a response
 	 * drops an unsent one or finishes a partly sent one first. */
@@ -145,9 +150,20 @@ struct lg_conn {
 	char whead[LG_CONN_WHEAD];
 };
 
-/* Takes ownership of an accepted non-blocking socket fd and starts reading from it.
+/* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
+ * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
+ * nothing to write, no slot), the connection holds only a struct lg_conn_idle; a struct lg_conn
+ * (buffers and parser, ~33 KiB of address space) comes from w->pool while bytes are in flight.
  * Returns 0, or -1 with errno ENOMEM (fd is closed). */
 int lg_conn_start(struct lg_worker *w, int fd);
+
+/* The loop's periodic tick (100 ms): connections idle since the previous tick give their
+ * struct lg_conn back, and pool blocks unused for a whole tick are unmapped. */
+void lg_conn_tick(struct lg_worker *w);
+
+/* A graceful drain began: every connection idle between requests gets LG_CONN_DRAIN_IDLE_MS for
+ * one more request (lg_conn_drain_idle), busy ones finish theirs. */
+void lg_conn_drain(struct lg_worker *w);
 
 /* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). */
 void lg_conn_close(struct lg_conn *c);

@@ -11,12 +11,20 @@ of(http_parser *p)
 	return p->data;
 }
 
+/* Every field of r zero but the bytes of fbuf and of the target past its NUL. */
+static void
+clear_req(struct lg_http_req *r)
+{
+	memset(r, 0, offsetof(struct lg_http_req, fbuf));
+	r->target[0] = '\0';
+}
+
 static int
 on_message_begin(http_parser *p)
 {
 	struct lg_http *h = of(p);
 
-	memset(&h->req, 0, offsetof(struct lg_http_req, fbuf)); /* fbuf is read only up to fbuf_len */
+	clear_req(&h->req);
 	h->req.content_length = LG_HTTP_NO_LENGTH;
 	h->body_seen = 0;
 	return 0;
@@ -246,7 +254,8 @@ lg_http_init(struct lg_http *h, const struct lg_http_limits *lim)
 	/* worker/frame.c enforces the configured head limit to the byte; the parser's own limit
 	 * (process-wide, always set to the same value) is only a backstop above any setting. */
 	http_parser_set_max_header_size(LG_HTTP_HEAD_CAP + 4096);
-	memset(h, 0, sizeof(*h));
+	memset(h, 0, offsetof(struct lg_http, req));
+	clear_req(&h->req);
 	h->lim = lim ? lim : &default_limits;
 	lg_frame_reset(&h->frame, h->lim);
 	http_parser_init(&h->parser, HTTP_REQUEST);

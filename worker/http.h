@@ -32,7 +32,6 @@ struct lg_http_field {
 struct lg_http_req {
 	unsigned method;              /* enum http_method */
 	unsigned short major, minor;
-	char target[LG_FRAME_TARGET_CAP + 1]; /* NUL-terminated */
 	size_t target_len;
 	const char *path;             /* into target (past scheme and authority for an
 	                               * absolute-form target); not NUL-terminated */
@@ -50,7 +49,10 @@ struct lg_http_req {
 	unsigned nkept;
 	int kept_open;                /* 1 name, 2 value: the callback pieces being appended */
 	size_t fbuf_len;
-	char fbuf[LG_HTTP_FIELD_BUF];
+	/* last, so that a new request clears every field before these two arrays (4 and 8 KiB):
+	 * a connection touches only the pages of them that its fields and target reach */
+	char fbuf[LG_HTTP_FIELD_BUF]; /* read only up to fbuf_len */
+	char target[LG_FRAME_TARGET_CAP + 1]; /* NUL-terminated */
 };
 
 /* The value of header field name (case-insensitive) among the kept ones, its length in *len
@@ -66,7 +68,6 @@ enum lg_http_head_action {
 
 struct lg_http {
 	http_parser parser;
-	struct lg_http_req req;
 	const struct lg_http_limits *lim; /* borrowed; defaults unless given to lg_http_init */
 	struct lg_frame frame;     /* the strict framing check (worker/frame.h) */
 	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
@@ -82,6 +83,7 @@ struct lg_http {
 	int (*on_head)(struct lg_http *h, void *ctx);
 	int (*on_body)(struct lg_http *h, void *ctx, const char *at, size_t len);
 	void *ctx;
+	struct lg_http_req req;    /* last: see its target */
 };
 
 /* Prepares h for a new connection with the limits lim (borrowed; NULL: the defaults above).

@@ -88,6 +88,7 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_worker *w = t->data;
 
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
+	lg_conn_tick(w);
 	resume_accept(w);
 }
 
@@ -96,7 +97,6 @@ static void
 drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 {
 	struct lg_worker *w = sig->data;
-	struct lg_conn *c, *next;
 
 	if (w->draining)
 		return;
@@ -107,13 +107,7 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	/* Our copy of the listen socket goes now: once every loop has closed it (and the master),
 	 * new connections are refused instead of queued behind a drain. */
 	close(w->env->listen_fd);
-	for (c = w->conns; c != NULL; c = next) {
-		next = c->next;
-		/* idle: between requests, no byte of the next one received (a parsed part
-		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
-		if (c->state == LG_CONN_HEAD && c->rlen == 0 && c->req_start_ns == 0)
-			lg_conn_drain_idle(c);
-	}
+	lg_conn_drain(w);
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);
 }

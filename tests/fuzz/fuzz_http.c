@@ -24,6 +24,7 @@
 #include "shm/slot.h"
 #include "worker/conn.h"
 #include "worker/http.h"
+#include "worker/offload.h"
 #include "worker/routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -95,7 +96,7 @@ play_compute(void)
 		lg_slot_finish(s, m.gen, LG_JOB_OK, now);
 		lg_chan_send(ch.done[0][1], &done, MSG_DONTWAIT);
 	}
-	lg_route_completions(&w);
+	lg_offload_completions(&w);
 }
 
 static void
@@ -124,10 +125,12 @@ through_conn(const uint8_t *data, size_t size)
 		}
 		ev_run(w.ev, EVRUN_NOWAIT);
 		play_compute();
+		lg_conn_tick(&w); /* a connection idle for two rounds gives its buffers back */
 		while (read(sv[1], sink, sizeof(sink)) > 0)
 			;
 		if (round > 100000) {
-			fprintf(stderr, "connection never finished (state %d)\n", (int)w.conns->state);
+			fprintf(stderr, "connection never finished (state %d)\n",
+			    w.conns ? (int)w.conns->state : -1);
 			abort();
 		}
 	}
@@ -146,6 +149,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	w.ev = ev_default_loop(EVFLAG_AUTO);
 	w.env = &env;
 	w.lim = lim;
+	w.ops = &lg_route_conn_ops;
 	w.pending = calloc(arena.nslots, sizeof(*w.pending));
 	if (w.ev == NULL || w.pending == NULL)
 		abort();
