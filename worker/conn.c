@@ -265,7 +265,9 @@ request_done(struct lg_conn *c)
 	c->body_at = 0;
 	c->state = LG_CONN_HEAD;
 	c->req_at = c->rlen > 0 ? ev_now(c->w->ev) : 0; /* pipelined bytes start the next head */
-	lg_http_next(&c->http);
+	if (!c->close_after && !c->w->draining) /* no next request when closing: the parser may
+	                                          * have stopped in an error state */
+		lg_http_next(&c->http);
 }
 
 /* Everything queued is on the wire: finish the request it ended with (if any), then close or
@@ -429,7 +431,7 @@ answer_refusal(struct lg_conn *c)
 			log_warn("framing check and http-parser disagree (%s): 400", h->why);
 		else
 			log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
-		return lg_conn_error(c, h->status, 1, NULL);
+		return lg_conn_error(c, h->status, 1, h->status == 503 ? "Retry-After: 1\r\n" : NULL);
 	}
 	return lg_conn_error(c, c->reject_status, 1, c->reject_extra[0] ? c->reject_extra : NULL);
 }

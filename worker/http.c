@@ -269,7 +269,9 @@ lg_http_next(struct lg_http *h)
 	h->head_seen = 0;
 	h->self_body = 0;
 	lg_frame_reset(&h->frame, h->lim);
-	http_parser_pause(&h->parser, 0);
+	/* http-parser asserts when a parser in an error state is paused or unpaused */
+	if (HTTP_PARSER_ERRNO(&h->parser) == HPE_PAUSED)
+		http_parser_pause(&h->parser, 0);
 }
 
 /* How many bytes of buf the framing check lets through to http-parser now; 0 with h->status
