@@ -26,6 +26,8 @@ struct lg_config {
 	double cpus;               /* > 0 replaces the measured CPU budget */
 	enum lg_cpu_rounding rounding;
 	uint64_t max_body;         /* bytes; larger request bodies get 413 */
+	uint64_t max_discard;      /* bytes of a body read and dropped to keep a connection after a
+	                            * refusal (503, 404, 405) or by an inline route; more: close */
 	uint64_t deadline_ms;      /* per offloaded job, queue wait included; past it 504 */
 	uint64_t drain_timeout_ms; /* SIGTERM: time allowed for in-flight requests */
 	uint64_t kill_grace_ms;    /* SIGTERM -> SIGKILL grace for a compute process past deadline */

@@ -58,6 +58,9 @@ static const struct opt opts[] = {
 	  "how a fractional CPU quota rounds (never below 1)" },
 	{ "max-body", K_SIZE, F(max_body), 0, 1ull << 40, "64M", "BYTES",
 	  "largest request body (K/M/G suffixes); 413 above it" },
+	{ "max-discard", K_SIZE, F(max_discard), 0, 1ull << 30, "64K", "BYTES",
+	  "largest body read and dropped to keep the connection open after a refusal (503 for a "
+	  "full queue, 404, 405) or by a route that takes none; a longer one closes it" },
 	{ "deadline-ms", K_U64, F(deadline_ms), 1, 86400000, "30000", "MS",
 	  "per offloaded job, queue wait included; 504 past it" },
 	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",

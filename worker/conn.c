@@ -115,7 +115,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	if (w->conns)
 		w->conns->prev = c;
 	w->conns = c;
-	ev_io_init(&c->io, conn_io_cb, fd, EV_READ);
+	lg_conn_io_move(&c->io, conn_io_cb, fd, EV_READ); /* the idle watcher's socket */
 	c->io.data = c;
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;

@@ -110,6 +110,8 @@ struct lg_conn {
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the head hook for a rejected request */
+	int refuse_status;            /* a refusal answered at dispatch, keeping the connection
+	                               * (its body, if any, read and dropped first), or 0 */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
 	/* timeouts (docs/HTTP.md): one ev_timer, armed for the limit of the current state */
 	ev_tstamp req_at;             /* first byte of the current request (accept for the first),

@@ -26,9 +26,10 @@ struct lg_conn_idle {
 static void idle_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static void idle_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
-/* Makes fd an idle connection whose timer fires after `after` seconds. */
+/* Makes fd an idle connection whose timer fires after `after` seconds; fresh: fd was just
+ * accepted (else a busy connection watched it until now). */
 static struct lg_conn_idle *
-idle_start(struct lg_worker *w, int fd, ev_tstamp req_at, double after)
+idle_start(struct lg_worker *w, int fd, ev_tstamp req_at, double after, int fresh)
 {
 	struct lg_conn_idle *s = malloc(sizeof(*s));
 
@@ -42,7 +43,10 @@ idle_start(struct lg_worker *w, int fd, ev_tstamp req_at, double after)
 	if (w->idle)
 		w->idle->prev = s;
 	w->idle = s;
-	ev_io_init(&s->io, idle_io_cb, fd, EV_READ);
+	if (fresh)
+		ev_io_init(&s->io, idle_io_cb, fd, EV_READ);
+	else
+		lg_conn_io_move(&s->io, idle_io_cb, fd, EV_READ);
 	s->io.data = s;
 	ev_timer_init(&s->timer, idle_timer_cb, after > 1e-3 ? after : 1e-3, 0.);
 	s->timer.data = s;
@@ -129,7 +133,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	ev_tstamp now = ev_now(w->ev);
 
 	/* the head deadline of the first request runs from accept */
-	if (idle_start(w, fd, now, cfg->head_timeout_ms / 1e3) == NULL) {
+	if (idle_start(w, fd, now, cfg->head_timeout_ms / 1e3, 1) == NULL) {
 		close(fd);
 		errno = ENOMEM;
 		return -1;
@@ -158,7 +162,7 @@ to_idle(struct lg_conn *c)
 	    w->env->cfg->keepalive_timeout_ms / 1e3;
 
 	ev_io_stop(w->ev, &c->io); /* before the idle watcher starts: the epoll mask is kept */
-	if (idle_start(w, c->fd, c->req_at, left) == NULL) {
+	if (idle_start(w, c->fd, c->req_at, left, 0) == NULL) {
 		ev_io_start(w->ev, &c->io);
 		return; /* stays as it is; tried again next tick */
 	}

@@ -5,6 +5,18 @@
 
 #include "worker/conn.h"
 
+/* Points io at fd, the socket another (stopped) watcher of this loop just watched for the same
+ * events: unlike ev_io_set, which makes libev tell epoll about fd again (a failing
+ * EPOLL_CTL_ADD, since the socket is registered already), this keeps the kernel's state as it
+ * is. Only for a descriptor that stayed open in between (a reused number needs ev_io_set). */
+static inline void
+lg_conn_io_move(ev_io *io, void (*cb)(struct ev_loop *, ev_io *, int), int fd, int events)
+{
+	ev_init(io, cb);
+	io->fd = fd;
+	io->events = events;
+}
+
 /* The loop worker's pool of struct lg_conn blocks, set up on first use. */
 struct lg_pool *lg_conn_pool(struct lg_worker *w);
 

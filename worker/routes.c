@@ -305,9 +305,43 @@ allow_header(const struct lg_conn *c, char *buf, size_t cap)
 	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
 
+/* Whether a body that will be dropped is better read (the connection stays usable) than left
+ * unread (answered at once, and the connection closes): not when the client holds it back for a
+ * 100 Continue (RFC 9110 section 10.1.1), nor when it is declared longer than --max-discard,
+ * beyond which reading costs more than the client's reconnect. A chunked body is bounded as it
+ * arrives (lg_route_body). */
+static int
+discard_ok(const struct lg_conn *c, const struct lg_http_req *r)
+{
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+
+	if (!has_body)
+		return 1;
+	return !r->expect_continue && (r->chunked ||
+	    r->content_length <= c->w->env->cfg->max_discard);
+}
+
+/* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
+ * in order behind any pipelined request before it, after the parser has read and dropped the
+ * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
+static int
+refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t retry_s)
+{
+	snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: %llu\r\n",
+	    (unsigned long long)retry_s);
+	if (!discard_ok(c, r)) {
+		c->reject_status = status;
+		return LG_HTTP_REJECT;
+	}
+	c->refuse_status = status;
+	return LG_HTTP_BODY_PARSER;
+}
+
 /* A request that will not be served (404, 405) but announces a body with Expect: 100-continue
  * is answered at once instead of waiting for a body the client holds back (RFC 9110 section
- * 10.1.1); the connection then closes, since the body was never read. */
+ * 10.1.1); the connection then closes, since the body was never read. The same for a body
+ * declared longer than --max-discard. */
 static int
 refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 {
@@ -358,44 +392,41 @@ lg_route_head(struct lg_http *h, void *conn)
 	c->route_label = c->w->row_names[c->route_row];
 	c->want_continue = 0;
 	c->cont_off = 0;
+	c->refuse_status = 0;
 	c->reject_extra[0] = '\0';
 	c->max_body = c->route && c->route->def->kind ? c->route->def->max_body : cfg->max_body;
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->max_body)
 		return reject(c, 413);
-	if (is_asterisk(r)) {
-		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
-		return LG_HTTP_BODY_PARSER;
-	}
-	if (c->route == NULL || !method_ok(c->route, r->method)) {
-		if (r->expect_continue && has_body)
+	if ((c->route == NULL && !is_asterisk(r)) || (c->route && !method_ok(c->route, r->method))) {
+		if (!discard_ok(c, r))
 			return refuse_early(c, r);
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
-	d = c->route->def;
-	if (c->route->handler != NULL) {
+	if (is_asterisk(r) || c->route->handler != NULL) {
+		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
+			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
 		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
 		return LG_HTTP_BODY_PARSER;
 	}
+	d = c->route->def;
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
 	    lg_now_ns());
 	if (left > 0) {
 		/* A kind that keeps killing compute processes is refused for a while
 		 * (--quarantine-deaths); Retry-After says when it is tried again. */
 		atomic_fetch_add(&c->w->env->page->rejected_quarantine, 1);
-		reject(c, 503);
-		snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: %llu\r\n",
-		    (unsigned long long)((left + 999999999u) / 1000000000u));
-		return LG_HTTP_REJECT;
+		return refuse_keep(c, r, 503, (left + 999999999u) / 1000000000u);
 	}
-	/* The bounded queue: no free slot means 503 now, before any body byte is read. */
+	/* The bounded queue: no free slot means 503 now, before any body byte is read into
+	 * shared memory; a small body is read and dropped so the connection stays usable. */
 	request_view(c, d, &v);
 	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
 	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
 	    k->desc.ctype : "application/octet-stream", &v };
 	if (lg_offload_claim(c, &sp) == -1)
-		return reject(c, 503);
+		return refuse_keep(c, r, 503, 1);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/conn.c). */
 	c->want_continue = r->expect_continue && has_body;
@@ -411,8 +442,13 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		h->status = 413;
 		return -1;
 	}
+	if (c->slot < 0 && h->body_seen > c->w->env->cfg->max_discard) {
+		/* a chunked body to drop grew past --max-discard: answer, and close */
+		h->status = c->refuse_status ? c->refuse_status : 413;
+		return -1;
+	}
 	if (c->slot < 0)
-		return 0; /* a body to an inline route is read and dropped */
+		return 0; /* a body nobody reads (inline route, refusal) is dropped */
 	return lg_offload_body(c, h, at, len);
 }
 
@@ -421,6 +457,8 @@ lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 
+	if (c->refuse_status)
+		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
 	if (c->route == NULL && is_asterisk(r))
 		return route_options_any(c);
 	if (c->route == NULL)

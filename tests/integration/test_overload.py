@@ -13,10 +13,12 @@ from conftest import (Call, connect, get, heavy_iterations_for, heavy_result, pe
 LONG_JOB_S = 3.0
 
 
-def check_503(r):
+def check_503(r, close=False):
+    """A queue-full refusal: Retry-After, and Connection: close only when the body was left
+    unread (a request without one keeps its connection)."""
     assert r.status == 503, r
     assert r.header("retry-after") == "1", r.headers
-    assert (r.header("connection") or "").lower() == "close", r.headers
+    assert ((r.header("connection") or "").lower() == "close") == close, r.headers
 
 
 @pytest.mark.timeout(120)
@@ -47,7 +49,7 @@ def test_full_pool_503_fast_and_ping_unaffected(start_server):
                   b"Content-Length: 8000000\r\n\r\n")
         r = read_response(s)
         elapsed = time.monotonic() - t0
-        check_503(r)
+        check_503(r, close=True)
         assert elapsed < 0.5, "503 for /compress took %.3f s" % elapsed
         # Connection: close means the server closes the connection (it must not wait for a body)
         assert peer_closed(s, timeout=3.0), "connection left open after 503 Connection: close"
@@ -83,6 +85,53 @@ def test_full_pool_503_fast_and_ping_unaffected(start_server):
     # 5. the pool is free again
     r = get(srv.port, "/heavy?iterations=1000", timeout=30)
     assert r.status == 200 and r.json()["result"] == heavy_result(1000), r
+
+
+@pytest.mark.timeout(120)
+def test_503_keeps_the_connection_when_the_body_is_cheap_to_drop(start_server):
+    """No free slot: a request without a body, or with one within --max-discard (read and
+    dropped, Content-Length or chunked), gets 503 + Retry-After on a connection that stays
+    open, and pipelined requests behind it are answered in order; a body declared over the
+    limit, or held back for a 100 Continue, gets 503 and the connection closes unread."""
+    srv = start_server("--compute-workers", "1", "--queue", "0", "--deadline-ms", "120000",
+                       "--max-discard", "1K")
+    n = heavy_iterations_for(srv.port, LONG_JOB_S)
+    a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=90)
+    a.start()
+    time.sleep(0.5)
+    assert a.is_alive(), "the long job ended too early to test a full pool"
+    small = b"x" * 1000
+    reqs = (b"GET /heavy?iterations=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST /compress HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+            b"POST /compress HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3e8\r\n%s\r\n0\r\n\r\n"
+            b"HEAD /heavy HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n") % (len(small), small, small)
+    with connect(srv.port, timeout=10) as s:
+        for _ in range(3):  # the same connection, again and again
+            s.sendall(reqs)
+            got = []
+            for i in range(6):
+                r = read_response(s, read_body=(i != 4))
+                got.append(r.status)
+                assert (r.header("connection") or "") != "close", (i, r)
+                if r.status == 503:
+                    assert r.header("retry-after") == "1", r.headers
+            assert got == [503, 200, 503, 503, 503, 200], got
+    # over the limit, or waiting for a 100 Continue: refused at once, closed, body unread
+    for extra in (b"Content-Length: 1025\r\n", b"Content-Length: 10\r\nExpect: 100-continue\r\n"):
+        with connect(srv.port, timeout=10) as s:
+            s.sendall(b"POST /compress HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
+            check_503(read_response(s), close=True)
+            assert peer_closed(s, timeout=3.0)
+    # a chunked body that grows past the limit: 503 once it does, closed
+    with connect(srv.port, timeout=10) as s:
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"800\r\n" + b"y" * 2048 + b"\r\n")
+        check_503(read_response(s), close=True)
+        assert peer_closed(s, timeout=3.0)
+    a.get(90)
 
 
 @pytest.mark.timeout(120)
