@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "kinds/registry.h"
 #include "shm/channel.h"
 #include "shm/slot.h"
 #include "worker/conn.h"
@@ -34,7 +35,9 @@ static struct lg_config cfg = {
 	.max_body = 4096, .deadline_ms = 30000, .max_conns = 16, .max_head = 2048,
 	.max_uri = 512, .max_fields = 20, .head_timeout_ms = 10000, .body_timeout_ms = 10000,
 	.body_deadline_ms = 10000, .keepalive_timeout_ms = 10000, .write_timeout_ms = 10000,
+	.max_discard = 1024,
 };
+static struct lg_registry reg;
 static struct lg_arena arena;
 static struct lg_channels ch;
 static struct lg_loop_env env;
@@ -140,9 +143,18 @@ through_conn(const uint8_t *data, size_t size)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	char err[256];
+
 	lg_log_level = LG_LOG_ERROR;
 	if (lg_arena_create(&arena, 2, 1, 4096, 8192) == -1 || lg_channels_create(&ch, 1) == -1)
 		abort();
+	/* the routes a server serves without configuration (kinds/registry.h) */
+	if (lg_registry_init(&reg, err, sizeof(err)) == -1 || lg_registry_default_routes(&reg,
+	    cfg.deadline_ms, cfg.max_body, 0, err, sizeof(err)) == -1) {
+		fprintf(stderr, "registry: %s\n", err);
+		abort();
+	}
+	cfg.reg = &reg;
 	arena.procs[0].role = 1;
 	env = (struct lg_loop_env){ .cfg = &cfg, .arena = &arena, .ch = &ch, .listen_fd = -1,
 	    .index = 0, .nloops = 1, .page = &arena.procs[0] };
@@ -151,8 +163,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	w.lim = lim;
 	w.ops = &lg_route_conn_ops;
 	w.pending = calloc(arena.nslots, sizeof(*w.pending));
-	if (w.ev == NULL || w.pending == NULL)
+	if (w.ev == NULL || w.pending == NULL || lg_router_build(&w) == -1)
 		abort();
+	lg_registry_init_process(&reg, 1);
 	return 0;
 }
 
