@@ -1,0 +1,353 @@
+"""Benchmark 6: the connection layer against nginx, each figure a ratio measured in the same run,
+nginx before and after lagless (A-B-A: the reference is the mean of the two nginx runs, and
+their spread is shown so drift is visible). nginx is configured as its users run it: `location
+= /ping { return 200 "ok"; }`, access log off, as many workers as lagless has loop workers.
+
+6a  resident memory per idle keep-alive connection: N connections (2,000 and 10,000; 100,000 with
+    --idle-sizes 2000,10000,100000, which takes minutes), each
+    sends one GET /ping, reads the answer and stays open; (RSS summed over every process of the
+    server after - before) / N, read 0.5 s after the last answer. The client spreads its
+    connections over source addresses 127.0.0.2.. (10,000 each, of 28,232 ephemeral ports), so
+    100,000 need no port-range change. Where one process may hold fewer descriptors than that
+    (the RLIMIT_NOFILE hard limit), the client is split over processes and both servers get
+    enough event-loop processes (each with its own limit), the same number on both. Target
+    <= 0.35 KB per connection, and <= nginx's.
+6b  pipelined /ping: wrk -t1 -c16 -d3s with a Lua script sending 16 requests per write (wrk's
+    own scripts/pipeline.lua idea); requests per second, lagless / nginx, target >= 1.0.
+6c  /ping requests per server CPU-second, wrk -t1 -c64 -d3s: requests / (utime + stime of every
+    server process over the run), lagless / nginx, target >= 1.3. nginx must do well over
+    100,000 req/s with wrk -t1 -c64 here, or it is misconfigured: the raw rates are shown.
+6d  refusal under a flood: wrk -t1 -c64 keeps GET /heavy coming (on lagless long jobs fill the
+    pool and the rest are refused 503 on their kept connections; nginx answers /heavy with
+    `return 503`), while bench/latency sends GET /heavy?iterations=1 on one keep-alive
+    connection every 500 us; p99 of the 503s it gets, lagless / nginx, target <= 0.5.
+6e  the latency client's own floor: bench/latency against nginx's /ping (a trivial server), the
+    p50 and p99 printed beside 6d, so a client-bound figure would show (informational).
+"""
+
+import os
+import re
+import resource
+import selectors
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from bench_throughput import Nginx, nginx_path
+from common import Lagless, Result, Stats, children_of, cpu_ticks, log, run_client
+
+PER_SOURCE = 10000          # connections per source address (well inside 28,232 ephemeral ports)
+CONNECT_WINDOW = 256        # connections being set up at once: well inside any listen backlog
+SETTLE_S = 0.5              # lagless gives an idle connection's buffers back after 100-200 ms
+WRK_SECONDS = 3
+PIPELINE_LUA = """
+init = function(args)
+  local r = {}
+  for i = 1, 16 do r[i] = wrk.format(nil, "/ping") end
+  req = table.concat(r)
+end
+request = function() return req end
+"""
+REQ = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # Linux 4.2, ip(7)
+
+
+def tree_pids(pid):
+    return [pid] + sorted(children_of(pid))
+
+
+def tree_rss_kb(pid):
+    total = 0
+    for p in tree_pids(pid):
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def tree_cpu_ticks(pid):
+    return sum(cpu_ticks(p) for p in tree_pids(pid))
+
+
+def workers_for(n, loops):
+    """Event-loop processes both servers need to hold n connections when one process may hold
+    only fd_room() descriptors (each loop worker is a process with its own limit), with 20%
+    room for an uneven spread of accepts."""
+    return max(loops, -(-n * 6 // 5 // (fd_room() - 100)))
+
+
+def open_idle(port, n, first=0):
+    """n keep-alive connections that each got one /ping answered, the first one being number
+    `first` of the run (which picks its source address); returns the sockets."""
+    sel = selectors.DefaultSelector()
+    socks, pending, started = [], 0, 0
+    deadline = time.monotonic() + 120
+    while (started < n or pending) and time.monotonic() < deadline:
+        while started < n and pending < CONNECT_WINDOW:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            # The port is picked at connect(), per destination: bind(addr, 0) alone would
+            # search the address's whole port range on every call (quadratic at 20,000).
+            s.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+            s.bind(("127.0.0.%d" % (2 + (first + started) // PER_SOURCE), 0))
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            sel.register(s, selectors.EVENT_WRITE, [b"", time.monotonic(), None])
+            socks.append(s)
+            started += 1
+            pending += 1
+        for key, ev in sel.select(1.0):
+            s = key.fileobj
+            if ev & selectors.EVENT_WRITE:
+                err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise RuntimeError("connect: %s" % os.strerror(err))
+                s.send(REQ)
+                key.data[2] = time.monotonic()
+                sel.modify(s, selectors.EVENT_READ, key.data)
+                continue
+            data = s.recv(4096)
+            if not data:
+                now = time.monotonic()
+                raise RuntimeError("server closed an idle connection (%s, after %r; connect "
+                                   "%.2f s ago, sent %s s ago)"
+                                   % (s.getsockname(), key.data[0][:80], now - key.data[1],
+                                      key.data[2] and "%.2f" % (now - key.data[2])))
+            key.data[0] += data
+            if key.data[0].endswith(b"ok"):
+                sel.unregister(s)
+                pending -= 1
+    if started < n or pending:
+        raise RuntimeError("only %d of %d connections answered in time" % (started - pending, n))
+    sel.close()
+    return socks
+
+
+def fd_room():
+    """Descriptors one process may hold (RLIMIT_NOFILE hard limit, soft raised to it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def idle_clients(port, n):
+    """n idle connections held by child processes of at most fd_room() - 200 each (a process
+    cannot hold 100,000 descriptors when the hard limit is lower and cannot be raised); returns
+    their (pid, write end of the pipe whose closing ends them)."""
+    per = fd_room() - 200
+    kids = []
+    first = 0
+    while first < n:
+        count = min(per, n - first)
+        rd, wr = os.pipe()
+        done_rd, done_wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(wr)
+            os.close(done_rd)
+            for _, other in kids:  # else an older child never sees its pipe close
+                os.close(other)
+            code = 0
+            try:
+                socks = open_idle(port, count, first)
+                os.write(done_wr, b"k")
+                os.read(rd, 1)  # until the parent closes its end
+                del socks
+            except BaseException as e:  # noqa: B902 (a child must exit, whatever happened)
+                os.write(done_wr, ("E%s" % e)[:200].encode())
+                code = 1
+            os._exit(code)
+        os.close(rd)
+        os.close(done_wr)
+        got = os.read(done_rd, 256)
+        os.close(done_rd)
+        kids.append((pid, wr))
+        if got != b"k":
+            end_clients(kids)
+            raise RuntimeError("client: %s" % got[1:].decode(errors="replace"))
+        first += count
+    return kids
+
+
+def end_clients(kids):
+    for pid, wr in kids:
+        os.close(wr)
+        os.waitpid(pid, 0)
+
+
+def idle_cost(pid, port, n):
+    """KB of server RSS per idle keep-alive connection, at n connections."""
+    time.sleep(SETTLE_S)
+    before = tree_rss_kb(pid)
+    kids = idle_clients(port, n)
+    try:
+        time.sleep(SETTLE_S)
+        after = tree_rss_kb(pid)
+    finally:
+        end_clients(kids)
+    return (after - before) / n
+
+
+def wrk(port, conns, script=None):
+    """(requests per second, requests) of one wrk -t1 run."""
+    argv = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % WRK_SECONDS]
+    if script:
+        argv += ["-s", script]
+    out = subprocess.run(argv + ["http://127.0.0.1:%d/ping" % port], capture_output=True,
+                         text=True, timeout=WRK_SECONDS + 30)
+    m = re.search(r"Requests/sec:\s+([\d.]+)", out.stdout)
+    total = re.search(r"(\d+) requests in", out.stdout)
+    if out.returncode != 0 or not m or "Non-2xx" in out.stdout:
+        raise RuntimeError("wrk failed: %s %s" % (out.stdout, out.stderr))
+    return float(m.group(1)), int(total.group(1))
+
+
+def per_cpu_second(pid, port):
+    """(requests per server CPU-second, requests per second) of wrk -t1 -c64."""
+    t0 = tree_cpu_ticks(pid)
+    rps, total = wrk(port, 64)
+    ticks = tree_cpu_ticks(pid) - t0
+    return total / (ticks / os.sysconf("SC_CLK_TCK")), rps
+
+
+class Servers:
+    """nginx, lagless and nginx again, each started on demand and stopped after its run."""
+
+    def __init__(self, cfg, loops, conns):
+        self.cfg, self.loops, self.conns = cfg, loops, conns
+        self.workers = loops
+
+    def each(self, fn):
+        """fn(pid, port) for nginx, lagless, nginx; returns (lagless figure, [nginx figures])."""
+        out = []
+        for which in ("nginx", "lagless", "nginx"):
+            self.current = which
+            if which == "nginx":
+                srv = Nginx(self.workers, conns=self.conns)
+                pid = srv.proc.pid
+            else:
+                srv = Lagless(self.cfg.bin, ["--max-conns", str(self.conns),
+                                             "--loop-workers", str(self.workers)])
+                pid = srv.pid
+            try:
+                out.append(fn(pid, srv.port))
+            finally:
+                srv.stop()
+        return out[1], [out[0], out[2]]
+
+
+def refusal_p99(client, port, max_seconds=15.0):
+    """(p99 µs of the 503s a keep-alive probe gets while wrk floods /heavy, probes, 503s)."""
+    flood = subprocess.Popen(["wrk", "-t1", "-c64", "-d%ds" % int(max_seconds + 5),
+                              "http://127.0.0.1:%d/heavy?iterations=300000000" % port],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        got = run_client(client, port, "/heavy?iterations=1", 2000, max_seconds,
+                         interval_us=500)
+    finally:
+        flood.terminate()
+        flood.wait(10)
+    refused = [ns for st, ns in got if st == 503]
+    return (Stats(refused).p99 if refused else float("nan")), len(got), len(refused)
+
+
+def client_floor(client, port):
+    """(p50, p99) µs of bench/latency's /ping against port (a trivial server)."""
+    got = [ns for st, ns in run_client(client, port, "/ping", 2000, 15.0, interval_us=500)
+           if st == 200]
+    s = Stats(got)
+    return s.p50, s.p99
+
+
+def bench_refusal(cfg, servers, results):
+    floors = []
+
+    def one(pid, port):
+        r = refusal_p99(cfg.client, port)
+        if servers.current == "nginx":
+            floors.append(client_floor(cfg.client, port))
+        return r
+
+    ours, theirs = servers.each(one)
+    r, ref = ratio_of(ours[0], [t[0] for t in theirs])
+    log("   503 p99 on a keep-alive probe, 64 connections flooding /heavy: lagless %.0f us "
+        "(%d of %d probes refused); nginx %.0f and %.0f us"
+        % (ours[0], ours[2], ours[1], theirs[0][0], theirs[1][0]))
+    log("   client floor (bench/latency on nginx /ping, idle): p50 %.0f us, p99 %.0f us"
+        % (floors[0][0], floors[0][1]))
+    results.append(Result("6d. 503 p99 under a /heavy flood / nginx", r, 0.5,
+                          figures={"lagless": ours, "nginx": theirs, "client_floor": floors}))
+
+
+def ratio_of(ours, theirs):
+    ref = sum(theirs) / len(theirs)
+    return ours / ref if ref else float("inf"), ref
+
+
+def bench_idle(servers, results, sizes):
+    for n in sizes:
+        name = "6a. idle conn KB/conn @%d / nginx" % n
+        servers.conns = min(n + 64, fd_room() - 64)
+        servers.workers = workers_for(n, servers.loops)
+        try:
+            ours, theirs = servers.each(lambda pid, port: idle_cost(pid, port, n))
+        except (OSError, RuntimeError) as e:
+            log("   %d connections: skipped: %s" % (n, e))
+            results.append(Result(name, skipped=str(e)[:120]))
+            continue
+        r, ref = ratio_of(ours, theirs)
+        log("   %6d idle connections (%d workers each): lagless %.3f KB each; nginx %.3f and "
+            "%.3f KB each" % (n, servers.workers, ours, theirs[0], theirs[1]))
+        results.append(Result(name, r, 1.0, figures={"lagless_kb": ours, "nginx_kb": theirs}))
+        results.append(Result("6a. idle conn KB/conn @%d (absolute)" % n, ours, 0.35,
+                              figures={"lagless_kb": ours}))
+
+
+def run(cfg, sz):
+    log("== 6. connection layer vs nginx (A-B-A): idle memory, pipelining, CPU per request")
+    if shutil.which("wrk") is None or nginx_path() is None:
+        why = "wrk or nginx not installed"
+        return [Result("6. connection layer", skipped=why)]
+    loops = sz["loop_workers"]
+    log("   inputs: %d event-loop processes on both; nginx `return 200`, access log off"
+        % loops)
+    servers = Servers(cfg, loops, 4096)
+    results = []
+    bench_idle(servers, results, [int(x) for x in cfg.idle_sizes.split(",") if x.strip()])
+    servers.conns, servers.workers = 4096, loops
+    fd, script = tempfile.mkstemp(prefix="pipeline-", suffix=".lua")
+    with os.fdopen(fd, "w") as f:
+        f.write(PIPELINE_LUA)
+    try:
+        ours, theirs = servers.each(lambda pid, port: wrk(port, 16, script)[0])
+    finally:
+        os.unlink(script)
+    r, ref = ratio_of(ours, theirs)
+    log("   pipelined 16 per write, wrk -t1 -c16: lagless %.0f req/s; nginx %.0f and %.0f"
+        % (ours, theirs[0], theirs[1]))
+    results.append(Result("6b. pipelined /ping req/s / nginx", r, 1.0, kind="min",
+                          figures={"lagless_rps": ours, "nginx_rps": theirs}))
+    ours, theirs = servers.each(per_cpu_second)
+    r, ref = ratio_of(ours[0], [t[0] for t in theirs])
+    log("   wrk -t1 -c64: lagless %.0f req per CPU-s (%.0f req/s); nginx %.0f and %.0f req per "
+        "CPU-s (%.0f and %.0f req/s)" % (ours[0], ours[1], theirs[0][0], theirs[1][0],
+                                          theirs[0][1], theirs[1][1]))
+    if min(t[1] for t in theirs) < 100000:
+        log("   note: nginx below 100,000 req/s with wrk -t1 -c64: a loaded machine, or "
+            "misconfigured")
+    results.append(Result("6c. /ping req per CPU-second / nginx", r, 1.3, kind="min",
+                          figures={"lagless": ours, "nginx": theirs}))
+    bench_refusal(cfg, servers, results)
+    for x in results:
+        log("   " + x.line())
+    return results
