@@ -307,3 +307,21 @@ def test_example_route_sections_are_valid_uncommented(tmp_path):
     first = bad.splitlines().index("[route /hash]") + 1
     assert m and first <= int(m.group(1)) <= first + 7, r.stderr
     assert "memory_kib must be a whole number in 8..4194304" in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif("/san/" in (LAGLESS_BIN or ""),
+                    reason="ASan's shadow mappings count against RLIMIT_DATA")
+def test_argon2_memory_over_the_process_limit_is_500(start_server, tmp_path):
+    """libargon2 allocates memory_kib itself (malloc) in the compute process: under
+    --compute-memory a cost above the limit is a 500 for that request, the process survives
+    and the next hash works."""
+    conf = tmp_path / "big.conf"
+    conf.write_text("[route /hash-big]\nmethods = POST\nkind = hash\nmemory_kib = 262144\n")
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--compute-memory", "128M")
+    before = srv.wait_children("compute", 1)
+    r = post(srv.port, "/hash-big", b"pw")
+    assert r.status == 500 and b"Memory allocation error" in r.body, r
+    r = post(srv.port, "/hash", b"pw")
+    assert r.status == 200 and PHC_RE.match(r.body[:-1].decode()), r
+    assert srv.children("compute") == before, "the compute process was replaced"
