@@ -13,6 +13,29 @@ enum lg_client_gone { LG_GONE_FINISH = 0, LG_GONE_KILL = 1 };
 
 struct lg_registry; /* kinds/registry.h: kinds, modules and routes, built from the file */
 
+#define LG_MAX_POOLS 8   /* pools a configuration may declare, the default one included */
+#define LG_POOL_NAME 32  /* bytes of a pool name, NUL included */
+
+/* One compute pool (a bulkhead): its own compute processes, job slots, job channel, deadline
+ * and admission. Declared with a [pool NAME] section (master/options.c); pools[0] is always
+ * "default", the pool of every route that names none, sized from the server-wide settings
+ * unless a [pool default] section says otherwise. After loading, every field is resolved:
+ * nothing is left "unset" except compute/share (see lg_sizing_pool_counts). */
+struct lg_pool_cfg {
+	char name[LG_POOL_NAME];
+	int compute;               /* processes; 0 = from share, else max(1, budget - 1) */
+	double share;              /* > 0: floor(share x budget), at least 1 */
+	int queue;                 /* waiting jobs beyond the running ones; -1 = 2 x compute */
+	uint64_t deadline_ms;      /* per job, queue wait included */
+	enum lg_client_gone on_client_gone;
+	int nice;                  /* nice(2) increment of its compute processes */
+	uint64_t memory;           /* RLIMIT_DATA of each of its compute processes; 0 = none */
+	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = off */
+	uint64_t queue_wait_interval_ms;
+	int oversubscribe;         /* 1: not counted against the CPU budget */
+	uint32_t given;            /* loading only: bit k set when the section gave key k */
+};
+
 struct lg_config {
 	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
 	int port;                  /* 0 picks a free port; default 8080 */
@@ -59,6 +82,8 @@ struct lg_config {
 	uint64_t max_output;       /* bytes of a job's output region (its answer); 0 = from max_body */
 	uint64_t compute_memory;   /* RLIMIT_AS of a compute process, bytes; 0 = none */
 	struct lg_registry *reg;   /* built by the master before fork; never freed while used */
+	struct lg_pool_cfg pools[LG_MAX_POOLS]; /* [0] is "default" */
+	int npools;                /* >= 1 after lg_options_load */
 };
 
 #endif

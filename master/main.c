@@ -70,6 +70,11 @@ main(int argc, char **argv)
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
+	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?
+		    "configuration test failed\n" : "");
+		return 1;
+	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
 	if (cmd.run_kind != NULL) {

@@ -420,6 +420,10 @@ reload(struct master *m)
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
+	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1) {
+		log_error("reload refused, keeping the running configuration: %s", err);
+		return;
+	}
 	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
 		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
 	lg_log_level = cfg.log_level;

@@ -28,6 +28,7 @@ enum kind {
 	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
 	K_GONE,     /* finish | kill */
 	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
+	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
 };
 
 struct opt {
@@ -41,6 +42,7 @@ struct opt {
 };
 
 #define F(field) offsetof(struct lg_config, field)
+#define PF(field) offsetof(struct lg_pool_cfg, field)
 
 static const struct opt opts[] = {
 	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT",
@@ -124,6 +126,38 @@ static const struct opt opts[] = {
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* Keys of a [pool NAME] section. `global` names the server-wide setting a key of
+ * [pool default] stands for (so flags and environment still override it), or the value an
+ * unset key of any pool takes; NULL: the key exists per pool only. */
+struct pool_opt {
+	struct opt o;
+	const char *global;
+};
+
+static const struct pool_opt pool_opts[] = {
+	{ { "compute", K_POOL_COMPUTE, PF(compute), 1, 1024, NULL, "N|P%",
+	    "compute processes: a count or a share of the CPU budget (required)" },
+	  "compute-workers" },
+	{ { "queue", K_INT, PF(queue), 0, 100000, NULL, "N",
+	    "waiting jobs beyond the running ones (default 2 x compute)" }, "queue" },
+	{ { "deadline-ms", K_U64, PF(deadline_ms), 1, 86400000, NULL, "MS",
+	    "per job, queue wait included" }, "deadline-ms" },
+	{ { "on-client-gone", K_GONE, PF(on_client_gone), 0, 0, NULL, "finish|kill",
+	    "running job of a departed client" }, "on-client-gone" },
+	{ { "queue-wait-target-ms", K_U64, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
+	    "CoDel target; 0 = off" }, "queue-wait-target-ms" },
+	{ { "queue-wait-interval-ms", K_U64, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
+	    "CoDel interval" }, "queue-wait-interval-ms" },
+	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
+	    "nice(2) increment of its compute processes (default 5)" }, NULL },
+	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
+	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" }, NULL },
+	{ { "oversubscribe", K_BOOL, PF(oversubscribe), 0, 0, NULL, "yes|no",
+	    "leave its processes out of the CPU budget check" }, NULL },
+};
+
+#define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
 
 /* Parses a decimal with an optional binary K/M/G suffix when suffixes is set. */
 static int
@@ -244,9 +278,9 @@ parse_count(const struct opt *o, const char *v, int *count, double *share, const
 
 /* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
 static int
-set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char **why)
+set_value(const struct opt *o, const char *v, void *obj, const char **why)
 {
-	char *base = (char *)cfg, *end;
+	char *base = obj, *end;
 	uint64_t u;
 	double d;
 	int lvl;
@@ -255,7 +289,7 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 	case K_LISTEN:
 		*why = "expected [ADDR:]PORT with a numeric IPv4 address or a bracketed IPv6 one, "
 		    "and a port 0..65535";
-		return parse_listen(v, cfg);
+		return parse_listen(v, obj);
 	case K_INT:
 	case K_U64:
 	case K_SIZE: {
@@ -274,7 +308,11 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 		return 0;
 	}
 	case K_COMPUTE:
-		return parse_count(o, v, &cfg->compute_workers, &cfg->compute_share, why);
+		return parse_count(o, v, &((struct lg_config *)obj)->compute_workers,
+		    &((struct lg_config *)obj)->compute_share, why);
+	case K_POOL_COMPUTE:
+		return parse_count(o, v, &((struct lg_pool_cfg *)obj)->compute,
+		    &((struct lg_pool_cfg *)obj)->share, why);
 	case K_CPUS:
 		*why = "expected a decimal number of CPUs, 0 < X <= 1024 (0 = measure)";
 		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */
@@ -318,6 +356,8 @@ set_value(const struct opt *o, const char *v, struct lg_config *cfg, const char 
 	return -1;
 }
 
+static int resolve_pools(struct lg_config *cfg, char *err, size_t cap);
+
 void
 lg_options_defaults(struct lg_config *cfg)
 {
@@ -330,6 +370,9 @@ lg_options_defaults(struct lg_config *cfg)
 	cfg->queue_capacity = -1;
 	cfg->backlog = 4096;
 	cfg->compute_nice = 5;
+	cfg->npools = 1;
+	snprintf(cfg->pools[0].name, sizeof(cfg->pools[0].name), "default");
+	resolve_pools(cfg, NULL, 0); /* the default pool alone cannot fail */
 }
 
 static const struct opt *
@@ -366,8 +409,61 @@ read_line(char *buf, int size, void *stream)
 	return r;
 }
 
-/* inih handler (returns non-zero on success). Keys may sit before any section or in a
- * [lagless] section; anything else is an error, so a typo never passes silently. */
+/* The pool named by section "pool NAME" (NAME: 1-31 of a-z 0-9 _ -), created on first use;
+ * "default" is pools[0]. NULL with a reason when the name is bad or there are too many. */
+static struct lg_pool_cfg *
+pool_of(struct lg_config *cfg, const char *section, const char **why)
+{
+	const char *name = section + 5;
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= LG_POOL_NAME || name[strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-")]) {
+		*why = "a pool name is 1 to 31 of a-z, 0-9, _ and -";
+		return NULL;
+	}
+	for (int i = 0; i < cfg->npools; i++)
+		if (strcmp(cfg->pools[i].name, name) == 0)
+			return &cfg->pools[i];
+	if (cfg->npools >= LG_MAX_POOLS) {
+		*why = "too many pools (at most 8, default included)";
+		return NULL;
+	}
+	struct lg_pool_cfg *p = &cfg->pools[cfg->npools++];
+	memset(p, 0, sizeof(*p));
+	memcpy(p->name, name, n + 1);
+	return p;
+}
+
+/* key = value in [pool NAME]. A key of [pool default] that stands for a server-wide setting
+ * is that setting's file value (flags and environment still win). Returns 0 or -1 + why. */
+static int
+pool_key(struct lg_config *cfg, const char *section, const char *name, const char *value,
+    const char **why)
+{
+	struct lg_pool_cfg *p = pool_of(cfg, section, why);
+
+	if (p == NULL)
+		return -1;
+	for (size_t k = 0; k < NPOOLOPTS; k++) {
+		const struct pool_opt *po = &pool_opts[k];
+		const char *a = po->o.name, *b = name;
+
+		while (*a && (*a == *b || (*a == '-' && *b == '_')))
+			a++, b++;
+		if (*a != '\0' || *b != '\0')
+			continue;
+		p->given |= 1u << k;
+		if (p == &cfg->pools[0] && po->global != NULL)
+			return set_value(find_opt(po->global, '-'), value, cfg, why);
+		return set_value(&po->o, value, p, why);
+	}
+	*why = "unknown key of a [pool] section";
+	return -1;
+}
+
+/* inih handler (returns non-zero on success). Keys may sit before any section, in a
+ * [lagless] section or in [pool NAME] sections; anything else is an error, so a typo never
+ * passes silently. */
 static int
 file_handler(void *user, const char *section, const char *name, const char *value)
 {
@@ -385,8 +481,12 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 			snprintf(fc->why, sizeof(fc->why), "%s", swhy);
 		return 0;
 	}
-	if (*section != '\0' && strcmp(section, "lagless") != 0)
-		why = "unknown section (use [lagless], [route /path], [module name] or none)";
+	if (strncmp(section, "pool ", 5) == 0) {
+		if (pool_key(fc->cfg, section, name, value, &why) == 0)
+			return 1;
+	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
+		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "
+		    "or none)";
 	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0')
@@ -444,6 +544,50 @@ load_env(struct lg_config *cfg, char *err, size_t cap)
 			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
 			return -1;
 		}
+	}
+	return 0;
+}
+
+#define GIVEN(p, key) ((p)->given & (1u << pool_key_index(key)))
+
+static size_t
+pool_key_index(const char *key)
+{
+	for (size_t k = 0; k < NPOOLOPTS; k++)
+		if (strcmp(pool_opts[k].o.name, key) == 0)
+			return k;
+	return 31;
+}
+
+/* Every pool setting a section left out takes the server-wide one, once the file, the
+ * environment and the flags are all in; the default pool is the server-wide settings. A named
+ * pool must say how many compute processes it has. */
+static int
+resolve_pools(struct lg_config *cfg, char *err, size_t cap)
+{
+	for (int i = 0; i < cfg->npools; i++) {
+		struct lg_pool_cfg *p = &cfg->pools[i];
+
+		if (i == 0) {
+			p->compute = cfg->compute_workers;
+			p->share = cfg->compute_share;
+			p->queue = cfg->queue_capacity;
+		} else if (!GIVEN(p, "compute")) {
+			snprintf(err, cap, "[pool %s]: compute = N or P%% is required", p->name);
+			return -1;
+		} else if (!GIVEN(p, "queue")) {
+			p->queue = -1;
+		}
+		if (i == 0 || !GIVEN(p, "deadline-ms"))
+			p->deadline_ms = cfg->deadline_ms;
+		if (i == 0 || !GIVEN(p, "on-client-gone"))
+			p->on_client_gone = cfg->on_client_gone;
+		if (i == 0 || !GIVEN(p, "queue-wait-target-ms"))
+			p->queue_wait_target_ms = cfg->queue_wait_target_ms;
+		if (i == 0 || !GIVEN(p, "queue-wait-interval-ms"))
+			p->queue_wait_interval_ms = cfg->queue_wait_interval_ms;
+		if (!GIVEN(p, "nice"))
+			p->nice = cfg->compute_nice;
 	}
 	return 0;
 }
@@ -529,7 +673,8 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	}
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
-	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1) {
+	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1 ||
+	    resolve_pools(cfg, err, cap) == -1) {
 		lg_site_free(site);
 		return -1;
 	}

@@ -537,23 +537,62 @@ lg_sizing_resizable(const struct lg_config *cfg)
 	return cfg != NULL && cfg->live_resize && !(cfg->cpus > 0);
 }
 
-void
-lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue)
+static void
+counts(int count, double share, int queue_given, int budget, int *compute, int *queue)
 {
 	int c;
 
-	if (cfg != NULL && cfg->compute_workers > 0)
-		c = cfg->compute_workers;
-	else if (cfg != NULL && cfg->compute_share > 0)
-		c = cfg->compute_share * budget >= MAX_CPUS ? MAX_CPUS :
-		    (int)(cfg->compute_share * budget + 1e-9); /* 1e-9: 0.3 x 10 is 3, not 2 */
+	if (count > 0)
+		c = count;
+	else if (share > 0)
+		c = share * budget >= MAX_CPUS ? MAX_CPUS :
+		    (int)(share * budget + 1e-9); /* 1e-9: 0.3 x 10 is 3, not 2 */
 	else
 		c = budget - 1;
 	*compute = c >= 1 ? c : 1;
-	if (cfg != NULL && cfg->queue_capacity >= 0)
-		*queue = cfg->queue_capacity;
+	if (queue_given >= 0)
+		*queue = queue_given;
 	else
 		*queue = *compute > INT_MAX / 2 ? INT_MAX : 2 * *compute;
+}
+
+void
+lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue)
+{
+	if (cfg == NULL)
+		counts(0, 0, -1, budget, compute, queue);
+	else
+		counts(cfg->compute_workers, cfg->compute_share, cfg->queue_capacity, budget, compute,
+		    queue);
+}
+
+void
+lg_sizing_pool_counts(const struct lg_pool_cfg *p, int budget, int *compute, int *queue)
+{
+	counts(p->compute, p->share, p->queue, budget, compute, queue);
+}
+
+int
+lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg, char *err,
+    size_t cap)
+{
+	int used = 0, n = 0;
+
+	if (cfg == NULL || cfg->npools <= 1)
+		return 0; /* one pool: sized as it always was */
+	for (int i = 0; i < s->npools; i++)
+		if (!cfg->pools[i].oversubscribe)
+			used += s->pool_compute[i];
+	if (used <= s->budget)
+		return 0;
+	n = snprintf(err, cap, "the pools need %d compute processes for a CPU budget of %d (", used,
+	    s->budget);
+	for (int i = 0; i < s->npools && n > 0 && (size_t)n < cap; i++)
+		n += snprintf(err + n, cap - (size_t)n, "%s%s %d", i ? ", " : "", cfg->pools[i].name,
+		    s->pool_compute[i]);
+	if (n > 0 && (size_t)n < cap)
+		snprintf(err + n, cap - (size_t)n, "); lower them or set oversubscribe = yes on a pool");
+	return -1;
 }
 
 void
@@ -576,6 +615,17 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	s->budget = budget;
 	s->loop_workers = cfg != NULL && cfg->loop_workers > 0 ? cfg->loop_workers : budget;
 	lg_sizing_counts(cfg, budget, &s->compute_workers, &s->queue_capacity);
+	s->npools = cfg != NULL && cfg->npools > 1 ? cfg->npools : 1;
+	s->pool_compute[0] = s->compute_workers;
+	s->pool_queue[0] = s->queue_capacity;
+	for (int i = 0; i < s->npools; i++) {
+		snprintf(s->pool_name[i], sizeof(s->pool_name[i]), "%s", cfg != NULL ?
+		    cfg->pools[i].name : "default");
+		s->pool_over[i] = cfg != NULL && cfg->pools[i].oversubscribe;
+		if (i > 0)
+			lg_sizing_pool_counts(&cfg->pools[i], budget, &s->pool_compute[i],
+			    &s->pool_queue[i]);
+	}
 	/* Room for the largest budget a live resize can reach: every online CPU (a quota or
 	 * cpuset can be loosened at run time, the CPUs themselves are the bound). */
 	s->live_resize = lg_sizing_resizable(cfg);
@@ -632,11 +682,19 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 	n = snprintf(buf, cap, "{\"online\":%d,\"affinity\":%d,\"cpuset\":%d,\"quota\":%s,"
 	    "\"quota_source\":%s,\"cgroup\":\"%s\",\"rounding\":\"%s\",\"cpus_override\":%s,"
 	    "\"budget\":%d,\"loop_workers\":%d,\"compute_workers\":%d,\"queue_capacity\":%d,"
-	    "\"live_resize\":%s,\"compute_max\":%d,\"queue_max\":%d,\"warnings\":%d}",
+	    "\"live_resize\":%s,\"compute_max\":%d,\"queue_max\":%d,\"warnings\":%d",
 	    s->online, s->affinity, s->cpuset, quota, src, ver,
 	    s->rounding == LG_ROUND_CEIL ? "ceil" : "floor", over, s->budget, s->loop_workers,
 	    s->compute_workers, s->queue_capacity, s->live_resize ? "true" : "false",
 	    s->compute_max, s->queue_max, s->warnings);
+	/* How the budget is split, when pools are declared (names are a-z0-9_- only). */
+	for (int i = 0; s->npools > 1 && i < s->npools && n >= 0 && (size_t)n < cap; i++)
+		n += snprintf(buf + n, cap - (size_t)n, "%s{\"name\":\"%s\",\"compute\":%d,"
+		    "\"queue\":%d,\"oversubscribe\":%s}%s", i ? "," : ",\"pools\":[",
+		    s->pool_name[i], s->pool_compute[i], s->pool_queue[i],
+		    s->pool_over[i] ? "true" : "false", i == s->npools - 1 ? "]" : "");
+	if (n >= 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "}");
 	if (n < 0 || (size_t)n >= cap) {
 		if (cap > 0)
 			buf[0] = '\0';

@@ -35,6 +35,10 @@ struct lg_sizing {
 	int live_resize;          /* 1: the budget (and the counts derived from it) followed */
 	int compute_max;          /* C and queue at the largest budget a live resize can reach */
 	int queue_max;            /* (every online CPU); equal to C and queue without live resize */
+	int npools;               /* pools of the configuration (1: the default pool only) */
+	int pool_compute[LG_MAX_POOLS], pool_queue[LG_MAX_POOLS]; /* [0] = the two above */
+	char pool_name[LG_MAX_POOLS][LG_POOL_NAME];
+	int pool_over[LG_MAX_POOLS]; /* the pool oversubscribes (not counted against the budget) */
 };
 
 /* Reads every input under sysroot (NULL or "" means the real root) into *s and clears the
@@ -52,6 +56,17 @@ void lg_sizing_reread(const char *sysroot, struct lg_sizing *s);
  * The queue is cfg->queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
 void lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue);
 
+/* lg_sizing_counts for pool p (common/config.h struct lg_pool_cfg, resolved). */
+void lg_sizing_pool_counts(const struct lg_pool_cfg *p, int budget, int *compute, int *queue);
+
+/* With named pools, the compute processes of the pools not marked oversubscribe must fit the
+ * budget (issue 11: a bulkhead that oversubscribes the CPU only moves the contention into the
+ * kernel's scheduler). Returns 0, or -1 with the split in err ("the pools need 3 compute
+ * processes for a CPU budget of 2 (default 1, slow 1, fast 1); ..."). One pool always fits:
+ * it is sized as before pools existed. */
+int lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg, char *err,
+    size_t cap);
+
 /* 1 when the master follows a CPU budget that changes at run time under cfg: live_resize is
  * on and no --cpus replaces the measured budget. Only the counts lg_sizing_counts derives from
  * the budget then change; counts given explicitly never do (a given compute count fixes the
@@ -68,7 +83,8 @@ void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
 /* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),
  * quota_source (string or null), cgroup, rounding ("floor"/"ceil"), cpus_override (number or
  * null), budget, loop_workers, compute_workers, queue_capacity, live_resize (boolean),
- * compute_max, queue_max, warnings) into buf of cap bytes,
+ * compute_max, queue_max, warnings, and with named pools "pools": [{name, compute, queue,
+ * oversubscribe}]) into buf of cap bytes,
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
 
