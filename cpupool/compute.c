@@ -61,17 +61,17 @@ run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t star
 	return lg_registry_run(reg, &j, out_len);
 }
 
-/* --compute-memory: RLIMIT_DATA (setrlimit(2); since Linux 4.7 it counts private writable
+/* The pool's memory (--compute-memory for the default pool): RLIMIT_DATA (setrlimit(2); since Linux 4.7 it counts private writable
  * mappings and the heap, not the shared arena), so a kind that allocates without bound gets
  * NULL from malloc and answers an error instead of inviting the OOM killer. */
 static void
-limit_memory(const struct lg_config *cfg)
+limit_memory(uint64_t bytes)
 {
-	struct rlimit rl = { cfg->compute_memory, cfg->compute_memory };
+	struct rlimit rl = { bytes, bytes };
 
-	if (cfg->compute_memory > 0 && setrlimit(RLIMIT_DATA, &rl) == -1)
-		log_warn("cannot set RLIMIT_DATA to %llu bytes: %s",
-		    (unsigned long long)cfg->compute_memory, strerror(errno));
+	if (bytes > 0 && setrlimit(RLIMIT_DATA, &rl) == -1)
+		log_warn("cannot set RLIMIT_DATA to %llu bytes: %s", (unsigned long long)bytes,
+		    strerror(errno));
 }
 
 /* The OOM killer should pick a compute process, which loses one job, before a loop worker,
@@ -111,12 +111,14 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death;
 	 * nor one that waited past the queue-wait limit: its client has waited long enough. */
 	uint64_t wait = now > m->enqueue_ns ? now - m->enqueue_ns : 0;
-	struct lg_codel_params cp = lg_codel_params_of(env->cfg);
+	struct lg_codel_params cp = lg_codel_params_of(&env->cfg->pools[env->pool]);
+	struct lg_pool_page *pool = &a->master->pools[env->pool];
+	struct lg_slot_pool sp = { .arena = a, .pool = env->pool };
 
 	out_len = 0;
 	if (lg_stats_quarantine_left(a->master, m->kind, now))
 		st = LG_JOB_QUARANTINED;
-	else if (lg_codel_shed(&a->master->codel, &cp, wait, now, lg_slot_queued_floor, a))
+	else if (lg_codel_shed(&pool->codel, &cp, wait, now, lg_slot_queued_floor, &sp))
 		st = LG_JOB_SHED;
 	else
 		st = run_kind(env, m, now, &out_len);
@@ -126,12 +128,14 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	atomic_store(&env->page->job, LG_NO_JOB);
 	atomic_fetch_add(&env->page->requests, 1);
 	observe(env, m->kind, m->enqueue_ns, now, end);
+	if (st != LG_JOB_SHED && st != LG_JOB_QUARANTINED && end - now > pool->slow_ns)
+		atomic_fetch_add(&pool->slow_jobs, 1);
 	if (notify != 1)
 		return; /* the owner abandoned it and the slot is free again */
 	/* Only a job that ran and is answered is a sample: a refused (503), timed-out (504) or
 	 * cancelled job's wait says nothing about the queue the served jobs saw. */
 	if (st == LG_JOB_OK)
-		lg_codel_sample(&a->master->codel, &cp, wait, end, lg_slot_queued_floor, a);
+		lg_codel_sample(&pool->codel, &cp, wait, end, lg_slot_queued_floor, &sp);
 	done = (struct lg_msg){
 		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = (uint32_t)st,
 		.out_len = out_len, .queue_ns = s->start_ns - s->enqueue_ns,
@@ -147,19 +151,21 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 int
 lg_compute_main(const struct lg_compute_env *env)
 {
+	const struct lg_pool_cfg *pool = &env->cfg->pools[env->pool];
+	const struct lg_pool_page *pp = &env->arena->master->pools[env->pool];
 	struct lg_msg m;
 
-	if (env->cfg->compute_nice > 0)
-		(void)!nice(env->cfg->compute_nice);
+	if (pool->nice > 0)
+		(void)!nice(pool->nice);
 	prefer_oom_kill();
-	limit_memory(env->cfg);
+	limit_memory(pool->memory);
 	if (lg_arena_protect_inputs(env->arena) == -1)
 		log_warn("cannot map the input regions read-only: %s", strerror(errno));
 	lg_registry_init_process(env->cfg->reg, 0);
 	atomic_store(&env->page->state, LG_PROC_RUNNING);
 	log_info("started");
 	for (;;) {
-		int r = lg_chan_recv(env->ch->job[1], &m, 0);
+		int r = lg_chan_recv(env->ch->job[env->pool][1], &m, 0);
 
 		if (r == -1) {
 			if (errno == EINTR)
@@ -175,8 +181,10 @@ lg_compute_main(const struct lg_compute_env *env)
 			log_info("retiring (the CPU budget shrank; request %u)", m.gen);
 			return 0;
 		}
+		/* A job of another pool's slots would mean a corrupt or foreign header. */
 		if (r == 0 || m.type != LG_MSG_JOB ||
-		    lg_wire_check_job(&m, env->arena, env->ch->nloops) == -1) {
+		    lg_wire_check_job(&m, env->arena, env->ch->nloops) == -1 ||
+		    m.slot - pp->first_slot >= pp->nslots) {
 			atomic_fetch_add(&env->page->bad_headers, 1);
 			log_warn("dropped a job header that failed validation");
 			continue;

@@ -59,6 +59,7 @@ struct lg_route_def {
 	char fields[LAGLESS_MAX_FIELDS][LG_NAME_MAX]; /* header fields the kind sees (lower case) */
 	unsigned nfields;
 	int test_only;              /* only with --enable-test-jobs */
+	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
 	struct lagless_conf conf;   /* the kind's keys */
 	char file[LG_PATH_MAX];     /* where it was declared ("" for a default route) */
 	int line;

@@ -68,19 +68,86 @@ publish_sizing(struct lg_gen *g, pid_t master_pid, const struct lg_gen *prev)
 	mp->affinity = sz->affinity;
 	mp->cpuset = sz->cpuset;
 	mp->loop_workers = g->nloops;
-	atomic_store(&mp->compute_workers, (uint32_t)sz->compute_workers);
-	atomic_store(&mp->queue_capacity, (uint32_t)sz->queue_capacity);
-	atomic_store(&mp->slot_limit, (uint32_t)(sz->compute_workers + sz->queue_capacity));
 	atomic_store(&mp->live_resize, (uint32_t)sz->live_resize);
-	struct lg_codel_params cp = lg_codel_params_of(&g->cfg);
-
-	lg_codel_init(&mp->codel, &cp);
 	mp->compute_max = g->ncompute;
-	mp->queue_max = (uint32_t)sz->queue_max;
+	mp->queue_max = 0;
+	for (uint32_t p = 0; p < g->npools; p++)
+		mp->queue_max += (uint32_t)sz->pool_queue_max[p];
+	lg_gen_publish_targets(g);
 	snprintf(mp->cgroup, sizeof(mp->cgroup), "%s", sz->cgroup_version);
 	snprintf(mp->rounding, sizeof(mp->rounding), "%s",
 	    sz->rounding == LG_ROUND_CEIL ? "ceil" : "floor");
 	cpu_stat_path(mp->cpu_stat, sizeof(mp->cpu_stat), sz);
+}
+
+/* The pool pages: each pool's part of the slot table and of the child table, its slow-job
+ * threshold and its admission state (shm/layout.h struct lg_pool_page). */
+static void
+publish_pools(struct lg_gen *g)
+{
+	struct lg_master_page *mp = g->arena.master;
+	uint32_t slot = 0, row = g->nloops;
+
+	for (uint32_t p = 0; p < g->npools; p++) {
+		struct lg_pool_page *pp = &mp->pools[p];
+		const struct lg_pool_cfg *pc = &g->cfg.pools[p];
+		struct lg_codel_params cp = lg_codel_params_of(pc);
+
+		snprintf(pp->name, sizeof(pp->name), "%s", pc->name);
+		pp->first_slot = slot;
+		pp->nslots = (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]);
+		pp->first_row = row;
+		pp->nrows = (uint32_t)g->sz.pool_compute_max[p];
+		pp->slow_ns = pc->deadline_ms * LG_NS_PER_MS / 2;
+		lg_codel_init(&pp->codel, &cp);
+		slot += pp->nslots;
+		row += pp->nrows;
+	}
+	mp->npools = g->npools;
+}
+
+void
+lg_gen_publish_targets(struct lg_gen *g)
+{
+	struct lg_master_page *mp = g->arena.master;
+	uint32_t c = 0, q = 0;
+
+	for (uint32_t p = 0; p < g->npools; p++) {
+		struct lg_pool_page *pp = &mp->pools[p];
+
+		atomic_store(&pp->compute_target, (uint32_t)g->sz.pool_compute[p]);
+		atomic_store(&pp->queue_capacity, (uint32_t)g->sz.pool_queue[p]);
+		atomic_store(&pp->slot_limit, (uint32_t)(g->sz.pool_compute[p] + g->sz.pool_queue[p]));
+		c += (uint32_t)g->sz.pool_compute[p];
+		q += (uint32_t)g->sz.pool_queue[p];
+	}
+	atomic_store(&mp->compute_workers, c);
+	atomic_store(&mp->queue_capacity, q);
+}
+
+/* Rows: loop workers, then each pool's compute rows; those beyond a pool's current target
+ * are parked (room for a live resize). */
+static void
+make_rows(struct lg_gen *g)
+{
+	uint32_t k = 0;
+
+	for (; k < g->nloops; k++) {
+		g->children[k].role = LG_ROLE_LOOP;
+		g->children[k].index = k;
+	}
+	for (uint32_t p = 0; p < g->npools; p++)
+		for (int r = 0; r < g->sz.pool_compute_max[p]; r++, k++) {
+			struct lg_child *c = &g->children[k];
+
+			c->role = LG_ROLE_COMPUTE;
+			c->index = k - g->nloops;
+			c->pool = p;
+			if (r >= g->sz.pool_compute[p]) {
+				c->parked = 1;
+				atomic_store(&g->arena.procs[k].state, LG_PROC_RETIRED);
+			}
+		}
 }
 
 struct lg_gen *
@@ -89,6 +156,7 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 {
 	struct lg_gen *g = calloc(1, sizeof(*g));
 	uint64_t out_cap;
+	uint32_t nslots = 0;
 
 	if (g == NULL)
 		return NULL;
@@ -96,13 +164,21 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	g->cfg = *cfg;
 	g->sz = *sz;
 	g->arena.fd = -1;
-	g->ch.job[0] = g->ch.job[1] = g->ch.ctl[0] = g->ch.ctl[1] = -1;
+	for (int p = 0; p < LG_CHAN_POOLS; p++)
+		g->ch.job[p][0] = g->ch.job[p][1] = -1;
+	g->ch.ctl[0] = g->ch.ctl[1] = -1;
 	g->nloops = (uint32_t)sz->loop_workers;
-	if (g->sz.compute_max < g->sz.compute_workers || g->sz.queue_max < g->sz.queue_capacity) {
-		g->sz.compute_max = g->sz.compute_workers; /* a caller that filled sz by hand */
-		g->sz.queue_max = g->sz.queue_capacity;
+	g->npools = g->sz.npools >= 1 ? (uint32_t)g->sz.npools : 1;
+	g->ncompute = 0;
+	for (uint32_t p = 0; p < g->npools; p++) {
+		if (g->sz.pool_compute_max[p] < g->sz.pool_compute[p] ||
+		    g->sz.pool_queue_max[p] < g->sz.pool_queue[p]) {
+			g->sz.pool_compute_max[p] = g->sz.pool_compute[p]; /* filled by hand */
+			g->sz.pool_queue_max[p] = g->sz.pool_queue[p];
+		}
+		g->ncompute += (uint32_t)g->sz.pool_compute_max[p];
+		nslots += (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]);
 	}
-	g->ncompute = (uint32_t)g->sz.compute_max;
 	g->nchildren = g->nloops + g->ncompute;
 	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
 	 * metadata page, then up to max_output bytes (by default what any built-in kind may
@@ -110,26 +186,20 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
 	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
 	/* Statistics rows sized from the configuration: every route and "none", every kind. */
-	if (lg_arena_create_sized(&g->arena, g->ncompute + (uint32_t)g->sz.queue_max, g->nchildren,
+	if (lg_arena_create_sized(&g->arena, nslots, g->nchildren,
 	    cfg->max_body + LG_VIEW_BOUND(cfg->max_head), out_cap, cfg->reg->nroutes + 1,
 	    cfg->reg->nkinds) == -1) {
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
 	}
-	if (lg_channels_create(&g->ch, g->nloops) == -1) {
+	if (lg_channels_create(&g->ch, g->nloops, g->npools) == -1) {
 		log_error("cannot create the channels: %s", strerror(errno));
 		goto fail;
 	}
 	if ((g->children = calloc(g->nchildren, sizeof(*g->children))) == NULL)
 		goto fail;
-	for (uint32_t k = 0; k < g->nchildren; k++) {
-		g->children[k].role = k < g->nloops ? LG_ROLE_LOOP : LG_ROLE_COMPUTE;
-		g->children[k].index = k < g->nloops ? k : k - g->nloops;
-		if (k >= g->nloops + (uint32_t)sz->compute_workers) {
-			g->children[k].parked = 1; /* room for a live resize */
-			atomic_store(&g->arena.procs[k].state, LG_PROC_RETIRED);
-		}
-	}
+	make_rows(g);
+	publish_pools(g);
 	publish_sizing(g, master_pid, prev);
 	log_info("generation %u: %u loop worker(s), %d compute, arena of %u slots (%d running + "
 	    "%d queued open), %llu MiB virtual%s", id, g->nloops, sz->compute_workers,
@@ -216,15 +286,15 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
 			.index = c->index, .nloops = g->nloops, .page = page,
 		};
-		lg_channels_keep(&g->ch, 'l', c->index);
+		lg_channels_keep(&g->ch, 'l', c->index, 0);
 		rc = lg_loop_main(&env);
 	} else {
 		struct lg_compute_env env = {
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .index = c->index,
-			.page = page,
+			.pool = c->pool, .page = page,
 		};
 		close(listen_fd); /* a compute process holds no client or listen socket */
-		lg_channels_keep(&g->ch, 'c', c->index);
+		lg_channels_keep(&g->ch, 'c', c->index, c->pool);
 		rc = lg_compute_main(&env);
 	}
 	_exit(rc);

@@ -33,6 +33,7 @@ struct lg_child {
 	uint64_t backoff_ns;
 	uint64_t kill_at;      /* escalate SIGTERM to SIGKILL at this time; 0 = none */
 	int parked;            /* compute row beyond the live-resize target: no process, no respawn */
+	uint32_t pool;         /* compute: the pool it serves (index in cfg.pools) */
 };
 
 struct lg_gen {
@@ -42,7 +43,8 @@ struct lg_gen {
 	struct lg_arena arena;
 	struct lg_channels ch;
 	struct lg_child *children;
-	uint32_t nloops, ncompute, nchildren; /* ncompute rows: room for sz.compute_max */
+	uint32_t nloops, ncompute, nchildren; /* ncompute rows: room for every pool's maximum */
+	uint32_t npools;
 	int retiring;              /* its loops were told to drain; no respawns */
 	int computes_stopped;      /* its compute processes were told to stop */
 	int ready;                 /* every loop worker accepted once */
@@ -61,6 +63,10 @@ struct lg_gen {
  * caller, freed with lg_gen_destroy), or NULL with the reason logged. */
 struct lg_gen *lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
     pid_t master_pid, const struct lg_gen *prev);
+
+/* Writes g->sz's per-pool targets (compute, queue, open slots) into the pool pages and their
+ * sums into the master page: at creation and after a live resize. */
+void lg_gen_publish_targets(struct lg_gen *g);
 
 /* Releases the master's copies of the generation's resources (its registry too: the
  * generation owns the configuration it was created from) and frees it. The processes must

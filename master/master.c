@@ -99,6 +99,8 @@ count_restart(struct lg_gen *g, const struct lg_child *c, int status, int job_de
 	    WIFSIGNALED(status) ? LG_RESTART_CRASH : LG_RESTART_EXIT;
 
 	lg_stats_add(&g->arena.master->restarts[c->role - 1][why], 1);
+	if (c->role == LG_ROLE_COMPUTE && c->pool < g->npools)
+		lg_stats_add(&g->arena.master->pools[c->pool].restarts, 1);
 }
 
 /* Back-off for the next start of row c. A process that died of the job it ran (job_death) is

@@ -152,9 +152,12 @@ static const struct pool_opt pool_opts[] = {
 	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
 	    "nice(2) increment of its compute processes (default 5)" }, NULL },
 	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
-	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" }, NULL },
+	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
+	  "compute-memory" },
 	{ { "oversubscribe", K_BOOL, PF(oversubscribe), 0, 0, NULL, "yes|no",
 	    "leave its processes out of the CPU budget check" }, NULL },
+	{ { "routes", K_PATH, PF(routes), 0, sizeof(((struct lg_pool_cfg *)0)->routes), NULL,
+	    "PATH ...", "offloaded routes it serves (the others go to the default pool)" }, NULL },
 };
 
 #define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
@@ -588,6 +591,8 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->queue_wait_interval_ms = cfg->queue_wait_interval_ms;
 		if (!GIVEN(p, "nice"))
 			p->nice = cfg->compute_nice;
+		if (i == 0 || !GIVEN(p, "memory"))
+			p->memory = cfg->compute_memory;
 	}
 	return 0;
 }

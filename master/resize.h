@@ -19,13 +19,18 @@
 struct lg_gen;
 struct lg_child;
 
-struct lg_resize {
-	uint64_t next_read;      /* CLOCK_MONOTONIC ns of the next budget reading */
-	int candidate;           /* budget read once and differing from the one in force; 0 none */
+/* Per pool: each has its own job channel, so its own RETIRE headers. */
+struct lg_resize_pool {
 	uint64_t next_spawn;     /* growth is rate-bound: no resize fork before this */
 	uint32_t retire_seq;     /* RETIRE headers sent so far (their sequence numbers) */
 	uint32_t retires_out;    /* sent and not yet seen as a compute process leaving */
 	uint64_t retire_sent_ns; /* when the last one was sent */
+};
+
+struct lg_resize {
+	uint64_t next_read;      /* CLOCK_MONOTONIC ns of the next budget reading */
+	int candidate;           /* budget read once and differing from the one in force; 0 none */
+	struct lg_resize_pool pool[8]; /* LG_MAX_POOLS */
 };
 
 /* One pass for generation g (not retiring) at now (CLOCK_MONOTONIC ns): reads the budget when

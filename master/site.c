@@ -279,6 +279,15 @@ route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_d
 		snprintf(rt->ctype, sizeof(rt->ctype), "%s", v);
 		return 1;
 	}
+	if (strcmp(k, "pool") == 0) {
+		*why = "unknown pool (declare it with a [pool NAME] section)";
+		for (int i = 0; i < cfg->npools; i++)
+			if (strcmp(cfg->pools[i].name, v) == 0) {
+				rt->pool = (uint32_t)i;
+				return 1;
+			}
+		return -1;
+	}
 	if (strcmp(k, "off") == 0) {
 		*why = "expected yes or no";
 		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
@@ -294,7 +303,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
-	    "max_body", "fields", "content_type", "off", NULL };
+	    "max_body", "fields", "content_type", "off", "pool", NULL };
 	struct lg_route_def rt;
 	size_t plen = strlen(sec->name);
 	int off = 0;
@@ -344,6 +353,35 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	return 0;
 }
 
+/* A pool's `routes` list (paths, space or comma separated) puts those routes in the pool, unless
+ * a route names its own pool. Every path must be a route that runs a kind. */
+static int
+pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_t cap)
+{
+	for (int p = 1; p < cfg->npools; p++) {
+		const char *v = cfg->pools[p].routes;
+
+		for (v += strspn(v, ", \t"); *v != '\0'; v += strspn(v, ", \t")) {
+			size_t n = strcspn(v, ", \t");
+			uint32_t i;
+
+			for (i = 0; i < r->nroutes; i++)
+				if (r->routes[i].kind != 0 && strlen(r->routes[i].path) == n &&
+				    memcmp(r->routes[i].path, v, n) == 0)
+					break;
+			if (i == r->nroutes) {
+				snprintf(err, cap, "[pool %s] routes: '%.*s' is not a route that runs a "
+				    "kind", cfg->pools[p].name, (int)n, v);
+				return -1;
+			}
+			if (r->routes[i].pool == 0)
+				r->routes[i].pool = (uint32_t)p;
+			v += n;
+		}
+	}
+	return 0;
+}
+
 static int
 build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
     size_t cap)
@@ -379,7 +417,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 			    (--r->nroutes - i) * sizeof(*r->routes));
 		else
 			i++;
-	return 0;
+	return pool_routes(r, cfg, err, cap);
 }
 
 int

@@ -634,6 +634,15 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 		lg_sizing_counts(cfg, top, &s->compute_max, &s->queue_max);
 	else
 		s->compute_max = s->compute_workers, s->queue_max = s->queue_capacity;
+	s->pool_compute_max[0] = s->compute_max;
+	s->pool_queue_max[0] = s->queue_max;
+	for (int i = 1; i < s->npools; i++) {
+		if (s->live_resize)
+			lg_sizing_pool_counts(&cfg->pools[i], top, &s->pool_compute_max[i],
+			    &s->pool_queue_max[i]);
+		else
+			s->pool_compute_max[i] = s->pool_compute[i], s->pool_queue_max[i] = s->pool_queue[i];
+	}
 }
 
 /* v as a JSON number, or null when not positive. %.15g keeps 1.999 as "1.999"; the master

@@ -39,6 +39,7 @@ struct lg_sizing {
 	int pool_compute[LG_MAX_POOLS], pool_queue[LG_MAX_POOLS]; /* [0] = the two above */
 	char pool_name[LG_MAX_POOLS][LG_POOL_NAME];
 	int pool_over[LG_MAX_POOLS]; /* the pool oversubscribes (not counted against the budget) */
+	int pool_compute_max[LG_MAX_POOLS], pool_queue_max[LG_MAX_POOLS]; /* room for a resize */
 };
 
 /* Reads every input under sysroot (NULL or "" means the real root) into *s and clears the

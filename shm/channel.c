@@ -22,17 +22,28 @@ seqpacket_pair(int p[2])
 }
 
 int
-lg_channels_create(struct lg_channels *ch, uint32_t nloops)
+lg_channels_create(struct lg_channels *ch, uint32_t nloops, uint32_t npools)
 {
 	int saved;
 
-	ch->job[0] = ch->job[1] = ch->ctl[0] = ch->ctl[1] = -1;
+	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++)
+		ch->job[p][0] = ch->job[p][1] = -1;
+	ch->ctl[0] = ch->ctl[1] = -1;
 	ch->nloops = nloops;
+	ch->npools = npools;
+	ch->done = NULL;
+	if (npools < 1 || npools > LG_CHAN_POOLS) {
+		errno = EINVAL;
+		return -1;
+	}
 	if ((ch->done = malloc(sizeof(*ch->done) * (nloops ? nloops : 1))) == NULL)
 		return -1;
 	for (uint32_t i = 0; i < nloops; i++)
 		ch->done[i][0] = ch->done[i][1] = -1;
-	if (seqpacket_pair(ch->job) == -1 || seqpacket_pair(ch->ctl) == -1)
+	for (uint32_t p = 0; p < npools; p++)
+		if (seqpacket_pair(ch->job[p]) == -1)
+			goto fail;
+	if (seqpacket_pair(ch->ctl) == -1)
 		goto fail;
 	for (uint32_t i = 0; i < nloops; i++)
 		if (seqpacket_pair(ch->done[i]) == -1)
@@ -48,7 +59,8 @@ fail:
 void
 lg_channels_close(struct lg_channels *ch)
 {
-	close_pair(ch->job);
+	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++)
+		close_pair(ch->job[p]);
 	close_pair(ch->ctl);
 	if (ch->done != NULL) {
 		for (uint32_t i = 0; i < ch->nloops; i++)
@@ -67,11 +79,15 @@ close_end(int *fd)
 }
 
 void
-lg_channels_keep(struct lg_channels *ch, char role, uint32_t index)
+lg_channels_keep(struct lg_channels *ch, char role, uint32_t index, uint32_t pool)
 {
 	int loop = role == 'l';
 
-	close_end(&ch->job[loop ? 1 : 0]);
+	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++) {
+		close_end(&ch->job[p][loop ? 1 : 0]);
+		if (!loop && p != pool)
+			close_end(&ch->job[p][1]);
+	}
 	close_end(&ch->ctl[1]);
 	if (!loop)
 		close_end(&ch->ctl[0]);

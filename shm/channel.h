@@ -18,24 +18,30 @@
 
 #include "shm/wire.h"
 
+#define LG_CHAN_POOLS 8 /* job channels: one per pool (common/config.h LG_MAX_POOLS) */
+
 struct lg_channels {
-	int job[2];
+	int job[LG_CHAN_POOLS][2]; /* job[p]: pool p's job channel (npools of them) */
 	int ctl[2];
 	int (*done)[2];   /* nloops pairs, heap-owned by this struct */
 	uint32_t nloops;
+	uint32_t npools;
 };
 
-/* Creates every channel for nloops loop workers. Returns 0, or -1 with errno from
- * socketpair(2)/malloc (EMFILE, ENFILE, ENOMEM); on failure nothing is left open. */
-int lg_channels_create(struct lg_channels *ch, uint32_t nloops);
+/* Creates every channel for nloops loop workers and npools pools (1..LG_CHAN_POOLS; each pool
+ * has its own job channel, so a full or slow pool never delays another's jobs). Returns 0, or
+ * -1 with errno from socketpair(2)/malloc (EMFILE, ENFILE, ENOMEM) or EINVAL for npools; on
+ * failure nothing is left open. */
+int lg_channels_create(struct lg_channels *ch, uint32_t nloops, uint32_t npools);
 
 /* Closes every descriptor still open (>= 0) and frees done[]. Safe to call twice. */
 void lg_channels_close(struct lg_channels *ch);
 
 /* Closes, in a freshly forked child, every end that role does not use, so a compute process
  * holds no loop-side end and a loop worker holds only its own completion channel.
- * role 'l' keeps job[0], ctl[0], done[index][0]; role 'c' keeps job[1] and every done[i][1]. */
-void lg_channels_keep(struct lg_channels *ch, char role, uint32_t index);
+ * role 'l' keeps every job[p][0], ctl[0], done[index][0]; role 'c' keeps job[pool][1] (its own
+ * pool's) and every done[i][1]. pool is ignored for 'l'. */
+void lg_channels_keep(struct lg_channels *ch, char role, uint32_t index, uint32_t pool);
 
 /* Encodes m and sends it as one datagram on fd with send(2) flags (MSG_DONTWAIT from a loop).
  * MSG_NOSIGNAL is always added. Returns 0, or -1 with errno from send(2) (EAGAIN when the

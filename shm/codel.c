@@ -3,11 +3,11 @@
 #define NO_SAMPLE UINT64_MAX
 
 struct lg_codel_params
-lg_codel_params_of(const struct lg_config *cfg)
+lg_codel_params_of(const struct lg_pool_cfg *pool)
 {
 	struct lg_codel_params p = {
-		.target_ns = cfg->queue_wait_target_ms * 1000000u,
-		.interval_ns = cfg->queue_wait_interval_ms * 1000000u,
+		.target_ns = pool->queue_wait_target_ms * 1000000u,
+		.interval_ns = pool->queue_wait_interval_ms * 1000000u,
 	};
 
 	if (p.interval_ns < p.target_ns)

@@ -36,8 +36,8 @@ struct lg_codel_params {
 	int lifo;              /* serve the newest queued job first while overloaded */
 };
 
-/* The parameters of cfg: target and interval in ns, the interval raised to the target. */
-struct lg_codel_params lg_codel_params_of(const struct lg_config *cfg);
+/* The parameters of pool p: target and interval in ns, the interval raised to the target. */
+struct lg_codel_params lg_codel_params_of(const struct lg_pool_cfg *p);
 
 /* Lower bound of the wait of the jobs still queued, in ns (the youngest one's age), or 0 when
  * none is queued; called only when an interval ends without a sample. */

@@ -113,6 +113,30 @@ struct lg_codel {
 };
 _Static_assert(sizeof(struct lg_codel) == 80, "codel state layout");
 
+#define LG_SHM_POOLS 8      /* pool pages in the master page (common/config.h LG_MAX_POOLS) */
+#define LG_SHM_POOL_NAME 32
+
+/* One compute pool, a bulkhead (master/gen.c makes them from the configuration): its part of
+ * the slot table, its compute rows, its live targets, its admission state and the counters
+ * PHP-FPM's status page shows per pool. The static fields are written by the master before
+ * the first fork; the targets by the master (live resize); the counters by whoever counts. */
+struct lg_pool_page {
+	char name[LG_SHM_POOL_NAME];
+	uint32_t first_slot, nslots;      /* its slots: [first_slot, first_slot + nslots) */
+	uint32_t first_row, nrows;        /* its compute processes' proc pages */
+	_Atomic uint32_t slot_limit;      /* slots from first_slot that take claims now */
+	_Atomic uint32_t compute_target;  /* compute processes it is sized for now */
+	_Atomic uint32_t queue_capacity;  /* waiting jobs allowed now */
+	_Atomic uint32_t max_depth;       /* largest queue depth seen (loops, on each queue) */
+	_Atomic uint64_t full;            /* 503: every job slot of the pool was taken (loops) */
+	_Atomic uint64_t slow_jobs;       /* jobs that ran longer than slow_ns (compute) */
+	_Atomic uint64_t restarts;        /* its compute processes the master respawned */
+	uint64_t slow_ns;                 /* a job running longer than this is slow */
+	struct lg_codel codel;            /* queue-wait admission (shm/codel.h) */
+	uint8_t pad[16];
+};
+_Static_assert(sizeof(struct lg_pool_page) == 192, "pool page layout");
+
 /* What a process says it is doing (its own view; pid 0 means no process). */
 enum lg_proc_state {
 	LG_PROC_DOWN = 0,       /* no process, or not started its role yet */
@@ -222,7 +246,7 @@ struct lg_master_page {
 	double cpus_override;           /* --cpus; <= 0 when not given */
 	int32_t online, affinity, cpuset; /* sizing inputs at start-up; -1 when unknown */
 	uint32_t loop_workers;
-	_Atomic uint32_t compute_workers, queue_capacity; /* the current targets (live resize) */
+	_Atomic uint32_t compute_workers, queue_capacity; /* current targets, summed over the pools */
 	_Atomic uint64_t shm_bytes;     /* bytes of the arena backed by memory, refreshed each second */
 	_Atomic uint64_t restarts[2][LG_RESTART_REASONS]; /* [role - 1][reason] */
 	char cgroup[8];                 /* "v1", "v2", "hybrid", "none" */
@@ -230,17 +254,18 @@ struct lg_master_page {
 	char cpu_stat[512];             /* cpu.stat beside the tightest quota (sysroot-prefixed); "" if none */
 	struct lg_kind_health kinds[LG_KIND_HEALTH];
 	/* live resize (master/resize.c) */
-	_Atomic uint32_t slot_limit;    /* claims take slots [0, slot_limit) only; 0 = every slot */
+	uint32_t npools;                /* pool pages in use; 0 = none (the whole table, tests) */
 	_Atomic uint32_t live_resize;   /* 1 when the counts follow the CPU budget */
 	uint32_t compute_max, queue_max; /* what the arena and child table have room for */
 	_Atomic uint64_t budget_changes;  /* budget changes applied (seen twice in a row) */
 	_Atomic uint64_t resize_spawned;  /* compute processes started to grow the pool */
 	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
-	struct lg_codel codel;          /* queue-wait admission of the pool (every process writes) */
-	uint8_t reserved[LG_PAGE - 832 - 40 * LG_KIND_HEALTH];
+	struct lg_pool_page pools[LG_SHM_POOLS];
+	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS];
 };
-_Static_assert(offsetof(struct lg_master_page, reserved) == 832 + 40 * LG_KIND_HEALTH,
+_Static_assert(offsetof(struct lg_master_page, reserved) ==
+    752 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

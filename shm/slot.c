@@ -26,24 +26,43 @@ with_state(uint64_t word, enum lg_slot_state st)
 	return (word & ~(uint64_t)0xff) | (uint32_t)st;
 }
 
-/* Slots [0, open) take claims: the master narrows it when the CPU budget shrinks (a slot above
- * it that is still busy finishes normally) and widens it when the budget grows. */
-static uint32_t
-slots_open(const struct lg_arena *a)
+/* The part of the slot table pool p owns, and how much of it takes claims now: the master
+ * narrows the open part when the CPU budget shrinks (a slot beyond it that is still busy
+ * finishes normally) and widens it when the budget grows. Without pool pages (an arena made
+ * by hand, the unit tests) the whole table is one pool. */
+static void
+pool_range(const struct lg_arena *a, uint32_t p, uint32_t *first, uint32_t *n, uint32_t *open)
 {
-	uint32_t lim = a->master != NULL ? atomic_load(&a->master->slot_limit) : 0;
+	const struct lg_pool_page *pp;
+	uint32_t lim;
 
-	return lim == 0 || lim > a->nslots ? a->nslots : lim;
+	if (a->master == NULL || p >= a->master->npools) {
+		*first = 0;
+		*n = *open = a->nslots;
+		return;
+	}
+	pp = &a->master->pools[p];
+	*first = pp->first_slot < a->nslots ? pp->first_slot : a->nslots;
+	*n = pp->nslots <= a->nslots - *first ? pp->nslots : a->nslots - *first;
+	lim = atomic_load(&pp->slot_limit);
+	*open = lim == 0 || lim > *n ? *n : lim;
 }
 
 int
 lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen)
 {
-	static uint32_t hint;
-	uint32_t open = slots_open(a);
+	return lg_slot_claim_pool(a, 0, owner, gen);
+}
 
+int
+lg_slot_claim_pool(struct lg_arena *a, uint32_t pool, uint32_t owner, uint32_t *gen)
+{
+	static uint32_t hint;
+	uint32_t first, nall, open;
+
+	pool_range(a, pool, &first, &nall, &open);
 	for (uint32_t n = 0; n < open; n++) {
-		uint32_t i = (hint + n) % open;
+		uint32_t i = first + (hint + n) % open;
 		struct lg_slot *s = &a->slots[i];
 		uint64_t w = atomic_load(&s->word);
 
@@ -183,12 +202,15 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 }
 
 uint64_t
-lg_slot_queued_floor(void *arena, uint64_t now_ns)
+lg_slot_queued_floor(void *pool, uint64_t now_ns)
 {
-	const struct lg_arena *a = arena;
+	const struct lg_slot_pool *sp = pool;
+	const struct lg_arena *a = sp->arena;
+	uint32_t first, n, open;
 	uint64_t newest = 0;
 
-	for (uint32_t i = 0; i < a->nslots; i++) {
+	pool_range(a, sp->pool, &first, &n, &open);
+	for (uint32_t i = first; i < first + n; i++) {
 		const struct lg_slot *s = &a->slots[i];
 
 		if (lg_slot_state(atomic_load(&s->word)) == LG_SLOT_QUEUED && s->enqueue_ns > newest)
@@ -198,17 +220,32 @@ lg_slot_queued_floor(void *arena, uint64_t now_ns)
 }
 
 void
-lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
+lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8])
 {
-	uint32_t open = slots_open(a);
+	uint32_t first, n, open;
 
 	for (int k = 0; k < 8; k++)
 		counts[k] = 0;
-	for (uint32_t i = 0; i < a->nslots; i++) {
+	pool_range(a, pool, &first, &n, &open);
+	for (uint32_t i = first; i < first + n; i++) {
 		enum lg_slot_state st = lg_slot_state(atomic_load(&a->slots[i].word));
 
 		/* A closed slot counts only while it still holds a job. */
-		if (i < open || (st != LG_SLOT_FREE && st != LG_SLOT_RECLAIMING))
+		if (i < first + open || (st != LG_SLOT_FREE && st != LG_SLOT_RECLAIMING))
 			counts[st & 7]++;
+	}
+}
+
+void
+lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
+{
+	uint32_t np = a->master != NULL && a->master->npools > 0 ? a->master->npools : 1, one[8];
+
+	for (int k = 0; k < 8; k++)
+		counts[k] = 0;
+	for (uint32_t p = 0; p < np; p++) {
+		lg_slot_census_pool(a, p, one);
+		for (int k = 0; k < 8; k++)
+			counts[k] += one[k];
 	}
 }

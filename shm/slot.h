@@ -31,6 +31,11 @@ uint32_t lg_slot_gen(uint64_t word);
  * every slot is taken: that is the bounded queue, and the caller answers 503. */
 int lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen);
 
+/* The same in the slots of pool `pool` (master->pools[pool]: its range, its open part): a full
+ * pool answers 503 for its own routes only, and pools never borrow each other's slots. Without
+ * pool pages, or for pool 0 through lg_slot_claim, as described above. */
+int lg_slot_claim_pool(struct lg_arena *a, uint32_t pool, uint32_t owner, uint32_t *gen);
+
 /* One transition (from, gen) -> (to, gen). Returns 0, or -1 with errno ESTALE when the slot's
  * generation is no longer gen, or EBUSY when it is in another state. */
 int lg_slot_move(struct lg_slot *s, uint32_t gen, enum lg_slot_state from,
@@ -70,13 +75,22 @@ int lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner);
  * (the slot is FREE again). Only one process (the master) may call it. */
 int lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes);
 
-/* lg_codel_floor_fn for an arena (arg): the age at now_ns of the youngest QUEUED job, which
- * waits at least that long, or 0 when none is queued. A racy scan of the slot table. */
-uint64_t lg_slot_queued_floor(void *arena, uint64_t now_ns);
+/* A pool of an arena, as the argument of lg_slot_queued_floor. */
+struct lg_slot_pool {
+	const struct lg_arena *arena;
+	uint32_t pool;
+};
 
-/* Counts slots per state into counts[8] (indexed by enum lg_slot_state); a racy snapshot. A
- * slot beyond the open ones (see lg_slot_claim) counts only while it is not FREE, so the sum
- * is the slots in play. */
+/* lg_codel_floor_fn for a pool (arg: struct lg_slot_pool): the age at now_ns of its youngest
+ * QUEUED job, which waits at least that long, or 0 when none is queued. A racy scan. */
+uint64_t lg_slot_queued_floor(void *pool, uint64_t now_ns);
+
+/* lg_slot_census for the slots of one pool. */
+void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8]);
+
+/* Counts slots per state into counts[8] (indexed by enum lg_slot_state), over every pool; a
+ * racy snapshot. A slot beyond a pool's open ones (see lg_slot_claim) counts only while it is
+ * not FREE, so the sum is the slots in play. */
 void lg_slot_census(const struct lg_arena *a, uint32_t counts[8]);
 
 #endif

@@ -108,6 +108,7 @@ struct lg_conn {
 	unsigned route_row;           /* its row in the statistics (w->none_row when none) */
 	const char *route_label;      /* its path for logs and metrics ("none" when none) */
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
+	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the head hook for a rejected request */
 	int refuse_status;            /* a refusal answered at dispatch, keeping the connection

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/version.h"
-#include "shm/codel.h"
+#include "worker/poolview.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -198,9 +198,9 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
-	    atomic_load(&a->master->codel.refused));
+	    lg_poolview_queue_wait(a, 0));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait_shed\"} %" PRIu64 "\n",
-	    atomic_load(&a->master->codel.shed));
+	    lg_poolview_queue_wait(a, 1));
 	P("lagless_jobs_rejected_total{reason=\"quarantined\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_quarantine));
 	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
@@ -372,16 +372,7 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	uint32_t n[8];
 
 	lg_slot_census(a, n);
-	family(b, "lagless_queue_wait_overloaded", "gauge", "1 while the shortest queue wait of "
-	    "the last interval was above --queue-wait-target-ms: new jobs get 503.");
-	P("lagless_queue_wait_overloaded %d\n", lg_codel_overloaded(&a->master->codel));
-	family(b, "lagless_queue_wait_intervals_total", "counter",
-	    "Queue-wait intervals judged, and those judged overloaded.");
-	P("lagless_queue_wait_intervals_total{overloaded=\"no\"} %" PRIu64 "\n",
-	    atomic_load(&a->master->codel.intervals) -
-	    atomic_load(&a->master->codel.overloaded_intervals));
-	P("lagless_queue_wait_intervals_total{overloaded=\"yes\"} %" PRIu64 "\n",
-	    atomic_load(&a->master->codel.overloaded_intervals));
+	lg_poolview_metrics(b, a);
 	family(b, "lagless_queue_depth", "gauge", "Jobs waiting for a compute process.");
 	P("lagless_queue_depth %u\n", n[LG_SLOT_QUEUED]);
 	family(b, "lagless_queue_capacity", "gauge",

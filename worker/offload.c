@@ -76,27 +76,44 @@ lg_offload_body_window(struct lg_conn *c)
 	return -1;
 }
 
+/* The pool's settings and shared page for c's job. */
+static const struct lg_pool_cfg *
+pool_cfg(const struct lg_conn *c)
+{
+	return &c->w->env->cfg->pools[c->pool];
+}
+
 int
 lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 {
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
-	struct lg_codel_params cp = lg_codel_params_of(c->w->env->cfg);
 	size_t vlen = lg_view_size(sp->view);
+	struct lg_pool_page *pp;
+	struct lg_codel_params cp;
+	struct lg_slot_pool spool = { .arena = a, .pool = sp->pool };
 	int slot;
 
+	c->pool = sp->pool < a->master->npools ? sp->pool : 0;
+	pp = &a->master->pools[c->pool];
+	cp = lg_codel_params_of(pool_cfg(c));
 	/* A standing queue (its shortest wait stayed above the target for an interval): refuse
 	 * now rather than let the job wait out the target and be shed (counted in the state). */
-	if (lg_codel_refuse(&a->master->codel, &cp, lg_now_ns(), lg_slot_queued_floor, a))
+	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
+	    &spool))
 		return -1;
-	if ((slot = lg_slot_claim(a, c->w->env->index, &c->gen)) < 0) {
+	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0) {
+		atomic_fetch_add(&pp->full, 1);
 		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
 		return -1;
 	}
 	c->slot = slot;
 	c->kind = sp->kind;
 	c->arg = sp->route;
-	c->deadline_ms = sp->deadline_ms;
+	/* The route's deadline and the pool's: both default to --deadline-ms, so the shorter is
+	 * the one the configuration asked for. */
+	c->deadline_ms = sp->deadline_ms < pool_cfg(c)->deadline_ms ? sp->deadline_ms :
+	    pool_cfg(c)->deadline_ms;
 	c->run_inline = sp->run_inline;
 	c->ctype = sp->ctype;
 	c->body_got = 0;
@@ -143,6 +160,21 @@ lg_offload_start(struct lg_conn *c)
 
 static int run_here(struct lg_conn *c);
 
+/* The largest queue depth the pool has seen (PHP-FPM's "max listen queue"), raised after a
+ * job is queued: a census of the pool's slots, then a CAS that only ever raises it. */
+static void
+note_depth(struct lg_arena *a, uint32_t pool)
+{
+	_Atomic uint32_t *max = &a->master->pools[pool].max_depth;
+	uint32_t n[8], seen;
+
+	lg_slot_census_pool(a, pool, n);
+	seen = atomic_load(max);
+	while (n[LG_SLOT_QUEUED] > seen && !atomic_compare_exchange_weak(max, &seen,
+	    n[LG_SLOT_QUEUED]))
+		;
+}
+
 int
 lg_offload_queue(struct lg_conn *c)
 {
@@ -168,7 +200,7 @@ lg_offload_queue(struct lg_conn *c)
 	s->deadline_ns = m.deadline_ns;
 	/* QUEUED before the header is visible: a compute process may take it at once. */
 	if (lg_slot_move(s, c->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
-	    lg_chan_send(env->ch->job[0], &m, MSG_DONTWAIT) == -1) {
+	    lg_chan_send(env->ch->job[c->pool][0], &m, MSG_DONTWAIT) == -1) {
 		log_warn("cannot queue job on slot %d: %s", c->slot, strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
 		lg_offload_release(c);
@@ -179,6 +211,7 @@ lg_offload_queue(struct lg_conn *c)
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);
 	ev_timer_set(&c->timer, c->deadline_ms / 1000., 0.);
+	note_depth(a, c->pool);
 	ev_timer_start(c->w->ev, &c->timer);
 	return 0;
 }
@@ -202,7 +235,7 @@ lg_offload_client_gone(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
-	int waiting = c->state == LG_CONN_JOB, kill_it = env->cfg->on_client_gone == LG_GONE_KILL;
+	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
 
 	if (lg_offload_release(c) != LG_SLOT_ABANDONED || !waiting) {
 		if (waiting)

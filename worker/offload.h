@@ -19,12 +19,14 @@ struct lg_offload_spec {
 	int run_inline;            /* where=loop: run on this loop, not queued */
 	const char *ctype;         /* Content-Type of a 2xx answer unless the kind sets one */
 	const struct lg_view *view; /* the request view, copied into the slot */
+	uint32_t pool;             /* the pool that runs it (cfg->pools, master->pools) */
 };
 
-/* Claims a free job slot for c's request at head time and writes the request view at the start
- * of its input region. Returns 0 (c->slot set, body counters reset, c->body_need from the
- * Content-Length), or -1 when none is free (the bounded queue is full) or the view could not
- * be backed: the caller answers 503; counted. */
+/* Claims a free job slot of pool sp->pool for c's request at head time and writes the request
+ * view at the start of its input region. Returns 0 (c->slot set, body counters reset,
+ * c->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
+ * admission), none of its slots is free (the pool's bounded queue is full) or the view could
+ * not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
 /* http-parser body hook for a chunked body: copies len bytes at `at` into c's slot, backing

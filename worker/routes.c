@@ -424,7 +424,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
 	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
-	    k->desc.ctype : "application/octet-stream", &v };
+	    k->desc.ctype : "application/octet-stream", &v, d->pool };
 	if (lg_offload_claim(c, &sp) == -1)
 		return refuse_keep(c, r, 503, 1);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The

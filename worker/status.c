@@ -8,6 +8,7 @@
 #include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "worker/poolview.h"
 
 #define P(...) lg_buf_printf(b, __VA_ARGS__)
 
@@ -18,7 +19,7 @@ static const char *const slot_state_names[8] = {
 size_t
 lg_status_bound(uint32_t nprocs)
 {
-	return 4096 + (size_t)nprocs * 384;
+	return 4096 + LG_SHM_POOLS * 640 + (size_t)nprocs * 384;
 }
 
 int
@@ -67,11 +68,12 @@ resize(struct lg_buf *b, const struct lg_master_page *mp)
 		P("null},");
 }
 
-/* Queue-wait admission (shm/codel.h): the verdict in force and what it refused. */
+/* The default pool's queue-wait admission (shm/codel.h), kept at the top level for readers
+ * of a server without pools; every pool's is in "pools". */
 static void
 admission(struct lg_buf *b, const struct lg_master_page *mp)
 {
-	const struct lg_codel *c = &mp->codel;
+	const struct lg_codel *c = &mp->pools[0].codel;
 
 	P("\"admission\":{\"queue_wait_target_ms\":%.3f,\"interval_ms\":%.3f,\"overloaded\":%s,"
 	    "\"refused\":%" PRIu64 ",\"shed\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"intervals\":%"
@@ -150,7 +152,14 @@ compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_na
     const struct lg_proc_page *p, uint64_t now_ns)
 {
 	uint64_t job = atomic_load(&p->job), since = atomic_load(&p->job_since_ns);
-	uint32_t slot = (uint32_t)(job >> 32);
+	uint32_t slot = (uint32_t)(job >> 32), k = (uint32_t)(p - a->procs);
+
+	for (uint32_t i = 0; i < a->master->npools && i < LG_SHM_POOLS; i++) {
+		const struct lg_pool_page *pp = &a->master->pools[i];
+
+		if (k >= pp->first_row && k < pp->first_row + pp->nrows)
+			P(",\"pool\":\"%s\"", pp->name);
+	}
 
 	if (job == LG_NO_JOB || atomic_load(&p->pid) == 0 || slot >= a->nslots) {
 		P(",\"job\":null}");
@@ -203,6 +212,10 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a,
 	resize(b, mp);
 	admission(b, mp);
 	slots_and_queue(b, a, names, nloops, now_ns);
+	if (a->master->npools > 0) {
+		lg_poolview_status(b, a);
+		P(",");
+	}
 	processes(b, a, names, nloops, now_ns);
 	P("}\n");
 	return b->overflow ? -1 : 0;

@@ -31,8 +31,8 @@
 static void
 all_fds(const struct lg_channels *ch, int fds[NFDS])
 {
-	fds[0] = ch->job[0];
-	fds[1] = ch->job[1];
+	fds[0] = ch->job[0][0];
+	fds[1] = ch->job[0][1];
 	fds[2] = ch->ctl[0];
 	fds[3] = ch->ctl[1];
 	for (uint32_t i = 0; i < NLOOPS; i++) {
@@ -59,7 +59,7 @@ test_create(void **state)
 	struct lg_channels ch;
 	int fds[NFDS];
 
-	assert_int_equal(lg_channels_create(&ch, NLOOPS), 0);
+	assert_int_equal(lg_channels_create(&ch, NLOOPS, 1), 0);
 	assert_int_equal(ch.nloops, NLOOPS);
 	assert_non_null(ch.done);
 	all_fds(&ch, fds);
@@ -89,9 +89,9 @@ test_create_zero_loops(void **state)
 {
 	struct lg_channels ch;
 
-	assert_int_equal(lg_channels_create(&ch, 0), 0);
+	assert_int_equal(lg_channels_create(&ch, 0, 1), 0);
 	assert_int_equal(ch.nloops, 0);
-	assert_true(ch.job[0] >= 0 && ch.job[1] >= 0 && ch.ctl[0] >= 0 && ch.ctl[1] >= 0);
+	assert_true(ch.job[0][0] >= 0 && ch.job[0][1] >= 0 && ch.ctl[0] >= 0 && ch.ctl[1] >= 0);
 	lg_channels_close(&ch);
 	assert_null(ch.done);
 }
@@ -126,11 +126,11 @@ test_round_trip(void **state)
 	kill.slot = 5;
 	kill.gen = UINT32_MAX;
 
-	assert_int_equal(lg_channels_create(&ch, NLOOPS), 0);
+	assert_int_equal(lg_channels_create(&ch, NLOOPS, 1), 0);
 
-	assert_int_equal(lg_chan_send(ch.job[0], &job, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_send(ch.job[0][0], &job, MSG_DONTWAIT), 0);
 	memset(&got, 0xff, sizeof(got));
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 1);
 	assert_msg_equal(&got, &job);
 
 	for (uint32_t i = 0; i < NLOOPS; i++) {
@@ -163,8 +163,8 @@ test_round_trip(void **state)
 
 	/* The pairs are full duplex; nothing in lagless sends the other way, but the socket
 	 * does not care, and a stray header must still arrive whole. */
-	assert_int_equal(lg_chan_send(ch.job[1], &job, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_recv(ch.job[0], &got, MSG_DONTWAIT), 1);
+	assert_int_equal(lg_chan_send(ch.job[0][1], &job, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][0], &got, MSG_DONTWAIT), 1);
 	assert_msg_equal(&got, &job);
 	lg_channels_close(&ch);
 }
@@ -178,15 +178,15 @@ test_boundaries(void **state)
 
 	b.gen = 8;
 	b.in_len = 0;
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
-	assert_int_equal(lg_chan_send(ch.job[0], &a, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_send(ch.job[0], &b, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
+	assert_int_equal(lg_chan_send(ch.job[0][0], &a, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_send(ch.job[0][0], &b, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 1);
 	assert_msg_equal(&got, &a);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 1);
 	assert_msg_equal(&got, &b);
 	errno = 0;
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), -1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), -1);
 	assert_int_equal(errno, EAGAIN);
 	lg_channels_close(&ch);
 }
@@ -201,13 +201,13 @@ test_garbage(void **state)
 	struct lg_channels ch;
 	struct lg_msg m = job_msg(4), got;
 
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
-	assert_int_equal(send(ch.job[0], junk, sizeof(junk) - 1, 0), (ssize_t)sizeof(junk) - 1);
-	assert_int_equal(send(ch.job[0], not_array, 1, 0), 1);
-	assert_int_equal(lg_chan_send(ch.job[0], &m, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
+	assert_int_equal(send(ch.job[0][0], junk, sizeof(junk) - 1, 0), (ssize_t)sizeof(junk) - 1);
+	assert_int_equal(send(ch.job[0][0], not_array, 1, 0), 1);
+	assert_int_equal(lg_chan_send(ch.job[0][0], &m, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 1);
 	assert_msg_equal(&got, &m);
 	lg_channels_close(&ch);
 }
@@ -223,26 +223,26 @@ test_oversized(void **state)
 	char big[LG_WIRE_MAX + 50];
 	int n;
 
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
 	memset(big, 0, sizeof(big));
 	n = lg_wire_encode(&m, big, sizeof(big));
 	assert_true(n > 0 && n <= LG_WIRE_MAX);
 
 	/* A valid header with zeros after it. */
-	assert_int_equal(send(ch.job[0], big, sizeof(big), 0), (ssize_t)sizeof(big));
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
+	assert_int_equal(send(ch.job[0][0], big, sizeof(big), 0), (ssize_t)sizeof(big));
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 0);
 	/* Exactly one byte over. */
-	assert_int_equal(send(ch.job[0], big, LG_WIRE_MAX + 1, 0), LG_WIRE_MAX + 1);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
+	assert_int_equal(send(ch.job[0][0], big, LG_WIRE_MAX + 1, 0), LG_WIRE_MAX + 1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 0);
 	/* Filler bytes that a stream socket would have delivered as a message of their own. */
 	memset(big, 0x90, sizeof(big));
 	n = lg_wire_encode(&m, big + LG_WIRE_MAX + 1, sizeof(big) - LG_WIRE_MAX - 1);
 	assert_true(n > 0);
-	assert_int_equal(send(ch.job[0], big, LG_WIRE_MAX + 1 + (size_t)n, 0),
+	assert_int_equal(send(ch.job[0][0], big, LG_WIRE_MAX + 1 + (size_t)n, 0),
 	    LG_WIRE_MAX + 1 + n);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 0);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 0);
 	errno = 0;
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), -1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), -1);
 	assert_int_equal(errno, EAGAIN);
 	lg_channels_close(&ch);
 }
@@ -254,7 +254,7 @@ test_empty_datagram(void **state)
 	struct lg_channels ch;
 	struct lg_msg got;
 
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
 	assert_int_equal(send(ch.ctl[0], "", 0, 0), 0);
 	assert_int_equal(lg_chan_recv(ch.ctl[1], &got, MSG_DONTWAIT), 0);
 	errno = 0;
@@ -270,7 +270,7 @@ test_recv_empty_channel(void **state)
 	struct lg_msg got;
 	int fds[NFDS];
 
-	assert_int_equal(lg_channels_create(&ch, NLOOPS), 0);
+	assert_int_equal(lg_channels_create(&ch, NLOOPS, 1), 0);
 	all_fds(&ch, fds);
 	for (int i = 0; i < NFDS; i++) {
 		errno = 0;
@@ -288,11 +288,11 @@ test_send_unknown_type(void **state)
 	struct lg_msg m = job_msg(0), got;
 
 	m.type = 99;
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
 	errno = 0;
-	assert_int_equal(lg_chan_send(ch.job[0], &m, MSG_DONTWAIT), -1);
+	assert_int_equal(lg_chan_send(ch.job[0][0], &m, MSG_DONTWAIT), -1);
 	assert_int_equal(errno, EINVAL);
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), -1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), -1);
 	assert_int_equal(errno, EAGAIN);
 	lg_channels_close(&ch);
 }
@@ -307,10 +307,10 @@ test_send_full(void **state)
 	uint32_t sent = 0;
 	int rc;
 
-	assert_int_equal(lg_channels_create(&ch, 1), 0);
+	assert_int_equal(lg_channels_create(&ch, 1, 1), 0);
 	for (;;) {
 		m.slot = sent;
-		if ((rc = lg_chan_send(ch.job[0], &m, MSG_DONTWAIT)) == -1)
+		if ((rc = lg_chan_send(ch.job[0][0], &m, MSG_DONTWAIT)) == -1)
 			break;
 		sent++;
 		assert_true(sent < 1000000); /* the kernel queue is far smaller */
@@ -318,10 +318,10 @@ test_send_full(void **state)
 	assert_int_equal(errno, EAGAIN);
 	assert_true(sent > 0);
 	for (uint32_t i = 0; i < sent; i++) {
-		assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), 1);
+		assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), 1);
 		assert_int_equal(got.slot, i);
 	}
-	assert_int_equal(lg_chan_recv(ch.job[1], &got, MSG_DONTWAIT), -1);
+	assert_int_equal(lg_chan_recv(ch.job[0][1], &got, MSG_DONTWAIT), -1);
 	lg_channels_close(&ch);
 }
 
@@ -341,7 +341,7 @@ test_send_peer_gone(void **state)
 		int rc;
 
 		signal(SIGPIPE, SIG_DFL);
-		if (lg_channels_create(&ch, 1) == -1)
+		if (lg_channels_create(&ch, 1, 1) == -1)
 			_exit(2);
 		close(ch.ctl[1]);
 		ch.ctl[1] = -1;
@@ -364,10 +364,10 @@ keep_child(char role, uint32_t index, const int want_open[NFDS])
 	struct lg_channels ch;
 	int before[NFDS], after[NFDS];
 
-	if (lg_channels_create(&ch, NLOOPS) == -1)
+	if (lg_channels_create(&ch, NLOOPS, 1) == -1)
 		return 100;
 	all_fds(&ch, before);
-	lg_channels_keep(&ch, role, index);
+	lg_channels_keep(&ch, role, index, 0);
 	all_fds(&ch, after);
 	for (int i = 0; i < NFDS; i++) {
 		if (want_open[i] ? !fd_open(before[i]) : !fd_closed(before[i]))
@@ -390,7 +390,7 @@ run_keep(char role, uint32_t index, const int want_open[NFDS])
 	pid_t pid;
 
 	/* The parent's own channels, to show the child's closes do not reach them. */
-	assert_int_equal(lg_channels_create(&parent, NLOOPS), 0);
+	assert_int_equal(lg_channels_create(&parent, NLOOPS, 1), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -436,11 +436,11 @@ test_close_twice(void **state)
 	struct lg_channels ch;
 	int fds[NFDS], reused;
 
-	assert_int_equal(lg_channels_create(&ch, NLOOPS), 0);
+	assert_int_equal(lg_channels_create(&ch, NLOOPS, 1), 0);
 	all_fds(&ch, fds);
 	lg_channels_close(&ch);
-	assert_int_equal(ch.job[0], -1);
-	assert_int_equal(ch.job[1], -1);
+	assert_int_equal(ch.job[0][0], -1);
+	assert_int_equal(ch.job[0][1], -1);
 	assert_int_equal(ch.ctl[0], -1);
 	assert_int_equal(ch.ctl[1], -1);
 	assert_null(ch.done);
@@ -451,6 +451,42 @@ test_close_twice(void **state)
 	close(reused);
 	for (int i = 0; i < NFDS; i++)
 		assert_true(fd_closed(fds[i]) || fds[i] == reused);
+}
+
+/* Pools: a loop worker keeps every pool's send end, a compute process its own pool's receive
+ * end only; too many pools is EINVAL with nothing left open. */
+static void
+test_keep_pools(void **state)
+{
+	struct lg_channels ch;
+	pid_t pid;
+	int st;
+
+	errno = 0;
+	assert_int_equal(lg_channels_create(&ch, 1, LG_CHAN_POOLS + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(lg_channels_create(&ch, 1, 0), -1);
+	for (char role = 'c'; role; role = role == 'c' ? 'l' : 0) {
+		assert_int_equal(lg_channels_create(&ch, 1, 3), 0);
+		assert_true(ch.job[3][0] == -1 && ch.job[3][1] == -1);
+		if ((pid = fork()) == 0) {
+			int job[3][2];
+
+			memcpy(job, ch.job, sizeof(job));
+			lg_channels_keep(&ch, role, 0, 1);
+			for (int p = 0; p < 3; p++) {
+				int send_open = role == 'l', recv_open = role == 'c' && p == 1;
+
+				if (fd_open(job[p][0]) != send_open || fd_open(job[p][1]) != recv_open)
+					_exit(1 + p);
+			}
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+		lg_channels_close(&ch);
+	}
 }
 
 int
@@ -470,6 +506,7 @@ main(void)
 		cmocka_unit_test(test_send_peer_gone),
 		cmocka_unit_test(test_keep_loop),
 		cmocka_unit_test(test_keep_compute),
+		cmocka_unit_test(test_keep_pools),
 		cmocka_unit_test(test_close_twice),
 	};
 

@@ -609,7 +609,11 @@ test_slot_limit(void **state)
 	uint32_t g0, g1, g2, n[8];
 	int i0, i1, i2;
 
-	atomic_store(&a->master->slot_limit, 2);
+	a->master->npools = 1;
+	a->master->pools[0].first_slot = 0;
+	a->master->pools[0].nslots = NSLOTS;
+
+	atomic_store(&a->master->pools[0].slot_limit, 2);
 	i0 = lg_slot_claim(a, 0, &g0);
 	i1 = lg_slot_claim(a, 0, &g1);
 	assert_true(i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 2 && i0 != i1);
@@ -620,13 +624,13 @@ test_slot_limit(void **state)
 	assert_int_equal(n[LG_SLOT_CLAIMED], 2);
 	assert_int_equal(n[LG_SLOT_FREE], 0);
 	/* widen: the slots above open, free */
-	atomic_store(&a->master->slot_limit, NSLOTS);
+	atomic_store(&a->master->pools[0].slot_limit, NSLOTS);
 	lg_slot_census(a, n);
 	assert_int_equal(n[LG_SLOT_FREE], NSLOTS - 2);
 	i2 = lg_slot_claim(a, 0, &g2);
 	assert_true(i2 >= 2 && i2 < NSLOTS);
 	/* narrow below a busy slot: it still counts, a freed one below is claimable again */
-	atomic_store(&a->master->slot_limit, 2);
+	atomic_store(&a->master->pools[0].slot_limit, 2);
 	lg_slot_census(a, n);
 	assert_int_equal(n[LG_SLOT_CLAIMED], 3);
 	assert_int_equal(n[LG_SLOT_FREE], 0);
@@ -637,11 +641,50 @@ test_slot_limit(void **state)
 	assert_int_equal(lg_slot_release(&a->slots[i1], g1), LG_SLOT_FREE);
 	assert_int_equal(lg_slot_claim(a, 0, &g1), i1);
 	/* a limit above the table means the whole table; 0 means every slot */
-	atomic_store(&a->master->slot_limit, NSLOTS + 5);
+	atomic_store(&a->master->pools[0].slot_limit, NSLOTS + 5);
 	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
-	atomic_store(&a->master->slot_limit, 0);
+	atomic_store(&a->master->pools[0].slot_limit, 0);
 	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
 	assert_int_equal(lg_slot_claim(a, 0, &g2), -1);
+	a->master->npools = 0;
+}
+
+/* Pools own disjoint parts of the table: one that is full refuses its own claims only, and
+ * never takes another's slot; the census and the queue floor see each pool alone. */
+static void
+test_pools_never_borrow(void **state)
+{
+	struct lg_arena *a = *state;
+	struct lg_pool_page *pp = a->master->pools;
+	struct lg_slot_pool sp1 = { .arena = a, .pool = 1 };
+	uint32_t g, n[8];
+	int i;
+
+	a->master->npools = 2;
+	pp[0].first_slot = 0, pp[0].nslots = 1;
+	pp[1].first_slot = 1, pp[1].nslots = NSLOTS - 1;
+	atomic_store(&pp[0].slot_limit, 1);
+	atomic_store(&pp[1].slot_limit, 2);
+	assert_int_equal(lg_slot_claim_pool(a, 0, 0, &g), 0);
+	assert_int_equal(lg_slot_claim_pool(a, 0, 0, &g), -1);	/* pool 0 full ... */
+	i = lg_slot_claim_pool(a, 1, 0, &g);			/* ... pool 1 is not */
+	assert_true(i == 1 || i == 2);
+	assert_int_equal(lg_slot_move(&a->slots[i], g, LG_SLOT_CLAIMED, LG_SLOT_QUEUED), 0);
+	a->slots[i].enqueue_ns = 1000;
+	assert_true(lg_slot_claim_pool(a, 1, 0, &g) >= 1);
+	assert_int_equal(lg_slot_claim_pool(a, 1, 0, &g), -1);	/* its open part is 2 of 3 */
+	lg_slot_census_pool(a, 0, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED], 1);
+	assert_int_equal(n[LG_SLOT_QUEUED], 0);
+	lg_slot_census_pool(a, 1, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED] + n[LG_SLOT_QUEUED] + n[LG_SLOT_FREE], 2);
+	assert_int_equal(n[LG_SLOT_QUEUED], 1);
+	lg_slot_census(a, n);
+	assert_int_equal(n[LG_SLOT_CLAIMED], 2);
+	assert_true(lg_slot_queued_floor(&sp1, 1500) == 500);
+	sp1.pool = 0;
+	assert_true(lg_slot_queued_floor(&sp1, 1500) == 0);
+	a->master->npools = 0;
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -662,6 +705,7 @@ main(void)
 		T(test_stale_generation),
 		cmocka_unit_test(test_reclaim_owner),
 		T(test_slot_limit),
+		T(test_pools_never_borrow),
 		T(test_trim),
 		T(test_trim_skips_a_slot_reused_since_the_last_pass),
 		T(test_census),

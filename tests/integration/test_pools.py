@@ -1,0 +1,163 @@
+"""Named compute pools (bulkheads): each pool has its own compute processes, job slots, job
+channel and admission, so a pool kept full by slow jobs answers 503 for its own routes only,
+while another pool's routes keep their latency.
+
+The bulkhead experiment: pool `slow` (one process, /heavy jobs of about 500 ms, kept full by
+more clients than it has slots) and pool `fast` (one process, /compress jobs of a few ms). Every
+fast request must get 200 and none may wait behind a slow job; slow answers 503s.
+"""
+import random
+import statistics
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import LAGLESS_BIN, get, heavy_iterations_for, request
+
+POOLS_CONF = """
+[pool slow]
+compute = 1
+queue = 2
+routes = /heavy
+oversubscribe = yes
+
+[pool fast]
+compute = 1
+queue = 4
+routes = /compress
+oversubscribe = yes
+"""
+
+SLOW_JOB_S = 0.5
+FAST_REQUESTS = 40
+FAST_MIN_S = 3.0      # the flooded phase lasts at least this long: several slow jobs
+
+
+def write_conf(tmp_path, text):
+    path = tmp_path / "pools.conf"
+    path.write_text(text)
+    return str(path)
+
+
+def fast_body():
+    """1 MiB of ten letters: zstd level 3 takes a few milliseconds over it."""
+    rnd = random.Random(1)
+    return bytes(rnd.choice(b"abcdefghij") for _ in range(1 << 20))
+
+
+def fast_latencies(port, body, n=FAST_REQUESTS, min_s=0.0):
+    out, start = [], time.monotonic()
+    while len(out) < n or time.monotonic() - start < min_s:
+        t0 = time.monotonic()
+        r = request(port, "POST", "/compress?level=3", body=body, timeout=30)
+        out.append((r.status, time.monotonic() - t0, r.header("x-queue-ms"), r.header("x-run-ms")))
+    return out
+
+
+class Flood(threading.Thread):
+    """Keeps the slow pool full: `clients` threads sending /heavy back to back."""
+
+    def __init__(self, port, url, clients=5):
+        super().__init__(daemon=True)
+        self.port, self.url, self.clients = port, url, clients
+        self.stop_flag, self.codes, self.lock = threading.Event(), [], threading.Lock()
+
+    def one(self):
+        while not self.stop_flag.is_set():
+            try:
+                code = get(self.port, self.url, timeout=30).status
+            except OSError as e:
+                code = repr(e)
+            with self.lock:
+                self.codes.append(code)
+            if code == 503:
+                time.sleep(0.02)
+
+    def run(self):
+        ts = [threading.Thread(target=self.one, daemon=True) for _ in range(self.clients)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+
+    def finish(self):
+        self.stop_flag.set()
+        self.join(60)
+        return self.codes
+
+
+def pool(st, name):
+    return next(p for p in st["pools"] if p["name"] == name)
+
+
+@pytest.mark.timeout(180)
+def test_bulkhead_fast_pool_keeps_its_latency(start_server, tmp_path):
+    srv = start_server("-c", write_conf(tmp_path, POOLS_CONF), "--loop-workers", "2",
+                       "--deadline-ms", "60000")
+    st = get(srv.port, "/status").json()
+    assert [p["name"] for p in st["pools"]] == ["default", "slow", "fast"]
+    assert [p["processes"]["total"] for p in st["pools"]] == [1, 1, 1]
+    body = fast_body()
+    alone = fast_latencies(srv.port, body)
+    assert all(r[0] == 200 for r in alone), alone
+    url = "/heavy?iterations=%d" % heavy_iterations_for(srv.port, SLOW_JOB_S)
+    flood = Flood(srv.port, url)
+    flood.start()
+    deadline = time.monotonic() + 20
+    while pool(get(srv.port, "/status").json(), "slow")["full"] == 0:
+        assert time.monotonic() < deadline, "the slow pool never filled up"
+        time.sleep(0.05)
+    flooded = fast_latencies(srv.port, body, min_s=FAST_MIN_S)
+    slow_codes = flood.finish()
+    st = get(srv.port, "/status").json()
+    a = sorted(r[1] for r in alone)
+    f = sorted(r[1] for r in flooded)
+    print("fast alone: p50 %.1f ms max %.1f ms; slow flooded: p50 %.1f ms max %.1f ms, "
+          "max queue wait %s ms; slow answers: %d x 200, %d x 503"
+          % (statistics.median(a) * 1e3, a[-1] * 1e3, statistics.median(f) * 1e3, f[-1] * 1e3,
+             max(float(r[2]) for r in flooded), slow_codes.count(200), slow_codes.count(503)))
+    assert all(r[0] == 200 for r in flooded), flooded
+    assert slow_codes.count(503) > 0 and slow_codes.count(200) > 0, slow_codes
+    assert set(slow_codes) <= {200, 503}, slow_codes
+    # never queued behind a slow job: the fast pool's own queue wait stays far below one slow
+    # job. (The pools still share the machine's CPUs, so a fast job may run slower while the
+    # slow one computes; that is the scheduler's share, not a queue.)
+    waits = sorted(float(r[2]) for r in flooded)
+    assert waits[-1] < SLOW_JOB_S * 1000 / 5, waits[-5:]
+    assert statistics.median(f) < 3 * statistics.median(a) + 0.05, (a, f)
+    assert f[-1] < 5 * SLOW_JOB_S, f
+    assert pool(st, "fast")["full"] == 0 and pool(st, "slow")["full"] > 0, st["pools"]
+    # all its slots were seen queued at once at most (between two jobs, none runs)
+    assert 2 <= pool(st, "slow")["queue"]["max_depth"] <= 3, pool(st, "slow")
+    assert pool(st, "fast")["queue"]["capacity"] == 4
+    metrics = get(srv.port, "/metrics").body.decode()
+    assert 'lagless_pool_full_total{pool="fast"} 0' in metrics
+    assert 'lagless_pool_processes{pool="slow",state="idle"}' in metrics
+
+
+def test_t_refuses_oversubscription_and_prints_the_split(tmp_path):
+    conf = write_conf(tmp_path, POOLS_CONF.replace("oversubscribe = yes\n", ""))
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", conf, "--cpus", "2"], capture_output=True,
+                       text=True, timeout=20)
+    assert p.returncode == 1, p
+    assert "the pools need 3 compute processes for a CPU budget of 2 " \
+           "(default 1, slow 1, fast 1)" in p.stderr, p.stderr
+    ok = write_conf(tmp_path, POOLS_CONF)
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", ok, "--cpus", "2"], capture_output=True,
+                       text=True, timeout=20)
+    assert p.returncode == 0, p
+    assert '"pools":[{"name":"default","compute":1,"queue":2,"oversubscribe":false},' \
+           '{"name":"slow","compute":1,"queue":2,"oversubscribe":true},' in p.stdout, p.stdout
+    bad = write_conf(tmp_path, "[pool x]\ncompute = 1\nroutes = /ping\n")
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", bad, "--cpus", "4"], capture_output=True,
+                       text=True, timeout=20)
+    assert p.returncode == 1 and "'/ping' is not an offloaded route" in p.stderr, p.stderr
+
+
+def test_no_pool_section_is_one_default_pool(server):
+    st = get(server.port, "/status").json()
+    assert [p["name"] for p in st["pools"]] == ["default"]
+    assert st["pools"][0]["processes"]["target"] == st["sizing"]["compute_workers"]
+    assert st["pools"][0]["queue"]["capacity"] == st["sizing"]["queue_capacity"]
