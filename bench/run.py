@@ -21,6 +21,7 @@ import bench_argon2  # noqa: E402
 import bench_conn  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_pools  # noqa: E402
 import bench_throughput  # noqa: E402
 from common import Lagless, log, sizing  # noqa: E402
 
@@ -30,7 +31,7 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated benchmark numbers")
+    p.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated benchmark numbers")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
     p.add_argument("--rounds", type=int, default=8, help="idle/loaded alternations (1, 2)")
@@ -82,6 +83,9 @@ def main():
         log("")
     if "6" in only:
         results += bench_conn.run(cfg, sz)
+        log("")
+    if "7" in only:
+        results += bench_pools.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

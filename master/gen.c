@@ -14,6 +14,7 @@
 #include "cpupool/compute.h"
 #include "kinds/registry.h"
 #include "shm/codel.h"
+#include "shm/slot.h"
 #include "worker/loop.h"
 
 #define BACKOFF_MIN_NS (100 * LG_NS_PER_MS)
@@ -123,6 +124,32 @@ lg_gen_publish_targets(struct lg_gen *g)
 	}
 	atomic_store(&mp->compute_workers, c);
 	atomic_store(&mp->queue_capacity, q);
+}
+
+void
+lg_gen_pool_status(const struct lg_gen *g, char *buf, size_t cap)
+{
+	const struct lg_master_page *mp = g->arena.master;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (uint32_t p = 0; p < g->npools && n < cap; p++) {
+		const struct lg_pool_page *pp = &mp->pools[p];
+		uint32_t census[8], alive = 0, active = 0;
+		int w;
+
+		for (uint32_t k = pp->first_row; k < pp->first_row + pp->nrows; k++) {
+			alive += g->children[k].pid > 0;
+			active += atomic_load(&g->arena.procs[k].job) != LG_NO_JOB;
+		}
+		lg_slot_census_pool(&g->arena, p, census);
+		w = snprintf(buf + n, cap - n, "; pool %s: %u/%u active/processes, queue %u/%u, "
+		    "full %llu", pp->name, active, alive, census[LG_SLOT_QUEUED],
+		    atomic_load(&pp->queue_capacity), (unsigned long long)atomic_load(&pp->full));
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
 }
 
 /* Rows: loop workers, then each pool's compute rows; those beyond a pool's current target

@@ -6,6 +6,7 @@ The bulkhead experiment: pool `slow` (one process, /heavy jobs of about 500 ms, 
 more clients than it has slots) and pool `fast` (one process, /compress jobs of a few ms). Every
 fast request must get 200 and none may wait behind a slow job; slow answers 503s.
 """
+import os
 import random
 import statistics
 import subprocess
@@ -73,7 +74,7 @@ class Flood(threading.Thread):
             with self.lock:
                 self.codes.append(code)
             if code == 503:
-                time.sleep(0.02)
+                time.sleep(0.05)  # each 503 closes its connection: spare the local ports
 
     def run(self):
         ts = [threading.Thread(target=self.one, daemon=True) for _ in range(self.clients)]
@@ -96,6 +97,7 @@ def pool(st, name):
 def test_bulkhead_fast_pool_keeps_its_latency(start_server, tmp_path):
     srv = start_server("-c", write_conf(tmp_path, POOLS_CONF), "--loop-workers", "2",
                        "--deadline-ms", "60000")
+    assert len(srv.wait_children("compute", 3, timeout=10)) == 3
     st = get(srv.port, "/status").json()
     assert [p["name"] for p in st["pools"]] == ["default", "slow", "fast"]
     assert [p["processes"]["total"] for p in st["pools"]] == [1, 1, 1]
@@ -161,3 +163,19 @@ def test_no_pool_section_is_one_default_pool(server):
     assert [p["name"] for p in st["pools"]] == ["default"]
     assert st["pools"][0]["processes"]["target"] == st["sizing"]["compute_workers"]
     assert st["pools"][0]["queue"]["capacity"] == st["sizing"]["queue_capacity"]
+
+
+@pytest.mark.timeout(60)
+def test_status_line_names_every_pool(start_server, tmp_path):
+    from test_systemd import Notify
+    notify = Notify(str(tmp_path / "notify.sock"))
+    try:
+        env = dict(os.environ, NOTIFY_SOCKET=notify.path)
+        start_server("-c", write_conf(tmp_path, POOLS_CONF), env=env)
+        # once a second; the first lines may come before every compute process is up
+        assert notify.wait_for("; pool slow: 0/1 active/processes, queue 0/2, full 0"), \
+            notify.messages
+        line = next(m for m in notify.messages if "; pool slow: 0/1" in m)
+        assert "; pool default: " in line and "; pool fast: " in line, line
+    finally:
+        notify.close()
