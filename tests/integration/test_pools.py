@@ -2,12 +2,12 @@
 channel and admission, so a pool kept full by slow jobs answers 503 for its own routes only,
 while another pool's routes keep their latency.
 
-The bulkhead experiment: pool `slow` (one process, /heavy jobs of about 500 ms, kept full by
-more clients than it has slots) and pool `fast` (one process, /compress jobs of a few ms). Every
-fast request must get 200 and none may wait behind a slow job; slow answers 503s.
+The bulkhead experiment: pool `slow` (one process, /slow: heavy jobs of about 500 ms, kept full
+by more clients than it has slots) and pool `fast` (one process, /fast: heavy jobs of about
+5 ms). Every fast request must get 200 and none may wait behind a slow job; slow answers 503s.
+Routes name their pool (`pool = NAME`); a pool may also list routes (`routes = ...`).
 """
 import os
-import random
 import statistics
 import subprocess
 import threading
@@ -15,20 +15,30 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, get, heavy_iterations_for, request
+from conftest import LAGLESS_BIN, calibrate_heavy, get
 
 POOLS_CONF = """
 [pool slow]
 compute = 1
 queue = 2
-routes = /heavy
+nice = 19
 oversubscribe = yes
 
 [pool fast]
 compute = 1
 queue = 4
-routes = /compress
+nice = 0
 oversubscribe = yes
+
+[route /slow]
+methods = GET
+kind = heavy
+pool = slow
+
+[route /fast]
+methods = GET
+kind = heavy
+pool = fast
 """
 
 SLOW_JOB_S = 0.5
@@ -42,17 +52,14 @@ def write_conf(tmp_path, text):
     return str(path)
 
 
-def fast_body():
-    """1 MiB of ten letters: zstd level 3 takes a few milliseconds over it."""
-    rnd = random.Random(1)
-    return bytes(rnd.choice(b"abcdefghij") for _ in range(1 << 20))
+FAST_JOB_S = 0.005
 
 
-def fast_latencies(port, body, n=FAST_REQUESTS, min_s=0.0):
+def fast_latencies(port, url, n=FAST_REQUESTS, min_s=0.0):
     out, start = [], time.monotonic()
     while len(out) < n or time.monotonic() - start < min_s:
         t0 = time.monotonic()
-        r = request(port, "POST", "/compress?level=3", body=body, timeout=30)
+        r = get(port, url, timeout=30)
         out.append((r.status, time.monotonic() - t0, r.header("x-queue-ms"), r.header("x-run-ms")))
     return out
 
@@ -101,17 +108,18 @@ def test_bulkhead_fast_pool_keeps_its_latency(start_server, tmp_path):
     st = get(srv.port, "/status").json()
     assert [p["name"] for p in st["pools"]] == ["default", "slow", "fast"]
     assert [p["processes"]["total"] for p in st["pools"]] == [1, 1, 1]
-    body = fast_body()
-    alone = fast_latencies(srv.port, body)
+    ips = calibrate_heavy(srv.port)
+    fast_url = "/fast?iterations=%d" % int(ips * FAST_JOB_S)
+    alone = fast_latencies(srv.port, fast_url)
     assert all(r[0] == 200 for r in alone), alone
-    url = "/heavy?iterations=%d" % heavy_iterations_for(srv.port, SLOW_JOB_S)
+    url = "/slow?iterations=%d" % int(ips * SLOW_JOB_S)
     flood = Flood(srv.port, url)
     flood.start()
     deadline = time.monotonic() + 20
     while pool(get(srv.port, "/status").json(), "slow")["full"] == 0:
         assert time.monotonic() < deadline, "the slow pool never filled up"
         time.sleep(0.05)
-    flooded = fast_latencies(srv.port, body, min_s=FAST_MIN_S)
+    flooded = fast_latencies(srv.port, fast_url, min_s=FAST_MIN_S)
     slow_codes = flood.finish()
     st = get(srv.port, "/status").json()
     a = sorted(r[1] for r in alone)
@@ -155,7 +163,23 @@ def test_t_refuses_oversubscription_and_prints_the_split(tmp_path):
     bad = write_conf(tmp_path, "[pool x]\ncompute = 1\nroutes = /ping\n")
     p = subprocess.run([LAGLESS_BIN, "-t", "-c", bad, "--cpus", "4"], capture_output=True,
                        text=True, timeout=20)
-    assert p.returncode == 1 and "'/ping' is not an offloaded route" in p.stderr, p.stderr
+    assert p.returncode == 1 and "'/ping' is not a route that runs a kind" in p.stderr, p.stderr
+    bad = write_conf(tmp_path, "[route /x]\nkind = heavy\npool = nowhere\n")
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", bad], capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 1 and "unknown pool" in p.stderr, p.stderr
+
+
+def test_pool_lists_its_routes(start_server, tmp_path):
+    """routes = lets a pool take default routes without declaring them."""
+    srv = start_server("-c", write_conf(tmp_path, "[pool p]\ncompute = 1\nroutes = /heavy\n"
+                                        "oversubscribe = yes\n"))
+    srv.wait_children("compute", 2)
+    assert get(srv.port, "/heavy?iterations=1000").status == 200
+    st = get(srv.port, "/status").json()
+    assert [p["name"] for p in st["pools"]] == ["default", "p"]
+    ran = {p["pool"]: p["requests"] for p in st["processes"] if p["role"] == "compute"}
+    assert ran == {"default": 0, "p": 1}, st["processes"]
 
 
 def test_no_pool_section_is_one_default_pool(server):
