@@ -85,7 +85,7 @@ play_compute(void)
 {
 	struct lg_msg m;
 
-	while (lg_chan_recv(ch.job[1], &m, MSG_DONTWAIT) == 1) {
+	while (lg_chan_recv(ch.job[0][1], &m, MSG_DONTWAIT) == 1) {
 		struct lg_slot *s = &arena.slots[m.slot];
 		uint64_t now = lg_now_ns();
 		struct lg_msg done = { .type = LG_MSG_DONE, .slot = m.slot, .gen = m.gen };
@@ -146,7 +146,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	char err[256];
 
 	lg_log_level = LG_LOG_ERROR;
-	if (lg_arena_create(&arena, 2, 1, 4096, 8192) == -1 || lg_channels_create(&ch, 1) == -1)
+	if (lg_arena_create(&arena, 2, 1, 4096, 8192) == -1 || lg_channels_create(&ch, 1, 1) == -1)
 		abort();
 	/* the routes a server serves without configuration (kinds/registry.h) */
 	if (lg_registry_init(&reg, err, sizeof(err)) == -1 || lg_registry_default_routes(&reg,
