@@ -135,15 +135,22 @@ test: deps
 BENCH_CLIENT := $(OBJDIR)/bench/latency
 BENCH_STRICT ?= 1
 
+BENCH_MODCALL := $(OBJDIR)/bench/modcall
+
+$(BENCH_MODCALL): bench/modcall.c include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl
+
 $(BENCH_CLIENT): bench/latency.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
-	$(MAKE) $(BIN) $(BENCH_CLIENT)
+	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(TEST_MODS)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
-	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json)
+	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
+	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules)
 
 # libFuzzer: the library objects again, built by clang with coverage and ASan+UBSan.
 FUZZ_CC      ?= clang

@@ -22,6 +22,7 @@ import bench_conn  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_pools  # noqa: E402
+import bench_module  # noqa: E402
 import bench_throughput  # noqa: E402
 from common import Lagless, log, sizing  # noqa: E402
 
@@ -31,9 +32,11 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated benchmark numbers")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8", help="comma-separated benchmark numbers")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
+    p.add_argument("--modcall", default="", help="the bench/modcall client binary (8)")
+    p.add_argument("--test-modules", default="", help="directory of the tests/modules .so (8)")
     p.add_argument("--rounds", type=int, default=8, help="idle/loaded alternations (1, 2)")
     p.add_argument("--pings", type=int, default=750, help="keep-alive /ping per phase")
     p.add_argument("--probes", type=int, default=400, help="fresh-connection requests per phase")
@@ -86,6 +89,9 @@ def main():
         log("")
     if "7" in only:
         results += bench_pools.run(cfg, sz)
+        log("")
+    if "8" in only:
+        results += bench_module.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

@@ -123,6 +123,7 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	else
 		st = run_kind(env, m, now, &out_len);
 	s->out_len = out_len;
+	s->touched += out_len; /* beyond what was backed, for a kind with no bound */
 	uint64_t end = lg_now_ns();
 	int notify = lg_slot_finish(s, m->gen, (enum lg_job_status)st, end);
 	atomic_store(&env->page->job, LG_NO_JOB);

@@ -14,6 +14,7 @@ static const struct lagless_module *const builtin[] = { &lg_builtin_module, &lg_
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 
 /* Sizes of the descriptors of ABI 1.0: the least a module may hand over. */
+#define UNBOUNDED_AHEAD (1u << 20) /* output backed beyond the input for a kind with no bound */
 #define MODULE_SIZE_1_0 sizeof(struct lagless_module) /* freeze as a number at ABI 1.1 */
 #define KIND_SIZE_1_0   sizeof(struct lagless_kind)
 
@@ -462,8 +463,15 @@ lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
 		n = k->desc.output_size(in_len, &r->routes[route].conf);
 	else
 		n = k->desc.max_output;
-	if (n == 0)
+	if (n == 0) {
+		/* No bound: back as much as the input plus a window (backing the whole region for
+		 * every job, then the master punching it out again, cost milliseconds per job); the
+		 * rest is faulted in if written, in this compute process only. */
+		uint64_t guess = in_len + UNBOUNDED_AHEAD;
+
+		*need = guess < region_cap - LG_OUT_META ? LG_OUT_META + guess : region_cap;
 		return 0;
+	}
 	if (n > region_cap - LG_OUT_META)
 		return -1;
 	*need = LG_OUT_META + n;

@@ -139,8 +139,9 @@ struct lg_job_in {
 };
 
 /* Bytes of the output region (metadata page included) to back before running kind on in_len
- * input bytes under route: its output_size for that input, else its max_output, else the
- * whole region (region_cap). Returns 0 with *need, or -1 when the kind's bound is over the
+ * input bytes under route: its output_size for that input, else its max_output, else in_len
+ * plus 1 MiB (a kind that declares no bound may write more; those pages are faulted in as it
+ * writes, and a failure to allocate one costs its own process: 502), at most region_cap. Returns 0 with *need, or -1 when the kind's bound is over the
  * region (the answer is then 413 without running it). */
 int lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
     uint64_t in_len, uint64_t region_cap, uint64_t *need);

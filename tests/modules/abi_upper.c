@@ -15,4 +15,5 @@ upper(const struct lagless_request *rq, struct lagless_output *out)
 	return LAGLESS_OK;
 }
 
-LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain"));
+LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain",
+    .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
