@@ -56,7 +56,7 @@ run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t star
 		return LG_JOB_TOO_LARGE;
 	}
 	struct lg_job_in j = { m->kind, (uint32_t)m->arg, lg_arena_in(a, m->slot), a->in_cap,
-	    m->in_len, lg_arena_out(a, m->slot), need, m->deadline_ns, m->enqueue_ns, start,
+	    m->in_len, lg_arena_out(a, m->slot), a->out_cap, m->deadline_ns, m->enqueue_ns, start,
 	    env->cfg->enable_test_jobs };
 	return lg_registry_run(reg, &j, out_len);
 }

@@ -133,7 +133,8 @@ struct lg_job_in {
 	uint64_t in_cap;            /* bytes of it */
 	uint64_t in_len;            /* body bytes */
 	unsigned char *out;         /* output region: metadata page, then the answer */
-	uint64_t out_cap;           /* bytes of it backed (lg_registry_out_need) */
+	uint64_t out_cap;           /* bytes of it (the kind may write all of it; what
+	                             * lg_registry_out_need said is backed, the rest faults in) */
 	uint64_t deadline_ns, enqueue_ns, start_ns;
 	int test_jobs;              /* --enable-test-jobs: the fault kinds may run */
 };

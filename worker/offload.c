@@ -396,8 +396,8 @@ run_here(struct lg_conn *c)
 		st = LG_JOB_NO_SPACE;
 	} else {
 		struct lg_job_in j = { c->kind, (uint32_t)c->arg, lg_arena_in(a, slot), a->in_cap,
-		    c->body_got, lg_arena_out(a, slot), need, t0 + c->deadline_ms * LG_NS_PER_MS, 0,
-		    t0, env->cfg->enable_test_jobs };
+		    c->body_got, lg_arena_out(a, slot), a->out_cap,
+		    t0 + c->deadline_ms * LG_NS_PER_MS, 0, t0, env->cfg->enable_test_jobs };
 
 		a->slots[slot].touched = c->body_off + c->body_got + need;
 		st = lg_registry_run(reg, &j, &out_len);
