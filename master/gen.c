@@ -126,8 +126,8 @@ lg_gen_publish_targets(struct lg_gen *g)
 	atomic_store(&mp->queue_capacity, q);
 }
 
-void
-lg_gen_pool_status(const struct lg_gen *g, char *buf, size_t cap)
+static void
+pool_status(const struct lg_gen *g, char *buf, size_t cap)
 {
 	const struct lg_master_page *mp = g->arena.master;
 	size_t n = 0;
@@ -150,6 +150,24 @@ lg_gen_pool_status(const struct lg_gen *g, char *buf, size_t cap)
 			break;
 		n += (size_t)w;
 	}
+}
+
+void
+lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap)
+{
+	uint32_t census[8];
+	int loops = 0, computes = 0, n;
+
+	lg_slot_census(&g->arena, census);
+	for (uint32_t k = 0; k < g->nchildren; k++)
+		*(g->children[k].role == LG_ROLE_LOOP ? &loops : &computes) += g->children[k].pid > 0;
+	n = snprintf(buf, cap, "%d/%u loop workers, %d/%u compute, queue %u/%u, running %u, "
+	    "budget %d CPU, generation %u", loops, g->nloops, computes,
+	    atomic_load(&g->arena.master->compute_workers), census[LG_SLOT_QUEUED],
+	    atomic_load(&g->arena.master->queue_capacity), census[LG_SLOT_RUNNING], g->sz.budget,
+	    g->id);
+	if (g->npools > 1 && n > 0 && (size_t)n < cap)
+		pool_status(g, buf + n, cap - (size_t)n);
 }
 
 /* Rows: loop workers, then each pool's compute rows; those beyond a pool's current target

@@ -68,9 +68,10 @@ struct lg_gen *lg_gen_create(uint32_t id, const struct lg_config *cfg, const str
  * sums into the master page: at creation and after a live resize. */
 void lg_gen_publish_targets(struct lg_gen *g);
 
-/* Appends "; pool NAME: A/T active/processes, queue D/Q, full F" for every pool to buf (cap
- * bytes, NUL-terminated, truncated if need be): the per-pool part of systemd's STATUS=. */
-void lg_gen_pool_status(const struct lg_gen *g, char *buf, size_t cap);
+/* systemd's STATUS= line for g into buf (cap bytes, NUL-terminated, truncated if need be):
+ * "L/L loop workers, C/C compute, queue D/Q, running R, budget B CPU, generation G", then with
+ * named pools "; pool NAME: A/T active/processes, queue D/Q, full F" for every pool. */
+void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
 
 /* Releases the master's copies of the generation's resources (its registry too: the
  * generation owns the configuration it was created from) and frees it. The processes must

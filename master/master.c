@@ -510,21 +510,9 @@ serving(struct master *m)
 static void
 send_status(struct master *m, int ready)
 {
-	struct lg_gen *g = serving(m);
-	uint32_t census[8];
 	char status[640];
-	int loops = 0, computes = 0, n;
 
-	lg_slot_census(&g->arena, census);
-	for (uint32_t k = 0; k < g->nchildren; k++)
-		*(g->children[k].role == LG_ROLE_LOOP ? &loops : &computes) += g->children[k].pid > 0;
-	n = snprintf(status, sizeof(status), "%d/%u loop workers, %d/%u compute, queue %u/%u, "
-	    "running %u, budget %d CPU, generation %u", loops, g->nloops, computes,
-	    atomic_load(&g->arena.master->compute_workers), census[LG_SLOT_QUEUED],
-	    atomic_load(&g->arena.master->queue_capacity), census[LG_SLOT_RUNNING], g->sz.budget,
-	    g->id);
-	if (g->npools > 1 && n > 0 && (size_t)n < sizeof(status))
-		lg_gen_pool_status(g, status + n, sizeof(status) - (size_t)n);
+	lg_gen_status_line(serving(m), status, sizeof(status));
 	if (ready)
 		lg_notify_ready(status);
 	else
