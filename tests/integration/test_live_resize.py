@@ -236,3 +236,31 @@ def test_real_cgroup_quota_change(cgroup_v1_cpu, tmp_path):
         assert srv.stop() == 0
     finally:
         srv.kill_all()
+
+
+@pytest.mark.timeout(90)
+def test_fixture_share_pool_follows_count_pool_stays(tmp_path):
+    """Per pool: a pool sized as a share of the budget follows it, one given as a count
+    does not, and the default pool (a count here) keeps its processes."""
+    root = fixture_root(tmp_path, 200000)
+    conf = tmp_path / "pools.conf"
+    conf.write_text("[pool share]\ncompute = 100%\noversubscribe = yes\n"
+                    "[pool fixed]\ncompute = 1\noversubscribe = yes\n")
+    srv = start(root, "-c", str(conf), "--compute-workers", "1")
+
+    def sizes():
+        st = status(srv.port)
+        return {p["name"]: (p["processes"]["target"], p["processes"]["total"],
+                            p["queue"]["capacity"]) for p in st["pools"]}
+    try:
+        assert wait_until(lambda: sizes() == {"default": (1, 1, 2), "share": (2, 2, 4),
+                                              "fixed": (1, 1, 2)}, CHANGE_S), sizes()
+        write_cpu_max(root, 100000)
+        assert wait_until(lambda: sizes() == {"default": (1, 1, 2), "share": (1, 1, 2),
+                                              "fixed": (1, 1, 2)}, CHANGE_S), sizes()
+        assert len(srv.children("compute")) == 3
+        assert "pool share: compute processes 2 -> 1, queue 4 -> 2" in srv.log()
+        write_cpu_max(root, 200000)
+        assert wait_until(lambda: sizes()["share"] == (2, 2, 4), CHANGE_S), sizes()
+    finally:
+        srv.kill_all()
