@@ -364,8 +364,10 @@ arm(struct lg_engine *e)
 		if (e->active[i] && (int)i != e->closed_route &&
 		    lg_sched_peek(&e->routes[i].sched) < next)
 			next = lg_sched_peek(&e->routes[i].sched);
-	if (next == UINT64_MAX)
-		next = e->phase_end;  /* only the end of the phase is left to wake for */
+	/* Wake at the end of the phase at the latest: a route whose next request is due after it
+	 * (a low rate) must not hold the phase open until the stop timer. */
+	if (next > e->phase_end)
+		next = e->phase_end;
 	its.it_value.tv_sec = (time_t)(next / 1000000000u);
 	its.it_value.tv_nsec = (long)(next % 1000000000u);
 	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)

@@ -63,15 +63,26 @@ lg_sched_uniform(uint64_t *x)
 	return ((double)(z >> 11) + 1.0) / 9007199254740992.0;
 }
 
+/* start_ns + offset_ns, or UINT64_MAX (never due) when that is past what a uint64_t holds: a
+ * tiny rate (1e-300/s) puts request 1 at +inf ns, whose conversion would be undefined (on x86
+ * it gave 0, so every request was due at once and the generator issued them without end). */
+static uint64_t
+due_at(uint64_t start_ns, double offset_ns)
+{
+	if (!(offset_ns < (double)(UINT64_MAX - start_ns) * 0.5))
+		return UINT64_MAX;
+	return start_ns + (uint64_t)offset_ns;
+}
+
 static void
 advance(struct lg_sched *s)
 {
 	if (s->arrival == LG_ARRIVAL_CONSTANT) {
-		s->next_ns = s->start_ns + (uint64_t)((double)s->n * 1e9 / s->rate);
+		s->next_ns = due_at(s->start_ns, (double)s->n * 1e9 / s->rate);
 		return;
 	}
 	s->acc_s += -log(lg_sched_uniform(&s->rng)) / s->rate;
-	s->next_ns = s->start_ns + (uint64_t)(s->acc_s * 1e9);
+	s->next_ns = due_at(s->start_ns, s->acc_s * 1e9);
 }
 
 void

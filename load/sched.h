@@ -45,7 +45,8 @@ int lg_sched_parse_arrival(const char *s, enum lg_arrival *a);
 void lg_sched_init(struct lg_sched *s, enum lg_arrival arrival, double rate, uint64_t start_ns,
                    uint64_t seed);
 
-/* When the next request is due (ns, CLOCK_MONOTONIC), without taking it. */
+/* When the next request is due (ns, CLOCK_MONOTONIC), without taking it; UINT64_MAX when it
+ * is too far away to be represented (a rate so low the request is never due). */
 uint64_t lg_sched_peek(const struct lg_sched *s);
 
 /* Takes the next request: returns its due time and moves on to the one after. Constant times
