@@ -85,6 +85,9 @@ struct lg_config {
 	struct lg_registry *reg;   /* built by the master before fork; never freed while used */
 	struct lg_pool_cfg pools[LG_MAX_POOLS]; /* [0] is "default" */
 	int npools;                /* >= 1 after lg_options_load */
+	int transit_buffers;       /* bodies and results in transit; 0 = 4 x (C + Q) */
+	uint64_t min_upload_rate;  /* bytes/s a body must average after body_timeout_ms; 0 = off */
+	uint64_t min_download_rate; /* bytes/s a response must average after write_timeout_ms */
 };
 
 #endif

@@ -96,7 +96,9 @@ publish_pools(struct lg_gen *g)
 
 		snprintf(pp->name, sizeof(pp->name), "%s", pc->name);
 		pp->first_slot = slot;
-		pp->nslots = (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]);
+		/* its transit buffers; the first C + Q of their tokens are its job slots */
+		pp->nslots = lg_gen_transit_buffers(&g->cfg,
+		    (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]));
 		pp->first_row = row;
 		pp->nrows = (uint32_t)g->sz.pool_compute_max[p];
 		pp->slow_ns = pc->deadline_ms * LG_NS_PER_MS / 2;
@@ -195,6 +197,17 @@ make_rows(struct lg_gen *g)
 		}
 }
 
+uint32_t
+lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs)
+{
+	uint64_t n = cfg->transit_buffers > 0 ? (uint64_t)cfg->transit_buffers : 4ull * njobs;
+
+	/* Never fewer than the job slots: every job's input and output live in a buffer. */
+	if (n < njobs)
+		n = njobs;
+	return n > 1000000 ? 1000000 : (uint32_t)n;
+}
+
 struct lg_gen *
 lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
     pid_t master_pid, const struct lg_gen *prev)
@@ -222,7 +235,8 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 			g->sz.pool_queue_max[p] = g->sz.pool_queue[p];
 		}
 		g->ncompute += (uint32_t)g->sz.pool_compute_max[p];
-		nslots += (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]);
+		nslots += lg_gen_transit_buffers(cfg,
+		    (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]));
 	}
 	g->nchildren = g->nloops + g->ncompute;
 	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
@@ -246,11 +260,11 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	make_rows(g);
 	publish_pools(g);
 	publish_sizing(g, master_pid, prev);
-	log_info("generation %u: %u loop worker(s), %d compute, arena of %u slots (%d running + "
-	    "%d queued open), %llu MiB virtual%s", id, g->nloops, sz->compute_workers,
-	    g->arena.nslots, sz->compute_workers, sz->queue_capacity,
-	    (unsigned long long)(g->arena.size >> 20), g->sz.live_resize ?
-	    ", following the CPU budget" : "");
+	log_info("generation %u: %u loop worker(s), %d compute, %d job slots (%d running + %d "
+	    "queued open), %u transit buffers, arena of %llu MiB virtual%s", id, g->nloops,
+	    sz->compute_workers, sz->compute_workers + sz->queue_capacity, sz->compute_workers,
+	    sz->queue_capacity, g->arena.nslots, (unsigned long long)(g->arena.size >> 20),
+	    g->sz.live_resize ? ", following the CPU budget" : "");
 	return g;
 fail:
 	lg_gen_destroy(g);

@@ -73,6 +73,10 @@ void lg_gen_publish_targets(struct lg_gen *g);
  * named pools "; pool NAME: A/T active/processes, queue D/Q, full F" for every pool. */
 void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
 
+/* Transit buffers of a generation with njobs job slots (C + Q): --transit-buffers, or 4 x
+ * njobs when it is 0; never fewer than njobs. */
+uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
+
 /* Releases the master's copies of the generation's resources (its registry too: the
  * generation owns the configuration it was created from) and frees it. The processes must
  * be gone (or be left to die with their own copies). */

@@ -87,6 +87,16 @@ static const struct opt opts[] = {
 	  "idle time between requests before the connection is closed" },
 	{ "write-timeout-ms", K_U64, F(write_timeout_ms), 1, 86400000, "30000", "MS",
 	  "longest stall of a response write before the connection is closed" },
+	{ "transit-buffers", K_INT, F(transit_buffers), 0, 100000, "0", "N",
+	  "request bodies and results held in shared memory at once (each takes a buffer from the "
+	  "head of an offloaded request to its last response byte); 0 = 4 x (compute + queue); "
+	  "503 when none is free" },
+	{ "min-upload-rate", K_U64, F(min_upload_rate), 0, 1ull << 40, "1024", "BYTES/S",
+	  "an offloaded request body must arrive at this average rate once body-timeout-ms has "
+	  "passed (each byte buys 1/rate s more); 408 below it; 0 = off" },
+	{ "min-download-rate", K_U64, F(min_download_rate), 0, 1ull << 40, "1024", "BYTES/S",
+	  "a response must be read at this average rate once write-timeout-ms has passed; the "
+	  "connection is closed below it; 0 = off" },
 	{ "log-level", K_LOGLEVEL, F(log_level), 0, 0, "info", "LEVEL",
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",

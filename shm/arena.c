@@ -34,7 +34,10 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 		return -1;
 	h->stat_routes = a->stat_routes;
 	h->stat_kinds = a->stat_kinds;
-	h->regions_off = h->stats_off + h->stats_stride * a->nprocs;
+	h->jobs_off = h->stats_off + h->stats_stride * a->nprocs;
+	if (round_page((uint64_t)a->nslots * sizeof(uint64_t), &slots_bytes))
+		return -1;
+	h->regions_off = h->jobs_off + slots_bytes;
 	region = h->in_cap + h->out_cap + LG_PAGE; /* a guard page after each output region */
 	if (region < h->in_cap || region > (UINT64_MAX - h->regions_off) / a->nslots)
 		return -1;
@@ -91,6 +94,8 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	a->master = (struct lg_master_page *)(a->base + h.master_off);
 	a->procs = (struct lg_proc_page *)(a->base + h.procs_off);
 	a->slots = (struct lg_slot *)(a->base + h.slots_off);
+	a->jobs.tok = (_Atomic uint64_t *)(a->base + h.jobs_off);
+	a->jobs.cap = nslots;
 	/* Guard pages (PROT_NONE, never backed) after every output region, in this mapping and
 	 * so in every process forked from it: a kind that writes past its output region faults
 	 * there (its process dies, the client gets 502) instead of reaching the next slot. */
@@ -113,6 +118,12 @@ fail:
 	a->fd = -1;
 	errno = saved;
 	return -1;
+}
+
+void
+lg_arena_set_job_slots(struct lg_arena *a, uint32_t n)
+{
+	a->jobs.cap = n < 1 ? 1 : n > a->nslots ? a->nslots : n;
 }
 
 void

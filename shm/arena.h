@@ -13,6 +13,17 @@
 
 #include "shm/layout.h"
 
+/* Admission of one pool: a table of job-slot tokens in the arena, at most cap of them valid at
+ * once (C running + Q queued). A token names the transit buffer (slot) whose job it admits;
+ * it is valid while that slot, at that generation, is QUEUED, RUNNING or ABANDONED, so a job
+ * gives its token back by ending, and a process killed at any instruction leaks none
+ * (shm/slot.h, lg_jobslot_take). An object, so a second pool is a second instance. */
+struct lg_jobslots {
+	_Atomic uint64_t *tok;      /* cap words: (slot + 1) << 32 | generation, 0 when never used */
+	uint32_t cap;
+	_Atomic uint32_t *limit;    /* the pool's slot_limit (job slots open now), or NULL */
+};
+
 struct lg_arena {
 	int fd;                     /* the memfd; -1 when not created */
 	unsigned char *base;        /* MAP_SHARED mapping of the whole file */
@@ -26,10 +37,13 @@ struct lg_arena {
 	struct lg_arena_hdr *hdr;
 	struct lg_master_page *master; /* written by the master only */
 	struct lg_proc_page *procs; /* nprocs pages */
-	struct lg_slot *slots;      /* nslots entries */
+	struct lg_slot *slots;      /* nslots entries: the transit buffers */
+	struct lg_jobslots jobs;    /* the default pool's admission; cap = nslots until set */
 };
 
-/* Creates and maps the arena: nslots job slots (>= 1), one master page, nprocs proc pages, input regions of at
+/* Creates and maps the arena: nslots transit buffers (>= 1; each a job state word, an input
+ * and an output region) and as many job-slot tokens (a->jobs.cap = nslots; lower it with
+ * lg_arena_set_job_slots before forking), one master page, nprocs proc pages, input regions of at
  * least in_cap bytes and output regions of at least out_cap bytes (both rounded up to 4 KiB).
  * Slots start FREE with generation 0; proc pages start with pid 0 and job LG_NO_JOB; every
  * counter and the master page start at zero.
@@ -66,6 +80,9 @@ lg_arena_proc_index(const struct lg_arena *a, const struct lg_proc_page *p)
 {
 	return (uint32_t)(p - a->procs);
 }
+
+/* Bounds admission to n job slots (1 <= n <= nslots; clamped). Master only, before forking. */
+void lg_arena_set_job_slots(struct lg_arena *a, uint32_t n);
 
 /* Unmaps and closes; safe on a zeroed or already destroyed arena. */
 void lg_arena_destroy(struct lg_arena *a);

@@ -7,8 +7,9 @@
  *   [ struct lg_arena_hdr | pad to 4 KiB ]
  *   [ struct lg_master_page (4 KiB)       ]   written by the master only
  *   [ struct lg_proc_page x nprocs        ]   8 KiB per child-table entry, one writer each
- *   [ struct lg_slot x nslots | pad to 4 KiB ]
+ *   [ struct lg_slot x nslots | pad to 4 KiB ]   transit buffers: a request's job state
  *   [ stats block x nprocs: route rows, then kind rows, each block page-rounded ]
+ *   [ job-slot tokens: uint64 x nslots | pad to 4 KiB ]   admission (C + Q of them valid)
  *   [ slot 0 input region | slot 0 output region | guard page | slot 1 input ... ]
  *   page-aligned, lazily backed; the guard pages are PROT_NONE in every process
  */
@@ -67,8 +68,9 @@ struct lg_arena_hdr {
 	uint64_t stats_stride;  /* bytes of one process's block (page multiple) */
 	uint32_t stat_routes;   /* route rows per process (the routes, then "none") */
 	uint32_t stat_kinds;    /* kind rows per process (by kind id; row 0 unused) */
+	uint64_t jobs_off;      /* job-slot token table (nslots words) */
 };
-_Static_assert(sizeof(struct lg_arena_hdr) == 96, "arena header layout");
+_Static_assert(sizeof(struct lg_arena_hdr) == 104, "arena header layout");
 
 #define LG_NO_JOB UINT64_MAX
 
@@ -178,12 +180,16 @@ struct lg_proc_page {
 	struct lg_hist lag;                              /* loop: timer lateness */
 	struct lg_lag_window lag_recent[LG_LAG_WINDOWS]; /* loop: the same, by 10 s window */
 	_Atomic uint64_t rejected_quarantine; /* loop: 503 for a quarantined job kind */
+	_Atomic uint64_t rejected_transit;    /* loop: 503 because no transit buffer was free */
+	_Atomic uint64_t rejected_memory;     /* loop: 503 because shared memory could not be backed */
+	_Atomic uint64_t slow_uploads;        /* loop: 408 for a body below --min-upload-rate */
+	_Atomic uint64_t slow_downloads;      /* loop: closed for a response below --min-download-rate */
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 768];
+	uint8_t reserved[LG_PROC_PAGE - 800];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 768, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 800, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */

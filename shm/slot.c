@@ -61,8 +61,11 @@ lg_slot_claim_pool(struct lg_arena *a, uint32_t pool, uint32_t owner, uint32_t *
 	uint32_t first, nall, open;
 
 	pool_range(a, pool, &first, &nall, &open);
-	for (uint32_t n = 0; n < open; n++) {
-		uint32_t i = first + (hint + n) % open;
+	/* Transit buffers: every slot of the pool's part takes claims; the open part
+	 * (slot_limit) bounds its job slots, not its buffers. */
+	(void)open;
+	for (uint32_t n = 0; n < nall; n++) {
+		uint32_t i = first + (hint + n) % nall;
 		struct lg_slot *s = &a->slots[i];
 		uint64_t w = atomic_load(&s->word);
 
@@ -227,13 +230,82 @@ lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8])
 	for (int k = 0; k < 8; k++)
 		counts[k] = 0;
 	pool_range(a, pool, &first, &n, &open);
-	for (uint32_t i = first; i < first + n; i++) {
-		enum lg_slot_state st = lg_slot_state(atomic_load(&a->slots[i].word));
+	for (uint32_t i = first; i < first + n; i++)
+		counts[lg_slot_state(atomic_load(&a->slots[i].word)) & 7]++;
+}
 
-		/* A closed slot counts only while it still holds a job. */
-		if (i < first + open || (st != LG_SLOT_FREE && st != LG_SLOT_RECLAIMING))
-			counts[st & 7]++;
+/* Whether token value t admits a job that has not ended. */
+static int
+token_valid(const struct lg_arena *a, uint64_t t)
+{
+	uint32_t i = (uint32_t)(t >> 32), gen = (uint32_t)t;
+	uint64_t w;
+	enum lg_slot_state st;
+
+	if (i == 0 || i > a->nslots)
+		return 0;
+	w = atomic_load(&a->slots[i - 1].word);
+	st = lg_slot_state(w);
+	return lg_slot_gen(w) == gen &&
+	    (st == LG_SLOT_QUEUED || st == LG_SLOT_RUNNING || st == LG_SLOT_ABANDONED);
+}
+
+uint32_t
+lg_jobslot_open(const struct lg_jobslots *js, const struct lg_arena *a)
+{
+	uint32_t lim = js->limit != NULL ? atomic_load(js->limit) : 0;
+
+	(void)a;
+	return lim == 0 || lim > js->cap ? js->cap : lim;
+}
+
+struct lg_jobslots
+lg_jobslots_of(const struct lg_arena *a, uint32_t pool)
+{
+	struct lg_jobslots js = a->jobs;
+	uint32_t first, n, open;
+
+	if (a->master == NULL || pool >= a->master->npools)
+		return js;
+	pool_range(a, pool, &first, &n, &open);
+	js.tok = a->jobs.tok + first;
+	js.cap = n;
+	js.limit = &a->master->pools[pool].slot_limit;
+	return js;
+}
+
+int
+lg_jobslot_take(struct lg_jobslots *js, const struct lg_arena *a, uint32_t i, uint32_t gen)
+{
+	uint64_t mine = ((uint64_t)(i + 1) << 32) | gen;
+	uint32_t open = lg_jobslot_open(js, a);
+
+	/* Tokens above the open ones may still be valid (admitted before a resize narrowed the
+	 * limit): admission counts them, and takes only from below the limit. */
+	if (lg_jobslot_in_use(js, a) >= open) {
+		errno = EAGAIN;
+		return -1;
 	}
+	for (uint32_t k = 0; k < open; k++) {
+		uint64_t t = atomic_load(&js->tok[k]);
+
+		/* An invalid token stays invalid (generations only grow, and a slot never goes
+		 * back to QUEUED at the same generation), so replacing it cannot lose a job. */
+		if (!token_valid(a, t) && atomic_compare_exchange_strong(&js->tok[k], &t, mine))
+			return 0;
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+uint32_t
+lg_jobslot_in_use(const struct lg_jobslots *js, const struct lg_arena *a)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < js->cap; k++)
+		n += token_valid(a, atomic_load(&js->tok[k]));
+	return n;
 }
 
 void

@@ -23,10 +23,10 @@ enum lg_slot_state lg_slot_state(uint64_t word);
 uint32_t lg_slot_owner(uint64_t word);
 uint32_t lg_slot_gen(uint64_t word);
 
-/* Claims a FREE slot for loop worker `owner` (< LG_MAX_LOOPS), bumping its generation; the
- * owner is part of the slot word, so claim and ownership are one atomic step. Scans the open
- * slots (the first master->slot_limit of them; all when it is 0: a live resize moves the limit)
- * starting at a per-process rotating hint so loop workers do not collide on slot 0.
+/* Claims a FREE slot (a transit buffer) for loop worker `owner` (< LG_MAX_LOOPS), bumping its
+ * generation; the owner is part of the slot word, so claim and ownership are one atomic step.
+ * Scans every slot starting at a per-process rotating hint so loop workers do not collide on
+ * slot 0 (a live resize moves the job-slot limit, not the transit buffers).
  * Returns the slot index and stores the new generation in *gen, or -1 with errno EAGAIN when
  * every slot is taken: that is the bounded queue, and the caller answers 503. */
 int lg_slot_claim(struct lg_arena *a, uint32_t owner, uint32_t *gen);
@@ -87,6 +87,29 @@ uint64_t lg_slot_queued_floor(void *pool, uint64_t now_ns);
 
 /* lg_slot_census for the slots of one pool. */
 void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8]);
+
+/* Job slots (admission, shm/arena.h struct lg_jobslots). A token is valid while the slot it
+ * names is QUEUED, RUNNING or ABANDONED at the generation it names; anything else (a job that
+ * ended, a reused slot) makes it free, so nobody has to give a token back and a killed process
+ * leaks none.
+ *
+ * lg_jobslot_take: the owner loop, with slot i at generation gen already moved to QUEUED and
+ * its header not yet sent, takes a free token for it. Returns 0, or -1 with errno EAGAIN when
+ * every token is valid: C + Q jobs wait for or run on compute, and the caller answers 503. */
+int lg_jobslot_take(struct lg_jobslots *js, const struct lg_arena *a, uint32_t i, uint32_t gen);
+
+/* Valid tokens of js now: jobs waiting for or running on compute (a racy snapshot). */
+uint32_t lg_jobslot_in_use(const struct lg_jobslots *js, const struct lg_arena *a);
+
+/* Job slots that admit jobs now: js->cap, narrowed to *js->limit when set (the pool page's
+ * slot_limit: C + Q of the current CPU budget, moved by a live resize; 0 = no narrowing). A
+ * token above the limit that is still valid keeps counting in lg_jobslot_in_use until its job
+ * ends. */
+uint32_t lg_jobslot_open(const struct lg_jobslots *js, const struct lg_arena *a);
+
+/* The job slots of pool `pool`: the token words of its part of the table (shm/layout.h struct
+ * lg_pool_page), narrowed by its slot_limit; the whole table when a has no pool pages. */
+struct lg_jobslots lg_jobslots_of(const struct lg_arena *a, uint32_t pool);
 
 /* Counts slots per state into counts[8] (indexed by enum lg_slot_state), over every pool; a
  * racy snapshot. A slot beyond a pool's open ones (see lg_slot_claim) counts only while it is

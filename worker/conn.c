@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -12,6 +14,7 @@
 
 #include "common/log.h"
 #include "worker/conn_idle.h"
+#include "shm/stats.h"
 #include "worker/observe.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
@@ -53,9 +56,49 @@ in_body(const struct lg_conn *c)
 	    !c->http.complete && !c->http.rejected && !c->http.status);
 }
 
-/* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall, body
- * silence and (holding a slot) body deadline, head deadline from the request's first byte, or
- * keep-alive idle. A queued job's deadline is armed by offload.c. */
+/* Bytes of the current request body received so far. */
+static uint64_t
+body_bytes(const struct lg_conn *c)
+{
+	return c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen;
+}
+
+/* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
+ * began, plus 1/rate s per byte received (Apache mod_reqtimeout's MinRate); 0 when off. */
+static ev_tstamp
+upload_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	if (c->slot < 0 || cfg->min_upload_rate == 0)
+		return 0;
+	return c->body_at + cfg->body_timeout_ms / 1e3 +
+	    (double)body_bytes(c) / (double)cfg->min_upload_rate;
+}
+
+/* The same for the response: write-timeout-ms after it began plus 1/rate s per byte the client
+ * took (--min-download-rate); 0 when off. */
+static ev_tstamp
+download_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	if (cfg->min_download_rate == 0)
+		return 0;
+	return c->write_at + cfg->write_timeout_ms / 1e3 +
+	    (double)c->wdelivered / (double)cfg->min_download_rate;
+}
+
+static ev_tstamp
+earliest(ev_tstamp at, ev_tstamp due)
+{
+	return due > 0 && due < at ? due : at;
+}
+
+/* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
+ * client's last progress) and minimum download rate, body silence and (holding a transit
+ * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
+ * or keep-alive idle. A queued job's deadline is armed by offload.c. */
 static void
 rearm(struct lg_conn *c)
 {
@@ -67,13 +110,14 @@ rearm(struct lg_conn *c)
 	if (c->state == LG_CONN_LINGER) {
 		at = c->linger_until;
 	} else if (c->state == LG_CONN_WRITE) {
-		at = now + cfg->write_timeout_ms / 1e3;
+		at = earliest(c->wprogress_at + cfg->write_timeout_ms / 1e3, download_due(c));
 	} else if (in_body(c)) {
 		if (c->body_at == 0)
 			c->body_at = now;
 		at = now + cfg->body_timeout_ms / 1e3;
 		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
 			at = c->body_at + cfg->body_deadline_ms / 1e3;
+		at = earliest(at, upload_due(c));
 	} else if (c->req_at > 0) {
 		at = c->req_at + cfg->head_timeout_ms / 1e3;
 	} else {
@@ -181,6 +225,22 @@ date_header(struct lg_worker *w)
 		w->date_at = (ev_tstamp)t;
 	}
 	return w->date;
+}
+
+/* Records how many response bytes the client has taken (written minus still unsent) and, when
+ * that grew, the time of that progress. */
+static void
+note_delivered(struct lg_conn *c)
+{
+	int unsent = 0;
+	uint64_t got = c->woff;
+
+	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
+		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
+	if (got > c->wdelivered) {
+		c->wdelivered = got;
+		c->wprogress_at = ev_now(c->w->ev);
+	}
 }
 
 /* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
@@ -357,6 +417,8 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 	}
 	c->wreq = 1;
 	c->state = LG_CONN_WRITE;
+	c->write_at = c->wprogress_at = ev_now(c->w->ev);
+	c->wdelivered = 0;
 	ev_timer_stop(c->w->ev, &c->timer);
 	switch (flush(c)) {
 	case 1:
@@ -584,7 +646,8 @@ conn_io(struct lg_conn *c, int revents)
 				conn_process(c);
 			return;
 		case 0:
-			rearm(c); /* progress: the write timeout counts from here */
+			note_delivered(c); /* progress: the stall timeout counts from here */
+			rearm(c);
 			return;
 		default:
 			lg_conn_close(c);
@@ -613,6 +676,31 @@ conn_io(struct lg_conn *c, int revents)
 		read_input(c);
 }
 
+/* The write timer fired. The kernel signals EV_WRITE only once a third of the send buffer is
+ * free, so a client reading slowly but steadily (20 KB/s against megabytes of buffer) shows
+ * no event for longer than the stall timeout: its progress is read from the socket's unsent
+ * queue instead (SIOCOUTQ, tcp(7)), and any progress restarts the stall timeout. */
+static void
+write_timer(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	ev_tstamp now = ev_now(c->w->ev), due;
+
+	note_delivered(c);
+	due = download_due(c);
+	if (due > 0 && now >= due) {
+		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
+		    "closing fd %d", c->wdelivered, now - c->write_at, c->fd);
+		lg_stats_add(&c->w->env->page->slow_downloads, 1);
+		lg_conn_close(c);
+	} else if (now - c->wprogress_at >= cfg->write_timeout_ms / 1e3) {
+		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
+		lg_conn_close(c);
+	} else {
+		rearm(c);
+	}
+}
+
 static void
 conn_timer(struct lg_conn *c)
 {
@@ -621,8 +709,7 @@ conn_timer(struct lg_conn *c)
 		c->w->ops->job_timeout(c);
 		return;
 	case LG_CONN_WRITE:
-		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
-		lg_conn_close(c);
+		write_timer(c);
 		return;
 	case LG_CONN_LINGER:
 		lg_conn_close(c);
@@ -631,9 +718,17 @@ conn_timer(struct lg_conn *c)
 		break;
 	}
 	if (in_body(c)) {
-		log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
-		    c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen);
-		lg_conn_error(c, 408, 1, NULL); /* releases the slot once written */
+		ev_tstamp due = upload_due(c);
+
+		if (due > 0 && ev_now(c->w->ev) >= due) {
+			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
+			    "%.1f s): 408", c->fd, body_bytes(c), ev_now(c->w->ev) - c->body_at);
+			lg_stats_add(&c->w->env->page->slow_uploads, 1);
+		} else {
+			log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
+			    body_bytes(c));
+		}
+		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
 	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
 		log_info("request head too slow (fd %d): 408", c->fd);
 		lg_conn_error(c, 408, 1, NULL);

@@ -119,6 +119,10 @@ struct lg_conn {
 	                               * 0 while idle between requests */
 	ev_tstamp body_at;            /* the body began, 0 before */
 	ev_tstamp linger_until;
+	ev_tstamp write_at;           /* the current response began to be written */
+	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
+	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
+	                               * the socket's unsent queue) */
 	unsigned nreq;                /* requests parsed on this connection */
 	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
 	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when

@@ -191,16 +191,19 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	family(b, "lagless_job_run_seconds", "histogram", "Time a job ran, by kind.");
 	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", 1);
 	family(b, "lagless_jobs_rejected_total", "counter",
-	    "Requests refused before running: queue_full (503), too_large (413), quarantined (503: "
-	    "the job kind keeps killing compute processes), queue_wait (503 at admission: the "
-	    "shortest queue wait stayed above --queue-wait-target-ms), queue_wait_shed (503: "
-	    "waited past the limit in the queue).");
-	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
-	    SUM(a, 0, nloops, rejected_full));
+	    "Requests refused before running: queue_full (503: every job slot taken), transit_full "
+	    "(503: every transit buffer taken), memory (503: shared memory could not be backed), "
+	    "too_large (413), quarantined (503: the job kind keeps killing compute processes), "
+	    "queue_wait (503 at admission: the shortest queue wait stayed above "
+	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
 	    lg_poolview_queue_wait(a, 0));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait_shed\"} %" PRIu64 "\n",
 	    lg_poolview_queue_wait(a, 1));
+	P("lagless_jobs_rejected_total{reason=\"transit_full\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_transit));
+	P("lagless_jobs_rejected_total{reason=\"memory\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_memory));
 	P("lagless_jobs_rejected_total{reason=\"quarantined\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_quarantine));
 	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
@@ -378,9 +381,30 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	family(b, "lagless_queue_capacity", "gauge",
 	    "Jobs that may wait beyond the running ones before requests are refused with 503.");
 	P("lagless_queue_capacity %u\n", atomic_load(&a->master->queue_capacity));
-	family(b, "lagless_job_slots", "gauge", "Job slots (compute processes + queue capacity).");
-	P("lagless_job_slots %u\n", atomic_load(&a->master->compute_workers) +
-	    atomic_load(&a->master->queue_capacity));
+	family(b, "lagless_job_slots", "gauge",
+	    "Job slots (compute processes + queue capacity): jobs admitted at once.");
+	P("lagless_job_slots %u\n", lg_jobslot_open(&a->jobs, a));
+	family(b, "lagless_job_slots_in_use", "gauge",
+	    "Job slots held by jobs waiting for or running on compute.");
+	P("lagless_job_slots_in_use %u\n", lg_jobslot_in_use(&a->jobs, a));
+	family(b, "lagless_transit_buffers", "gauge",
+	    "Transit buffers (--transit-buffers): request bodies and results in shared memory.");
+	P("lagless_transit_buffers %u\n", a->nslots);
+	family(b, "lagless_transit_buffers_in_use", "gauge",
+	    "Transit buffers held, by what holds them: uploading (a body arrives), queued, running, "
+	    "abandoned (running, its client gone), writing (a result or error being sent).");
+	P("lagless_transit_buffers_in_use{state=\"uploading\"} %u\n", n[LG_SLOT_CLAIMED]);
+	P("lagless_transit_buffers_in_use{state=\"queued\"} %u\n", n[LG_SLOT_QUEUED]);
+	P("lagless_transit_buffers_in_use{state=\"running\"} %u\n", n[LG_SLOT_RUNNING]);
+	P("lagless_transit_buffers_in_use{state=\"abandoned\"} %u\n", n[LG_SLOT_ABANDONED]);
+	P("lagless_transit_buffers_in_use{state=\"writing\"} %u\n",
+	    n[LG_SLOT_DONE] + n[LG_SLOT_FAILED]);
+	family(b, "lagless_slow_clients_total", "counter",
+	    "Connections cut for a transfer below --min-upload-rate (408) or --min-download-rate.");
+	P("lagless_slow_clients_total{direction=\"upload\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, slow_uploads));
+	P("lagless_slow_clients_total{direction=\"download\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, slow_downloads));
 	family(b, "lagless_slow_callbacks_total", "counter",
 	    "Loop callbacks that ran longer than --slow-callback-ms.");
 	P("lagless_slow_callbacks_total %" PRIu64 "\n", SUM(a, 0, nloops, slow_callbacks));

@@ -39,7 +39,7 @@ reserve_input(struct lg_conn *c, uint64_t upto)
 	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), c->body_off + want) == -1) {
 		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
 		    (unsigned long long)want, c->slot, strerror(errno));
-		atomic_fetch_add(&env->page->rejected_full, 1);
+		atomic_fetch_add(&env->page->rejected_memory, 1);
 		return -1;
 	}
 	c->reserved = want;
@@ -97,14 +97,25 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	c->pool = sp->pool < a->master->npools ? sp->pool : 0;
 	pp = &a->master->pools[c->pool];
 	cp = lg_codel_params_of(pool_cfg(c));
+	struct lg_proc_page *p = c->w->env->page;
+	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
+
+	/* Admission first: with C + Q jobs of the pool waiting for or running on compute, refuse
+	 * before a byte of the body is read. The job slot itself is taken once the body is
+	 * complete. */
+	if (lg_jobslot_in_use(&js, a) >= lg_jobslot_open(&js, a)) {
+		atomic_fetch_add(&pp->full, 1);
+		atomic_fetch_add(&p->rejected_full, 1);
+		return -1;
+	}
 	/* A standing queue (its shortest wait stayed above the target for an interval): refuse
 	 * now rather than let the job wait out the target and be shed (counted in the state). */
 	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
 	    &spool))
 		return -1;
 	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0) {
-		atomic_fetch_add(&pp->full, 1);
-		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+		/* Every transit buffer holds a body being uploaded or a result being written. */
+		atomic_fetch_add(&p->rejected_transit, 1);
 		return -1;
 	}
 	c->slot = slot;
@@ -181,6 +192,7 @@ lg_offload_queue(struct lg_conn *c)
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
+	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
 	uint64_t now = lg_now_ns();
 	struct lg_msg m = {
 		.type = LG_MSG_JOB, .slot = (uint32_t)c->slot, .gen = c->gen,
@@ -198,10 +210,14 @@ lg_offload_queue(struct lg_conn *c)
 		return run_here(c);
 	s->enqueue_ns = now;
 	s->deadline_ns = m.deadline_ns;
-	/* QUEUED before the header is visible: a compute process may take it at once. */
+	/* QUEUED before the header is visible: a compute process may take it at once. The job
+	 * slot is taken in between (a token is valid only for a QUEUED slot); without one, C + Q
+	 * jobs wait or run, and the release below (QUEUED -> FREE) leaves no trace. */
 	if (lg_slot_move(s, c->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
+	    lg_jobslot_take(&js, a, (uint32_t)c->slot, c->gen) == -1 ||
 	    lg_chan_send(env->ch->job[c->pool][0], &m, MSG_DONTWAIT) == -1) {
-		log_warn("cannot queue job on slot %d: %s", c->slot, strerror(errno));
+		log_warn("cannot queue job on slot %d: %s", c->slot,
+		    errno == EAGAIN ? "every job slot is taken" : strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
 		lg_offload_release(c);
 		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
@@ -343,6 +359,7 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	struct lg_proc_page *p = c->w->env->page;
 
 	lg_stats_add(st == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
+	    st == LG_JOB_NO_SPACE ? &p->rejected_memory :
 	    code == 502 ? &p->failed_crash : &p->failed_error, 1);
 	log_warn("%s job on slot %d failed (status %u): %d%s%s", kind_name(c->w, c->kind),
 	    c->slot, st, code, n ? ": " : "", n ? text : "");

@@ -98,7 +98,15 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stat
 	    n[LG_SLOT_QUEUED], atomic_load(&a->master->queue_capacity), busy, total);
 	for (int i = 0; i < 8; i++)
 		P(",\"%s\":%u", slot_state_names[i], n[i]);
-	P("},\"restarts\":{");
+	/* The agreed slot model: job slots admit work for compute, transit buffers hold bytes
+	 * ("slots" above is the transit buffers' raw state census). */
+	P("},\"job_slots\":{\"total\":%u,\"in_use\":%u},", lg_jobslot_open(&a->jobs, a),
+	    lg_jobslot_in_use(&a->jobs, a));
+	P("\"transit_buffers\":{\"total\":%u,\"free\":%u,\"uploading\":%u,\"queued\":%u,"
+	    "\"running\":%u,\"abandoned\":%u,\"writing\":%u}", a->nslots,
+	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_CLAIMED], n[LG_SLOT_QUEUED],
+	    n[LG_SLOT_RUNNING], n[LG_SLOT_ABANDONED], n[LG_SLOT_DONE] + n[LG_SLOT_FAILED]);
+	P(",\"restarts\":{");
 	for (int role = 0; role < 2; role++) {
 		P("%s\"%s\":{", role ? "," : "", role ? "compute" : "loop");
 		for (unsigned r = 0; r < LG_RESTART_REASONS; r++)

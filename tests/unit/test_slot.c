@@ -600,52 +600,50 @@ test_processes_race(void **state)
 	lg_arena_destroy(&a);
 }
 
-/* The master narrows or widens the open part of the table for a live resize: claims stay in
- * [0, slot_limit), a busy slot above the limit still counts in the census until it is freed. */
+/* The master narrows or widens admission for a live resize (master page slot_limit): job
+ * slots are taken below the limit only, and a job admitted above it keeps counting until it
+ * ends; the transit buffers are not narrowed (slow clients must not shrink to C + Q again). */
 static void
 test_slot_limit(void **state)
 {
 	struct lg_arena *a = *state;
-	uint32_t g0, g1, g2, n[8];
-	int i0, i1, i2;
+	struct lg_jobslots js;
+	uint32_t g[NSLOTS];
+	int i[NSLOTS];
 
 	a->master->npools = 1;
 	a->master->pools[0].first_slot = 0;
 	a->master->pools[0].nslots = NSLOTS;
-
-	atomic_store(&a->master->pools[0].slot_limit, 2);
-	i0 = lg_slot_claim(a, 0, &g0);
-	i1 = lg_slot_claim(a, 0, &g1);
-	assert_true(i0 >= 0 && i0 < 2 && i1 >= 0 && i1 < 2 && i0 != i1);
+	for (int k = 0; k < NSLOTS; k++) {
+		i[k] = lg_slot_claim(a, 0, &g[k]);
+		assert_true(i[k] >= 0);
+		assert_int_equal(lg_slot_move(&a->slots[i[k]], g[k], LG_SLOT_CLAIMED,
+		    LG_SLOT_QUEUED), 0);
+	}
+	atomic_store(&a->master->pools[0].slot_limit, 2); /* every buffer was claimable */
+	js = lg_jobslots_of(a, 0);
+	assert_int_equal(lg_jobslot_open(&js, a), 2);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[0], g[0]), 0);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[1], g[1]), 0);
 	errno = 0;
-	assert_int_equal(lg_slot_claim(a, 0, &g2), -1);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[2], g[2]), -1);
 	assert_int_equal(errno, EAGAIN);
-	lg_slot_census(a, n);
-	assert_int_equal(n[LG_SLOT_CLAIMED], 2);
-	assert_int_equal(n[LG_SLOT_FREE], 0);
-	/* widen: the slots above open, free */
+	/* widen: a third job is admitted */
 	atomic_store(&a->master->pools[0].slot_limit, NSLOTS);
-	lg_slot_census(a, n);
-	assert_int_equal(n[LG_SLOT_FREE], NSLOTS - 2);
-	i2 = lg_slot_claim(a, 0, &g2);
-	assert_true(i2 >= 2 && i2 < NSLOTS);
-	/* narrow below a busy slot: it still counts, a freed one below is claimable again */
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[2], g[2]), 0);
+	/* narrow below the jobs in flight: nothing new until enough of them end */
 	atomic_store(&a->master->pools[0].slot_limit, 2);
-	lg_slot_census(a, n);
-	assert_int_equal(n[LG_SLOT_CLAIMED], 3);
-	assert_int_equal(n[LG_SLOT_FREE], 0);
-	assert_int_equal(lg_slot_claim(a, 0, &g0 /* unused */), -1);
-	assert_int_equal(lg_slot_release(&a->slots[i2], g2), LG_SLOT_FREE);
-	lg_slot_census(a, n);
-	assert_int_equal(n[LG_SLOT_CLAIMED] + n[LG_SLOT_FREE], 2);
-	assert_int_equal(lg_slot_release(&a->slots[i1], g1), LG_SLOT_FREE);
-	assert_int_equal(lg_slot_claim(a, 0, &g1), i1);
-	/* a limit above the table means the whole table; 0 means every slot */
+	assert_int_equal(lg_jobslot_in_use(&js, a), 3);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[3], g[3]), -1);
+	assert_int_equal(lg_slot_release(&a->slots[i[0]], g[0]), LG_SLOT_FREE);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[3], g[3]), -1);
+	assert_int_equal(lg_slot_release(&a->slots[i[1]], g[1]), LG_SLOT_FREE);
+	assert_int_equal(lg_jobslot_take(&js, a, (uint32_t)i[3], g[3]), 0);
+	/* a limit above the table means the whole table; 0 means every job slot */
 	atomic_store(&a->master->pools[0].slot_limit, NSLOTS + 5);
-	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
+	assert_int_equal(lg_jobslot_open(&js, a), NSLOTS);
 	atomic_store(&a->master->pools[0].slot_limit, 0);
-	assert_true(lg_slot_claim(a, 0, &g2) >= 2);
-	assert_int_equal(lg_slot_claim(a, 0, &g2), -1);
+	assert_int_equal(lg_jobslot_open(&js, a), NSLOTS);
 	a->master->npools = 0;
 }
 
@@ -672,19 +670,72 @@ test_pools_never_borrow(void **state)
 	assert_int_equal(lg_slot_move(&a->slots[i], g, LG_SLOT_CLAIMED, LG_SLOT_QUEUED), 0);
 	a->slots[i].enqueue_ns = 1000;
 	assert_true(lg_slot_claim_pool(a, 1, 0, &g) >= 1);
-	assert_int_equal(lg_slot_claim_pool(a, 1, 0, &g), -1);	/* its open part is 2 of 3 */
+	assert_true(lg_slot_claim_pool(a, 1, 0, &g) >= 1);	/* buffers: all 3 of its part */
+	assert_int_equal(lg_slot_claim_pool(a, 1, 0, &g), -1);
 	lg_slot_census_pool(a, 0, n);
 	assert_int_equal(n[LG_SLOT_CLAIMED], 1);
 	assert_int_equal(n[LG_SLOT_QUEUED], 0);
 	lg_slot_census_pool(a, 1, n);
-	assert_int_equal(n[LG_SLOT_CLAIMED] + n[LG_SLOT_QUEUED] + n[LG_SLOT_FREE], 2);
+	assert_int_equal(n[LG_SLOT_CLAIMED] + n[LG_SLOT_QUEUED] + n[LG_SLOT_FREE], 3);
 	assert_int_equal(n[LG_SLOT_QUEUED], 1);
 	lg_slot_census(a, n);
-	assert_int_equal(n[LG_SLOT_CLAIMED], 2);
+	assert_int_equal(n[LG_SLOT_CLAIMED], 3);
 	assert_true(lg_slot_queued_floor(&sp1, 1500) == 500);
 	sp1.pool = 0;
 	assert_true(lg_slot_queued_floor(&sp1, 1500) == 0);
 	a->master->npools = 0;
+}
+
+/* Claims a slot and moves it to QUEUED; returns its index, its generation in *gen. */
+static uint32_t
+queued(struct lg_arena *a, uint32_t *gen)
+{
+	int i = lg_slot_claim(a, 0, gen);
+
+	assert_true(i >= 0);
+	assert_int_equal(lg_slot_move(&a->slots[i], *gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED), 0);
+	return (uint32_t)i;
+}
+
+/* Job slots are separate from transit buffers: with 4 buffers and 2 job slots, an upload
+ * holds a buffer but no job slot; two queued jobs take both job slots; a job that ends (finish,
+ * cancel, abandoned then finished) gives its slot back without anyone writing the token, so
+ * a process killed right after the transition leaks nothing. */
+static void
+test_job_slots_apart_from_buffers(void **state)
+{
+	struct lg_arena *a = *state;
+	uint32_t g0, g1, g2, up, i0, i1, i2;
+
+	lg_arena_set_job_slots(a, 2);
+	assert_int_equal(a->jobs.cap, 2);
+	a->jobs.limit = NULL;
+	assert_true(lg_slot_claim(a, 0, &up) >= 0); /* an upload: a buffer, no job slot */
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 0);
+	i0 = queued(a, &g0);
+	assert_int_equal(lg_jobslot_take(&a->jobs, a, i0, g0), 0);
+	i1 = queued(a, &g1);
+	assert_int_equal(lg_jobslot_take(&a->jobs, a, i1, g1), 0);
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 2);
+	i2 = queued(a, &g2);
+	assert_int_equal(lg_jobslot_take(&a->jobs, a, i2, g2), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* i0 runs and finishes: DONE still holds its buffer (the result), not a job slot */
+	assert_int_equal(lg_slot_start(&a->slots[i0], g0, 1, 10), 0);
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 2);
+	assert_int_equal(lg_slot_finish(&a->slots[i0], g0, LG_JOB_OK, 20), 1);
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 1);
+	assert_int_equal(lg_jobslot_take(&a->jobs, a, i2, g2), 0);
+	/* i1 cancelled while queued, i2 abandoned while running: only the running one still
+	 * holds a job slot, until it finishes */
+	assert_int_equal(lg_slot_release(&a->slots[i1], g1), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_start(&a->slots[i2], g2, 1, 30), 0);
+	assert_int_equal(lg_slot_release(&a->slots[i2], g2), LG_SLOT_ABANDONED);
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 1);
+	assert_int_equal(lg_slot_finish(&a->slots[i2], g2, LG_JOB_OK, 40), 0);
+	assert_int_equal(lg_jobslot_in_use(&a->jobs, a), 0);
+	lg_arena_set_job_slots(a, 99); /* clamped to the buffers */
+	assert_int_equal(a->jobs.cap, NSLOTS);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -709,6 +760,7 @@ main(void)
 		T(test_trim),
 		T(test_trim_skips_a_slot_reused_since_the_last_pass),
 		T(test_census),
+		T(test_job_slots_apart_from_buffers),
 		cmocka_unit_test(test_processes_race),
 	};
 

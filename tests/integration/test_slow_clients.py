@@ -1,0 +1,175 @@
+"""Slow clients must not hold the pool hostage (issue 10, item 3), and slow but steady readers
+must not be cut off (item 5).
+
+Job slots (C running + Q queued) admit work for compute: taken when a body is complete, given
+back when the job ends. Transit buffers hold bodies while they upload and results while they
+are written, bounded on their own (--transit-buffers). Before, one slot table did both, so three
+connections trickling a body, or three that never read a large result, made every /heavy of
+everyone else a 503 with the queue empty and no compute process busy."""
+
+import os
+import random
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import connect, get, read_response, wait_until
+
+MIB = 1 << 20
+
+
+def metrics(port):
+    return get(port, "/metrics", timeout=5).body.decode()
+
+
+def sample(text, series):
+    m = re.search(r"^%s (\S+)$" % re.escape(series), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def slow_uploader(port, stop):
+    """POST /compress announcing 1,000,000 bytes and sending one byte every 2 s."""
+    s = connect(port, timeout=30)
+    s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
+    while not stop.wait(2.0):
+        try:
+            s.sendall(b"x")
+        except OSError:
+            break
+    return s
+
+
+def non_reader(port, body):
+    """Uploads body to /compress and never reads the (incompressible, ~body-sized) answer."""
+    s = connect(port, timeout=60)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    s.sendall(b"POST /compress?level=1 HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n"
+              % len(body))
+    s.sendall(body)
+    return s
+
+
+@pytest.mark.timeout(120)
+def test_slow_uploaders_and_non_readers_do_not_block_heavy(start_server):
+    srv = start_server("--compute-workers", "1", "--queue", "2", "--transit-buffers", "10",
+                       "--loop-workers", "2")
+    stop = threading.Event()
+    held = []
+    ups = [threading.Thread(target=lambda: held.append(slow_uploader(srv.port, stop)),
+                            daemon=True) for _ in range(3)]
+    for t in ups:
+        t.start()
+    body = random.Random(7).randbytes(20 * MIB)
+    downs = [non_reader(srv.port, body) for _ in range(3)]
+    try:
+        # every one of the six holds a transit buffer; none holds a job slot
+        def holding():
+            text = metrics(srv.port)
+            up = sample(text, 'lagless_transit_buffers_in_use{state="uploading"}')
+            wr = sample(text, 'lagless_transit_buffers_in_use{state="writing"}')
+            return up == 3 and wr == 3 and sample(text, "lagless_job_slots_in_use") == 0
+        assert wait_until(holding, 30), metrics(srv.port)
+        doc = get(srv.port, "/status").json()
+        assert doc["job_slots"] == {"total": 3, "in_use": 0}, doc["job_slots"]
+        assert doc["transit_buffers"]["uploading"] == 3, doc["transit_buffers"]
+        assert doc["transit_buffers"]["writing"] == 3, doc["transit_buffers"]
+        # other clients' heavy requests are served all along
+        statuses = [get(srv.port, "/heavy?iterations=1000000", timeout=20).status
+                    for _ in range(8)]
+        assert statuses == [200] * 8, statuses
+        text = metrics(srv.port)
+        assert sample(text, 'lagless_jobs_rejected_total{reason="queue_full"}') == 0
+        assert sample(text, 'lagless_jobs_rejected_total{reason="transit_full"}') == 0
+    finally:
+        stop.set()
+        for t in ups:
+            t.join(5)
+        for s in held + downs:
+            s.close()
+
+
+@pytest.mark.timeout(60)
+def test_transit_buffers_bound_is_its_own_503(start_server):
+    srv = start_server("--compute-workers", "1", "--queue", "1", "--transit-buffers", "2")
+    stop = threading.Event()
+    held = []
+    ups = [threading.Thread(target=lambda: held.append(slow_uploader(srv.port, stop)),
+                            daemon=True) for _ in range(2)]
+    for t in ups:
+        t.start()
+    try:
+        assert wait_until(lambda: sample(metrics(srv.port),
+                          'lagless_transit_buffers_in_use{state="uploading"}') == 2, 10)
+        r = get(srv.port, "/heavy?iterations=1000", timeout=10)
+        assert r.status == 503 and r.header("retry-after") == "1", r
+        text = metrics(srv.port)
+        assert sample(text, 'lagless_jobs_rejected_total{reason="transit_full"}') == 1, text
+        assert sample(text, 'lagless_jobs_rejected_total{reason="queue_full"}') == 0, text
+    finally:
+        stop.set()
+        for t in ups:
+            t.join(5)
+        for s in held:
+            s.close()
+
+
+@pytest.mark.timeout(60)
+def test_min_upload_rate_cuts_a_trickle_before_the_body_deadline(start_server):
+    srv = start_server("--body-timeout-ms", "1500", "--min-upload-rate", "1000",
+                       "--body-deadline-ms", "60000")
+    stop = threading.Event()
+    s = connect(srv.port, timeout=20)
+    s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n")
+    t0 = time.monotonic()
+    sender = threading.Thread(target=lambda: [s.sendall(b"x") or time.sleep(0.5)
+                                              for _ in range(40) if not stop.is_set()],
+                              daemon=True)
+    sender.start()
+    try:
+        r = read_response(s)
+    finally:
+        stop.set()
+    elapsed = time.monotonic() - t0
+    assert r.status == 408, r
+    assert elapsed < 10, elapsed  # 1.5 s + a few bytes' credit, far below the 60 s deadline
+    assert sample(metrics(srv.port), 'lagless_slow_clients_total{direction="upload"}') == 1
+    assert "slower than --min-upload-rate" in srv.log()
+    s.close()
+
+
+@pytest.mark.timeout(90)
+def test_slow_steady_reader_is_not_cut_off(start_server):
+    """A client reading slowly but steadily gets no EV_WRITE for longer than the stall timeout
+    (the kernel signals once a third of the megabytes of send buffer is free); the stall timer
+    restarts on the progress seen in the socket's unsent queue instead of cutting it off.
+    Over loopback (MSS 64 KiB) a receiver reopens its window 64 KiB at a time and the timing of
+    that is erratic below ~50 KB/s, so this reader takes 80 KB/s (0.8 s per window step); the
+    third of the send buffer (over 1 MB) still takes longer than the test reads."""
+    srv = start_server("--write-timeout-ms", "3000", "--min-download-rate", "1024")
+    body = random.Random(3).randbytes(8 * MIB)
+    s = connect(srv.port, timeout=30)
+    s.sendall(b"POST /compress?level=1 HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n"
+              % len(body) + body)
+    got = b""
+    end = time.monotonic() + 12.0
+    while time.monotonic() < end:  # 80 KB/s for 12 s: four stall timeouts
+        chunk = s.recv(8192)
+        assert chunk, "connection closed after %d bytes\n%s" % (len(got), srv.log()[-2000:])
+        got += chunk
+        time.sleep(0.1)
+    s.settimeout(20)
+    while True:  # then read the rest fast: the whole response arrives
+        head_end = got.find(b"\r\n\r\n")
+        if head_end >= 0:
+            m = re.search(rb"content-length: (\d+)", got[:head_end].lower())
+            if len(got) - head_end - 4 >= int(m.group(1)):
+                break
+        chunk = s.recv(1 << 20)
+        assert chunk, "connection closed after %d bytes\n%s" % (len(got), srv.log()[-3000:])
+        got += chunk
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    assert "write timeout" not in srv.log()
+    s.close()
