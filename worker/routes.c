@@ -193,18 +193,21 @@ static int
 route_health(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
-	uint32_t n[8];
+	struct lg_arena *a = env->arena;
+	uint32_t n[8], open = lg_jobslot_open(&a->jobs, a), used = lg_jobslot_in_use(&a->jobs, a);
 	char body[4096], hits[3072];
 	int len;
 
-	lg_slot_census(env->arena, n);
-	route_hits_json(c->w, env->arena, hits, sizeof(hits));
+	lg_slot_census(a, n);
+	route_hits_json(c->w, a, hits, sizeof(hits));
+	/* "slots" are the job slots (admission), "transit_buffers" the bodies and results held. */
 	len = snprintf(body, sizeof(body),
 	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
 	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u},"
-	    "\"routes\":{%s}}\n",
-	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, env->arena->nslots,
-	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING], hits);
+	    "\"transit_buffers\":{\"total\":%u,\"free\":%u},\"routes\":{%s}}\n",
+	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, open,
+	    used < open ? open - used : 0, n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING], a->nslots,
+	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], hits);
 	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
 }
 

@@ -87,25 +87,24 @@ static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
 {
-	uint32_t n[8], busy = 0, total = 0;
+	uint32_t n[8], busy = 0, open = lg_jobslot_open(&a->jobs, a);
+	uint32_t used = lg_jobslot_in_use(&a->jobs, a);
 
 	lg_slot_census(a, n);
-	for (int i = 0; i < 8; i++)
-		total += n[i];
 	for (uint32_t k = nloops; k < a->nprocs; k++)
 		busy += atomic_load(&a->procs[k].pid) != 0 && atomic_load(&a->procs[k].job) != LG_NO_JOB;
-	P("\"queue\":{\"depth\":%u,\"capacity\":%u,\"busy\":%u},\"slots\":{\"total\":%u",
-	    n[LG_SLOT_QUEUED], atomic_load(&a->master->queue_capacity), busy, total);
+	P("\"queue\":{\"depth\":%u,\"capacity\":%u,\"busy\":%u},",
+	    n[LG_SLOT_QUEUED], atomic_load(&a->master->queue_capacity), busy);
+	/* The agreed slot model: job slots (admission: C + Q jobs waiting for or running on
+	 * compute) and transit buffers (bodies and results in shared memory), each by state. */
+	P("\"slots\":{\"total\":%u,\"free\":%u,\"in_use\":%u,\"queued\":%u,\"running\":%u,"
+	    "\"abandoned\":%u},", open, used < open ? open - used : 0, used, n[LG_SLOT_QUEUED],
+	    n[LG_SLOT_RUNNING], n[LG_SLOT_ABANDONED]);
+	P("\"transit_buffers\":{\"total\":%u", a->nslots);
 	for (int i = 0; i < 8; i++)
 		P(",\"%s\":%u", slot_state_names[i], n[i]);
-	/* The agreed slot model: job slots admit work for compute, transit buffers hold bytes
-	 * ("slots" above is the transit buffers' raw state census). */
-	P("},\"job_slots\":{\"total\":%u,\"in_use\":%u},", lg_jobslot_open(&a->jobs, a),
-	    lg_jobslot_in_use(&a->jobs, a));
-	P("\"transit_buffers\":{\"total\":%u,\"free\":%u,\"uploading\":%u,\"queued\":%u,"
-	    "\"running\":%u,\"abandoned\":%u,\"writing\":%u}", a->nslots,
-	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], n[LG_SLOT_CLAIMED], n[LG_SLOT_QUEUED],
-	    n[LG_SLOT_RUNNING], n[LG_SLOT_ABANDONED], n[LG_SLOT_DONE] + n[LG_SLOT_FAILED]);
+	P(",\"uploading\":%u,\"writing\":%u}", n[LG_SLOT_CLAIMED],
+	    n[LG_SLOT_DONE] + n[LG_SLOT_FAILED]);
 	P(",\"restarts\":{");
 	for (int role = 0; role < 2; role++) {
 		P("%s\"%s\":{", role ? "," : "", role ? "compute" : "loop");

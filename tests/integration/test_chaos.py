@@ -169,8 +169,10 @@ def test_chaos_mixed_load_with_random_kills(start_server):
     assert wait_until(lambda: len(srv.children("loop")) == LOOPS and
                       len(srv.children("compute")) == COMPUTES, 15), srv.children()
     assert srv.running(), srv.log()[-3000:]
-    assert wait_until(lambda: (lambda s: s["free"] == s["total"])(
-        get(srv.port, "/health").json()["slots"]), 10), get(srv.port, "/health").json()
+    # every job slot and every transit buffer is free again
+    assert wait_until(lambda: all(d["free"] == d["total"] for d in (
+        lambda h: (h["slots"], h["transit_buffers"]))(get(srv.port, "/health").json())), 10), \
+        get(srv.port, "/health").json()
     assert wait_until(lambda: role_fds(srv) == start_fds, 10), (start_fds, role_fds(srv))
     assert fd_count(srv.pid) == master_fds, (master_fds, fd_count(srv.pid))
     for _ in range(10):

@@ -24,8 +24,8 @@ def health(port):
 
 
 def slots_all_free(port):
-    doc = health(port)["slots"]
-    return doc["free"] == doc["total"]
+    doc = health(port)
+    return all(doc[k]["free"] == doc[k]["total"] for k in ("slots", "transit_buffers"))
 
 
 def send_get(port, path):

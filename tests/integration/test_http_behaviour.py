@@ -264,18 +264,21 @@ def test_keepalive_timeout_closes_idle_connection(start_server):
 
 @pytest.mark.timeout(90)
 def test_slow_body_releases_slot_and_others_proceed(start_server):
-    """Uploads that trickle past the body timeout get 408 and give their slots back; meanwhile
-    /ping answers, and afterwards every slot is free again."""
+    """Uploads that trickle past the body timeout get 408 and give their transit buffers back
+    (they never held a job slot); meanwhile /ping answers, and afterwards every buffer is free
+    again."""
     srv = start_server("--compute-workers", "1", "--queue", "3", "--body-timeout-ms", "800",
-                       "--body-deadline-ms", "2000")
-    total = health(srv.port)["slots"]["total"]
+                       "--body-deadline-ms", "2000", "--transit-buffers", "4")
+    total = health(srv.port)["transit_buffers"]["total"]
+    assert total == 4
     socks = []
     for i in range(total):
         s = connect(srv.port, timeout=10)
         s.sendall(b"POST /compress HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
         socks.append(s)
-    assert wait_until(lambda: health(srv.port)["slots"]["free"] == 0, 5)
-    # one more upload is refused at once: the slots are held by the tricklers
+    assert wait_until(lambda: health(srv.port)["transit_buffers"]["free"] == 0, 5)
+    assert health(srv.port)["slots"]["free"] == 4  # no job slot is held by an upload
+    # one more upload is refused at once: the buffers are held by the tricklers
     with connect(srv.port) as s:
         s.sendall(b"POST /compress HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
         assert read_response(s).status == 503
@@ -290,7 +293,7 @@ def test_slow_body_releases_slot_and_others_proceed(start_server):
         r = read_response(s)
         assert r.status == 408, r
         s.close()
-    assert wait_until(lambda: health(srv.port)["slots"]["free"] == total, 5)
+    assert wait_until(lambda: health(srv.port)["transit_buffers"]["free"] == total, 5)
     r = request_compress(srv.port, b"after")
     assert r.status == 200
 

@@ -73,7 +73,7 @@ def test_slow_uploaders_and_non_readers_do_not_block_heavy(start_server):
             return up == 3 and wr == 3 and sample(text, "lagless_job_slots_in_use") == 0
         assert wait_until(holding, 30), metrics(srv.port)
         doc = get(srv.port, "/status").json()
-        assert doc["job_slots"] == {"total": 3, "in_use": 0}, doc["job_slots"]
+        assert doc["slots"]["total"] == 3 and doc["slots"]["in_use"] == 0, doc["slots"]
         assert doc["transit_buffers"]["uploading"] == 3, doc["transit_buffers"]
         assert doc["transit_buffers"]["writing"] == 3, doc["transit_buffers"]
         # other clients' heavy requests are served all along
