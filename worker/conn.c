@@ -145,6 +145,8 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->idle_ticks = 0;
 	c->want_continue = 0;
 	c->cont_off = 0;
+	c->backing_wait = 0;
+	c->head_body = 0;
 	c->nreq = 0;
 	c->reject_extra[0] = '\0';
 	c->whead_len = c->woff = c->wbody_len = 0;
@@ -590,8 +592,13 @@ read_body(struct lg_conn *c)
 {
 	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off;
 
-	if (c->w->ops->body_window(c) == -1)
+	switch (c->w->ops->body_window(c)) {
+	case -1:
 		return;
+	case 1:
+		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
+		return;
+	}
 	uint64_t want = c->body_need - c->body_got, room = c->reserved - c->body_got;
 	ssize_t n = read(c->fd, dst + c->body_got, want < room ? want : room);
 
@@ -608,6 +615,17 @@ read_body(struct lg_conn *c)
 	}
 	if (c->w->ops->body_done(c) == 0)
 		conn_process(c);
+}
+
+void
+lg_conn_body_ready(struct lg_conn *c)
+{
+	if (c->state == LG_CONN_BODY) {
+		watch(c, EV_READ);
+		rearm(c);
+	} else {
+		conn_process(c);
+	}
 }
 
 static void

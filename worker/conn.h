@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/pool.h"
+#include "worker/backing.h"
 #include "worker/http.h"
 #include "worker/loop.h"
 
@@ -65,7 +66,8 @@ struct lg_worker {
 	int accepting;                /* accept_io is started */
 	int accept_paused_until_tick; /* EMFILE/ENFILE back-off */
 	int draining;
-	struct lg_conn **pending;     /* by slot index: the connection waiting on it, or NULL */
+	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
+	struct lg_backing backing;    /* helper thread that backs input regions (worker/backing.h) */
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
 	struct lg_pool pool;          /* struct lg_conn blocks (worker/conn.c) */
@@ -141,6 +143,9 @@ struct lg_conn {
 	uint64_t body_off;            /* the body's offset in the input region (after the view) */
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
 	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
+	int backing_wait;             /* a backing request for the slot is with the helper */
+	size_t head_body;             /* body bytes that came with the head, still in rbuf until
+	                               * the first window is backed */
 	/* output */
 	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
 	int wreq;                     /* the queued output ends with the current request's answer */
@@ -192,6 +197,10 @@ void lg_conn_drain_idle(struct lg_conn *c);
 
 /* Answers an error status with a short text body. close_after forces Connection: close. */
 int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
+
+/* The input region of c got backed (worker/backing.h): reading the body may go on. In state
+ * BODY it watches the socket again; otherwise it continues as after any event. */
+void lg_conn_body_ready(struct lg_conn *c);
 
 /* Continues a connection after an asynchronous event changed its state (a job completed). */
 void lg_conn_resume(struct lg_conn *c);

@@ -64,16 +64,94 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 	return 0;
 }
 
+/* Asks the loop's helper thread to back c's input region up to `upto` bytes (never past a
+ * Content-Length or the region), from the last page already backed: fallocate(2) can wait in
+ * memory reclaim for seconds, which must not happen on the loop (worker/backing.h). Nothing is
+ * posted while a request is already out or when that much is backed. Returns 0, or -1 when
+ * the request could not be posted. */
+static int
+back_async(struct lg_conn *c, uint64_t upto)
+{
+	struct lg_arena *a = c->w->env->arena;
+	uint64_t room = a->in_cap - c->body_off;
+	uint64_t from = (c->body_off + c->reserved) & ~(uint64_t)(LG_PAGE - 1);
+
+	if (!c->http.req.chunked && upto > c->body_need)
+		upto = c->body_need;
+	if (upto > room)
+		upto = room;
+	if (c->backing_wait || upto <= c->reserved)
+		return 0;
+	struct lg_backing_msg m = {
+		.slot = (uint32_t)c->slot, .gen = c->gen, .upto = upto,
+		.off = lg_arena_in_off(a, (uint32_t)c->slot) + from,
+		.len = c->body_off + upto - from,
+	};
+	/* The master punches a slot's pages once it is free again if this many were touched. */
+	a->slots[c->slot].touched = c->body_off + upto;
+	if (lg_backing_post(&c->w->backing, &m) == -1) {
+		log_warn("cannot post a backing request for slot %d: %s", c->slot, strerror(errno));
+		return -1;
+	}
+	c->backing_wait = 1;
+	return 0;
+}
+
+/* 503 for a body whose memory cannot be backed (the connection closes: the body is unread). */
+static int
+refuse_memory(struct lg_conn *c)
+{
+	atomic_fetch_add(&c->w->env->page->rejected_memory, 1);
+	lg_offload_release(c);
+	return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+}
+
 int
 lg_offload_body_window(struct lg_conn *c)
 {
-	if (c->body_got < c->reserved)
-		return 0;
-	if (reserve_input(c, c->body_got) == 0)
-		return 0;
-	lg_offload_release(c);
-	lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
-	return -1;
+	/* The next window is asked for while the current one is still half empty, so reading
+	 * normally never waits for it. */
+	if (c->body_got + RESERVE_AHEAD / 2 >= c->reserved &&
+	    back_async(c, c->body_got + RESERVE_AHEAD) == -1) {
+		refuse_memory(c);
+		return -1;
+	}
+	return c->body_got < c->reserved ? 0 : 1;
+}
+
+void
+lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
+{
+	struct lg_worker *w = ctx;
+	struct lg_conn *c = m->slot < w->env->arena->nslots ? w->pending[m->slot] : NULL;
+	struct lg_arena *a = w->env->arena;
+
+	if (c == NULL || c->slot != (int)m->slot || c->gen != m->gen || !c->backing_wait)
+		return; /* the connection gave the slot up meanwhile */
+	c->backing_wait = 0;
+	if (m->err) {
+		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
+		    (unsigned long long)m->upto, c->slot, strerror(m->err));
+		refuse_memory(c);
+		return;
+	}
+	if (m->upto > c->reserved)
+		c->reserved = m->upto;
+	if (c->head_body > 0) {
+		/* The first window: move the body bytes that came with the head. */
+		size_t n = c->head_body;
+
+		memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_off, c->rbuf, n);
+		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+		c->rlen -= n;
+		c->body_got = n;
+		c->head_body = 0;
+	}
+	if (c->state == LG_CONN_BODY && c->body_got >= c->body_need) {
+		if (lg_offload_queue(c) == -1)
+			return;
+	}
+	lg_conn_body_ready(c);
 }
 
 /* The pool's settings and shared page for c's job. */
@@ -129,6 +207,8 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	c->ctype = sp->ctype;
 	c->body_got = 0;
 	c->reserved = 0;
+	c->backing_wait = 0;
+	c->head_body = 0;
 	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
 	/* The request view goes first in the input region (kinds/host.h), the body after it. */
 	a->slots[slot].touched = vlen;
@@ -141,6 +221,7 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 		return -1;
 	}
 	c->body_off = vlen;
+	c->w->pending[slot] = c; /* backing outcomes find the connection by slot */
 	return 0;
 }
 
@@ -148,23 +229,14 @@ int
 lg_offload_start(struct lg_conn *c)
 {
 	if (c->body_got < c->body_need) {
-		/* Back the first window (a failure is 503, and the connection closes since the
-		 * body is left unread), move the body bytes that came with the head, then read the
-		 * rest directly into the slot's input region (lg_offload_body_window backs more). */
-		size_t n = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
-
-		if (n + RESERVE_AHEAD > c->reserved && reserve_input(c, n) == -1) {
-			lg_offload_release(c);
-			return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
-		}
-		memcpy(lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off, c->rbuf, n);
-		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
-		c->rlen -= n;
-		c->body_got = n;
-		if (c->body_got < c->body_need) {
-			c->state = LG_CONN_BODY;
-			return 0;
-		}
+		/* Ask for the first window to be backed (off the loop); the body bytes that came
+		 * with the head stay in rbuf until it is, then the rest is read directly into the
+		 * slot's input region (lg_offload_body_window asks for more ahead of it). */
+		c->head_body = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
+		if (back_async(c, c->head_body + RESERVE_AHEAD) == -1)
+			return refuse_memory(c);
+		c->state = LG_CONN_BODY;
+		return 0;
 	}
 	return lg_offload_queue(c);
 }

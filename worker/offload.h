@@ -39,11 +39,18 @@ int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t
  * Returns 0, or -1 when the connection was closed. */
 int lg_offload_start(struct lg_conn *c);
 
-/* Before reading more of a Content-Length body into c's slot: when everything backed so far
- * is filled, backs the next window. Returns 0 (c->reserved > c->body_got), or -1 after
- * answering 503 with Connection: close (shared memory could not be backed; the slot is
- * released); the caller must not read into the slot then. */
+/* Before reading more of a Content-Length body into c's slot: asks the loop's helper thread
+ * to back the next window once the current one is half filled (fallocate never runs on the
+ * loop). Returns 0 (c->reserved > c->body_got: read up to c->reserved), 1 when nothing is
+ * backed beyond c->body_got yet (stop reading; lg_conn_body_ready resumes it), or -1 after
+ * answering 503 with Connection: close; the caller must not read into the slot then. */
 int lg_offload_body_window(struct lg_conn *c);
+
+/* worker/backing.h outcome callback (ctx is the struct lg_worker): records the window backed
+ * for the connection holding the slot, moves the body bytes that came with the head, queues a
+ * complete body, resumes reading; 503 (reason memory) when it could not be backed; nothing
+ * when the connection has given the slot up. */
+void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
 
 /* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and
  * answer). Returns 0 or -1 (closed). */

@@ -1,0 +1,97 @@
+#include "worker/backing.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+/* The helper: blocking reads of requests, fallocate(2) mode 0 (retried on EINTR, which
+ * shmem_fallocate returns when a signal is pending; what it allocated stays), one outcome per
+ * request. It ends when the loop's end of the request pipe closes (process exit). */
+static void *
+helper(void *arg)
+{
+	struct lg_backing *b = arg;
+	struct lg_backing_msg m;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the loop thread's */
+	for (;;) {
+		ssize_t n = read(b->req[0], &m, sizeof(m));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(m))
+			return NULL;
+		m.err = 0;
+		for (int tries = 0; tries < 8; tries++) {
+			if (fallocate(b->fd, 0, (off_t)m.off, (off_t)m.len) == 0) {
+				m.err = 0;
+				break;
+			}
+			m.err = errno;
+			if (errno != EINTR)
+				break;
+		}
+		while (write(b->done[1], &m, sizeof(m)) == -1 && errno == EINTR)
+			;
+	}
+}
+
+static void
+done_cb(struct ev_loop *ev, ev_io *io, int revents)
+{
+	struct lg_backing *b = io->data;
+	struct lg_backing_msg m;
+
+	(void)ev;
+	(void)revents;
+	while (read(b->done[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+		if (m.err)
+			b->failed++;
+		b->on_done(b->ctx, &m);
+	}
+}
+
+int
+lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd,
+    void (*on_done)(void *ctx, const struct lg_backing_msg *m), void *ctx)
+{
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	b->req[0] = b->req[1] = b->done[0] = b->done[1] = -1;
+	b->fd = fd;
+	b->on_done = on_done;
+	b->ctx = ctx;
+	/* Records are 40 bytes, below PIPE_BUF, so each write and read is whole (pipe(7)). */
+	if (pipe2(b->req, O_CLOEXEC) == -1 || pipe2(b->done, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	fcntl(b->req[1], F_SETFL, O_NONBLOCK);
+	if ((rc = pthread_create(&b->thread, NULL, helper, b)) != 0) {
+		errno = rc;
+		return -1;
+	}
+	b->running = 1;
+	ev_io_init(&b->io, done_cb, b->done[0], EV_READ);
+	b->io.data = b;
+	ev_io_start(ev, &b->io);
+	return 0;
+}
+
+int
+lg_backing_post(struct lg_backing *b, const struct lg_backing_msg *m)
+{
+	ssize_t n;
+
+	while ((n = write(b->req[1], m, sizeof(*m))) == -1 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(*m))
+		return -1;
+	b->posted++;
+	return 0;
+}

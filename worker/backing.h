@@ -1,0 +1,45 @@
+/* Backing shared memory off the loop thread. fallocate(2) on the arena's memfd allocates and
+ * zeroes pages and, under a memory limit, waits in direct reclaim for as long as the kernel
+ * needs (seconds were measured: loops in uninterruptible sleep, /ping p99 2.1 s). So a loop
+ * worker never calls it: it posts a request to its own helper thread, which does the call and
+ * posts the outcome back through a pipe the loop watches. The helper holds no loop state; a
+ * request names a slot and its generation, so an outcome for a connection that went away in
+ * the meantime is recognised and dropped by the caller. */
+#ifndef LG_WORKER_BACKING_H
+#define LG_WORKER_BACKING_H
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdint.h>
+
+/* One request or its outcome: back [off, off + len) of the memfd (off page-aligned). */
+struct lg_backing_msg {
+	uint32_t slot, gen;
+	uint64_t off, len;
+	uint64_t upto;   /* caller's meaning: the region bytes backed once this succeeds */
+	int32_t err;     /* outcome: 0, or the errno of fallocate (ENOMEM, ENOSPC) */
+	uint32_t pad;
+};
+
+struct lg_backing {
+	int req[2], done[2];       /* pipes: loop -> helper, helper -> loop */
+	int fd;                    /* the arena memfd */
+	pthread_t thread;
+	int running;
+	ev_io io;
+	void (*on_done)(void *ctx, const struct lg_backing_msg *m);
+	void *ctx;
+	uint64_t posted, failed;   /* requests posted, outcomes with an error */
+};
+
+/* Starts the helper thread for arena file descriptor fd and watches its outcomes on ev;
+ * on_done(ctx, msg) runs on the loop thread for each. Returns 0, or -1 with errno (pipe2,
+ * pthread_create). */
+int lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd,
+    void (*on_done)(void *ctx, const struct lg_backing_msg *m), void *ctx);
+
+/* Posts one request (never blocks: the pipe holds far more requests than there are slots).
+ * Returns 0, or -1 with errno EAGAIN when the pipe is full (the caller answers 503). */
+int lg_backing_post(struct lg_backing *b, const struct lg_backing_msg *m);
+
+#endif
