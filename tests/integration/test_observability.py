@@ -215,8 +215,14 @@ def test_kill_reasons_counted(start_server):
                             1}, timeout=10)
     s = connect(srv.port, timeout=10)
     s.sendall(b"GET /test/block?ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n")
-    scrape_until(srv.port, {'lagless_process_restarts_total{role="loop",reason="stuck"}': 1},
-                 timeout=15)
+
+    def stuck_counted():
+        try:  # a scrape the blocked loop accepted is reset when it is killed
+            return val(scrape(srv.port),
+                       'lagless_process_restarts_total{role="loop",reason="stuck"}') == 1
+        except OSError:
+            return False
+    assert wait_until(stuck_counted, 15), srv.log()[-2000:]
     s.close()
     doc = status(srv.port)["restarts"]
     assert doc["loop"]["stuck"] == 1 and doc["loop"]["crash"] == 0, doc
