@@ -383,7 +383,8 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	P("lagless_queue_capacity %u\n", atomic_load(&a->master->queue_capacity));
 	family(b, "lagless_job_slots", "gauge",
 	    "Job slots (compute processes + queue capacity): jobs admitted at once.");
-	P("lagless_job_slots %u\n", lg_jobslot_open(&a->jobs, a));
+	P("lagless_job_slots %u\n", atomic_load(&a->master->compute_workers) +
+	    atomic_load(&a->master->queue_capacity));
 	family(b, "lagless_job_slots_in_use", "gauge",
 	    "Job slots held by jobs waiting for or running on compute.");
 	P("lagless_job_slots_in_use %u\n", lg_jobslot_in_use(&a->jobs, a));

@@ -194,7 +194,9 @@ route_health(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
-	uint32_t n[8], open = lg_jobslot_open(&a->jobs, a), used = lg_jobslot_in_use(&a->jobs, a);
+	/* job slots open now: C + Q summed over the pools; in use: every valid token */
+	uint32_t n[8], open = atomic_load(&a->master->compute_workers) +
+	    atomic_load(&a->master->queue_capacity), used = lg_jobslot_in_use(&a->jobs, a);
 	char body[4096], hits[3072];
 	int len;
 

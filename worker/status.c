@@ -87,7 +87,8 @@ static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
 {
-	uint32_t n[8], busy = 0, open = lg_jobslot_open(&a->jobs, a);
+	uint32_t n[8], busy = 0, open = atomic_load(&a->master->compute_workers) +
+	    atomic_load(&a->master->queue_capacity);
 	uint32_t used = lg_jobslot_in_use(&a->jobs, a);
 
 	lg_slot_census(a, n);
