@@ -196,6 +196,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "too_large (413), quarantined (503: the job kind keeps killing compute processes), "
 	    "queue_wait (503 at admission: the shortest queue wait stayed above "
 	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
+	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_full));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
 	    lg_poolview_queue_wait(a, 0));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait_shed\"} %" PRIu64 "\n",
