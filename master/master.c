@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -750,10 +751,40 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	return 0;
 }
 
+/* --max-conns is per loop worker and each connection is a descriptor, but the usual soft
+ * RLIMIT_NOFILE is 1024: raise the soft limit to the hard one (getrlimit(2); no privilege
+ * needed), and warn with the numbers when even that is short of L x --max-conns. */
+static void
+raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
+{
+	struct rlimit rl;
+	uint64_t want = (uint64_t)cfg->max_conns + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t old = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			log_info("RLIMIT_NOFILE raised from %llu to the hard limit %llu",
+			    (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+		else
+			rl.rlim_cur = old;
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		log_warn("RLIMIT_NOFILE is %llu but --max-conns %d per loop worker (%d loop workers) "
+		    "needs about %llu per loop worker: connections past it wait in the accept queue; "
+		    "raise the hard limit (LimitNOFILE=, ulimit -Hn)", (unsigned long long)rl.rlim_cur,
+		    cfg->max_conns, sz->loop_workers, (unsigned long long)want);
+}
+
 static int
 setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 {
 	sigset_t set;
+
+	raise_fd_limit(cfg, sz);
 
 	/* Signals become readable events (signalfd(2)); blocked signals are also delivered to
 	 * PID 1 in a PID namespace, where default-action signals would be dropped. */
