@@ -71,6 +71,21 @@ section_for(struct lg_site_src *s, int route, const char *name, int line)
 	return sec->name ? sec : NULL;
 }
 
+/* A route path as the router can match it: '/' then visible ASCII without '?' or '#'. The
+ * router compares it with the request path, which never holds a query, a fragment, a space or
+ * a control byte, and the parser refuses non-ASCII targets (RFC 9112 section 3.2, RFC 3986
+ * section 3.3), so a section naming such a path could never serve a request. */
+static int
+route_path_ok(const char *p)
+{
+	if (*p != '/')
+		return 0;
+	for (; *p; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || *p == '?' || *p == '#')
+			return 0;
+	return 1;
+}
+
 int
 lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
     const char *value, int line, char *why, size_t cap)
@@ -83,9 +98,11 @@ lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
 	if (!route && strncmp(section, "module ", 7) != 0)
 		return 0;
 	name += strspn(name, " \t");
-	if (*name == '\0' || (route && *name != '/') || strlen(name) >= LG_PATH_MAX) {
+	if (*name == '\0' || (route && !route_path_ok(name)) || strlen(name) >= LG_PATH_MAX) {
 		snprintf(why, cap, "section [%s]: %s", section, route ?
-		    "a route path starts with '/'" : "a module needs a name");
+		    "a route path starts with '/' and holds no '?', '#', space, control or "
+		    "non-ASCII byte (it is matched against the request path, without the query)" :
+		    "a module needs a name");
 		return -1;
 	}
 	if ((sec = section_for(s, route, name, line)) == NULL ||
