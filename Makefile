@@ -32,8 +32,9 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -l
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
-# Only make bench needs these (nginx is its throughput reference); CI does not install them.
-BENCH_PKGS := nginx
+# Only make bench needs these (nginx: throughput and cache reference; varnish: cache
+# reference); CI does not install them.
+BENCH_PKGS := nginx varnish
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)

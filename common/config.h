@@ -66,6 +66,11 @@ struct lg_config {
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
+	/* single-flight and result cache (common/policy.h, shm/flight.h, shm/cache.h) */
+	char coalesce[2048];       /* per-route rules; "" = no route coalesces */
+	uint64_t cache_bytes;      /* shared-memory cache budget */
+	uint64_t cache_max_entry;  /* largest answer stored */
+	int cache_jitter_pct;      /* TTL jitter, percent */
 	int enable_test_jobs;      /* 1: serve the /test/ fault-injection routes (never in production) */
 	int quarantine_deaths;     /* compute deaths by one job kind within quarantine_ms that
 	                            * quarantine it; 0 = never */

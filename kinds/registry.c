@@ -288,6 +288,7 @@ static const struct {
 	{ "/test/crash", LG_M_GET, NULL, "test-crash", 1 },
 	{ "/test/spin", LG_M_GET, NULL, "test-spin", 1 },
 	{ "/test/alloc", LG_M_GET, NULL, "test-alloc", 1 },
+	{ "/test/sleep", LG_M_GET, NULL, "test-sleep", 1 },
 	{ "/test/block", LG_M_GET, "test-block", NULL, 1 },
 };
 

@@ -1,9 +1,12 @@
 #include "kinds/testjobs.h"
 
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "kinds/heavy.h"
 
@@ -63,6 +66,29 @@ alloc(const struct lagless_request *rq, struct lagless_output *out)
 	return st;
 }
 
+/* Waits ?ms=N (default 200, at most 60000) without using CPU, then answers, or with ?fail=1
+ * fails as the kind (500): a slow origin for the single-flight tests and benchmark. */
+static int
+sleep_job(const struct lagless_request *rq, struct lagless_output *out)
+{
+	uint64_t ms, fail;
+	char buf[48];
+	int n;
+
+	if (rq->host->query_uint(rq, "ms", 200, 0, 60000, &ms) == -1 ||
+	    rq->host->query_uint(rq, "fail", 0, 0, 1, &fail) == -1)
+		return LAGLESS_BAD_INPUT;
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+	if (fail) {
+		rq->host->set_message(out, "failed as asked");
+		return LAGLESS_ERROR;
+	}
+	n = snprintf(buf, sizeof(buf), "slept %llu ms\n", (unsigned long long)ms);
+	return rq->host->write(out, buf, (size_t)n) == -1 ? LAGLESS_TOO_LARGE : LAGLESS_OK;
+}
+
 static uint64_t
 eight_bytes(uint64_t in_len, const struct lagless_conf *conf)
 {
@@ -73,6 +99,7 @@ static const struct lagless_kind kinds[] = {
 	LAGLESS_KIND("test-crash", crash),
 	LAGLESS_KIND("test-spin", spin),
 	LAGLESS_KIND("test-alloc", alloc, .output_size = eight_bytes),
+	LAGLESS_KIND("test-sleep", sleep_job, .ctype = "text/plain"),
 };
 
 /* Built in, so not the exported `lagless_module` symbol of LAGLESS_MODULE: the same struct. */

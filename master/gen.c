@@ -225,6 +225,7 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	for (int p = 0; p < LG_CHAN_POOLS; p++)
 		g->ch.job[p][0] = g->ch.job[p][1] = -1;
 	g->ch.ctl[0] = g->ch.ctl[1] = -1;
+	g->flights.fd = g->cache.fd = -1;
 	g->nloops = (uint32_t)sz->loop_workers;
 	g->npools = g->sz.npools >= 1 ? (uint32_t)g->sz.npools : 1;
 	g->ncompute = 0;
@@ -255,6 +256,14 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 		log_error("cannot create the channels: %s", strerror(errno));
 		goto fail;
 	}
+	/* Many more flight buckets than jobs that can be in flight, so two keys rarely share
+	 * one (shm/flight.h: the table is direct-mapped); 512 bytes each, backed at once. */
+	if (lg_flight_create_table(&g->flights, 16 * g->arena.nslots < 1024 ? 1024 :
+	    16 * g->arena.nslots) == -1 ||
+	    lg_cache_create(&g->cache, cfg->cache_bytes, cfg->cache_max_entry, g->nloops) == -1) {
+		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
+		goto fail;
+	}
 	if ((g->children = calloc(g->nchildren, sizeof(*g->children))) == NULL)
 		goto fail;
 	make_rows(g);
@@ -279,6 +288,8 @@ lg_gen_destroy(struct lg_gen *g)
 	lg_channels_close(&g->ch);
 	lg_arena_destroy(&g->arena);
 	lg_registry_free(g->cfg.reg); /* each configuration load built its own */
+	lg_flight_destroy_table(&g->flights);
+	lg_cache_destroy(&g->cache);
 	free(g->children);
 	free(g);
 }
@@ -307,6 +318,8 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 			continue;
 		lg_channels_close(&o->ch);
 		lg_arena_destroy(&o->arena);
+		lg_flight_destroy_table(&o->flights);
+		lg_cache_destroy(&o->cache);
 	}
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
@@ -344,6 +357,7 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 		struct lg_loop_env env = {
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
 			.index = c->index, .nloops = g->nloops, .page = page,
+			.flights = &g->flights, .cache = &g->cache,
 		};
 		lg_channels_keep(&g->ch, 'l', c->index, 0);
 		rc = lg_loop_main(&env);
@@ -353,6 +367,8 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 			.pool = c->pool, .page = page,
 		};
 		close(listen_fd); /* a compute process holds no client or listen socket */
+		lg_flight_destroy_table(&g->flights); /* loops and the master use them */
+		lg_cache_destroy(&g->cache);
 		lg_channels_keep(&g->ch, 'c', c->index, c->pool);
 		rc = lg_compute_main(&env);
 	}

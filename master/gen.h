@@ -12,7 +12,9 @@
 #include "master/resize.h"
 #include "master/sizing.h"
 #include "shm/arena.h"
+#include "shm/cache.h"
 #include "shm/channel.h"
+#include "shm/flight.h"
 
 enum lg_role { LG_ROLE_LOOP = 1, LG_ROLE_COMPUTE = 2 };
 
@@ -42,6 +44,8 @@ struct lg_gen {
 	struct lg_sizing sz;       /* the decision in force (a live resize updates budget and counts) */
 	struct lg_arena arena;
 	struct lg_channels ch;
+	struct lg_flight_table flights; /* single-flight entries (shm/flight.h) */
+	struct lg_cache cache;     /* result cache (shm/cache.h) */
 	struct lg_child *children;
 	uint32_t nloops, ncompute, nchildren; /* ncompute rows: room for every pool's maximum */
 	uint32_t npools;

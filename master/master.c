@@ -90,6 +90,32 @@ reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page)
 	return 1;
 }
 
+/* lg_flight_reclaim_loop callback: the dead loop owned a flight others wait on (wake them to
+ * run their requests again), or was the last waiter of another loop's flight (tell the owner
+ * to cancel the job). */
+static void
+flight_orphan(void *arg, enum lg_flight_orphan what, const struct lg_flight_ref *ref,
+    uint32_t mask)
+{
+	struct lg_gen *g = arg;
+	struct lg_msg m = { .slot = ref->idx, .gen = ref->gen };
+
+	if (what == LG_FLIGHT_UNWANTED) {
+		m.type = LG_MSG_UNWANTED;
+		if (ref->owner < g->nloops &&
+		    lg_chan_send(g->ch.done[ref->owner][1], &m, MSG_DONTWAIT) == -1)
+			log_warn("cannot tell loop %u to cancel an unwanted job: %s", ref->owner,
+			    strerror(errno));
+		return;
+	}
+	m.type = LG_MSG_WAKE;
+	m.status = 0; /* run again */
+	for (uint32_t i = 0; i < g->nloops && i < LG_FLIGHT_LOOPS; i++)
+		if ((mask & (1u << i)) && lg_chan_send(g->ch.done[i][1], &m, MSG_DONTWAIT) == -1)
+			log_warn("cannot wake loop %u after its flight's owner died: %s", i,
+			    strerror(errno));
+}
+
 /* lagless_process_restarts_total{role,reason}: the master is the only writer of its page. */
 static void
 count_restart(struct lg_gen *g, const struct lg_child *c, int status, int job_death)
@@ -201,10 +227,16 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
-	if (c->role == LG_ROLE_COMPUTE)
+	if (c->role == LG_ROLE_COMPUTE) {
 		job_death = reclaim_compute_job(g, page);
-	else if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
-		log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
+	} else {
+		if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
+			log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
+		if ((n = lg_flight_reclaim_loop(&g->flights, c->index, flight_orphan, g)) > 0)
+			log_info("freed %d single-flight entr%s of loop[%u]", n, n == 1 ? "y" : "ies",
+			    c->index);
+		lg_cache_reclaim_pid(&g->cache, (int32_t)c->pid);
+	}
 	if (!m->stopping && !g->retiring && lg_resize_exited(g, c, state)) {
 		log_info("compute[%u] pid=%d retired after its job (live resize)", c->index,
 		    (int)c->pid);
@@ -578,6 +610,8 @@ housekeeping(struct lg_gen *g, uint64_t now, uint64_t *next)
 	if (now >= g->next_trim) {
 		for (uint32_t i = 0; i < g->arena.nslots; i++)
 			lg_slot_trim(&g->arena, i, TRIM_MIN_BYTES);
+		/* Expired cache entries go here, off the loops' hot path (shm/cache.h). */
+		lg_cache_sweep(&g->cache, now);
 		g->next_trim = now + TRIM_PERIOD_NS;
 		/* st_blocks counts the pages the sparse memfd really holds (stat(2)). */
 		if (fstat(g->arena.fd, &st) == 0)

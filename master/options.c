@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "kinds/builtin.h"
 #include "master/site.h"
+#include "common/policy.h"
 
 enum kind {
 	K_LISTEN,   /* "[ADDR:]PORT" into listen_addr + port */
@@ -29,6 +30,7 @@ enum kind {
 	K_GONE,     /* finish | kill */
 	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
 	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
+	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
 };
 
 struct opt {
@@ -127,6 +129,16 @@ static const struct opt opts[] = {
 	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
 	  "follow a CPU quota that changes at run time (read each second), resizing the compute "
 	  "processes and queue that were not given as counts" },
+	{ "coalesce", K_RULES, F(coalesce), 0, sizeof(((struct lg_config *)0)->coalesce), "",
+	  "RULES", "per-route single-flight and cache rules, e.g. \"/heavy ttl=5000 "
+	  "query=iterations\" (docs/CACHE.md); \"\" = none" },
+	{ "cache-bytes", K_SIZE, F(cache_bytes), 0, 1ull << 40, "64M", "BYTES",
+	  "shared-memory result cache for routes with a ttl (K/M/G suffixes)" },
+	{ "cache-max-entry", K_SIZE, F(cache_max_entry), 1024, 32ull << 20, "1M", "BYTES",
+	  "largest answer the cache stores" },
+	{ "cache-jitter-pct", K_INT, F(cache_jitter_pct), 0, 100, "10", "PCT",
+	  "TTLs are shortened by up to this share at random, so entries filled together do not "
+	  "expire together" },
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
 	{ "max-output", K_SIZE, F(max_output), 0, 1ull << 40, "0", "BYTES",
@@ -349,6 +361,20 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 			return -1;
 		memcpy(base + o->off, v, strlen(v) + 1);
 		return 0;
+	case K_RULES: {
+		static char rerr[160];
+		struct lg_policies ps;
+
+		*why = "rules too long";
+		if (strlen(v) >= o->max)
+			return -1;
+		if (lg_policy_parse(v, &ps, rerr, sizeof(rerr)) == -1) {
+			*why = rerr;
+			return -1;
+		}
+		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	}
 	case K_BOOL:
 		*why = "expected yes, no, true, false, on, off, 1 or 0";
 		return parse_bool(v, (int *)(base + o->off));

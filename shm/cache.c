@@ -1,6 +1,7 @@
 #include "shm/cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -32,23 +33,25 @@ key_room(size_t key_len)
 	return (key_len + 7u) & ~(size_t)7u;
 }
 
-/* Plans the size classes for `bytes` and `max_value` into h; returns the mapping size. */
+/* Plans the size classes for `bytes` and `max_value` into h; returns the mapping size. The
+ * headers of every entry sit together in one array before the data, so a lookup or the
+ * master's sweep reads (and, shmem faults allocating on read, backs) only that array, never the
+ * data pages of entries nobody stored. */
 static uint64_t
 plan(struct lg_cache_hdr *h, uint64_t bytes, uint64_t max_value, uint32_t nloops)
 {
-	uint64_t need = sizeof(struct lg_cache_entry) + LG_CACHE_KEY_MAX + max_value;
-	uint32_t k = 0, total = 0;
+	uint64_t need = LG_CACHE_KEY_MAX + max_value;
+	uint32_t k = 0, total = 0, want = 1;
 	uint64_t size = LG_CACHE_MIN_ENTRY, off;
 
 	/* How many classes until one holds the largest value. */
-	uint32_t want = 1;
 	for (uint64_t s = LG_CACHE_MIN_ENTRY; s < need && want < LG_CACHE_CLASSES; s *= 4)
 		want++;
 	h->counters_off = HDR_BYTES;
-	off = page_up(HDR_BYTES + (uint64_t)nloops * sizeof(struct lg_cache_counters));
 	h->max_value = 0;
 	for (uint32_t i = 0; i < want && bytes > 0; i++, size *= 4) {
-		uint64_t n = bytes / want / size;
+		/* Each entry costs its data room and its header. */
+		uint64_t n = bytes / want / (size + sizeof(struct lg_cache_entry));
 		struct lg_cache_class *cl = &h->cls[k];
 
 		if (n == 0)
@@ -57,17 +60,21 @@ plan(struct lg_cache_hdr *h, uint64_t bytes, uint64_t max_value, uint32_t nloops
 		cl->nsets = (uint32_t)(n / cl->ways);
 		cl->count = cl->nsets * cl->ways;
 		cl->size = size;
-		cl->off = off;
 		cl->first = total;
 		total += cl->count;
-		off += (uint64_t)cl->count * size;
-		h->max_value = size - sizeof(struct lg_cache_entry) - LG_CACHE_KEY_MAX;
+		h->max_value = size - LG_CACHE_KEY_MAX;
 		k++;
 	}
 	if (h->max_value > max_value)
 		h->max_value = max_value;
 	h->nclasses = k;
 	h->nentries = total;
+	h->entries_off = page_up(HDR_BYTES + (uint64_t)nloops * sizeof(struct lg_cache_counters));
+	off = page_up(h->entries_off + (uint64_t)total * sizeof(struct lg_cache_entry));
+	for (uint32_t i = 0; i < k; i++) {
+		h->cls[i].off = off;
+		off += (uint64_t)h->cls[i].count * h->cls[i].size;
+	}
 	return off;
 }
 
@@ -87,6 +94,11 @@ lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t
 	if ((c->fd = memfd_create("lagless-cache", MFD_CLOEXEC)) == -1)
 		return -1;
 	if (ftruncate(c->fd, (off_t)c->size) == -1)
+		goto fail;
+	/* The header, the counters and every entry header are backed now (lookups and the sweep
+	 * read them; a fault past a memory cgroup's limit would kill or block the reader); data is
+	 * backed entry by entry when stored (lg_cache_store). */
+	if (fallocate(c->fd, 0, 0, (off_t)(h.nclasses ? h.cls[0].off : c->size)) == -1)
 		goto fail;
 	c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
 	if (c->base == MAP_FAILED) {
@@ -125,28 +137,27 @@ lg_cache_row(struct lg_cache *c, uint32_t i)
 static struct lg_cache_entry *
 entry_at(struct lg_cache *c, uint32_t idx)
 {
+	return (struct lg_cache_entry *)(c->base + c->hdr->entries_off) + idx;
+}
+
+static const struct lg_cache_class *
+class_of(const struct lg_cache *c, uint32_t idx)
+{
 	const struct lg_cache_hdr *h = c->hdr;
 
-	for (uint32_t k = 0; k < h->nclasses; k++) {
-		const struct lg_cache_class *cl = &h->cls[k];
-
-		if (idx >= cl->first && idx < cl->first + cl->count)
-			return (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)(idx - cl->first) * cl->size);
-	}
+	for (uint32_t k = 0; k < h->nclasses; k++)
+		if (idx >= h->cls[k].first && idx < h->cls[k].first + h->cls[k].count)
+			return &h->cls[k];
 	return NULL;
 }
 
+/* Entry idx's data: its key, then (key_room later) its value. */
 static unsigned char *
-key_of(struct lg_cache_entry *e)
+key_of(struct lg_cache *c, uint32_t idx)
 {
-	return (unsigned char *)(e + 1);
-}
+	const struct lg_cache_class *cl = class_of(c, idx);
 
-static unsigned char *
-val_of(struct lg_cache_entry *e)
-{
-	return key_of(e) + key_room(e->key_len);
+	return c->base + cl->off + (uint64_t)(idx - cl->first) * cl->size;
 }
 
 static uint32_t
@@ -158,16 +169,17 @@ set_of(const struct lg_cache_class *cl, uint64_t hash)
 /* Reads e's metadata under the seqlock into *m and, when key != NULL, checks the key. Returns
  * 1 (VALID, matching, consistent), 0 otherwise. */
 static int
-snapshot(struct lg_cache_entry *e, uint32_t idx, uint64_t hash, const void *key, size_t len,
+snapshot(struct lg_cache *c, uint32_t idx, uint64_t hash, const void *key, size_t len,
     struct lg_cache_meta *m)
 {
+	struct lg_cache_entry *e = entry_at(c, idx);
 	uint64_t w = atomic_load_explicit(&e->word, memory_order_acquire);
 	int ok;
 
 	if (state_of(w) != LG_CACHE_VALID)
 		return 0;
 	ok = key == NULL || (e->hash == hash && e->key_len == len &&
-	    memcmp(key_of(e), key, len) == 0);
+	    memcmp(key_of(c, idx), key, len) == 0);
 	m->idx = idx;
 	m->seq = w;
 	m->status = e->status;
@@ -196,11 +208,10 @@ lg_cache_lookup(struct lg_cache *c, uint64_t hash, const void *key, size_t len,
 		uint32_t base = set_of(cl, hash) * cl->ways;
 
 		for (uint32_t way = 0; way < cl->ways; way++) {
-			uint32_t i = base + way;
-			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)i * cl->size);
+			uint32_t idx = cl->first + base + way;
 
-			if (e->hash != hash || !snapshot(e, cl->first + i, hash, key, len, &cand))
+			if (entry_at(c, idx)->hash != hash ||
+			    !snapshot(c, idx, hash, key, len, &cand))
 				continue;
 			if (now_ns >= cand.stale_until_ns)
 				continue;
@@ -219,13 +230,11 @@ lg_cache_lookup(struct lg_cache *c, uint64_t hash, const void *key, size_t len,
 int
 lg_cache_meta_of(struct lg_cache *c, uint32_t idx, uint64_t seq, struct lg_cache_meta *m)
 {
-	struct lg_cache_entry *e = idx < c->hdr->nentries ? entry_at(c, idx) : NULL;
-
-	if (e == NULL) {
+	if (idx >= c->hdr->nentries) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (!snapshot(e, idx, 0, NULL, 0, m) || m->seq != seq) {
+	if (!snapshot(c, idx, 0, NULL, 0, m) || m->seq != seq) {
 		errno = ESTALE;
 		return -1;
 	}
@@ -235,12 +244,15 @@ lg_cache_meta_of(struct lg_cache *c, uint32_t idx, uint64_t seq, struct lg_cache
 int
 lg_cache_copy(struct lg_cache *c, const struct lg_cache_meta *m, void *dst, size_t cap)
 {
-	struct lg_cache_entry *e = entry_at(c, m->idx);
+	struct lg_cache_entry *e;
+	const struct lg_cache_class *cl;
 
-	if (e == NULL) {
+	if (m->idx >= c->hdr->nentries) {
 		errno = EINVAL;
 		return -1;
 	}
+	e = entry_at(c, m->idx);
+	cl = class_of(c, m->idx);
 	if (cap < m->val_len) {
 		errno = ENOSPC;
 		return -1;
@@ -251,16 +263,11 @@ lg_cache_copy(struct lg_cache *c, const struct lg_cache_meta *m, void *dst, size
 	}
 	/* val_len and key_len were verified with seq; a concurrent rewrite is caught below. */
 	uint64_t room = key_room(e->key_len);
-	const struct lg_cache_class *cl = NULL;
-	for (uint32_t k = 0; k < c->hdr->nclasses; k++)
-		if (m->idx >= c->hdr->cls[k].first &&
-		    m->idx < c->hdr->cls[k].first + c->hdr->cls[k].count)
-			cl = &c->hdr->cls[k];
-	if (sizeof(*e) + room + m->val_len > cl->size) {
+	if (room + m->val_len > cl->size) {
 		errno = ESTALE; /* key_len changed under us: a rewrite */
 		return -1;
 	}
-	memcpy(dst, key_of(e) + room, m->val_len);
+	memcpy(dst, key_of(c, m->idx) + room, m->val_len);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&e->word, memory_order_relaxed) != m->seq) {
 		errno = ESTALE;
@@ -280,8 +287,7 @@ class_for(const struct lg_cache_hdr *h, uint64_t need)
 
 /* Drops VALID entries for the key outside `keep` (an older answer left in another class). */
 static void
-invalidate_others(struct lg_cache *c, const struct lg_cache_item *it,
-    const struct lg_cache_entry *keep)
+invalidate_others(struct lg_cache *c, const struct lg_cache_item *it, uint32_t keep)
 {
 	const struct lg_cache_hdr *h = c->hdr;
 	struct lg_cache_meta m;
@@ -291,12 +297,12 @@ invalidate_others(struct lg_cache *c, const struct lg_cache_item *it,
 		uint32_t base = set_of(cl, it->hash) * cl->ways;
 
 		for (uint32_t way = 0; way < cl->ways; way++) {
-			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)(base + way) * cl->size);
+			uint32_t idx = cl->first + base + way;
+			struct lg_cache_entry *e = entry_at(c, idx);
 			uint64_t w;
 
-			if (e == keep || e->hash != it->hash ||
-			    !snapshot(e, 0, it->hash, it->key, it->key_len, &m))
+			if (idx == keep || e->hash != it->hash ||
+			    !snapshot(c, idx, it->hash, it->key, it->key_len, &m))
 				continue;
 			w = m.seq;
 			atomic_compare_exchange_strong(&e->word, &w,
@@ -308,9 +314,10 @@ invalidate_others(struct lg_cache *c, const struct lg_cache_item *it,
 /* Rank of way e as a victim for key `it` at now: lower is better. 0 same key, 1 free,
  * 2 past its stale window, 3 live (then the least recently used); FILLING is never taken. */
 static int
-victim_rank(struct lg_cache_entry *e, const struct lg_cache_item *it, uint64_t now,
+victim_rank(struct lg_cache *c, uint32_t idx, const struct lg_cache_item *it, uint64_t now,
     uint64_t *w)
 {
+	struct lg_cache_entry *e = entry_at(c, idx);
 	struct lg_cache_meta m;
 
 	*w = atomic_load(&e->word);
@@ -318,7 +325,7 @@ victim_rank(struct lg_cache_entry *e, const struct lg_cache_item *it, uint64_t n
 		return 1;
 	if (state_of(*w) != LG_CACHE_VALID)
 		return 9;
-	if (e->hash == it->hash && snapshot(e, 0, it->hash, it->key, it->key_len, &m) &&
+	if (e->hash == it->hash && snapshot(c, idx, it->hash, it->key, it->key_len, &m) &&
 	    m.seq == *w)
 		return 0;
 	return now >= e->stale_until_ns ? 2 : 3;
@@ -328,7 +335,7 @@ victim_rank(struct lg_cache_entry *e, const struct lg_cache_item *it, uint64_t n
  * when every way is being written. *evicted says whether a live entry was taken. */
 static struct lg_cache_entry *
 take_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_cache_item *it,
-    uint64_t now, int32_t pid, uint64_t *seq, int *evicted)
+    uint64_t now, int32_t pid, uint64_t *seq, int *evicted, uint32_t *out_idx)
 {
 	uint32_t base = set_of(cl, it->hash) * cl->ways;
 
@@ -338,12 +345,13 @@ take_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_ca
 		int best_rank = 9;
 
 		for (uint32_t way = 0; way < cl->ways; way++) {
-			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)(base + way) * cl->size);
+			uint32_t idx = cl->first + base + way;
+			struct lg_cache_entry *e = entry_at(c, idx);
 			uint64_t w, used = atomic_load_explicit(&e->used_ns, memory_order_relaxed);
-			int r = victim_rank(e, it, now, &w);
+			int r = victim_rank(c, idx, it, now, &w);
 
 			if (r < best_rank || (r == best_rank && r == 3 && used < best_used)) {
+				*out_idx = idx;
 				best = e;
 				best_rank = r;
 				best_w = w;
@@ -392,6 +400,7 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	const struct lg_cache_class *cl;
 	struct lg_cache_entry *e;
 	uint64_t seq;
+	uint32_t idx = 0;
 	int evicted = 0;
 
 	if (it->key_len > LG_CACHE_KEY_MAX) {
@@ -399,12 +408,23 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 		return -1;
 	}
 	if (it->val_len > c->hdr->max_value || (cl = class_for(c->hdr,
-	    sizeof(*e) + key_room(it->key_len) + it->val_len)) == NULL) {
+	    key_room(it->key_len) + it->val_len)) == NULL) {
 		errno = E2BIG;
 		return -1;
 	}
-	if ((e = take_way(c, cl, it, now_ns, pid, &seq, &evicted)) == NULL) {
+	if ((e = take_way(c, cl, it, now_ns, pid, &seq, &evicted, &idx)) == NULL) {
 		errno = EBUSY;
+		return -1;
+	}
+	/* Back the entry's data before writing it, so memory pressure is an error here (the
+	 * answer is not cached), never SIGBUS or a blocked loop (shm/arena.h does the same). */
+	if (fallocate(c->fd, 0, (off_t)(key_of(c, idx) - c->base),
+	    (off_t)(key_room(it->key_len) + it->val_len)) == -1) {
+		int saved = errno;
+		uint64_t fw = mkword(seq, LG_CACHE_FILLING);
+
+		atomic_compare_exchange_strong(&e->word, &fw, mkword(seq + 1, LG_CACHE_FREE));
+		errno = saved == ENOSPC ? ENOMEM : saved;
 		return -1;
 	}
 	/* FILLING: readers ignore the entry, and the seq they saw before no longer matches. */
@@ -419,8 +439,8 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	memset(e->ctype, 0, sizeof(e->ctype));
 	if (it->ctype != NULL)
 		strncpy(e->ctype, it->ctype, sizeof(e->ctype) - 1);
-	memcpy(key_of(e), it->key, it->key_len);
-	memcpy(val_of(e), it->val, it->val_len);
+	memcpy(key_of(c, idx), it->key, it->key_len);
+	memcpy(key_of(c, idx) + key_room(it->key_len), it->val, it->val_len);
 	atomic_store_explicit(&e->used_ns, now_ns, memory_order_relaxed);
 	atomic_store(&e->filler, 0);
 	uint64_t fw = mkword(seq, LG_CACHE_FILLING), vw = mkword(seq + 1, LG_CACHE_VALID);
@@ -431,8 +451,7 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	}
 	if (evicted && loop < c->hdr->nloops)
 		atomic_fetch_add_explicit(&c->ctr[loop].evictions, 1, memory_order_relaxed);
-	invalidate_others(c, it, e);
-	uint32_t idx = cl->first + (uint32_t)(((unsigned char *)e - (c->base + cl->off)) / cl->size);
+	invalidate_others(c, it, idx);
 	return lg_cache_meta_of(c, idx, vw, m) == 0 ? 0 : -1;
 }
 
@@ -443,25 +462,19 @@ lg_cache_sweep(struct lg_cache *c, uint64_t now_ns)
 	uint64_t live = 0, bytes = 0;
 	int freed = 0;
 
-	for (uint32_t k = 0; k < h->nclasses; k++) {
-		const struct lg_cache_class *cl = &h->cls[k];
+	for (uint32_t i = 0; i < h->nentries; i++) {
+		struct lg_cache_entry *e = entry_at(c, i);
+		uint64_t w = atomic_load(&e->word);
 
-		for (uint32_t i = 0; i < cl->count; i++) {
-			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)i * cl->size);
-			uint64_t w = atomic_load(&e->word);
-
-			if (state_of(w) != LG_CACHE_VALID)
-				continue;
-			if (now_ns >= e->stale_until_ns &&
-			    atomic_compare_exchange_strong(&e->word, &w,
-			    mkword((w >> 8) + 1, LG_CACHE_FREE))) {
-				freed++;
-				continue;
-			}
-			live++;
-			bytes += e->key_len + e->val_len;
+		if (state_of(w) != LG_CACHE_VALID)
+			continue;
+		if (now_ns >= e->stale_until_ns && atomic_compare_exchange_strong(&e->word, &w,
+		    mkword((w >> 8) + 1, LG_CACHE_FREE))) {
+			freed++;
+			continue;
 		}
+		live++;
+		bytes += e->key_len + e->val_len;
 	}
 	atomic_store(&c->hdr->entries, live);
 	atomic_store(&c->hdr->bytes_used, bytes);
@@ -477,19 +490,13 @@ lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid)
 
 	if (pid <= 0)
 		return 0;
-	for (uint32_t k = 0; k < h->nclasses; k++) {
-		const struct lg_cache_class *cl = &h->cls[k];
+	for (uint32_t i = 0; i < h->nentries; i++) {
+		struct lg_cache_entry *e = entry_at(c, i);
+		uint64_t w = atomic_load(&e->word);
 
-		for (uint32_t i = 0; i < cl->count; i++) {
-			struct lg_cache_entry *e = (struct lg_cache_entry *)(c->base + cl->off +
-			    (uint64_t)i * cl->size);
-			uint64_t w = atomic_load(&e->word);
-
-			if (state_of(w) == LG_CACHE_FILLING && atomic_load(&e->filler) == pid &&
-			    atomic_compare_exchange_strong(&e->word, &w,
-			    mkword((w >> 8) + 1, LG_CACHE_FREE)))
-				n++;
-		}
+		if (state_of(w) == LG_CACHE_FILLING && atomic_load(&e->filler) == pid &&
+		    atomic_compare_exchange_strong(&e->word, &w, mkword((w >> 8) + 1, LG_CACHE_FREE)))
+			n++;
 	}
 	return n;
 }

@@ -4,7 +4,12 @@
  * Layout (its own memfd, sparse: an entry costs memory once written):
  *
  *   [ struct lg_cache_hdr (4 KiB) | struct lg_cache_counters x nloops, page-rounded |
- *     class 0 entries | class 1 entries | ... ]
+ *     struct lg_cache_entry x nentries (every header), page-rounded |
+ *     class 0 data | class 1 data | ... ]
+ *
+ * The headers sit apart from the data so that lookups and the sweep read only the header
+ * array: a read fault on an untouched shmem page allocates it, so headers inline with the data
+ * would back a page of every entry the first time the sweep looked at it.
  *
  * Entries come in size classes (2 KiB, 8 KiB, 32 KiB ... each four times the last, up to the
  * one that holds the largest allowed answer); the configured bytes are split evenly between the
@@ -36,7 +41,7 @@
 
 enum lg_cache_state { LG_CACHE_FREE = 0, LG_CACHE_FILLING = 1, LG_CACHE_VALID = 2 };
 
-/* An entry's header; the key, then the value, follow it in the same entry. */
+/* An entry's header, in the header array; its key, then its value, are in its class's data. */
 struct lg_cache_entry {
 	_Atomic uint64_t word;      /* seq << 8 | state */
 	_Atomic int32_t filler;     /* pid of the writer while FILLING */
@@ -71,8 +76,8 @@ struct lg_cache_counters {
 _Static_assert(sizeof(struct lg_cache_counters) == 128, "counter row is two cache lines");
 
 struct lg_cache_class {
-	uint64_t size;              /* bytes per entry, header included */
-	uint64_t off;               /* from the base */
+	uint64_t size;              /* bytes of key + value room per entry (its header is apart) */
+	uint64_t off;               /* of its data, from the base */
 	uint32_t nsets, ways;
 	uint32_t first;             /* global index of its first entry */
 	uint32_t count;             /* nsets * ways */
@@ -86,6 +91,7 @@ struct lg_cache_hdr {
 	uint64_t bytes;             /* configured budget */
 	uint64_t max_value;         /* largest value that can be stored (bytes) */
 	uint64_t counters_off;
+	uint64_t entries_off;       /* the header array: nentries struct lg_cache_entry */
 	struct lg_cache_class cls[LG_CACHE_CLASSES];
 	/* gauges and counters written by the master's sweep only */
 	_Atomic uint64_t entries;   /* VALID entries at the last sweep */
@@ -117,7 +123,8 @@ enum lg_cache_found { LG_CACHE_MISS = 0, LG_CACHE_FRESH = 1, LG_CACHE_STALE = 2 
  * every store fails; the counters still work), values up to max_value bytes (rounded into the
  * size classes; a class whose share of bytes holds no entry is left out, which lowers the
  * effective maximum, see hdr->max_value), counter rows for nloops loop workers. Call in the
- * master before forking. Returns 0, or -1 with errno from memfd_create/ftruncate/mmap, or
+ * master before forking. The header part (about 128 bytes per entry) is backed at once, data
+ * when stored. Returns 0, or -1 with errno from memfd_create/ftruncate/fallocate/mmap, or
  * EINVAL (nloops 0). */
 int lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t nloops);
 
@@ -156,9 +163,11 @@ struct lg_cache_item {
 
 /* Stores it as of now_ns, writer pid `pid` (recorded while FILLING), replacing any entry for the
  * same key in the chosen set and invalidating it in other classes. Loop `loop` gets an eviction
- * counted when a live entry had to go. Returns 0 with *m describing the new entry (its idx + seq
- * are the reference waiters read), or -1 with errno E2BIG (larger than every class), EINVAL
- * (key too long) or EBUSY (every way of the set was being written by someone else). */
+ * counted when a live entry had to go. The entry's data pages are backed with fallocate(2)
+ * first. Returns 0 with *m describing the new entry (its idx + seq are the reference waiters
+ * read), or -1 with errno E2BIG (larger than every class), EINVAL (key too long), EBUSY (every
+ * way of the set was being written by someone else) or ENOMEM (memory could not be backed:
+ * the memory cgroup's limit; the entry is left free). */
 int lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_ns,
     int32_t pid, uint32_t loop, struct lg_cache_meta *m);
 

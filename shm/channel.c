@@ -96,7 +96,6 @@ lg_channels_keep(struct lg_channels *ch, char role, uint32_t index, uint32_t poo
 			close_end(&ch->done[i][0]);
 			continue;
 		}
-		close_end(&ch->done[i][1]);
 		if (i != index)
 			close_end(&ch->done[i][0]);
 	}

@@ -8,6 +8,8 @@
  *   done[i]    completion channel of loop worker i: compute processes and the master send DONE
  *              on done[i][1]; loop worker i receives on done[i][0]. The master keeps both ends
  *              open across respawns, so a new incarnation inherits the channel.
+ *              Loop workers also send WAKE and UNWANTED (single-flight, shm/flight.h) on
+ *              every other loop's done[i][1].
  *   ctl        loop workers send KILL requests on ctl[0]; the master receives on ctl[1].
  *
  * All descriptors are created by the master before forking, and are CLOEXEC. */
@@ -39,7 +41,8 @@ void lg_channels_close(struct lg_channels *ch);
 
 /* Closes, in a freshly forked child, every end that role does not use, so a compute process
  * holds no loop-side end and a loop worker holds only its own completion channel.
- * role 'l' keeps every job[p][0], ctl[0], done[index][0]; role 'c' keeps job[pool][1] (its own
+ * role 'l' keeps every job[p][0], ctl[0], done[index][0] and every done[i][1] (to wake
+ * other loops' coalesced waiters); role 'c' keeps job[pool][1] (its own
  * pool's) and every done[i][1]. pool is ignored for 'l'. */
 void lg_channels_keep(struct lg_channels *ch, char role, uint32_t index, uint32_t pool);
 

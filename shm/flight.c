@@ -1,6 +1,7 @@
 #include "shm/flight.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,6 +41,11 @@ lg_flight_create_table(struct lg_flight_table *t, uint32_t entries)
 	if ((t->fd = memfd_create("lagless-flights", MFD_CLOEXEC)) == -1)
 		return -1;
 	if (ftruncate(t->fd, (off_t)t->size) == -1)
+		goto fail;
+	/* Backed now, not at the first fault: a page fault past a memory cgroup's limit is an
+	 * OOM kill or, with the cgroup's OOM killer off, a loop worker blocked until memory frees
+	 * (the arena backs its regions with fallocate(2) for the same reason). */
+	if (fallocate(t->fd, 0, 0, (off_t)t->size) == -1)
 		goto fail;
 	t->e = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	if (t->e == MAP_FAILED) {
@@ -227,6 +233,16 @@ lg_flight_complete(struct lg_flight_table *t, const struct lg_flight_ref *ref)
 		    mkword(lg_flight_gen(w), LG_FLIGHT_FREE, 0)))
 			return (int64_t)lg_flight_mask(w);
 	}
+}
+
+int
+lg_flight_peek(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len)
+{
+	struct lg_flight *e = bucket(t, hash);
+	uint64_t w = atomic_load(&e->word);
+
+	return len <= LG_FLIGHT_KEY_MAX && lg_flight_st(w) == LG_FLIGHT_PENDING &&
+	    same_key(e, hash, key, len) && atomic_load(&e->word) == w;
 }
 
 int

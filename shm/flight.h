@@ -92,8 +92,10 @@ static inline uint32_t lg_flight_st(uint64_t w) { return (uint32_t)(w >> 32) & 0
 static inline uint32_t lg_flight_mask(uint64_t w) { return (uint32_t)w; }
 
 /* Creates and maps a table with at least `entries` buckets (rounded up to a power of two, at
- * least 64) in its own memfd, zero-filled (every entry FREE, generation 0). Call in the master
- * before forking. Returns 0, or -1 with errno from memfd_create/ftruncate/mmap, or EINVAL. */
+ * least 64) in its own memfd, zero-filled (every entry FREE, generation 0) and backed by memory
+ * at once (512 bytes a bucket), so no later access can fault past a memory limit. Call in the
+ * master before forking. Returns 0, or -1 with errno from memfd_create/ftruncate/fallocate/mmap
+ * (ENOMEM), or EINVAL. */
 int lg_flight_create_table(struct lg_flight_table *t, uint32_t entries);
 
 /* Unmaps and closes; safe on a zeroed or destroyed table. */
@@ -133,6 +135,10 @@ int lg_flight_leave(struct lg_flight_table *t, const struct lg_flight_ref *ref, 
  * Returns the mask (>= 0, may be 0), or -1 with errno ESTALE when the entry was already
  * cancelled or reused. */
 int64_t lg_flight_complete(struct lg_flight_table *t, const struct lg_flight_ref *ref);
+
+/* Whether a job for key is in flight (PENDING), without joining it: a stale answer's
+ * background refresh starts only when none is. */
+int lg_flight_peek(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len);
 
 /* Whether ref still names a live (PENDING, same generation) entry. */
 int lg_flight_live(const struct lg_flight_table *t, const struct lg_flight_ref *ref);

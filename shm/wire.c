@@ -42,6 +42,9 @@ static const struct field done_fields[] = {
 };
 static const struct field kill_fields[] = { F32(slot), F32(gen) };
 static const struct field retire_fields[] = { F32(gen) };
+static const struct field wake_fields[] = {
+	F32(slot), F32(gen), F32(status), F64(out_len), F64(arg), F64(queue_ns), F64(run_ns),
+};
 
 #define HEAD 2 /* version and type precede the fields */
 
@@ -60,11 +63,15 @@ fields_of(uint32_t type, size_t *n)
 		*n = NELEM(done_fields);
 		return done_fields;
 	case LG_MSG_KILL:
+	case LG_MSG_UNWANTED:
 		*n = NELEM(kill_fields);
 		return kill_fields;
 	case LG_MSG_RETIRE:
 		*n = NELEM(retire_fields);
 		return retire_fields;
+	case LG_MSG_WAKE:
+		*n = NELEM(wake_fields);
+		return wake_fields;
 	}
 	return NULL;
 }

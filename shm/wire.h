@@ -10,6 +10,13 @@
  *   KILL  loop -> master   [1, 3, slot, gen]           (deadline passed while RUNNING)
  *   RETIRE master -> compute [1, 4, seq]             (live resize: the compute process that
  *                          takes it from the job channel exits; seq numbers the requests)
+ *   WAKE  owner loop/master -> waiting loop (shm/flight.h: one per loop, not per connection)
+ *                          [1, 5, flight, flight gen, http status, cache idx, cache word,
+ *                           queue_ns, run_ns]   carried in slot, gen, status, out_len, arg
+ *                          (status 200: read the answer from the cache entry idx whose word is
+ *                          still `cache word`; 0: run the request again; else answer status)
+ *   UNWANTED waiting loop/master -> owner loop  [1, 6, flight, flight gen]
+ *                          (the last waiter left: cancel the job)
  *
  * All integers are unsigned msgpack integers. Payload bytes never travel here: they stay in the
  * arena, and offsets/lengths are checked against the arena layout by lg_wire_check_job. */
@@ -24,7 +31,8 @@
 #define LG_WIRE_VERSION 1u
 #define LG_WIRE_MAX     128 /* bytes; every encoded header fits (max 13 x 9-byte uint + array) */
 
-enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3, LG_MSG_RETIRE = 4 };
+enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3, LG_MSG_RETIRE = 4,
+	LG_MSG_WAKE = 5, LG_MSG_UNWANTED = 6 };
 
 struct lg_msg {
 	uint32_t type;         /* enum lg_msg_type */

@@ -134,6 +134,9 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->w = w;
 	c->fd = fd;
 	c->slot = -1;
+	c->coal = c->coal_alone = 0;
+	c->fl = NULL;
+	c->pol = NULL;
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
@@ -198,7 +201,7 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (c->slot >= 0)
+	if (c->slot >= 0 || c->fl != NULL)
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);

@@ -32,6 +32,9 @@ enum lg_conn_state {
 struct lg_route;
 struct lg_conn;
 struct lg_conn_idle;
+struct lg_policy;
+struct lg_lflight;
+struct lg_coal;
 
 /* What the connection I/O calls back into, given by its creator (the router and the offload
  * path, worker/routes.c): conn.c answers through its own respond API and knows nothing of
@@ -51,7 +54,8 @@ struct lg_conn_ops {
 	int (*job_timeout)(struct lg_conn *c);
 	/* the response is written while c holds a slot: give it back */
 	int (*release)(struct lg_conn *c);
-	/* c closes while it holds a slot (client gone, write failed) */
+	/* c closes while it holds a slot or is parked on a flight (fl set): client gone, write
+	 * failed */
 	void (*gone)(struct lg_conn *c);
 };
 
@@ -68,6 +72,7 @@ struct lg_worker {
 	int draining;
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/backing.h) */
+	struct lg_coal *coal;         /* single-flight state (worker/coalesce.c), opaque here */
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
 	struct lg_pool pool;          /* struct lg_conn blocks (worker/conn.c) */
@@ -146,6 +151,13 @@ struct lg_conn {
 	int backing_wait;             /* a backing request for the slot is with the helper */
 	size_t head_body;             /* body bytes that came with the head, still in rbuf until
 	                               * the first window is backed */
+	/* single-flight and cache (worker/coalesce.h; opaque here) */
+	int coal;                     /* the route coalesces: decided at dispatch */
+	int coal_alone;               /* run this request's own job (retry after a failed share) */
+	const struct lg_policy *pol;  /* the route's rule */
+	struct lg_lflight *fl;        /* the flight c is parked on, or NULL */
+	struct lg_conn *fl_prev, *fl_next; /* the flight's parked connections */
+	const char *fl_label;         /* X-Cache value it will be answered with */
 	/* output */
 	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
 	int wreq;                     /* the queued output ends with the current request's answer */

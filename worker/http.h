@@ -59,6 +59,11 @@ struct lg_http_req {
  * (surrounding white space removed); NULL when absent. Points into r. */
 const char *lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len);
 
+/* Finds name=value in r's query string (RFC 3986 section 3.4, '&'-separated pairs). Returns
+ * the value (not NUL-terminated, pointing into r) and its length in *len, or NULL when the
+ * name is absent. */
+const char *lg_http_query_param(const struct lg_http_req *r, const char *name, size_t *len);
+
 /* What on_head tells the parser to do with the body (called once the header section is in). */
 enum lg_http_head_action {
 	LG_HTTP_BODY_PARSER = 0,  /* the parser reads it and passes it to on_body */

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "kinds/registry.h"
+#include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
@@ -129,8 +130,10 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
 		return -1;
+	if (lg_coal_setup(w) == -1)
+		return -1;
 	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
-	w->render_cap = lg_metrics_bound(env->nloops);
+	w->render_cap = lg_metrics_bound(env->nloops) + 8192; /* + worker/coalesce.c families */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)

@@ -6,6 +6,9 @@
 
 #include <stdint.h>
 
+#include "shm/cache.h"
+#include "shm/flight.h"
+
 #include "common/config.h"
 #include "shm/arena.h"
 #include "shm/channel.h"
@@ -18,6 +21,8 @@ struct lg_loop_env {
 	uint32_t index;              /* loop index, 0..L-1: the owner id in slot words */
 	uint32_t nloops;
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
+	struct lg_flight_table *flights; /* single-flight table (shm/flight.h), shared */
+	struct lg_cache *cache;      /* result cache (shm/cache.h), shared */
 };
 
 /* Runs the loop until a graceful drain (SIGTERM/SIGINT) finishes: stop accepting, finish the

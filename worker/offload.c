@@ -12,6 +12,7 @@
 #include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "worker/coalesce.h"
 #include "worker/observe.h"
 
 /* Input is backed this far ahead of the body bytes received, one window at a time: backing
@@ -259,7 +260,7 @@ note_depth(struct lg_arena *a, uint32_t pool)
 }
 
 int
-lg_offload_queue(struct lg_conn *c)
+lg_offload_send(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
@@ -278,8 +279,6 @@ lg_offload_queue(struct lg_conn *c)
 	s->arg = c->arg;
 	s->in_len = c->body_got;
 	s->touched = c->body_off + c->body_got;
-	if (c->run_inline)
-		return run_here(c);
 	s->enqueue_ns = now;
 	s->deadline_ns = m.deadline_ns;
 	/* QUEUED before the header is visible: a compute process may take it at once. The job
@@ -291,6 +290,24 @@ lg_offload_queue(struct lg_conn *c)
 		log_warn("cannot queue job on slot %d: %s", c->slot,
 		    errno == EAGAIN ? "every job slot is taken" : strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_offload_queue(struct lg_conn *c)
+{
+	struct lg_arena *a = c->w->env->arena;
+	struct lg_slot *s = &a->slots[c->slot];
+
+	if (c->run_inline) {
+		s->arg = c->arg;
+		s->in_len = c->body_got;
+		s->touched = c->body_off + c->body_got;
+		return run_here(c);
+	}
+	if (lg_offload_send(c) == -1) {
 		lg_offload_release(c);
 		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
 	}
@@ -321,6 +338,10 @@ lg_offload_release(struct lg_conn *c)
 void
 lg_offload_client_gone(struct lg_conn *c)
 {
+	if (c->fl != NULL) {
+		lg_coal_gone(c); /* parked on a flight: it holds no slot */
+		return;
+	}
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
 	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
@@ -345,9 +366,11 @@ kind_name(const struct lg_worker *w, uint32_t kind)
 }
 
 /* The HTTP status of a failed job: the kind's own 4xx for bad input when it set one. */
-static int
-status_of_failure(uint32_t st, const struct lg_out_meta *meta)
+int
+lg_offload_failure_status(uint32_t st, const void *m)
 {
+	const struct lg_out_meta *meta = m;
+
 	switch (st) {
 	case LG_JOB_BAD_INPUT:
 		return meta && meta->http_status >= 400 && meta->http_status <= 499 ?
@@ -425,7 +448,7 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		lg_offload_release(c);
 		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
 	}
-	int code = status_of_failure(st, own ? meta : NULL);
+	int code = lg_offload_failure_status(st, own ? meta : NULL);
 	size_t n = own ? meta_text(meta->msg, meta->msg_len, sizeof(meta->msg), text, 0) : 0;
 
 	struct lg_proc_page *p = c->w->env->page;
@@ -510,12 +533,18 @@ lg_offload_completions(struct lg_worker *w)
 				continue;
 			return; /* EAGAIN: drained */
 		}
+		if (r == 1 && (m.type == LG_MSG_WAKE || m.type == LG_MSG_UNWANTED)) {
+			lg_coal_message(w, &m);
+			continue;
+		}
 		if (r == 0 || m.type != LG_MSG_DONE || m.slot >= env->arena->nslots) {
 			atomic_fetch_add(&env->page->bad_headers, 1);
 			log_warn("dropped a completion header that failed validation");
 			continue;
 		}
 		struct lg_conn *c = w->pending[m.slot];
+		if (c == NULL && lg_coal_completion(w, &m))
+			continue;
 		uint64_t word = atomic_load(&env->arena->slots[m.slot].word);
 		enum lg_slot_state st = lg_slot_state(word);
 
@@ -536,6 +565,9 @@ lg_offload_completions(struct lg_worker *w)
 int
 lg_offload_deadline(struct lg_conn *c)
 {
+	if (c->fl != NULL)
+		return lg_coal_deadline(c);
+
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_slot *s = &env->arena->slots[c->slot];
 	uint64_t word = atomic_load(&s->word);
@@ -565,5 +597,24 @@ lg_offload_deadline(struct lg_conn *c)
 	if (lg_conn_error(c, 504, 0, NULL) == -1)
 		return -1;
 	lg_conn_resume(c);
+	return 0;
+}
+
+int
+lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char *tmp,
+    size_t cap, int *code, const char **ctype, const void **body, size_t *len)
+{
+	struct lg_arena *a = w->env->arena;
+	const unsigned char *region = lg_arena_out(a, (uint32_t)slot);
+	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
+	uint64_t out_len = a->slots[slot].out_len;
+
+	if (out_len > a->out_cap - LG_OUT_META)
+		return -1;
+	*code = meta->http_status >= 200 && meta->http_status <= 299 ? (int)meta->http_status : 200;
+	*ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), tmp, 1) &&
+	    cap > sizeof(meta->ctype) ? tmp : ctype_default;
+	*body = region + LG_OUT_META;
+	*len = (size_t)out_len;
 	return 0;
 }

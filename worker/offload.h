@@ -52,6 +52,22 @@ int lg_offload_body_window(struct lg_conn *c);
  * when the connection has given the slot up. */
 void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
 
+/* Sends the JOB header for c's claimed slot, after moving it CLAIMED -> QUEUED, without
+ * parking c (a coalesced job's flight takes the slot over). Returns 0, or -1 (logged, counted
+ * as a 503; the slot is still c's). */
+int lg_offload_send(struct lg_conn *c);
+
+/* The answer of DONE slot `slot` (read from its output region's metadata page, kinds/host.h):
+ * HTTP status, content type (the kind's, copied into tmp of cap > 64 bytes, else
+ * ctype_default) and body, valid while the slot is held. Returns 0, or -1 when the recorded
+ * length does not fit the region. */
+int lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char *tmp,
+    size_t cap, int *code, const char **ctype, const void **body, size_t *len);
+
+/* HTTP status answering a failed job's enum lg_job_status; meta (struct lg_out_meta) the
+ * kind's metadata when it ended by itself with bad input (its own 4xx), else NULL. */
+int lg_offload_failure_status(uint32_t st, const void *meta);
+
 /* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and
  * answer). Returns 0 or -1 (closed). */
 int lg_offload_queue(struct lg_conn *c);

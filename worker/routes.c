@@ -13,6 +13,7 @@
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "worker/coalesce.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
@@ -77,6 +78,8 @@ route_rendered(struct lg_conn *c, int metrics)
 	stats_names(w, &nm);
 	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
+	if (r == 0 && metrics)
+		r = lg_coal_render_metrics(&b, w->env->cache);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render_cap);
@@ -98,37 +101,13 @@ route_status(struct lg_conn *c)
 	return route_rendered(c, 0);
 }
 
-/* Finds name=value in a query string (RFC 3986 section 3.4, '&'-separated pairs). Returns the
- * value (not NUL-terminated) and its length in *len, or NULL when the name is absent. */
-static const char *
-query_param(const struct lg_http_req *r, const char *name, size_t *len)
-{
-	size_t nl = strlen(name);
-	const char *p = r->query, *end;
-
-	if (p == NULL)
-		return NULL; /* no '?': NULL + 0 would be undefined behaviour (C11 6.5.6) */
-	end = p + r->query_len;
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *stop = amp ? amp : end;
-
-		if ((size_t)(stop - p) > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
-			*len = (size_t)(stop - p) - nl - 1;
-			return p + nl + 1;
-		}
-		p = amp ? amp + 1 : end;
-	}
-	return NULL;
-}
-
 /* Parses a decimal integer parameter in [min, max], or def when absent. */
 static int
 uint_param(const struct lg_http_req *r, const char *name, uint64_t def, uint64_t min,
     uint64_t max, uint64_t *out)
 {
 	size_t len;
-	const char *v = query_param(r, name, &len);
+	const char *v = lg_http_query_param(r, name, &len);
 	uint64_t x = 0;
 
 	if (v == NULL) {
@@ -381,6 +360,24 @@ request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_vi
 	}
 }
 
+/* Claims a job slot for c's kind route and writes its request view (at head time, or at
+ * dispatch for a coalescing route's job). Returns 0, or -1 (no free slot, or the view could
+ * not be backed: counted; the caller answers 503). */
+static int
+route_claim(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	const struct lg_route_def *d = c->route->def;
+	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
+	struct lg_view v;
+
+	request_view(c, d, &v);
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
+	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
+	    k->desc.ctype : "application/octet-stream", &v, d->pool };
+	return lg_offload_claim(c, &sp);
+}
+
 int
 lg_route_head(struct lg_http *h, void *conn)
 {
@@ -388,11 +385,11 @@ lg_route_head(struct lg_http *h, void *conn)
 	const struct lg_http_req *r = &h->req;
 	const struct lg_config *cfg = c->w->env->cfg;
 	const struct lg_route_def *d;
-	struct lg_view v;
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
 
 	c->route = find_route(c->w, r);
+	c->coal = c->coal_alone = 0;
 	c->route_row = c->route ? c->route->row : c->w->none_row;
 	c->route_label = c->w->row_names[c->route_row];
 	c->want_continue = 0;
@@ -423,14 +420,14 @@ lg_route_head(struct lg_http *h, void *conn)
 		atomic_fetch_add(&c->w->env->page->rejected_quarantine, 1);
 		return refuse_keep(c, r, 503, (left + 999999999u) / 1000000000u);
 	}
+	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
+	 * needs no slot (worker/coalesce.h). Only bodiless requests of pool routes coalesce. */
+	c->deadline_ms = d->deadline_ms;
+	if (!has_body && d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c))
+		return LG_HTTP_BODY_PARSER;
 	/* The bounded queue: no free slot means 503 now, before any body byte is read into
 	 * shared memory; a small body is read and dropped so the connection stays usable. */
-	request_view(c, d, &v);
-	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
-	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
-	    k->desc.ctype : "application/octet-stream", &v, d->pool };
-	if (lg_offload_claim(c, &sp) == -1)
+	if (route_claim(c) == -1)
 		return refuse_keep(c, r, 503, 1);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/conn.c). */
@@ -478,6 +475,8 @@ lg_route_dispatch(struct lg_conn *c)
 		lg_obs_route_hit(c);
 		return c->route->handler(c);
 	}
+	if (c->slot < 0 && c->coal)
+		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
 }
 

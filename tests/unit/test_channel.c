@@ -406,13 +406,14 @@ run_keep(char role, uint32_t index, const int want_open[NFDS])
 	lg_channels_close(&parent);
 }
 
-/* channel.h: role 'l' keeps job[0], ctl[0], done[index][0]. */
+/* channel.h: role 'l' keeps job[0], ctl[0], done[index][0], and every done[i][1] (it wakes
+ * other loops' coalesced waiters). */
 static void
 test_keep_loop(void **state)
 {
 	/* job[0] job[1] ctl[0] ctl[1] done0[0] done0[1] done1[0] done1[1] done2[0] done2[1] */
-	static const int want[NFDS] = { 1, 0, 1, 0, 0, 0, 1, 0, 0, 0 };
-	static const int want0[NFDS] = { 1, 0, 1, 0, 1, 0, 0, 0, 0, 0 };
+	static const int want[NFDS] = { 1, 0, 1, 0, 0, 1, 1, 1, 0, 1 };
+	static const int want0[NFDS] = { 1, 0, 1, 0, 1, 1, 0, 1, 0, 1 };
 
 	run_keep('l', 1, want);
 	run_keep('l', 0, want0);

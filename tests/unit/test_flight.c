@@ -96,6 +96,9 @@ test_create_then_join(void **state)
 	assert_int_equal(join("GET /x", 1, &b), LG_FLIGHT_JOINED);
 	assert_int_equal(lg_flight_mask(word_of(&a)), 0x23u);
 	assert_true(lg_flight_live(&tab, &a));
+	assert_true(lg_flight_peek(&tab, h("GET /x"), "GET /x", 6));
+	assert_false(lg_flight_peek(&tab, h("GET /y"), "GET /y", 6));
+	assert_int_equal(lg_flight_mask(word_of(&a)), 0x23u); /* peeking joins nothing */
 }
 
 static void

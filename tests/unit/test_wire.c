@@ -105,6 +105,10 @@ test_round_trip_distinct_fields(void **state)
 	struct lg_msg retire = { .type = LG_MSG_RETIRE, .gen = 41 };
 	char buf[LG_WIRE_MAX];
 
+	struct lg_msg wake = { .type = LG_MSG_WAKE, .slot = 41, .gen = 42, .status = 200,
+		.out_len = 44, .arg = 1ull << 40, .queue_ns = 46, .run_ns = 47 };
+	struct lg_msg unwanted = { .type = LG_MSG_UNWANTED, .slot = 51, .gen = 52 };
+
 	round_trip(&job);
 	round_trip(&done);
 	round_trip(&kill);
@@ -113,6 +117,8 @@ test_round_trip_distinct_fields(void **state)
 	retire.slot = 7;
 	assert_int_equal(lg_wire_encode(&retire, buf, sizeof(buf)), 4);
 	assert_memory_equal(buf, "\x93\x01\x04\x29", 4);
+	round_trip(&wake);
+	round_trip(&unwanted);
 }
 
 static void
@@ -139,7 +145,7 @@ test_encode_own_fields_only(void **state)
 static void
 test_encode_unknown_type(void **state)
 {
-	static const uint32_t bad[] = { 0, 5, 255, UINT32_MAX };
+	static const uint32_t bad[] = { 0, 7, 255, UINT32_MAX };
 	char buf[LG_WIRE_MAX];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -327,7 +333,7 @@ test_wrong_version(void **state)
 static void
 test_unknown_type(void **state)
 {
-	static const uint64_t bad[] = { 0, 5, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+	static const uint64_t bad[] = { 0, 7, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
 		(uint64_t)UINT32_MAX + LG_MSG_JOB, UINT64_MAX };
 	struct el els[JOB_N];
 	size_t n = valid_els(LG_MSG_JOB, els);

@@ -1,0 +1,54 @@
+/* Coalescing and caching policy of offloaded routes (single-flight + TTL cache, shm/flight.h and
+ * shm/cache.h), parsed from one configuration string so that `lagless -t` checks it in the
+ * master and every loop worker reads the same table.
+ *
+ * Grammar: rules separated by ';', each a route path followed by space-separated settings:
+ *
+ *   /heavy coalesce=on ttl=5000 stale=2000 negative-ttl=1000 query=iterations headers=accept
+ *
+ *   coalesce=on|off      one job per key for concurrent requests (default on)
+ *   ttl=MS               keep a successful answer this long (0 = no cache, only coalescing)
+ *   stale=MS             after the TTL, answer the old value this long while one background
+ *                        job refreshes it (stale-while-revalidate)
+ *   negative-ttl=MS      keep a kind-level error answer (400/500) this long; 502/503/504 never
+ *   query=a,b            query parameters that are part of the key (others are ignored)
+ *   headers=a,b          request headers that are part of the key
+ *   credentials=bypass|key  requests with Authorization or Cookie: never coalesced or cached
+ *                        (bypass, the default), or coalesced/cached with those values in the key
+ *
+ * The key is always the method (HEAD as GET) and the path, then the listed parameters and
+ * headers in the order listed. */
+#ifndef LG_COMMON_POLICY_H
+#define LG_COMMON_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_POLICY_MAX    8   /* rules */
+#define LG_POLICY_NAMES  8   /* query parameters or headers per rule */
+#define LG_POLICY_NAME   32  /* bytes per name, NUL included */
+
+struct lg_policy {
+	char path[64];
+	int coalesce;
+	uint64_t ttl_ms, stale_ms, negative_ttl_ms;
+	unsigned nquery, nheaders;
+	char query[LG_POLICY_NAMES][LG_POLICY_NAME];
+	char headers[LG_POLICY_NAMES][LG_POLICY_NAME];  /* lower case */
+	int credentials_in_key;
+};
+
+struct lg_policies {
+	unsigned n;
+	struct lg_policy p[LG_POLICY_MAX];
+};
+
+/* Parses spec (NUL-terminated; "" gives no rule) into *out. Returns 0, or -1 with a message in
+ * err (errcap bytes) naming the rule and setting at fault. */
+int lg_policy_parse(const char *spec, struct lg_policies *out, char *err, size_t errcap);
+
+/* The rule for path (len bytes), or NULL. */
+const struct lg_policy *lg_policy_find(const struct lg_policies *ps, const char *path,
+    size_t len);
+
+#endif

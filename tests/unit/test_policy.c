@@ -1,0 +1,74 @@
+/* Unit tests for common/policy.c: the --coalesce rule parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/policy.h"
+
+static void
+test_full_rule(void **state)
+{
+	struct lg_policies ps;
+	char err[160];
+
+	assert_int_equal(lg_policy_parse("/heavy coalesce=on ttl=5000 stale=2000 negative-ttl=100 "
+	    "query=iterations,x headers=Accept,X-Tenant credentials=key; /compress coalesce=off",
+	    &ps, err, sizeof(err)), 0);
+	assert_int_equal(ps.n, 2);
+	const struct lg_policy *p = lg_policy_find(&ps, "/heavy", 6);
+	assert_non_null(p);
+	assert_int_equal(p->coalesce, 1);
+	assert_true(p->ttl_ms == 5000 && p->stale_ms == 2000 && p->negative_ttl_ms == 100);
+	assert_int_equal(p->nquery, 2);
+	assert_string_equal(p->query[1], "x");
+	assert_int_equal(p->nheaders, 2);
+	assert_string_equal(p->headers[0], "accept"); /* header names are lower-cased */
+	assert_string_equal(p->headers[1], "x-tenant");
+	assert_int_equal(p->credentials_in_key, 1);
+	p = lg_policy_find(&ps, "/compress", 9);
+	assert_non_null(p);
+	assert_int_equal(p->coalesce, 0);
+	assert_int_equal(p->ttl_ms, 0);
+	assert_int_equal(p->credentials_in_key, 0);
+	assert_null(lg_policy_find(&ps, "/heav", 5));
+	assert_int_equal(lg_policy_parse("", &ps, err, sizeof(err)), 0);
+	assert_int_equal(ps.n, 0);
+	assert_int_equal(lg_policy_parse(" ; /a ;", &ps, err, sizeof(err)), 0);
+	assert_int_equal(ps.n, 1);
+	assert_int_equal(ps.p[0].coalesce, 1); /* a bare path coalesces */
+}
+
+static void
+test_errors_name_the_fault(void **state)
+{
+	struct lg_policies ps;
+	char err[160];
+	static const char *bad[] = {
+		"heavy ttl=1", "/h ttl=x", "/h ttl=-1", "/h coalesce=maybe", "/h unknown=1",
+		"/h ttl", "/h credentials=share", "/h query=a,,b", "/h query=a=b", "/a; /a",
+		"/h query=1,2,3,4,5,6,7,8,9",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(lg_policy_parse(bad[i], &ps, err, sizeof(err)), -1);
+		assert_true(strlen(err) > 0);
+	}
+	assert_int_equal(lg_policy_parse("/h ttl=x", &ps, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ttl=x"));
+	assert_int_equal(lg_policy_parse("/1;/2;/3;/4;/5;/6;/7;/8;/9", &ps, err, sizeof(err)), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_rule),
+		cmocka_unit_test(test_errors_name_the_fault),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,716 @@
+/* Single-flight and the result cache, loop side (worker/coalesce.h). */
+#include "worker/coalesce.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/policy.h"
+#include "shm/cache.h"
+#include "shm/flight.h"
+#include "shm/slot.h"
+#include "shm/stats.h"
+#include "worker/observe.h"
+#include "worker/offload.h"
+
+/* WAKE status values below 100 (an HTTP status otherwise). */
+#define WAKE_RETRY 0   /* the flight ended without an answer to share: dispatch again */
+#define WAKE_ALONE 1   /* the answer could not be shared (too large): run an own job */
+#define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
+
+/* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
+ * parked connections. */
+struct lg_lflight {
+	struct lg_lflight *next;
+	struct lg_worker *w;
+	struct lg_flight_ref ref;
+	int owner, background;
+	int slot;
+	uint32_t slot_gen;
+	struct lg_conn *waiters;
+	unsigned nwait;
+	const struct lg_policy *pol;
+	uint64_t deadline_ms;         /* owner: the route's job deadline */
+	const char *ctype;            /* owner: the route's content type (registry storage) */
+	ev_timer deadline;            /* owner: the job's deadline */
+};
+
+struct lg_coal {
+	struct lg_policies pols;
+	struct lg_lflight *list;
+	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
+	struct lg_lflight **by_slot;  /* owner flights by job slot */
+	struct lg_cache_counters *ctr;
+};
+
+int
+lg_coal_setup(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	struct lg_coal *k = calloc(1, sizeof(*k));
+	char err[160];
+
+	if (k == NULL || (k->by_slot = calloc(env->arena->nslots, sizeof(*k->by_slot))) == NULL) {
+		free(k);
+		errno = ENOMEM;
+		return -1;
+	}
+	if (lg_policy_parse(env->cfg->coalesce, &k->pols, err, sizeof(err)) == -1)
+		log_error("coalesce rules: %s (checked at start-up; ignoring)", err);
+	k->ctr = env->cache != NULL ? lg_cache_row(env->cache, env->index) : NULL;
+	w->coal = k;
+	return 0;
+}
+
+int
+lg_coal_wants(struct lg_conn *c)
+{
+	const struct lg_http_req *r = &c->http.req;
+	struct lg_coal *k = c->w->coal;
+
+	if (k == NULL || k->ctr == NULL || k->pols.n == 0 ||
+	    (r->method != HTTP_GET && r->method != HTTP_HEAD))
+		return 0;
+	c->pol = lg_policy_find(&k->pols, r->path, r->path_len);
+	return c->coal = c->pol != NULL;
+}
+
+static void
+count(struct lg_conn *c, _Atomic uint64_t *field)
+{
+	(void)c;
+	lg_stats_add(field, 1);
+}
+
+/* Answers c with a copy of body (the connection owns and frees it once written). */
+static int
+answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint64_t age_s,
+    int with_age, const void *body, size_t len)
+{
+	char extra[160];
+	char *copy = malloc(len ? len : 1);
+	int n;
+
+	if (copy == NULL)
+		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	memcpy(copy, body, len);
+	c->wbody_owned = copy;
+	n = snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", label);
+	if (with_age)
+		snprintf(extra + n, sizeof(extra) - (size_t)n, "Age: %" PRIu64 "\r\n", age_s);
+	else if (c->queue_ns || c->run_ns)
+		snprintf(extra + n, sizeof(extra) - (size_t)n, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
+		    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	return lg_conn_respond(c, status, ctype[0] ? ctype : NULL, extra, copy, len);
+}
+
+/* Answers c from cache entry m (a hit or a stale answer). Returns 1 with *rc set, or 0 when
+ * the entry changed under the copy (the caller goes on as for a miss). */
+static int
+answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, const char *label, int *rc)
+{
+	char *buf = malloc(m->val_len ? m->val_len : 1);
+	uint64_t now = lg_now_ns();
+
+	if (buf == NULL)
+		return 0;
+	if (lg_cache_copy(c->w->env->cache, m, buf, m->val_len) == -1) {
+		free(buf);
+		return 0;
+	}
+	c->queue_ns = c->run_ns = 0;
+	*rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1,
+	    buf, m->val_len);
+	free(buf);
+	return 1;
+}
+
+static struct lg_lflight *
+find(struct lg_coal *k, uint32_t idx, uint32_t gen)
+{
+	for (struct lg_lflight *f = k->list; f != NULL; f = f->next)
+		if (f->ref.idx == idx && f->ref.gen == gen)
+			return f;
+	return NULL;
+}
+
+static void deadline_cb(struct ev_loop *ev, ev_timer *t, int revents);
+
+static struct lg_lflight *
+add_flight(struct lg_worker *w, const struct lg_flight_ref *ref, const struct lg_policy *pol)
+{
+	struct lg_lflight *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return NULL;
+	f->w = w;
+	f->ref = *ref;
+	f->pol = pol;
+	f->slot = -1;
+	ev_timer_init(&f->deadline, deadline_cb, 1., 0.);
+	f->deadline.data = f;
+	f->next = w->coal->list;
+	w->coal->list = f;
+	return f;
+}
+
+static void
+drop_flight(struct lg_lflight *f)
+{
+	struct lg_coal *k = f->w->coal;
+
+	for (struct lg_lflight **p = &k->list; *p != NULL; p = &(*p)->next)
+		if (*p == f) {
+			*p = f->next;
+			break;
+		}
+	ev_timer_stop(f->w->ev, &f->deadline);
+	if (f->owner && f->slot >= 0 && k->by_slot[f->slot] == f)
+		k->by_slot[f->slot] = NULL;
+	free(f);
+}
+
+static void
+park(struct lg_conn *c, struct lg_lflight *f, const char *label)
+{
+	c->fl = f;
+	c->fl_label = label;
+	c->fl_prev = NULL;
+	c->fl_next = f->waiters;
+	if (f->waiters)
+		f->waiters->fl_prev = c;
+	f->waiters = c;
+	f->nwait++;
+	c->state = LG_CONN_JOB;
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, c->deadline_ms / 1000., 0.); /* the route's, set at head time */
+	ev_timer_start(c->w->ev, &c->timer);
+}
+
+static void
+unpark(struct lg_conn *c)
+{
+	struct lg_lflight *f = c->fl;
+
+	if (c->fl_prev)
+		c->fl_prev->fl_next = c->fl_next;
+	else
+		f->waiters = c->fl_next;
+	if (c->fl_next)
+		c->fl_next->fl_prev = c->fl_prev;
+	f->nwait--;
+	c->fl = NULL;
+	ev_timer_stop(c->w->ev, &c->timer);
+}
+
+static void
+send_to_loop(struct lg_worker *w, uint32_t loop, const struct lg_msg *m)
+{
+	if (loop >= w->env->nloops || lg_chan_send(w->env->ch->done[loop][1], m, MSG_DONTWAIT) == -1)
+		log_warn("cannot send a single-flight message to loop %u: %s", loop, strerror(errno));
+}
+
+/* Gives the owner's job slot back without an answer: a queued job never runs, a running one is
+ * abandoned (and killed under --on-client-gone kill). */
+static void
+cancel_job(struct lg_lflight *f)
+{
+	struct lg_worker *w = f->w;
+	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)f->slot, .gen = f->slot_gen };
+
+	lg_stats_add(&w->coal->ctr->cancelled, 1);
+	if (lg_slot_release(&w->env->arena->slots[f->slot], f->slot_gen) == LG_SLOT_ABANDONED &&
+	    w->env->cfg->on_client_gone == LG_GONE_KILL &&
+	    lg_chan_send(w->env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
+		log_error("cannot ask the master to kill the runner of slot %d: %s", f->slot,
+		    strerror(errno));
+	log_info("every waiter of a coalesced job left: job on slot %d cancelled", f->slot);
+	drop_flight(f);
+}
+
+/* c leaves its flight (gone, deadline, answered otherwise). The last waiter of the server
+ * leaving cancels the job and frees the key at once (shm/flight.h). */
+static void
+leave(struct lg_conn *c)
+{
+	struct lg_lflight *f = c->fl;
+	struct lg_worker *w = c->w;
+	int r;
+
+	unpark(c);
+	if (f->nwait > 0 || f->background)
+		return;
+	r = lg_flight_leave(w->env->flights, &f->ref, w->env->index);
+	if (f->owner) {
+		if (r != 0)
+			cancel_job(f); /* nobody anywhere waits (or the entry is gone) */
+		return;                /* others wait: the job goes on for them */
+	}
+	if (r == 1) {
+		struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = f->ref.idx, .gen = f->ref.gen };
+		send_to_loop(w, f->ref.owner, &m);
+	}
+	drop_flight(f);
+}
+
+void
+lg_coal_gone(struct lg_conn *c)
+{
+	leave(c);
+}
+
+int
+lg_coal_deadline(struct lg_conn *c)
+{
+	leave(c);
+	atomic_fetch_add(&c->w->env->page->timed_out, 1);
+	if (lg_conn_error(c, 504, 0, NULL) == -1)
+		return -1;
+	lg_conn_resume(c);
+	return 0;
+}
+
+/* Ends owner flight f: frees the entry, wakes every other loop that waits (status: an HTTP
+ * status, or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200), answers f's own
+ * parked connections with status and body, and drops f. */
+/* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
+ * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
+static void
+broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, int status,
+    const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
+{
+	struct lg_msg wake = { .type = LG_MSG_WAKE, .slot = ref->idx, .gen = ref->gen,
+	    .status = (uint32_t)(OK(status) && m == NULL ? WAKE_ALONE : status),
+	    .out_len = m ? m->idx : 0, .arg = m ? m->seq : 0, .queue_ns = queue_ns,
+	    .run_ns = run_ns };
+
+	for (uint32_t i = 0; mask > 0 && i < LG_FLIGHT_LOOPS; i++)
+		if (i != w->env->index && (mask & (1ll << i)))
+			send_to_loop(w, i, &wake);
+}
+
+/* Ends flight f: an owner frees the entry and wakes every other loop that waits (see
+ * broadcast); then f's own parked connections are answered with status and body, and f is
+ * dropped. Never called from inside one of f's connections' own dispatch. */
+static void
+end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, const char *ctype,
+    const void *body, size_t len, uint64_t queue_ns, uint64_t run_ns)
+{
+	struct lg_worker *w = f->w;
+
+	if (f->owner)
+		broadcast(w, &f->ref, lg_flight_complete(w->env->flights, &f->ref), status, m,
+		    queue_ns, run_ns);
+	while (f->waiters != NULL) {
+		struct lg_conn *c = f->waiters;
+		const char *label = c->fl_label;
+		int rc;
+
+		unpark(c);
+		c->queue_ns = queue_ns;
+		c->run_ns = run_ns;
+		lg_obs_unit_begin(w, c);
+		if (OK(status))
+			rc = answer(c, status, ctype, label, 0, 0, body, len);
+		else
+			rc = lg_conn_error(c, status, status == 502,
+			    status == 503 ? "Retry-After: 1\r\n" : NULL);
+		lg_obs_unit_end(w);
+		if (rc == 0)
+			lg_conn_resume(c);
+	}
+	drop_flight(f);
+}
+
+/* Stores an answer for f's key; returns 0 with *m, or -1 (not shareable through the cache). */
+static int
+store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
+    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m)
+{
+	struct lg_worker *w = f->w;
+	struct lg_cache_item it = {
+		.hash = hash, .key = key, .key_len = klen, .status = (uint32_t)status,
+		.ctype = ctype, .val = body, .val_len = len, .ttl_ns = ttl_ms * LG_NS_PER_MS,
+		.stale_ns = OK(status) ? f->pol->stale_ms * LG_NS_PER_MS : 0,
+		.jitter_pct = (unsigned)w->env->cfg->cache_jitter_pct,
+	};
+
+	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
+	    m) == -1) {
+		if (errno == E2BIG)
+			lg_stats_add(&w->coal->ctr->too_large, 1);
+		return -1;
+	}
+	lg_stats_add(&w->coal->ctr->stored, 1);
+	return 0;
+}
+
+/* The key of owner flight f, read back from its shared entry (constant while it is live). */
+static const char *
+flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
+{
+	const struct lg_flight *e = &f->w->env->flights->e[f->ref.idx];
+
+	*len = e->key_len;
+	*hash = e->hash;
+	return e->key;
+}
+
+/* The owner's job ended (word: the slot word, DONE or FAILED). */
+static void
+finish(struct lg_lflight *f, uint64_t word)
+{
+	struct lg_worker *w = f->w;
+	struct lg_arena *a = w->env->arena;
+	struct lg_slot *s = &a->slots[f->slot];
+	uint64_t q = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
+	uint64_t r = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+	struct lg_cache_meta m;
+	size_t klen;
+	uint64_t hash;
+	const char *key = flight_key(f, &klen, &hash);
+	char tmp[192];
+
+	w->coal->by_slot[f->slot] = NULL;
+	ev_timer_stop(w->ev, &f->deadline);
+	const char *ctype;
+	const void *body;
+	size_t len;
+	int code = 500;
+	int failed = lg_slot_state(word) == LG_SLOT_FAILED ||
+	    lg_offload_render(w, f->slot, f->ctype, tmp, sizeof(tmp), &code, &ctype, &body,
+	    &len) == -1;
+
+	if (failed) {
+		uint32_t st = lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_ERROR;
+		const void *meta = st == LG_JOB_BAD_INPUT ? lg_arena_out(a, (uint32_t)f->slot) : NULL;
+		const char *reason;
+
+		code = lg_offload_failure_status(st, meta);
+		reason = lg_http_reason(code);
+		lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
+		log_warn("coalesced job on slot %d failed (status %u): %d to every waiter", f->slot,
+		    st, code);
+		/* Only a kind-level error may be kept, and only for the negative TTL. */
+		if (((code >= 400 && code <= 499) || code == 500) && f->pol->negative_ttl_ms > 0)
+			store(f, key, klen, hash, code, "text/plain", reason, strlen(reason),
+			    f->pol->negative_ttl_ms, &m);
+		lg_slot_release(s, f->slot_gen);
+		end_flight(f, code, NULL, NULL, NULL, 0, q, r);
+		return;
+	}
+	/* Stored before the flight ends: a request arriving after it finds the answer. */
+	int shared = store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms, &m) == 0;
+	uint32_t gen = f->slot_gen; /* end_flight frees f */
+
+	end_flight(f, code, shared ? &m : NULL, ctype, body, len, q, r);
+	lg_slot_release(s, gen); /* every own waiter has its copy */
+}
+
+int
+lg_coal_completion(struct lg_worker *w, const struct lg_msg *m)
+{
+	struct lg_lflight *f = w->coal ? w->coal->by_slot[m->slot] : NULL;
+	uint64_t word;
+
+	if (f == NULL || f->slot_gen != m->gen)
+		return 0;
+	word = atomic_load(&w->env->arena->slots[m->slot].word);
+	if (lg_slot_gen(word) != m->gen || (lg_slot_state(word) != LG_SLOT_DONE &&
+	    lg_slot_state(word) != LG_SLOT_FAILED))
+		return 0;
+	finish(f, word);
+	return 1;
+}
+
+static void
+deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_lflight *f = t->data;
+	struct lg_worker *w = f->w;
+	struct lg_slot *s = &w->env->arena->slots[f->slot];
+	uint64_t word = atomic_load(&s->word);
+	enum lg_slot_state st = lg_slot_state(word);
+	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)f->slot, .gen = f->slot_gen };
+
+	if (lg_slot_gen(word) == f->slot_gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
+		finish(f, word); /* finished just now; its header is still in the channel */
+		return;
+	}
+	log_warn("coalesced job on slot %d past its deadline (%s): 504 to every waiter", f->slot,
+	    st == LG_SLOT_RUNNING ? "running" : "queued");
+	w->coal->by_slot[f->slot] = NULL;
+	lg_slot_release(s, f->slot_gen);
+	if (st == LG_SLOT_RUNNING && lg_chan_send(w->env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
+		log_error("cannot ask the master to kill the runner of slot %d: %s", f->slot,
+		    strerror(errno));
+	for (struct lg_conn *c = f->waiters; c != NULL; c = c->fl_next)
+		atomic_fetch_add(&w->env->page->timed_out, 1);
+	end_flight(f, 504, NULL, NULL, NULL, 0, 0, 0);
+}
+
+/* c has claimed a job slot (c->slot, c->gen) for the job of new owner flight ref: sends it and
+ * hands the slot over to the flight; c is parked on it unless this is a background refresh.
+ * Returns 0, or -1 after answering c 503 (or, background, after giving the slot back). */
+static int
+start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
+{
+	struct lg_worker *w = c->w;
+	struct lg_lflight *f = add_flight(w, ref, c->pol);
+
+	if (f == NULL || lg_offload_send(c) == -1) {
+		lg_offload_release(c);
+		/* Anyone who joined meanwhile is told 503 too. */
+		broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0, 0);
+		if (f != NULL)
+			drop_flight(f);
+		return background ? -1 : lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	}
+	f->owner = 1;
+	f->slot = c->slot;
+	f->slot_gen = c->gen;
+	f->background = background;
+	f->deadline_ms = c->deadline_ms;
+	f->ctype = c->ctype;
+	if (w->pending[c->slot] == c)
+		w->pending[c->slot] = NULL; /* completions go to the flight (lg_coal_completion) */
+	c->slot = -1; /* the flight holds it now */
+	w->coal->by_slot[f->slot] = f;
+	lg_stats_add(&w->coal->ctr->jobs, 1);
+	ev_timer_set(&f->deadline, f->deadline_ms / 1000., 0.);
+	ev_timer_start(w->ev, &f->deadline);
+	if (!background)
+		park(c, f, "miss");
+	return 0;
+}
+
+/* c runs its own job, not shared: claim at dispatch and queue. Returns 0 or -1 (closed). */
+static int
+run_alone(struct lg_conn *c)
+{
+	lg_stats_add(&c->w->coal->ctr->jobs, 1);
+	if (c->w->coal->claim(c) == -1)
+		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	return lg_offload_start(c);
+}
+
+/* A stale answer was sent: start one background job for the key unless one is in flight or
+ * no slot is free (a full pool keeps serving stale). */
+static void
+refresh(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
+{
+	struct lg_worker *w = c->w;
+	struct lg_flight_ref ref;
+	int rc;
+
+	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len))
+		return;
+	if (w->coal->claim(c) == -1)
+		return;
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
+	    c->gen, lg_now_ns(), &ref);
+	if (rc == LG_FLIGHT_CREATED) {
+		lg_stats_add(&w->coal->ctr->refreshes, 1);
+		start_owner(c, &ref, 1);
+		return;
+	}
+	lg_offload_release(c);
+	/* Joined one that appeared since the peek, with no connection to park: leave again. */
+	if (rc == LG_FLIGHT_JOINED && find(w->coal, ref.idx, ref.gen) == NULL &&
+	    lg_flight_leave(w->env->flights, &ref, w->env->index) == 1) {
+		struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref.idx, .gen = ref.gen };
+		send_to_loop(w, ref.owner, &m);
+	}
+}
+
+/* c joined flight ref: park it on this loop's record of the flight. */
+static int
+join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
+{
+	struct lg_lflight *f = find(c->w->coal, ref->idx, ref->gen);
+
+	if (f == NULL && (f = add_flight(c->w, ref, c->pol)) == NULL) {
+		if (lg_flight_leave(c->w->env->flights, ref, c->w->env->index) == 1) {
+			struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref->idx, .gen = ref->gen };
+			send_to_loop(c->w, ref->owner, &m);
+		}
+		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	}
+	lg_stats_add(&c->w->coal->ctr->coalesced, 1);
+	park(c, f, "coalesced");
+	return 0;
+}
+
+/* No job in flight for the key: claim a slot and make this request's job the key's flight,
+ * checking the cache once more first (groupcache: another flight may have just filled it). */
+static int
+start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
+{
+	struct lg_worker *w = c->w;
+	struct lg_flight_ref ref;
+	struct lg_cache_meta m;
+	int rc;
+
+	if (w->coal->claim(c) == -1)
+		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
+	    c->gen, lg_now_ns(), &ref);
+	if (rc == LG_FLIGHT_BUSY) {
+		lg_stats_add(&w->coal->ctr->busy, 1);
+		lg_stats_add(&w->coal->ctr->jobs, 1);
+		return lg_offload_start(c);
+	}
+	if (rc == LG_FLIGHT_JOINED) {
+		lg_offload_release(c);
+		return join_local(c, &ref);
+	}
+	if (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m) == LG_CACHE_FRESH) {
+		/* Filled since our first look: end the new flight with that answer at once (any
+		 * loop that joined it meanwhile is woken with the same cache entry). */
+		int out;
+
+		lg_offload_release(c);
+		broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status, &m, 0, 0);
+		if (answer_cached(c, &m, "hit", &out)) {
+			lg_obs_route_hit(c);
+			lg_stats_add(&w->coal->ctr->hits, 1);
+			return out;
+		}
+		return run_alone(c);
+	}
+	lg_obs_route_hit(c);
+	return start_owner(c, &ref, 0);
+}
+
+int
+lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
+{
+	struct lg_worker *w = c->w;
+	struct lg_coal *k = w->coal;
+	const struct lg_policy *p = c->pol;
+	char key[LG_FLIGHT_KEY_MAX];
+	size_t len;
+	uint64_t hash;
+	struct lg_cache_meta m;
+	struct lg_flight_ref ref;
+	int rc;
+
+	k->claim = claim;
+	if (c->coal_alone || lg_coal_key(c, key, &len) == -1)
+		return run_alone(c);
+	hash = lg_flight_hash(LG_FLIGHT_HASH_INIT, key, len);
+	if (p->ttl_ms || p->stale_ms || p->negative_ttl_ms) {
+		switch (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m)) {
+		case LG_CACHE_FRESH:
+			if (answer_cached(c, &m, "hit", &rc)) {
+				lg_obs_route_hit(c);
+				count(c, &k->ctr->hits);
+				return rc;
+			}
+			break;
+		case LG_CACHE_STALE:
+			if (answer_cached(c, &m, "stale", &rc)) {
+				lg_obs_route_hit(c);
+				count(c, &k->ctr->stale);
+				if (rc == 0)
+					refresh(c, key, len, hash);
+				return rc;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	count(c, &k->ctr->misses);
+	if (!p->coalesce)
+		return run_alone(c);
+	switch (lg_flight_join(w->env->flights, hash, key, len, w->env->index, &ref)) {
+	case LG_FLIGHT_JOINED:
+		lg_obs_route_hit(c);
+		return join_local(c, &ref);
+	case LG_FLIGHT_BUSY:
+		lg_stats_add(&k->ctr->busy, 1);
+		return run_alone(c);
+	default:
+		return start_miss(c, key, len, hash);
+	}
+}
+
+/* Every parked connection of f is dispatched again (alone: each runs its own job). */
+static void
+retry_all(struct lg_lflight *f, int alone)
+{
+	struct lg_worker *w = f->w;
+	struct lg_conn *list = f->waiters;
+
+	f->waiters = NULL;
+	drop_flight(f);
+	while (list != NULL) {
+		struct lg_conn *c = list;
+
+		list = c->fl_next;
+		c->fl = NULL;
+		ev_timer_stop(w->ev, &c->timer);
+		c->coal_alone = alone;
+		lg_obs_unit_begin(w, c);
+		int rc = lg_coal_dispatch(c, w->coal->claim);
+		lg_obs_unit_end(w);
+		if (rc == 0)
+			lg_conn_resume(c);
+	}
+}
+
+/* WAKE on a loop with parked connections: the owner's job ended. */
+static void
+wake(struct lg_worker *w, const struct lg_msg *m)
+{
+	struct lg_lflight *f = find(w->coal, m->slot, m->gen);
+	struct lg_cache_meta meta;
+	char *buf;
+
+	if (f == NULL || f->owner)
+		return; /* nobody left here (they left after the job ended) */
+	if (m->status == WAKE_RETRY || m->status == WAKE_ALONE) {
+		retry_all(f, m->status == WAKE_ALONE);
+		return;
+	}
+	if (!OK(m->status)) {
+		end_flight(f, (int)m->status, NULL, NULL, NULL, 0, m->queue_ns, m->run_ns);
+		return;
+	}
+	if (m->out_len > UINT32_MAX ||
+	    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == -1 ||
+	    (buf = malloc(meta.val_len ? meta.val_len : 1)) == NULL) {
+		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
+		return;
+	}
+	if (lg_cache_copy(w->env->cache, &meta, buf, meta.val_len) == -1) {
+		free(buf);
+		retry_all(f, 0);
+		return;
+	}
+	end_flight(f, (int)meta.status, NULL, meta.ctype, buf, meta.val_len, m->queue_ns, m->run_ns);
+	free(buf);
+}
+
+void
+lg_coal_message(struct lg_worker *w, const struct lg_msg *m)
+{
+	struct lg_lflight *f;
+
+	if (w->coal == NULL)
+		return;
+	if (m->type == LG_MSG_WAKE) {
+		wake(w, m);
+		return;
+	}
+	/* UNWANTED: the last waiter elsewhere left our job's flight. */
+	f = find(w->coal, m->slot, m->gen);
+	if (f != NULL && f->owner && f->nwait == 0 && !lg_flight_live(w->env->flights, &f->ref))
+		cancel_job(f);
+}

@@ -1,0 +1,56 @@
+/* Single-flight and the result cache, seen from a loop worker (shm/flight.h, shm/cache.h,
+ * common/policy.h; docs/CACHE.md).
+ *
+ * A request of a route with a rule is decided at dispatch: a fresh cached answer is sent at
+ * once (X-Cache: hit); a stale one is sent at once while one background job refreshes it
+ * (stale); a job already in flight for the key is joined and the connection parked until it
+ * ends (coalesced); otherwise this request's job becomes the key's flight (miss). The loop that
+ * claimed the job slot owns the flight; when the job ends it stores the answer in the cache
+ * first, frees the flight entry, answers its own parked connections and sends one WAKE to each
+ * other loop that has parked connections, which answers its own from the cache entry. Parked
+ * connections are woken by that message on the completion channel, never by polling. */
+#ifndef LG_WORKER_COALESCE_H
+#define LG_WORKER_COALESCE_H
+
+#include "common/buf.h"
+#include "shm/cache.h"
+#include "shm/wire.h"
+#include "worker/conn.h"
+
+/* Sets up w's coalescing state from the configuration's rules. Returns 0, or -1 (ENOMEM). */
+int lg_coal_setup(struct lg_worker *w);
+
+/* Head hook: whether c's route has a rule (then c->coal and c->pol are set and no slot is
+ * claimed before dispatch). c->deadline_ms must hold the route's job deadline. */
+int lg_coal_wants(struct lg_conn *c);
+
+/* Dispatch of a complete bodiless request with c->coal set: answers from the cache, parks c on
+ * a flight, or starts the job, claiming its slot with the router's claim (0, or -1: no slot;
+ * it sets c->slot and the job's kind, route, deadline and content type). Returns 0, or -1 when
+ * c was closed. */
+int lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c));
+
+/* A DONE header for slot m->slot found no connection waiting: if the slot runs a flight of this
+ * loop, finishes it. Returns 1 when it was a flight's, 0 otherwise. */
+int lg_coal_completion(struct lg_worker *w, const struct lg_msg *m);
+
+/* A WAKE or UNWANTED header on the completion channel. */
+void lg_coal_message(struct lg_worker *w, const struct lg_msg *m);
+
+/* c is closing while parked on a flight: it leaves; the last waiter leaving cancels the job. */
+void lg_coal_gone(struct lg_conn *c);
+
+/* c's own deadline passed while parked: it leaves and is answered 504. Returns 0 or -1. */
+int lg_coal_deadline(struct lg_conn *c);
+
+/* The key of c's request (common/policy.h): method (HEAD as GET), path, the listed query
+ * parameters and headers, into key (LG_FLIGHT_KEY_MAX bytes), *len bytes. Returns 0, or -1
+ * when the request must not share: credentials the rule keeps out of sharing, kept headers
+ * that did not fit, or a longer key. */
+int lg_coal_key(const struct lg_conn *c, char *key, size_t *len);
+
+/* Appends the single-flight and cache families of /metrics (Prometheus text 0.0.4) to b.
+ * Returns 0, or -1 when b overflowed. */
+int lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca);
+
+#endif
