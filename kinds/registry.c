@@ -82,6 +82,12 @@ check_abi(const struct lagless_module *m, const char *path, char *err, size_t ca
 		    (size_t)KIND_SIZE_1_0);
 		return -1;
 	}
+	if (m->kind_size > LG_MODULE_KIND_SIZE_MAX || m->nkinds > LG_MODULE_NKINDS_MAX) {
+		snprintf(err, cap, "%s: module descriptor says %u kinds of %u bytes; lagless takes "
+		    "at most %u kinds of at most %u bytes", file, m->nkinds, m->kind_size,
+		    LG_MODULE_NKINDS_MAX, LG_MODULE_KIND_SIZE_MAX);
+		return -1;
+	}
 	if (m->signature == NULL || strcmp(m->signature, LAGLESS_SIGNATURE) != 0) {
 		snprintf(err, cap, "%s: module built for signature \"%s\", lagless is \"%s\"", file,
 		    m->signature ? m->signature : "(none)", LAGLESS_SIGNATURE);

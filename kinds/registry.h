@@ -18,6 +18,10 @@
 
 #define LG_NAME_MAX  64   /* module and kind names */
 #define LG_PATH_MAX  256  /* route paths, module files */
+/* Bounds on what a module descriptor may claim, checked before kinds[] is read: a lying
+ * nkinds or kind_size (kind_size = 1<<30) must be refused, not followed off the image. */
+#define LG_MODULE_NKINDS_MAX    1024u
+#define LG_MODULE_KIND_SIZE_MAX 4096u
 
 /* Route methods (a bit set). */
 #define LG_M_GET    0x01u

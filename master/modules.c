@@ -4,12 +4,15 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "kinds/registry.h"
 
 /* Files already opened by this master, to reuse on reload when unchanged. */
 struct loaded {
@@ -127,6 +130,75 @@ fail:
 	return -1;
 }
 
+/* One address range and whether it lies wholly inside a readable PT_LOAD segment of the object
+ * loaded at base (dl_iterate_phdr(3) walks every loaded object). */
+struct range_q {
+	ElfW(Addr) base;
+	uintptr_t p;
+	size_t n;
+	int found, inside;
+};
+
+static int
+range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct range_q *q = arg;
+
+	(void)size;
+	if (info->dlpi_addr != q->base)
+		return 0;
+	q->found = 1;
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && q->p >= lo &&
+		    q->p - lo <= ph->p_memsz && q->n <= ph->p_memsz - (q->p - lo))
+			q->inside = 1;
+	}
+	return 1;
+}
+
+static int
+in_image(void *handle, const void *p, size_t n)
+{
+	struct link_map *lm = NULL;
+	struct range_q q = { 0, (uintptr_t)p, n, 0, 0 };
+
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == -1 || lm == NULL)
+		return 0;
+	q.base = lm->l_addr;
+	dl_iterate_phdr(range_cb, &q);
+	return q.found && q.inside;
+}
+
+int
+lg_modules_check_image(void *handle, const struct lagless_module *m, const char *path,
+    char *err, size_t cap)
+{
+	if (!in_image(handle, m, sizeof(*m))) {
+		snprintf(err, cap, "%s: the %s descriptor (%zu bytes) does not lie inside the "
+		    "module's loaded image; not loaded", path, LAGLESS_MODULE_SYMBOL, sizeof(*m));
+		return -1;
+	}
+	if (m->magic != LAGLESS_MODULE_MAGIC || m->abi_major != LAGLESS_ABI_MAJOR)
+		return 0; /* the registry names the mismatch; it reads nothing else of it */
+	if (m->kind_size > LG_MODULE_KIND_SIZE_MAX || m->nkinds > LG_MODULE_NKINDS_MAX) {
+		snprintf(err, cap, "%s: module descriptor says %u kinds of %u bytes; lagless takes "
+		    "at most %u kinds of at most %u bytes (a corrupt or hand-made descriptor?)", path,
+		    m->nkinds, m->kind_size, LG_MODULE_NKINDS_MAX, LG_MODULE_KIND_SIZE_MAX);
+		return -1;
+	}
+	if (m->kinds != NULL &&
+	    !in_image(handle, m->kinds, (size_t)m->nkinds * m->kind_size)) {
+		snprintf(err, cap, "%s: module descriptor says %u kinds of %u bytes, but that kinds[] "
+		    "array does not lie inside the module's loaded image (nkinds larger than the "
+		    "array?); not loaded", path, m->nkinds, m->kind_size);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 open_copy(int mfd, const char *path, void **handle, const struct lagless_module **desc,
     char *err, size_t cap)
@@ -146,6 +218,10 @@ open_copy(int mfd, const char *path, void **handle, const struct lagless_module 
 		snprintf(err, cap, "%s: no %s symbol: not a lagless module (build it with "
 		    "LAGLESS_MODULE from lagless/module.h)", path, LAGLESS_MODULE_SYMBOL);
 		dlclose(*handle); /* nothing of it ran or is referenced */
+		return -1;
+	}
+	if (lg_modules_check_image(*handle, *desc, path, err, cap) == -1) {
+		dlclose(*handle); /* only its constructors ran; nothing of it is referenced */
 		return -1;
 	}
 	return 0;

@@ -20,6 +20,14 @@
 int lg_modules_open(const char *path, void **handle, const struct lagless_module **desc,
     char *err, size_t cap);
 
+/* Checks, before anything reads kinds[], that the descriptor m of the module opened as handle
+ * and (when its magic and ABI major are lagless's) its whole kinds[] array (nkinds * kind_size
+ * bytes, each bounded by LG_MODULE_*_MAX) lie inside readable loaded segments of that module
+ * (dlinfo(3) link map + dl_iterate_phdr(3)): a lying descriptor is refused, never followed.
+ * Returns 0, or -1 with one line in err naming path. */
+int lg_modules_check_image(void *handle, const struct lagless_module *m, const char *path,
+    char *err, size_t cap);
+
 /* Checks that buf (len bytes) is a complete ELF shared object of this machine's class: the
  * header, the program and section header tables and every loadable segment lie within len.
  * Returns 0 or -1 with the reason in err. */
