@@ -344,29 +344,40 @@ lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 	return done;
 }
 
+/* Reason phrases of RFC 9110 section 15 (and 429, 431 of RFC 6585) for every status lagless
+ * sends itself or a module may choose (set_status: any 2xx with LAGLESS_OK, any 4xx with
+ * LAGLESS_BAD_INPUT). 418 is "(Unused)" in RFC 9110; we send the phrase clients know. A
+ * registered code outside the table still goes out, as "Unknown". */
+static const struct {
+	int status;
+	const char *reason;
+} reasons[] = {
+	{ 100, "Continue" },
+	{ 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+	{ 203, "Non-Authoritative Information" }, { 204, "No Content" }, { 205, "Reset Content" },
+	{ 206, "Partial Content" },
+	{ 400, "Bad Request" }, { 401, "Unauthorized" }, { 402, "Payment Required" },
+	{ 403, "Forbidden" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
+	{ 406, "Not Acceptable" }, { 407, "Proxy Authentication Required" },
+	{ 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
+	{ 411, "Length Required" }, { 412, "Precondition Failed" }, { 413, "Content Too Large" },
+	{ 414, "URI Too Long" }, { 415, "Unsupported Media Type" }, { 416, "Range Not Satisfiable" },
+	{ 417, "Expectation Failed" }, { 418, "I'm a teapot" }, { 421, "Misdirected Request" },
+	{ 422, "Unprocessable Content" }, { 426, "Upgrade Required" },
+	{ 428, "Precondition Required" }, { 429, "Too Many Requests" },
+	{ 431, "Request Header Fields Too Large" },
+	{ 500, "Internal Server Error" }, { 501, "Not Implemented" }, { 502, "Bad Gateway" },
+	{ 503, "Service Unavailable" }, { 504, "Gateway Timeout" },
+	{ 505, "HTTP Version Not Supported" },
+};
+
 const char *
 lg_http_reason(int status)
 {
-	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 417: return "Expectation Failed";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Unknown";
-	}
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		if (reasons[i].status == status)
+			return reasons[i].reason;
+	return "Unknown";
 }
 
 const char *

@@ -872,6 +872,17 @@ test_reason(void **state)
 	assert_string_equal(lg_http_reason(503), "Service Unavailable");
 	assert_string_equal(lg_http_reason(504), "Gateway Timeout");
 	assert_string_equal(lg_http_reason(505), "HTTP Version Not Supported");
+	/* every 2xx and 4xx of RFC 9110 section 15 a module may choose with set_status */
+	static const int rfc9110[] = { 200, 201, 202, 203, 204, 205, 206, 400, 401, 402, 403, 404,
+		405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416, 417, 418, 421, 422, 426 };
+	for (size_t i = 0; i < sizeof(rfc9110) / sizeof(rfc9110[0]); i++)
+		assert_string_not_equal(lg_http_reason(rfc9110[i]), "Unknown");
+	assert_string_equal(lg_http_reason(201), "Created");
+	assert_string_equal(lg_http_reason(204), "No Content");
+	assert_string_equal(lg_http_reason(409), "Conflict");
+	assert_string_equal(lg_http_reason(418), "I'm a teapot");
+	assert_string_equal(lg_http_reason(422), "Unprocessable Content");
+	assert_string_equal(lg_http_reason(429), "Too Many Requests");
 	assert_string_equal(lg_http_reason(0), "Unknown");
 	assert_string_equal(lg_http_reason(299), "Unknown");
 	assert_string_equal(lg_http_reason(-1), "Unknown");
