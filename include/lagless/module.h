@@ -14,6 +14,9 @@
  *   - size is smaller than the descriptor of ABI 1.0 or kind_size smaller than the kind of 1.0;
  *   - signature differs from the host's LAGLESS_SIGNATURE (pointer, size_t, long, int widths and
  *     byte order: a module built for another machine model);
+ *   - nkinds or kind_size is over the host's bounds (1024 kinds, 4096 bytes), or the
+ *     descriptor or the kinds[] array (nkinds * kind_size bytes) does not lie inside the
+ *     module's loaded image;
  *   - a kind has no name or no run function, or its name clashes with another kind.
  *
  * Compatibility rules (what lets either side grow without breaking the other):
@@ -26,6 +29,11 @@
  *   - Enum values and constants below are never renumbered within a major.
  *
  * Life cycle of a module, in the host's processes:
+ *   0. master, at dlopen, before the ABI check (before the descriptor is read): the constructors
+ *      (__attribute__((constructor)), C++ static initialisers, those of libraries it links) run
+ *      in the master, even for a module that is then refused. They must do nothing but
+ *      initialise static data: no thread, file, socket, signal handler or library set-up (the
+ *      master forks every process; do such work in init, after fork).
  *   1. master, at `lagless -t`, start-up and each SIGHUP, before any fork: dlopen, validate the
  *      descriptor, then call check(module config) and, for every route that uses one of its
  *      kinds, kind.check(route config). A failure is reported with the configuration file, line
