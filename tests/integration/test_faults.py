@@ -258,19 +258,39 @@ def test_on_client_gone_rejects_bad_value():
     assert p.returncode == 2 and b"stuck-loop-ms" in p.stderr, p
 
 
-@pytest.mark.timeout(60)
+def stop_owner_while_job_runs(srv, seconds):
+    """Sends a /heavy job of about `seconds`, SIGSTOPs the loop worker that owns its connection
+    and returns (socket, owner pid) once the job was seen still queued or running on compute
+    AFTER the stop: its completion then reaches a loop that cannot read it. On a loaded machine
+    the job can end before the test finds and stops its loop (the loop then answers it); that
+    attempt is let go (SIGCONT, its answer read) and retried with a job four times longer."""
+    n = heavy_iterations_for(srv.port, seconds)
+    for _ in range(4):
+        s = send_get(srv.port, "/heavy?iterations=%d" % n)
+        owner = wait_until(lambda: socket_owner(srv, s), 3)
+        assert owner, "no loop worker accepted the connection within 3 s"
+        os.kill(owner, signal.SIGSTOP)
+        doc = health(srv.port)["slots"]
+        if doc["running"] + doc["queued"] == 1:
+            return s, owner
+        os.kill(owner, signal.SIGCONT)  # lost the race: the job was done (or not yet sent)
+        s.settimeout(30)
+        assert read_response(s).status == 200
+        s.close()
+        assert wait_until(lambda: slots_all_free(srv.port), 10), health(srv.port)
+        n *= 4
+    raise AssertionError("the job always ended before its loop worker was stopped")
+
+
+@pytest.mark.timeout(90)
 def test_loop_death_reclaims_and_drops_stale_completion(start_server):
     srv = start_server("--loop-workers", "2", "--compute-workers", "1", "--log-level", "debug",
                        "--stuck-loop-ms", "60000", "--deadline-ms", "60000")
     loops = srv.wait_children("loop", 2)
-    n = heavy_iterations_for(srv.port, 0.8)
-    s = send_get(srv.port, "/heavy?iterations=%d" % n)
-    owner = wait_until(lambda: socket_owner(srv, s), 3)
-    assert owner, "no loop worker accepted the connection within 3 s"
-    os.kill(owner, signal.SIGSTOP)
+    s, owner = stop_owner_while_job_runs(srv, 0.8)
     try:
         # the job finishes while its loop cannot read the completion: it stays in the channel
-        assert wait_until(lambda: health(srv.port)["slots"]["running"] == 0, 10)
+        assert wait_until(lambda: health(srv.port)["slots"]["running"] == 0, 30)
     finally:
         os.kill(owner, signal.SIGKILL)
     s.settimeout(5)
