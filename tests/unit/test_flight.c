@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -255,17 +256,21 @@ test_reclaim_dead_loop(void **state)
 /* Semantic 6 under real concurrency: process A creates and cancels a flight in a loop while
  * process B joins and leaves it. A join that succeeds must hold a live entry until B leaves it
  * (a cancelling leave can never empty the mask while B's bit is set), and B's leave of a joined
- * ref never fails. Any violation exits the child with a non-zero status. */
+ * ref never fails. Any violation exits the child with a non-zero status. Both go on for at least
+ * 300 ms and until B has joined RACE_JOINS times (counted in *joins, shared): on a loaded machine
+ * (or under ASan) the two may barely overlap in a fixed window; 20 s bound the wait. */
+#define RACE_JOINS 200
+
 static void
-racer(int creator, uint64_t until_ns)
+racer(int creator, uint64_t min_ns, uint64_t max_ns, _Atomic long *joins)
 {
 	struct lg_flight_ref r;
-	long joined = 0;
 
 	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		if ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec > until_ns)
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (now > max_ns || (now > min_ns && atomic_load(joins) >= RACE_JOINS))
 			break;
 		if (creator) {
 			int rc = create("race", 0, 1, &r);
@@ -280,15 +285,15 @@ racer(int creator, uint64_t until_ns)
 		}
 		if (join("race", 1, &r) != LG_FLIGHT_JOINED)
 			continue;
-		joined++;
 		if (!lg_flight_live(&tab, &r))
 			_exit(12);
 		if ((lg_flight_mask(atomic_load(&tab.e[r.idx].word)) & 2u) == 0)
 			_exit(13);
 		if (lg_flight_leave(&tab, &r, 1) == -1)
 			_exit(14);
+		atomic_fetch_add(joins, 1);
 	}
-	_exit(creator || joined > 0 ? 0 : 15);
+	_exit(creator || atomic_load(joins) > 0 ? 0 : 15);
 }
 
 static void
@@ -297,18 +302,25 @@ test_race_join_against_cancel(void **state)
 	struct timespec ts;
 	pid_t p[2];
 	uint32_t counts[3];
+	_Atomic long *joins = mmap(NULL, sizeof(*joins), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
+	assert_true(joins != MAP_FAILED);
+	atomic_store(joins, 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t until = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 300000000u;
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	for (int i = 0; i < 2; i++)
 		if ((p[i] = fork()) == 0)
-			racer(i == 0, until);
+			racer(i == 0, now + 300000000u, now + 20000000000u, joins);
 	for (int i = 0; i < 2; i++) {
 		int st;
 		assert_int_equal(waitpid(p[i], &st, 0), p[i]);
 		assert_true(WIFEXITED(st));
 		assert_int_equal(WEXITSTATUS(st), 0);
 	}
+	print_message("joins %ld\n", atomic_load(joins));
+	assert_true(atomic_load(joins) >= RACE_JOINS);
+	munmap((void *)joins, sizeof(*joins));
 	lg_flight_census(&tab, counts);
 	assert_int_equal(counts[LG_FLIGHT_FREE], tab.n);
 }
