@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import Call, calibrate_heavy, get, heavy_result, pid_alive, proc_stat
+from conftest import Call, calibrate_heavy, get, heavy_result, pid_alive, proc_stat, wait_until
 
 # far longer than any deadline below (minutes of CPU): only the deadline can end it
 ENDLESS = 100_000_000_000
@@ -49,15 +49,22 @@ def test_deadline_counts_queue_wait(start_server):
     na = int(ips * 1.0)
     nb = int(ips * 2.8)
     a = Call(get, srv.port, "/heavy?iterations=%d" % na, timeout=20)
+    ta = time.monotonic()
     a.start()
-    time.sleep(0.1)
+    # B must queue behind A: wait until A runs on the one compute process (a fixed sleep let a
+    # slow A arrive after B on a loaded machine)
+    assert wait_until(lambda: get(srv.port, "/health", timeout=5).json()["slots"]["running"] == 1,
+                      5), "job A did not start within 5 s"
     t0 = time.monotonic()
     rb = get(srv.port, "/heavy?iterations=%d" % nb, timeout=20)
     elapsed = time.monotonic() - t0
     ra = a.get(20)
+    a_done = ta + a.elapsed - t0  # when A ended (and B started), seconds after B was sent
     assert ra.status == 200, ("job A (about 1 s) should finish within 3 s", ra)
     assert rb.status == 504, ("queued job B should pass its deadline counting queue wait", rb)
-    assert 2.5 < elapsed < 3.6, "queued job's 504 after %.3f s with a 3 s deadline" % elapsed
+    # counted from B's start, the 504 would come 3 s after A ended: half of A's run is the margin
+    assert 2.5 < elapsed < 3.0 + max(0.3, a_done / 2), \
+        "queued job's 504 after %.3f s with a 3 s deadline (A ended at %.3f s)" % (elapsed, a_done)
     # afterwards the pool recovers
     srv.wait_children("compute", 1, timeout=3)
     ok = None
