@@ -105,13 +105,20 @@ def test_fixture_quota_shrinks_and_grows_the_pool(tmp_path):
         assert st["resize"]["compute_max"] == 16  # the fixture host has 16 CPUs online
         load = SteadyLoad(srv.port)
         load.start()
+        # the load is answered before, between and after the changes (waited for: a loaded
+        # machine may run both changes before a fixed count of answers)
+        assert wait_until(lambda: len(load.answers) >= 2, 30), load.answers
         write_cpu_max(root, 100000)
         assert follows(srv, 1, 1, 2), status(srv.port)
         assert status(srv.port)["slots"]["total"] == 3
         assert notify.wait_for("budget 1 CPU"), notify.messages
+        n = len(load.answers)
+        assert wait_until(lambda: len(load.answers) >= n + 2, 30), load.answers
         write_cpu_max(root, 200000)
         assert follows(srv, 2, 2, 4), status(srv.port)
         assert notify.wait_for("budget 2 CPU"), notify.messages
+        n = len(load.answers)
+        assert wait_until(lambda: len(load.answers) >= n + 2, 30), load.answers
         assert load.finish() > 4
         st = status(srv.port)
         assert st["resize"]["budget_changes"] == 2 and st["resize"]["last_change"] is not None
