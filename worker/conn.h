@@ -68,7 +68,11 @@ struct lg_worker {
 	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
 	int nconns;
 	int accepting;                /* accept_io is started */
-	int accept_paused_until_tick; /* EMFILE/ENFILE back-off */
+	int accept_paused_until_tick; /* EMFILE/ENFILE back-off: no refusals on this tick */
+	ev_tstamp emfile_warned_at;   /* rate limit of the "pausing accept" warning (loop.c) */
+	uint64_t emfile_warn_repeats;
+	ev_tstamp refuse_warned_at;   /* and of the over --max-conns refusal warning */
+	uint64_t refuse_warn_repeats;
 	int draining;
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/backing.h) */

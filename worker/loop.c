@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -12,6 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "kinds/registry.h"
+#include "shm/stats.h"
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/metrics.h"
@@ -40,6 +42,70 @@ resume_accept(struct lg_worker *w)
 	}
 }
 
+/* Over --max-conns: a client refused this way gets an answer instead of a hang (a liveness
+ * probe fails fast and clearly rather than by timing out). Fixed bytes, never parsed. */
+static const char refused_503[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: text/plain\r\n"
+    "Content-Length: 22\r\n"
+    "Retry-After: 1\r\n"
+    "Connection: close\r\n"
+    "\r\n"
+    "too many connections\r\n";
+
+/* At most one warning per this many seconds per loop worker for a repeated condition. */
+#define WARN_EVERY_S 10.0
+
+/* A warning for something that repeats (EMFILE every tick, refusals under a flood): logged at
+ * most once per WARN_EVERY_S, with the count of repeats it stood for. */
+static void
+warn_limited(struct lg_worker *w, ev_tstamp *last, uint64_t *repeats, const char *what)
+{
+	ev_tstamp now = ev_now(w->ev);
+
+	if (*last != 0 && now - *last < WARN_EVERY_S) {
+		(*repeats)++;
+		return;
+	}
+	if (*repeats)
+		log_warn("%s (repeated %llu times in the last %.0f s)", what, (unsigned long long)*repeats,
+		    now - *last);
+	else
+		log_warn("%s", what);
+	*last = now;
+	*repeats = 0;
+}
+
+/* Accept whatever is still queued on the listen socket while this loop worker is full, answer
+ * each with the fixed 503 (one non-blocking send) and close it. Run from the tick, not from
+ * readiness: a loop worker with room has had up to a tick to take the connection first, so a
+ * full worker refuses only what no other would take. The receive buffer is read empty before
+ * the close so the kernel sends FIN, not RST, and the answer is not lost (RFC 9112 9.6). */
+static void
+refuse_queued(struct lg_worker *w)
+{
+	char sink[512];
+	int n = 0;
+
+	for (; n < ACCEPT_BATCH; n++) {
+		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1)
+			break;
+		(void)send(fd, refused_503, sizeof(refused_503) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		for (int k = 0; k < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+			;
+		shutdown(fd, SHUT_WR);
+		close(fd);
+	}
+	if (n == 0)
+		return;
+	lg_stats_add(&w->env->page->conns_refused, (uint64_t)n);
+	char what[128];
+	snprintf(what, sizeof(what), "%d connection(s) over --max-conns %d refused with 503", n,
+	    w->env->cfg->max_conns);
+	warn_limited(w, &w->refuse_warned_at, &w->refuse_warn_repeats, what);
+}
+
 static void
 accept_conns(struct lg_worker *w)
 {
@@ -53,7 +119,11 @@ accept_conns(struct lg_worker *w)
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* Out of descriptors: stop polling the ready socket, or the loop
 				 * spins at 100% CPU; the tick retries. */
-				log_warn("accept: %s; pausing accept", strerror(errno));
+				char what[128];
+				snprintf(what, sizeof(what), "accept: %s; pausing accept",
+				    strerror(errno));
+				warn_limited(w, &w->emfile_warned_at, &w->emfile_warn_repeats, what);
+				w->accept_paused_until_tick = 1;
 				pause_accept(w);
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
@@ -90,6 +160,9 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
 	lg_conn_tick(w);
+	if (!w->draining && !w->accept_paused_until_tick && w->nconns >= w->env->cfg->max_conns)
+		refuse_queued(w);
+	w->accept_paused_until_tick = 0;
 	resume_accept(w);
 }
 

@@ -359,6 +359,10 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	P("lagless_inflight_requests %u\n", inflight);
 	family(b, "lagless_connections_open", "gauge", "Open client connections.");
 	P("lagless_connections_open %u\n", conns);
+	family(b, "lagless_connections_refused_total", "counter",
+	    "Connections accepted over --max-conns and answered 503 at once (Retry-After: 1), "
+	    "then closed.");
+	P("lagless_connections_refused_total %" PRIu64 "\n", SUM(a, 0, nloops, conns_refused));
 	family(b, "lagless_process_restarts_total", "counter",
 	    "Processes the master restarted, by role and reason (crash: killed by a signal; exit: "
 	    "exited by itself; deadline: killed for a job past its deadline; job: died of the job "
