@@ -178,6 +178,9 @@ check_target_form(struct lg_frame *f, const unsigned char *t, size_t len, int op
 	return 0;
 }
 
+/* The longest method token accepted (the longest known one is 16 bytes, BASELINE-CONTROL). */
+#define METHOD_MAX 32
+
 /* A request line with no LF yet, grown past any valid length: name the first rule it breaks. */
 static long
 rl_too_long(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
@@ -186,7 +189,7 @@ rl_too_long(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
 
 	while (m < len && is_tchar(b[m]))
 		m++;
-	if (m == p || m >= len || b[m] != ' ' || m - p > 32)
+	if (m == p || m >= len || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
 	size_t t = m + 1, e = t;
 	while (e < len && b[e] != ' ')
@@ -194,6 +197,29 @@ rl_too_long(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
 	if (check_target(f, b + t, e - t, 0) == -1)
 		return -1;
 	return fail(f, 400, "request line too long");
+}
+
+/* A request line with no LF yet: can its first bytes still start one? A method is 1*tchar
+ * then SP (RFC 9110 section 9.1, RFC 9112 section 3), so a first byte that is no tchar (a TLS
+ * ClientHello starts 0x16, SSH "SSH-" is fine until its CR), or a token longer than any
+ * method, is answered 400 now instead of after the head timeout. The same rules as the
+ * complete-line check below, so both agree on every input. Returns 0 or -1 (f->status set). */
+static long
+rl_cannot_be_http(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
+{
+	size_t m = p;
+
+	while (m < len && m - p <= METHOD_MAX && is_tchar(b[m]))
+		m++;
+	if (m - p > METHOD_MAX)
+		return fail(f, 400, "malformed method");
+	if (m == len)
+		return 0; /* the method may go on */
+	if (m == p && b[m] == '\r' && m + 1 == len)
+		return 0; /* an empty line's LF may follow (RFC 9112 section 2.2) */
+	if (m == p || b[m] != ' ')
+		return fail(f, 400, "malformed method");
+	return 0;
 }
 
 long
@@ -217,13 +243,13 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
 	if (lf == NULL) {
 		f->rl_scanned = len;
-		return len - p > limit ? rl_too_long(f, b, len, p) : 0;
+		return len - p > limit ? rl_too_long(f, b, len, p) : rl_cannot_be_http(f, b, len, p);
 	}
 	size_t end = (size_t)(lf - b); /* index of the LF */
 	size_t m = p;
 	while (m < end && is_tchar(b[m]))
 		m++;
-	if (m == p || b[m] != ' ' || m - p > 32)
+	if (m == p || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
 	size_t t = m + 1, e = t;
 	while (e < end && b[e] != ' ')
