@@ -406,6 +406,16 @@ meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
 	return n;
 }
 
+/* The X-Queue-Ms / X-Run-Ms header lines of an answer to a job that reached the pool, from
+ * c->queue_ns and c->run_ns, then "Retry-After: 1" when retry: every offloaded answer carries
+ * them, 200 or 502/503/504 (README, response headers). */
+static void
+timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
+{
+	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "");
+}
+
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
  * metadata page of the output region. The slot stays held until the response is written when
  * the body is read from the output region. */
@@ -418,10 +428,9 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	/* The metadata is the runner's only when the job ended by itself. */
 	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
 	    st == LG_JOB_TOO_LARGE;
-	char extra[96], text[256];
+	char extra[128], text[256];
 
-	snprintf(extra, sizeof(extra), "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	timing_headers(c, extra, sizeof(extra), 0);
 	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META) {
 		int code = meta->http_status >= 200 && meta->http_status <= 299 ?
 		    (int)meta->http_status : 200;
@@ -446,7 +455,8 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
 		    kind_name(c->w, c->kind), c->slot, (double)c->queue_ns / 1e6);
 		lg_offload_release(c);
-		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		timing_headers(c, extra, sizeof(extra), 1);
+		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
 	size_t n = own ? meta_text(meta->msg, meta->msg_len, sizeof(meta->msg), text, 0) : 0;
@@ -459,8 +469,9 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	log_warn("%s job on slot %d failed (status %u): %d%s%s", kind_name(c->w, c->kind),
 	    c->slot, st, code, n ? ": " : "", n ? text : "");
 	lg_offload_release(c);
+	timing_headers(c, extra, sizeof(extra), code == 503);
 	if (n == 0)
-		return lg_conn_error(c, code, code == 502, code == 503 ? "Retry-After: 1\r\n" : NULL);
+		return lg_conn_error(c, code, code == 502, extra);
 	if (text[n - 1] != '\n' && n + 1 < sizeof(text)) {
 		text[n++] = '\n';
 		text[n] = '\0';
@@ -582,10 +593,11 @@ lg_offload_deadline(struct lg_conn *c)
 		return 0;
 	}
 	running = st == LG_SLOT_RUNNING;
+	c->queue_ns = (running ? s->start_ns : now) - s->enqueue_ns;
+	c->run_ns = running ? now - s->start_ns : 0;
 	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
 	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->slot, c->deadline_ms,
-	    running ? "running" : "queued", (double)((running ? s->start_ns : now) -
-	    s->enqueue_ns) / 1e6, running ? (double)(now - s->start_ns) / 1e6 : 0.);
+	    running ? "running" : "queued", (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
 	atomic_fetch_add(&env->page->timed_out, 1);
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
 	lg_offload_release(c);
@@ -594,7 +606,9 @@ lg_offload_deadline(struct lg_conn *c)
 	if (running && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
 		log_error("cannot ask the master to kill the runner of slot %u: %s", kill.slot,
 		    strerror(errno));
-	if (lg_conn_error(c, 504, 0, NULL) == -1)
+	char extra[128];
+	timing_headers(c, extra, sizeof(extra), 0);
+	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
 	lg_conn_resume(c);
 	return 0;
