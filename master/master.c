@@ -47,9 +47,12 @@ struct master {
 	uint64_t watchdog_ns;  /* systemd watchdog interval; 0 when off */
 	uint64_t next_watchdog;
 	uint64_t next_status;
+	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
 };
 
 static void begin_stop(struct master *m, int how);
+static struct lg_gen *serving(struct master *m);
+static void send_status(struct master *m, int ready);
 
 /* An exit we caused (drain, deadline kill, retirement) is news; any other is a warning. */
 #define log_exit(m, g, c, ...) do { \
@@ -423,28 +426,58 @@ same_listen(const struct lg_config *a, const struct lg_config *b)
 	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port;
 }
 
+static int
+count_gens(const struct master *m)
+{
+	int n = 0;
+
+	for (const struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		n++;
+	return n;
+}
+
+/* A reload that will not start a generation after RELOADING=1 was sent (a deferred one): READY=1
+ * with the status line, so systemd leaves the reloading state. */
+static void
+reload_done(struct master *m, int notified)
+{
+	if (notified && serving(m)->ready)
+		send_status(m, 1);
+}
+
 /* SIGHUP: read the configuration again; if it is valid, start a new generation beside the
  * running one (the retirement of the old one waits until the new one accepts, so no
- * connection is refused). An invalid configuration changes nothing. */
+ * connection is refused). An invalid configuration changes nothing. While MAX_GENS
+ * generations are alive (older ones still draining) the request is remembered, not lost:
+ * run_timers applies it once one has gone, reading the configuration then, so repeated
+ * requests coalesce into the latest configuration (issue 10 item 4). notified: RELOADING=1 was
+ * already sent for this request. */
 static void
-reload(struct master *m)
+reload(struct master *m, int notified)
 {
 	struct lg_config cfg;
 	struct lg_command cmd;
 	struct lg_sizing sz;
 	struct lg_gen *g;
 	char err[512];
-	int ngens = 0;
+	int ngens = count_gens(m);
 
-	for (g = m->gens; g != NULL; g = g->next)
-		ngens++;
-	if (m->stopping || ngens >= MAX_GENS) {
-		log_warn("SIGHUP ignored: %s", m->stopping ? "stopping" :
-		    "older generations are still draining");
+	if (m->stopping) {
+		log_warn("SIGHUP ignored: stopping");
+		return;
+	}
+	if (ngens >= MAX_GENS) {
+		if (!m->reload_pending)
+			lg_notify_reloading();
+		log_warn("reload deferred: %d generations alive (limit %d, older ones still "
+		    "draining); it takes effect with the configuration read once one has gone%s",
+		    ngens, MAX_GENS, m->reload_pending ? " (coalesced with the pending one)" : "");
+		m->reload_pending = 1;
 		return;
 	}
 	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		reload_done(m, notified);
 		return;
 	}
 	if (!same_listen(&cfg, &m->gens->cfg)) {
@@ -457,6 +490,7 @@ reload(struct master *m)
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		reload_done(m, notified);
 		return;
 	}
 	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
@@ -464,15 +498,28 @@ reload(struct master *m)
 	lg_log_level = cfg.log_level;
 	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
 		log_error("reload refused, keeping the running generation");
+		reload_done(m, notified);
 		return;
 	}
 	m->next_id++;
-	lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
+	if (!notified)
+		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;
 	m->gens = g;
 	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
 	    g->id, sz.budget, sz.loop_workers, sz.compute_workers, sz.queue_capacity);
 	spawn_all(m, g);
+}
+
+/* A deferred SIGHUP: applied as soon as fewer than MAX_GENS generations are alive. */
+static void
+apply_pending_reload(struct master *m)
+{
+	if (!m->reload_pending || m->stopping || count_gens(m) >= MAX_GENS)
+		return;
+	m->reload_pending = 0;
+	log_info("applying the deferred reload");
+	reload(m, 1);
 }
 
 static void
@@ -506,7 +553,7 @@ read_signals(struct master *m)
 			begin_stop(m, 2);
 			break;
 		case SIGHUP:
-			reload(m);
+			reload(m, 0);
 			break;
 		case SIGUSR1:
 			forward_usr1(m);
@@ -738,6 +785,7 @@ run_timers(struct master *m)
 	if (m->gens == NULL)
 		return -2;
 	if (!m->stopping) {
+		apply_pending_reload(m);
 		check_ready(m, now);
 		if (!m->gens->ready)
 			next = now + 10 * LG_NS_PER_MS < next ? now + 10 * LG_NS_PER_MS : next;
