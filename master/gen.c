@@ -208,13 +208,77 @@ lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs)
 	return n > 1000000 ? 1000000 : (uint32_t)n;
 }
 
+/* The arena a configuration implies: transit buffers, processes, region sizes, stats rows. */
+struct arena_shape {
+	uint32_t nslots, nprocs, nroutes, nkinds;
+	uint64_t in_cap, out_cap;
+};
+
+/* Pool p's process and queue maxima; a sizing filled by hand may leave the maxima below the
+ * current values, which then are the maxima. */
+static void
+pool_max(const struct lg_sizing *sz, uint32_t p, int *compute, int *queue)
+{
+	int hand = sz->pool_compute_max[p] < sz->pool_compute[p] ||
+	    sz->pool_queue_max[p] < sz->pool_queue[p];
+
+	*compute = hand ? sz->pool_compute[p] : sz->pool_compute_max[p];
+	*queue = hand ? sz->pool_queue[p] : sz->pool_queue_max[p];
+}
+
+static void
+arena_shape(const struct lg_config *cfg, const struct lg_sizing *sz, struct arena_shape *s)
+{
+	uint32_t npools = sz->npools >= 1 ? (uint32_t)sz->npools : 1;
+	int c, q;
+
+	memset(s, 0, sizeof(*s));
+	s->nprocs = (uint32_t)sz->loop_workers;
+	for (uint32_t p = 0; p < npools; p++) {
+		pool_max(sz, p, &c, &q);
+		s->nprocs += (uint32_t)c;
+		s->nslots += lg_gen_transit_buffers(cfg, (uint32_t)(c + q));
+	}
+	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
+	 * metadata page, then up to max_output bytes (by default what any built-in kind may
+	 * answer for a max_body input: zstd's and deflate's bound are below 1/256 + 128 KiB). */
+	s->in_cap = cfg->max_body + LG_VIEW_BOUND(cfg->max_head);
+	s->out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
+	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
+	/* Statistics rows sized from the configuration: every route and "none", every kind. */
+	s->nroutes = cfg->reg->nroutes + 1;
+	s->nkinds = cfg->reg->nkinds;
+}
+
+int
+lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char *err,
+    size_t errlen)
+{
+	struct arena_shape s;
+	uint64_t size;
+
+	arena_shape(cfg, sz, &s);
+	if (lg_arena_size(s.nslots, s.nprocs, s.in_cap, s.out_cap, s.nroutes, s.nkinds,
+	    &size) == 0)
+		return 0;
+	snprintf(err, errlen, "the shared-memory arena this configuration implies (%u transit "
+	    "buffers of %llu MiB in + %llu MiB out: max_body %llu, max_output %llu, "
+	    "compute_workers %d, queue %d, transit_buffers %d) is %s%llu GiB, over the %llu GiB "
+	    "that can be mapped; lower max_body, max_output or the number of transit buffers",
+	    s.nslots, (unsigned long long)(s.in_cap >> 20), (unsigned long long)(s.out_cap >> 20),
+	    (unsigned long long)cfg->max_body, (unsigned long long)cfg->max_output,
+	    sz->compute_workers, sz->queue_capacity, cfg->transit_buffers,
+	    size == UINT64_MAX ? "more than " : "", (unsigned long long)(size >> 30),
+	    (unsigned long long)(LG_ARENA_MAX_SIZE >> 30));
+	return -1;
+}
+
 struct lg_gen *
 lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
     pid_t master_pid, const struct lg_gen *prev)
 {
 	struct lg_gen *g = calloc(1, sizeof(*g));
-	uint64_t out_cap;
-	uint32_t nslots = 0;
+	struct arena_shape s;
 
 	if (g == NULL)
 		return NULL;
@@ -230,25 +294,13 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	g->npools = g->sz.npools >= 1 ? (uint32_t)g->sz.npools : 1;
 	g->ncompute = 0;
 	for (uint32_t p = 0; p < g->npools; p++) {
-		if (g->sz.pool_compute_max[p] < g->sz.pool_compute[p] ||
-		    g->sz.pool_queue_max[p] < g->sz.pool_queue[p]) {
-			g->sz.pool_compute_max[p] = g->sz.pool_compute[p]; /* filled by hand */
-			g->sz.pool_queue_max[p] = g->sz.pool_queue[p];
-		}
+		pool_max(sz, p, &g->sz.pool_compute_max[p], &g->sz.pool_queue_max[p]);
 		g->ncompute += (uint32_t)g->sz.pool_compute_max[p];
-		nslots += lg_gen_transit_buffers(cfg,
-		    (uint32_t)(g->sz.pool_compute_max[p] + g->sz.pool_queue_max[p]));
 	}
 	g->nchildren = g->nloops + g->ncompute;
-	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
-	 * metadata page, then up to max_output bytes (by default what any built-in kind may
-	 * answer for a max_body input: zstd's and deflate's bound are below 1/256 + 128 KiB). */
-	out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
-	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
-	/* Statistics rows sized from the configuration: every route and "none", every kind. */
-	if (lg_arena_create_sized(&g->arena, nslots, g->nchildren,
-	    cfg->max_body + LG_VIEW_BOUND(cfg->max_head), out_cap, cfg->reg->nroutes + 1,
-	    cfg->reg->nkinds) == -1) {
+	arena_shape(cfg, &g->sz, &s);
+	if (lg_arena_create_sized(&g->arena, s.nslots, g->nchildren, s.in_cap, s.out_cap,
+	    s.nroutes, s.nkinds) == -1) {
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
 	}

@@ -81,6 +81,13 @@ void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
  * njobs when it is 0; never fewer than njobs. */
 uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
 
+/* Whether the arena lg_gen_create would map for cfg sized by sz fits (lg_arena_size, the same
+ * shape lg_gen_create uses). Returns 0, or -1 with a message naming the settings that decide
+ * the size in err (errlen bytes); for -t and start-up (issue 10 item 5: fail naming the
+ * settings, not ENOMEM later). */
+int lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char *err,
+    size_t errlen);
+
 /* Releases the master's copies of the generation's resources (its registry too: the
  * generation owns the configuration it was created from) and frees it. The processes must
  * be gone (or be left to die with their own copies). */

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
+#include "master/gen.h"
 #include "master/runkind.h"
 #include "master/master.h"
 #include "master/options.h"
@@ -70,7 +71,8 @@ main(int argc, char **argv)
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
-	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1) {
+	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
+	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?
 		    "configuration test failed\n" : "");
 		return 1;

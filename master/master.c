@@ -488,7 +488,8 @@ reload(struct master *m, int notified)
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
-	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1) {
+	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
+	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		log_error("reload refused, keeping the running configuration: %s", err);
 		reload_done(m, notified);
 		return;

@@ -47,6 +47,25 @@ plan(struct lg_arena *a, struct lg_arena_hdr *h)
 }
 
 int
+lg_arena_size(uint32_t nslots, uint32_t nprocs, uint64_t in_cap, uint64_t out_cap,
+    uint32_t nroutes, uint32_t nkinds, uint64_t *size)
+{
+	struct lg_arena a = { .nslots = nslots, .nprocs = nprocs, .in_cap = in_cap,
+	    .out_cap = out_cap, .stat_routes = nroutes, .stat_kinds = nkinds };
+	struct lg_arena_hdr h = { 0 };
+
+	*size = UINT64_MAX;
+	if (nslots == 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (nroutes > 1u << 20 || nkinds > 1u << 20 || plan(&a, &h) == -1)
+		return errno = EOVERFLOW, -1;
+	*size = h.total_size;
+	return h.total_size > LG_ARENA_MAX_SIZE ? (errno = EOVERFLOW, -1) : 0;
+}
+
+int
 lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
     uint64_t out_cap)
 {
@@ -73,7 +92,8 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	a->out_cap = out_cap;
 	a->stat_routes = nroutes;
 	a->stat_kinds = nkinds;
-	if (nroutes > 1u << 20 || nkinds > 1u << 20 || plan(a, &h) == -1 || h.total_size > (uint64_t)INT64_MAX) {
+	if (nroutes > 1u << 20 || nkinds > 1u << 20 || plan(a, &h) == -1 ||
+	    h.total_size > LG_ARENA_MAX_SIZE) {
 		errno = EOVERFLOW;
 		return -1;
 	}

@@ -48,9 +48,22 @@ struct lg_arena {
  * Slots start FREE with generation 0; proc pages start with pid 0 and job LG_NO_JOB; every
  * counter and the master page start at zero.
  * Returns 0, or -1 with errno from memfd_create/ftruncate/mmap (ENOMEM, EMFILE, EFBIG) or
- * EOVERFLOW when the sizes overflow 64 bits. On failure nothing is left open. */
+ * EOVERFLOW when the sizes overflow 64 bits or exceed LG_ARENA_MAX_SIZE. On failure nothing is
+ * left open. */
 int lg_arena_create(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint64_t in_cap,
     uint64_t out_cap);
+
+/* The largest arena lg_arena_create maps, in bytes (16 TiB): up to four generations' arenas are
+ * mapped at once in the master, and they must fit its user address space (128 TiB with 4-level
+ * page tables on x86-64 and arm64) with room to spare; mmap fails with ENOMEM beyond it. */
+#define LG_ARENA_MAX_SIZE (1ull << 44)
+
+/* The size in bytes the arena of lg_arena_create_sized(nslots, nprocs, in_cap, out_cap, nroutes,
+ * nkinds) would have (the same layout computation, nothing created) in *size. Returns 0, or -1
+ * with errno EOVERFLOW when the sizes overflow 64 bits (*size UINT64_MAX) or exceed
+ * LG_ARENA_MAX_SIZE (*size the size), EINVAL when nslots is 0. */
+int lg_arena_size(uint32_t nslots, uint32_t nprocs, uint64_t in_cap, uint64_t out_cap,
+    uint32_t nroutes, uint32_t nkinds, uint64_t *size);
 
 /* lg_arena_create with the stats area sized for nroutes route rows and nkinds kind rows per
  * process (lg_arena_create: LG_STATS_ROUTES and LG_STATS_KINDS); each at most 2^20. */

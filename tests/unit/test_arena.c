@@ -154,6 +154,27 @@ expect_create_error(uint32_t nslots, uint32_t nprocs, uint64_t in, uint64_t out,
 	lg_arena_destroy(&a);
 }
 
+/* lg_arena_size is the layout lg_arena_create maps, and refuses what cannot be mapped. */
+static void
+test_size_matches_create(void **state)
+{
+	struct lg_arena a;
+	uint64_t size;
+
+	(void)state;
+	assert_int_equal(lg_arena_create_sized(&a, 5, 3, 10000, 70000, 7, 2), 0);
+	assert_int_equal(lg_arena_size(5, 3, 10000, 70000, 7, 2, &size), 0);
+	assert_int_equal(size, a.size);
+	lg_arena_destroy(&a);
+	errno = 0;
+	assert_int_equal(lg_arena_size(768, 64, 1ull << 40, 1ull << 40, 1, 1, &size), -1);
+	assert_int_equal(errno, EOVERFLOW);
+	assert_true(size > LG_ARENA_MAX_SIZE && size != UINT64_MAX);
+	assert_int_equal(lg_arena_size(2, 1, UINT64_MAX, 0, 1, 1, &size), -1);
+	assert_int_equal(size, UINT64_MAX);
+	expect_create_error(768, 64, 1ull << 40, 1ull << 40, EOVERFLOW); /* never tried: ENOMEM */
+}
+
 static void
 test_overflow(void **state)
 {
@@ -328,6 +349,7 @@ main(void)
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_regions_writable),
 		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_size_matches_create),
 		cmocka_unit_test(test_nslots_zero),
 		cmocka_unit_test(test_failure_leaks_no_fd),
 		cmocka_unit_test(test_shared_across_fork),
