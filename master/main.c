@@ -69,6 +69,8 @@ main(int argc, char **argv)
 		lg_registry_free(cfg.reg);
 		return 1;
 	}
+	if (!cmd.print_sizing)
+		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||

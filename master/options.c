@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/strdist.h"
 #include "kinds/builtin.h"
 #include "master/site.h"
 #include "common/policy.h"
@@ -568,17 +569,54 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 	return -1;
 }
 
+/* name = LAGLESS_ + the flag upper-cased, '-' as '_' (64 bytes). */
+static void
+env_name(const struct opt *o, char name[64])
+{
+	size_t n = strlen(strcpy(name, "LAGLESS_"));
+
+	for (const char *p = o->name; *p && n < 63; p++)
+		name[n++] = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+	name[n] = '\0';
+}
+
+void
+lg_options_warn_env(char *const envp[])
+{
+	static const char *const other[] = { "LAGLESS_SYSROOT", "LAGLESS_RUN_QUERY" };
+
+	for (; *envp != NULL; envp++) {
+		char var[64], name[64], best[64] = "";
+		size_t len = strcspn(*envp, "="), bestd = 4, known = 0;
+
+		if (strncmp(*envp, "LAGLESS_", 8) != 0 || len >= sizeof(var))
+			continue;
+		memcpy(var, *envp, len);
+		var[len] = '\0';
+		for (size_t i = 0; i < NOPTS + 2 && !known; i++) {
+			if (i < NOPTS)
+				env_name(&opts[i], name);
+			else
+				strcpy(name, other[i - NOPTS]);
+			size_t d = lg_str_distance(var, name);
+			known = d == 0;
+			if (d < bestd)
+				bestd = d, strcpy(best, name);
+		}
+		if (!known)
+			log_warn("unknown environment variable %s ignored%s%s%s", var,
+			    best[0] ? " (did you mean " : "", best, best[0] ? "?)" : "");
+	}
+}
+
 static int
 load_env(struct lg_config *cfg, char *err, size_t cap)
 {
 	for (size_t i = 0; i < NOPTS; i++) {
-		char name[64] = "LAGLESS_";
-		size_t n = strlen(name);
+		char name[64];
 		const char *v, *why;
 
-		for (const char *p = opts[i].name; *p && n < sizeof(name) - 1; p++)
-			name[n++] = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-		name[n] = '\0';
+		env_name(&opts[i], name);
 		if ((v = getenv(name)) != NULL && set_value(&opts[i], v, cfg, &why) == -1) {
 			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
 			return -1;

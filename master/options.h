@@ -36,6 +36,11 @@ void lg_options_defaults(struct lg_config *cfg);
 int lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_command *cmd,
     char *err, size_t cap);
 
+/* Logs one warning per LAGLESS_* variable of envp (NULL-terminated, e.g. environ) that names no
+ * setting nor LAGLESS_SYSROOT / LAGLESS_RUN_QUERY, naming the closest known one (edit distance
+ * up to 3) when there is one: a misspelled setting is otherwise silently ignored (issue 10). */
+void lg_options_warn_env(char *const envp[]);
+
 /* Writes the --help text to f. */
 void lg_options_usage(void *f);
 

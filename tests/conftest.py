@@ -41,6 +41,7 @@ def _find_binary():
 
 
 LAGLESS_BIN = _find_binary()
+HARNESS_VARS = ("LAGLESS_BIN", "LAGLESS_MODULES", "LAGLESS_TEST_MODULES", "LAGLESS_LOAD_BIN")
 
 COMM_BY_ROLE = {
     "master": "lagless",
@@ -322,7 +323,9 @@ class Server:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
-            env=env if env is not None else os.environ.copy(),
+            # The harness's own LAGLESS_* variables are no settings: the server would warn.
+            env=env if env is not None else {k: v for k, v in os.environ.items()
+                                             if k not in HARNESS_VARS},
             start_new_session=True,  # own process group: terminal signals do not reach it
             preexec_fn=preexec_fn,   # e.g. a low RLIMIT_NOFILE for the EMFILE test
         )
