@@ -31,6 +31,25 @@ error_log_unusable(const char *path)
 	return access(dir, W_OK | X_OK) == -1;
 }
 
+/* Descriptors the master inherited (a shell's or supervisor's open files, sockets) would leak
+ * into every worker and hold their files open: close all but 0, 1, 2 and the sockets systemd
+ * passes for socket activation (SD_LISTEN_FDS_START.., LISTEN_FDS of them when LISTEN_PID is
+ * ours; sd_listen_fds(3)). Runs first, before anything of ours is open. */
+static void
+close_inherited_fds(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *n = getenv("LISTEN_FDS");
+	unsigned long keep = 0;
+
+	if (pid != NULL && n != NULL && strtol(pid, NULL, 10) == (long)getpid())
+		keep = strtoul(n, NULL, 10);
+	if (keep > 65536)
+		keep = 65536;
+	if (close_range(3 + (unsigned)keep, ~0u, 0) == -1) /* before Linux 5.9: one by one */
+		for (long fd = 3 + (long)keep, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+			close((int)fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -39,6 +58,7 @@ main(int argc, char **argv)
 	struct lg_sizing sz;
 	char json[4096], err[512];
 
+	close_inherited_fds();
 	lg_log_set_role("master", 0);
 	if (lg_options_load(argc, argv, &cfg, &cmd, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ? "configuration test failed\n" :

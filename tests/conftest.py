@@ -304,7 +304,7 @@ class ServerStartError(Exception):
 
 class Server:
     def __init__(self, args=(), workdir=None, start_timeout=10.0, env=None, listen=True,
-                 log_path=None, preexec_fn=None):
+                 log_path=None, preexec_fn=None, pass_fds=()):
         self.args = list(args)
         self.workdir = workdir or tempfile.mkdtemp(prefix="lagless-it-")
         fd, self.stderr_path = tempfile.mkstemp(prefix="stderr-", suffix=".log", dir=self.workdir)
@@ -328,6 +328,7 @@ class Server:
                                              if k not in HARNESS_VARS},
             start_new_session=True,  # own process group: terminal signals do not reach it
             preexec_fn=preexec_fn,   # e.g. a low RLIMIT_NOFILE for the EMFILE test
+            pass_fds=pass_fds,       # descriptors the server inherits (the fd leak test)
         )
         self.pid = self.proc.pid
         try:
@@ -485,11 +486,11 @@ def start_server(tmp_path):
     """Factory: start_server(*args) -> Server. Every server is stopped at teardown."""
     servers = []
 
-    def _start(*args, start_timeout=10.0, env=None, log_path=None):
+    def _start(*args, start_timeout=10.0, env=None, log_path=None, pass_fds=()):
         d = tmp_path / ("server%d" % len(servers))
         d.mkdir()
         srv = Server(list(args), workdir=str(d), start_timeout=start_timeout, env=env,
-                     log_path=log_path)
+                     log_path=log_path, pass_fds=pass_fds)
         servers.append(srv)
         return srv
 
