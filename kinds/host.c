@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "common/log.h"
+#include "common/query.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -107,24 +108,10 @@ host_set_message(struct lagless_output *out, const char *fmt, ...)
 	return 0;
 }
 
-/* name=value in a query string (RFC 3986 section 3.4, '&'-separated pairs). */
 static const char *
 host_query(const struct lagless_request *rq, const char *name, size_t *len)
 {
-	size_t nl = strlen(name);
-	const char *p = rq->query, *end = rq->query + rq->query_len;
-
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *stop = amp ? amp : end;
-
-		if ((size_t)(stop - p) > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
-			*len = (size_t)(stop - p) - nl - 1;
-			return p + nl + 1;
-		}
-		p = amp ? amp + 1 : end;
-	}
-	return NULL;
+	return lg_query_param(rq->query, rq->query_len, name, len);
 }
 
 static int

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/query.h"
+
 static struct lg_http *
 of(http_parser *p)
 {
@@ -383,21 +385,5 @@ lg_http_reason(int status)
 const char *
 lg_http_query_param(const struct lg_http_req *r, const char *name, size_t *len)
 {
-	size_t nl = strlen(name);
-	const char *p = r->query, *end;
-
-	if (p == NULL)
-		return NULL; /* no '?': NULL + 0 would be undefined behaviour (C11 6.5.6) */
-	end = p + r->query_len;
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *stop = amp ? amp : end;
-
-		if ((size_t)(stop - p) > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
-			*len = (size_t)(stop - p) - nl - 1;
-			return p + nl + 1;
-		}
-		p = amp ? amp + 1 : end;
-	}
-	return NULL;
+	return lg_query_param(r->query, r->query_len, name, len);
 }

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "common/query.h"
+
 #include "kinds/builtin.h"
 
 struct lagless_conf {
@@ -67,19 +69,7 @@ t_message(struct lagless_output *out, const char *fmt, ...)
 static const char *
 t_query(const struct lagless_request *rq, const char *name, size_t *len)
 {
-	size_t nl = strlen(name);
-	const char *p = rq->query, *end = p + rq->query_len;
-
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p)), *stop = amp ? amp : end;
-
-		if ((size_t)(stop - p) > nl && memcmp(p, name, nl) == 0 && p[nl] == '=') {
-			*len = (size_t)(stop - p) - nl - 1;
-			return p + nl + 1;
-		}
-		p = amp ? amp + 1 : end;
-	}
-	return NULL;
+	return lg_query_param(rq->query, rq->query_len, name, len);
 }
 
 static int
