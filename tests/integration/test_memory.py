@@ -10,6 +10,7 @@ import os
 import random
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -70,7 +71,21 @@ class MemCgroup:
         self.write("cgroup.procs", pid)
 
     def remove(self):
+        """Removes the cgroup; processes still in it (the server outlives this fixture, whose
+        teardown runs first) move back to the parent, or the rmdir fails and the cgroup stays
+        behind."""
+        parent = os.path.dirname(self.path)
+
         def gone():
+            try:
+                for pid in self.read("cgroup.procs").split():
+                    try:
+                        with open(os.path.join(parent, "cgroup.procs"), "w") as f:
+                            f.write(pid)
+                    except OSError:
+                        pass  # exited meanwhile
+            except OSError:
+                pass
             try:
                 os.rmdir(self.path)
                 return True
@@ -248,19 +263,60 @@ def test_oom_kills_in_a_row_never_stop_the_server(start_server, memcg):
     assert r.status == 200 and r.json()["result"] == heavy_result(1000), r
 
 
-def ping_latencies(port, stop, out):
-    """GET /ping on one keep-alive connection until stop is set; appends seconds to out."""
-    s = connect(port, timeout=10)
-    try:
-        while not stop.is_set():
-            t0 = time.monotonic()
-            s.sendall(b"GET /ping HTTP/1.1\r\nHost: t\r\n\r\n")
-            r = read_response(s)
-            out.append(time.monotonic() - t0)
-            assert r.status == 200, r
-            time.sleep(0.005)
-    finally:
-        s.close()
+def loop_lag_summary(text):
+    """One line from lagless_loop_lag_seconds: per bucket bound, the lag samples above it, summed
+    over the loops (the loop's own delay, without the client's or the network's)."""
+    counts = {}
+    for le, n in re.findall(r'^lagless_loop_lag_seconds_bucket\{[^}]*le="([^"]+)"\} (\S+)$', text,
+                            re.M):
+        counts[le] = counts.get(le, 0) + float(n)
+    total = counts.get("+Inf", 0)
+    over = ", ".join("%s s: %d" % (le, total - n) for le, n in counts.items()
+                     if le in ("0.005", "0.025", "0.1", "0.5", "1"))
+    return "loop lag: %d samples; above %s" % (total, over)
+
+
+# GET /ping on one keep-alive connection, 5 ms apart, until stdin closes; then the latencies in
+# seconds, one a line. A process of its own: a thread beside nine uploading threads waited for
+# the interpreter lock and measured that (p99 0.37 s while the loops' own lag stayed < 25 ms).
+PINGER = r"""
+import select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=30)
+lat, buf = [], b""
+while not select.select([sys.stdin], [], [], 0)[0]:
+    t0 = time.monotonic()
+    s.sendall(b"GET /ping HTTP/1.1\r\nHost: t\r\n\r\n")
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536) or sys.exit("closed")
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    n = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(buf) < n:
+        buf += s.recv(65536) or sys.exit("closed")
+    buf = buf[n:]
+    lat.append(time.monotonic() - t0)
+    time.sleep(0.005)
+print("\n".join("%.6f" % x for x in lat))
+"""
+
+
+class Pinger:
+    """Measures /ping latency from a separate process while the caller loads the server."""
+
+    def __init__(self, port):
+        self.proc = subprocess.Popen([sys.executable, "-c", PINGER, str(port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def stop(self):
+        """Sorted latencies in seconds; the pinger failing is an assertion error."""
+        try:
+            out, _ = self.proc.communicate(b"", timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        assert self.proc.returncode == 0, self.proc.returncode
+        return sorted(float(x) for x in out.split())
 
 
 @pytest.mark.timeout(300)
@@ -293,22 +349,24 @@ def test_memory_pressure_does_not_stall_the_loops(start_server, memcg):
         with lock:
             statuses.append(st)
 
-    lat, stop = [], threading.Event()
-    pinger = threading.Thread(target=ping_latencies, args=(srv.port, stop, lat), daemon=True)
-    pinger.start()
+    pinger = Pinger(srv.port)
     ups = [threading.Thread(target=upload, daemon=True) for _ in range(9)]
-    for t in ups:
-        t.start()
-    for t in ups:
-        t.join(120)
-    stop.set()
-    pinger.join(10)
-    lat.sort()
+    try:
+        for t in ups:
+            t.start()
+        for t in ups:
+            t.join(120)
+    finally:
+        lat = pinger.stop()
     p99 = lat[int(len(lat) * 0.99)] if lat else None
     worst = lat[-1] if lat else None
-    print("ping: %d samples, p99 %.1f ms, max %.1f ms; uploads: %r" %
-          (len(lat), p99 * 1e3, worst * 1e3, sorted(statuses, key=str)))
+    print("ping: %d samples, p99 %.1f ms, max %.1f ms; uploads: %r; load average %s" %
+          (len(lat), p99 * 1e3, worst * 1e3, sorted(statuses, key=str), os.getloadavg()))
     assert srv.running(), srv.log()[-3000:]
+    print(loop_lag_summary(get(srv.port, "/metrics").body.decode()))
+    slow = re.findall(r"slow callback: .*", srv.log())
+    print("%d slow callbacks logged; longest: %s" % (len(slow), sorted(
+        slow, key=lambda l: -float(re.search(r"ran ([\d.]+) ms", l).group(1)))[:3]))
     assert len(lat) > 50, len(lat)
     # generous for a shared 2-core machine: before the fix p99 was 1.1-2.1 s here
     assert p99 < 0.5, (p99, worst)
