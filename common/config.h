@@ -29,6 +29,8 @@ struct lg_pool_cfg {
 	uint64_t deadline_ms;      /* per job, queue wait included */
 	enum lg_client_gone on_client_gone;
 	int nice;                  /* nice(2) increment of its compute processes */
+	int policy;                /* their scheduling policy: SCHED_IDLE, SCHED_BATCH or
+	                            * SCHED_OTHER (sched(7)) */
 	uint64_t memory;           /* RLIMIT_DATA of each of its compute processes; 0 = none */
 	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = off */
 	uint64_t queue_wait_interval_ms;
@@ -58,6 +60,7 @@ struct lg_config {
 	int max_conns;             /* open connections per loop worker */
 	int backlog;               /* listen(2) backlog */
 	int compute_nice;          /* nice(2) increment for compute processes */
+	int compute_policy;        /* their scheduling policy (sched(7)); default SCHED_IDLE */
 	int log_level;             /* enum lg_log_level */
 	char error_log[256];       /* file for the log lines; "" = stderr (reopened on SIGUSR1) */
 	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */

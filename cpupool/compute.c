@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -88,6 +89,20 @@ prefer_oom_kill(void)
 		close(fd);
 }
 
+/* The pool's scheduling policy (sched(7)). Under SCHED_IDLE a compute process runs only on CPU
+ * time nothing else of its group wants, and a loop worker woken on the CPU where a job runs
+ * preempts it at once instead of waiting for the job's slice to end (up to a scheduler tick,
+ * 4 ms at HZ = 250): the loops' latency does not depend on the jobs beside them. Lowering the
+ * policy needs no privilege; nice(2) weighs only under SCHED_BATCH and SCHED_OTHER. */
+static void
+set_policy(int policy)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (policy != SCHED_OTHER && sched_setscheduler(0, policy, &sp) == -1)
+		log_warn("cannot set scheduling policy %d: %s", policy, strerror(errno));
+}
+
 /* Runs one validated JOB header. The slot is named in the proc page before it is started, so
  * the master can find and fail the job if this process dies at any instruction after that. */
 static void
@@ -158,6 +173,7 @@ lg_compute_main(const struct lg_compute_env *env)
 
 	if (pool->nice > 0)
 		(void)!nice(pool->nice);
+	set_policy(pool->policy);
 	prefer_oom_kill();
 	limit_memory(pool->memory);
 	if (lg_arena_protect_inputs(env->arena) == -1)

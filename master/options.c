@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ enum kind {
 	K_PATH,     /* char[max] file path; "" = none */
 	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
 	K_GONE,     /* finish | kill */
+	K_SCHED,    /* int scheduling policy: idle | batch | normal (sched(7)) */
 	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
 	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
 	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
@@ -146,6 +148,9 @@ static const struct opt opts[] = {
 	  "largest answer of a job (its output region); 0 = max-body plus 1/256 and 128K" },
 	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
 	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
+	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "idle", "idle|batch|normal",
+	  "compute processes' scheduling policy (sched(7)): idle = only CPU time no loop worker "
+	  "wants, a woken loop preempts a job at once; batch, normal: shared by nice" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -173,7 +178,10 @@ static const struct pool_opt pool_opts[] = {
 	{ { "queue-wait-interval-ms", K_U64, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
 	    "CoDel interval" }, "queue-wait-interval-ms" },
 	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
-	    "nice(2) increment of its compute processes (default 5)" }, NULL },
+	    "nice(2) increment of its compute processes (default 5; weighs only under policy "
+	    "batch or normal)" }, NULL },
+	{ { "policy", K_SCHED, PF(policy), 0, 0, NULL, "idle|batch|normal",
+	    "scheduling policy of its compute processes" }, "compute-policy" },
 	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
 	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
 	  "compute-memory" },
@@ -260,6 +268,24 @@ parse_bool(const char *v, int *out)
 	for (int i = 0; i < 4; i++) {
 		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
 			*out = strcasecmp(v, yes[i]) == 0;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* "idle", "batch" or "normal" into SCHED_IDLE, SCHED_BATCH or SCHED_OTHER (sched(7)); -1 for
+ * anything else. */
+static int
+parse_policy(const char *v, int *out)
+{
+	static const struct { const char *name; int policy; } names[] = {
+		{ "idle", SCHED_IDLE }, { "batch", SCHED_BATCH }, { "normal", SCHED_OTHER },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(v, names[i].name) == 0) {
+			*out = names[i].policy;
 			return 0;
 		}
 	}
@@ -386,6 +412,9 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 		*(enum lg_client_gone *)(base + o->off) = strcmp(v, "kill") == 0 ? LG_GONE_KILL :
 		    LG_GONE_FINISH;
 		return 0;
+	case K_SCHED:
+		*why = "expected idle, batch or normal";
+		return parse_policy(v, (int *)(base + o->off));
 	case K_LOGLEVEL:
 		*why = "expected error, warn, info or debug";
 		if ((lvl = lg_log_parse_level(v)) == -1)
@@ -665,6 +694,8 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->queue_wait_interval_ms = cfg->queue_wait_interval_ms;
 		if (!GIVEN(p, "nice"))
 			p->nice = cfg->compute_nice;
+		if (i == 0 || !GIVEN(p, "policy"))
+			p->policy = cfg->compute_policy;
 		if (i == 0 || !GIVEN(p, "memory"))
 			p->memory = cfg->compute_memory;
 	}

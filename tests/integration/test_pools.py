@@ -15,18 +15,18 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, calibrate_heavy, get
+from conftest import LAGLESS_BIN, calibrate_heavy, get, wait_until
 
 POOLS_CONF = """
 [pool slow]
 compute = 1
 queue = 2
-nice = 19
 oversubscribe = yes
 
 [pool fast]
 compute = 1
 queue = 4
+policy = normal
 nice = 0
 oversubscribe = yes
 
@@ -207,3 +207,35 @@ def test_status_line_names_every_pool(start_server, tmp_path):
         assert "; pool default: " in line and "; pool fast: " in line, line
     finally:
         notify.close()
+
+
+def sched_policy_of(pid):
+    """sched_getscheduler(2) of pid, with SCHED_RESET_ON_FORK masked off."""
+    return os.sched_getscheduler(pid) & ~getattr(os, "SCHED_RESET_ON_FORK", 0x40000000)
+
+
+def test_compute_processes_run_under_their_pools_policy(start_server, tmp_path):
+    """Compute processes run SCHED_IDLE by default (a loop worker woken beside a running job
+    takes the CPU at once, sched(7)); a pool may choose batch or normal, the loops stay
+    SCHED_OTHER."""
+    conf = write_conf(tmp_path, "[pool b]\ncompute = 1\npolicy = batch\nroutes = /heavy\n"
+                      "oversubscribe = yes\n\n[pool n]\ncompute = 1\npolicy = normal\n"
+                      "oversubscribe = yes\n")
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    computes = srv.wait_children("compute", 3)
+    assert len(computes) == 3, computes
+    st = get(srv.port, "/status").json()
+    pool_of = {p["pid"]: p["pool"] for p in st["processes"] if p["role"] == "compute"}
+    # a compute process sets its policy after fork, before it reports running
+    assert wait_until(lambda: {pool_of.get(pid): sched_policy_of(pid) for pid in computes} ==
+                      {"default": os.SCHED_IDLE, "b": os.SCHED_BATCH, "n": os.SCHED_OTHER},
+                      10), ({pool_of.get(pid): sched_policy_of(pid) for pid in computes}, pool_of)
+    for pid in srv.children("loop") + [srv.pid]:
+        assert sched_policy_of(pid) == os.SCHED_OTHER, pid
+    assert get(srv.port, "/heavy?iterations=1000").status == 200
+
+
+def test_compute_policy_flag_sets_the_default_pool(start_server):
+    srv = start_server("--compute-policy", "batch", "--compute-workers", "1")
+    (pid,) = srv.wait_children("compute", 1)
+    assert wait_until(lambda: sched_policy_of(pid) == os.SCHED_BATCH, 10), sched_policy_of(pid)

@@ -1,4 +1,5 @@
 /* Unit tests for master/options.c: one table drives flags, environment, file and defaults. */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,6 +55,35 @@ test_defaults(void **state)
 	assert_true(cfg.max_body == 64ull << 20);
 	assert_true(cfg.deadline_ms == 30000);
 	assert_int_equal(cfg.max_conns, 10000);
+	assert_int_equal(cfg.compute_policy, SCHED_IDLE);
+	assert_int_equal(cfg.pools[0].policy, SCHED_IDLE);
+}
+
+/* --compute-policy and a pool's policy key: idle, batch or normal (sched(7)); a pool without
+ * the key takes the server-wide one, [pool default] stands for it. */
+static void
+test_compute_policy(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *path = write_file("[pool a]\ncompute = 1\npolicy = normal\n\n"
+	    "[pool b]\ncompute = 1\n");
+	char *flag[] = { "lagless", "-c", path, "--compute-policy", "batch", NULL };
+	char *file[] = { "lagless", "-c", path, NULL };
+
+	assert_int_equal(load(&cfg, &cmd, 5, flag), 0);
+	assert_int_equal(cfg.npools, 3);
+	assert_int_equal(cfg.pools[0].policy, SCHED_BATCH);
+	assert_int_equal(cfg.pools[1].policy, SCHED_OTHER);
+	assert_int_equal(cfg.pools[2].policy, SCHED_BATCH);
+	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
+	assert_int_equal(cfg.pools[0].policy, SCHED_IDLE);
+	assert_int_equal(cfg.pools[2].policy, SCHED_IDLE);
+	unlink(path);
+	path = write_file("[pool a]\ncompute = 1\npolicy = fifo\n");
+	assert_int_equal(load(&cfg, &cmd, 3, file), -1);
+	assert_non_null(strstr(err, "expected idle, batch or normal"));
+	unlink(path);
 }
 
 static void
@@ -90,6 +120,7 @@ test_bad_values(void **state)
 		{ "--compute-workers", "%" }, { "--compute-workers", "0%" },
 		{ "--compute-workers", "-5%" }, { "--compute-workers", "50%%" },
 		{ "--compute-workers", "1e2%" }, { "--compute-workers", "10001%" },
+		{ "--compute-policy", "fifo" }, { "--compute-policy", "" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -257,6 +288,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_flags_and_sizes),
+		cmocka_unit_test(test_compute_policy),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_compute_share),
 		cmocka_unit_test(test_precedence),
