@@ -294,6 +294,53 @@ def peer_closed(sock, timeout=2.0):
     return data == b""
 
 
+def tcp_queues(local_port, remote_port):
+    """(tx_queue, rx_queue) in bytes of the IPv4 socket local_port -> remote_port on this host,
+    from /proc/net/tcp (a connection still in the accept queue is listed too), or None."""
+    want_local, want_remote = ":%04X" % local_port, ":%04X" % remote_port
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            p = line.split()
+            if p[1].endswith(want_local) and p[2].endswith(want_remote):
+                tx, rx = p[4].split(":")
+                return int(tx, 16), int(rx, 16)
+    return None
+
+
+def server_rx_queue(server_port, client_port):
+    """Bytes the server has not read yet on its side of our connection, or None."""
+    q = tcp_queues(server_port, client_port)
+    return None if q is None else q[1]
+
+
+def wait_server_read(port, sock, timeout=10.0):
+    """Waits until the server on port has read every byte sent on the client socket sock: the
+    server acknowledged them all (our send queue is empty) and its receive queue is empty.
+    For a test that must know the server saw bytes before it acts (a sleep cannot know)."""
+    cport = sock.getsockname()[1]
+
+    def read_all():
+        mine, theirs = tcp_queues(cport, port), tcp_queues(port, cport)
+        return mine is not None and theirs is not None and mine[0] == 0 and theirs[1] == 0
+    return wait_until(read_all, timeout)
+
+
+def job_slots(port):
+    """The job-slot table as /health shows it: total, free, running, queued."""
+    return get(port, "/health", timeout=10).json()["slots"]
+
+
+def wait_jobs(port, running=None, queued=None, timeout=10.0):
+    """Waits until /health shows `running` jobs on compute and `queued` jobs waiting (None:
+    any number); True once it does, False after timeout. A job sent from another thread is
+    seen this way, where a sleep only guesses when it got there."""
+    def ok():
+        st = job_slots(port)
+        return ((running is None or st["running"] == running)
+                and (queued is None or st["queued"] == queued))
+    return bool(wait_until(ok, timeout))
+
+
 # --------------------------------------------------------------------------------------------
 # The server under test
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import (Call, connect, get, peer_closed, proc_cpu_ticks, read_response,
-                      wait_until)
+                      server_rx_queue, wait_until)
 
 PING = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -96,18 +96,6 @@ def test_pipelined_batches_answered_in_order_and_fast(start_server):
 
 
 # ------------------------------------------------------------------------------ backpressure
-
-
-def server_rx_queue(server_port, client_port):
-    """Bytes the server has not read yet on its side of our connection (/proc/net/tcp)."""
-    want_local = ":%04X" % server_port
-    want_remote = ":%04X" % client_port
-    with open("/proc/net/tcp") as f:
-        for line in f.readlines()[1:]:
-            p = line.split()
-            if p[1].endswith(want_local) and p[2].endswith(want_remote):
-                return int(p[4].split(":")[1], 16)
-    return None
 
 
 @pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import (Call, connect, get, heavy_iterations_for, read_response, request,
-                      wait_until)
+                      wait_jobs, wait_server_read, wait_until)
 
 SAMPLE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*(?:\{[^}]*\})?) (\S+)$")
 
@@ -374,9 +374,10 @@ def test_ready_then_503_while_draining(start_server):
     # ones are closed), so the request completed after SIGTERM is answered by a draining loop.
     s = connect(srv.port)
     s.sendall(b"GET /ready HTTP/1.1\r\nHost: x\r\n")
-    time.sleep(0.2)
+    # read before the drain begins and completed after: both waited for, not slept for
+    assert wait_server_read(srv.port, s), "the server never read the half request"
     os.kill(srv.pid, signal.SIGTERM)
-    time.sleep(0.5)
+    assert wait_until(lambda: re.search(r"draining \d+ connection", srv.log()), 10), srv.log()
     s.sendall(b"\r\n")
     r = read_response(s)
     s.close()
