@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from conftest import (Call, calibrate_heavy, get, heavy_iterations_for, heavy_result, pid_alive,
-                      proc_cpu_ticks, proc_stat, wait_until)
+from conftest import (Call, calibrate_heavy, get, heavy_iterations_for, heavy_result, job_slots,
+                      pid_alive, proc_cpu_ticks, proc_stat, wait_jobs, wait_until)
 
 
 def snapshot(srv):
@@ -58,7 +58,8 @@ def test_sigterm_drains_inflight_heavy(start_server):
     kids = snapshot(srv)
     call = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=30)
     call.start()
-    time.sleep(0.3)
+    # in flight means running: a request not yet read when SIGTERM comes is no drain test
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     assert call.is_alive(), "job finished before SIGTERM; cannot test the drain"
     os.kill(srv.pid, signal.SIGTERM)
     r = call.get(30)
@@ -77,11 +78,14 @@ def test_sigterm_drains_inflight_heavy(start_server):
 def test_sigterm_stops_accepting(start_server):
     srv = start_server("--compute-workers", "1", "--drain-timeout-ms", "20000")
     n = heavy_iterations_for(srv.port, 2.0)
+    nloops = get(srv.port, "/status").json()["sizing"]["loop_workers"]
     call = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=30)
     call.start()
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     os.kill(srv.pid, signal.SIGTERM)
-    time.sleep(0.5)  # draining: the in-flight job still runs
+    # draining (every loop worker said so, and closed its listener): the job still runs
+    assert wait_until(lambda: len(re.findall(r"draining \d+ connection", srv.log())) == nloops,
+                      10), srv.log()
     assert call.is_alive(), "job finished too early to observe the drain"
     # a new connection is no longer served (refused, reset or closed without a 200)
     served = False
@@ -105,7 +109,7 @@ def test_drain_timeout_bounds_shutdown(start_server):
     kids = snapshot(srv)
     call = Call(get, srv.port, "/heavy?iterations=100000000000", timeout=20)  # minutes of CPU
     call.start()
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)  # the drain has a job to wait for
     t0 = time.monotonic()
     os.kill(srv.pid, signal.SIGTERM)
     try:
@@ -154,7 +158,7 @@ def test_sigkill_master_kills_children(start_server):
     # some work in flight, so the arena has pages and a compute process is busy
     call = Call(get, srv.port, "/heavy?iterations=100000000000", timeout=10)
     call.start()
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     assert listening_on(srv.port)
     os.kill(srv.pid, signal.SIGKILL)
     srv.proc.wait(5)
@@ -206,12 +210,12 @@ def test_kill_compute_mid_job_gives_502_only_for_that_job(start_server):
     n = heavy_iterations_for(srv.port, 3.0)
     a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=60)
     a.start()
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     victim, deltas = busiest(pids)
     assert deltas[victim] > 0, "no compute process is busy: %r" % deltas
     b = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=60)
     b.start()
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=2), job_slots(srv.port)
     assert a.is_alive() and b.is_alive()
     os.kill(victim, signal.SIGKILL)
     ra = a.get(10)

@@ -236,10 +236,12 @@ def test_cancelled_job_counted(start_server):
     n = heavy_iterations_for(srv.port, 1.5)
     a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=60)
     a.start()
-    time.sleep(0.3)
+    # seen running, then seen queued behind it (sleeps let the short job run first, or the
+    # client leave before its request was read)
+    assert wait_jobs(srv.port, running=1), status(srv.port)["slots"]
     s = connect(srv.port)
     s.sendall(b"GET /heavy?iterations=1000 HTTP/1.1\r\nHost: x\r\n\r\n")  # queued behind a
-    time.sleep(0.3)
+    assert wait_jobs(srv.port, running=1, queued=1), status(srv.port)["slots"]
     s.close()  # the client leaves while its job waits
     scrape_until(srv.port, {"lagless_jobs_cancelled_total": 1})
     assert a.get(60).status == 200

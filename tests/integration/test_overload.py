@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from conftest import (Call, connect, get, heavy_iterations_for, heavy_result, peer_closed,
-                      read_response)
+from conftest import (Call, connect, get, heavy_iterations_for, heavy_result, job_slots,
+                      peer_closed, read_response, wait_jobs)
 
 # each long job should run at least this long (seconds), measured on the server itself
 LONG_JOB_S = 3.0
@@ -29,10 +29,11 @@ def test_full_pool_503_fast_and_ping_unaffected(start_server):
 
     a = Call(get, srv.port, url, timeout=90)
     a.start()
-    time.sleep(0.3)
     b = Call(get, srv.port, url, timeout=90)
     b.start()
-    time.sleep(0.5)  # both accepted: one running, one queued
+    # both accepted, one running and one queued (waited for: on a loaded machine a fixed sleep
+    # could end before b was queued, and the third request below would take its place)
+    assert wait_jobs(srv.port, running=1, queued=1), job_slots(srv.port)
     assert a.is_alive() and b.is_alive(), "the long jobs ended too early to test a full pool"
 
     # 1. a third heavy request is refused at once
@@ -98,7 +99,7 @@ def test_503_keeps_the_connection_when_the_body_is_cheap_to_drop(start_server):
     n = heavy_iterations_for(srv.port, LONG_JOB_S)
     a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=90)
     a.start()
-    time.sleep(0.5)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     assert a.is_alive(), "the long job ended too early to test a full pool"
     small = b"x" * 1000
     reqs = (b"GET /heavy?iterations=1 HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -142,7 +143,7 @@ def test_slots_are_global_across_loop_workers(start_server):
     n = heavy_iterations_for(srv.port, LONG_JOB_S)
     a = Call(get, srv.port, "/heavy?iterations=%d" % n, timeout=90)
     a.start()
-    time.sleep(0.5)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     assert a.is_alive(), "the long job ended too early"
     # many fresh connections land on either loop worker; every one must be refused
     statuses = []
