@@ -319,6 +319,8 @@ def test_offloaded_job_leaves_loop_lag_near_zero(start_server):
     srv = start_server("--loop-workers", "1", "--compute-workers", "1")
     n = heavy_iterations_for(srv.port, 0.6)
     before = scrape(srv.port)
+    # the worst lag of the last minute: start-up and the calibration included
+    max_before = max_lag_ms(srv.port, 0)
     r = get(srv.port, "/heavy?iterations=%d" % n, timeout=60)
     assert r.status == 200 and "inline" not in r.json(), r
     run_ms = r.json()["run_ms"]
@@ -328,7 +330,10 @@ def test_offloaded_job_leaves_loop_lag_near_zero(start_server):
     # late as the job was long (loose: the machine is shared)
     assert lag_count(after, 0) - lag_count(before, 0) >= 10
     assert lag_over(after, 0, "0.1") == lag_over(before, 0, "0.1"), "a probe was > 100 ms late"
-    assert max_lag_ms(srv.port, 0) < 0.25 * run_ms
+    # a new worst lag set during the job stays far below the job's length (one from before
+    # the job, e.g. a start-up on a loaded machine, says nothing about it)
+    max_after = max_lag_ms(srv.port, 0)
+    assert max_after == max_before or max_after < 0.25 * run_ms, (max_before, max_after, run_ms)
     assert not [line for line in srv.log().splitlines()
                 if "slow callback" in line and "/heavy" in line], srv.log()[-3000:]
 
