@@ -66,17 +66,31 @@ lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c)
 	w->worst_route = NULL;
 }
 
-/* "METHOD target" of c's current request into out, "-" when no head was parsed. */
+/* "METHOD target" of c's current request (the target cut at 96 bytes) into out, "-" when no
+ * head was parsed; always terminated. Copied, not formatted: it runs for every request. */
 static void
 describe(const struct lg_conn *c, char *out, size_t cap)
 {
 	const struct lg_http_req *r = &c->http.req;
+	const char *m = r->path != NULL ? http_method_str(r->method) : "-";
+	size_t mlen = strlen(m), tlen = r->path != NULL ? r->target_len : 0, n = 0;
 
-	if (r->path == NULL)
-		snprintf(out, cap, "-");
-	else
-		snprintf(out, cap, "%s %.*s", http_method_str(r->method),
-		    (int)(r->target_len < 96 ? r->target_len : 96), r->target);
+	if (cap == 0)
+		return;
+	if (tlen > 96)
+		tlen = 96;
+	if (mlen > cap - 1)
+		mlen = cap - 1;
+	memcpy(out, m, mlen);
+	n = mlen;
+	if (r->path != NULL && n + 1 < cap) {
+		out[n++] = ' ';
+		if (tlen > cap - 1 - n)
+			tlen = cap - 1 - n;
+		memcpy(out + n, r->target, tlen);
+		n += tlen;
+	}
+	out[n] = '\0';
 }
 
 void
