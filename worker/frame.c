@@ -477,17 +477,24 @@ static int
 name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 {
 	if (c == ':') {
-		static const char *const names[] = { "", "content-length", "transfer-encoding",
-		    "host", "expect", "connection" };
+		/* The interesting names have lengths of their own: one comparison per field. */
+		static const struct { size_t len; const char *name; int field; } names[] = {
+			{ 4, "host", FLD_HOST }, { 6, "expect", FLD_EXPECT },
+			{ 10, "connection", FLD_CONN }, { 14, "content-length", FLD_CL },
+			{ 17, "transfer-encoding", FLD_TE },
+		};
 
 		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
 		 * by fuzz_http): refuse those names rather than let the two readings differ. */
 		if (*nlen > 17 && strncasecmp(name, "transfer-encoding", 17) == 0)
 			return fail(f, 400, "field name extends Transfer-Encoding");
 		f->field = FLD_OTHER;
-		for (int i = FLD_CL; i <= FLD_CONN; i++)
-			if (strlen(names[i]) == *nlen && strncasecmp(names[i], name, *nlen) == 0)
-				f->field = i;
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (names[i].len == *nlen) {
+				if (strncasecmp(names[i].name, name, *nlen) == 0)
+					f->field = names[i].field;
+				break;
+			}
 		f->val_len = 0;
 		f->val_long = 0;
 		/* http-parser refuses a second Content-Length at its value: so must this. */
@@ -614,6 +621,20 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 		memcpy(name, f->val, nlen);
 	}
 	for (i = 0; i < len && f->status == 0 && (f->state & ~TRAILER) < S_HEAD_DONE; i++) {
+		if ((f->state & ~TRAILER) == S_VALUE && f->field == FLD_OTHER) {
+			/* The value of a field that decides nothing is only checked for its
+			 * characters (nothing of it is kept): skip to its CR, or to the first byte
+			 * that is refused or passes max_head, which the byte loop then handles. */
+			size_t room = f->lim->max_head - f->head_bytes, j = i;
+			size_t stop = len - i < room ? len : i + room;
+
+			while (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j]))
+				j++;
+			f->head_bytes += j - i;
+			i = j;
+			if (i == len)
+				break;
+		}
 		if (++f->head_bytes > f->lim->max_head) {
 			fail(f, 431, "head over the limit");
 			break;
