@@ -328,7 +328,11 @@ flush(struct lg_conn *c)
 			iov[n].iov_base = (void *)(c->wbody + boff);
 			iov[n++].iov_len = c->wbody_len - boff;
 		}
-		ssize_t w = writev(c->fd, iov, n);
+		/* One buffer (a head with its copied body, or a batch): send(2) goes straight
+		 * to the socket, where writev(2) first passes the VFS layer and imports the
+		 * iovec, a few percent of a small answer's system time. */
+		ssize_t w = n == 1 ? send(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL) :
+		    writev(c->fd, iov, n);
 		if (w > 0) {
 			c->woff += (size_t)w;
 			continue;
@@ -687,7 +691,7 @@ lg_conn_body_ready(struct lg_conn *c)
 static void
 read_input(struct lg_conn *c)
 {
-	ssize_t n = read(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
+	ssize_t n = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		/* EOF or reset: a queued job is cancelled, a running one abandoned. */
