@@ -67,6 +67,9 @@ def test_pipelined_batches_answered_in_order_and_fast(start_server):
     batch waits for a delayed ACK. Written one by one without TCP_NODELAY, each batch stalled
     ~40 ms (4 s for 100); batched and without Nagle it takes milliseconds. The bound is loose."""
     srv = start_server("--loop-workers", "1", "--compute-workers", "1")
+    # The server answers /ping before the master has seen every loop's heartbeat and marked it
+    # ready; until then /ready is a 503 (seen on a loaded machine).
+    assert wait_until(lambda: get(srv.port, "/ready").status == 200, 20)
     kinds = [("GET", "/ping", 200, b"ok"), ("HEAD", "/ping", 200, b""),
              ("GET", "/nothing", 404, b"Not Found\n"), ("GET", "/ready", 200, b"ready\n")]
     batch = [kinds[i % len(kinds)] for i in range(16)]
