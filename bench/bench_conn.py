@@ -235,8 +235,10 @@ class Servers:
                 srv = Nginx(self.workers, conns=self.conns)
                 pid = srv.proc.pid
             else:
+                policy = getattr(self.cfg, "compute_policy", "")
                 srv = Lagless(self.cfg.bin, ["--max-conns", str(self.conns),
-                                             "--loop-workers", str(self.workers)])
+                                             "--loop-workers", str(self.workers)] +
+                              (["--compute-policy", policy] if policy else []))
                 pid = srv.pid
             try:
                 out.append(fn(pid, srv.port))

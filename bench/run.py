@@ -43,21 +43,24 @@ def parse_args():
     p.add_argument("--probes", type=int, default=400, help="fresh-connection requests per phase")
     p.add_argument("--interval-us", type=int, default=500,
                    help="pace of the latency client (0: back to back)")
-    p.add_argument("--compute-sched-idle", action="store_true",
-                   help="experiment: move the compute processes to SCHED_IDLE (1, 2)")
+    p.add_argument("--compute-policy", default="",
+                   help="idle|batch|normal: passed to the servers of 1, 2 and 6 (default: the "
+                   "server's own, idle), to compare scheduling policies")
     p.add_argument("--max-seconds", type=float, default=20.0, help="bound of one client run")
     return p.parse_args()
+
+
+def policy_args(cfg):
+    return ["--compute-policy", cfg.compute_policy] if cfg.compute_policy else []
 
 
 def bench_1_2(cfg, sz):
     log("== 1. cheap stays cheap: /ping latency, idle vs every compute process busy and the "
         "queue full")
-    srv = Lagless(cfg.bin)
+    srv = Lagless(cfg.bin, policy_args(cfg))
     try:
-        if cfg.compute_sched_idle:
-            for pid in srv.role_pids("lagless-compute"):
-                os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
-            log("   experiment: compute processes moved to SCHED_IDLE (sched(7))")
+        if cfg.compute_policy:
+            log("   compute processes under --compute-policy %s (sched(7))" % cfg.compute_policy)
         return bench_latency.run(srv, cfg.client, sz, cfg)
     finally:
         srv.stop()
