@@ -26,11 +26,11 @@ OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
            -Wno-unused-parameter -I. -Iinclude -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
 LDFLAGS += $(SANFLAGS)
-LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lz -largon2 -linih -lsystemd -lm -ldl -pthread
+LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
 
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
-            libzstd-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
+            libzstd-dev libxxhash-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache
 # reference); CI does not install them.

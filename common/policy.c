@@ -46,6 +46,28 @@ ms(const char *v, uint64_t *out)
 	return 0;
 }
 
+/* BYTES with an optional K or M suffix, at most LG_POLICY_BODY_MAX_MAX. */
+static int
+bytes(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+	uint64_t mul = 1;
+
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (*end == 'k' || *end == 'K')
+		mul = 1u << 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1u << 20, end++;
+	if (errno || *end || x > LG_POLICY_BODY_MAX_MAX / mul)
+		return -1;
+	*out = x * mul;
+	return 0;
+}
+
 static int
 onoff(const char *v, int *out)
 {
@@ -79,6 +101,8 @@ setting(struct lg_policy *p, char *kv)
 		return names(v, p->query, &p->nquery, 0);
 	if (strcmp(k, "headers") == 0)
 		return names(v, p->headers, &p->nheaders, 1);
+	if (strcmp(k, "body-max") == 0)
+		return bytes(v, &p->body_max);
 	if (strcmp(k, "credentials") == 0) {
 		if (strcmp(v, "bypass") == 0)
 			p->credentials_in_key = 0;
@@ -99,6 +123,7 @@ rule(struct lg_policy *p, char *s, char *err, size_t errcap)
 
 	memset(p, 0, sizeof(*p));
 	p->coalesce = 1;
+	p->body_max = LG_POLICY_BODY_MAX;
 	if (tok == NULL || tok[0] != '/' || strlen(tok) >= sizeof(p->path)) {
 		snprintf(err, errcap, "rule \"%s\": must start with a route path", tok ? tok : "");
 		return -1;

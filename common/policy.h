@@ -15,9 +15,13 @@
  *   headers=a,b          request headers that are part of the key
  *   credentials=bypass|key  requests with Authorization or Cookie: never coalesced or cached
  *                        (bypass, the default), or coalesced/cached with those values in the key
+ *   body-max=BYTES       largest request body hashed into the key (K/M suffixes; default
+ *                        LG_POLICY_BODY_MAX); a longer body runs its own job, uncached
  *
  * The key is always the method (HEAD as GET) and the path, then the listed parameters and
- * headers in the order listed. */
+ * headers in the order listed; a request with a body, or of a method other than GET and HEAD,
+ * adds its Content-Type and Content-Encoding and a seeded 128-bit hash of its body
+ * (worker/coalesce_key.c). */
 #ifndef LG_COMMON_POLICY_H
 #define LG_COMMON_POLICY_H
 
@@ -27,6 +31,10 @@
 #define LG_POLICY_MAX    8   /* rules */
 #define LG_POLICY_NAMES  8   /* query parameters or headers per rule */
 #define LG_POLICY_NAME   32  /* bytes per name, NUL included */
+/* Bodies up to this many bytes are hashed into the key by default: XXH3 hashes a MiB in about
+ * 0.1 ms on one core, the loop's budget for one callback (docs/CACHE.md). */
+#define LG_POLICY_BODY_MAX     (1ull << 20)
+#define LG_POLICY_BODY_MAX_MAX (64ull << 20) /* the largest body-max a rule may set */
 
 struct lg_policy {
 	char path[64];
@@ -36,6 +44,7 @@ struct lg_policy {
 	char query[LG_POLICY_NAMES][LG_POLICY_NAME];
 	char headers[LG_POLICY_NAMES][LG_POLICY_NAME];  /* lower case */
 	int credentials_in_key;
+	uint64_t body_max;      /* bytes of body hashed into the key, at most */
 };
 
 struct lg_policies {

@@ -67,16 +67,19 @@ alloc(const struct lagless_request *rq, struct lagless_output *out)
 }
 
 /* Waits ?ms=N (default 200, at most 60000) without using CPU, then answers, or with ?fail=1
- * fails as the kind (500): a slow origin for the single-flight tests and benchmark. */
+ * fails as the kind (500): a slow origin for the single-flight tests and benchmark. With
+ * ?echo=1 the answer is followed by the request body and the listed fields, as name=value
+ * lines, so a test can see which request a shared answer came from. */
 static int
 sleep_job(const struct lagless_request *rq, struct lagless_output *out)
 {
-	uint64_t ms, fail;
+	uint64_t ms, fail, echo;
 	char buf[48];
 	int n;
 
 	if (rq->host->query_uint(rq, "ms", 200, 0, 60000, &ms) == -1 ||
-	    rq->host->query_uint(rq, "fail", 0, 0, 1, &fail) == -1)
+	    rq->host->query_uint(rq, "fail", 0, 0, 1, &fail) == -1 ||
+	    rq->host->query_uint(rq, "echo", 0, 0, 1, &echo) == -1)
 		return LAGLESS_BAD_INPUT;
 	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -86,7 +89,17 @@ sleep_job(const struct lagless_request *rq, struct lagless_output *out)
 		return LAGLESS_ERROR;
 	}
 	n = snprintf(buf, sizeof(buf), "slept %llu ms\n", (unsigned long long)ms);
-	return rq->host->write(out, buf, (size_t)n) == -1 ? LAGLESS_TOO_LARGE : LAGLESS_OK;
+	if (rq->host->write(out, buf, (size_t)n) == -1)
+		return LAGLESS_TOO_LARGE;
+	for (size_t i = 0; echo && i < rq->nfields; i++)
+		if (rq->host->write(out, rq->fields[i].name, rq->fields[i].name_len) == -1 ||
+		    rq->host->write(out, "=", 1) == -1 ||
+		    rq->host->write(out, rq->fields[i].value, rq->fields[i].value_len) == -1 ||
+		    rq->host->write(out, "\n", 1) == -1)
+			return LAGLESS_TOO_LARGE;
+	if (echo && rq->host->write(out, rq->input, rq->input_len) == -1)
+		return LAGLESS_TOO_LARGE;
+	return LAGLESS_OK;
 }
 
 static uint64_t

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include "common/clock.h"
 
 #define CACHE_MAGIC 0x4c474348u /* "LGCH" */
 #define HDR_BYTES   4096u
@@ -106,6 +109,8 @@ lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t
 		goto fail;
 	}
 	c->hdr = (struct lg_cache_hdr *)c->base;
+	if (getrandom(&h.key_seed, sizeof(h.key_seed), GRND_NONBLOCK) != sizeof(h.key_seed))
+		h.key_seed = lg_now_ns() ^ ((uint64_t)getpid() << 32); /* no entropy yet (early boot) */
 	*c->hdr = h;
 	c->ctr = (struct lg_cache_counters *)(c->base + h.counters_off);
 	return 0;

@@ -71,7 +71,8 @@ struct lg_cache_counters {
 	_Atomic uint64_t busy;        /* requests run alone: flight bucket held by another key */
 	_Atomic uint64_t refreshes;   /* background refreshes started from a stale answer */
 	_Atomic uint64_t cancelled;   /* coalesced jobs cancelled: every waiter left */
-	uint64_t pad[5];
+	_Atomic uint64_t body_alone;  /* requests run alone: body over the rule's body-max */
+	uint64_t pad[4];
 };
 _Static_assert(sizeof(struct lg_cache_counters) == 128, "counter row is two cache lines");
 
@@ -97,6 +98,8 @@ struct lg_cache_hdr {
 	_Atomic uint64_t entries;   /* VALID entries at the last sweep */
 	_Atomic uint64_t bytes_used;/* key + value bytes of those */
 	_Atomic uint64_t expired;   /* entries the sweep freed past their stale window */
+	uint64_t key_seed;          /* random at creation: seeds the body hash of keys, so a
+	                             * client cannot build two bodies with one key offline */
 };
 
 struct lg_cache {

@@ -73,8 +73,7 @@ lg_coal_wants(struct lg_conn *c)
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_coal *k = c->w->coal;
 
-	if (k == NULL || k->ctr == NULL || k->pols.n == 0 ||
-	    (r->method != HTTP_GET && r->method != HTTP_HEAD))
+	if (k == NULL || k->ctr == NULL || k->pols.n == 0)
 		return 0;
 	c->pol = lg_policy_find(&k->pols, r->path, r->path_len);
 	return c->coal = c->pol != NULL;
@@ -85,6 +84,19 @@ count(struct lg_conn *c, _Atomic uint64_t *field)
 {
 	(void)c;
 	lg_stats_add(field, 1);
+}
+
+/* A job slot for c's job: the transit buffer it already holds (a request with a body, claimed
+ * at head time, its body in it), else the router's claim. A request with a body that no longer
+ * holds its buffer (it went to a background refresh) cannot run again: -1, answered 503. */
+static int
+job_slot(struct lg_conn *c)
+{
+	if (c->slot >= 0)
+		return 0;
+	if (lg_coal_has_body(c) || c->w->coal->claim == NULL)
+		return -1;
+	return c->w->coal->claim(c);
 }
 
 /* Answers c with a copy of body (the connection owns and frees it once written). */
@@ -124,6 +136,8 @@ answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, const char *labe
 		return 0;
 	}
 	c->queue_ns = c->run_ns = 0;
+	if (c->slot >= 0)
+		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
 	*rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1,
 	    buf, m->val_len);
 	free(buf);
@@ -262,12 +276,16 @@ void
 lg_coal_gone(struct lg_conn *c)
 {
 	leave(c);
+	if (c->slot >= 0)
+		lg_offload_release(c); /* a request with a body keeps it while parked */
 }
 
 int
 lg_coal_deadline(struct lg_conn *c)
 {
 	leave(c);
+	if (c->slot >= 0)
+		lg_offload_release(c);
 	atomic_fetch_add(&c->w->env->page->timed_out, 1);
 	if (lg_conn_error(c, 504, 0, NULL) == -1)
 		return -1;
@@ -312,6 +330,8 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 		int rc;
 
 		unpark(c);
+		if (c->slot >= 0)
+			lg_offload_release(c); /* answered from the shared job: the body is not needed */
 		c->queue_ns = queue_ns;
 		c->run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
@@ -494,8 +514,9 @@ static int
 run_alone(struct lg_conn *c)
 {
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
-	if (c->w->coal->claim(c) == -1)
+	if (job_slot(c) == -1)
 		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+	c->coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
 }
 
@@ -510,7 +531,7 @@ refresh(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 
 	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len))
 		return;
-	if (w->coal->claim(c) == -1)
+	if (job_slot(c) == -1)
 		return;
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
@@ -556,17 +577,19 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	struct lg_cache_meta m;
 	int rc;
 
-	if (w->coal->claim(c) == -1)
+	if (job_slot(c) == -1)
 		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_BUSY) {
 		lg_stats_add(&w->coal->ctr->busy, 1);
 		lg_stats_add(&w->coal->ctr->jobs, 1);
+		c->coal = 0;
 		return lg_offload_start(c);
 	}
 	if (rc == LG_FLIGHT_JOINED) {
-		lg_offload_release(c);
+		if (!lg_coal_has_body(c))
+			lg_offload_release(c); /* a body stays: the request may have to run again */
 		return join_local(c, &ref);
 	}
 	if (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m) == LG_CACHE_FRESH) {
@@ -600,7 +623,10 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	struct lg_flight_ref ref;
 	int rc;
 
-	k->claim = claim;
+	if (claim != NULL)
+		k->claim = claim;
+	if (!c->coal_alone && lg_coal_has_body(c) && c->body_got > p->body_max)
+		lg_stats_add(&k->ctr->body_alone, 1);
 	if (c->coal_alone || lg_coal_key(c, key, &len) == -1)
 		return run_alone(c);
 	hash = lg_flight_hash(LG_FLIGHT_HASH_INIT, key, len);
@@ -613,15 +639,21 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 				return rc;
 			}
 			break;
-		case LG_CACHE_STALE:
+		case LG_CACHE_STALE: {
+			/* A body is in the transit buffer c holds: its refresh job runs there. */
+			int held = c->slot >= 0;
+
+			if (held)
+				refresh(c, key, len, hash);
 			if (answer_cached(c, &m, "stale", &rc)) {
 				lg_obs_route_hit(c);
 				count(c, &k->ctr->stale);
-				if (rc == 0)
+				if (rc == 0 && !held)
 					refresh(c, key, len, hash);
 				return rc;
 			}
 			break;
+		}
 		default:
 			break;
 		}

@@ -24,10 +24,13 @@ int lg_coal_setup(struct lg_worker *w);
  * claimed before dispatch). c->deadline_ms must hold the route's job deadline. */
 int lg_coal_wants(struct lg_conn *c);
 
-/* Dispatch of a complete bodiless request with c->coal set: answers from the cache, parks c on
- * a flight, or starts the job, claiming its slot with the router's claim (0, or -1: no slot;
- * it sets c->slot and the job's kind, route, deadline and content type). Returns 0, or -1 when
- * c was closed. */
+/* Dispatch of a complete request with c->coal set: answers from the cache, parks c on a
+ * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or
+ * -1: no slot; it sets c->slot and the job's kind, route, deadline and content type); a
+ * request with a body holds its transit buffer since head time, the body complete in it
+ * (called from lg_offload_queue with claim NULL): a cache hit gives it back, a parked request
+ * keeps it until answered (so it can still run its own job if the shared answer cannot reach
+ * it), and a miss's job runs in it. Returns 0, or -1 when c was closed. */
 int lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c));
 
 /* A DONE header for slot m->slot found no connection waiting: if the slot runs a flight of this
@@ -44,10 +47,15 @@ void lg_coal_gone(struct lg_conn *c);
 int lg_coal_deadline(struct lg_conn *c);
 
 /* The key of c's request (common/policy.h): method (HEAD as GET), path, the listed query
- * parameters and headers, into key (LG_FLIGHT_KEY_MAX bytes), *len bytes. Returns 0, or -1
- * when the request must not share: credentials the rule keeps out of sharing, kept headers
- * that did not fit, or a longer key. */
+ * parameters and headers, and for a request with a body or of another method than GET/HEAD
+ * its Content-Type, Content-Encoding, length and body hash (the body complete in c's transit
+ * buffer), into key (LG_FLIGHT_KEY_MAX bytes, binary), *len bytes. Returns 0, or -1 when the
+ * request must not share: credentials the rule keeps out of sharing, kept headers that did
+ * not fit, a body over the rule's body-max, or a longer key. */
 int lg_coal_key(const struct lg_conn *c, char *key, size_t *len);
+
+/* Whether c's request carries a body (chunked, or a Content-Length over 0). */
+int lg_coal_has_body(const struct lg_conn *c);
 
 /* Appends the single-flight and cache families of /metrics (Prometheus text 0.0.4) to b.
  * Returns 0, or -1 when b overflowed. */

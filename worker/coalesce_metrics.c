@@ -47,6 +47,8 @@ lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca)
 	    "Background refreshes started by stale answers.");
 	counter(b, ca, CTR(cancelled), "lagless_coalesce_cancelled_total",
 	    "Coalesced jobs cancelled because every waiter left.");
+	counter(b, ca, CTR(body_alone), "lagless_coalesce_body_too_large_total",
+	    "Requests run alone because their body was over the rule's body-max.");
 	for (uint32_t i = 0; i < ca->hdr->nloops; i++)
 		saved += atomic_load(&ca->ctr[i].hits) + atomic_load(&ca->ctr[i].stale) +
 		    atomic_load(&ca->ctr[i].coalesced);

@@ -301,6 +301,10 @@ lg_offload_queue(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
 
+	/* A coalescing route's request with a body: its key holds the body's hash, so it is
+	 * decided only now that the body is complete in the transit buffer. */
+	if (c->coal && !c->run_inline)
+		return lg_coal_dispatch(c, NULL);
 	if (c->run_inline) {
 		s->arg = c->arg;
 		s->in_len = c->body_got;
@@ -339,7 +343,7 @@ void
 lg_offload_client_gone(struct lg_conn *c)
 {
 	if (c->fl != NULL) {
-		lg_coal_gone(c); /* parked on a flight: it holds no slot */
+		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
 		return;
 	}
 	const struct lg_loop_env *env = c->w->env;

@@ -421,9 +421,10 @@ lg_route_head(struct lg_http *h, void *conn)
 		return refuse_keep(c, r, 503, (left + 999999999u) / 1000000000u);
 	}
 	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
-	 * needs no slot (worker/coalesce.h). Only bodiless requests of pool routes coalesce. */
+	 * needs no slot (worker/coalesce.h). A request with a body takes its transit buffer now
+	 * like any job, and is decided once the body (hashed into its key) is complete. */
 	c->deadline_ms = d->deadline_ms;
-	if (!has_body && d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c))
+	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c) && !has_body)
 		return LG_HTTP_BODY_PARSER;
 	/* The bounded queue: no free slot means 503 now, before any body byte is read into
 	 * shared memory; a small body is read and dropped so the connection stays usable. */

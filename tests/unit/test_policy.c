@@ -40,6 +40,27 @@ test_full_rule(void **state)
 	assert_int_equal(lg_policy_parse(" ; /a ;", &ps, err, sizeof(err)), 0);
 	assert_int_equal(ps.n, 1);
 	assert_int_equal(ps.p[0].coalesce, 1); /* a bare path coalesces */
+	assert_int_equal(ps.p[0].body_max, LG_POLICY_BODY_MAX); /* bodies up to 1 MiB are keyed */
+}
+
+static void
+test_body_max(void **state)
+{
+	struct lg_policies ps;
+	char err[160];
+
+	assert_int_equal(lg_policy_parse("/a body-max=64K; /b body-max=0; /c body-max=64M; "
+	    "/d body-max=1000", &ps, err, sizeof(err)), 0);
+	assert_int_equal(ps.p[0].body_max, 65536);
+	assert_int_equal(ps.p[1].body_max, 0); /* every request with a body runs alone */
+	assert_int_equal(ps.p[2].body_max, LG_POLICY_BODY_MAX_MAX);
+	assert_int_equal(ps.p[3].body_max, 1000);
+	/* over the bound, a unit it does not know, or no number */
+	assert_int_equal(lg_policy_parse("/a body-max=65M", &ps, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "body-max=65M"));
+	assert_int_equal(lg_policy_parse("/a body-max=1G", &ps, err, sizeof(err)), -1);
+	assert_int_equal(lg_policy_parse("/a body-max=K", &ps, err, sizeof(err)), -1);
+	assert_int_equal(lg_policy_parse("/a body-max=1KB", &ps, err, sizeof(err)), -1);
 }
 
 static void
@@ -68,6 +89,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_rule),
+		cmocka_unit_test(test_body_max),
 		cmocka_unit_test(test_errors_name_the_fault),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
