@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from conftest import Call, connect, get, heavy_iterations_for, read_response, wait_until
+from conftest import (Call, connect, get, heavy_iterations_for, job_slots, read_response,
+                      wait_jobs, wait_until)
 
 
 def metric(port, name):
@@ -118,6 +119,9 @@ def test_killed_compute_gives_502_to_all_and_frees_the_key(start_server):
     calls = Call(burst, srv.port, ["/test/spin"] * 10)
     calls.start()
     assert wait_until(lambda: metric(srv.port, "lagless_coalesced_waiters_total") == 9, 10)
+    # the ten have joined; the kill must also find the job on the compute process, not still
+    # queued (a respawned process would take it and spin until the default deadline)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
     os.kill(compute, signal.SIGKILL)
     got = calls.get(20)
     assert [g[0] for g in got] == [502] * 10
