@@ -81,6 +81,79 @@ onoff(const char *v, int *out)
 }
 
 static int
+set_coalesce(struct lg_policy *p, const char *v)
+{
+	return onoff(v, &p->coalesce);
+}
+
+static int
+set_ttl(struct lg_policy *p, const char *v)
+{
+	return ms(v, &p->ttl_ms);
+}
+
+static int
+set_stale(struct lg_policy *p, const char *v)
+{
+	return ms(v, &p->stale_ms);
+}
+
+static int
+set_negative(struct lg_policy *p, const char *v)
+{
+	return ms(v, &p->negative_ttl_ms);
+}
+
+static int
+set_query(struct lg_policy *p, const char *v)
+{
+	return names(v, p->query, &p->nquery, 0);
+}
+
+static int
+set_headers(struct lg_policy *p, const char *v)
+{
+	return names(v, p->headers, &p->nheaders, 1);
+}
+
+static int
+set_credentials(struct lg_policy *p, const char *v)
+{
+	if (strcmp(v, "bypass") != 0 && strcmp(v, "key") != 0)
+		return -1;
+	p->credentials_in_key = strcmp(v, "key") == 0;
+	return 0;
+}
+
+static int
+set_body_max(struct lg_policy *p, const char *v)
+{
+	return bytes(v, &p->body_max);
+}
+
+/* Every setting of a rule, once: its word in a --coalesce rule, its key in a [route] section
+ * (the route keys' underscore style, the unit in the name as deadline_ms has it), what a
+ * bad value should have been. */
+static const struct setting {
+	const char *word, *key;
+	int (*set)(struct lg_policy *p, const char *v);
+	const char *expect;
+} settings[] = {
+	{ "coalesce", "coalesce", set_coalesce, "expected on or off" },
+	{ "ttl", "ttl_ms", set_ttl, "expected a whole number of milliseconds" },
+	{ "stale", "stale_ms", set_stale, "expected a whole number of milliseconds" },
+	{ "negative-ttl", "negative_ttl_ms", set_negative,
+	    "expected a whole number of milliseconds" },
+	{ "query", "key_query", set_query, "expected at most 8 query parameter names, ',' "
+	    "separated, each under 32 bytes" },
+	{ "headers", "key_headers", set_headers, "expected at most 8 header names, ',' "
+	    "separated, each under 32 bytes" },
+	{ "credentials", "credentials", set_credentials, "expected bypass or key" },
+	{ "body-max", "key_body_max", set_body_max, "expected bytes (K or M suffix), at most 64M" },
+};
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static int
 setting(struct lg_policy *p, char *kv)
 {
 	char *eq = strchr(kv, '=');
@@ -88,31 +161,48 @@ setting(struct lg_policy *p, char *kv)
 	if (eq == NULL)
 		return -1;
 	*eq = '\0';
-	const char *k = kv, *v = eq + 1;
-	if (strcmp(k, "coalesce") == 0)
-		return onoff(v, &p->coalesce);
-	if (strcmp(k, "ttl") == 0)
-		return ms(v, &p->ttl_ms);
-	if (strcmp(k, "stale") == 0)
-		return ms(v, &p->stale_ms);
-	if (strcmp(k, "negative-ttl") == 0)
-		return ms(v, &p->negative_ttl_ms);
-	if (strcmp(k, "query") == 0)
-		return names(v, p->query, &p->nquery, 0);
-	if (strcmp(k, "headers") == 0)
-		return names(v, p->headers, &p->nheaders, 1);
-	if (strcmp(k, "body-max") == 0)
-		return bytes(v, &p->body_max);
-	if (strcmp(k, "credentials") == 0) {
-		if (strcmp(v, "bypass") == 0)
-			p->credentials_in_key = 0;
-		else if (strcmp(v, "key") == 0)
-			p->credentials_in_key = 1;
-		else
-			return -1;
-		return 0;
-	}
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (strcmp(kv, settings[i].word) == 0)
+			return settings[i].set(p, eq + 1);
 	return -1;
+}
+
+void
+lg_policy_init(struct lg_policy *p, const char *path)
+{
+	memset(p, 0, sizeof(*p));
+	p->coalesce = 1;
+	p->body_max = LG_POLICY_BODY_MAX;
+	snprintf(p->path, sizeof(p->path), "%s", path);
+}
+
+int
+lg_policy_is_route_key(const char *key)
+{
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (strcmp(key, settings[i].key) == 0)
+			return 1;
+	return 0;
+}
+
+int
+lg_policy_route_key(struct lg_policy *p, const char *key, const char *value, const char **why)
+{
+	char v[512];
+
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		if (strcmp(key, settings[i].key) != 0)
+			continue;
+		*why = settings[i].expect;
+		/* a list may be written "a, b" in a file */
+		size_t n = 0;
+		for (const char *s = value; *s && n < sizeof(v) - 1; s++)
+			if (*s != ' ' && *s != '\t')
+				v[n++] = *s;
+		v[n] = '\0';
+		return strlen(value) < sizeof(v) && settings[i].set(p, v) == 0 ? 1 : -1;
+	}
+	return 0;
 }
 
 /* One rule "PATH k=v ..." (modified in place). */
@@ -121,14 +211,11 @@ rule(struct lg_policy *p, char *s, char *err, size_t errcap)
 {
 	char *save = NULL, *tok = strtok_r(s, " \t", &save);
 
-	memset(p, 0, sizeof(*p));
-	p->coalesce = 1;
-	p->body_max = LG_POLICY_BODY_MAX;
 	if (tok == NULL || tok[0] != '/' || strlen(tok) >= sizeof(p->path)) {
 		snprintf(err, errcap, "rule \"%s\": must start with a route path", tok ? tok : "");
 		return -1;
 	}
-	strcpy(p->path, tok);
+	lg_policy_init(p, tok);
 	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
 		char copy[128];
 

@@ -52,6 +52,27 @@ struct lg_policies {
 	struct lg_policy p[LG_POLICY_MAX];
 };
 
+/* The same settings as keys of a [route /path] section (master/site.c), one table for both
+ * spellings (common/policy.c):
+ *
+ *   coalesce = on|off   ttl_ms = MS   stale_ms = MS   negative_ttl_ms = MS
+ *   key_query = a, b    key_headers = a, b   credentials = bypass|key   key_body_max = BYTES
+ *
+ * A route with any of them has a rule; the others keep their defaults. */
+
+/* A rule with every default (coalescing on, no cache, body-max LG_POLICY_BODY_MAX) for path
+ * (copied, cut to fit: informational once the rule is a route's). */
+void lg_policy_init(struct lg_policy *p, const char *path);
+
+/* Whether key is one of the route-section keys above. */
+int lg_policy_is_route_key(const char *key);
+
+/* Applies route-section key = value to p. Returns 1 (taken), 0 (not a coalescing key), or -1
+ * with *why saying what was expected (a static string). Spaces and tabs in value are ignored
+ * ("a, b" is "a,b"). */
+int lg_policy_route_key(struct lg_policy *p, const char *key, const char *value,
+    const char **why);
+
 /* Parses spec (NUL-terminated; "" gives no rule) into *out. Returns 0, or -1 with a message in
  * err (errcap bytes) naming the rule and setting at fault. */
 int lg_policy_parse(const char *spec, struct lg_policies *out, char *err, size_t errcap);

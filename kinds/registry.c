@@ -402,9 +402,14 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 			fprintf(f, "%-20s %-18s %-24s %-5s %11s %10s  ", path, m, rt->handler, "loop",
 			    "-", "-");
 		if (rt->file[0])
-			fprintf(f, "%s:%d%s\n", rt->file, rt->line, rt->test_only ? " (test)" : "");
+			fprintf(f, "%s:%d%s", rt->file, rt->line, rt->test_only ? " (test)" : "");
 		else
-			fprintf(f, "default%s\n", rt->test_only ? " (test jobs only)" : "");
+			fprintf(f, "default%s", rt->test_only ? " (test jobs only)" : "");
+		if (rt->has_coal) /* its single-flight and cache rule (docs/CACHE.md) */
+			fprintf(f, "; coalesce %s, ttl_ms %llu, stale_ms %llu", rt->coal.coalesce ?
+			    "on" : "off", (unsigned long long)rt->coal.ttl_ms,
+			    (unsigned long long)rt->coal.stale_ms);
+		fputc('\n', f);
 	}
 	for (uint32_t i = 0; i < r->nmodules; i++)
 		if (r->modules[i].handle != NULL)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/policy.h"
 #include "kinds/host.h"
 
 #define LG_NAME_MAX  64   /* module and kind names */
@@ -65,6 +66,9 @@ struct lg_route_def {
 	int test_only;              /* only with --enable-test-jobs */
 	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
 	struct lagless_conf conf;   /* the kind's keys */
+	int has_coal;               /* coal is its single-flight and cache rule (docs/CACHE.md) */
+	struct lg_policy coal;      /* from its section's coalescing keys or a --coalesce rule */
+	int coal_line;              /* line of its first coalescing key, 0 for a rule */
 	char file[LG_PATH_MAX];     /* where it was declared ("" for a default route) */
 	int line;
 };

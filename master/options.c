@@ -134,7 +134,8 @@ static const struct opt opts[] = {
 	  "processes and queue that were not given as counts" },
 	{ "coalesce", K_RULES, F(coalesce), 0, sizeof(((struct lg_config *)0)->coalesce), "",
 	  "RULES", "per-route single-flight and cache rules, e.g. \"/heavy ttl=5000 "
-	  "query=iterations\" (docs/CACHE.md); \"\" = none" },
+	  "query=iterations\", or the same as keys of the route's section (docs/CACHE.md); "
+	  "\"\" = none" },
 	{ "cache-bytes", K_SIZE, F(cache_bytes), 0, 1ull << 40, "64M", "BYTES",
 	  "shared-memory result cache for routes with a ttl (K/M/G suffixes)" },
 	{ "cache-max-entry", K_SIZE, F(cache_max_entry), 1024, 32ull << 20, "1M", "BYTES",

@@ -133,9 +133,10 @@ fail_kv(char *err, size_t cap, const char *file, const struct lg_kv *kv, const c
 	return -1;
 }
 
-/* Moves the section's keys not in `own` into conf (the module's or kind's own keys). */
+/* Moves the section's keys not in `own` (nor, for a route, a coalescing key) into conf (the
+ * module's or kind's own keys). */
 static int
-split_conf(struct section *sec, const char *const *own, struct lagless_conf *conf)
+split_conf(struct section *sec, const char *const *own, int route, struct lagless_conf *conf)
 {
 	struct lg_kv *rest = calloc(sec->nkv + 1, sizeof(*rest));
 	unsigned n = 0;
@@ -147,6 +148,7 @@ split_conf(struct section *sec, const char *const *own, struct lagless_conf *con
 
 		for (const char *const *o = own; *o; o++)
 			mine |= strcmp(sec->kv[i].key, *o) == 0;
+		mine |= route && lg_policy_is_route_key(sec->kv[i].key);
 		if (!mine)
 			rest[n++] = sec->kv[i];
 	}
@@ -173,7 +175,7 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 		    sec->name);
 		return -1;
 	}
-	if (split_conf(sec, own, &conf) == -1)
+	if (split_conf(sec, own, 0, &conf) == -1)
 		return fail_kv(err, cap, file, path, "out of memory");
 	if (lg_modules_open(path->value, &handle, &desc, why, sizeof(why)) == -1) {
 		free((void *)conf.kv); /* not the registry's yet */
@@ -324,6 +326,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	struct lg_route_def rt;
 	size_t plen = strlen(sec->name);
 	int off = 0;
+	const struct lg_kv *coal = NULL; /* its first coalescing key */
 	char why[400];
 
 	memset(&rt, 0, sizeof(rt));
@@ -334,19 +337,30 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	rt.where = LAGLESS_WHERE_POOL;
 	rt.deadline_ms = cfg->deadline_ms;
 	rt.max_body = cfg->max_body;
+	lg_policy_init(&rt.coal, rt.path);
 	for (unsigned i = 0; i < sec->nkv; i++) {
 		const char *w = "bad value";
+		int taken = route_key(r, &sec->kv[i], &rt, cfg, &off, &w);
 
-		if (route_key(r, &sec->kv[i], &rt, cfg, &off, &w) == -1)
+		if (taken == 0 && (taken = lg_policy_route_key(&rt.coal, sec->kv[i].key,
+		    sec->kv[i].value, &w)) == 1 && coal == NULL)
+			coal = &sec->kv[i];
+		if (taken == -1)
 			return fail_kv(err, cap, file, &sec->kv[i], w);
 	}
+	rt.has_coal = coal != NULL;
+	rt.coal_line = coal ? coal->line : 0;
+	if (coal != NULL && (rt.kind == 0 || rt.where == LAGLESS_WHERE_LOOP))
+		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
+		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
+		    "coalesce (its job runs at once on the loop that read it)");
 	if (off) {
 		lg_registry_remove_route(r, rt.path);
 		return 0;
 	}
 	if (rt.methods == 0)
 		rt.methods = rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
-	if (split_conf(sec, own, &rt.conf) == -1) {
+	if (split_conf(sec, own, 1, &rt.conf) == -1) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
@@ -399,6 +413,49 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 	return 0;
 }
 
+/* Gives the --coalesce rules (a flag, LAGLESS_COALESCE or the [lagless] coalesce key; checked
+ * when read) to the routes they name: the rule's path is the route's (a prefix route's without
+ * its '*'). A rule naming no route that runs a kind, or a route with coalescing keys of its own,
+ * is refused: one route has one rule, from one place. where = loop routes do not coalesce and
+ * keep no rule (docs/CACHE.md). */
+static int
+coalesce_rules(struct lg_registry *r, const struct lg_config *cfg, char *err, size_t cap)
+{
+	struct lg_policies ps;
+
+	if (lg_policy_parse(cfg->coalesce, &ps, err, cap) == -1)
+		return -1;
+	for (unsigned p = 0; p < ps.n; p++) {
+		const char *path = ps.p[p].path;
+		size_t n = strlen(path) - (path[strlen(path) - 1] == '*');
+		int found = 0;
+
+		for (uint32_t i = 0; i < r->nroutes; i++) {
+			struct lg_route_def *d = &r->routes[i];
+
+			if (d->kind == 0 || strlen(d->path) != n || memcmp(d->path, path, n) != 0)
+				continue;
+			found = 1;
+			if (d->has_coal) {
+				snprintf(err, cap, "coalesce rule %s: route %s has coalescing keys of its "
+				    "own (%s:%d); give them in one place", path, d->path, d->file,
+				    d->coal_line);
+				return -1;
+			}
+			if (d->where == LAGLESS_WHERE_LOOP)
+				continue;
+			d->coal = ps.p[p];
+			d->has_coal = 1;
+		}
+		if (!found) {
+			snprintf(err, cap, "coalesce rule %s: no route of that path runs a kind "
+			    "(lagless -t lists the routes)", path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
     size_t cap)
@@ -434,6 +491,8 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 			    (--r->nroutes - i) * sizeof(*r->routes));
 		else
 			i++;
+	if (coalesce_rules(r, cfg, err, cap) == -1)
+		return -1;
 	return pool_routes(r, cfg, err, cap);
 }
 

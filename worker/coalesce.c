@@ -41,7 +41,6 @@ struct lg_lflight {
 };
 
 struct lg_coal {
-	struct lg_policies pols;
 	struct lg_lflight *list;
 	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
 	struct lg_lflight **by_slot;  /* owner flights by job slot */
@@ -53,30 +52,26 @@ lg_coal_setup(struct lg_worker *w)
 {
 	const struct lg_loop_env *env = w->env;
 	struct lg_coal *k = calloc(1, sizeof(*k));
-	char err[160];
 
 	if (k == NULL || (k->by_slot = calloc(env->arena->nslots, sizeof(*k->by_slot))) == NULL) {
 		free(k);
 		errno = ENOMEM;
 		return -1;
 	}
-	if (lg_policy_parse(env->cfg->coalesce, &k->pols, err, sizeof(err)) == -1)
-		log_error("coalesce rules: %s (checked at start-up; ignoring)", err);
 	k->ctr = env->cache != NULL ? lg_cache_row(env->cache, env->index) : NULL;
 	w->coal = k;
 	return 0;
 }
 
 int
-lg_coal_wants(struct lg_conn *c)
+lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol)
 {
-	const struct lg_http_req *r = &c->http.req;
 	struct lg_coal *k = c->w->coal;
 
-	if (k == NULL || k->ctr == NULL || k->pols.n == 0)
+	if (k == NULL || k->ctr == NULL || pol == NULL)
 		return 0;
-	c->pol = lg_policy_find(&k->pols, r->path, r->path_len);
-	return c->coal = c->pol != NULL;
+	c->pol = pol;
+	return c->coal = 1;
 }
 
 static void

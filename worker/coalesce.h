@@ -17,12 +17,14 @@
 #include "shm/wire.h"
 #include "worker/conn.h"
 
-/* Sets up w's coalescing state from the configuration's rules. Returns 0, or -1 (ENOMEM). */
+/* Sets up w's coalescing state. Returns 0, or -1 (ENOMEM). */
 int lg_coal_setup(struct lg_worker *w);
 
-/* Head hook: whether c's route has a rule (then c->coal and c->pol are set and no slot is
- * claimed before dispatch). c->deadline_ms must hold the route's job deadline. */
-int lg_coal_wants(struct lg_conn *c);
+/* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
+ * from the configuration: master/site.c), NULL for none. When it does, c->coal and c->pol are
+ * set, and a bodiless request claims no slot before dispatch. c->deadline_ms must hold the
+ * route's job deadline. */
+int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
 
 /* Dispatch of a complete request with c->coal set: answers from the cache, parks c on a
  * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or

@@ -424,7 +424,8 @@ lg_route_head(struct lg_http *h, void *conn)
 	 * needs no slot (worker/coalesce.h). A request with a body takes its transit buffer now
 	 * like any job, and is decided once the body (hashed into its key) is complete. */
 	c->deadline_ms = d->deadline_ms;
-	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c) && !has_body)
+	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c, d->has_coal ? &d->coal : NULL) &&
+	    !has_body)
 		return LG_HTTP_BODY_PARSER;
 	/* The bounded queue: no free slot means 503 now, before any body byte is read into
 	 * shared memory; a small body is read and dropped so the connection stays usable. */

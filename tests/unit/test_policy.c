@@ -84,12 +84,53 @@ test_errors_name_the_fault(void **state)
 	assert_int_equal(lg_policy_parse("/1;/2;/3;/4;/5;/6;/7;/8;/9", &ps, err, sizeof(err)), -1);
 }
 
+/* The [route] section spelling of the same settings (master/site.c gives each key here). */
+static void
+test_route_keys(void **state)
+{
+	struct lg_policy p;
+	const char *why = NULL;
+
+	lg_policy_init(&p, "/thumb");
+	assert_string_equal(p.path, "/thumb");
+	assert_int_equal(p.coalesce, 1);
+	assert_int_equal(p.body_max, LG_POLICY_BODY_MAX);
+	assert_int_equal(lg_policy_route_key(&p, "ttl_ms", "5000", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "stale_ms", "2000", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "negative_ttl_ms", "100", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "key_query", "w, h", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "key_headers", "Accept,\tX-Tenant", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "credentials", "key", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "key_body_max", "8M", &why), 1);
+	assert_int_equal(lg_policy_route_key(&p, "coalesce", "off", &why), 1);
+	assert_true(p.ttl_ms == 5000 && p.stale_ms == 2000 && p.negative_ttl_ms == 100);
+	assert_int_equal(p.nquery, 2);
+	assert_string_equal(p.query[1], "h");
+	assert_int_equal(p.nheaders, 2);
+	assert_string_equal(p.headers[1], "x-tenant");
+	assert_int_equal(p.credentials_in_key, 1);
+	assert_int_equal(p.body_max, 8u << 20);
+	assert_int_equal(p.coalesce, 0);
+	/* not a coalescing key: the caller's (a kind's key, or the route's own) */
+	assert_int_equal(lg_policy_route_key(&p, "ttl", "5", &why), 0);
+	assert_int_equal(lg_policy_route_key(&p, "deadline_ms", "5", &why), 0);
+	assert_false(lg_policy_is_route_key("ttl"));
+	assert_true(lg_policy_is_route_key("key_body_max"));
+	/* a bad value says what was expected */
+	assert_int_equal(lg_policy_route_key(&p, "ttl_ms", "soon", &why), -1);
+	assert_non_null(strstr(why, "milliseconds"));
+	assert_int_equal(lg_policy_route_key(&p, "credentials", "share", &why), -1);
+	assert_non_null(strstr(why, "bypass or key"));
+	assert_int_equal(lg_policy_route_key(&p, "key_query", "a,,b", &why), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_rule),
 		cmocka_unit_test(test_body_max),
+		cmocka_unit_test(test_route_keys),
 		cmocka_unit_test(test_errors_name_the_fault),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
