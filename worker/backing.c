@@ -4,13 +4,16 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/log.h"
 
 /* The helper: blocking reads of requests, fallocate(2) mode 0 (retried on EINTR, which
- * shmem_fallocate returns when a signal is pending; what it allocated stays), one outcome per
- * request. It ends when the loop's end of the request pipe closes (process exit). */
+ * shmem_fallocate returns when a signal is pending; what it allocated stays), then the range
+ * mapped into the page tables (worker/backing.h), one outcome per request. A failed populate
+ * is not an error: the pages are backed and the loop's own faults map them, as before. It ends
+ * when the loop's end of the request pipe closes (process exit). */
 static void *
 helper(void *arg)
 {
@@ -37,6 +40,12 @@ helper(void *arg)
 			if (errno != EINTR)
 				break;
 		}
+		if (m.err == 0 && madvise(b->base + m.off, (size_t)m.len, MADV_POPULATE_WRITE) == -1 &&
+		    !b->populate_warned) {
+			b->populate_warned = 1;
+			log_debug("MADV_POPULATE_WRITE: %s; the loop maps backed pages itself",
+			    strerror(errno));
+		}
 		while (write(b->done[1], &m, sizeof(m)) == -1 && errno == EINTR)
 			;
 	}
@@ -58,7 +67,7 @@ done_cb(struct ev_loop *ev, ev_io *io, int revents)
 }
 
 int
-lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd,
+lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd, unsigned char *base,
     void (*on_done)(void *ctx, const struct lg_backing_msg *m), void *ctx)
 {
 	int rc;
@@ -66,6 +75,7 @@ lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd,
 	memset(b, 0, sizeof(*b));
 	b->req[0] = b->req[1] = b->done[0] = b->done[1] = -1;
 	b->fd = fd;
+	b->base = base;
 	b->on_done = on_done;
 	b->ctx = ctx;
 	/* Records are 40 bytes, below PIPE_BUF, so each write and read is whole (pipe(7)). */

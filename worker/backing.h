@@ -4,7 +4,14 @@
  * worker never calls it: it posts a request to its own helper thread, which does the call and
  * posts the outcome back through a pipe the loop watches. The helper holds no loop state; a
  * request names a slot and its generation, so an outcome for a connection that went away in
- * the meantime is recognised and dropped by the caller. */
+ * the meantime is recognised and dropped by the caller.
+ * After backing a range the helper also maps it into the process's page tables
+ * (MADV_POPULATE_WRITE): otherwise the loop's first write to each page faults, and the page
+ * tables those faults allocate are charged to the memory cgroup like any page, so at the limit
+ * the loop itself sat in the cgroup's OOM path (mem_cgroup_out_of_memory, from pte_alloc_one)
+ * while it copied a body in: slow callbacks of 0.6-1.8 s in the pressure experiment
+ * (docs/BENCHMARKS.md). The threads share one address space, so the helper's faults are the
+ * loop's. */
 #ifndef LG_WORKER_BACKING_H
 #define LG_WORKER_BACKING_H
 
@@ -24,18 +31,20 @@ struct lg_backing_msg {
 struct lg_backing {
 	int req[2], done[2];       /* pipes: loop -> helper, helper -> loop */
 	int fd;                    /* the arena memfd */
+	unsigned char *base;       /* its MAP_SHARED mapping in this process (offset 0) */
 	pthread_t thread;
 	int running;
 	ev_io io;
 	void (*on_done)(void *ctx, const struct lg_backing_msg *m);
 	void *ctx;
 	uint64_t posted, failed;   /* requests posted, outcomes with an error */
+	int populate_warned;       /* the helper's: MADV_POPULATE_WRITE failed once (logged) */
 };
 
-/* Starts the helper thread for arena file descriptor fd and watches its outcomes on ev;
- * on_done(ctx, msg) runs on the loop thread for each. Returns 0, or -1 with errno (pipe2,
- * pthread_create). */
-int lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd,
+/* Starts the helper thread for arena file descriptor fd, mapped read-write at base in this
+ * process (its offset 0), and watches its outcomes on ev; on_done(ctx, msg) runs on the loop
+ * thread for each. Returns 0, or -1 with errno (pipe2, pthread_create). */
+int lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd, unsigned char *base,
     void (*on_done)(void *ctx, const struct lg_backing_msg *m), void *ctx);
 
 /* Posts one request (never blocks: the pipe holds far more requests than there are slots).

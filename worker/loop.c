@@ -220,7 +220,8 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	int one = 1;
 	if (setsockopt(env->listen_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
-	if (lg_backing_start(&w->backing, w->ev, env->arena->fd, lg_offload_backed, w) == -1)
+	if (lg_backing_start(&w->backing, w->ev, env->arena->fd, env->arena->base,
+	    lg_offload_backed, w) == -1)
 		return -1;
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
