@@ -11,9 +11,17 @@
 
 /* The helper: blocking reads of requests, fallocate(2) mode 0 (retried on EINTR, which
  * shmem_fallocate returns when a signal is pending; what it allocated stays), then the range
- * mapped into the page tables (worker/backing.h), one outcome per request. A failed populate
+ * mapped into the page tables (worker/backing.h); a MAP request only maps. One outcome per
+ * request. A failed populate
  * is not an error: the pages are backed and the loop's own faults map them, as before. It ends
  * when the loop's end of the request pipe closes (process exit). */
+static void
+reply(struct lg_backing *b, const struct lg_backing_msg *m)
+{
+	while (write(b->done[1], m, sizeof(*m)) == -1 && errno == EINTR)
+		;
+}
+
 static void *
 helper(void *arg)
 {
@@ -31,6 +39,12 @@ helper(void *arg)
 		if (n != (ssize_t)sizeof(m))
 			return NULL;
 		m.err = 0;
+		if (m.op == LG_BACKING_MAP) {
+			if (madvise(b->base + m.off, (size_t)m.len, MADV_POPULATE_READ) == -1)
+				m.err = errno;
+			reply(b, &m);
+			continue;
+		}
 		for (int tries = 0; tries < 8; tries++) {
 			if (fallocate(b->fd, 0, (off_t)m.off, (off_t)m.len) == 0) {
 				m.err = 0;
@@ -46,8 +60,7 @@ helper(void *arg)
 			log_debug("MADV_POPULATE_WRITE: %s; the loop maps backed pages itself",
 			    strerror(errno));
 		}
-		while (write(b->done[1], &m, sizeof(m)) == -1 && errno == EINTR)
-			;
+		reply(b, &m);
 	}
 }
 

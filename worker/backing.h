@@ -19,13 +19,22 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* One request or its outcome: back [off, off + len) of the memfd (off page-aligned). */
+/* What a request asks of the helper for [off, off + len) of the memfd. */
+enum lg_backing_op {
+	LG_BACKING_BACK = 0, /* back it (fallocate) and map it writable: input a loop will write */
+	LG_BACKING_MAP = 1,  /* map it readable (MADV_POPULATE_READ): output a compute process
+	                      * wrote, which the loop is about to send; the first send from each
+	                      * 64 KiB faulted in the loop, each 2 MiB allocating a page table */
+};
+
+/* One request or its outcome (off page-aligned). */
 struct lg_backing_msg {
 	uint32_t slot, gen;
 	uint64_t off, len;
 	uint64_t upto;   /* caller's meaning: the region bytes backed once this succeeds */
-	int32_t err;     /* outcome: 0, or the errno of fallocate (ENOMEM, ENOSPC) */
-	uint32_t pad;
+	int32_t err;     /* outcome: 0, or the errno of fallocate (ENOMEM, ENOSPC); for MAP, of
+	                  * madvise, which the caller may ignore (its own faults map the pages) */
+	uint32_t op;     /* enum lg_backing_op */
 };
 
 struct lg_backing {

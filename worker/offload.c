@@ -120,6 +120,8 @@ lg_offload_body_window(struct lg_conn *c)
 	return c->body_got < c->reserved ? 0 : 1;
 }
 
+static void answer_mapped(struct lg_conn *c);
+
 void
 lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 {
@@ -130,6 +132,11 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 	if (c == NULL || c->slot != (int)m->slot || c->gen != m->gen || !c->backing_wait)
 		return; /* the connection gave the slot up meanwhile */
 	c->backing_wait = 0;
+	if (m->op == LG_BACKING_MAP) {
+		if (c->state == LG_CONN_JOB)
+			answer_mapped(c);
+		return;
+	}
 	if (m->err) {
 		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
 		    (unsigned long long)m->upto, c->slot, strerror(m->err));
@@ -483,19 +490,58 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	return lg_conn_respond(c, code, "text/plain", extra, text, n);
 }
 
-/* Answers c from its finished slot (DONE or FAILED). */
+/* Asks the loop's helper thread to map the answer of c's finished job (out_len bytes after
+ * the metadata page) into this process before it is written: the compute process wrote those
+ * pages, so the loop's own sends would fault them in, and the page tables the faults allocate
+ * are charged to the memory cgroup (worker/backing.h). Returns 0 (lg_offload_backed answers),
+ * or -1 when it could not be posted (answer now; the sends map the pages). */
+static int
+map_output(struct lg_conn *c, uint64_t out_len)
+{
+	struct lg_arena *a = c->w->env->arena;
+	struct lg_backing_msg m = {
+		.slot = (uint32_t)c->slot, .gen = c->gen, .op = LG_BACKING_MAP,
+		.off = lg_arena_out_off(a, (uint32_t)c->slot),
+		.len = (LG_OUT_META + out_len + LG_PAGE - 1) & ~(uint64_t)(LG_PAGE - 1),
+	};
+
+	if (c->backing_wait || lg_backing_post(&c->w->backing, &m) == -1)
+		return -1;
+	c->backing_wait = 1;
+	return 0;
+}
+
+/* Answers c from its finished slot (DONE or FAILED); a large answer once the helper has
+ * mapped it (map_output). */
 static int
 answer_finished(struct lg_conn *c, uint64_t word)
 {
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
+	int ok = lg_slot_state(word) != LG_SLOT_FAILED;
 
-	c->w->pending[c->slot] = NULL;
 	ev_timer_stop(c->w->ev, &c->timer);
 	c->queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
 	c->run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
-	return answer_result(c, lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_OK,
-	    s->out_len);
+	if (ok && s->out_len > SMALL_ANSWER && s->out_len <= a->out_cap - LG_OUT_META &&
+	    map_output(c, s->out_len) == 0)
+		return 0; /* still pending: the outcome finds c by slot */
+	c->w->pending[c->slot] = NULL;
+	return answer_result(c, ok ? LG_JOB_OK : s->status, s->out_len);
+}
+
+/* The helper mapped c's answer (map_output): write it. */
+static void
+answer_mapped(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
+	w->pending[c->slot] = NULL;
+	lg_obs_unit_begin(w, c);
+	int rc = answer_result(c, LG_JOB_OK, w->env->arena->slots[c->slot].out_len);
+	lg_obs_unit_end(w);
+	if (rc == 0)
+		lg_conn_resume(c);
 }
 
 /* A where=loop kind: runs here, inline, timed by the callback bracket around it (a run over
