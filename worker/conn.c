@@ -158,6 +158,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	lg_http_init(&c->http, &w->lim);
 	c->http.on_head = w->ops->head;
 	c->http.on_body = w->ops->body;
+	c->http.body_room = w->ops->body_room;
 	c->http.ctx = c;
 	c->prev = NULL;
 	c->next = w->conns;
@@ -588,6 +589,8 @@ conn_process(struct lg_conn *c)
 		consume(c, used);
 		if (c->http.status || c->http.rejected)
 			return answer_refusal(c);
+		if (c->http.body_wait)
+			break; /* its body's next window is being backed: lg_conn_body_ready resumes */
 		if (!c->http.complete && c->rlen == sizeof(c->rbuf)) {
 			/* A full buffer the parser cannot consume (empty lines before a request
 			 * line, say): reading on would get 0 bytes, taken for EOF, and the close
@@ -619,7 +622,7 @@ conn_process(struct lg_conn *c)
 		return 0;
 	}
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
-		events = EV_READ;
+		events = c->http.body_wait ? 0 : EV_READ;
 	else if (c->state == LG_CONN_JOB)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
@@ -680,6 +683,7 @@ read_body(struct lg_conn *c)
 void
 lg_conn_body_ready(struct lg_conn *c)
 {
+	c->http.body_wait = 0;
 	if (c->state == LG_CONN_BODY) {
 		watch(c, EV_READ);
 		rearm(c);

@@ -43,6 +43,9 @@ struct lg_conn_ops {
 	/* http-parser hooks (struct lg_http on_head / on_body), ctx being the connection */
 	int (*head)(struct lg_http *h, void *conn);
 	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
+	/* struct lg_http body_room: input bytes the parser may take of a body it reads (chunked)
+	 * before more must be backed; SIZE_MAX when unbounded */
+	size_t (*body_room)(struct lg_http *h, void *conn);
 	/* a complete request head (and any parser-read body): answer or start the job.
 	 * Returns 0, or -1 when the connection was closed */
 	int (*dispatch)(struct lg_conn *c);

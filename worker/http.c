@@ -323,8 +323,23 @@ lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 {
 	size_t done = 0;
 
+	h->body_wait = 0;
 	while (done < len && !h->status && !h->rejected && !h->complete) {
-		size_t n = admit(h, buf + done, len - done);
+		size_t cap = len - done;
+
+		if (h->head_seen && !h->self_body && h->body_room) {
+			size_t room = h->body_room(h, h->ctx);
+
+			if (h->status)
+				break;
+			if (room == 0) {
+				h->body_wait = 1;
+				break;
+			}
+			if (room < cap)
+				cap = room;
+		}
+		size_t n = admit(h, buf + done, cap);
 		if (n == 0)
 			break;
 		size_t m = execute(h, buf + done, n);

@@ -87,6 +87,12 @@ struct lg_http {
 	 * enum lg_http_head_action; on_body returns 0, or -1 after setting h->status. */
 	int (*on_head)(struct lg_http *h, void *ctx);
 	int (*on_body)(struct lg_http *h, void *ctx, const char *at, size_t len);
+	/* Optional, called before each piece of a parser-read body is fed: how many more input
+	 * bytes may go to the parser now (an input byte carries at most one body byte, so this
+	 * bounds what on_body is given). 0 stops the feed with body_wait set until the caller
+	 * feeds again; it may also set status to refuse. NULL: no bound. */
+	size_t (*body_room)(struct lg_http *h, void *ctx);
+	int body_wait;             /* the last lg_http_feed stopped because body_room gave 0 */
 	void *ctx;
 	struct lg_http_req req;    /* last: see its target */
 };

@@ -21,32 +21,6 @@
 #define RESERVE_AHEAD (1u << 20)
 #define SMALL_ANSWER  2048u /* bytes: what lg_conn_respond copies rather than references */
 
-/* Backs the slot's input region up to `upto` bytes plus one window (never past a
- * Content-Length or the region) before any byte is written there, so shared-memory pressure is
- * a 503, not SIGBUS or an OOM kill of the loop. Returns 0, or -1 (logged). */
-static int
-reserve_input(struct lg_conn *c, uint64_t upto)
-{
-	const struct lg_loop_env *env = c->w->env;
-	struct lg_arena *a = env->arena;
-	uint64_t want = upto + RESERVE_AHEAD, room = a->in_cap - c->body_off;
-
-	if (!c->http.req.chunked && want > c->body_need)
-		want = c->body_need;
-	if (want > room)
-		want = room;
-	/* The master punches a slot's pages once it is free again if this many were touched. */
-	a->slots[c->slot].touched = c->body_off + want;
-	if (lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)c->slot), c->body_off + want) == -1) {
-		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
-		    (unsigned long long)want, c->slot, strerror(errno));
-		atomic_fetch_add(&env->page->rejected_memory, 1);
-		return -1;
-	}
-	c->reserved = want;
-	return 0;
-}
-
 int
 lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len)
 {
@@ -56,7 +30,10 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 		h->status = 413;
 		return -1;
 	}
-	if (c->body_got + len > c->reserved && reserve_input(c, c->body_got + len) == -1) {
+	if (c->body_got + len > c->reserved) {
+		/* lg_offload_body_room bounds what the parser is given: never reached */
+		log_error("%zu body bytes for slot %d past the %llu backed; 503", len, c->slot,
+		    (unsigned long long)c->reserved);
 		h->status = 503;
 		return -1;
 	}
@@ -122,6 +99,25 @@ lg_offload_body_window(struct lg_conn *c)
 
 static void answer_mapped(struct lg_conn *c);
 
+size_t
+lg_offload_body_room(struct lg_conn *c, struct lg_http *h)
+{
+	const struct lg_arena *a = c->w->env->arena;
+	uint64_t region = a->in_cap - c->body_off;
+
+	if (c->reserved >= region)
+		return SIZE_MAX; /* all backed: past it lg_offload_body answers 413 */
+	/* As for a Content-Length body: the next window is asked for while the current one is
+	 * still half empty, so parsing normally never waits for it. */
+	if (c->body_got + RESERVE_AHEAD / 2 >= c->reserved &&
+	    back_async(c, c->body_got + RESERVE_AHEAD) == -1) {
+		atomic_fetch_add(&c->w->env->page->rejected_memory, 1);
+		h->status = 503;
+		return 0;
+	}
+	return (size_t)(c->reserved - c->body_got);
+}
+
 void
 lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 {
@@ -137,6 +133,8 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 			answer_mapped(c);
 		return;
 	}
+	if (c->state != LG_CONN_HEAD && c->state != LG_CONN_BODY)
+		return; /* a window asked ahead of a chunked body that ended meanwhile */
 	if (m->err) {
 		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
 		    (unsigned long long)m->upto, c->slot, strerror(m->err));

@@ -46,6 +46,13 @@ int lg_offload_start(struct lg_conn *c);
  * answering 503 with Connection: close; the caller must not read into the slot then. */
 int lg_offload_body_window(struct lg_conn *c);
 
+/* For a body the parser reads (chunked) into c's slot: how many more input bytes may be parsed
+ * now, the body bytes backed and not yet filled (an input byte carries at most one), asking
+ * the helper thread for the next window ahead as lg_offload_body_window does. 0 means wait
+ * for lg_conn_body_ready; SIZE_MAX once the whole region is backed. When the request cannot
+ * be posted: 0 with h->status 503, counted as a memory rejection. */
+size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
+
 /* worker/backing.h outcome callback (ctx is the struct lg_worker): records the window backed
  * for the connection holding the slot, moves the body bytes that came with the head, queues a
  * complete body, resumes reading; 503 (reason memory) when it could not be backed; nothing

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,6 +457,14 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	return lg_offload_body(c, h, at, len);
 }
 
+static size_t
+route_body_room(struct lg_http *h, void *conn)
+{
+	struct lg_conn *c = conn;
+
+	return c->slot < 0 ? SIZE_MAX : lg_offload_body_room(c, h);
+}
+
 int
 lg_route_dispatch(struct lg_conn *c)
 {
@@ -491,6 +500,7 @@ route_release(struct lg_conn *c)
 const struct lg_conn_ops lg_route_conn_ops = {
 	.head = lg_route_head,
 	.body = lg_route_body,
+	.body_room = route_body_room,
 	.dispatch = lg_route_dispatch,
 	.body_window = lg_offload_body_window,
 	.body_done = lg_offload_queue,

@@ -268,6 +268,35 @@ def test_loop_thread_does_not_fault_in_uploaded_body(start_server):
 
 
 @pytest.mark.timeout(60)
+def test_chunked_body_is_backed_off_the_loop(start_server):
+    """Issue 10 item 2: a chunked body (no Content-Length, so no window can be asked for ahead
+    of the head) was backed by fallocate(2) on the loop thread, 1 MiB at a time, and faulted in
+    by the loop. The parser is now fed no further than the helper thread has backed and mapped:
+    the helper's faults reach one per body page, the loop thread's stay far below, and the body
+    arrives whole across its windows."""
+    srv = start_server("--loop-workers", "1", "--compute-workers", "1")
+    loop = srv.wait_children("loop", 1)[0]
+    size = 32 * MIB
+    pages = size // 4096
+    piece = b"%x\r\n%s\r\n" % (256 * 1024, bytes(256 * 1024))
+    before = thread_faults(loop)
+    with connect(srv.port, timeout=30) as s:
+        s.sendall(b"POST /compress HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(size // (256 * 1024)):
+            s.sendall(piece)
+        s.sendall(b"0\r\n\r\n")
+        r = read_response(s)
+    after = thread_faults(loop)
+    assert r.status == 200, r
+    out = subprocess.run(["zstd", "-d", "-c"], input=r.body, capture_output=True, timeout=30)
+    assert out.returncode == 0 and out.stdout == bytes(size), len(out.stdout)
+    on_loop = after[loop] - before[loop]
+    helpers = sum(n - before.get(t, 0) for t, n in after.items() if t != loop)
+    assert helpers >= pages * 0.9, (helpers, on_loop, pages)
+    assert on_loop < asan_shadow_faults(loop, size) + pages // 3, (helpers, on_loop, pages)
+
+
+@pytest.mark.timeout(60)
 def test_loop_thread_does_not_fault_in_job_output(start_server):
     """Issue 10 item 2, the other direction: a compute process writes the answer, so the loop's
     sends faulted its pages in (one fault per 64 KiB of fault-around, a page table per 2 MiB,

@@ -387,6 +387,77 @@ test_chunked(void **state)
 	}
 }
 
+/* body_room bounds the input fed to the parser inside a body: the feed stops with body_wait
+ * set when it gives 0 (the connection waits for more memory to be backed) and goes on when
+ * fed again; on_body is never given more than the room allowed. The hook here, as the
+ * server's, gives the body bytes "backed" (budget) and not yet received. */
+static size_t budget;
+
+static size_t
+room_hook(struct lg_http *h, void *ctx)
+{
+	const struct cap *c = ctx;
+
+	return budget == SIZE_MAX ? SIZE_MAX : budget > c->body_len ? budget - c->body_len : 0;
+}
+
+static void
+test_body_room(void **state)
+{
+	const char *req = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n"
+	    "A\r\nchunked!!!\r\n"
+	    "0\r\n\r\n";
+	size_t head = strstr(req, "\r\n\r\n") + 4 - req, len = strlen(req), off;
+	struct lg_http h;
+	struct cap c;
+
+	start(&h, &c, LG_HTTP_BODY_PARSER);
+	h.body_room = room_hook;
+	budget = 0;
+	off = lg_http_feed(&h, req, len);
+	assert_int_equal(off, head); /* the head, then nothing of the body */
+	assert_true(h.body_wait);
+	assert_false(h.complete);
+	assert_int_equal(c.body_len, 0);
+	budget = 3; /* "5\r\n" then "hel" */
+	off += lg_http_feed(&h, req + off, len - off);
+	assert_true(h.body_wait);
+	assert_int_equal(c.body_len, 3);
+	assert_memory_equal(c.body, "hel", 3);
+	budget = SIZE_MAX;
+	off += lg_http_feed(&h, req + off, len - off);
+	assert_false(h.body_wait);
+	assert_true(h.complete);
+	assert_int_equal(off, len);
+	assert_int_equal(c.body_len, 15);
+	assert_memory_equal(c.body, "hellochunked!!!", 15);
+}
+
+/* A body_room hook may refuse: the feed stops with its status. */
+static size_t
+room_refuse(struct lg_http *h, void *ctx)
+{
+	h->status = 503;
+	return 0;
+}
+
+static void
+test_body_room_refuses(void **state)
+{
+	const char *req = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "5\r\nhello\r\n0\r\n\r\n";
+	struct lg_http h;
+	struct cap c;
+
+	start(&h, &c, LG_HTTP_BODY_PARSER);
+	h.body_room = room_refuse;
+	lg_http_feed(&h, req, strlen(req));
+	assert_int_equal(h.status, 503);
+	assert_false(h.complete);
+	assert_int_equal(c.body_calls, 0);
+}
+
 /* Content-Length with chunked is a smuggling vector (RFC 9112 section 6.3): refused, not
  * guessed at. */
 static void
@@ -900,6 +971,8 @@ main(void)
 		cmocka_unit_test(test_body_self),
 		cmocka_unit_test(test_body_parser),
 		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_body_room),
+		cmocka_unit_test(test_body_room_refuses),
 		cmocka_unit_test(test_chunked_with_length),
 		cmocka_unit_test(test_body_hook_fails),
 		cmocka_unit_test(test_reject),
