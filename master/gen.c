@@ -304,6 +304,13 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 		log_error("cannot create the shared-memory arena: %s", strerror(errno));
 		goto fail;
 	}
+	/* The request views' pages stay backed, so claiming a slot needs no fallocate(2) on a
+	 * loop thread (shm/arena.h). */
+	if (lg_arena_keep(&g->arena, LG_VIEW_BOUND(cfg->max_head)) == -1) {
+		log_error("cannot back %u request views of %zu bytes (--max-head): %s",
+		    s.nslots, (size_t)LG_VIEW_BOUND(cfg->max_head), strerror(errno));
+		goto fail;
+	}
 	if (lg_channels_create(&g->ch, g->nloops, g->npools) == -1) {
 		log_error("cannot create the channels: %s", strerror(errno));
 		goto fail;

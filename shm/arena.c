@@ -217,8 +217,22 @@ lg_arena_protect_inputs(struct lg_arena *a)
 }
 
 int
+lg_arena_keep(struct lg_arena *a, uint64_t len)
+{
+	if (round_page(len, &len) == -1 || len > a->in_cap) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (uint32_t i = 0; i < a->nslots; i++)
+		if (lg_arena_reserve(a, lg_arena_in_off(a, i), len) == -1)
+			return -1;
+	a->keep = len;
+	return 0;
+}
+
+int
 lg_arena_release_pages(struct lg_arena *a, uint32_t i)
 {
 	return fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-	    (off_t)lg_arena_in_off(a, i), (off_t)(a->in_cap + a->out_cap));
+	    (off_t)(lg_arena_in_off(a, i) + a->keep), (off_t)(a->in_cap - a->keep + a->out_cap));
 }

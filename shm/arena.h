@@ -39,6 +39,8 @@ struct lg_arena {
 	struct lg_proc_page *procs; /* nprocs pages */
 	struct lg_slot *slots;      /* nslots entries: the transit buffers */
 	struct lg_jobslots jobs;    /* the default pool's admission; cap = nslots until set */
+	uint64_t keep;              /* bytes at the start of each input region kept backed (the
+	                             * request view, lg_arena_keep); 0 until set */
 };
 
 /* Creates and maps the arena: nslots transit buffers (>= 1; each a job state word, an input
@@ -123,9 +125,18 @@ int lg_arena_reserve(struct lg_arena *a, uint64_t off, uint64_t len);
  * Returns 0 or -1 with errno from mprotect(2). */
 int lg_arena_protect_inputs(struct lg_arena *a);
 
+/* Backs the first len bytes (rounded up to pages) of every slot's input region now and keeps
+ * them backed: lg_arena_release_pages leaves them. A loop worker writes each request's view
+ * there when it claims a slot (kinds/host.h), so it never has to call fallocate(2) for it,
+ * which can wait in memory reclaim or behind another process's fallocate of the same memfd
+ * (i_rwsem; 100-220 ms were measured under a memory limit). Costs nslots * len bytes. Call in
+ * the master before forking. Returns 0, or -1 with errno from fallocate(2) (EINVAL when len
+ * exceeds in_cap). */
+int lg_arena_keep(struct lg_arena *a, uint64_t len);
+
 /* Gives slot i's region pages back to the kernel (hole punch), so a finished 64 MiB job stops
- * costing 64 MiB. Call only while the slot is RECLAIMING (nobody else touches it).
- * Returns 0 or -1 with errno from fallocate(2). */
+ * costing 64 MiB; the first a->keep bytes of the input region stay. Call only while the slot is
+ * RECLAIMING (nobody else touches it). Returns 0 or -1 with errno from fallocate(2). */
 int lg_arena_release_pages(struct lg_arena *a, uint32_t i);
 
 #endif

@@ -174,6 +174,33 @@ def wait_until(pred, timeout, interval=0.05):
         time.sleep(interval)
 
 
+class Notify:
+    """The systemd side of NOTIFY_SOCKET: collects every datagram the server sends."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.sock.settimeout(0.05)
+        self.messages = []
+
+    def drain(self):
+        while True:
+            try:
+                self.messages.append(self.sock.recv(4096).decode())
+            except (socket.timeout, BlockingIOError):
+                return self.messages
+
+    def wait_for(self, key, timeout=10.0):
+        return wait_until(lambda: any(key in m for m in self.drain()), timeout)
+
+    def count(self, key):
+        return sum(1 for m in self.drain() if key in m)
+
+    def close(self):
+        self.sock.close()
+
+
 # --------------------------------------------------------------------------------------------
 # HTTP helpers
 

@@ -223,6 +223,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	if (lg_backing_start(&w->backing, w->ev, env->arena->fd, env->arena->base,
 	    lg_offload_backed, w) == -1)
 		return -1;
+	lg_offload_map_views(w);
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);

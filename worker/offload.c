@@ -160,6 +160,22 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 	lg_conn_body_ready(c);
 }
 
+void
+lg_offload_map_views(struct lg_worker *w)
+{
+	const struct lg_arena *a = w->env->arena;
+
+	for (uint32_t i = 0; i < a->nslots && a->keep > 0; i++) {
+		struct lg_backing_msg m = {
+			.slot = UINT32_MAX, .op = LG_BACKING_MAP, /* no connection: outcome dropped */
+			.off = lg_arena_in_off(a, i), .len = a->keep,
+		};
+
+		if (lg_backing_post(&w->backing, &m) == -1)
+			return; /* the pipe is full: the rest fault in at their first claim */
+	}
+}
+
 /* The pool's settings and shared page for c's job. */
 static const struct lg_pool_cfg *
 pool_cfg(const struct lg_conn *c)
@@ -216,10 +232,12 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	c->backing_wait = 0;
 	c->head_body = 0;
 	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
-	/* The request view goes first in the input region (kinds/host.h), the body after it. */
+	/* The request view goes first in the input region (kinds/host.h), the body after it; its
+	 * pages are kept backed (lg_arena_keep: no fallocate here) and were mapped into this
+	 * process by the helper at start (lg_offload_map_views). */
 	a->slots[slot].touched = vlen;
-	if (vlen > a->in_cap || lg_arena_reserve(a, lg_arena_in_off(a, (uint32_t)slot),
-	    vlen) == -1 || lg_view_encode(lg_arena_in(a, (uint32_t)slot), vlen, sp->view) != vlen) {
+	if (vlen > a->keep || lg_view_encode(lg_arena_in(a, (uint32_t)slot), vlen, sp->view) !=
+	    vlen) {
 		log_warn("cannot write the request view of %zu bytes into slot %d: %s", vlen, slot,
 		    strerror(errno));
 		lg_offload_release(c);

@@ -59,6 +59,11 @@ size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
  * when the connection has given the slot up. */
 void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
 
+/* At loop start: asks the helper thread to map every slot's kept view pages (lg_arena_keep)
+ * into this process, so writing a view at claim time neither faults nor allocates a page
+ * table (charged to the memory cgroup) on the loop thread. Best effort. */
+void lg_offload_map_views(struct lg_worker *w);
+
 /* Sends the JOB header for c's claimed slot, after moving it CLAIMED -> QUEUED, without
  * parking c (a coalesced job's flight takes the slot over). Returns 0, or -1 (logged, counted
  * as a 503; the slot is still c's). */

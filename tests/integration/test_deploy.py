@@ -47,6 +47,9 @@ def test_units_pass_systemd_analyze_verify(tmp_path):
         assert key in unit, key
     stop = int(re.search(r"TimeoutStopSec=(\d+)", unit).group(1))
     assert stop * 1000 > 30000, "TimeoutStopSec must exceed the default drain timeout"
+    # a deferred reload waits for the oldest generation's drain before READY=1
+    start = int(re.search(r"TimeoutStartSec=(\d+)", unit).group(1))
+    assert start * 1000 > 30000, "TimeoutStartSec must exceed the default drain timeout"
     # verify checks that ExecStart points at an executable: use the binary under test.
     (tmp_path / "lagless.service").write_text(unit.replace("/usr/local/bin/lagless", LAGLESS_BIN))
     shutil.copy(os.path.join(DEPLOY, "lagless.socket"), tmp_path / "lagless.socket")

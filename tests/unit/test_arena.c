@@ -294,6 +294,37 @@ test_release_pages(void **state)
 	lg_arena_destroy(&a);
 }
 
+/* lg_arena_keep backs the start of every input region at once (the request views' pages) and
+ * release_pages leaves it: a loop worker writes a view there without fallocate(2). */
+static void
+test_keep(void **state)
+{
+	struct lg_arena a;
+	uint64_t b0, b1;
+
+	assert_int_equal(lg_arena_create(&a, 3, 1, MIB, MIB), 0);
+	b0 = blocks(a.fd);
+	assert_int_equal(lg_arena_keep(&a, 5000), 0);
+	assert_int_equal(a.keep, 2 * LG_PAGE);
+	b1 = blocks(a.fd);
+	assert_true(b1 >= b0 + 3 * 2 * LG_PAGE / 512 && b1 <= b0 + 3 * 3 * LG_PAGE / 512);
+	for (uint32_t i = 0; i < 3; i++)
+		memset(lg_arena_in(&a, i), 0x5a, a.in_cap);
+	assert_int_equal(lg_arena_release_pages(&a, 1), 0);
+	/* the kept pages of slot 1 still hold their bytes; the rest of it is a hole again (asked
+	 * before reading it: reading a hole through a shared mapping backs a page) */
+	assert_int_equal(lseek(a.fd, (off_t)lg_arena_in_off(&a, 1), SEEK_DATA),
+	    (off_t)lg_arena_in_off(&a, 1));
+	assert_int_equal(lseek(a.fd, (off_t)lg_arena_in_off(&a, 1), SEEK_HOLE),
+	    (off_t)(lg_arena_in_off(&a, 1) + 2 * LG_PAGE));
+	assert_int_equal(lg_arena_in(&a, 1)[2 * LG_PAGE - 1], 0x5a);
+	assert_int_equal(lg_arena_in(&a, 1)[2 * LG_PAGE], 0);
+	errno = 0;
+	assert_int_equal(lg_arena_keep(&a, a.in_cap + 1), -1);
+	assert_int_equal(errno, EINVAL);
+	lg_arena_destroy(&a);
+}
+
 /* fallocate(2) backs the range without writing: blocks appear before any store, a second call
  * on backed pages succeeds, the data written afterwards is kept, and ranges outside the arena or
  * not page-aligned are EINVAL. */
@@ -369,6 +400,7 @@ main(void)
 		cmocka_unit_test(test_failure_leaks_no_fd),
 		cmocka_unit_test(test_shared_across_fork),
 		cmocka_unit_test(test_release_pages),
+		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_reserve),
 	};
 
