@@ -96,6 +96,21 @@ test_classes_fit_the_budget(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* The body-hash seed of keys (worker/coalesce_key.c) is drawn per cache: shared by every process
+ * that maps it (one key for one body across loop workers), different from another server's. */
+static void
+test_key_seed_is_random_per_cache(void **state)
+{
+	struct lg_cache a, b;
+
+	assert_int_equal(lg_cache_create(&a, 64u << 10, 2048, 1), 0);
+	assert_int_equal(lg_cache_create(&b, 64u << 10, 2048, 1), 0);
+	assert_true(a.hdr->key_seed != 0 && b.hdr->key_seed != 0);
+	assert_true(a.hdr->key_seed != b.hdr->key_seed);
+	lg_cache_destroy(&a);
+	lg_cache_destroy(&b);
+}
+
 static void
 test_fresh_stale_miss(void **state)
 {
@@ -351,6 +366,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_classes_fit_the_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_stale_miss, setup, teardown),
+		cmocka_unit_test(test_key_seed_is_random_per_cache),
 		cmocka_unit_test_setup_teardown(test_replace_and_stale_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_jitter_spreads_expiry, setup, teardown),
