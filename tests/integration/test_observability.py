@@ -220,13 +220,14 @@ def test_kill_reasons_counted(start_server):
     def stuck_counted():
         try:  # a scrape the blocked loop accepted is reset when it is killed
             return val(scrape(srv.port),
-                       'lagless_process_restarts_total{role="loop",reason="stuck"}') == 1
+                       'lagless_process_restarts_total{role="loop",reason="stuck"}') >= 1
         except OSError:
             return False
     assert wait_until(stuck_counted, 15), srv.log()[-2000:]
     s.close()
     doc = status(srv.port)["restarts"]
-    assert doc["loop"]["stuck"] == 1 and doc["loop"]["crash"] == 0, doc
+    # (at least one: a loop starved of CPU for 300 ms on a busy machine is stuck too)
+    assert doc["loop"]["stuck"] >= 1 and doc["loop"]["crash"] == 0, doc
     assert doc["compute"]["client_gone"] == 1 and doc["compute"]["deadline"] == 0, doc
 
 
@@ -296,15 +297,19 @@ def test_inline_job_shows_as_lag_and_slow_callback(start_server):
     # One loop worker, so the heavy request and the probes run on the same loop.
     srv = start_server("--loop-workers", "1", "--compute-workers", "1", "--inline-heavy")
     n = heavy_iterations_for(srv.port, 0.6)
-    time.sleep(0.1)
+    # the calibration's jobs ran inline too: on a busy machine one of them can lag the loop
+    # more than the job below, so the worst lag so far is noted first
+    max_before = max_lag_ms(srv.port, 0)
     r = get(srv.port, "/heavy?iterations=%d" % n, timeout=60)
     # a where=loop run is never queued: its queue wait is exactly 0
     assert r.status == 200 and r.json()["queue_ms"] == 0 and r.headers["x-queue-ms"] == "0.000", r
     run_ms = r.json()["run_ms"]
     assert run_ms > 200, "job too short to test with (%.1f ms)" % run_ms
     lag = max_lag_ms(srv.port, 0)
-    # the probe that was due during the job fired after it: lag ~ the job's length
-    assert 0.5 * run_ms <= lag <= 2.0 * run_ms + 200, (lag, run_ms)
+    # the probe that was due during the job fired after it: lag ~ the job's length (bounded
+    # above when the job set the worst lag, which it does unless the calibration lagged more)
+    assert lag >= 0.5 * run_ms, (lag, run_ms)
+    assert lag <= max(max_before, 2.0 * run_ms + 200), (lag, max_before, run_ms)
     m = scrape(srv.port)
     assert lag_over(m, 0, "0.1") >= 1
     assert val(m, "lagless_slow_callbacks_total") >= 1
