@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void
 lg_buf_init(struct lg_buf *b, char *p, size_t cap)
@@ -50,4 +51,18 @@ lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len)
 			return -1;
 	}
 	return 0;
+}
+
+size_t
+lg_fmt_u64(char *out, uint64_t v)
+{
+	char d[LG_FMT_U64_MAX];
+	size_t n = 0;
+
+	do {
+		d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	memcpy(out, d + sizeof(d) - n, n);
+	return n;
 }

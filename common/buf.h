@@ -4,6 +4,7 @@
 #define LG_COMMON_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct lg_buf {
 	char *p;          /* caller-owned storage of cap bytes */
@@ -22,5 +23,11 @@ int lg_buf_printf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(
 /* Appends s as the body of a JSON string (RFC 8259 section 7: quote, backslash and control
  * characters escaped), without the surrounding quotes. Returns 0, or -1 on overflow. */
 int lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len);
+
+/* Writes the decimal digits of v to out, which has room for LG_FMT_U64_MAX bytes, without a
+ * terminator; returns how many. For hot paths (a response head per request) where snprintf's
+ * format interpretation costs more than the copy. */
+#define LG_FMT_U64_MAX 20
+size_t lg_fmt_u64(char *out, uint64_t v);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "worker/conn_idle.h"
 #include "shm/stats.h"
@@ -246,14 +247,9 @@ put(char **at, const char *end, const char *s, size_t n)
 static void
 put_u64(char **at, const char *end, uint64_t v)
 {
-	char d[20];
-	size_t n = 0;
+	char d[LG_FMT_U64_MAX];
 
-	do {
-		d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0);
-	put(at, end, d + sizeof(d) - n, n);
+	put(at, end, d, lg_fmt_u64(d, v));
 }
 
 /* Writes a response head (status line, Server, Date, Content-Length, the optional Content-Type,
@@ -509,10 +505,15 @@ int
 lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra)
 {
 	char body[64];
-	int n = snprintf(body, sizeof(body), "%s\n", lg_http_reason(status));
+	const char *reason = lg_http_reason(status);
+	size_t n = strlen(reason);
 
+	if (n > sizeof(body) - 1)
+		n = sizeof(body) - 1;
+	memcpy(body, reason, n);
+	body[n++] = '\n';
 	c->close_after |= close_after;
-	return lg_conn_respond(c, status, "text/plain", extra, body, (size_t)n);
+	return lg_conn_respond(c, status, "text/plain", extra, body, n);
 }
 
 static void

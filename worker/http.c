@@ -391,9 +391,18 @@ static const struct {
 const char *
 lg_http_reason(int status)
 {
-	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
-		if (reasons[i].status == status)
-			return reasons[i].reason;
+	size_t lo = 0, hi = sizeof(reasons) / sizeof(reasons[0]);
+
+	while (lo < hi) { /* the table is in ascending order: once per response, so bisected */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (reasons[mid].status == status)
+			return reasons[mid].reason;
+		if (reasons[mid].status < status)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return "Unknown";
 }
 

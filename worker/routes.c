@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "kinds/registry.h"
@@ -307,14 +308,29 @@ discard_ok(const struct lg_conn *c, const struct lg_http_req *r)
 	    r->content_length <= c->w->env->cfg->max_discard);
 }
 
+/* "Retry-After: N" in c->reject_extra, copied rather than formatted (every refusal of a
+ * flood takes this path). */
+static void
+set_retry_after(struct lg_conn *c, uint64_t retry_s)
+{
+	static const char name[] = "Retry-After: ";
+	char *p = c->reject_extra;
+
+	_Static_assert(sizeof(name) - 1 + LG_FMT_U64_MAX + 3 <= sizeof(c->reject_extra),
+	    "reject_extra holds a Retry-After line");
+	memcpy(p, name, sizeof(name) - 1);
+	p += sizeof(name) - 1;
+	p += lg_fmt_u64(p, retry_s);
+	memcpy(p, "\r\n", 3);
+}
+
 /* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
  * in order behind any pipelined request before it, after the parser has read and dropped the
  * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
 static int
 refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t retry_s)
 {
-	snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: %llu\r\n",
-	    (unsigned long long)retry_s);
+	set_retry_after(c, retry_s);
 	if (!discard_ok(c, r)) {
 		c->reject_status = status;
 		return LG_HTTP_REJECT;

@@ -58,6 +58,25 @@ test_json_chars(void **state)
 	assert_true(b.overflow);
 }
 
+static void
+test_fmt_u64(void **state)
+{
+	static const struct { uint64_t v; const char *s; } cases[] = {
+		{ 0, "0" }, { 7, "7" }, { 10, "10" }, { 503, "503" }, { 4294967296ull, "4294967296" },
+		{ UINT64_MAX, "18446744073709551615" },
+	};
+	char out[LG_FMT_U64_MAX + 1];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(out, 'x', sizeof(out));
+		size_t n = lg_fmt_u64(out, cases[i].v);
+
+		assert_int_equal(n, strlen(cases[i].s));
+		assert_memory_equal(out, cases[i].s, n);
+		assert_int_equal(out[n], 'x'); /* no terminator written */
+	}
+}
+
 int
 main(void)
 {
@@ -65,6 +84,7 @@ main(void)
 		cmocka_unit_test(test_append_and_overflow),
 		cmocka_unit_test(test_exact_fit),
 		cmocka_unit_test(test_json_chars),
+		cmocka_unit_test(test_fmt_u64),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

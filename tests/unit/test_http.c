@@ -954,6 +954,14 @@ test_reason(void **state)
 	assert_string_equal(lg_http_reason(418), "I'm a teapot");
 	assert_string_equal(lg_http_reason(422), "Unprocessable Content");
 	assert_string_equal(lg_http_reason(429), "Too Many Requests");
+	/* the lookup bisects: the first, the last and codes between or around entries */
+	assert_string_equal(lg_http_reason(502), "Bad Gateway");
+	assert_string_equal(lg_http_reason(0), "Unknown");
+	assert_string_equal(lg_http_reason(99), "Unknown");
+	assert_string_equal(lg_http_reason(207), "Unknown");
+	assert_string_equal(lg_http_reason(430), "Unknown");
+	assert_string_equal(lg_http_reason(506), "Unknown");
+	assert_string_equal(lg_http_reason(-1), "Unknown");
 	assert_string_equal(lg_http_reason(0), "Unknown");
 	assert_string_equal(lg_http_reason(299), "Unknown");
 	assert_string_equal(lg_http_reason(-1), "Unknown");
