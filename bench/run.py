@@ -44,8 +44,8 @@ def parse_args():
     p.add_argument("--interval-us", type=int, default=500,
                    help="pace of the latency client (0: back to back)")
     p.add_argument("--compute-policy", default="",
-                   help="idle|batch|normal: passed to the servers of 1, 2 and 6 (default: the "
-                   "server's own, idle) and 9 (default normal, as its origins), to compare "
+                   help="normal|batch|idle: passed to the servers of 1, 2 and 6 (default: the "
+                   "server's own, normal) and 9 (default normal, as its origins), to compare "
                    "scheduling policies")
     p.add_argument("--max-seconds", type=float, default=20.0, help="bound of one client run")
     return p.parse_args()

@@ -60,7 +60,7 @@ struct lg_config {
 	int max_conns;             /* open connections per loop worker */
 	int backlog;               /* listen(2) backlog */
 	int compute_nice;          /* nice(2) increment for compute processes */
-	int compute_policy;        /* their scheduling policy (sched(7)); default SCHED_IDLE */
+	int compute_policy;        /* their scheduling policy (sched(7)); default SCHED_OTHER */
 	int log_level;             /* enum lg_log_level */
 	char error_log[256];       /* file for the log lines; "" = stderr (reopened on SIGUSR1) */
 	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */

@@ -89,11 +89,12 @@ prefer_oom_kill(void)
 		close(fd);
 }
 
-/* The pool's scheduling policy (sched(7)). Under SCHED_IDLE a compute process runs only on CPU
- * time nothing else of its group wants, and a loop worker woken on the CPU where a job runs
- * preempts it at once instead of waiting for the job's slice to end (up to a scheduler tick,
- * 4 ms at HZ = 250): the loops' latency does not depend on the jobs beside them. Lowering the
- * policy needs no privilege; nice(2) weighs only under SCHED_BATCH and SCHED_OTHER. */
+/* The pool's scheduling policy (sched(7)); SCHED_OTHER by default. Under SCHED_IDLE any task
+ * woken on the CPU where a job runs preempts it at once (the kernel checks the policy per task,
+ * across cgroups), so a loop worker never waits for the job's slice to end (up to a tick, 4 ms
+ * at HZ = 250); but on a machine shared with other busy programs the jobs then yield to all of
+ * them (a test suite's 1 s job took over 3 s at load 6). Lowering the policy needs no
+ * privilege; nice(2) weighs only under SCHED_BATCH and SCHED_OTHER. */
 static void
 set_policy(int policy)
 {

@@ -149,9 +149,9 @@ static const struct opt opts[] = {
 	  "largest answer of a job (its output region); 0 = max-body plus 1/256 and 128K" },
 	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
 	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
-	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "idle", "idle|batch|normal",
-	  "compute processes' scheduling policy (sched(7)): idle = only CPU time no loop worker "
-	  "wants, a woken loop preempts a job at once; batch, normal: shared by nice" },
+	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
+	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
+	  "any woken task preempts a job at once (a machine with nothing but lagless)" },
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

@@ -21,12 +21,12 @@ POOLS_CONF = """
 [pool slow]
 compute = 1
 queue = 2
+nice = 19
 oversubscribe = yes
 
 [pool fast]
 compute = 1
 queue = 4
-policy = normal
 nice = 0
 oversubscribe = yes
 
@@ -215,11 +215,10 @@ def sched_policy_of(pid):
 
 
 def test_compute_processes_run_under_their_pools_policy(start_server, tmp_path):
-    """Compute processes run SCHED_IDLE by default (a loop worker woken beside a running job
-    takes the CPU at once, sched(7)); a pool may choose batch or normal, the loops stay
-    SCHED_OTHER."""
+    """Compute processes run SCHED_OTHER by default; a pool may choose batch or idle
+    (sched(7)), the loops stay SCHED_OTHER."""
     conf = write_conf(tmp_path, "[pool b]\ncompute = 1\npolicy = batch\nroutes = /heavy\n"
-                      "oversubscribe = yes\n\n[pool n]\ncompute = 1\npolicy = normal\n"
+                      "oversubscribe = yes\n\n[pool i]\ncompute = 1\npolicy = idle\n"
                       "oversubscribe = yes\n")
     srv = start_server("-c", conf, "--compute-workers", "1")
     computes = srv.wait_children("compute", 3)
@@ -228,7 +227,7 @@ def test_compute_processes_run_under_their_pools_policy(start_server, tmp_path):
     pool_of = {p["pid"]: p["pool"] for p in st["processes"] if p["role"] == "compute"}
     # a compute process sets its policy after fork, before it reports running
     assert wait_until(lambda: {pool_of.get(pid): sched_policy_of(pid) for pid in computes} ==
-                      {"default": os.SCHED_IDLE, "b": os.SCHED_BATCH, "n": os.SCHED_OTHER},
+                      {"default": os.SCHED_OTHER, "b": os.SCHED_BATCH, "i": os.SCHED_IDLE},
                       10), ({pool_of.get(pid): sched_policy_of(pid) for pid in computes}, pool_of)
     for pid in srv.children("loop") + [srv.pid]:
         assert sched_policy_of(pid) == os.SCHED_OTHER, pid

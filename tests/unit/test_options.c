@@ -55,8 +55,8 @@ test_defaults(void **state)
 	assert_true(cfg.max_body == 64ull << 20);
 	assert_true(cfg.deadline_ms == 30000);
 	assert_int_equal(cfg.max_conns, 10000);
-	assert_int_equal(cfg.compute_policy, SCHED_IDLE);
-	assert_int_equal(cfg.pools[0].policy, SCHED_IDLE);
+	assert_int_equal(cfg.compute_policy, SCHED_OTHER);
+	assert_int_equal(cfg.pools[0].policy, SCHED_OTHER);
 }
 
 /* --compute-policy and a pool's policy key: idle, batch or normal (sched(7)); a pool without
@@ -66,7 +66,7 @@ test_compute_policy(void **state)
 {
 	struct lg_config cfg;
 	struct lg_command cmd;
-	char *path = write_file("[pool a]\ncompute = 1\npolicy = normal\n\n"
+	char *path = write_file("[pool a]\ncompute = 1\npolicy = idle\n\n"
 	    "[pool b]\ncompute = 1\n");
 	char *flag[] = { "lagless", "-c", path, "--compute-policy", "batch", NULL };
 	char *file[] = { "lagless", "-c", path, NULL };
@@ -74,11 +74,12 @@ test_compute_policy(void **state)
 	assert_int_equal(load(&cfg, &cmd, 5, flag), 0);
 	assert_int_equal(cfg.npools, 3);
 	assert_int_equal(cfg.pools[0].policy, SCHED_BATCH);
-	assert_int_equal(cfg.pools[1].policy, SCHED_OTHER);
+	assert_int_equal(cfg.pools[1].policy, SCHED_IDLE);
 	assert_int_equal(cfg.pools[2].policy, SCHED_BATCH);
 	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
-	assert_int_equal(cfg.pools[0].policy, SCHED_IDLE);
-	assert_int_equal(cfg.pools[2].policy, SCHED_IDLE);
+	assert_int_equal(cfg.pools[0].policy, SCHED_OTHER);
+	assert_int_equal(cfg.pools[1].policy, SCHED_IDLE);
+	assert_int_equal(cfg.pools[2].policy, SCHED_OTHER);
 	unlink(path);
 	path = write_file("[pool a]\ncompute = 1\npolicy = fifo\n");
 	assert_int_equal(load(&cfg, &cmd, 3, file), -1);
