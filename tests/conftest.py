@@ -175,21 +175,44 @@ def wait_until(pred, timeout, interval=0.05):
 
 
 class Notify:
-    """The systemd side of NOTIFY_SOCKET: collects every datagram the server sends."""
+    """The systemd side of NOTIFY_SOCKET: collects every datagram the server sends, as they
+    come (a reader thread, as systemd reads its socket): a reader that falls behind lets the
+    socket's queue fill (net.unix.max_dgram_qlen, 10 datagrams: ten seconds of STATUS= lines)
+    and sd_notify(3) in the master then blocks, so a test that waited long without reading
+    hung the server it watched."""
 
     def __init__(self, path):
         self.path = path
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
-        self.sock.settimeout(0.05)
         self.messages = []
+        self._lock = threading.Lock()  # every recv and append under it: arrival order kept
+        self._closed = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _pull(self):
+        with self._lock:
+            while True:
+                try:
+                    self.messages.append(self.sock.recv(4096, socket.MSG_DONTWAIT).decode())
+                except (BlockingIOError, OSError):
+                    return
+
+    def _read(self):
+        import select
+        while not self._closed.is_set():
+            try:
+                ready, _, _ = select.select([self.sock], [], [], 0.05)
+            except (OSError, ValueError):
+                return  # closed
+            if ready:
+                self._pull()
 
     def drain(self):
-        while True:
-            try:
-                self.messages.append(self.sock.recv(4096).decode())
-            except (socket.timeout, BlockingIOError):
-                return self.messages
+        """Every datagram received so far (those already queued included)."""
+        self._pull()
+        return self.messages
 
     def wait_for(self, key, timeout=10.0):
         return wait_until(lambda: any(key in m for m in self.drain()), timeout)
@@ -198,6 +221,8 @@ class Notify:
         return sum(1 for m in self.drain() if key in m)
 
     def close(self):
+        self._closed.set()
+        self._reader.join(5)
         self.sock.close()
 
 
