@@ -16,9 +16,9 @@ from conftest import Call, Notify, get, heavy_iterations_for, wait_until
 
 
 def write_conf(path, queue):
-    # The draining jobs must end for the deferred reload to be applied: under the default idle
-    # policy they get only the CPU nothing else wants, which on a busy machine can be none for
-    # minutes. Their scheduling is not what this test is about.
+    # The draining jobs must end for the deferred reload to be applied: under the idle policy
+    # they would get only the CPU nothing else wants, which on a busy machine can be none for
+    # minutes. Their scheduling is not what this test is about, so it is fixed here.
     path.write_text("compute_workers = 1\nqueue = %d\ndeadline_ms = 120000\n"
                     "drain_timeout_ms = 120000\ncompute_policy = normal\n" % queue)
 
