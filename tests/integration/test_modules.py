@@ -237,6 +237,9 @@ def test_reload_keeps_running_server_on_bad_module_and_loads_a_new_one(start_ser
                           "greeting = two\n")
     os.kill(srv.pid, signal.SIGHUP)
     assert wait_until(lambda: get(srv.port, "/echo2").status == 200, 15), srv.log()[-2000:]
+    # until the old generation has stopped accepting, a new connection may still reach it (and
+    # get its 404): both accept for the moment between the new one's readiness and the retirement
+    assert wait_until(lambda: "generation 1 retired" in srv.log(), 15), srv.log()[-2000:]
     assert b"greeting=two" in get(srv.port, "/echo2").body
 
 
