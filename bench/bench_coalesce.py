@@ -292,7 +292,8 @@ def run(cfg, sz):
     finally:
         origin.stop()
     # The origin behind nginx and Varnish is a process of normal priority; so is lagless's job
-    # here unless --compute-policy says otherwise. Under the server's default (SCHED_IDLE) a job
+    # here unless --compute-policy says otherwise (normal is the server's default too). Under
+    # --compute-policy idle (SCHED_IDLE) a job
     # on a machine shared with other busy programs waits for their idle time (README,
     # --compute-policy): the cold figure then measured that wait (one run: p50 301 ms for a
     # 200 ms job), not the wake of the waiters this benchmark is about.
