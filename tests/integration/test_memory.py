@@ -152,6 +152,13 @@ def test_shared_memory_pressure_is_503_not_sigbus(start_server, memcg):
     # hang; fallocate(2) fails with ENOMEM instead, and that must become a 503.
     cg = memcg(128 * MIB, oom_kill_disable=True)
     srv = start_server("--compute-workers", "1", "--max-body", "256M", "--deadline-ms", "20000")
+    if asan_shadow_faults(srv.pid, 1):
+        # The refused upload leaves the cgroup at its limit until the master trims it; with the
+        # OOM killer off, any page fault there waits. An ASan build faults on nearly every
+        # allocation (its quarantine hands out fresh pages, its shadow is mapped lazily), so a
+        # loop answering /metrics, or the master itself, can wait there: a timeout seen once
+        # in a clean CI-style run, never in the normal build, which tests this contract.
+        pytest.skip("ASan's own page faults block at a cgroup limit with the OOM killer off")
     move_server(cg, srv)
 
     # 1. input larger than the memory left: 503 while the body arrives. Input is backed one
