@@ -631,6 +631,29 @@ def heavy_iterations_for(port, seconds):
     return int(min(10 ** 12, max(1_000_000, ips * seconds)))
 
 
+def send_all_at_once(port, payloads, timeout=60.0):
+    """Sends each payload (the bytes of one request) on its own connection, all connected first
+    and released together; returns (Response, time.monotonic() at its end) per payload."""
+    socks = [connect(port, timeout=timeout) for _ in payloads]
+    out = [None] * len(payloads)
+    go = threading.Event()
+
+    def one(i):
+        go.wait()
+        socks[i].sendall(payloads[i])
+        out[i] = (read_response(socks[i]), time.monotonic())
+
+    calls = [Call(one, i) for i in range(len(payloads))]
+    for c in calls:
+        c.start()
+    go.set()
+    for c in calls:
+        c.get(timeout)
+    for s in socks:
+        s.close()
+    return out
+
+
 class Call(threading.Thread):
     """Runs fn(*args) in a thread; .result / .error / .elapsed after join()."""
 

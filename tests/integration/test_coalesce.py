@@ -5,12 +5,11 @@ per-kind job histogram and the coalesce counters in /metrics."""
 import os
 import re
 import signal
-import threading
 import time
 
 import pytest
 
-from conftest import (Call, connect, get, heavy_iterations_for, job_slots, read_response,
+from conftest import (Call, connect, send_all_at_once, get, heavy_iterations_for, job_slots, read_response,
                       wait_jobs, wait_until)
 
 
@@ -26,26 +25,8 @@ def heavy_jobs(port):
 
 def burst(port, paths, timeout=60.0):
     """Sends every request at once (each on its own connection, all connected first) and
-    returns (Response, end time) per request."""
-    socks = [connect(port, timeout=timeout) for _ in paths]
-    out = [None] * len(paths)
-    go = threading.Event()
-
-    def one(i):
-        go.wait()
-        socks[i].sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % paths[i]).encode())
-        r = read_response(socks[i])
-        out[i] = (r.status, r.headers, r.body, time.monotonic())
-
-    calls = [Call(one, i) for i in range(len(paths))]
-    for c in calls:
-        c.start()
-    go.set()
-    for c in calls:
-        c.get(timeout)
-    for s in socks:
-        s.close()
-    return out
+    returns (status, headers, body, end time) per request."""
+    return burst_with(port, [(p, {}) for p in paths], timeout)
 
 
 def hdr(headers, name):
@@ -266,27 +247,10 @@ def test_killed_loop_worker_other_loops_waiters_answered(start_server):
 
 def burst_with(port, reqs, timeout=60.0):
     """Like burst, with (path, {header: value}) pairs."""
-    socks = [connect(port, timeout=timeout) for _ in reqs]
-    out = [None] * len(reqs)
-    go = threading.Event()
-
-    def one(i):
-        go.wait()
-        path, headers = reqs[i]
-        extra = "".join("%s: %s\r\n" % kv for kv in headers.items())
-        socks[i].sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, extra)).encode())
-        r = read_response(socks[i])
-        out[i] = (r.status, r.headers, r.body, time.monotonic())
-
-    calls = [Call(one, i) for i in range(len(reqs))]
-    for c in calls:
-        c.start()
-    go.set()
-    for c in calls:
-        c.get(timeout)
-    for s in socks:
-        s.close()
-    return out
+    payloads = [("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, "".join(
+        "%s: %s\r\n" % kv for kv in headers.items()))).encode() for path, headers in reqs]
+    return [(r.status, r.headers, r.body, end)
+            for r, end in send_all_at_once(port, payloads, timeout)]
 
 
 @pytest.mark.timeout(60)

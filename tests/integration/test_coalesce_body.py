@@ -6,12 +6,10 @@ Key equality is tested through the TTL cache (a repeat is a hit exactly when its
 which needs no timing; coalescing itself through a burst against a job long enough to join."""
 
 import re
-import threading
-import time
 
 import pytest
 
-from conftest import Call, connect, read_response, request
+from conftest import connect, read_response, request, send_all_at_once
 
 ECHO = """
 [route /echo]
@@ -129,26 +127,9 @@ def test_body_up_to_body_max_is_keyed_longer_runs_alone(start_server, tmp_path):
 
 def burst_posts(port, bodies, path, timeout=60.0):
     """Every POST at once, each on its own connection (all connected first): (Response, end)."""
-    socks = [connect(port, timeout=timeout) for _ in bodies]
-    out = [None] * len(bodies)
-    go = threading.Event()
-
-    def one(i):
-        head = ("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                "Content-Length: %d\r\n\r\n" % (path, len(bodies[i]))).encode()
-        go.wait()
-        socks[i].sendall(head + bodies[i])
-        out[i] = (read_response(socks[i]), time.monotonic())
-
-    calls = [Call(one, i) for i in range(len(bodies))]
-    for c in calls:
-        c.start()
-    go.set()
-    for c in calls:
-        c.get(timeout)
-    for s in socks:
-        s.close()
-    return out
+    return send_all_at_once(port, [("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                    "application/json\r\nContent-Length: %d\r\n\r\n"
+                                    % (path, len(b))).encode() + b for b in bodies], timeout)
 
 
 @pytest.mark.timeout(90)
