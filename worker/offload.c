@@ -238,8 +238,11 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	a->slots[slot].touched = vlen;
 	if (vlen > a->keep || lg_view_encode(lg_arena_in(a, (uint32_t)slot), vlen, sp->view) !=
 	    vlen) {
-		log_warn("cannot write the request view of %zu bytes into slot %d: %s", vlen, slot,
-		    strerror(errno));
+		/* Neither case sets errno: the view is longer than the backed bytes of a slot, or
+		 * has more fields than LAGLESS_MAX_FIELDS (lg_view_encode returns 0). */
+		log_warn("cannot write the request view of %zu bytes into slot %d (%llu bytes kept "
+		    "backed per slot, %d fields at most)", vlen, slot, (unsigned long long)a->keep,
+		    LAGLESS_MAX_FIELDS);
 		lg_offload_release(c);
 		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
 		return -1;
