@@ -137,6 +137,11 @@ BENCH_CLIENT := $(OBJDIR)/bench/latency
 BENCH_STRICT ?= 1
 
 BENCH_MODCALL := $(OBJDIR)/bench/modcall
+BENCH_BARE    := $(OBJDIR)/bench/bare
+
+$(BENCH_BARE): bench/bare.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 $(BENCH_MODCALL): bench/modcall.c include/lagless/module.h
 	@mkdir -p $(dir $@)
@@ -148,10 +153,11 @@ $(BENCH_CLIENT): bench/latency.c
 
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
-	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(TEST_MODS)
+	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
-	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules)
+	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules) \
+	    --bare $(abspath $(BENCH_BARE))
 
 # libFuzzer: the library objects again, built by clang with coverage and ASan+UBSan.
 FUZZ_CC      ?= clang

@@ -20,9 +20,18 @@ their spread is shown so drift is visible). nginx is configured as its users run
 6d  refusal under a flood: wrk -t1 -c64 keeps GET /heavy coming (on lagless long jobs fill the
     pool and the rest are refused 503 on their kept connections; nginx answers /heavy with
     `return 503`), while bench/latency sends GET /heavy?iterations=1 on one keep-alive
-    connection every 500 us; p99 of the 503s it gets, lagless / nginx, target <= 0.5.
+    connection every 500 us, 10,000 times; p99 of the 503s it gets, lagless / nginx, target
+    <= 0.5.
 6e  the latency client's own floor: bench/latency against nginx's /ping (a trivial server), the
     p50 and p99 printed beside 6d, so a client-bound figure would show (informational).
+
+6c and 6d also measure bench/bare in the same run (nginx, lagless, bare, nginx), when its binary
+is given (--bare): a server that makes only the syscalls every server must make (accept4, recv,
+send, epoll_wait) and no other work, as many workers as the others. Its ratio to nginx is the
+ceiling any server can reach on this machine (informational): a target beyond it cannot be met
+by taking work out of lagless, only by the kernel doing less. 6d runs bench/bare a second time
+as a model of lagless (1 us of user CPU per answer and one nice-5 process spinning beside the
+workers), to show which of the two the figure depends on.
 """
 
 import os
@@ -36,7 +45,7 @@ import tempfile
 import time
 
 from bench_throughput import Nginx, nginx_path
-from common import Lagless, Result, Stats, children_of, cpu_ticks, log, run_client
+from common import Lagless, Result, Stats, children_of, comm_of, cpu_ticks, log, run_client
 
 PER_SOURCE = 10000          # connections per source address (well inside 28,232 ephemeral ports)
 CONNECT_WINDOW = 256        # connections being set up at once: well inside any listen backlog
@@ -51,6 +60,13 @@ end
 request = function() return req end
 """
 REQ = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+# bench/bare for 6d: the ceiling (a canned 503 and nothing else), and a model of lagless under
+# the flood: about 1 us of user CPU per refusal (9,024 instructions, callgrind: BENCHMARKS.md)
+# and one CPU-bound process at nice 5 beside the workers, as the compute process running the
+# admitted job is.
+PROBES = 10000              # 6d's probes, one every 500 us: 5 s, 100 samples above the p99
+BARE_503 = ["--status", "503"]
+BARE_503_MODEL = ["--status", "503", "--spin-ns", "1000", "--hog"]
 IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # Linux 4.2, ip(7)
 
 
@@ -226,12 +242,18 @@ class Servers:
         self.cfg, self.loops, self.conns = cfg, loops, conns
         self.workers = loops
 
-    def each(self, fn):
-        """fn(pid, port) for nginx, lagless, nginx; returns (lagless figure, [nginx figures])."""
+    def each(self, fn, bare=()):
+        """fn(pid, port) for nginx, lagless, bench/bare with each argument list of `bare` (when
+        cfg.bare names its binary), nginx; returns (lagless figure, [nginx figures], [bench/bare
+        figures], one per argument list run)."""
+        order = ["nginx", "lagless"] + (list(bare) if self.cfg.bare else []) + ["nginx"]
         out = []
-        for which in ("nginx", "lagless", "nginx"):
-            self.current = which
-            if which == "nginx":
+        for which in order:
+            self.current = which if isinstance(which, str) else "bare"
+            if self.current == "bare":
+                srv = Bare(self.cfg.bare, self.workers, which)
+                pid = srv.pid
+            elif which == "nginx":
                 srv = Nginx(self.workers, conns=self.conns)
                 pid = srv.proc.pid
             else:
@@ -244,23 +266,68 @@ class Servers:
                 out.append(fn(pid, srv.port))
             finally:
                 srv.stop()
-        return out[1], [out[0], out[2]]
+        return out[1], [out[0], out[-1]], out[2:-1]
 
 
-def refusal_p99(client, port, max_seconds=15.0):
-    """(p99 µs of the 503s a keep-alive probe gets while wrk floods /heavy, probes, 503s)."""
+class Bare:
+    """bench/bare on 127.0.0.1 (a port of the kernel's choosing), `workers` processes answering
+    every read with a canned answer, with the extra arguments `args` (--status, --spin-ns,
+    --hog: see bench/bare.c); stop() ends it by pid (its workers die with it)."""
+
+    def __init__(self, binary, workers, args):
+        self.proc = subprocess.Popen([binary, "--workers", str(workers)] + list(args),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True,
+                                     start_new_session=True)
+        self.pid = self.proc.pid
+        m = re.match(r"port=(\d+)", self.proc.stdout.readline())  # printed once listening
+        if not m:
+            self.stop()
+            raise RuntimeError("bench/bare did not start")
+        self.port = int(m.group(1))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stdout.close()
+
+
+WORKER_COMMS = ("lagless-loop", "nginx", "bare")  # the processes that serve connections
+
+
+def worker_ticks(pid):
+    """{worker pid: utime + stime ticks} of the connection-serving children of server pid."""
+    return {p: cpu_ticks(p) for p in children_of(pid) if comm_of(p) in WORKER_COMMS}
+
+
+def refusal_p99(client, port, pid, max_seconds=15.0):
+    """(p99 µs of the 503s a keep-alive probe gets while wrk floods /heavy, probes, 503s, CPU
+    seconds of each worker process during the probes, busiest first: the flood's spread)."""
     flood = subprocess.Popen(["wrk", "-t1", "-c64", "-d%ds" % int(max_seconds + 5),
                               "http://127.0.0.1:%d/heavy?iterations=300000000" % port],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)
-        got = run_client(client, port, "/heavy?iterations=1", 2000, max_seconds,
+        t0 = worker_ticks(pid)
+        got = run_client(client, port, "/heavy?iterations=1", PROBES, max_seconds,
                          interval_us=500)
+        t1 = worker_ticks(pid)
     finally:
         flood.terminate()
         flood.wait(10)
     refused = [ns for st, ns in got if st == 503]
-    return (Stats(refused).p99 if refused else float("nan")), len(got), len(refused)
+    hz = os.sysconf("SC_CLK_TCK")
+    spread = sorted(((t1[p] - t0.get(p, 0)) / hz for p in t1), reverse=True)
+    return (Stats(refused).p99 if refused else float("nan")), len(got), len(refused), spread
+
+
+def spread_text(fig):
+    return "/".join("%.2f" % x for x in fig[3])
 
 
 def client_floor(client, port):
@@ -275,20 +342,33 @@ def bench_refusal(cfg, servers, results):
     floors = []
 
     def one(pid, port):
-        r = refusal_p99(cfg.client, port)
+        r = refusal_p99(cfg.client, port, pid)
         if servers.current == "nginx":
             floors.append(client_floor(cfg.client, port))
         return r
 
-    ours, theirs = servers.each(one)
+    ours, theirs, bare = servers.each(one, bare=(BARE_503, BARE_503_MODEL))
     r, ref = ratio_of(ours[0], [t[0] for t in theirs])
     log("   503 p99 on a keep-alive probe, 64 connections flooding /heavy: lagless %.0f us "
         "(%d of %d probes refused); nginx %.0f and %.0f us"
         % (ours[0], ours[2], ours[1], theirs[0][0], theirs[1][0]))
+    log("   CPU seconds of each worker process during the probes (how the flood spread; a "
+        "probe on a worker the flood left idle is answered at once): lagless %s; nginx %s and %s"
+        % (spread_text(ours), spread_text(theirs[0]), spread_text(theirs[1])))
     log("   client floor (bench/latency on nginx /ping, idle): p50 %.0f us, p99 %.0f us"
         % (floors[0][0], floors[0][1]))
     results.append(Result("6d. 503 p99 under a /heavy flood / nginx", r, 0.5,
                           figures={"lagless": ours, "nginx": theirs, "client_floor": floors}))
+    if bare:
+        log("   the same on bench/bare: %.0f us with a canned 503 and no jobs running (workers "
+            "%s); %.0f us with %s (lagless's user CPU per refusal, one job running; workers %s)"
+            % (bare[0][0], spread_text(bare[0]), bare[1][0], " ".join(BARE_503_MODEL[2:]),
+               spread_text(bare[1])))
+        results.append(Result("6d. ceiling: bench/bare 503 p99 / nginx", bare[0][0] / ref, 0.5,
+                              gated=False, figures={"bare": bare[0], "nginx": theirs}))
+        results.append(Result("6d. model: bare %s / nginx" % " ".join(BARE_503_MODEL[2:]),
+                              bare[1][0] / ref, 0.5, gated=False,
+                              figures={"bare": bare[1], "nginx": theirs}))
 
 
 def ratio_of(ours, theirs):
@@ -302,7 +382,7 @@ def bench_idle(servers, results, sizes):
         servers.conns = min(n + 64, fd_room() - 64)
         servers.workers = workers_for(n, servers.loops)
         try:
-            ours, theirs = servers.each(lambda pid, port: idle_cost(pid, port, n))
+            ours, theirs, _ = servers.each(lambda pid, port: idle_cost(pid, port, n))
         except (OSError, RuntimeError) as e:
             log("   %d connections: skipped: %s" % (n, e))
             results.append(Result(name, skipped=str(e)[:120]))
@@ -331,7 +411,7 @@ def run(cfg, sz):
     with os.fdopen(fd, "w") as f:
         f.write(PIPELINE_LUA)
     try:
-        ours, theirs = servers.each(lambda pid, port: wrk(port, 16, script)[0])
+        ours, theirs, _ = servers.each(lambda pid, port: wrk(port, 16, script)[0])
     finally:
         os.unlink(script)
     r, ref = ratio_of(ours, theirs)
@@ -339,7 +419,7 @@ def run(cfg, sz):
         % (ours, theirs[0], theirs[1]))
     results.append(Result("6b. pipelined /ping req/s / nginx", r, 1.0, kind="min",
                           figures={"lagless_rps": ours, "nginx_rps": theirs}))
-    ours, theirs = servers.each(per_cpu_second)
+    ours, theirs, bare = servers.each(per_cpu_second, bare=(["--status", "200"],))
     r, ref = ratio_of(ours[0], [t[0] for t in theirs])
     log("   wrk -t1 -c64: lagless %.0f req per CPU-s (%.0f req/s); nginx %.0f and %.0f req per "
         "CPU-s (%.0f and %.0f req/s)" % (ours[0], ours[1], theirs[0][0], theirs[1][0],
@@ -349,6 +429,12 @@ def run(cfg, sz):
             "misconfigured")
     results.append(Result("6c. /ping req per CPU-second / nginx", r, 1.3, kind="min",
                           figures={"lagless": ours, "nginx": theirs}))
+    if bare:
+        log("   the same on bench/bare (recv and send, no other work): %.0f req per CPU-s "
+            "(%.0f req/s)" % bare[0])
+        results.append(Result("6c. ceiling: bench/bare req per CPU-s / nginx", bare[0][0] / ref,
+                              1.3, kind="min", gated=False,
+                              figures={"bare": bare[0], "nginx": theirs}))
     bench_refusal(cfg, servers, results)
     for x in results:
         log("   " + x.line())

@@ -37,6 +37,7 @@ def parse_args():
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
     p.add_argument("--modcall", default="", help="the bench/modcall client binary (8)")
+    p.add_argument("--bare", default="", help="the bench/bare server binary (6c, 6d ceilings)")
     p.add_argument("--test-modules", default="", help="directory of the tests/modules .so (8)")
     p.add_argument("--rounds", type=int, default=8, help="idle/loaded alternations (1, 2)")
     p.add_argument("--pings", type=int, default=750, help="keep-alive /ping per phase")
