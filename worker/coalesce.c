@@ -94,26 +94,38 @@ job_slot(struct lg_conn *c)
 	return c->w->coal->claim(c);
 }
 
-/* Answers c with a copy of body (the connection owns and frees it once written). */
+/* Answers c with body b, shared with the other connections answered from it (c takes a
+ * reference); 503 when b is NULL (it could not be allocated). */
 static int
 answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint64_t age_s,
-    int with_age, const void *body, size_t len)
+    int with_age, struct lg_body *b)
 {
 	char extra[160];
-	char *copy = malloc(len ? len : 1);
 	int n;
 
-	if (copy == NULL)
+	if (b == NULL)
 		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
-	memcpy(copy, body, len);
-	c->wbody_owned = copy;
 	n = snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", label);
 	if (with_age)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, "Age: %" PRIu64 "\r\n", age_s);
 	else if (c->queue_ns || c->run_ns)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
 		    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
-	return lg_conn_respond(c, status, ctype[0] ? ctype : NULL, extra, copy, len);
+	return lg_conn_respond_shared(c, status, ctype[0] ? ctype : NULL, extra, b);
+}
+
+/* A shared body holding a copy of cache entry m's value; NULL when out of memory or when the
+ * entry changed under the copy. */
+static struct lg_body *
+cached_body(struct lg_worker *w, const struct lg_cache_meta *m)
+{
+	struct lg_body *b = lg_body_new(m->val_len);
+
+	if (b != NULL && lg_cache_copy(w->env->cache, m, b->data, m->val_len) == -1) {
+		lg_body_unref(b);
+		return NULL;
+	}
+	return b;
 }
 
 /* Answers c from cache entry m (a hit or a stale answer). Returns 1 with *rc set, or 0 when
@@ -121,21 +133,17 @@ answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint
 static int
 answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, const char *label, int *rc)
 {
-	char *buf = malloc(m->val_len ? m->val_len : 1);
+	struct lg_body *b = cached_body(c->w, m);
 	uint64_t now = lg_now_ns();
 
-	if (buf == NULL)
+	if (b == NULL)
 		return 0;
-	if (lg_cache_copy(c->w->env->cache, m, buf, m->val_len) == -1) {
-		free(buf);
-		return 0;
-	}
 	c->queue_ns = c->run_ns = 0;
 	if (c->slot >= 0)
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
 	*rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1,
-	    buf, m->val_len);
-	free(buf);
+	    b);
+	lg_body_unref(b);
 	return 1;
 }
 
@@ -308,11 +316,12 @@ broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, in
 }
 
 /* Ends flight f: an owner frees the entry and wakes every other loop that waits (see
- * broadcast); then f's own parked connections are answered with status and body, and f is
- * dropped. Never called from inside one of f's connections' own dispatch. */
+ * broadcast); then f's own parked connections are answered with status and, for a 2xx, body b
+ * (each takes a reference; NULL: 503), and f is dropped. Never called from inside one of f's
+ * connections' own dispatch. */
 static void
 end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, const char *ctype,
-    const void *body, size_t len, uint64_t queue_ns, uint64_t run_ns)
+    struct lg_body *b, uint64_t queue_ns, uint64_t run_ns)
 {
 	struct lg_worker *w = f->w;
 
@@ -331,7 +340,7 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 		c->run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
 		if (OK(status))
-			rc = answer(c, status, ctype, label, 0, 0, body, len);
+			rc = answer(c, status, ctype, label, 0, 0, b);
 		else
 			rc = lg_conn_error(c, status, status == 502,
 			    status == 503 ? "Retry-After: 1\r\n" : NULL);
@@ -416,15 +425,21 @@ finish(struct lg_lflight *f, uint64_t word)
 			store(f, key, klen, hash, code, "text/plain", reason, strlen(reason),
 			    f->pol->negative_ttl_ms, &m);
 		lg_slot_release(s, f->slot_gen);
-		end_flight(f, code, NULL, NULL, NULL, 0, q, r);
+		end_flight(f, code, NULL, NULL, NULL, q, r);
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
 	int shared = store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms, &m) == 0;
 	uint32_t gen = f->slot_gen; /* end_flight frees f */
+	/* One copy for every waiter here (none for a background refresh): the slot is released
+	 * at once, not when the slowest of them has read its answer. */
+	struct lg_body *b = f->waiters != NULL ? lg_body_new(len) : NULL;
 
-	end_flight(f, code, shared ? &m : NULL, ctype, body, len, q, r);
-	lg_slot_release(s, gen); /* every own waiter has its copy */
+	if (b != NULL)
+		memcpy(b->data, body, len);
+	end_flight(f, code, shared ? &m : NULL, ctype, b, q, r);
+	lg_body_unref(b);
+	lg_slot_release(s, gen); /* every own waiter has its reference to b */
 }
 
 int
@@ -466,7 +481,7 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 		    strerror(errno));
 	for (struct lg_conn *c = f->waiters; c != NULL; c = c->fl_next)
 		atomic_fetch_add(&w->env->page->timed_out, 1);
-	end_flight(f, 504, NULL, NULL, NULL, 0, 0, 0);
+	end_flight(f, 504, NULL, NULL, NULL, 0, 0);
 }
 
 /* c has claimed a job slot (c->slot, c->gen) for the job of new owner flight ref: sends it and
@@ -698,7 +713,7 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 {
 	struct lg_lflight *f = find(w->coal, m->slot, m->gen);
 	struct lg_cache_meta meta;
-	char *buf;
+	struct lg_body *b;
 
 	if (f == NULL || f->owner)
 		return; /* nobody left here (they left after the job ended) */
@@ -707,22 +722,17 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 		return;
 	}
 	if (!OK(m->status)) {
-		end_flight(f, (int)m->status, NULL, NULL, NULL, 0, m->queue_ns, m->run_ns);
+		end_flight(f, (int)m->status, NULL, NULL, NULL, m->queue_ns, m->run_ns);
 		return;
 	}
 	if (m->out_len > UINT32_MAX ||
 	    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == -1 ||
-	    (buf = malloc(meta.val_len ? meta.val_len : 1)) == NULL) {
+	    (b = cached_body(w, &meta)) == NULL) {
 		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
 		return;
 	}
-	if (lg_cache_copy(w->env->cache, &meta, buf, meta.val_len) == -1) {
-		free(buf);
-		retry_all(f, 0);
-		return;
-	}
-	end_flight(f, (int)meta.status, NULL, meta.ctype, buf, meta.val_len, m->queue_ns, m->run_ns);
-	free(buf);
+	end_flight(f, (int)meta.status, NULL, meta.ctype, b, m->queue_ns, m->run_ns);
+	lg_body_unref(b);
 }
 
 void

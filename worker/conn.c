@@ -143,6 +143,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->close_after = 0;
 	c->route = NULL;
 	c->wbody_owned = NULL;
+	c->wbody_shared = NULL;
 	c->req_start_ns = 0;
 	c->req_at = req_at;
 	c->body_at = 0;
@@ -183,10 +184,32 @@ lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, i
 	conn_io(c, revents);
 }
 
-/* Gives back a rendered body (the router's) once it is written or the connection goes. */
+struct lg_body *
+lg_body_new(size_t len)
+{
+	struct lg_body *b = malloc(sizeof(*b) + (len ? len : 1));
+
+	if (b == NULL)
+		return NULL;
+	b->refs = 1;
+	b->len = len;
+	return b;
+}
+
+void
+lg_body_unref(struct lg_body *b)
+{
+	if (b != NULL && --b->refs == 0)
+		free(b);
+}
+
+/* Gives back a rendered body (the router's) or a shared one once it is written or the
+ * connection goes. */
 static void
 release_owned(struct lg_conn *c)
 {
+	lg_body_unref(c->wbody_shared);
+	c->wbody_shared = NULL;
 	if (c->wbody_owned == NULL)
 		return;
 	if (c->wbody_owned == c->w->render)
@@ -194,6 +217,15 @@ release_owned(struct lg_conn *c)
 	else
 		free(c->wbody_owned);
 	c->wbody_owned = NULL;
+}
+
+int
+lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    struct lg_body *b)
+{
+	b->refs++;
+	c->wbody_shared = b; /* before responding: a write error closes c, which drops it */
+	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
 }
 
 void

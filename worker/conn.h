@@ -171,6 +171,7 @@ struct lg_conn {
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
 	size_t wbody_len;
 	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
+	struct lg_body *wbody_shared; /* a shared body (lg_body_ref), unreferenced once written */
 	/* the current request, for metrics and the access log */
 	uint64_t req_start_ns;        /* first byte of the request; 0 while none is in progress */
 	int resp_status;
@@ -198,6 +199,27 @@ void lg_conn_drain(struct lg_worker *w);
 
 /* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). */
 void lg_conn_close(struct lg_conn *c);
+
+/* A response body several connections of one loop worker send at once: the answer of one
+ * coalesced job to each of its waiters, one copy however many wait (a copy per waiter made 100
+ * waiters of a 10 MiB answer hold 1 GB). Loop-local, so the count is a plain integer. */
+struct lg_body {
+	unsigned refs;
+	size_t len;                   /* bytes of data */
+	unsigned char data[];
+};
+
+/* A body of len bytes with one reference, the caller's; data is not initialised. Returns NULL
+ * when out of memory (errno ENOMEM). */
+struct lg_body *lg_body_new(size_t len);
+
+/* Drops one reference to b; the last one frees it. NULL is a no-op. */
+void lg_body_unref(struct lg_body *b);
+
+/* lg_conn_respond with body b->data, b->len, which c holds a reference to until it is written
+ * or c closes (the caller keeps its own). Returns as lg_conn_respond. */
+int lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    struct lg_body *b);
 
 /* Queues a response: status, optional Content-Type, extra header lines (each ending in CRLF, or
  * NULL), and a body. A body of up to 2 KiB is copied; a larger one is referenced and must stay
