@@ -84,6 +84,38 @@ is_host_char(unsigned char c)
 	return 1;
 }
 
+/* The syntax of a whole Host value (RFC 9112 section 3.2: uri-host [ ":" port ]; RFC 3986
+ * sections 3.2.2-3.2.3: an IP-literal is bracketed, a reg-name or IPv4 address has no ':' or
+ * bracket, port = *DIGIT). is_host_char has refused the other delimiters byte by byte; an empty
+ * value is valid (a target without an authority). Returns 1 when valid. */
+static int
+host_syntax_ok(const char *v, size_t len)
+{
+	size_t i = 0;
+
+	if (len > 0 && v[0] == '[') {
+		const char *close = memchr(v, ']', len);
+
+		if (close == NULL || memchr(v + 1, '[', (size_t)(close - v) - 1) != NULL)
+			return 0;
+		i = (size_t)(close - v) + 1;
+	} else {
+		while (i < len && v[i] != ':') {
+			if (v[i] == '[' || v[i] == ']')
+				return 0;
+			i++;
+		}
+	}
+	if (i == len)
+		return 1;
+	if (v[i] != ':')
+		return 0;
+	for (i++; i < len; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return 0;
+	return 1;
+}
+
 static int
 hexval(unsigned char c)
 {
@@ -285,6 +317,10 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 		f->rl_scanned = p;
 	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
 	if (lf == NULL) {
+		/* A CR may only end the line, just before its LF (RFC 9112 section 2.2): one
+		 * followed by any other byte settles it now, not at the head timeout. */
+		if (len - p > 1 && memchr(b + p, '\r', len - p - 1) != NULL)
+			return fail(f, 400, "CR not followed by LF");
 		f->rl_scanned = len;
 		return len - p > limit ? rl_too_long(f, b, len, p) : rl_cannot_be_http(f, b, len, p);
 	}
@@ -429,7 +465,8 @@ field_done(struct lg_frame *f, int trailer)
 	case FLD_HOST:
 		if (++f->host_count > 1)
 			return fail(f, 400, "more than one Host");
-		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL)
+		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL ||
+		    (!f->val_long && !host_syntax_ok(v, len))) /* a long one: its first bytes only */
 			return fail(f, 400, "invalid Host");
 		return 0;
 	default: /* FLD_EXPECT */

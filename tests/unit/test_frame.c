@@ -76,6 +76,19 @@ test_table(void **state)
 		{ "GET / HTTP/1.1\r\n\r\n", 400, 0 },                       /* no Host */
 		{ "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\nHost: a\r\n\r\n", 400, 0 },               /* bare LF */
+		{ "GET / HTTP/1.1\rX", 400, 0 },          /* bare CR, no LF yet: refused at once */
+		{ "GET / HTTP/1.1\rHost: a\r\r", 400, 0 },
+		{ "GET /\rHTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a:8080\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [::1]\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: a:\r\n\r\n", 0, LG_FRAME_NONE },  /* port = *DIGIT */
+		{ "GET / HTTP/1.1\r\nHost:\r\n\r\n", 0, LG_FRAME_NONE },    /* empty: valid */
+		{ "GET / HTTP/1.1\r\nHost: a:abc\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a:1:2\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a]\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", 400, 0 }, /* obs-fold */
 		{ "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
 		  400, 0 },
