@@ -316,9 +316,9 @@ broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, in
 }
 
 /* Ends flight f: an owner frees the entry and wakes every other loop that waits (see
- * broadcast); then f's own parked connections are answered with status and, for a 2xx, body b
- * (each takes a reference; NULL: 503), and f is dropped. Never called from inside one of f's
- * connections' own dispatch. */
+ * broadcast); then f's own parked connections are answered with status and body b (each takes
+ * a reference): a 2xx's answer (NULL: 503), or a failed job's own message (NULL: the reason
+ * phrase), and f is dropped. Never called from inside one of f's connections' own dispatch. */
 static void
 end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, const char *ctype,
     struct lg_body *b, uint64_t queue_ns, uint64_t run_ns)
@@ -339,8 +339,8 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 		c->queue_ns = queue_ns;
 		c->run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
-		if (OK(status))
-			rc = answer(c, status, ctype, label, 0, 0, b);
+		if (OK(status) || b != NULL) /* an answer, or a failed job's own message */
+			rc = answer(c, status, OK(status) ? ctype : "text/plain", label, 0, 0, b);
 		else
 			rc = lg_conn_error(c, status, status == 502,
 			    status == 503 ? "Retry-After: 1\r\n" : NULL);
@@ -413,19 +413,29 @@ finish(struct lg_lflight *f, uint64_t word)
 	if (failed) {
 		uint32_t st = lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_ERROR;
 		const void *meta = st == LG_JOB_BAD_INPUT ? lg_arena_out(a, (uint32_t)f->slot) : NULL;
-		const char *reason;
+		char msg[LG_FAIL_TEXT_CAP] = "";
+		size_t mlen = lg_slot_state(word) == LG_SLOT_FAILED ?
+		    lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
+		const char *text;
 
 		code = lg_offload_failure_status(st, meta);
-		reason = lg_http_reason(code);
+		text = mlen ? msg : lg_http_reason(code);
 		lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
-		log_warn("coalesced job on slot %d failed (status %u): %d to every waiter", f->slot,
-		    st, code);
-		/* Only a kind-level error may be kept, and only for the negative TTL. */
-		if (((code >= 400 && code <= 499) || code == 500) && f->pol->negative_ttl_ms > 0)
-			store(f, key, klen, hash, code, "text/plain", reason, strlen(reason),
-			    f->pol->negative_ttl_ms, &m);
-		lg_slot_release(s, f->slot_gen);
-		end_flight(f, code, NULL, NULL, NULL, q, r);
+		log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
+		    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
+		/* Only a kind-level error may be kept, and only for the negative TTL; the waiters
+		 * of other loops then read the kind's message from it, as they read an answer. */
+		int kept = ((code >= 400 && code <= 499) || code == 500) &&
+		    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
+		    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+		/* The owner's own waiters get the kind's message in any case. */
+		struct lg_body *b = mlen && f->waiters != NULL ? lg_body_new(mlen) : NULL;
+
+		if (b != NULL)
+			memcpy(b->data, msg, mlen);
+		lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
+		end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
+		lg_body_unref(b);
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
@@ -722,7 +732,12 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 		return;
 	}
 	if (!OK(m->status)) {
-		end_flight(f, (int)m->status, NULL, NULL, NULL, m->queue_ns, m->run_ns);
+		/* A kept kind error names its cache entry: its text is the kind's message. */
+		b = m->arg != 0 && m->out_len <= UINT32_MAX &&
+		    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == 0 &&
+		    (int)meta.status == (int)m->status ? cached_body(w, &meta) : NULL;
+		end_flight(f, (int)m->status, NULL, NULL, b, m->queue_ns, m->run_ns);
+		lg_body_unref(b);
 		return;
 	}
 	if (m->out_len > UINT32_MAX ||

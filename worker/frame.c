@@ -466,7 +466,7 @@ field_done(struct lg_frame *f, int trailer)
 		if (++f->host_count > 1)
 			return fail(f, 400, "more than one Host");
 		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL ||
-		    (!f->val_long && !host_syntax_ok(v, len))) /* a long one: its first bytes only */
+		    (!f->val_long && !host_syntax_ok(v, len))) /* one longer than val: not kept whole */
 			return fail(f, 400, "invalid Host");
 		return 0;
 	default: /* FLD_EXPECT */

@@ -458,7 +458,7 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	/* The metadata is the runner's only when the job ended by itself. */
 	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
 	    st == LG_JOB_TOO_LARGE;
-	char extra[128], text[256];
+	char extra[128], text[LG_FAIL_TEXT_CAP];
 
 	timing_headers(c, extra, sizeof(extra), 0);
 	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META) {
@@ -489,24 +489,43 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
-	size_t n = own ? meta_text(meta->msg, meta->msg_len, sizeof(meta->msg), text, 0) : 0;
+	size_t n = lg_offload_failure_text(c->w, c->slot, st, text, sizeof(text));
 
 	struct lg_proc_page *p = c->w->env->page;
 
 	lg_stats_add(st == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
 	    st == LG_JOB_NO_SPACE ? &p->rejected_memory :
 	    code == 502 ? &p->failed_crash : &p->failed_error, 1);
-	log_warn("%s job on slot %d failed (status %u): %d%s%s", kind_name(c->w, c->kind),
-	    c->slot, st, code, n ? ": " : "", n ? text : "");
+	log_warn("%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->kind),
+	    c->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_release(c);
 	timing_headers(c, extra, sizeof(extra), code == 503);
 	if (n == 0)
 		return lg_conn_error(c, code, code == 502, extra);
-	if (text[n - 1] != '\n' && n + 1 < sizeof(text)) {
-		text[n++] = '\n';
-		text[n] = '\0';
-	}
 	return lg_conn_respond(c, code, "text/plain", extra, text, n);
+}
+
+size_t
+lg_offload_failure_text(struct lg_worker *w, int slot, uint32_t st, char *dst, size_t cap)
+{
+	const struct lg_out_meta *meta =
+	    (const struct lg_out_meta *)lg_arena_out(w->env->arena, (uint32_t)slot);
+	size_t n;
+
+	if (cap > 0)
+		dst[0] = '\0';
+	/* The metadata is the runner's only when the job ended by itself. */
+	if ((st != LG_JOB_BAD_INPUT && st != LG_JOB_ERROR && st != LG_JOB_TOO_LARGE) ||
+	    cap < LG_FAIL_TEXT_CAP)
+		return 0;
+	n = meta_text(meta->msg, meta->msg_len, sizeof(meta->msg), dst, 0);
+	while (n > 0 && dst[n - 1] == '\n')
+		n--;
+	if (n == 0)
+		return 0;
+	dst[n++] = '\n';
+	dst[n] = '\0';
+	return n;
 }
 
 /* Asks the loop's helper thread to map the answer of c's finished job (out_len bytes after

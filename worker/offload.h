@@ -80,6 +80,14 @@ int lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, 
  * kind's metadata when it ended by itself with bad input (its own 4xx), else NULL. */
 int lg_offload_failure_status(uint32_t st, const void *meta);
 
+/* The kind's own message for the job that failed with status st (an enum lg_job_status) in
+ * slot `slot`: copied into dst (cap bytes, at least LG_FAIL_TEXT_CAP) and ended with exactly
+ * one '\n'; returns its length, or 0 when the kind gave none or st
+ * is not the kind's own verdict (a crash, a deadline, a refusal), and then the HTTP reason phrase
+ * is the body. Reads the slot's output metadata: call before the slot is released. */
+size_t lg_offload_failure_text(struct lg_worker *w, int slot, uint32_t st, char *dst, size_t cap);
+#define LG_FAIL_TEXT_CAP (sizeof(((struct lg_out_meta *)0)->msg) + 2)
+
 /* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and
  * answer). Returns 0 or -1 (closed). */
 int lg_offload_queue(struct lg_conn *c);

@@ -316,3 +316,25 @@ def test_full_pool_keeps_serving_stale(start_server):
     for b in busy:
         assert read_response(b).status == 200
         b.close()
+
+
+@pytest.mark.timeout(60)
+def test_kind_error_keeps_its_message_when_coalesced(start_server):
+    """A kind's own explanation of its 400 reaches a request on a coalescing route as it reaches
+    any other, also from a negative-ttl hit, and the failure is logged on one line (a new-user
+    probe found 'Bad Request' alone on a coalescing route, and a blank log line after every
+    kind error)."""
+    plain = start_server("--compute-workers", "1")
+    want = get(plain.port, "/heavy?iterations=abc")
+    assert want.status == 400 and b"iterations" in want.body, want
+    srv = start_server("--compute-workers", "1", "--cache-jitter-pct", "0", "--coalesce",
+                       "/heavy negative-ttl=60000 query=iterations")
+    miss = get(srv.port, "/heavy?iterations=abc")
+    assert miss.status == 400 and miss.body == want.body, miss
+    hit = get(srv.port, "/heavy?iterations=abc")
+    assert hit.status == 400 and hit.header("X-Cache") == "hit" and hit.body == want.body, hit
+    for s in (plain, srv):
+        lines = s.log().split("\n")
+        failed = [i for i, line in enumerate(lines) if "failed (status" in line]
+        assert failed, lines[-20:]
+        assert all(lines[i + 1] != "" for i in failed if i + 1 < len(lines) - 1), lines[-20:]
