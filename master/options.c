@@ -464,7 +464,8 @@ struct file_ctx {
 	struct lg_site_src *site; /* [route] and [module] sections */
 	FILE *fp;
 	int line;          /* of the line inih last read */
-	char why[400];     /* the first error, formatted */
+	char why[400];     /* the first error of a handler, formatted */
+	int why_line;      /* the line of that error */
 };
 
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs. */
@@ -547,8 +548,10 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	if (taken == 1)
 		return 1;
 	if (taken == -1) {
-		if (fc->why[0] == '\0')
+		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "%s", swhy);
+			fc->why_line = fc->line;
+		}
 		return 0;
 	}
 	if (strncmp(section, "pool ", 5) == 0) {
@@ -559,8 +562,10 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		    "or none)";
 	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
 		return 1;
-	if (fc->why[0] == '\0')
+	if (fc->why[0] == '\0') {
 		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
+		fc->why_line = fc->line;
+	}
 	return 0;
 }
 
@@ -594,8 +599,11 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 	if (line < 0)
 		snprintf(err, cap, "%s: cannot read the configuration file: %s", path,
 		    line == -1 ? strerror(errno) : "out of memory");
-	else
-		snprintf(err, cap, "%s:%d: %s", path, line, fc.why[0] ? fc.why : "syntax error");
+	else if (fc.why[0] != '\0' && fc.why_line == line)
+		snprintf(err, cap, "%s:%d: %s", path, line, fc.why);
+	else /* inih's own: the first error it returns is an earlier line than any key's */
+		snprintf(err, cap, "%s:%d: syntax error: a section header without ']', or a line that "
+		    "is not 'key = value'", path, line);
 	return -1;
 }
 

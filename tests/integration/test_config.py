@@ -33,6 +33,13 @@ def test_t_names_file_line_and_key(tmp_path):
     conf.write_text("deadline_ms = soon\n")
     r = run("-t", "-c", str(conf))
     assert r.returncode == 1 and ":1:" in r.stderr and "deadline_ms" in r.stderr
+    # inih's own syntax errors: named as such at their line, not blamed on the next key (a
+    # new-user probe got "f:1: key 'kind' = 'heavy': unknown key" for an unclosed header)
+    for text, line in (("[route /x\nkind = heavy\n", 1), ("queue = 2\njunk line\nnope = 1\n", 2)):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:%d: syntax error" % (conf, line) in r.stderr, r.stderr
+        assert "kind" not in r.stderr and "nope" not in r.stderr, r.stderr
 
 
 @pytest.mark.timeout(60)
