@@ -367,7 +367,7 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 		return parse_count(o, v, &((struct lg_pool_cfg *)obj)->compute,
 		    &((struct lg_pool_cfg *)obj)->share, why);
 	case K_CPUS:
-		*why = "expected a decimal number of CPUs, 0 < X <= 1024 (0 = measure)";
+		*why = "expected a decimal number of CPUs up to 1024, or 0 to measure";
 		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */
 			return -1;
 		errno = 0;

@@ -185,8 +185,8 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	if (lg_registry_add_module(r, desc, path->value, handle, &conf, why, sizeof(why)) == -1)
 		return fail_kv(err, cap, file, path, why);
 	if (strcmp(desc->name, sec->name) != 0) {
-		snprintf(why, sizeof(why), "the module calls itself %s, the section [module %s]",
-		    desc->name, sec->name);
+		snprintf(why, sizeof(why), "the module calls itself '%s', so its section must be "
+		    "[module %s], not [module %s]", desc->name, desc->name, sec->name);
 		return fail_kv(err, cap, file, path, why);
 	}
 	return 0;

@@ -149,7 +149,7 @@ def test_module_load_errors(tmp_path):
     conf, err = error_of(tmp_path, "[module faults]\npath = %s\n" % half)
     assert "truncated ELF file" in err
     conf, err = error_of(tmp_path, "[module upper]\npath = %s\n" % mod("faults"))
-    assert "calls itself faults" in err
+    assert "calls itself 'faults'" in err
 
 
 @pytest.mark.timeout(60)
