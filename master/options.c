@@ -466,7 +466,33 @@ struct file_ctx {
 	int line;          /* of the line inih last read */
 	char why[400];     /* the first error of a handler, formatted */
 	int why_line;      /* the line of that error */
+	struct seen_key { char key[96]; int line; } seen[256]; /* top-level and [pool] keys */
+	int nseen;
 };
+
+/* Was key `name` of `section` given before in this file? ([lagless] is the top level; '-' and
+ * '_' are the same in a key.) Records it otherwise. Returns the earlier line, or 0. A key is
+ * given once, as in a [route] or [module] section (master/site.c): a repeat is more likely a
+ * mistake than an override, and the last one winning in silence hides it. */
+static int
+seen_before(struct file_ctx *fc, const char *section, const char *name)
+{
+	char key[96];
+	int n = snprintf(key, sizeof(key), "%s]%s", strcmp(section, "lagless") == 0 ? "" : section,
+	    name);
+
+	for (int i = 0; i < n && i < (int)sizeof(key); i++)
+		if (key[i] == '-')
+			key[i] = '_';
+	for (int i = 0; i < fc->nseen; i++)
+		if (strcmp(fc->seen[i].key, key) == 0)
+			return fc->seen[i].line;
+	if (fc->nseen < (int)(sizeof(fc->seen) / sizeof(fc->seen[0]))) {
+		snprintf(fc->seen[fc->nseen].key, sizeof(fc->seen[0].key), "%s", key);
+		fc->seen[fc->nseen++].line = fc->line;
+	}
+	return 0;
+}
 
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs. */
 static char *
@@ -550,6 +576,17 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	if (taken == -1) {
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "%s", swhy);
+			fc->why_line = fc->line;
+		}
+		return 0;
+	}
+	int before = seen_before(fc, section, name);
+
+	if (before > 0) {
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "key '%s' given twice%s%s%s (line %d; a key "
+			    "is given once)", name, *section ? " in [" : "", section, *section ? "]" : "",
+			    before);
 			fc->why_line = fc->line;
 		}
 		return 0;

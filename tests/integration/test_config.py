@@ -40,6 +40,14 @@ def test_t_names_file_line_and_key(tmp_path):
         r = run("-t", "-c", str(conf))
         assert r.returncode == 1 and "%s:%d: syntax error" % (conf, line) in r.stderr, r.stderr
         assert "kind" not in r.stderr and "nope" not in r.stderr, r.stderr
+    # a key is given once at the top level (with [lagless], and '-' as '_') and in [pool], as
+    # in [route]: the last one no longer wins in silence
+    for text, key in (("deadline_ms = 100\n[lagless]\ndeadline-ms = 200\n", "deadline-ms"),
+                      ("[pool p]\ncompute = 1\ncompute = 2\n", "compute")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf), "--cpus", "4")
+        assert r.returncode == 1 and "%s:3: key '%s' given twice" % (conf, key) in r.stderr \
+            and "(line " in r.stderr, r.stderr
 
 
 @pytest.mark.timeout(60)
