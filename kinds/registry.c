@@ -298,6 +298,15 @@ static const struct {
 	{ "/test/block", LG_M_GET, "test-block", NULL, 1 },
 };
 
+int
+lg_registry_is_default(const char *path)
+{
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		if (strcmp(defaults[i].path, path) == 0)
+			return 1;
+	return 0;
+}
+
 static int
 routed(const struct lg_registry *r, const char *path)
 {

@@ -118,6 +118,10 @@ int lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, 
 int lg_registry_default_routes(struct lg_registry *r, uint64_t deadline_ms, uint64_t max_body,
     int inline_heavy, char *err, size_t cap);
 
+/* 1 when path is one of the default routes lg_registry_default_routes adds (the /test/ ones
+ * included), else 0: what `off = yes` can remove. */
+int lg_registry_is_default(const char *path);
+
 /* Removes the route of path (declared with `off = yes`). Returns 0, or -1 when none. */
 int lg_registry_remove_route(struct lg_registry *r, const char *path);
 

@@ -355,6 +355,13 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
 		    "coalesce (its job runs at once on the loop that read it)");
 	if (off) {
+		/* Nothing else can be removed: a mistyped path would otherwise remove nothing in
+		 * silence. */
+		if (rt.prefix || !lg_registry_is_default(rt.path))
+			for (unsigned i = 0; i < sec->nkv; i++)
+				if (strcmp(sec->kv[i].key, "off") == 0)
+					return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes a "
+					    "default route, and this is none (lagless -t lists them)");
 		lg_registry_remove_route(r, rt.path);
 		return 0;
 	}

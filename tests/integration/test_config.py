@@ -48,6 +48,14 @@ def test_t_names_file_line_and_key(tmp_path):
         r = run("-t", "-c", str(conf), "--cpus", "4")
         assert r.returncode == 1 and "%s:3: key '%s' given twice" % (conf, key) in r.stderr \
             and "(line " in r.stderr, r.stderr
+    # off = yes for a path that is no default route would remove nothing, in silence
+    conf.write_text("[route /heavvy]\noff = yes\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1 and "%s:2: key 'off'" % conf in r.stderr and \
+        "removes a default route" in r.stderr, r.stderr
+    conf.write_text("[route /heavy]\noff = yes\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0 and "\n/heavy " not in r.stdout, r.stderr
 
 
 @pytest.mark.timeout(60)
