@@ -1,4 +1,5 @@
-/* Query strings: finding one parameter of a raw (not percent-decoded) query. */
+/* Query strings: finding one parameter of a raw (not percent-decoded) query, and decoding
+ * a value. */
 #ifndef LG_COMMON_QUERY_H
 #define LG_COMMON_QUERY_H
 
@@ -9,5 +10,11 @@
  * the value (not NUL-terminated, pointing into q) and its length in *len, or NULL when name is
  * absent. A pair without '=' never matches. No allocation. */
 const char *lg_query_param(const char *q, size_t qlen, const char *name, size_t *len);
+
+/* Percent-decodes the len bytes of v into out (cap bytes; RFC 3986 section 2.1: "%" HEXDIG
+ * HEXDIG is that octet; '+' stays '+', it means a space only in HTML forms). Returns the decoded
+ * length, or -1 when a '%' is not followed by two hex digits or the result needs more than cap
+ * bytes. out is not NUL-terminated. */
+long lg_query_decode(const char *v, size_t len, char *out, size_t cap);
 
 #endif

@@ -146,11 +146,19 @@ host_query_uint(const struct lagless_request *rq, const char *name, uint64_t def
 	size_t len;
 	const char *v = host_query(rq, name, &len);
 
+	char dec[24];
+	long n;
+
 	if (v == NULL) {
 		*out = def;
 		return 0;
 	}
-	return parse_uint(v, len, 0, min, max, out);
+	if (memchr(v, '%', len) == NULL)
+		return parse_uint(v, len, 0, min, max, out);
+	/* "%31%30" is "10" (RFC 3986 section 6.2.2.2): decoded, then the same rule */
+	if ((n = lg_query_decode(v, len, dec, sizeof(dec))) < 0)
+		return -1;
+	return parse_uint(dec, (size_t)n, 0, min, max, out);
 }
 
 static const char *

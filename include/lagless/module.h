@@ -235,7 +235,8 @@ struct lagless_host {
 	 * when absent. Not NUL-terminated. */
 	const char *(*query)(const struct lagless_request *rq, const char *name, size_t *len);
 	/* Query parameter name as a decimal integer in [min, max], def when absent: 0 into *out,
-	 * or -1 when present but not such an integer (answer LAGLESS_BAD_INPUT). */
+	 * or -1 when present but not such an integer (answer LAGLESS_BAD_INPUT). Percent-encoded
+	 * digits are decoded first ("%31%30" is 10; RFC 3986 section 6.2.2.2). */
 	int (*query_uint)(const struct lagless_request *rq, const char *name, uint64_t def,
 	    uint64_t min, uint64_t max, uint64_t *out);
 	/* The value of a listed header field (name case-insensitive), its length in *len; NULL

@@ -168,6 +168,16 @@ def test_heavy_bad_iterations_400(shared_server, query):
     assert r.status == 400, (query, r)
 
 
+@pytest.mark.timeout(30)
+def test_heavy_percent_encoded_iterations_are_decoded(shared_server):
+    # "%31%30" is "10" (RFC 3986 section 6.2.2.2); a broken escape is still 400
+    r = get(shared_server.port, "/heavy?iterations=%31%30", timeout=10)
+    assert r.status == 200, r
+    check_heavy_doc(r.json(), 10)
+    assert get(shared_server.port, "/heavy?iterations=%3", timeout=10).status == 400
+    assert get(shared_server.port, "/heavy?iterations=1%2", timeout=10).status == 400
+
+
 # ------------------------------------------------------------------------------------ /compress
 
 
