@@ -146,7 +146,8 @@ static const struct opt opts[] = {
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
 	{ "max-output", K_SIZE, F(max_output), 0, 1ull << 40, "0", "BYTES",
-	  "largest answer of a job (its output region); 0 = max-body plus 1/256 and 128K" },
+	  "largest answer of a job (its output region, rounded up to whole 4 KiB pages); 0 = "
+	  "max-body plus 1/256 and 128K" },
 	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
 	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
 	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
