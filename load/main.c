@@ -323,16 +323,26 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 			if (!o->quiet)
 				fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
 				        o->calibrate);
-			if (lagless)
-				probe(e, &a);
+			int seen = lagless && probe(e, &a) == 1;
+			double jobs;
+
 			rt->capacity_rps = lg_engine_calibrate(e, i, conc, o->calibrate,
 			                                       fmin(1.0, o->calibrate / 3));
-			if (lagless && probe(e, &b) == 1 && b.v[LG_SF_RUN_COUNT] > a.v[LG_SF_RUN_COUNT] &&
-			    b.v[LG_SF_RUN_SUM] > a.v[LG_SF_RUN_SUM])
+			seen = seen && probe(e, &b) == 1;
+			jobs = seen ? b.v[LG_SF_RUN_COUNT] - a.v[LG_SF_RUN_COUNT] : 0;
+			if (jobs > 0 && b.v[LG_SF_RUN_SUM] > a.v[LG_SF_RUN_SUM])
 				/* C processes each finishing one job per mean run time */
-				rt->capacity_metrics_rps = b.v[LG_SF_COMPUTE] *
-				    (b.v[LG_SF_RUN_COUNT] - a.v[LG_SF_RUN_COUNT]) /
+				rt->capacity_metrics_rps = b.v[LG_SF_COMPUTE] * jobs /
 				    (b.v[LG_SF_RUN_SUM] - a.v[LG_SF_RUN_SUM]);
+			/* A route with a coalesce rule answers most requests from its cache or a
+			 * shared job: the saturation rate is then the cache's, not the pool's. */
+			if (seen && rt->capacity_rps > 0 &&
+			    (jobs <= 0 || rt->capacity_rps > 4 * jobs / o->calibrate))
+				fprintf(stderr, "lagless-load: warning: calibrating %s: %.1f answers/s but "
+				        "%.0f jobs ran in %.1f s (server metrics): most answers came from "
+				        "the cache or a shared job (X-Cache), not the pool; vary the "
+				        "route's key or give --capacity\n", rt->path, rt->capacity_rps,
+				        jobs > 0 ? jobs : 0, o->calibrate);
 			if (rt->capacity_rps <= 0) {
 				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation; "
 				        "give --capacity\n", rt->path);

@@ -364,3 +364,20 @@ def test_stall_with_few_connections_still_charged(test_server, tmp_path):
     assert len(during) >= 70
     for due, lat in during:
         assert lat >= end - due - 0.01, (due, lat, start, end)
+
+
+@pytest.mark.timeout(90)
+def test_calibration_against_a_cached_route_warns(start_server):
+    """A route whose answers come from the result cache saturates at the cache's rate, not the
+    pool's: the calibration says so instead of offering a multiple of that (a new-user probe
+    was offered 129k req/s against a pool doing 5 jobs/s)."""
+    srv = start_server("--compute-workers", "1", "--coalesce", "/heavy ttl=60000 query=iterations")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000=0.01x", "-d", "1", "--idle", "0.5",
+                             "--calibrate", "1", "--json", "-", "http://127.0.0.1:%d" % srv.port])
+    assert "most answers came from the cache or a shared job" in err, err
+    # a route without a coalesce rule calibrates without the warning
+    plain = start_server("--compute-workers", "1")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000000=0.5x", "-d", "1", "--idle",
+                             "0.5", "--calibrate", "1", "--json", "-",
+                             "http://127.0.0.1:%d" % plain.port])
+    assert "capacity" in err and "most answers came from" not in err, err
