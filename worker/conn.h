@@ -171,7 +171,7 @@ struct lg_conn {
 	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
 	size_t wbody_len;
 	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
-	struct lg_body *wbody_shared; /* a shared body (lg_body_ref), unreferenced once written */
+	struct lg_body *wbody_shared; /* shared (lg_conn_respond_shared): dropped once written */
 	/* the current request, for metrics and the access log */
 	uint64_t req_start_ns;        /* first byte of the request; 0 while none is in progress */
 	int resp_status;

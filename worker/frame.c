@@ -316,11 +316,15 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	if (f->rl_scanned < p)
 		f->rl_scanned = p;
 	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
+	/* A CR may only end the line, just before its LF (RFC 9112 section 2.2): one followed by
+	 * any other byte settles it as soon as that byte is here, before any LF, not at the head
+	 * timeout. Checked first, and only within the first `limit` bytes (past them the line is
+	 * too long already), so the verdict is the same however the bytes were split into reads. */
+	size_t upto = lf != NULL ? (size_t)(lf - b) : len; /* a CR at upto - 1 may end the line */
+
+	if (upto > p + 1 && memchr(b + p, '\r', upto - 1 - p < limit ? upto - 1 - p : limit) != NULL)
+		return fail(f, 400, "CR not followed by LF");
 	if (lf == NULL) {
-		/* A CR may only end the line, just before its LF (RFC 9112 section 2.2): one
-		 * followed by any other byte settles it now, not at the head timeout. */
-		if (len - p > 1 && memchr(b + p, '\r', len - p - 1) != NULL)
-			return fail(f, 400, "CR not followed by LF");
 		f->rl_scanned = len;
 		return len - p > limit ? rl_too_long(f, b, len, p) : rl_cannot_be_http(f, b, len, p);
 	}
