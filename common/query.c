@@ -24,18 +24,6 @@ lg_query_param(const char *q, size_t qlen, const char *name, size_t *len)
 	return NULL;
 }
 
-static int
-hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 long
 lg_query_decode(const char *v, size_t len, char *out, size_t cap)
 {
@@ -45,8 +33,8 @@ lg_query_decode(const char *v, size_t len, char *out, size_t cap)
 		char c = v[i];
 
 		if (c == '%') {
-			int hi = i + 2 < len ? hex(v[i + 1]) : -1;
-			int lo = hi >= 0 ? hex(v[i + 2]) : -1;
+			int hi = i + 2 < len ? lg_hexval((unsigned char)v[i + 1]) : -1;
+			int lo = hi >= 0 ? lg_hexval((unsigned char)v[i + 2]) : -1;
 
 			if (lo < 0)
 				return -1;

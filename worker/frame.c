@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/query.h"
+
 enum {
 	S_RL,          /* request line pending */
 	S_LINE,        /* start of a field line, or of the CRLF ending the section */
@@ -116,18 +118,6 @@ host_syntax_ok(const char *v, size_t len)
 	return 1;
 }
 
-static int
-hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Characters RFC 3986 allows in a request-target (section 2: unreserved, sub-delims, gen-delims
  * but '#', and '%' for pct-encoding); '[' ']' appear only in an absolute-form authority. */
 static int
@@ -207,8 +197,8 @@ check_target(struct lg_frame *f, const unsigned char *t, size_t len, int whole)
 	for (size_t i = 0; i < scan; i++) {
 		if (!is_target_char(t[i]))
 			return fail(f, 400, "character not allowed in the request-target");
-		if (t[i] == '%' && ((i + 1 < scan && hexval(t[i + 1]) < 0) ||
-		    (i + 2 < scan && hexval(t[i + 2]) < 0) || (whole && i + 2 >= len)))
+		if (t[i] == '%' && ((i + 1 < scan && lg_hexval(t[i + 1]) < 0) ||
+		    (i + 2 < scan && lg_hexval(t[i + 2]) < 0) || (whole && i + 2 >= len)))
 			return fail(f, 400, "bad pct-encoding in the request-target");
 	}
 	if (len > f->lim->max_target)
@@ -700,7 +690,7 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 static int
 chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 {
-	int h = hexval(c);
+	int h = lg_hexval(c);
 
 	if (++f->line_len > LG_FRAME_CHUNK_LINE)
 		return fail(f, 400, "chunk-size line too long");
