@@ -295,6 +295,12 @@ static const struct lagless_kind kinds[] = {
 	  .max_output = 32, .check = verify_check },
 };
 
+/* What each run above reads with host->query / query_uint. */
+const struct lg_kind_query lg_builtin_query[] = {
+	{ "heavy", "iterations" }, { "compress", "codec,level" }, { "decompress", "codec" },
+	{ "hash", "" }, { "verify", "" }, { NULL, NULL },
+};
+
 const struct lagless_module lg_builtin_module = {
 	.magic = LAGLESS_MODULE_MAGIC, .abi_major = LAGLESS_ABI_MAJOR,
 	.abi_minor = LAGLESS_ABI_MINOR, .size = sizeof(struct lagless_module),
