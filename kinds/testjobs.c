@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "kinds/heavy.h"
 
@@ -68,7 +67,7 @@ alloc(const struct lagless_request *rq, struct lagless_output *out)
 }
 
 /* Waits ?ms=N (default 200, at most 60000) without using CPU, then answers, or with ?fail=1
- * (or while the route's fail_file exists) fails as the kind (500): a slow origin for the single-flight tests and benchmark. With
+ * fails as the kind (500): a slow origin for the single-flight tests and benchmark. With
  * ?echo=1 the answer is followed by the request body and the listed fields, as name=value
  * lines, so a test can see which request a shared answer came from. */
 static int
@@ -85,10 +84,7 @@ sleep_job(const struct lagless_request *rq, struct lagless_output *out)
 	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 		;
-	/* The route key fail_file: while that file exists the job fails, whatever the request
-	 * (an origin that is down, for the stale-if-error tests). */
-	const char *down = rq->host->conf_get(rq->conf, "fail_file");
-	if (fail || (down != NULL && access(down, F_OK) == 0)) {
+	if (fail) {
 		rq->host->set_message(out, "failed as asked");
 		return LAGLESS_ERROR;
 	}
@@ -112,9 +108,8 @@ eight_bytes(uint64_t in_len, const struct lagless_conf *conf)
 	return sizeof(uint64_t);
 }
 
-/* test-sleep's answer depends only on the request (and on fail_file, the test's switch for
- * an origin that goes down), and test-crash and test-spin never answer: the single-flight tests
- * may give them rules. test-alloc answers what the machine gave it. */
+/* test-sleep's answer depends only on the request, and test-crash and test-spin never answer:
+ * the single-flight tests may give them rules. test-alloc answers what the machine gave it. */
 static const struct lagless_kind kinds[] = {
 	LAGLESS_KIND("test-crash", crash, .flags = LAGLESS_KIND_CACHEABLE),
 	LAGLESS_KIND("test-spin", spin, .flags = LAGLESS_KIND_CACHEABLE),
