@@ -443,6 +443,48 @@ flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
 	return e->key;
 }
 
+/* The owner's job failed (word: its slot word; q, r: its queue wait and run time, ns): every
+ * waiter, on every loop, gets its status and the kind's message, or the reason phrase. */
+static void
+fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
+{
+	struct lg_worker *w = f->w;
+	struct lg_slot *s = &w->env->arena->slots[f->slot];
+	int ended = lg_slot_state(word) == LG_SLOT_FAILED;
+	uint32_t st = ended ? s->status : LG_JOB_ERROR;
+	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT ?
+	    lg_arena_out(w->env->arena, (uint32_t)f->slot) : NULL);
+	char msg[LG_FAIL_TEXT_CAP] = "", text[LG_FAIL_TEXT_CAP + 64];
+	size_t mlen = ended ? lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
+	struct lg_cache_meta m;
+	size_t klen;
+	uint64_t hash;
+	const char *key = flight_key(f, &klen, &hash);
+
+	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
+	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
+	log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
+	    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
+	/* Only a kind-level error may be kept, and only for the negative TTL, and never over
+	 * the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */
+	int kept = ((code >= 400 && code <= 499) || code == 500) && !f->background &&
+	    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
+	    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+	/* The waiters of other loops read the kind's message from the kept entry, else from one
+	 * made for them (end_flight has them ask again when there is neither). */
+	if (!kept && mlen && others_wait(f))
+		kept = store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg, mlen,
+		    MESSAGE_TTL_MS, &m) == 0;
+	/* The owner's own waiters get the kind's message in any case. */
+	struct lg_body *b = mlen ? lg_body_new(mlen) : NULL;
+
+	if (b != NULL)
+		memcpy(b->data, msg, mlen);
+	lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
+	end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
+	lg_body_unref(b);
+}
+
 /* The owner's job ended (word: the slot word, DONE or FAILED). */
 static void
 finish(struct lg_lflight *f, uint64_t word)
@@ -464,41 +506,10 @@ finish(struct lg_lflight *f, uint64_t word)
 	const void *body;
 	size_t len;
 	int code = 500;
-	int failed = lg_slot_state(word) == LG_SLOT_FAILED ||
-	    lg_offload_render(w, f->slot, f->ctype, tmp, sizeof(tmp), &code, &ctype, &body,
-	    &len) == -1;
 
-	if (failed) {
-		uint32_t st = lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_ERROR;
-		const void *meta = st == LG_JOB_BAD_INPUT ? lg_arena_out(a, (uint32_t)f->slot) : NULL;
-		char msg[LG_FAIL_TEXT_CAP] = "";
-		size_t mlen = lg_slot_state(word) == LG_SLOT_FAILED ?
-		    lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
-		const char *text;
-
-		code = lg_offload_failure_status(st, meta);
-		text = mlen ? msg : lg_http_reason(code);
-		lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
-		log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
-		    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
-		/* Only a kind-level error may be kept, and only for the negative TTL, and never
-		 * over the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */
-		int kept = ((code >= 400 && code <= 499) || code == 500) && !f->background &&
-		    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
-		    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
-		/* The waiters of other loops read the kind's message from the kept entry, else
-		 * from one made for them (end_flight has them ask again when there is neither). */
-		if (!kept && mlen && others_wait(f))
-			kept = store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg, mlen,
-			    MESSAGE_TTL_MS, &m) == 0;
-		/* The owner's own waiters get the kind's message in any case. */
-		struct lg_body *b = mlen ? lg_body_new(mlen) : NULL;
-
-		if (b != NULL)
-			memcpy(b->data, msg, mlen);
-		lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
-		end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
-		lg_body_unref(b);
+	if (lg_slot_state(word) == LG_SLOT_FAILED || lg_offload_render(w, f->slot, f->ctype, tmp,
+	    sizeof(tmp), &code, &ctype, &body, &len) == -1) {
+		fail_flight(f, word, q, r);
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
