@@ -107,6 +107,7 @@ set_negative(struct lg_policy *p, const char *v)
 static int
 set_query(struct lg_policy *p, const char *v)
 {
+	p->query_set = 1;
 	return names(v, p->query, &p->nquery, 0);
 }
 
@@ -255,6 +256,60 @@ lg_policy_parse(const char *spec, struct lg_policies *out, char *err, size_t err
 		out->n++;
 	}
 	return 0;
+}
+
+int
+lg_policy_add_name(struct lg_policy *p, int header, const char *name, size_t len)
+{
+	char (*list)[LG_POLICY_NAME] = header ? p->headers : p->query;
+	unsigned *n = header ? &p->nheaders : &p->nquery;
+	char v[LG_POLICY_NAME];
+
+	if (len == 0 || len >= LG_POLICY_NAME)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		v[i] = header ? (char)tolower((unsigned char)name[i]) : name[i];
+	v[len] = '\0';
+	for (unsigned i = 0; i < *n; i++)
+		if (strcmp(list[i], v) == 0)
+			return 0;
+	if (*n == LG_POLICY_KEY_NAMES)
+		return -1;
+	memcpy(list[(*n)++], v, len + 1);
+	return 0;
+}
+
+/* Appends "sep" and the n names of list to buf (len bytes used of cap). */
+static void
+describe_list(char *buf, size_t cap, size_t *len, const char *what,
+    const char (*list)[LG_POLICY_NAME], unsigned n)
+{
+	for (unsigned i = 0; i < n && *len < cap; i++) {
+		int k = snprintf(buf + *len, cap - *len, "%s%s", i ? "," : what, list[i]);
+
+		*len = k < 0 ? cap : *len + (size_t)k;
+	}
+}
+
+void
+lg_policy_describe(const struct lg_policy *p, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int k;
+
+	if (cap == 0)
+		return;
+	buf[0] = '\0';
+	k = snprintf(buf, cap, "method (HEAD as GET), path");
+	len = k < 0 ? cap : (size_t)k;
+	describe_list(buf, cap, &len, ", query ", p->query, p->nquery);
+	describe_list(buf, cap, &len, ", headers ", p->headers, p->nheaders);
+	if (len < cap)
+		snprintf(buf + len, cap - len, "%s; with a body or another method than GET: "
+		    "content-type, content-encoding, body (up to %llu bytes, longer: bypass)",
+		    p->credentials_in_key ? ", authorization, proxy-authorization, cookie" :
+		    "; authorization, proxy-authorization or cookie: bypass",
+		    (unsigned long long)p->body_max);
 }
 
 const struct lg_policy *

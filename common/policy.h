@@ -13,13 +13,15 @@
  *   negative-ttl=MS      keep a kind-level error answer (400/500) this long; 502/503/504 never
  *   query=a,b            query parameters that are part of the key (others are ignored)
  *   headers=a,b          request headers that are part of the key
- *   credentials=bypass|key  requests with Authorization or Cookie: never coalesced or cached
- *                        (bypass, the default), or coalesced/cached with those values in the key
+ *   credentials=bypass|key  requests with Authorization, Proxy-Authorization or Cookie: never
+ *                        coalesced or cached (bypass, the default), or coalesced/cached with
+ *                        those values in the key
  *   body-max=BYTES       largest request body hashed into the key (K/M suffixes; default
  *                        LG_POLICY_BODY_MAX); a longer body runs its own job, uncached
  *
  * The key is always the method (HEAD as GET) and the path, then the listed parameters and
- * headers in the order listed; a request with a body, or of a method other than GET and HEAD,
+ * headers in the order listed, to which the route adds every query parameter its kind reads and
+ * every header field it hands the kind (master/site.c); a request with a body, or of a method other than GET and HEAD,
  * adds its Content-Type and Content-Encoding and a seeded 128-bit hash of its body
  * (worker/coalesce_key.c). */
 #ifndef LG_COMMON_POLICY_H
@@ -29,8 +31,11 @@
 #include <stdint.h>
 
 #define LG_POLICY_MAX    8   /* rules */
-#define LG_POLICY_NAMES  8   /* query parameters or headers per rule */
+#define LG_POLICY_NAMES  8   /* query parameters or headers a rule may list */
 #define LG_POLICY_NAME   32  /* bytes per name, NUL included */
+/* Names the key may hold: the rule's own, and what the route adds (master/site.c): the query
+ * parameters its kind reads and the header fields the route hands the kind (at most 16). */
+#define LG_POLICY_KEY_NAMES (LG_POLICY_NAMES + 16)
 /* Bodies up to this many bytes are hashed into the key by default: XXH3 hashes a MiB in about
  * 0.1 ms on one core, the loop's budget for one callback (docs/CACHE.md). */
 #define LG_POLICY_BODY_MAX     (1ull << 20)
@@ -41,8 +46,9 @@ struct lg_policy {
 	int coalesce;
 	uint64_t ttl_ms, stale_ms, negative_ttl_ms;
 	unsigned nquery, nheaders;
-	char query[LG_POLICY_NAMES][LG_POLICY_NAME];
-	char headers[LG_POLICY_NAMES][LG_POLICY_NAME];  /* lower case */
+	char query[LG_POLICY_KEY_NAMES][LG_POLICY_NAME];
+	char headers[LG_POLICY_KEY_NAMES][LG_POLICY_NAME];  /* lower case */
+	int query_set;          /* the rule named its query parameters (query=, key_query) */
 	int credentials_in_key;
 	uint64_t body_max;      /* bytes of body hashed into the key, at most */
 };
@@ -76,6 +82,16 @@ int lg_policy_route_key(struct lg_policy *p, const char *key, const char *value,
 /* Parses spec (NUL-terminated; "" gives no rule) into *out. Returns 0, or -1 with a message in
  * err (errcap bytes) naming the rule and setting at fault. */
 int lg_policy_parse(const char *spec, struct lg_policies *out, char *err, size_t errcap);
+
+/* Adds name (len bytes) to p's query parameters (header 0) or header fields (header 1,
+ * lower-cased) unless it is there already: what the route adds to its rule's key. Returns 0, or
+ * -1 when the name is empty, too long (LG_POLICY_NAME) or the list is full
+ * (LG_POLICY_KEY_NAMES). */
+int lg_policy_add_name(struct lg_policy *p, int header, const char *name, size_t len);
+
+/* What p's key is made of, for lagless -t, into buf (cap bytes, cut to fit, NUL-terminated):
+ * "method, path, query a,b, headers c, ..." as worker/coalesce_key.c builds it. */
+void lg_policy_describe(const struct lg_policy *p, char *buf, size_t cap);
 
 /* The rule for path (len bytes), or NULL. */
 const struct lg_policy *lg_policy_find(const struct lg_policies *ps, const char *path,

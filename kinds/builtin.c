@@ -295,6 +295,12 @@ static const struct lagless_kind kinds[] = {
 	  .max_output = 32, .check = verify_check },
 };
 
+/* What each run above reads with host->query / query_uint. */
+const struct lg_kind_query lg_builtin_query[] = {
+	{ "heavy", "iterations" }, { "compress", "codec,level" }, { "decompress", "codec" },
+	{ "hash", "" }, { "verify", "" }, { NULL, NULL },
+};
+
 const struct lagless_module lg_builtin_module = {
 	.magic = LAGLESS_MODULE_MAGIC, .abi_major = LAGLESS_ABI_MAJOR,
 	.abi_minor = LAGLESS_ABI_MINOR, .size = sizeof(struct lagless_module),
@@ -312,7 +318,8 @@ const char lg_builtin_example[] =
     ";\n"
     "; Single-flight and result cache of a route that runs a kind (docs/CACHE.md; the same\n"
     "; settings as a coalesce rule above), shown in [route /heavy] below. Any of these keys\n"
-    "; gives the route a rule; the others keep these defaults.\n"
+    "; gives the route a rule; the others keep these defaults. Only a kind that declares its\n"
+    "; answers cacheable may have one (heavy, compress, decompress; not hash or verify).\n"
     ";\n"
     "; The built-in kinds' keys and defaults:\n"
     ";\n"
@@ -322,9 +329,12 @@ const char lg_builtin_example[] =
     "; after the TTL, answer the old value while one background job refreshes it\n;stale_ms = 0\n"
     "; keep a kind's own error (4xx, 500) this long; 502, 503, 504 are never kept\n"
     ";negative_ttl_ms = 0\n"
-    "; query parameters and request headers in the key (default none; for example:)\n"
+    "; query parameters and request headers in the key besides those the kind reads (heavy:\n"
+    "; iterations; compress: codec, level; decompress: codec) and the route's fields; a\n"
+    "; module's kind must list its own here (default none; for example:)\n"
     ";key_query = iterations\n;key_headers = accept\n"
-    "; Authorization or Cookie: never shared (bypass), or shared with the same values (key)\n"
+    "; Authorization, Proxy-Authorization or Cookie: never shared (bypass), or shared with\n"
+    "; the same values (key)\n"
     ";credentials = bypass\n"
     "; largest request body hashed into the key (with its Content-Type); longer runs alone\n"
     ";key_body_max = 1M\n"

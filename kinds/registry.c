@@ -9,8 +9,12 @@
 #include "kinds/builtin.h"
 #include "kinds/testjobs.h"
 
-/* The modules compiled into lagless, registered before any loaded one. */
-static const struct lagless_module *const builtin[] = { &lg_builtin_module, &lg_test_module };
+/* The modules compiled into lagless, registered before any loaded one, with the query
+ * parameters of their kinds. */
+static const struct {
+	const struct lagless_module *m;
+	const struct lg_kind_query *query;
+} builtin[] = { { &lg_builtin_module, lg_builtin_query }, { &lg_test_module, lg_test_query } };
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 
 /* Sizes of the descriptors of ABI 1.0: the least a module may hand over. */
@@ -30,6 +34,27 @@ grow(void **arr, uint32_t n, size_t elem)
 	return 0;
 }
 
+/* Gives kinds[first..] (a built-in module's) their query parameters from table q; a built-in
+ * kind missing from it is a build error caught at start, never an unknown key. */
+static int
+builtin_query(struct lg_registry *r, uint32_t first, const struct lg_kind_query *q, char *err,
+    size_t cap)
+{
+	for (uint32_t i = first; i < r->nkinds; i++) {
+		size_t j = 0;
+
+		while (q[j].kind != NULL && strcmp(q[j].kind, r->kinds[i].name) != 0)
+			j++;
+		if (q[j].kind == NULL) {
+			snprintf(err, cap, "built-in kind %s does not say its query parameters "
+			    "(kinds/builtin.h)", r->kinds[i].name);
+			return -1;
+		}
+		r->kinds[i].query = q[j].query;
+	}
+	return 0;
+}
+
 int
 lg_registry_init(struct lg_registry *r, char *err, size_t cap)
 {
@@ -39,9 +64,13 @@ lg_registry_init(struct lg_registry *r, char *err, size_t cap)
 		return -1;
 	}
 	r->nkinds = 1;
-	for (size_t i = 0; i < NBUILTIN; i++)
-		if (lg_registry_add_module(r, builtin[i], "", NULL, NULL, err, cap) == -1)
+	for (size_t i = 0; i < NBUILTIN; i++) {
+		uint32_t first = r->nkinds;
+
+		if (lg_registry_add_module(r, builtin[i].m, "", NULL, NULL, err, cap) == -1 ||
+		    builtin_query(r, first, builtin[i].query, err, cap) == -1)
 			return -1;
+	}
 	return 0;
 }
 
@@ -419,6 +448,12 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 			    "on" : "off", (unsigned long long)rt->coal.ttl_ms,
 			    (unsigned long long)rt->coal.stale_ms);
 		fputc('\n', f);
+		if (rt->has_coal) {
+			char key[1024];
+
+			lg_policy_describe(&rt->coal, key, sizeof(key));
+			fprintf(f, "    key: %s\n", key);
+		}
 	}
 	for (uint32_t i = 0; i < r->nmodules; i++)
 		if (r->modules[i].handle != NULL)

@@ -49,6 +49,9 @@ struct lg_kind {
 	struct lagless_kind desc;   /* the descriptor, zero-extended to the host's size */
 	uint32_t module;            /* index into the registry's modules */
 	uint32_t id;                /* its index in kinds[] */
+	const char *query;          /* the query parameters its run reads, a comma list ("" for
+	                             * none; kinds/builtin.h), NULL when unknown (a loaded module's:
+	                             * the ABI cannot say them yet); static storage */
 };
 
 struct lg_route_def {

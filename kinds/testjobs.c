@@ -108,11 +108,20 @@ eight_bytes(uint64_t in_len, const struct lagless_conf *conf)
 	return sizeof(uint64_t);
 }
 
+/* test-sleep's answer depends only on the request, and test-crash and test-spin never answer:
+ * the single-flight tests may give them rules. test-alloc answers what the machine gave it. */
 static const struct lagless_kind kinds[] = {
-	LAGLESS_KIND("test-crash", crash),
-	LAGLESS_KIND("test-spin", spin),
+	LAGLESS_KIND("test-crash", crash, .flags = LAGLESS_KIND_CACHEABLE),
+	LAGLESS_KIND("test-spin", spin, .flags = LAGLESS_KIND_CACHEABLE),
 	LAGLESS_KIND("test-alloc", alloc, .output_size = eight_bytes),
-	LAGLESS_KIND("test-sleep", sleep_job, .ctype = "text/plain"),
+	LAGLESS_KIND("test-sleep", sleep_job, .ctype = "text/plain",
+	    .flags = LAGLESS_KIND_CACHEABLE),
+};
+
+/* What each run above reads with host->query_uint (kinds/builtin.h). */
+const struct lg_kind_query lg_test_query[] = {
+	{ "test-crash", "" }, { "test-spin", "ignore_term" }, { "test-alloc", "mib" },
+	{ "test-sleep", "ms,fail,echo" }, { NULL, NULL },
 };
 
 /* Built in, so not the exported `lagless_module` symbol of LAGLESS_MODULE: the same struct. */

@@ -463,6 +463,82 @@ coalesce_rules(struct lg_registry *r, const struct lg_config *cfg, char *err, si
 	return 0;
 }
 
+_Static_assert(LG_POLICY_KEY_NAMES >= LG_POLICY_NAMES + LAGLESS_MAX_FIELDS,
+    "a rule's key holds its own names and every field of its route");
+
+/* Where route d's rule came from, for an error: its section's first coalescing key, or the
+ * --coalesce rule. */
+static void
+rule_origin(const struct lg_route_def *d, char *buf, size_t cap)
+{
+	if (d->coal_line > 0)
+		snprintf(buf, cap, "%s:%d: route %s", d->file, d->coal_line, d->path);
+	else
+		snprintf(buf, cap, "coalesce rule %s", d->path);
+}
+
+/* Adds the comma list v (query parameters, or header fields when header) to p's key. */
+static int
+add_names(struct lg_policy *p, int header, const char *v)
+{
+	while (*v) {
+		size_t n = strcspn(v, ",");
+
+		if (n > 0 && lg_policy_add_name(p, header, v, n) == -1)
+			return -1;
+		v += n + (v[n] == ',');
+	}
+	return 0;
+}
+
+/* Checks route d's rule against its kind and completes its key (docs/CACHE.md). Only a kind
+ * that declares its answer a function of the request (LAGLESS_KIND_CACHEABLE) may share one
+ * run or a cached answer: sharing /hash gave two users one salt. The key takes every query
+ * parameter the kind reads (its registry row; a loaded module's kinds cannot say theirs yet, so
+ * its rule must list them) and every header field the route hands the kind, besides the
+ * rule's own names: a parameter left out gave /compress?codec=gzip a zstd answer. */
+static int
+rule_key(const struct lg_registry *r, struct lg_route_def *d, char *err, size_t cap)
+{
+	const struct lg_kind *k = lg_registry_kind(r, d->kind);
+	char where[2 * LG_PATH_MAX + 48];
+
+	if (k == NULL)
+		return 0;
+	rule_origin(d, where, sizeof(where));
+	if (!(k->desc.flags & LAGLESS_KIND_CACHEABLE)) {
+		snprintf(err, cap, "%s: kind %s does not declare its answers cacheable "
+		    "(LAGLESS_KIND_CACHEABLE): one request's answer may not be given to another "
+		    "(a salted hash, a per-request value), so it cannot coalesce or be cached",
+		    where, k->name);
+		return -1;
+	}
+	if (k->query == NULL && !d->coal.query_set) {
+		snprintf(err, cap, "%s: kind %s is a module's, whose query parameters lagless cannot "
+		    "know: name every one it reads in the rule (key_query = a, b, or query=a,b; "
+		    "empty when it reads none)", where, k->name);
+		return -1;
+	}
+	int bad = k->query != NULL && add_names(&d->coal, 0, k->query) == -1;
+	for (unsigned i = 0; !bad && i < d->nfields; i++)
+		bad = lg_policy_add_name(&d->coal, 1, d->fields[i], strlen(d->fields[i])) == -1;
+	if (bad) {
+		snprintf(err, cap, "%s: the key of kind %s's parameters and the route's fields has "
+		    "more than %d names", where, k->name, LG_POLICY_KEY_NAMES);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+rule_keys(struct lg_registry *r, char *err, size_t cap)
+{
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (r->routes[i].has_coal && rule_key(r, &r->routes[i], err, cap) == -1)
+			return -1;
+	return 0;
+}
+
 static int
 build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
     size_t cap)
@@ -498,7 +574,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 			    (--r->nroutes - i) * sizeof(*r->routes));
 		else
 			i++;
-	if (coalesce_rules(r, cfg, err, cap) == -1)
+	if (coalesce_rules(r, cfg, err, cap) == -1 || rule_keys(r, err, cap) == -1)
 		return -1;
 	return pool_routes(r, cfg, err, cap);
 }

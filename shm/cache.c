@@ -441,6 +441,7 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	e->fresh_until_ns = now_ns + jittered(it->ttl_ns, it->jitter_pct, it->hash ^ now_ns);
 	e->stale_until_ns = e->fresh_until_ns + it->stale_ns;
 	e->status = it->status;
+	atomic_store(&e->refresh, 0);
 	memset(e->ctype, 0, sizeof(e->ctype));
 	if (it->ctype != NULL)
 		strncpy(e->ctype, it->ctype, sizeof(e->ctype) - 1);
@@ -458,6 +459,72 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 		atomic_fetch_add_explicit(&c->ctr[loop].evictions, 1, memory_order_relaxed);
 	invalidate_others(c, it, idx);
 	return lg_cache_meta_of(c, idx, vw, m) == 0 ? 0 : -1;
+}
+
+#define REFRESH_MS_MASK ((1u << 28) - 1) /* 74 hours: a later time saturates */
+
+/* When entry e's refresh gate word w opens (CLOCK_MONOTONIC ns). */
+static uint64_t
+refresh_at(const struct lg_cache_entry *e, uint32_t w)
+{
+	return e->stored_ns + (uint64_t)(w & REFRESH_MS_MASK) * LG_NS_PER_MS;
+}
+
+static uint32_t
+refresh_word(const struct lg_cache_entry *e, uint32_t fails, uint64_t at_ns)
+{
+	uint64_t ms = at_ns > e->stored_ns ? (at_ns - e->stored_ns + LG_NS_PER_MS - 1) /
+	    LG_NS_PER_MS : 0;
+
+	return fails << 28 | (uint32_t)(ms < REFRESH_MS_MASK ? ms : REFRESH_MS_MASK);
+}
+
+int
+lg_cache_refresh_take(struct lg_cache *c, const struct lg_cache_meta *m, uint64_t now_ns,
+    uint64_t lease_ns)
+{
+	struct lg_cache_entry *e;
+	uint32_t w, lease;
+
+	if (m->idx >= c->hdr->nentries)
+		return 0;
+	e = entry_at(c, m->idx);
+	w = atomic_load(&e->refresh);
+	if (atomic_load(&e->word) != m->seq || now_ns < refresh_at(e, w))
+		return 0;
+	lease = refresh_word(e, w >> 28, now_ns + lease_ns);
+	if (!atomic_compare_exchange_strong(&e->refresh, &w, lease))
+		return 0; /* another loop took it first */
+	if (atomic_load(&e->word) != m->seq) {
+		/* Rewritten meanwhile: the lease may have landed on the new answer; give it back. */
+		atomic_compare_exchange_strong(&e->refresh, &lease, 0);
+		return 0;
+	}
+	return 1;
+}
+
+void
+lg_cache_refresh_end(struct lg_cache *c, uint32_t idx, uint64_t seq, uint64_t now_ns,
+    int failed)
+{
+	struct lg_cache_entry *e;
+	uint32_t w, fails;
+	uint64_t backoff = 0;
+
+	if (idx >= c->hdr->nentries)
+		return;
+	e = entry_at(c, idx);
+	w = atomic_load(&e->refresh);
+	fails = w >> 28;
+	if (failed) {
+		fails += fails < 15;
+		backoff = (uint64_t)LG_CACHE_REFRESH_BACKOFF_MS << (fails - 1);
+		if (backoff > LG_CACHE_REFRESH_BACKOFF_MAX_MS)
+			backoff = LG_CACHE_REFRESH_BACKOFF_MAX_MS;
+	}
+	if (atomic_load(&e->word) == seq) /* a racing rewrite resets the word after this */
+		atomic_compare_exchange_strong(&e->refresh, &w,
+		    refresh_word(e, fails, now_ns + backoff * LG_NS_PER_MS));
 }
 
 int

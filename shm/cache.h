@@ -53,7 +53,8 @@ struct lg_cache_entry {
 	uint64_t stale_until_ns;    /* fresh_until + stale window */
 	_Atomic uint64_t used_ns;   /* last store or hit: the LRU hint (racy by design) */
 	uint32_t status;            /* HTTP status of the stored answer */
-	uint32_t reserved;
+	_Atomic uint32_t refresh;   /* failed refreshes in a row << 28 | ms after stored_ns before
+	                             * which no refresh may start (lg_cache_refresh_take) */
 	char ctype[LG_CACHE_CTYPE];
 };
 _Static_assert(sizeof(struct lg_cache_entry) == 128, "cache entry header is two cache lines");
@@ -173,6 +174,26 @@ struct lg_cache_item {
  * the memory cgroup's limit; the entry is left free). */
 int lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_ns,
     int32_t pid, uint32_t loop, struct lg_cache_meta *m);
+
+/* Stale-while-revalidate's gate for entry m (a stale answer just looked up): whether this loop
+ * may start the key's one background refresh at now_ns. Taking it holds it for lease_ns (the
+ * refresh's deadline and a margin), so no other loop starts another meanwhile, and a loop
+ * killed with it held holds it no longer; after a failed refresh it stays shut for a back-off
+ * (lg_cache_refresh_end). Returns 1 (taken: start the refresh, then call lg_cache_refresh_end
+ * unless it replaced the entry), 0 (a refresh holds it, its back-off has not passed, or the
+ * entry is no longer m's). */
+int lg_cache_refresh_take(struct lg_cache *c, const struct lg_cache_meta *m, uint64_t now_ns,
+    uint64_t lease_ns);
+
+/* The refresh taken on entry idx (still at word seq; otherwise nothing is done: a new answer
+ * replaced it) ended at now_ns without replacing it: failed (the gate opens after a back-off
+ * doubling with each failure in a row from LG_CACHE_REFRESH_BACKOFF_MS to
+ * LG_CACHE_REFRESH_BACKOFF_MAX_MS), or never started (failed 0: it opens at once). The stale
+ * answer is served meanwhile, until its stale window ends (RFC 5861 section 4). */
+void lg_cache_refresh_end(struct lg_cache *c, uint32_t idx, uint64_t seq, uint64_t now_ns,
+    int failed);
+#define LG_CACHE_REFRESH_BACKOFF_MS     1000u
+#define LG_CACHE_REFRESH_BACKOFF_MAX_MS 30000u
 
 /* Master, about once a second: frees VALID entries past stale_until and refreshes the entries /
  * bytes_used gauges. Returns the number of entries freed. Only the master may call it. */

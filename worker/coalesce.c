@@ -22,6 +22,14 @@
 #define WAKE_RETRY 0   /* the flight ended without an answer to share: dispatch again */
 #define WAKE_ALONE 1   /* the answer could not be shared (too large): run an own job */
 #define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
+/* A failed flight's message for the waiters of other loops is stored under the key's hash
+ * changed by this (a lookup never finds it, and it never replaces the key's answer), kept
+ * long enough for them to read it. */
+#define MESSAGE_HASH 0x9e3779b97f4a7c15ull
+#define MESSAGE_TTL_MS 5000u
+/* A background refresh holds its key's gate for its deadline and this margin (a loop killed
+ * with it held lets it go then). */
+#define REFRESH_LEASE_MS 1000u
 
 /* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
  * parked connections. */
@@ -30,6 +38,10 @@ struct lg_lflight {
 	struct lg_worker *w;
 	struct lg_flight_ref ref;
 	int owner, background;
+	int gated;                    /* background: holds the refresh gate of stale entry
+	                               * (stale_idx, stale_seq) (lg_cache_refresh_take) */
+	uint32_t stale_idx;
+	uint64_t stale_seq;
 	int slot;
 	uint32_t slot_gen;
 	struct lg_conn *waiters;
@@ -94,6 +106,34 @@ job_slot(struct lg_conn *c)
 	return c->w->coal->claim(c);
 }
 
+/* 503 for a request that found no job slot or no memory, saying how the cache took it. */
+static int
+refuse(struct lg_conn *c, const char *label)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nRetry-After: 1\r\n", label);
+	return lg_conn_error(c, 503, 0, extra);
+}
+
+/* Answers c with a failed flight's status and b, the kind's message (c takes a reference), or
+ * the reason phrase when b is NULL: every waiter of the flight, on every loop, is answered so
+ * (lg_conn_error's body and closing rule, the timing and X-Cache of a shared answer). */
+static int
+answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b)
+{
+	char extra[160], text[64];
+
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nX-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
+	    label, (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6,
+	    status == 503 ? "Retry-After: 1\r\n" : "");
+	c->close_after |= status == 502;
+	if (b != NULL)
+		return lg_conn_respond_shared(c, status, "text/plain", extra, b);
+	snprintf(text, sizeof(text), "%s\n", lg_http_reason(status));
+	return lg_conn_respond(c, status, "text/plain", extra, text, strlen(text));
+}
+
 /* Answers c with body b, shared with the other connections answered from it (c takes a
  * reference); 503 when b is NULL (it could not be allocated). */
 static int
@@ -104,7 +144,7 @@ answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint
 	int n;
 
 	if (b == NULL)
-		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		return refuse(c, label);
 	n = snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", label);
 	if (with_age)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, "Age: %" PRIu64 "\r\n", age_s);
@@ -286,11 +326,14 @@ lg_coal_gone(struct lg_conn *c)
 int
 lg_coal_deadline(struct lg_conn *c)
 {
+	char extra[64];
+
 	leave(c);
 	if (c->slot >= 0)
 		lg_offload_release(c);
 	atomic_fetch_add(&c->w->env->page->timed_out, 1);
-	if (lg_conn_error(c, 504, 0, NULL) == -1)
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->fl_label);
+	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
 	lg_conn_resume(c);
 	return 0;
@@ -325,9 +368,14 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 {
 	struct lg_worker *w = f->w;
 
+	/* A failure whose message the other loops cannot read is theirs to ask again for. */
 	if (f->owner)
-		broadcast(w, &f->ref, lg_flight_complete(w->env->flights, &f->ref), status, m,
-		    queue_ns, run_ns);
+		broadcast(w, &f->ref, lg_flight_complete(w->env->flights, &f->ref),
+		    !OK(status) && b != NULL && m == NULL ? WAKE_RETRY : status, m, queue_ns, run_ns);
+	/* A refresh that did not replace the stale answer failed: the next one waits (an
+	 * answer stored meanwhile changed the entry, and then nothing is done). */
+	if (f->gated)
+		lg_cache_refresh_end(w->env->cache, f->stale_idx, f->stale_seq, lg_now_ns(), 1);
 	while (f->waiters != NULL) {
 		struct lg_conn *c = f->waiters;
 		const char *label = c->fl_label;
@@ -339,11 +387,10 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 		c->queue_ns = queue_ns;
 		c->run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
-		if (OK(status) || b != NULL) /* an answer, or a failed job's own message */
-			rc = answer(c, status, OK(status) ? ctype : "text/plain", label, 0, 0, b);
+		if (OK(status))
+			rc = answer(c, status, ctype, label, 0, 0, b);
 		else
-			rc = lg_conn_error(c, status, status == 502,
-			    status == 503 ? "Retry-After: 1\r\n" : NULL);
+			rc = answer_failed(c, status, label, b);
 		lg_obs_unit_end(w);
 		if (rc == 0)
 			lg_conn_resume(c);
@@ -374,6 +421,17 @@ store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int sta
 	return 0;
 }
 
+/* Whether loops other than f's own wait on it now (one that joins later and finds no message
+ * for it is told to ask again: end_flight). */
+static int
+others_wait(struct lg_lflight *f)
+{
+	uint64_t word = atomic_load(&f->w->env->flights->e[f->ref.idx].word);
+
+	return lg_flight_gen(word) == f->ref.gen &&
+	    (lg_flight_mask(word) & ~(1u << f->w->env->index)) != 0;
+}
+
 /* The key of owner flight f, read back from its shared entry (constant while it is live). */
 static const char *
 flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
@@ -383,6 +441,48 @@ flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
 	*len = e->key_len;
 	*hash = e->hash;
 	return e->key;
+}
+
+/* The owner's job failed (word: its slot word; q, r: its queue wait and run time, ns): every
+ * waiter, on every loop, gets its status and the kind's message, or the reason phrase. */
+static void
+fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
+{
+	struct lg_worker *w = f->w;
+	struct lg_slot *s = &w->env->arena->slots[f->slot];
+	int ended = lg_slot_state(word) == LG_SLOT_FAILED;
+	uint32_t st = ended ? s->status : LG_JOB_ERROR;
+	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT ?
+	    lg_arena_out(w->env->arena, (uint32_t)f->slot) : NULL);
+	char msg[LG_FAIL_TEXT_CAP] = "", text[LG_FAIL_TEXT_CAP + 64];
+	size_t mlen = ended ? lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
+	struct lg_cache_meta m;
+	size_t klen;
+	uint64_t hash;
+	const char *key = flight_key(f, &klen, &hash);
+
+	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
+	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
+	log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
+	    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
+	/* Only a kind-level error may be kept, and only for the negative TTL, and never over
+	 * the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */
+	int kept = ((code >= 400 && code <= 499) || code == 500) && !f->background &&
+	    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
+	    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+	/* The waiters of other loops read the kind's message from the kept entry, else from one
+	 * made for them (end_flight has them ask again when there is neither). */
+	if (!kept && mlen && others_wait(f))
+		kept = store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg, mlen,
+		    MESSAGE_TTL_MS, &m) == 0;
+	/* The owner's own waiters get the kind's message in any case. */
+	struct lg_body *b = mlen ? lg_body_new(mlen) : NULL;
+
+	if (b != NULL)
+		memcpy(b->data, msg, mlen);
+	lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
+	end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
+	lg_body_unref(b);
 }
 
 /* The owner's job ended (word: the slot word, DONE or FAILED). */
@@ -406,36 +506,10 @@ finish(struct lg_lflight *f, uint64_t word)
 	const void *body;
 	size_t len;
 	int code = 500;
-	int failed = lg_slot_state(word) == LG_SLOT_FAILED ||
-	    lg_offload_render(w, f->slot, f->ctype, tmp, sizeof(tmp), &code, &ctype, &body,
-	    &len) == -1;
 
-	if (failed) {
-		uint32_t st = lg_slot_state(word) == LG_SLOT_FAILED ? s->status : LG_JOB_ERROR;
-		const void *meta = st == LG_JOB_BAD_INPUT ? lg_arena_out(a, (uint32_t)f->slot) : NULL;
-		char msg[LG_FAIL_TEXT_CAP] = "";
-		size_t mlen = lg_slot_state(word) == LG_SLOT_FAILED ?
-		    lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
-		const char *text;
-
-		code = lg_offload_failure_status(st, meta);
-		text = mlen ? msg : lg_http_reason(code);
-		lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
-		log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
-		    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
-		/* Only a kind-level error may be kept, and only for the negative TTL; the waiters
-		 * of other loops then read the kind's message from it, as they read an answer. */
-		int kept = ((code >= 400 && code <= 499) || code == 500) &&
-		    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
-		    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
-		/* The owner's own waiters get the kind's message in any case. */
-		struct lg_body *b = mlen && f->waiters != NULL ? lg_body_new(mlen) : NULL;
-
-		if (b != NULL)
-			memcpy(b->data, msg, mlen);
-		lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
-		end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
-		lg_body_unref(b);
+	if (lg_slot_state(word) == LG_SLOT_FAILED || lg_offload_render(w, f->slot, f->ctype, tmp,
+	    sizeof(tmp), &code, &ctype, &body, &len) == -1) {
+		fail_flight(f, word, q, r);
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
@@ -509,7 +583,7 @@ start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 		broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0, 0);
 		if (f != NULL)
 			drop_flight(f);
-		return background ? -1 : lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		return background ? -1 : refuse(c, "miss");
 	}
 	f->owner = 1;
 	f->slot = c->slot;
@@ -534,32 +608,48 @@ static int
 run_alone(struct lg_conn *c)
 {
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
+	c->coal_alone = 1; /* its answer says X-Cache: bypass (worker/offload.c) */
 	if (job_slot(c) == -1)
-		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		return refuse(c, "bypass");
 	c->coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
 }
 
-/* A stale answer was sent: start one background job for the key unless one is in flight or
- * no slot is free (a full pool keeps serving stale). */
+/* A stale answer (entry st) was sent: start one background job for the key unless one is in
+ * flight, a failed one's back-off has not passed (the cache entry's gate: one refresh per key
+ * across the loops, never one per request while the origin fails), or no slot is free (a full
+ * pool keeps serving stale). */
 static void
-refresh(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
+refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size_t len,
+    uint64_t hash)
 {
 	struct lg_worker *w = c->w;
 	struct lg_flight_ref ref;
+	struct lg_lflight *f;
 	int rc;
 
-	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len))
+	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len) ||
+	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
+	    (c->deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;
-	if (job_slot(c) == -1)
+	if (job_slot(c) == -1) {
+		lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
 		return;
+	}
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_CREATED) {
 		lg_stats_add(&w->coal->ctr->refreshes, 1);
-		start_owner(c, &ref, 1);
+		if (start_owner(c, &ref, 1) == 0 && (f = find(w->coal, ref.idx, ref.gen)) != NULL) {
+			f->gated = 1;
+			f->stale_idx = st->idx;
+			f->stale_seq = st->seq;
+		} else {
+			lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 1);
+		}
 		return;
 	}
+	lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
 	lg_offload_release(c);
 	/* Joined one that appeared since the peek, with no connection to park: leave again. */
 	if (rc == LG_FLIGHT_JOINED && find(w->coal, ref.idx, ref.gen) == NULL &&
@@ -580,7 +670,7 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 			struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref->idx, .gen = ref->gen };
 			send_to_loop(c->w, ref->owner, &m);
 		}
-		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		return refuse(c, "coalesced");
 	}
 	lg_stats_add(&c->w->coal->ctr->coalesced, 1);
 	park(c, f, "coalesced");
@@ -598,13 +688,14 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	int rc;
 
 	if (job_slot(c) == -1)
-		return lg_conn_error(c, 503, 0, "Retry-After: 1\r\n");
+		return refuse(c, "miss");
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_BUSY) {
 		lg_stats_add(&w->coal->ctr->busy, 1);
 		lg_stats_add(&w->coal->ctr->jobs, 1);
 		c->coal = 0;
+		c->coal_alone = 1;
 		return lg_offload_start(c);
 	}
 	if (rc == LG_FLIGHT_JOINED) {
@@ -664,12 +755,12 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 			int held = c->slot >= 0;
 
 			if (held)
-				refresh(c, key, len, hash);
+				refresh(c, &m, key, len, hash);
 			if (answer_cached(c, &m, "stale", &rc)) {
 				lg_obs_route_hit(c);
 				count(c, &k->ctr->stale);
 				if (rc == 0 && !held)
-					refresh(c, key, len, hash);
+					refresh(c, &m, key, len, hash);
 				return rc;
 			}
 			break;
@@ -732,10 +823,14 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 		return;
 	}
 	if (!OK(m->status)) {
-		/* A kept kind error names its cache entry: its text is the kind's message. */
+		/* A failure with the kind's message names the cache entry holding it. */
 		b = m->arg != 0 && m->out_len <= UINT32_MAX &&
 		    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == 0 &&
 		    (int)meta.status == (int)m->status ? cached_body(w, &meta) : NULL;
+		if (m->arg != 0 && b == NULL) {
+			retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
+			return;
+		}
 		end_flight(f, (int)m->status, NULL, NULL, b, m->queue_ns, m->run_ns);
 		lg_body_unref(b);
 		return;

@@ -81,7 +81,9 @@ lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 	 * or a listed header: such a request never shares. */
 	if (r->nkept < r->nfields)
 		return -1;
+	/* Credentials (RFC 9110 section 11.6.2 and 11.7.1, RFC 6265): one user's answer. */
 	if (!p->credentials_in_key && (lg_http_field_get(r, "authorization", &vl) != NULL ||
+	    lg_http_field_get(r, "proxy-authorization", &vl) != NULL ||
 	    lg_http_field_get(r, "cookie", &vl) != NULL))
 		return -1;
 	int get = r->method == HTTP_GET || r->method == HTTP_HEAD;
@@ -105,7 +107,7 @@ lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 		if (put_header(key, len, r, p->headers[i]))
 			return -1;
 	if (p->credentials_in_key && (put_header(key, len, r, "authorization") ||
-	    put_header(key, len, r, "cookie")))
+	    put_header(key, len, r, "proxy-authorization") || put_header(key, len, r, "cookie")))
 		return -1;
 	if ((!get || lg_coal_has_body(c)) && put_body(c, key, len) == -1)
 		return -1;

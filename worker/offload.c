@@ -442,8 +442,10 @@ meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
 static void
 timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
-	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "");
+	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
+	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "",
+	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the

@@ -360,12 +360,58 @@ test_readers_never_see_torn_values(void **state)
 	assert_true(ok > 0);
 }
 
+/* Stale-while-revalidate's gate (issue 18): one refresh per key at a time, held for its lease,
+ * shut after a failure for a back-off that doubles, open again at once when a refresh never
+ * started, and reset by a new answer for the key. */
+static void
+test_refresh_gate(void **state)
+{
+	const uint64_t ms = 1000000ull, t0 = 10 * S;
+	struct lg_cache_meta m, m2;
+
+	assert_int_equal(put("gate", "old", S, 60 * S, t0), 0);
+	assert_int_equal(lg_cache_lookup(&cache, h("gate"), "gate", 4, t0 + 2 * S, &m),
+	    LG_CACHE_STALE);
+	uint64_t now = t0 + 2 * S;
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now, 500 * ms), 1);
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now + 1, 500 * ms), 0); /* leased */
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now + 499 * ms, 500 * ms), 0);
+	/* a holder that vanished: the lease ends */
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now + 501 * ms, 500 * ms), 1);
+	now += 501 * ms;
+	/* not started: open again at once */
+	lg_cache_refresh_end(&cache, m.idx, m.seq, now, 0);
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now, 500 * ms), 1);
+	/* failed: shut for 1 s, then 2 s, 4 s ... */
+	uint64_t backoff = LG_CACHE_REFRESH_BACKOFF_MS * ms;
+	for (int i = 0; i < 3; i++, backoff *= 2) {
+		lg_cache_refresh_end(&cache, m.idx, m.seq, now, 1);
+		assert_int_equal(lg_cache_refresh_take(&cache, &m, now + backoff - ms, 500 * ms), 0);
+		assert_int_equal(lg_cache_refresh_take(&cache, &m, now + backoff + ms, 500 * ms), 1);
+		now += backoff + ms;
+	}
+	/* never longer than the maximum */
+	for (int i = 0; i < 10; i++)
+		lg_cache_refresh_end(&cache, m.idx, m.seq, now, 1);
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now +
+	    (LG_CACHE_REFRESH_BACKOFF_MAX_MS + 1) * ms, 500 * ms), 1);
+	/* a new answer replaces the entry: its gate is open, the old reference does nothing */
+	now += (LG_CACHE_REFRESH_BACKOFF_MAX_MS + 1) * ms;
+	assert_int_equal(put("gate", "new", S, 60 * S, now), 0);
+	lg_cache_refresh_end(&cache, m.idx, m.seq, now, 1);
+	assert_int_equal(lg_cache_lookup(&cache, h("gate"), "gate", 4, now + 2 * S, &m2),
+	    LG_CACHE_STALE);
+	assert_int_equal(lg_cache_refresh_take(&cache, &m, now + 2 * S, 500 * ms), 0);
+	assert_int_equal(lg_cache_refresh_take(&cache, &m2, now + 2 * S, 500 * ms), 1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_classes_fit_the_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_stale_miss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refresh_gate, setup, teardown),
 		cmocka_unit_test(test_key_seed_is_random_per_cache),
 		cmocka_unit_test_setup_teardown(test_replace_and_stale_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),

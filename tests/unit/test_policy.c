@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -124,6 +125,44 @@ test_route_keys(void **state)
 	assert_int_equal(lg_policy_route_key(&p, "key_query", "a,,b", &why), -1);
 }
 
+/* What the route adds to a rule's key (master/site.c): names once each, header fields
+ * lower-cased, bounded; whether the rule named its query parameters at all; -t's description. */
+static void
+test_key_names_and_description(void **state)
+{
+	struct lg_policy p;
+	const char *why;
+	char d[512] = "";
+
+	lg_policy_init(&p, "/c");
+	assert_int_equal(p.query_set, 0);
+	assert_int_equal(lg_policy_route_key(&p, "key_query", "", &why), 1);
+	assert_int_equal(p.query_set, 1); /* named, and empty: the kind reads none */
+	assert_int_equal(p.nquery, 0);
+	assert_int_equal(lg_policy_add_name(&p, 0, "codec,x", 5), 0);
+	assert_int_equal(lg_policy_add_name(&p, 0, "codec", 5), 0);
+	assert_int_equal(lg_policy_add_name(&p, 0, "level", 5), 0);
+	assert_int_equal(p.nquery, 2);
+	assert_int_equal(lg_policy_add_name(&p, 1, "X-User", 6), 0);
+	assert_string_equal(p.headers[0], "x-user");
+	assert_int_equal(lg_policy_add_name(&p, 1, "x-user", 6), 0);
+	assert_int_equal(p.nheaders, 1);
+	assert_int_equal(lg_policy_add_name(&p, 1, "", 0), -1);
+	assert_int_equal(lg_policy_add_name(&p, 1, d, LG_POLICY_NAME), -1);
+	lg_policy_describe(&p, d, sizeof(d));
+	assert_non_null(strstr(d, "method (HEAD as GET), path, query codec,level, headers x-user"));
+	assert_non_null(strstr(d, "proxy-authorization or cookie: bypass"));
+	for (unsigned i = 1; i < LG_POLICY_KEY_NAMES; i++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "h%u", i);
+		assert_int_equal(lg_policy_add_name(&p, 1, n, strlen(n)), 0);
+	}
+	assert_int_equal(lg_policy_add_name(&p, 1, "full", 4), -1);
+	lg_policy_describe(&p, d, 40); /* cut to fit, terminated */
+	assert_int_equal(strlen(d), 39);
+}
+
 int
 main(void)
 {
@@ -132,6 +171,7 @@ main(void)
 		cmocka_unit_test(test_body_max),
 		cmocka_unit_test(test_route_keys),
 		cmocka_unit_test(test_errors_name_the_fault),
+		cmocka_unit_test(test_key_names_and_description),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
