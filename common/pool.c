@@ -4,6 +4,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if LG_POOL_POISONS
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(addr, size)   ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
+
 void
 lg_pool_init(struct lg_pool *p, size_t size, unsigned keep)
 {
@@ -24,6 +31,7 @@ lg_pool_get(struct lg_pool *p)
 	void *b = p->free;
 
 	if (b != NULL) {
+		ASAN_UNPOISON_MEMORY_REGION(b, p->size);
 		p->free = *(void **)b;
 		if (--p->len < p->low)
 			p->low = p->len;
@@ -46,6 +54,7 @@ lg_pool_put(struct lg_pool *p, void *b)
 	*(void **)b = p->free;
 	p->free = b;
 	p->len++;
+	ASAN_POISON_MEMORY_REGION(b, p->size); /* the link too: c->w is a connection's first word */
 }
 
 unsigned
@@ -56,6 +65,8 @@ lg_pool_trim(struct lg_pool *p)
 	while (p->low > 0 && p->len > p->keep) {
 		void *b = p->free;
 
+		/* unpoisoned before it goes: a later mapping at this address starts clean */
+		ASAN_UNPOISON_MEMORY_REGION(b, p->size);
 		p->free = *(void **)b;
 		p->len--;
 		p->low--;
