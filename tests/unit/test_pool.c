@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,9 +137,20 @@ test_free_blocks_poisoned_under_asan(void **state)
 	memset(b, 0x5a, p.size);
 	lg_pool_put(&p, b);
 	lg_pool_put(&p, c);
-	/* a block unmapped by the trim leaves no poison behind for a later mapping there */
+	/* a block unmapped by the trim leaves no poison behind for a later mapping there, and
+	 * gives back the shadow pages its poisoning made resident */
+	size_t scale, offset, page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[1];
+
+	__asan_get_shadow_mapping(&scale, &offset);
+	void *shadow = (void *)(((uintptr_t)b >> scale) + offset);
+	assert_int_equal((uintptr_t)shadow % page, 0);
+	assert_int_equal(mincore(shadow, page, vec), 0);
+	assert_true(vec[0] & 1);
 	assert_int_equal(lg_pool_trim(&p), 0);
 	assert_int_equal(lg_pool_trim(&p), 2);
+	assert_int_equal(mincore(shadow, page, vec), 0); /* before reading it maps a zero page */
+	assert_false(vec[0] & 1);
 	assert_false(__asan_address_is_poisoned(b));
 	assert_false(__asan_address_is_poisoned(c + p.size - 1));
 #else
