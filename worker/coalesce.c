@@ -543,7 +543,8 @@ run_alone(struct lg_conn *c)
 }
 
 /* A stale answer is about to be sent to c: start one background job for the key unless one is
- * in flight or no slot is free (a full pool keeps serving stale). Never answers c: called
+ * in flight or no slot is free (a full pool keeps serving stale), or this loop drains (it may
+ * exit before the job ends, and its generation's cache goes with it). Never answers c: called
  * before the answer, since after it c may be gone. */
 static void
 refresh(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
@@ -552,7 +553,7 @@ refresh(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	struct lg_flight_ref ref;
 	int rc;
 
-	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len))
+	if (!c->pol->coalesce || w->draining || lg_flight_peek(w->env->flights, hash, key, len))
 		return;
 	if (job_slot(c) == -1)
 		return;
