@@ -84,10 +84,11 @@ def test_reset_on_coalesced_wait_and_miss_kills_no_loop(start_server):
     srv = start_server("--loop-workers", "2", "--compute-workers", "1", "--coalesce",
                        "/heavy ttl=600000 query=iterations")
     loops = srv.wait_children("loop", 2)
-    n = heavy_iterations_for(srv.port, 0.5)
+    # long enough that every reset of a round arrives while it runs, on a loaded machine too
+    n = heavy_iterations_for(srv.port, 2.0)
     # A job in flight that the resets join (coalesced waits, each leaving at once); then the
     # last waiter leaves. A distinct key per round keeps the first request a miss.
-    for i in range(6):
+    for i in range(4):
         path = "/heavy?iterations=%d" % (n + i)
         assert wait_jobs(srv.port, running=0, queued=0, timeout=30)
         holder = connect(srv.port, timeout=60)
