@@ -8,6 +8,22 @@
 
 #include <stddef.h>
 
+/* Under AddressSanitizer (gcc defines __SANITIZE_ADDRESS__, clang has the feature test) a block
+ * is poisoned from lg_pool_put until lg_pool_get hands it out again, so any read or write of a
+ * given-back block (a connection used after its close) is reported as use-after-poison, as
+ * malloc'd memory would be after free (compiler-rt's asan_interface.h, "manual poisoning").
+ * LG_POOL_POISONS tells which build this is. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LG_POOL_POISONS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LG_POOL_POISONS 1
+#endif
+#endif
+#ifndef LG_POOL_POISONS
+#define LG_POOL_POISONS 0
+#endif
+
 struct lg_pool {
 	size_t size;      /* bytes of each block, a multiple of the page size */
 	void *free;       /* given-back blocks, linked through their first word */
@@ -26,7 +42,8 @@ void lg_pool_init(struct lg_pool *p, size_t size, unsigned keep);
  * it until lg_pool_put. */
 void *lg_pool_get(struct lg_pool *p);
 
-/* Gives block b (from lg_pool_get on p) back to p. */
+/* Gives block b (from lg_pool_get on p) back to p; b must not be touched afterwards (the ASan
+ * build poisons it). */
 void lg_pool_put(struct lg_pool *p, void *b);
 
 /* Unmaps the free blocks that were not needed since the last trim (the low-water mark of the free

@@ -437,6 +437,8 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 void
 lg_gen_spawn(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd)
 {
+	/* read before the fork: the new loop may count a request at once */
+	uint64_t begun = atomic_load(&g->arena.procs[c - g->children].begun);
 	pid_t master = getpid(), pid = fork();
 
 	if (pid == -1) {
@@ -450,6 +452,7 @@ lg_gen_spawn(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int liste
 	c->pid = pid;
 	c->incarnation++;
 	c->started_ns = lg_now_ns();
+	c->begun_at_start = begun;
 	c->kill_at = 0;
 	c->killed_by_us = 0;
 	c->stuck = 0;

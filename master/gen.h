@@ -31,6 +31,7 @@ struct lg_child {
 	                        * gone): an expected death, not a crash */
 	int stuck;             /* SIGKILLed for a stale heartbeat (restart reason "stuck") */
 	uint64_t started_ns;
+	uint64_t begun_at_start; /* loop: its proc page's `begun` when this incarnation started */
 	uint64_t respawn_at;   /* CLOCK_MONOTONIC ns; valid while pid == 0 */
 	uint64_t backoff_ns;
 	uint64_t kill_at;      /* escalate SIGTERM to SIGKILL at this time; 0 = none */

@@ -133,20 +133,22 @@ count_restart(struct lg_gen *g, const struct lg_child *c, int status, int job_de
 		lg_stats_add(&g->arena.master->pools[c->pool].restarts, 1);
 }
 
-/* Back-off for the next start of row c. A process that died of the job it ran (job_death) is
- * respawned at once after a normal life and after a back-off doubling from 10 ms to 1 s when it
- * dies young, and never makes the master give up: the job failed (502 to its client), not the
- * server. Any other death within a second of starting doubles the back-off from 100 ms to 5 s,
- * and CRASH_LOOP_LIMIT of those in a row (a process that cannot even start) return -1. */
+/* Back-off for the next start of row c. A process that died serving (served: a compute process
+ * killed by the job it ran, or a loop worker that requests had reached) is respawned at once
+ * after a normal life and after a back-off doubling from 10 ms to 1 s when it dies young, and
+ * never makes the master give up: a request or its job failed (a client reset on a cache hit
+ * once crashed loops in a row), not the server. Any other death within a second of starting
+ * doubles the back-off from 100 ms to 5 s, and CRASH_LOOP_LIMIT of those in a row (a process
+ * that cannot even start) return -1. */
 static int
-plan_respawn(struct lg_child *c, uint64_t now, int job_death)
+plan_respawn(struct lg_child *c, uint64_t now, int served)
 {
 	int young = now - c->started_ns < QUICK_DEATH_NS;
 
 	if (c->killed_by_us || !young) {
 		c->quick_deaths = 0;
 		c->backoff_ns = 0;
-	} else if (job_death) {
+	} else if (served) {
 		c->quick_deaths = 0;
 		c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : JOB_BACKOFF_MIN_NS;
 		if (c->backoff_ns > JOB_BACKOFF_MAX_NS)
@@ -257,10 +259,14 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
-	if (plan_respawn(c, lg_now_ns(), job_death) == -1) {
-		log_error("%s[%u] died %u times in a row within %llu ms of starting, before taking "
-		    "any job; giving up", lg_gen_role_name(c->role), c->index, c->quick_deaths,
-		    (unsigned long long)(QUICK_DEATH_NS / LG_NS_PER_MS));
+	/* A loop that requests reached got to serve: its death is some request's fault. */
+	int served = job_death || (c->role == LG_ROLE_LOOP &&
+	    atomic_load(&page->begun) != c->begun_at_start);
+	if (plan_respawn(c, lg_now_ns(), served) == -1) {
+		log_error("%s[%u] died %u times in a row within %llu ms of starting, before %s; "
+		    "giving up", lg_gen_role_name(c->role), c->index, c->quick_deaths,
+		    (unsigned long long)(QUICK_DEATH_NS / LG_NS_PER_MS),
+		    c->role == LG_ROLE_LOOP ? "serving any request" : "taking any job");
 		m->exit_code = 1;
 		begin_stop(m, 2);
 		return;

@@ -185,12 +185,15 @@ struct lg_proc_page {
 	_Atomic uint64_t slow_uploads;        /* loop: 408 for a body below --min-upload-rate */
 	_Atomic uint64_t slow_downloads;      /* loop: closed for a response below --min-download-rate */
 	_Atomic uint64_t conns_refused;       /* loop: connections over --max-conns answered 503 */
+	_Atomic uint64_t begun;               /* loop: requests whose first byte arrived; the master
+	                                       * compares it across an incarnation to tell a loop
+	                                       * that died serving from one that cannot start */
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 808];
+	uint8_t reserved[LG_PROC_PAGE - 816];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 808, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 816, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */

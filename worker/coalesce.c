@@ -168,23 +168,25 @@ cached_body(struct lg_worker *w, const struct lg_cache_meta *m)
 	return b;
 }
 
-/* Answers c from cache entry m (a hit or a stale answer). Returns 1 with *rc set, or 0 when
- * the entry changed under the copy (the caller goes on as for a miss). */
+/* Answers c from cache entry m (a hit or a stale answer) with b, a copy of its value (the
+ * reference passes to this call), counting it in counter first: the answer may close c (a failed
+ * write, a closing or draining connection), and after that c is not touched. Returns as
+ * lg_conn_respond. */
 static int
-answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, const char *label, int *rc)
+answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *b,
+    const char *label, _Atomic uint64_t *counter)
 {
-	struct lg_body *b = cached_body(c->w, m);
 	uint64_t now = lg_now_ns();
+	int rc;
 
-	if (b == NULL)
-		return 0;
+	lg_obs_route_hit(c);
+	lg_stats_add(counter, 1);
 	c->queue_ns = c->run_ns = 0;
 	if (c->slot >= 0)
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
-	*rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1,
-	    b);
+	rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1, b);
 	lg_body_unref(b);
-	return 1;
+	return rc;
 }
 
 static struct lg_lflight *
@@ -335,8 +337,7 @@ lg_coal_deadline(struct lg_conn *c)
 	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->fl_label);
 	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
-	lg_conn_resume(c);
-	return 0;
+	return lg_conn_resume(c);
 }
 
 /* Ends owner flight f: frees the entry, wakes every other loop that waits (status: an HTTP
@@ -570,7 +571,8 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 
 /* c has claimed a job slot (c->slot, c->gen) for the job of new owner flight ref: sends it and
  * hands the slot over to the flight; c is parked on it unless this is a background refresh.
- * Returns 0, or -1 after answering c 503 (or, background, after giving the slot back). */
+ * Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh never
+ * answers c: 0, with the slot given back when the job could not be sent. */
 static int
 start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 {
@@ -583,7 +585,7 @@ start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 		broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0, 0);
 		if (f != NULL)
 			drop_flight(f);
-		return background ? -1 : refuse(c, "miss");
+		return background ? 0 : refuse(c, "miss");
 	}
 	f->owner = 1;
 	f->slot = c->slot;
@@ -615,10 +617,12 @@ run_alone(struct lg_conn *c)
 	return lg_offload_start(c);
 }
 
-/* A stale answer (entry st) was sent: start one background job for the key unless one is in
- * flight, a failed one's back-off has not passed (the cache entry's gate: one refresh per key
- * across the loops, never one per request while the origin fails), or no slot is free (a full
- * pool keeps serving stale). */
+/* A stale answer (entry st) is about to be sent to c: start one background job for the key
+ * unless one is in flight, a failed one's back-off has not passed (the cache entry's gate: one
+ * refresh per key across the loops, never one per request while the origin fails), no slot is
+ * free (a full pool keeps serving stale), or this loop drains (it may exit before the job ends,
+ * and its generation's cache goes with it). Never answers c: called before the answer, since
+ * after it c may be gone. */
 static void
 refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size_t len,
     uint64_t hash)
@@ -628,7 +632,7 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	struct lg_lflight *f;
 	int rc;
 
-	if (!c->pol->coalesce || lg_flight_peek(w->env->flights, hash, key, len) ||
+	if (!c->pol->coalesce || w->draining || lg_flight_peek(w->env->flights, hash, key, len) ||
 	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
 	    (c->deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;
@@ -706,15 +710,12 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	if (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m) == LG_CACHE_FRESH) {
 		/* Filled since our first look: end the new flight with that answer at once (any
 		 * loop that joined it meanwhile is woken with the same cache entry). */
-		int out;
+		struct lg_body *b;
 
 		lg_offload_release(c);
 		broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status, &m, 0, 0);
-		if (answer_cached(c, &m, "hit", &out)) {
-			lg_obs_route_hit(c);
-			lg_stats_add(&w->coal->ctr->hits, 1);
-			return out;
-		}
+		if ((b = cached_body(w, &m)) != NULL)
+			return answer_cached(c, &m, b, "hit", &w->coal->ctr->hits);
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
@@ -732,7 +733,7 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	uint64_t hash;
 	struct lg_cache_meta m;
 	struct lg_flight_ref ref;
-	int rc;
+	struct lg_body *b;
 
 	if (claim != NULL)
 		k->claim = claim;
@@ -744,27 +745,18 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	if (p->ttl_ms || p->stale_ms || p->negative_ttl_ms) {
 		switch (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m)) {
 		case LG_CACHE_FRESH:
-			if (answer_cached(c, &m, "hit", &rc)) {
-				lg_obs_route_hit(c);
-				count(c, &k->ctr->hits);
-				return rc;
-			}
-			break;
-		case LG_CACHE_STALE: {
-			/* A body is in the transit buffer c holds: its refresh job runs there. */
-			int held = c->slot >= 0;
-
-			if (held)
+			if ((b = cached_body(w, &m)) != NULL)
+				return answer_cached(c, &m, b, "hit", &k->ctr->hits);
+			break; /* changed under the copy: as a miss */
+		case LG_CACHE_STALE:
+			/* The refresh starts before the answer, which may close c (a client that
+			 * closes after its answer must refresh too); a body in the transit buffer
+			 * c holds runs its refresh job there. */
+			if ((b = cached_body(w, &m)) != NULL) {
 				refresh(c, &m, key, len, hash);
-			if (answer_cached(c, &m, "stale", &rc)) {
-				lg_obs_route_hit(c);
-				count(c, &k->ctr->stale);
-				if (rc == 0 && !held)
-					refresh(c, &m, key, len, hash);
-				return rc;
+				return answer_cached(c, &m, b, "stale", &k->ctr->stale);
 			}
 			break;
-		}
 		default:
 			break;
 		}

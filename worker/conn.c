@@ -675,11 +675,10 @@ conn_process(struct lg_conn *c)
 	return 0;
 }
 
-void
+int
 lg_conn_resume(struct lg_conn *c)
 {
-	if (c->state == LG_CONN_HEAD)
-		conn_process(c);
+	return c->state == LG_CONN_HEAD ? conn_process(c) : 0;
 }
 
 /* Reads the rest of a Content-Length body straight into the slot's input region. */
@@ -713,16 +712,15 @@ read_body(struct lg_conn *c)
 		conn_process(c);
 }
 
-void
+int
 lg_conn_body_ready(struct lg_conn *c)
 {
 	c->http.body_wait = 0;
-	if (c->state == LG_CONN_BODY) {
-		watch(c, EV_READ);
-		rearm(c);
-	} else {
-		conn_process(c);
-	}
+	if (c->state != LG_CONN_BODY)
+		return conn_process(c);
+	watch(c, EV_READ);
+	rearm(c);
+	return 0;
 }
 
 static void

@@ -1,6 +1,15 @@
 /* Connection and worker state shared by the loop worker's modules (worker/ only; the master
  * sees nothing of it). One request at a time per connection: read and parse, then either answer
- * inline or wait for the compute pool, write the response, and go on with any pipelined bytes. */
+ * inline or wait for the compute pool, write the response, and go on with any pipelined bytes.
+ *
+ * Ownership rule: a struct lg_conn is a block of the loop's pool (common/pool.h), given back the
+ * moment the connection closes, and any answer may close it (a failed write, the last response
+ * of a closing or draining connection). Every function that may close c therefore returns an
+ * int: 0 while c is still the caller's, -1 when it is closed or finished for the caller
+ * (lingering: it closes later by itself). After -1 nothing may read or write c: whatever must be
+ * counted or decided about the request (statistics, a cache refresh) is done before answering.
+ * The ASan build poisons pool blocks while they are free, so any test that reaches such a use
+ * reports it. */
 #ifndef LG_WORKER_CONN_H
 #define LG_WORKER_CONN_H
 
@@ -47,9 +56,10 @@ struct lg_conn_ops {
 	 * before more must be backed; SIZE_MAX when unbounded */
 	size_t (*body_room)(struct lg_http *h, void *conn);
 	/* a complete request head (and any parser-read body): answer or start the job.
-	 * Returns 0, or -1 when the connection was closed */
+	 * Returns 0, or -1 when the connection was closed or finished (the rule above) */
 	int (*dispatch)(struct lg_conn *c);
-	/* before reading more of a Content-Length body into the slot: 0, or -1 (answered) */
+	/* before reading more of a Content-Length body into the slot: 0, 1 (wait for the
+	 * backing), or -1 (answered: closed or finished) */
 	int (*body_window)(struct lg_conn *c);
 	/* the Content-Length body in the slot is complete: 0, or -1 (closed) */
 	int (*body_done)(struct lg_conn *c);
@@ -197,7 +207,8 @@ void lg_conn_tick(struct lg_worker *w);
  * one more request (lg_conn_drain_idle), busy ones finish theirs. */
 void lg_conn_drain(struct lg_worker *w);
 
-/* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). */
+/* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). c's
+ * block is back in the pool on return: the caller must not touch c again. */
 void lg_conn_close(struct lg_conn *c);
 
 /* A response body several connections of one loop worker send at once: the answer of one
@@ -225,7 +236,8 @@ int lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, con
  * NULL), and a body. A body of up to 2 KiB is copied; a larger one is referenced and must stay
  * valid until written (arena output regions do: the slot is held until then). HEAD requests get
  * the head only. Then writes what the socket takes. Returns 0, or -1 when the connection was
- * closed (write error); the caller must not touch c after -1. */
+ * closed (write error, a draining loop's last answer) or is finished (lingering after a closing
+ * answer); the caller must not touch c after -1. */
 int lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
     const void *body, size_t len);
 
@@ -236,14 +248,17 @@ void lg_conn_drain_idle(struct lg_conn *c);
 
 #define LG_CONN_DRAIN_IDLE_MS 500
 
-/* Answers an error status with a short text body. close_after forces Connection: close. */
+/* Answers an error status with a short text body. close_after forces Connection: close.
+ * Returns as lg_conn_respond. */
 int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
 
 /* The input region of c got backed (worker/backing.h): reading the body may go on. In state
- * BODY it watches the socket again; otherwise it continues as after any event. */
-void lg_conn_body_ready(struct lg_conn *c);
+ * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
+ * when c was closed or finished. */
+int lg_conn_body_ready(struct lg_conn *c);
 
-/* Continues a connection after an asynchronous event changed its state (a job completed). */
-void lg_conn_resume(struct lg_conn *c);
+/* Continues a connection after an asynchronous event changed its state (a job completed):
+ * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */
+int lg_conn_resume(struct lg_conn *c);
 
 #endif

@@ -156,6 +156,7 @@ lg_obs_request_begin(struct lg_conn *c)
 	c->resp_bytes = 0;
 	c->queue_ns = c->run_ns = 0;
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->inflight, memory_order_relaxed);
+	lg_stats_add(&c->w->env->page->begun, 1);
 }
 
 static void

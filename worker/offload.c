@@ -678,9 +678,9 @@ lg_offload_deadline(struct lg_conn *c)
 
 	if (lg_slot_gen(word) == c->gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
 		/* Finished just now; its completion header is still in the channel. */
-		if (answer_finished(c, word) == 0)
-			lg_conn_resume(c);
-		return 0;
+		if (answer_finished(c, word) == -1)
+			return -1;
+		return lg_conn_resume(c);
 	}
 	running = st == LG_SLOT_RUNNING;
 	c->queue_ns = (running ? s->start_ns : now) - s->enqueue_ns;
@@ -700,8 +700,7 @@ lg_offload_deadline(struct lg_conn *c)
 	timing_headers(c, extra, sizeof(extra), 0);
 	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
-	lg_conn_resume(c);
-	return 0;
+	return lg_conn_resume(c);
 }
 
 int
