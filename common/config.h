@@ -85,6 +85,9 @@ struct lg_config {
 	uint64_t head_timeout_ms;  /* from a request's first byte (or accept) to its whole head; 408 */
 	uint64_t body_timeout_ms;  /* longest silence while a body is read; 408 */
 	uint64_t body_deadline_ms; /* whole body of an offloaded request (it holds a slot); 408 */
+	uint64_t request_deadline_ms; /* whole request (head, body, trailers) from its first byte,
+	                               * on every path; 408; 0 = head_timeout_ms +
+	                               * body_deadline_ms */
 	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
 	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
 	/* job modules and routes (docs/MODULES.md) */

@@ -88,6 +88,9 @@ static const struct opt opts[] = {
 	  "longest silence while a request body arrives; 408" },
 	{ "body-deadline-ms", K_U64, F(body_deadline_ms), 1, 86400000, "60000", "MS",
 	  "whole body of an offloaded request, which holds a job slot; 408" },
+	{ "request-deadline-ms", K_U64, F(request_deadline_ms), 0, 86400000, "0", "MS",
+	  "whole request (head, body and trailers) from its first byte, on every path (also a "
+	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
 	{ "keepalive-timeout-ms", K_U64, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
 	  "idle time between requests before the connection is closed" },
 	{ "write-timeout-ms", K_U64, F(write_timeout_ms), 1, 86400000, "30000", "MS",

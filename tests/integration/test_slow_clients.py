@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import connect, get, read_response, wait_until
+from conftest import connect, get, peer_closed, read_response, wait_until
 
 MIB = 1 << 20
 
@@ -173,3 +173,71 @@ def test_slow_steady_reader_is_not_cut_off(start_server):
     assert got.startswith(b"HTTP/1.1 200"), got[:200]
     assert "write timeout" not in srv.log()
     s.close()
+
+
+# --- issue 18, section 4: a total request deadline
+
+
+def trickle_request(port, prefix, byte, stop, out):
+    """Sends prefix, then one byte every 0.25 s (40 at most), and records how long until the
+    server answered and closed: (seconds, status or None)."""
+    s = connect(port, timeout=15)
+    t0 = time.monotonic()
+    s.sendall(prefix)
+
+    def feed():
+        for _ in range(40):
+            if stop.wait(0.25):
+                return
+            try:
+                s.sendall(byte)
+            except OSError:
+                return
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    try:
+        r = read_response(s)
+        out[prefix] = (time.monotonic() - t0, r.status, peer_closed(s, 5))
+    except (OSError, EOFError) as e:
+        out[prefix] = (time.monotonic() - t0, None, repr(e))
+    finally:
+        s.close()
+
+
+@pytest.mark.timeout(60)
+def test_request_deadline_covers_head_body_and_trailers_on_every_path(start_server):
+    """A chunked body to a 404 route (read and dropped) whose trailer section trickles a byte
+    every few seconds stayed open for good: only the silence between bytes was timed. Every
+    request now has --request-deadline-ms for its head, body and trailers, on every path."""
+    srv = start_server("--request-deadline-ms", "1500", "--head-timeout-ms", "60000",
+                       "--body-timeout-ms", "60000", "--body-deadline-ms", "60000",
+                       "--min-upload-rate", "0")
+    cases = [
+        # the discard path (404), its trailer section trickling
+        (b"POST /nope HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0\r\nX-Trickle", b"a"),
+        # 405, a Content-Length body read and dropped
+        (b"PUT /ping HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n", b"x"),
+        # the head
+        (b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Slow: ", b"a"),
+        # an offloaded body (it holds a transit buffer), and an offloaded chunked body's trailers
+        (b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n", b"x"),
+        (b"POST /compress HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0\r\nX-Trickle", b"a"),
+    ]
+    stop = threading.Event()
+    out = {}
+    ts = [threading.Thread(target=trickle_request, args=(srv.port, p, b, stop, out), daemon=True)
+          for p, b in cases]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(20)
+    stop.set()
+    for prefix, _ in cases:
+        elapsed, status, closed = out[prefix]
+        assert status == 408 and closed is True, (prefix, out[prefix])
+        assert 1.0 < elapsed < 8, (prefix, out[prefix])  # 1.5 s, far below the 60 s limits
+    assert srv.log().count("--request-deadline-ms") >= len(cases), srv.log()[-3000:]
+    # the server is fine afterwards
+    assert get(srv.port, "/ping").status == 200
