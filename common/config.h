@@ -99,6 +99,10 @@ struct lg_config {
 	int transit_buffers;       /* bodies and results in transit; 0 = 4 x (C + Q) */
 	uint64_t min_upload_rate;  /* bytes/s a body must average after body_timeout_ms; 0 = off */
 	uint64_t min_download_rate; /* bytes/s a response must average after write_timeout_ms */
+	int transit_share_pct;     /* most of a pool's transit buffers one client address holds,
+	                            * percent (never below the pool's job slots); 100 = no limit */
+	uint64_t evict_upload_rate; /* bytes/s: with every transit buffer held, the slowest upload
+	                             * below it is cut (408); 0 = never */
 };
 
 #endif

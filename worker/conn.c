@@ -870,6 +870,18 @@ conn_timer(struct lg_conn *c)
 	}
 }
 
+int
+lg_conn_cut_upload(struct lg_conn *c, double held_s)
+{
+	if (!in_body(c))
+		return 0;
+	log_info("upload cut to free its transit buffer, every one being held (fd %d, %" PRIu64
+	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, body_bytes(c),
+	    held_s);
+	lg_stats_add(&c->w->env->page->slow_uploads, 1);
+	return lg_conn_error(c, 408, 1, NULL);
+}
+
 /* The libev entry points, timed for slow-callback warnings (worker/observe.h). */
 static void
 conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
