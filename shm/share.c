@@ -125,10 +125,10 @@ lg_share_cut_asked(struct lg_slot *s, uint64_t word)
 }
 
 void
-lg_share_note_cut(struct lg_slot *s, uint64_t until_ns)
+lg_share_note_cut(struct lg_slot *s, uint32_t tag, uint64_t until_ns)
 {
 	atomic_store(&s->cut_until_ns, until_ns);
-	atomic_store(&s->cut_client, atomic_load(&s->client));
+	atomic_store(&s->cut_client, tag);
 }
 
 void

@@ -52,9 +52,9 @@ int lg_share_ask_cut(struct lg_arena *a, uint32_t first, uint32_t n, uint64_t no
  * generation (state CLAIMED), else 0. Clears the request either way once seen. */
 int lg_share_cut_asked(struct lg_slot *s, uint64_t word);
 
-/* Owner side, before releasing a slot whose upload it cuts: refuses the slot's client a
- * buffer until until_ns (lg_share_penalized). */
-void lg_share_note_cut(struct lg_slot *s, uint64_t until_ns);
+/* Owner side, once it cut the upload of slot s for client tag: refuses tag a buffer until
+ * until_ns (lg_share_penalized). The record stays in s until the next cut of s. */
+void lg_share_note_cut(struct lg_slot *s, uint32_t tag, uint64_t until_ns);
 
 /* Owner side, right after a claim of slot s for tag: publishes the tag and starts the upload's
  * clock at now_ns with no byte received. */

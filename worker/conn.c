@@ -879,7 +879,8 @@ lg_conn_cut_upload(struct lg_conn *c, double held_s)
 	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, body_bytes(c),
 	    held_s);
 	lg_stats_add(&c->w->env->page->slow_uploads, 1);
-	return lg_conn_error(c, 408, 1, NULL);
+	lg_conn_error(c, 408, 1, NULL); /* gives the transit buffer back once written */
+	return 1;
 }
 
 /* The libev entry points, timed for slow-callback warnings (worker/observe.h). */

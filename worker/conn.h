@@ -241,8 +241,8 @@ int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *ex
 
 /* Ends the body c is receiving with 408 and a close, to free its transit buffer for another
  * request (worker/offload.c lg_offload_tick): held_s is how long it has held it, for the log.
- * Counted as a slow upload. Nothing when c is no longer receiving a body. Returns 0, or -1
- * when c was closed; the caller must not touch c after -1. */
+ * Counted as a slow upload. Returns 1 when it did (c may be closed: the caller must not touch
+ * it), 0 when c is not receiving a body (nothing done). */
 int lg_conn_cut_upload(struct lg_conn *c, double held_s);
 
 /* The input region of c got backed (worker/backing.h): reading the body may go on. In state

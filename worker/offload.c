@@ -803,7 +803,8 @@ lg_offload_tick(struct lg_worker *w)
 		if (now < start + CUT_GRACE_NS ||
 		    (double)c->body_got * 1e9 >= (double)rate * (double)(now - start))
 			continue;
-		lg_share_note_cut(s, now + LG_SHARE_PENALTY_NS);
-		lg_conn_cut_upload(c, (double)(now - start) / 1e9);
+		uint32_t tag = atomic_load(&s->client);
+		if (lg_conn_cut_upload(c, (double)(now - start) / 1e9)) /* c may be gone */
+			lg_share_note_cut(s, tag, now + LG_SHARE_PENALTY_NS);
 	}
 }

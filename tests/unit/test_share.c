@@ -158,8 +158,8 @@ test_penalty_after_a_cut(void **state)
 	int i = claim(a, t, SEC, 0, &gen);
 
 	assert_int_equal(lg_share_penalized(a, 0, NSLOTS, t, 2 * SEC), 0);
-	lg_share_note_cut(&a->slots[i], 2 * SEC + LG_SHARE_PENALTY_NS);
 	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	lg_share_note_cut(&a->slots[i], t, 2 * SEC + LG_SHARE_PENALTY_NS);
 	/* refused until the penalty ends, also once another client took the freed slot */
 	claim(a, tag4("192.0.2.8"), 3 * SEC, 0, &gen);
 	assert_int_equal(lg_share_penalized(a, 0, NSLOTS, t, 3 * SEC), 1);
