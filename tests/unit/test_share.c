@@ -109,6 +109,24 @@ test_held_counts_only_held_slots(void **state)
 	assert_int_equal(lg_share_held(a, 0, NSLOTS, t), 2);
 }
 
+/* A loop worker that dies leaks no share: the master's release of its slots is all it takes. */
+static void
+test_dead_owner_holds_nothing(void **state)
+{
+	struct lg_arena *a = *state;
+	uint32_t t = tag4("198.51.100.1"), gen;
+
+	for (int k = 0; k < 3; k++) {
+		int i = lg_slot_claim(a, 1, &gen);
+
+		assert_true(i >= 0);
+		lg_share_claimed(&a->slots[i], t, SEC);
+	}
+	assert_int_equal(lg_share_held(a, 0, NSLOTS, t), 3);
+	assert_int_equal(lg_slot_reclaim_owner(a, 1), 3);
+	assert_int_equal(lg_share_held(a, 0, NSLOTS, t), 0);
+}
+
 static void
 test_ask_cut_picks_the_slowest(void **state)
 {
@@ -176,6 +194,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tags),
 		T(test_held_counts_only_held_slots),
+		T(test_dead_owner_holds_nothing),
 		T(test_ask_cut_picks_the_slowest),
 		T(test_penalty_after_a_cut),
 	};
