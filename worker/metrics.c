@@ -194,8 +194,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "Requests refused before running: queue_full (503: every job slot taken), transit_full "
 	    "(503: every transit buffer taken), client_share (503: the client address holds its "
 	    "share of transit buffers, or its slow upload was cut), memory (503: shared memory "
-	    "could not be backed), too_large (413), quarantined (503: the job kind keeps killing compute processes), "
-	    "queue_wait (503 at admission: the shortest queue wait stayed above "
+	    "could not be backed), too_large (413), quarantined (503: the job kind keeps killing "
+	    "compute processes), queue_wait (503 at admission: the shortest queue wait stayed above "
 	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
