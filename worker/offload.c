@@ -14,6 +14,7 @@
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/coalesce.h"
+#include "worker/fairshare.h"
 #include "worker/observe.h"
 
 /* Input is backed this far ahead of the body bytes received, one window at a time: backing
@@ -21,7 +22,6 @@
  * stall every other connection of the loop; a 1 MiB window costs well under a millisecond. */
 #define RESERVE_AHEAD (1u << 20)
 #define SMALL_ANSWER  2048u /* bytes: what lg_conn_respond copies rather than references */
-#define CUT_GRACE_NS  1000000000ull /* an upload held this long shows a rate it may be cut for */
 
 int
 lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len)
@@ -189,60 +189,6 @@ pool_cfg(const struct lg_conn *c)
 	return &c->w->env->cfg->pools[c->pool];
 }
 
-/* The share tag of c's client address (shm/share.h), 0 when it has none. One getpeername(2)
- * per offloaded request. */
-static uint32_t
-client_tag(const struct lg_conn *c)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == -1)
-		return 0;
-	return lg_share_tag((struct sockaddr *)&ss, len);
-}
-
-/* Whether c's client address may not take another transit buffer of its pool: it holds its
- * share (--transit-share-pct of the pool's buffers, never fewer than its job slots), or its
- * slow upload was cut a moment ago (LG_SHARE_PENALTY_NS). Counted when refused. */
-static int
-over_share(const struct lg_conn *c, uint32_t tag)
-{
-	struct lg_arena *a = c->w->env->arena;
-	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
-	uint32_t first, n, limit;
-
-	if (tag == 0)
-		return 0;
-	lg_slot_pool_range(a, c->pool, &first, &n);
-	limit = (uint32_t)((uint64_t)n * (uint64_t)c->w->env->cfg->transit_share_pct / 100);
-	if (limit < lg_jobslot_open(&js, a))
-		limit = lg_jobslot_open(&js, a);
-	/* Penalties come only from cuts, which --evict-upload-rate 0 turns off. */
-	if ((limit >= n || lg_share_held(a, first, n, tag) < limit) &&
-	    (c->w->env->cfg->evict_upload_rate == 0 ||
-	    !lg_share_penalized(a, first, n, tag, lg_now_ns())))
-		return 0;
-	atomic_fetch_add(&c->w->env->page->rejected_client, 1);
-	return 1;
-}
-
-/* Every transit buffer of c's pool holds a body being uploaded or a result being written:
- * the slowest upload is asked to be cut, so the buffer is there when this client comes back
- * after its Retry-After (lg_offload_tick). Counted; returns -1 (the caller answers 503). */
-static int
-refuse_transit(const struct lg_conn *c)
-{
-	struct lg_arena *a = c->w->env->arena;
-	uint32_t first, n;
-
-	lg_slot_pool_range(a, c->pool, &first, &n);
-	lg_share_ask_cut(a, first, n, lg_now_ns(), c->w->env->cfg->evict_upload_rate,
-	    CUT_GRACE_NS);
-	atomic_fetch_add(&c->w->env->page->rejected_transit, 1);
-	return -1;
-}
-
 int
 lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 {
@@ -273,11 +219,11 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
 	    &spool))
 		return -1;
-	uint32_t tag = client_tag(c);
-	if (over_share(c, tag))
+	uint32_t tag = lg_fair_tag(c);
+	if (lg_fair_over_share(c, tag))
 		return -1;
 	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0)
-		return refuse_transit(c);
+		return lg_fair_refuse_transit(c);
 	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
 	c->slot = slot;
 	c->kind = sp->kind;
@@ -780,31 +726,4 @@ lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char
 	*body = region + LG_OUT_META;
 	*len = (size_t)out_len;
 	return 0;
-}
-
-void
-lg_offload_tick(struct lg_worker *w)
-{
-	struct lg_arena *a = w->env->arena;
-	uint64_t rate = w->env->cfg->evict_upload_rate, now = lg_now_ns();
-	struct lg_conn *c, *next;
-
-	for (c = w->conns; c != NULL && rate > 0; c = next) {
-		next = c->next; /* c may close below */
-		if (c->slot < 0 || c->fl != NULL)
-			continue;
-		struct lg_slot *s = &a->slots[c->slot];
-		uint64_t word = atomic_load(&s->word), start = atomic_load(&s->up_start_ns);
-
-		if (lg_slot_gen(word) != c->gen || !lg_share_cut_asked(s, word))
-			continue;
-		/* Asked from another loop's racy scan: cut only what this loop's own counts show
-		 * slow, held long enough, and still uploading. */
-		if (now < start + CUT_GRACE_NS ||
-		    (double)c->body_got * 1e9 >= (double)rate * (double)(now - start))
-			continue;
-		uint32_t tag = atomic_load(&s->client);
-		if (lg_conn_cut_upload(c, (double)(now - start) / 1e9)) /* c may be gone */
-			lg_share_note_cut(s, tag, now + LG_SHARE_PENALTY_NS);
-	}
 }

@@ -26,7 +26,7 @@ struct lg_offload_spec {
  * view at the start of its input region. Returns 0 (c->slot set, body counters reset,
  * c->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
- * is then asked to be cut, lg_offload_tick), c's client address holds its share of the pool's
+ * is then asked to be cut, worker/fairshare.h), c's client address holds its share of the pool's
  * transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view could
  * not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
@@ -77,12 +77,6 @@ int lg_offload_send(struct lg_conn *c);
  * length does not fit the region. */
 int lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char *tmp,
     size_t cap, int *code, const char **ctype, const void **body, size_t *len);
-
-/* The loop's tick (100 ms): an upload another loop asked to cut, because a request found
- * every transit buffer of the pool held (shm/share.h lg_share_ask_cut), is ended with 408 and
- * a close when this loop's own counts confirm it is slower than --evict-upload-rate and held
- * over a second; its client address then gets no buffer for LG_SHARE_PENALTY_NS. */
-void lg_offload_tick(struct lg_worker *w);
 
 /* HTTP status answering a failed job's enum lg_job_status; meta (struct lg_out_meta) the
  * kind's metadata when it ended by itself with bad input (its own 4xx), else NULL. */
