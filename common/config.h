@@ -85,6 +85,9 @@ struct lg_config {
 	uint64_t head_timeout_ms;  /* from a request's first byte (or accept) to its whole head; 408 */
 	uint64_t body_timeout_ms;  /* longest silence while a body is read; 408 */
 	uint64_t body_deadline_ms; /* whole body of an offloaded request (it holds a slot); 408 */
+	uint64_t request_deadline_ms; /* whole request (head, body, trailers) from its first byte,
+	                               * on every path; 408; 0 = head_timeout_ms +
+	                               * body_deadline_ms */
 	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
 	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
 	/* job modules and routes (docs/MODULES.md) */
@@ -96,6 +99,10 @@ struct lg_config {
 	int transit_buffers;       /* bodies and results in transit; 0 = 4 x (C + Q) */
 	uint64_t min_upload_rate;  /* bytes/s a body must average after body_timeout_ms; 0 = off */
 	uint64_t min_download_rate; /* bytes/s a response must average after write_timeout_ms */
+	int transit_share_pct;     /* most of a pool's transit buffers one client address holds,
+	                            * percent (never below the pool's job slots); 100 = no limit */
+	uint64_t evict_upload_rate; /* bytes/s: with every transit buffer held, the slowest upload
+	                             * below it is cut (408); 0 = never */
 };
 
 #endif

@@ -88,6 +88,9 @@ static const struct opt opts[] = {
 	  "longest silence while a request body arrives; 408" },
 	{ "body-deadline-ms", K_U64, F(body_deadline_ms), 1, 86400000, "60000", "MS",
 	  "whole body of an offloaded request, which holds a job slot; 408" },
+	{ "request-deadline-ms", K_U64, F(request_deadline_ms), 0, 86400000, "0", "MS",
+	  "whole request (head, body and trailers) from its first byte, on every path (also a "
+	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
 	{ "keepalive-timeout-ms", K_U64, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
 	  "idle time between requests before the connection is closed" },
 	{ "write-timeout-ms", K_U64, F(write_timeout_ms), 1, 86400000, "30000", "MS",
@@ -102,6 +105,12 @@ static const struct opt opts[] = {
 	{ "min-download-rate", K_U64, F(min_download_rate), 0, 1ull << 40, "1024", "BYTES/S",
 	  "a response must be read at this average rate once write-timeout-ms has passed; the "
 	  "connection is closed below it; 0 = off" },
+	{ "transit-share-pct", K_INT, F(transit_share_pct), 1, 100, "50", "PCT",
+	  "most of a pool's transit buffers one client address (IPv6: its /64) may hold, never "
+	  "fewer than the pool's job slots; 503 over it; 100 = no limit (behind a proxy)" },
+	{ "evict-upload-rate", K_U64, F(evict_upload_rate), 0, 1ull << 40, "32768", "BYTES/S",
+	  "when a request finds every transit buffer held, the slowest upload averaging below "
+	  "this (held 1 s or more) is cut with 408 to free its buffer; 0 = never" },
 	{ "log-level", K_LOGLEVEL, F(log_level), 0, 0, "info", "LEVEL",
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",

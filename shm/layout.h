@@ -188,12 +188,14 @@ struct lg_proc_page {
 	_Atomic uint64_t begun;               /* loop: requests whose first byte arrived; the master
 	                                       * compares it across an incarnation to tell a loop
 	                                       * that died serving from one that cannot start */
+	_Atomic uint64_t rejected_client;     /* loop: 503 because the client address holds its
+	                                       * share of transit buffers (shm/share.h) */
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 816];
+	uint8_t reserved[LG_PROC_PAGE - 824];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 816, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 824, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */
@@ -281,7 +283,8 @@ _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one pag
 
 struct lg_slot {
 	_Atomic uint64_t word;          /* (generation << 32) | (owner loop << 8) | state */
-	uint32_t reserved0;
+	_Atomic uint32_t client;        /* owner loop: tag of the client address holding it
+	                                 * (shm/share.h), 0 = none; meaningful while not FREE */
 	_Atomic int32_t runner_pid;     /* compute pid that moved it to RUNNING (informational) */
 	uint32_t kind;                  /* kind id in the registry (kinds/registry.h) */
 	uint32_t status;                /* enum lg_job_status, valid in DONE/FAILED */
@@ -295,7 +298,14 @@ struct lg_slot {
 	uint64_t touched;               /* bytes dirtied in the regions since the last hole punch */
 	uint64_t trim_seen;             /* master only: (gen << 1 | 1) when the last trim pass saw
 	                                 * the slot FREE at that generation, else 0 */
-	uint8_t pad[32];
+	/* Per-address share and slow-upload cuts (shm/share.h) */
+	_Atomic uint64_t up_bytes;      /* owner loop: body bytes received while CLAIMED */
+	_Atomic uint64_t up_start_ns;   /* owner loop: CLOCK_MONOTONIC of the claim */
+	_Atomic uint32_t cut_gen;       /* any loop: the owner is asked to cut the upload of this
+	                                 * generation (408), 0 = none */
+	_Atomic uint32_t cut_client;    /* owner loop: tag of the address whose slow upload it cut
+	                                 * last, refused a buffer until cut_until_ns */
+	_Atomic uint64_t cut_until_ns;
 };
 _Static_assert(sizeof(struct lg_slot) == 128, "slot is two cache lines");
 

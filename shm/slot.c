@@ -321,3 +321,11 @@ lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
 			counts[k] += one[k];
 	}
 }
+
+void
+lg_slot_pool_range(const struct lg_arena *a, uint32_t pool, uint32_t *first, uint32_t *n)
+{
+	uint32_t open;
+
+	pool_range(a, pool, first, n, &open);
+}

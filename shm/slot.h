@@ -85,6 +85,10 @@ struct lg_slot_pool {
  * QUEUED job, which waits at least that long, or 0 when none is queued. A racy scan. */
 uint64_t lg_slot_queued_floor(void *pool, uint64_t now_ns);
 
+/* The part of the slot table pool `pool` owns: slots [*first, *first + *n) (its transit
+ * buffers); the whole table without pool pages. */
+void lg_slot_pool_range(const struct lg_arena *a, uint32_t pool, uint32_t *first, uint32_t *n);
+
 /* lg_slot_census for the slots of one pool. */
 void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8]);
 

@@ -96,6 +96,19 @@ earliest(ev_tstamp at, ev_tstamp due)
 	return due > 0 && due < at ? due : at;
 }
 
+/* When the whole request (head, body, trailers) must be in: --request-deadline-ms after its
+ * first byte (accept, for the first request of a connection), on every path; by default the
+ * head timeout plus the body deadline, so it cuts nothing those allow. 0 between requests. */
+static ev_tstamp
+request_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	uint64_t ms = cfg->request_deadline_ms ? cfg->request_deadline_ms :
+	    cfg->head_timeout_ms + cfg->body_deadline_ms;
+
+	return c->req_at > 0 ? c->req_at + ms / 1e3 : 0;
+}
+
 /* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
  * client's last progress) and minimum download rate, body silence and (holding a transit
  * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
@@ -118,9 +131,9 @@ rearm(struct lg_conn *c)
 		at = now + cfg->body_timeout_ms / 1e3;
 		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
 			at = c->body_at + cfg->body_deadline_ms / 1e3;
-		at = earliest(at, upload_due(c));
+		at = earliest(earliest(at, upload_due(c)), request_due(c));
 	} else if (c->req_at > 0) {
-		at = c->req_at + cfg->head_timeout_ms / 1e3;
+		at = earliest(c->req_at + cfg->head_timeout_ms / 1e3, request_due(c));
 	} else {
 		at = now + cfg->keepalive_timeout_ms / 1e3;
 	}
@@ -831,9 +844,12 @@ conn_timer(struct lg_conn *c)
 		break;
 	}
 	if (in_body(c)) {
-		ev_tstamp due = upload_due(c);
+		ev_tstamp due = upload_due(c), req_due = request_due(c);
 
-		if (due > 0 && ev_now(c->w->ev) >= due) {
+		if (req_due > 0 && ev_now(c->w->ev) >= req_due) {
+			log_info("request not complete within --request-deadline-ms (fd %d, %" PRIu64
+			    " body bytes): 408", c->fd, body_bytes(c));
+		} else if (due > 0 && ev_now(c->w->ev) >= due) {
 			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
 			    "%.1f s): 408", c->fd, body_bytes(c), ev_now(c->w->ev) - c->body_at);
 			lg_stats_add(&c->w->env->page->slow_uploads, 1);
@@ -843,11 +859,26 @@ conn_timer(struct lg_conn *c)
 		}
 		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
 	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
-		log_info("request head too slow (fd %d): 408", c->fd);
+		log_info("request head too slow (fd %d, %s): 408", c->fd,
+		    ev_now(c->w->ev) >= request_due(c) ? "--request-deadline-ms" :
+		    "--head-timeout-ms");
 		lg_conn_error(c, 408, 1, NULL);
 	} else {
 		lg_conn_close(c); /* idle: nothing of a request was sent */
 	}
+}
+
+int
+lg_conn_cut_upload(struct lg_conn *c, double held_s)
+{
+	if (!in_body(c))
+		return 0;
+	log_info("upload cut to free its transit buffer, every one being held (fd %d, %" PRIu64
+	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, body_bytes(c),
+	    held_s);
+	lg_stats_add(&c->w->env->page->slow_uploads, 1);
+	lg_conn_error(c, 408, 1, NULL); /* gives the transit buffer back once written */
+	return 1;
 }
 
 /* The libev entry points, timed for slow-callback warnings (worker/observe.h). */

@@ -252,6 +252,12 @@ void lg_conn_drain_idle(struct lg_conn *c);
  * Returns as lg_conn_respond. */
 int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
 
+/* Ends the body c is receiving with 408 and a close, to free its transit buffer for another
+ * request (worker/fairshare.c lg_fair_tick): held_s is how long it has held it, for the log.
+ * Counted as a slow upload. Returns 1 when it did (c may be closed: the caller must not touch
+ * it), 0 when c is not receiving a body (nothing done). */
+int lg_conn_cut_upload(struct lg_conn *c, double held_s);
+
 /* The input region of c got backed (worker/backing.h): reading the body may go on. In state
  * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
  * when c was closed or finished. */

@@ -18,6 +18,7 @@
 #include "shm/stats.h"
 #include "worker/coalesce.h"
 #include "worker/conn.h"
+#include "worker/fairshare.h"
 #include "worker/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
@@ -162,6 +163,7 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
 	lg_conn_tick(w);
+	lg_fair_tick(w);
 	if (!w->draining && !w->accept_paused_until_tick && w->nconns >= w->env->cfg->max_conns)
 		refuse_queued(w);
 	w->accept_paused_until_tick = 0;

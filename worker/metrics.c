@@ -192,9 +192,10 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	job_hist(b, a, nloops, nm, "lagless_job_run_seconds", 1);
 	family(b, "lagless_jobs_rejected_total", "counter",
 	    "Requests refused before running: queue_full (503: every job slot taken), transit_full "
-	    "(503: every transit buffer taken), memory (503: shared memory could not be backed), "
-	    "too_large (413), quarantined (503: the job kind keeps killing compute processes), "
-	    "queue_wait (503 at admission: the shortest queue wait stayed above "
+	    "(503: every transit buffer taken), client_share (503: the client address holds its "
+	    "share of transit buffers, or its slow upload was cut), memory (503: shared memory "
+	    "could not be backed), too_large (413), quarantined (503: the job kind keeps killing "
+	    "compute processes), queue_wait (503 at admission: the shortest queue wait stayed above "
 	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
@@ -204,6 +205,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    lg_poolview_queue_wait(a, 1));
 	P("lagless_jobs_rejected_total{reason=\"transit_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_transit));
+	P("lagless_jobs_rejected_total{reason=\"client_share\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_client));
 	P("lagless_jobs_rejected_total{reason=\"memory\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_memory));
 	P("lagless_jobs_rejected_total{reason=\"quarantined\"} %" PRIu64 "\n",

@@ -10,9 +10,11 @@
 #include "common/log.h"
 #include "kinds/registry.h"
 #include "shm/codel.h"
+#include "shm/share.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/coalesce.h"
+#include "worker/fairshare.h"
 #include "worker/observe.h"
 
 /* Input is backed this far ahead of the body bytes received, one window at a time: backing
@@ -39,6 +41,7 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 	}
 	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_off + c->body_got, at, len);
 	c->body_got += len;
+	atomic_store_explicit(&a->slots[c->slot].up_bytes, c->body_got, memory_order_relaxed);
 	return 0;
 }
 
@@ -87,6 +90,9 @@ refuse_memory(struct lg_conn *c)
 int
 lg_offload_body_window(struct lg_conn *c)
 {
+	/* The rate a claim that finds no free buffer judges this upload by (shm/share.h). */
+	atomic_store_explicit(&c->w->env->arena->slots[c->slot].up_bytes, c->body_got,
+	    memory_order_relaxed);
 	/* The next window is asked for while the current one is still half empty, so reading
 	 * normally never waits for it. */
 	if (c->body_got + RESERVE_AHEAD / 2 >= c->reserved &&
@@ -213,11 +219,12 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
 	    &spool))
 		return -1;
-	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0) {
-		/* Every transit buffer holds a body being uploaded or a result being written. */
-		atomic_fetch_add(&p->rejected_transit, 1);
+	uint32_t tag = lg_fair_tag(c);
+	if (lg_fair_over_share(c, tag))
 		return -1;
-	}
+	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0)
+		return lg_fair_refuse_transit(c);
+	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
 	c->slot = slot;
 	c->kind = sp->kind;
 	c->arg = sp->route;

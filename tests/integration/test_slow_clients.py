@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import connect, get, read_response, wait_until
+from conftest import connect, get, peer_closed, read_response, wait_until
 
 MIB = 1 << 20
 
@@ -54,8 +54,9 @@ def non_reader(port, body):
 
 @pytest.mark.timeout(120)
 def test_slow_uploaders_and_non_readers_do_not_block_heavy(start_server):
+    # every client here is 127.0.0.1: no per-address share, so the six may hold what they take
     srv = start_server("--compute-workers", "1", "--queue", "2", "--transit-buffers", "10",
-                       "--loop-workers", "2")
+                       "--loop-workers", "2", "--transit-share-pct", "100")
     stop = threading.Event()
     held = []
     ups = [threading.Thread(target=lambda: held.append(slow_uploader(srv.port, stop)),
@@ -173,3 +174,202 @@ def test_slow_steady_reader_is_not_cut_off(start_server):
     assert got.startswith(b"HTTP/1.1 200"), got[:200]
     assert "write timeout" not in srv.log()
     s.close()
+
+
+# --- issue 18, section 4: tricklers just above --min-upload-rate, and a total request deadline
+
+
+def connect_from(port, source, timeout=5.0):
+    """A connection to the server from loopback address source (127.0.0.2 ... are local)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(source, 0))
+    s.settimeout(timeout)
+    return s
+
+
+def trickler(port, source, stop, counts):
+    """An attacker: POST /compress announcing 10 MB and sending 120 bytes every 0.1 s
+    (1.2 KB/s, above the default --min-upload-rate of 1 KB/s); reconnects at once whenever the
+    server answers (a 503, or a 408 that cut it) or closes, until stop is set."""
+    head = b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n"
+    while not stop.is_set():
+        try:
+            s = connect_from(port, source, timeout=5)
+        except OSError:
+            stop.wait(0.05)
+            continue
+        try:
+            s.sendall(head)
+            s.setblocking(False)
+            while not stop.wait(0.1):
+                try:
+                    if s.recv(4096) is not None:
+                        counts["answered"] += 1
+                        break  # answered (503 or 408) or closed: reconnect
+                except BlockingIOError:
+                    pass
+                s.sendall(b"x" * 120)
+        except OSError:
+            counts["answered"] += 1
+        finally:
+            s.close()
+
+
+def heavy_from(port, source, timeout=10):
+    """One /heavy from source; its status (0 when the connection failed)."""
+    try:
+        with connect_from(port, source, timeout) as s:
+            s.sendall(b"GET /heavy?iterations=1000 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            return read_response(s).status
+    except (OSError, EOFError):
+        return 0
+
+
+def uploading(port):
+    return sample(metrics(port), 'lagless_transit_buffers_in_use{state="uploading"}') or 0
+
+
+def run_tricklers(port, sources, stop, counts):
+    ts = [threading.Thread(target=trickler, args=(port, src, stop, counts), daemon=True)
+          for src in sources]
+    for t in ts:
+        t.start()
+    return ts
+
+
+@pytest.mark.timeout(60)
+def test_one_address_holds_at_most_its_share_of_transit_buffers(start_server):
+    """Twelve tricklers from one address took every transit buffer for the 60 s body deadline:
+    every heavy request of everyone else was a 503. Now one address holds at most
+    --transit-share-pct (50 %) of them, and another address is served at once."""
+    srv = start_server("--compute-workers", "1", "--queue", "2", "--transit-buffers", "12",
+                       "--loop-workers", "2", "--evict-upload-rate", "0")
+    stop = threading.Event()
+    counts = {"answered": 0}
+    ts = run_tricklers(srv.port, ["127.0.0.1"] * 12, stop, counts)
+    try:
+        # six hold a buffer, the other six are refused (and retry) all along
+        assert wait_until(lambda: uploading(srv.port) == 6, 10), metrics(srv.port)
+        assert wait_until(lambda: sample(metrics(srv.port),
+                          'lagless_jobs_rejected_total{reason="client_share"}') >= 6, 10)
+        statuses = []
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            statuses.append(heavy_from(srv.port, "127.0.0.2"))
+            time.sleep(0.2)
+        assert statuses and statuses == [200] * len(statuses), statuses
+        assert uploading(srv.port) <= 6
+        # the tricklers' own heavy requests from their address are bounded the same way
+        assert heavy_from(srv.port, "127.0.0.1") == 503
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(5)
+
+
+@pytest.mark.timeout(60)
+def test_the_slowest_upload_is_cut_when_transit_buffers_run_out(start_server):
+    """Twelve tricklers from twelve addresses (so no share applies) hold every transit buffer
+    and reconnect at once when cut. A request that finds none free gets 503, and the slowest
+    upload is cut (408) for it; its address is refused a buffer for a while, so the buffer is
+    there for the refused client's retry. Another client's heavy requests are never refused for
+    more than a few seconds."""
+    srv = start_server("--compute-workers", "1", "--queue", "2", "--transit-buffers", "12",
+                       "--loop-workers", "2")
+    stop = threading.Event()
+    counts = {"answered": 0}
+    ts = run_tricklers(srv.port, ["127.0.0.%d" % (10 + i) for i in range(12)], stop, counts)
+    try:
+        assert wait_until(lambda: uploading(srv.port) == 12, 10), metrics(srv.port)
+        t0 = time.monotonic()
+        results = []  # (time, status) of the good client's requests, Retry-After honoured
+        while time.monotonic() - t0 < 7:
+            st = heavy_from(srv.port, "127.0.0.2")
+            results.append((time.monotonic() - t0, st))
+            time.sleep(1.0 if st == 503 else 0.2)
+        ok = [t for t, st in results if st == 200]
+        assert ok and ok[0] < 4, results
+        # the longest time between a refusal and the next success
+        longest, since = 0.0, None
+        for t, st in results:
+            if st == 200:
+                if since is not None:
+                    longest = max(longest, t - since)
+                since = None
+            elif since is None:
+                since = t
+        assert since is None or results[-1][0] - since < 4, results
+        assert longest < 4, results
+        assert set(st for _, st in results) <= {200, 503}, results
+        text = metrics(srv.port)
+        assert sample(text, 'lagless_slow_clients_total{direction="upload"}') >= 1, text
+        assert "upload cut to free its transit buffer" in srv.log()
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(5)
+
+
+def trickle_request(port, prefix, byte, stop, out):
+    """Sends prefix, then one byte every 0.25 s (40 at most), and records how long until the
+    server answered and closed: (seconds, status or None)."""
+    s = connect(port, timeout=15)
+    t0 = time.monotonic()
+    s.sendall(prefix)
+
+    def feed():
+        for _ in range(40):
+            if stop.wait(0.25):
+                return
+            try:
+                s.sendall(byte)
+            except OSError:
+                return
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    try:
+        r = read_response(s)
+        out[prefix] = (time.monotonic() - t0, r.status, peer_closed(s, 5))
+    except (OSError, EOFError) as e:
+        out[prefix] = (time.monotonic() - t0, None, repr(e))
+    finally:
+        s.close()
+
+
+@pytest.mark.timeout(60)
+def test_request_deadline_covers_head_body_and_trailers_on_every_path(start_server):
+    """A chunked body to a 404 route (read and dropped) whose trailer section trickles a byte
+    every few seconds stayed open for good: only the silence between bytes was timed. Every
+    request now has --request-deadline-ms for its head, body and trailers, on every path."""
+    srv = start_server("--request-deadline-ms", "1500", "--head-timeout-ms", "60000",
+                       "--body-timeout-ms", "60000", "--body-deadline-ms", "60000",
+                       "--min-upload-rate", "0")
+    cases = [
+        # the discard path (404), its trailer section trickling
+        (b"POST /nope HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0\r\nX-Trickle", b"a"),
+        # 405, a Content-Length body read and dropped
+        (b"PUT /ping HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n", b"x"),
+        # the head
+        (b"GET /ping HTTP/1.1\r\nHost: t\r\nX-Slow: ", b"a"),
+        # an offloaded body (it holds a transit buffer), and an offloaded chunked body's trailers
+        (b"POST /compress HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n", b"x"),
+        (b"POST /compress HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5\r\nhello\r\n0\r\nX-Trickle", b"a"),
+    ]
+    stop = threading.Event()
+    out = {}
+    ts = [threading.Thread(target=trickle_request, args=(srv.port, p, b, stop, out), daemon=True)
+          for p, b in cases]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(20)
+    stop.set()
+    for prefix, _ in cases:
+        elapsed, status, closed = out[prefix]
+        assert status == 408 and closed is True, (prefix, out[prefix])
+        assert 1.0 < elapsed < 8, (prefix, out[prefix])  # 1.5 s, far below the 60 s limits
+    assert srv.log().count("--request-deadline-ms") >= len(cases), srv.log()[-3000:]
+    # the server is fine afterwards
+    assert get(srv.port, "/ping").status == 200

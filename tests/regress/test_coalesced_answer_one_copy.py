@@ -50,9 +50,10 @@ def slow_reader(port):
 def test_waiters_of_one_job_share_one_copy_of_its_answer(start_server, tmp_path):
     conf = tmp_path / "echo.conf"
     conf.write_text(ECHO)
+    # every waiter is 127.0.0.1 and uploads at once: no per-address share of the buffers
     srv = start_server("-c", str(conf), "--enable-test-jobs", "1", "--loop-workers", "1",
                        "--compute-workers", "1", "--transit-buffers", str(WAITERS + 8),
-                       "--coalesce", "/echo body-max=16M")
+                       "--transit-share-pct", "100", "--coalesce", "/echo body-max=16M")
     loop = srv.wait_children("loop", 1)[0]
     # The job runs 4 s: every request joins it while it runs, whatever the machine's load.
     req = (b"POST /echo?ms=4000&echo=1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
