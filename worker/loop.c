@@ -237,7 +237,9 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	if (lg_coal_setup(w) == -1)
 		return -1;
 	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
-	w->render_cap = lg_metrics_bound(env->nloops) + 8192; /* + worker/coalesce.c families */
+	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
+	    w->kind_names };
+	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 8192; /* + worker/coalesce.c's */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)
