@@ -43,7 +43,11 @@ run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t star
 	int too_large = lg_registry_out_need(reg, m->kind, (uint32_t)m->arg, m->in_len,
 	    a->out_cap, &need) == -1;
 
+	struct lg_init_guard guard = { a->master->modules, &env->page->in_init };
+
 	*out_len = 0;
+	if (!lg_registry_usable(env->cfg->reg, m->kind, &guard))
+		return LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
 	if (too_large)
 		need = LG_OUT_META;
 	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need) == -1) {
@@ -179,7 +183,9 @@ lg_compute_main(const struct lg_compute_env *env)
 	limit_memory(pool->memory);
 	if (lg_arena_protect_inputs(env->arena) == -1)
 		log_warn("cannot map the input regions read-only: %s", strerror(errno));
-	lg_registry_init_process(env->cfg->reg, 0);
+	struct lg_init_guard guard = { env->arena->master->modules, &env->page->in_init };
+
+	lg_registry_init_process(env->cfg->reg, 0, &guard);
 	atomic_store(&env->page->state, LG_PROC_RUNNING);
 	log_info("started");
 	for (;;) {

@@ -11,6 +11,7 @@
 #include "master/gen.h"
 #include "master/runkind.h"
 #include "master/master.h"
+#include "master/modprobe.h"
 #include "master/options.h"
 #include "master/sizing.h"
 
@@ -106,6 +107,11 @@ main(int argc, char **argv)
 
 		lg_registry_free(cfg.reg);
 		return rc;
+	}
+	if (cmd.test_config && lg_modprobe_check(cfg.reg, 60000, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
+		lg_registry_free(cfg.reg);
+		return 1;
 	}
 	if (cmd.print_sizing || cmd.test_config) {
 		printf("%s\n", json);

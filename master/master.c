@@ -254,10 +254,15 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		    c->index, (int)c->pid, WEXITSTATUS(status));
 	if (job_death && !c->killed_by_us && !m->stopping)
 		charge_kind(g, c, kind, lg_now_ns());
+	char who[32];
+	snprintf(who, sizeof(who), "%s[%u]", lg_gen_role_name(c->role), c->index);
+	/* A death inside a module's init is that module's (its routes answer 503), not a
+	 * process that cannot start: it never counts toward giving up. */
+	int init_death = lg_modprobe_child_died(g->cfg.reg, g->arena.master, page, status, who);
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
-	if (plan_respawn(c, lg_now_ns(), job_death) == -1) {
+	if (plan_respawn(c, lg_now_ns(), job_death || init_death) == -1) {
 		log_error("%s[%u] died %u times in a row within %llu ms of starting, before taking "
 		    "any job; giving up", lg_gen_role_name(c->role), c->index, c->quick_deaths,
 		    (unsigned long long)(QUICK_DEATH_NS / LG_NS_PER_MS));
@@ -282,6 +287,9 @@ reap(struct master *m)
 					on_exit_status(m, g, &g->children[k], status);
 					goto next;
 				}
+		for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+			if (lg_modprobe_reaped(&g->probes, g->cfg.reg, g->arena.master, pid, status))
+				break;
 next:		;
 	}
 }
@@ -775,8 +783,13 @@ run_timers(struct master *m)
 		}
 		enforce_abandoned_deadlines(g, now, &next);
 		if (!g->retiring) {
+			int fds[2] = { m->listen_fd, m->sigfd };
+
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
+			if (!m->stopping)
+				lg_modprobe_tick(&g->probes, g->cfg.reg, g->arena.master, now, &next,
+				    fds, 2);
 			if (lg_resize_tick(m->gens, g, m->listen_fd, m->sigfd, now, &next) &&
 			    g->ready && !m->stopping)
 				send_status(m, 0); /* STATUS= names the new budget at once */

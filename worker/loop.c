@@ -229,7 +229,8 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->ops = &lg_route_conn_ops;
 	if (lg_router_build(w) == -1)
 		return -1;
-	lg_registry_init_process(env->cfg->reg, 1);
+	struct lg_init_guard guard = { env->arena->master->modules, &env->page->in_init };
+	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)

@@ -209,7 +209,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "(503: every transit buffer taken), memory (503: shared memory could not be backed), "
 	    "too_large (413), quarantined (503: the job kind keeps killing compute processes), "
 	    "queue_wait (503 at admission: the shortest queue wait stayed above "
-	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
+	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue), "
+	    "module_init (503: the kind's module init failed or crashed; retried in the background).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
@@ -224,6 +225,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, rejected_quarantine));
 	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_large));
+	P("lagless_jobs_rejected_total{reason=\"module_init\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_module));
 	family(b, "lagless_jobs_timed_out_total", "counter",
 	    "Jobs answered 504 because they passed the deadline (queue wait included).");
 	P("lagless_jobs_timed_out_total %" PRIu64 "\n", SUM(a, 0, nloops, timed_out));
@@ -236,6 +239,10 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, failed_error));
 	P("lagless_jobs_failed_total{reason=\"bad_header\"} %" PRIu64 "\n",
 	    SUM(a, 0, a->nprocs, bad_headers));
+	family(b, "lagless_jobs_client_errors_total", "counter",
+	    "Jobs the kind answered with a 4xx (it refused the request's input; also counted in "
+	    "lagless_jobs_failed_total{reason=\"error\"}). Logged at debug level only.");
+	P("lagless_jobs_client_errors_total %" PRIu64 "\n", SUM(a, 0, nloops, jobs_client_error));
 	kind_health_families(b, a->master, nm, now_ns);
 	family(b, "lagless_jobs_cancelled_total", "counter",
 	    "Jobs given up because the client closed the connection while they were queued or ran.");
