@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -169,6 +171,28 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 		    strerror(errno));
 }
 
+/* A process a kind forks must not outlive this one (it would hold the arena and the channels
+ * after the server stopped). As a subreaper (prctl(2) PR_SET_CHILD_SUBREAPER) the orphans of a
+ * kind's children (a daemon's double fork) become ours instead of init's, and as the leader of
+ * a process group of its own every descendant that stays in it ends with this process: the
+ * master SIGKILLs the group when it reaps us (master/master.c), whatever we died of. */
+static void
+own_descendants(void)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		log_warn("cannot become a subreaper: %s", strerror(errno));
+	if (setpgid(0, 0) == -1)
+		log_warn("cannot lead a process group: %s", strerror(errno));
+}
+
+/* Reaps the descendants of jobs that ended (our children, or orphans given to us). */
+static void
+reap_descendants(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
 int
 lg_compute_main(const struct lg_compute_env *env)
 {
@@ -181,6 +205,7 @@ lg_compute_main(const struct lg_compute_env *env)
 	set_policy(pool->policy);
 	prefer_oom_kill();
 	limit_memory(pool->memory);
+	own_descendants();
 	if (lg_arena_protect_inputs(env->arena) == -1)
 		log_warn("cannot map the input regions read-only: %s", strerror(errno));
 	struct lg_init_guard guard = { env->arena->master->modules, &env->page->in_init };
@@ -214,5 +239,6 @@ lg_compute_main(const struct lg_compute_env *env)
 			continue;
 		}
 		run_one(env, &m);
+		reap_descendants();
 	}
 }
