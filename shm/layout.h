@@ -136,7 +136,9 @@ struct lg_pool_page {
 	_Atomic uint64_t restarts;        /* its compute processes the master respawned */
 	uint64_t slow_ns;                 /* a job running longer than this is slow */
 	struct lg_codel codel;            /* queue-wait admission (shm/codel.h) */
-	uint8_t pad[16];
+	_Atomic uint32_t target_warned;   /* 1 once a job ran far longer than the queue-wait
+	                                   * target (logged once, cpupool/compute.c) */
+	uint8_t pad[12];
 };
 _Static_assert(sizeof(struct lg_pool_page) == 192, "pool page layout");
 
