@@ -33,3 +33,21 @@ def test_kind_4xx_counted_not_warned(start_server, tmp_path):
     assert wait_until(counted, 10), get(srv.port, "/metrics").body.decode()[-2000:]
     warned = [line for line in srv.log().splitlines() if " warn " in line and "failed" in line]
     assert warned == [], warned[:5]
+
+
+@pytest.mark.timeout(60)
+def test_coalesced_4xx_counted_not_warned(start_server):
+    srv = start_server("--compute-workers", "1", "--coalesce", "/heavy query=iterations")
+    n = 40
+    for i in range(n):
+        r = get(srv.port, "/heavy?iterations=x%d" % i)
+        assert r.status == 400, r
+
+    def counted():
+        for line in get(srv.port, "/metrics").body.decode().splitlines():
+            if line.startswith("lagless_jobs_client_errors_total "):
+                return int(line.split()[1]) == n
+        return False
+    assert wait_until(counted, 10), get(srv.port, "/metrics").body.decode()[-2000:]
+    warned = [line for line in srv.log().splitlines() if " warn " in line and "failed" in line]
+    assert warned == [], warned[:5]
