@@ -129,7 +129,7 @@ check_target(struct lg_pool_page *pool, const struct lg_codel_params *cp, uint64
 	log_warn("pool %s: a %s job ran %.1f ms, far over the queue-wait target of %.1f ms: "
 	    "admission then refuses jobs well below capacity (a job waits for a busy process to "
 	    "finish one); set queue_wait_target_ms to at least the jobs' typical run time and "
-	    "the interval to several of them (docs/OPERATIONS.md, admission)", pool->name,
+	    "the interval to four or five of them (docs/OPERATIONS.md, admission)", pool->name,
 	    k ? k->name : "?", (double)run_ns / 1e6, (double)cp->target_ns / 1e6);
 }
 

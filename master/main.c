@@ -63,8 +63,9 @@ explain_queue_wait(const struct lg_config *cfg)
 			continue;
 		fprintf(stderr, "lagless: pool %s: queue_wait_target_ms %llu, interval %llu ms: the "
 		    "target must be at least the run time of the pool's typical job and the interval "
-		    "several run times, or admission refuses jobs well below capacity (a job that "
-		    "arrives while every compute process is busy waits for one to finish)\n", p->name,
+		    "four or five run times, or admission refuses jobs well below capacity (a job "
+		    "that arrives while every compute process is busy waits for one to finish; "
+		    "docs/OPERATIONS.md)\n", p->name,
 		    (unsigned long long)p->queue_wait_target_ms,
 		    (unsigned long long)(p->queue_wait_interval_ms > p->queue_wait_target_ms ?
 		    p->queue_wait_interval_ms : p->queue_wait_target_ms));
