@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "shm/stats.h"
 
 #define RETRY_MIN_NS (1000 * LG_NS_PER_MS)
 #define RETRY_MAX_NS (60000 * LG_NS_PER_MS)
@@ -26,17 +27,6 @@ cause_of(int status)
 	if (WIFEXITED(status) && WEXITSTATUS(status) != INIT_FAILED)
 		return -WEXITSTATUS(status) - 1;
 	return 0;
-}
-
-static void
-cause_text(int32_t cause, char *buf, size_t cap)
-{
-	if (cause > 0)
-		snprintf(buf, cap, "was killed by signal %d (%s)", (int)cause, strsignal((int)cause));
-	else if (cause < 0)
-		snprintf(buf, cap, "exited with status %d", (int)(-cause - 1));
-	else
-		snprintf(buf, cap, "failed");
 }
 
 /* In a freshly forked probe: die with the master, default signals, run the init, exit. */
@@ -118,7 +108,7 @@ lg_modprobe_check(struct lg_registry *r, uint64_t timeout_ms, char *err, size_t 
 			snprintf(why, sizeof(why), "did not return within %llu ms",
 			    (unsigned long long)timeout_ms);
 		else
-			cause_text(cause_of(status), why, sizeof(why));
+			lg_stats_init_cause(cause_of(status), why, sizeof(why));
 		snprintf(err, cap, "module %s: init %s (run once in a child by -t; at start-up its "
 		    "routes would answer 503)", r->modules[i].name, why);
 		return -1;
@@ -146,7 +136,7 @@ lg_modprobe_child_died(const struct lg_registry *r, struct lg_master_page *mp,
 
 	if (in == 0 || in > r->nmodules || in > LG_MODULE_HEALTH)
 		return 0;
-	cause_text(cause_of(status), why, sizeof(why));
+	lg_stats_init_cause(cause_of(status), why, sizeof(why));
 	if (mark_failed(&mp->modules[in - 1], cause_of(status)))
 		log_error("module %s: init %s in %s; its routes answer 503 until a retry of its "
 		    "init succeeds (the server goes on)", r->modules[in - 1].name, why, who);
@@ -207,7 +197,7 @@ lg_modprobe_reaped(struct lg_modprobe *p, struct lg_registry *r, struct lg_maste
 			    "again", r->modules[i].name);
 			return 1;
 		}
-		cause_text(cause_of(status), why, sizeof(why));
+		lg_stats_init_cause(cause_of(status), why, sizeof(why));
 		atomic_store(&h->cause, cause_of(status));
 		atomic_fetch_add(&h->failures, 1);
 		h->backoff_ns = h->backoff_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :

@@ -526,14 +526,7 @@ lg_offload_unavailable_text(const struct lg_worker *w, uint32_t kind, char *dst,
 	if (mod >= reg->nmodules || mod >= LG_MODULE_HEALTH)
 		return 0;
 	h = &w->env->arena->master->modules[mod];
-	int32_t cause = atomic_load(&h->cause);
-	if (cause > 0)
-		snprintf(why, sizeof(why), "was killed by signal %d (%s)", (int)cause,
-		    strsignal((int)cause));
-	else if (cause < 0)
-		snprintf(why, sizeof(why), "exited with status %d", (int)(-cause - 1));
-	else
-		snprintf(why, sizeof(why), "failed");
+	lg_stats_init_cause(atomic_load(&h->cause), why, sizeof(why));
 	n = snprintf(dst, cap, "module %s is unavailable: its init %s; it is retried in the "
 	    "background\n", reg->modules[mod].name, why);
 	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;

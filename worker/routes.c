@@ -324,9 +324,6 @@ set_retry_after(struct lg_conn *c, uint64_t retry_s)
 	memcpy(p, "\r\n", 3);
 }
 
-/* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
- * in order behind any pipelined request before it, after the parser has read and dropped the
- * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
 /* Whether kind's module is marked failed in the master page (its init failed or crashed in
  * some process); *retry_s, when given, the seconds until the master's next retry (at least 1). */
 static int
@@ -348,6 +345,9 @@ module_down(const struct lg_worker *w, uint32_t kind, uint64_t *retry_s)
 	return 1;
 }
 
+/* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
+ * in order behind any pipelined request before it, after the parser has read and dropped the
+ * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
 static int
 refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t retry_s)
 {
