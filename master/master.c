@@ -230,11 +230,12 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
+	/* What its kinds forked ends with it: it led a process group (cpupool/compute.c,
+	 * worker/loop.c). */
+	if (kill(-c->pid, SIGKILL) == 0)
+		log_warn("%s[%u] pid=%d left processes of its jobs behind; killed them",
+		    lg_gen_role_name(c->role), c->index, (int)c->pid);
 	if (c->role == LG_ROLE_COMPUTE) {
-		/* What its jobs forked ends with it: it led a process group (cpupool/compute.c). */
-		if (kill(-c->pid, SIGKILL) == 0)
-			log_warn("compute[%u] pid=%d left processes of its jobs behind; killed them",
-			    c->index, (int)c->pid);
 		job_death = reclaim_compute_job(g, page);
 	} else {
 		if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -230,6 +231,11 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	if (lg_router_build(w) == -1)
 		return -1;
 	struct lg_init_guard guard = { env->arena->master->modules, &env->page->in_init };
+	/* What a where=loop kind forks ends with this process, as a compute process's does
+	 * (cpupool/compute.c): subreaper, own process group SIGKILLed by the master when it
+	 * reaps us; libev's default loop reaps our children (its SIGCHLD watcher). */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1 || setpgid(0, 0) == -1)
+		log_warn("cannot own what the kinds fork: %s", strerror(errno));
 	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;

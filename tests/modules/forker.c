@@ -1,7 +1,7 @@
 /* A test module whose kinds leave processes behind, against the module rules
  * (tests/regress/test_kind_children_end.py): `spawn` forks a child that waits forever and
  * answers its pid; `orphan` forks a child that forks a grandchild and exits (a daemon's double
- * fork), answering the grandchild's pid; `spawn_spin` forks a waiting child, then spins until
+ * fork), answering the grandchild's pid (`spawn` may run where=loop too); `spawn_spin` forks a waiting child, then spins until
  * its process is killed at the deadline. Built by `make` for the tests, against include/ only. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -85,6 +85,7 @@ spawn_spin(const struct lagless_request *rq, struct lagless_output *out)
 }
 
 LAGLESS_MODULE("forker", "1.0",
-    LAGLESS_KIND("spawn", spawn, .ctype = "text/plain"),
+    LAGLESS_KIND("spawn", spawn, .ctype = "text/plain",
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP),
     LAGLESS_KIND("orphan", orphan, .ctype = "text/plain"),
     LAGLESS_KIND("spawn_spin", spawn_spin, .ctype = "text/plain"));

@@ -18,6 +18,7 @@ def conf(tmp_path):
     p = tmp_path / "lagless.conf"
     p.write_text("[module forker]\npath = %s\n\n"
                  "[route /spawn]\nmethods = GET\nkind = forker.spawn\n\n"
+                 "[route /spawn-loop]\nmethods = GET\nkind = forker.spawn\nwhere = loop\n\n"
                  "[route /orphan]\nmethods = GET\nkind = forker.orphan\n\n"
                  "[route /spin]\nmethods = GET\nkind = forker.spawn_spin\ndeadline_ms = 1500\n"
                  % os.path.join(MODS, "forker.so"))
@@ -40,12 +41,14 @@ def test_descendants_end_with_the_server(start_server, tmp_path):
         left.append((child, proc_stat(child)[3]))
         grandchild = int(get(srv.port, "/orphan").body)
         left.append((grandchild, proc_stat(grandchild)[3]))
+        loop_child = int(get(srv.port, "/spawn-loop").body)          # forked by a loop worker
+        left.append((loop_child, proc_stat(loop_child)[3]))
         # the orphaned grandchild is the compute process's now, not init's
         assert wait_until(lambda: proc_stat(grandchild)[2] == compute, 5), proc_stat(grandchild)
-        assert pid_alive(child) and pid_alive(grandchild)
+        assert pid_alive(child) and pid_alive(grandchild) and pid_alive(loop_child)
         assert srv.stop() == 0
-        assert wait_until(lambda: not pid_alive(child) and not pid_alive(grandchild), 10), \
-            (proc_stat(child), proc_stat(grandchild))
+        assert wait_until(lambda: not any(pid_alive(p) for p in (child, grandchild, loop_child)),
+                          10), (proc_stat(child), proc_stat(grandchild), proc_stat(loop_child))
     finally:
         kill_left(left)
 
