@@ -186,6 +186,11 @@ lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
 			snprintf(err, cap, "%s: module name %s is already loaded", path, m->name);
 			return drop_conf(conf);
 		}
+	if (r->nmodules >= LG_MODULES_MAX) {
+		snprintf(err, cap, "%s: more than %u modules (the built-in ones included)", path,
+		    LG_MODULES_MAX);
+		return drop_conf(conf);
+	}
 	if (grow((void **)&r->modules, r->nmodules, sizeof(*r->modules)) == -1) {
 		snprintf(err, cap, "out of memory");
 		return drop_conf(conf);
@@ -471,24 +476,91 @@ has_loop_route(const struct lg_registry *r, uint32_t mod)
 	return 0;
 }
 
+_Static_assert(LG_MODULES_MAX <= LG_MODULE_HEALTH, "a health row for every module");
+
+/* Runs module mod's init in this process, its index in *in_init meanwhile (a crash inside is
+ * then the module's, not the process's: master/modprobe.c). A failure is marked in the shared
+ * row (the process that marks it logs it, once); returns m->ready. */
+static int
+init_module(struct lg_registry *r, uint32_t mod, const struct lg_init_guard *g)
+{
+	struct lg_module *m = &r->modules[mod];
+	struct lg_module_health *h = g && g->health ? &g->health[mod] : NULL;
+	uint32_t ok = 0;
+
+	m->state = NULL;
+	if (g && g->in_init)
+		atomic_store(g->in_init, mod + 1);
+	lg_host_set_module(m->name);
+	m->ready = m->desc.init(&lg_host, &m->conf, &m->state) == 0;
+	lg_host_set_module(NULL);
+	if (g && g->in_init)
+		atomic_store(g->in_init, 0);
+	if (m->ready)
+		return 1;
+	if (h == NULL) {
+		log_error("module %s: init failed; its jobs answer 500 in this process", m->name);
+		return 0;
+	}
+	atomic_fetch_add(&h->failures, 1);
+	atomic_store(&h->cause, 0);
+	if (atomic_compare_exchange_strong(&h->failed, &ok, 1))
+		log_error("module %s: init failed; its routes answer 503 until a retry of its init "
+		    "succeeds", m->name);
+	return 0;
+}
+
 void
-lg_registry_init_process(struct lg_registry *r, int loop_only)
+lg_registry_init_process(struct lg_registry *r, int loop_only, const struct lg_init_guard *g)
 {
 	for (uint32_t i = 0; i < r->nmodules; i++) {
 		struct lg_module *m = &r->modules[i];
 
 		m->state = NULL;
-		m->ready = 1;
-		if (m->desc.init == NULL || (loop_only && !has_loop_route(r, i)))
+		m->ready = m->desc.init == NULL;
+		if (m->ready || (loop_only && !has_loop_route(r, i)))
 			continue;
-		lg_host_set_module(m->name);
-		if (m->desc.init(&lg_host, &m->conf, &m->state) != 0) {
-			m->ready = 0;
-			log_error("module %s: init failed; its jobs answer 500 in this process",
-			    m->name);
-		}
-		lg_host_set_module(NULL);
+		if (g && g->health && atomic_load(&g->health[i].failed))
+			continue; /* lg_registry_usable tries again once a probe succeeded */
+		init_module(r, i, g);
 	}
+}
+
+int
+lg_registry_usable(struct lg_registry *r, uint32_t kind, const struct lg_init_guard *g)
+{
+	const struct lg_kind *k = lg_registry_kind(r, kind);
+	struct lg_module *m;
+
+	if (k == NULL)
+		return 1; /* lg_registry_run refuses it */
+	m = &r->modules[k->module];
+	if (g && g->health && atomic_load(&g->health[k->module].failed))
+		return 0;
+	if (m->ready || g == NULL || g->health == NULL)
+		return 1; /* not ready without shared health: lg_registry_run answers 500 */
+	return init_module(r, k->module, g);
+}
+
+int
+lg_registry_init_one(struct lg_registry *r, uint32_t mod)
+{
+	struct lg_module *m = &r->modules[mod];
+
+	if (m->desc.init == NULL)
+		return 0;
+	lg_host_set_module(m->name);
+	int rc = m->desc.init(&lg_host, &m->conf, &m->state);
+	lg_host_set_module(NULL);
+	return rc == 0 ? 0 : -1;
+}
+
+uint32_t
+lg_registry_module_of(const struct lg_registry *r, uint32_t kind)
+{
+	const struct lg_kind *k = lg_registry_kind(r, kind);
+
+	return k ? k->module : UINT32_MAX;
 }
 
 void

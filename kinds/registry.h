@@ -11,6 +11,7 @@
 #ifndef LG_KINDS_REGISTRY_H
 #define LG_KINDS_REGISTRY_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,9 @@
 #define LG_PATH_MAX  256  /* route paths, module files */
 /* Bounds on what a module descriptor may claim, checked before kinds[] is read: a lying
  * nkinds or kind_size (kind_size = 1<<30) must be refused, not followed off the image. */
+/* Modules in one registry, the built-in ones included (each has a health row in the master
+ * page: shm/layout.h LG_MODULE_HEALTH). */
+#define LG_MODULES_MAX          32u
 #define LG_MODULE_NKINDS_MAX    1024u
 #define LG_MODULE_KIND_SIZE_MAX 4096u
 
@@ -131,10 +135,34 @@ int lg_registry_remove_route(struct lg_registry *r, const char *path);
 /* Prints the routes table (lagless -t) to f. */
 void lg_registry_print(const struct lg_registry *r, void *f);
 
+struct lg_module_health;
+
+/* What a process shares about its modules' init (shm/layout.h): the master page's module rows
+ * (LG_MODULE_HEALTH, by module index) and its proc page's in_init word. */
+struct lg_init_guard {
+	struct lg_module_health *health;  /* NULL: nothing shared (--run-kind) */
+	_Atomic uint32_t *in_init;        /* 1 + module index while its init runs, else 0 */
+};
+
 /* Per process, after fork: runs the init hook of every module (state kept in the registry
- * row); a failure is logged and the module's jobs then answer 500. loop_only: only the modules
- * with a route where=loop (a loop worker runs no other kind). */
-void lg_registry_init_process(struct lg_registry *r, int loop_only);
+ * row), except those g says failed. A failure marks the module's row failed (its routes answer
+ * 503; logged once, by the process that marks it) or, without g, is logged and the module's
+ * jobs answer 500. loop_only: only the modules with a route where=loop (a loop worker runs no
+ * other kind). g may be NULL. */
+void lg_registry_init_process(struct lg_registry *r, int loop_only,
+    const struct lg_init_guard *g);
+
+/* Before running a job of kind: 1 when its module may run it in this process, after running
+ * its init now if it was skipped or failed here and g's row says it works again (a probe
+ * succeeded); 0 when g's row marks it failed (the answer is 503, LG_JOB_UNAVAILABLE). */
+int lg_registry_usable(struct lg_registry *r, uint32_t kind, const struct lg_init_guard *g);
+
+/* Runs module mod's init alone (a probe, in a child forked for it: master/modprobe.c).
+ * Returns 0, or -1 when it failed. */
+int lg_registry_init_one(struct lg_registry *r, uint32_t mod);
+
+/* The module index of kind, UINT32_MAX for none. */
+uint32_t lg_registry_module_of(const struct lg_registry *r, uint32_t kind);
 
 /* Runs every module's exit hook (graceful process exit). */
 void lg_registry_exit_process(struct lg_registry *r);

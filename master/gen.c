@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,6 +251,26 @@ arena_shape(const struct lg_config *cfg, const struct lg_sizing *sz, struct aren
 	s->nkinds = cfg->reg->nkinds;
 }
 
+/* The arena and the cache are memfds sized with ftruncate(2), which a file size limit under
+ * their size answers with SIGXFSZ (setrlimit(2), RLIMIT_FSIZE): the server died at start with
+ * no message. Returns 0, or -1 naming the limit in err. */
+static int
+check_fsize(uint64_t arena, uint64_t cache, char *err, size_t errlen)
+{
+	struct rlimit rl;
+	uint64_t need = arena > cache ? arena : cache;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY ||
+	    (uint64_t)rl.rlim_cur >= need)
+		return 0;
+	snprintf(err, errlen, "the file size limit (RLIMIT_FSIZE, ulimit -f) is %llu bytes, below "
+	    "the %llu bytes of the shared-memory %s (a memfd sized with ftruncate): raise it "
+	    "(ulimit -f unlimited; LimitFSIZE=infinity in a systemd unit) or lower max_body, "
+	    "max_output, transit_buffers or cache_bytes", (unsigned long long)rl.rlim_cur,
+	    (unsigned long long)need, arena >= cache ? "arena" : "cache");
+	return -1;
+}
+
 int
 lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char *err,
     size_t errlen)
@@ -260,7 +281,7 @@ lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char
 	arena_shape(cfg, sz, &s);
 	if (lg_arena_size(s.nslots, s.nprocs, s.in_cap, s.out_cap, s.nroutes, s.nkinds,
 	    &size) == 0)
-		return 0;
+		return check_fsize(size, cfg->cache_bytes, err, errlen);
 	snprintf(err, errlen, "the shared-memory arena this configuration implies (%u transit "
 	    "buffers of %llu MiB in + %llu MiB out: max_body %llu, max_output %llu, "
 	    "compute_workers %d, queue %d, transit_buffers %d) is %s%llu GiB, over the %llu GiB "

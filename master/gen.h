@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/config.h"
+#include "master/modprobe.h"
 #include "master/resize.h"
 #include "master/sizing.h"
 #include "shm/arena.h"
@@ -56,6 +57,7 @@ struct lg_gen {
 	uint64_t retire_deadline;  /* after it, what is left is SIGKILLed */
 	uint64_t next_trim;
 	struct lg_resize rs;       /* live resize state (master/resize.c) */
+	struct lg_modprobe probes; /* retries of failed module inits (master/modprobe.c) */
 	struct lg_gen *next;       /* the master's list: newest first */
 };
 

@@ -11,6 +11,7 @@
 #include "master/gen.h"
 #include "master/runkind.h"
 #include "master/master.h"
+#include "master/modprobe.h"
 #include "master/options.h"
 #include "master/sizing.h"
 
@@ -50,6 +51,27 @@ close_inherited_fds(void)
 			close((int)fd);
 }
 
+/* For -t: how each pool's queue-wait target must relate to its jobs' run time, which -t cannot
+ * know (docs/OPERATIONS.md, admission by queue wait). */
+static void
+explain_queue_wait(const struct lg_config *cfg)
+{
+	for (int i = 0; i < cfg->npools; i++) {
+		const struct lg_pool_cfg *p = &cfg->pools[i];
+
+		if (p->queue_wait_target_ms == 0)
+			continue;
+		fprintf(stderr, "lagless: pool %s: queue_wait_target_ms %llu, interval %llu ms: the "
+		    "target must be at least the run time of the pool's typical job and the interval "
+		    "four or five run times, or admission refuses jobs well below capacity (a job "
+		    "that arrives while every compute process is busy waits for one to finish; "
+		    "docs/OPERATIONS.md)\n", p->name,
+		    (unsigned long long)p->queue_wait_target_ms,
+		    (unsigned long long)(p->queue_wait_interval_ms > p->queue_wait_target_ms ?
+		    p->queue_wait_interval_ms : p->queue_wait_target_ms));
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -61,9 +83,11 @@ main(int argc, char **argv)
 	close_inherited_fds();
 	lg_log_set_role("master", 0);
 	if (lg_options_load(argc, argv, &cfg, &cmd, err, sizeof(err)) == -1) {
+		/* A wrong flag is a usage error (2, with the hint); a configuration the file, the
+		 * environment or a module refuses is a failed start (1), as lagless(8) says. */
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ? "configuration test failed\n" :
-		    "try 'lagless --help'\n");
-		return cmd.test_config ? 1 : 2;
+		    cmd.usage_error ? "try 'lagless --help'\n" : "");
+		return cmd.test_config ? 1 : cmd.usage_error ? 2 : 1;
 	}
 	if (cmd.help) {
 		lg_options_usage(stdout);
@@ -107,7 +131,18 @@ main(int argc, char **argv)
 		lg_registry_free(cfg.reg);
 		return rc;
 	}
+	if (cmd.test_config && lg_modprobe_check(cfg.reg, 60000, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
+		lg_registry_free(cfg.reg);
+		return 1;
+	}
+	char note[256];
+	int noted = lg_sizing_note(&sz, note, sizeof(note));
+	if (cmd.test_config)
+		explain_queue_wait(&cfg);
 	if (cmd.print_sizing || cmd.test_config) {
+		if (noted)
+			fprintf(stderr, "lagless: warning: %s\n", note);
 		printf("%s\n", json);
 		if (cmd.test_config)
 			lg_registry_print(cfg.reg, stdout);
@@ -118,5 +153,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_info("lagless %s sizing: %s", LG_VERSION, json);
+	if (noted)
+		log_warn("%s", note);
 	return lg_master_run(&cfg, &sz, argc, argv);
 }

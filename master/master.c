@@ -232,6 +232,11 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
+	/* What its kinds forked ends with it: it led a process group (cpupool/compute.c,
+	 * worker/loop.c). */
+	if (kill(-c->pid, SIGKILL) == 0)
+		log_warn("%s[%u] pid=%d left processes of its jobs behind; killed them",
+		    lg_gen_role_name(c->role), c->index, (int)c->pid);
 	if (c->role == LG_ROLE_COMPUTE) {
 		job_death = reclaim_compute_job(g, page);
 	} else {
@@ -256,11 +261,16 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		    c->index, (int)c->pid, WEXITSTATUS(status));
 	if (job_death && !c->killed_by_us && !m->stopping)
 		charge_kind(g, c, kind, lg_now_ns());
+	char who[32];
+	snprintf(who, sizeof(who), "%s[%u]", lg_gen_role_name(c->role), c->index);
+	/* A death inside a module's init is that module's (its routes answer 503), not a
+	 * process that cannot start: it never counts toward giving up. */
+	int init_death = lg_modprobe_child_died(g->cfg.reg, g->arena.master, page, status, who);
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
 	/* A loop that requests reached got to serve: its death is some request's fault. */
-	int served = job_death || (c->role == LG_ROLE_LOOP &&
+	int served = job_death || init_death || (c->role == LG_ROLE_LOOP &&
 	    atomic_load(&page->begun) != c->begun_at_start);
 	if (plan_respawn(c, lg_now_ns(), served) == -1) {
 		log_error("%s[%u] died %u times in a row within %llu ms of starting, before %s; "
@@ -288,6 +298,9 @@ reap(struct master *m)
 					on_exit_status(m, g, &g->children[k], status);
 					goto next;
 				}
+		for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+			if (lg_modprobe_reaped(&g->probes, g->cfg.reg, g->arena.master, pid, status))
+				break;
 next:		;
 	}
 }
@@ -781,8 +794,13 @@ run_timers(struct master *m)
 		}
 		enforce_abandoned_deadlines(g, now, &next);
 		if (!g->retiring) {
+			int fds[2] = { m->listen_fd, m->sigfd };
+
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
+			if (!m->stopping)
+				lg_modprobe_tick(&g->probes, g->cfg.reg, g->arena.master, now, &next,
+				    fds, 2);
 			if (lg_resize_tick(m->gens, g, m->listen_fd, m->sigfd, now, &next) &&
 			    g->ready && !m->stopping)
 				send_status(m, 0); /* STATUS= names the new budget at once */

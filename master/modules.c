@@ -12,14 +12,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "kinds/registry.h"
 
-/* Files already opened by this master, to reuse on reload when unchanged. */
+/* Files already opened by this master, to reuse on reload when their contents are unchanged.
+ * Contents, not metadata: a file replaced in place with its old mtime and size (cp -p, rsync
+ * -t, a build that restores timestamps) must be loaded again. */
 struct loaded {
-	dev_t dev;
-	ino_t ino;
 	off_t size;
-	struct timespec mtime;
+	XXH64_hash_t hash;          /* XXH3_64bits of the whole file */
 	void *handle;
 	const struct lagless_module *desc;
 	struct loaded *next;
@@ -76,11 +78,14 @@ lg_modules_check_elf(const unsigned char *buf, size_t len, char *err, size_t cap
 	return 0;
 }
 
-static int
-same_file(const struct loaded *l, const struct stat *st)
+/* A module already loaded from a file of these len bytes hashing to hash, or NULL. */
+static struct loaded *
+loaded_copy(size_t len, XXH64_hash_t hash)
 {
-	return l->dev == st->st_dev && l->ino == st->st_ino && l->size == st->st_size &&
-	    l->mtime.tv_sec == st->st_mtim.tv_sec && l->mtime.tv_nsec == st->st_mtim.tv_nsec;
+	for (struct loaded *l = loaded; l != NULL; l = l->next)
+		if ((size_t)l->size == len && l->hash == hash)
+			return l;
+	return NULL;
 }
 
 /* Reads the whole file of fd (st->st_size bytes) into a new memfd, then checks the file did
@@ -244,15 +249,17 @@ lg_modules_open(const char *path, void **handle, const struct lagless_module **d
 		snprintf(err, cap, "%s: the module is not a regular file", path);
 		goto out;
 	}
-	for (l = loaded; l != NULL; l = l->next)
-		if (same_file(l, &st)) {
-			*handle = l->handle;
-			*desc = l->desc;
-			rc = 0;
-			goto out;
-		}
 	if ((mfd = private_copy(fd, &st, path, &map, err, cap)) == -1)
 		goto out;
+	XXH64_hash_t hash = XXH3_64bits(map, (size_t)st.st_size);
+	if ((l = loaded_copy((size_t)st.st_size, hash)) != NULL) {
+		*handle = l->handle; /* the same bytes: reuse it (the new copy is closed) */
+		*desc = l->desc;
+		close(mfd);
+		mfd = -1;
+		rc = 0;
+		goto out;
+	}
 	char why[160];
 	if (lg_modules_check_elf(map, (size_t)st.st_size, why, sizeof(why)) == -1) {
 		snprintf(err, cap, "%s: %s", path, why);
@@ -261,8 +268,7 @@ lg_modules_open(const char *path, void **handle, const struct lagless_module **d
 	if (open_copy(mfd, path, handle, desc, err, cap) == -1)
 		goto out;
 	if ((l = calloc(1, sizeof(*l))) != NULL) {
-		*l = (struct loaded){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, *handle, *desc,
-		    loaded };
+		*l = (struct loaded){ st.st_size, hash, *handle, *desc, loaded };
 		loaded = l;
 	}
 	rc = 0;

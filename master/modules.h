@@ -4,8 +4,8 @@
  * running process executes (its mapping is of the private copy) nor what is loaded (a copy
  * whose size or mtime changed while it was read is refused, and a truncated ELF file fails the
  * completeness check before dlopen sees it). Handles are never closed: a process of an older
- * generation may still run the code (nginx's model); an unchanged file (same device, inode,
- * size and mtime) is not loaded again on reload. */
+ * generation may still run the code (nginx's model); a file whose contents are unchanged (same
+ * size and XXH3 hash of its bytes, whatever its metadata) is not loaded again on reload. */
 #ifndef LG_MASTER_MODULES_H
 #define LG_MASTER_MODULES_H
 

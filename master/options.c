@@ -827,8 +827,10 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	memset(cmd, 0, sizeof(*cmd));
 	lg_options_defaults(cfg);
 	err[0] = '\0';
-	if (load_flags(argc, argv, 0, cfg, cmd, err, cap) == -1)
+	if (load_flags(argc, argv, 0, cfg, cmd, err, cap) == -1) {
+		cmd->usage_error = 1;
 		return -1;
+	}
 	if (cmd->help || cmd->version || cmd->print_example)
 		return 0;
 	struct lg_site_src *site = NULL;
@@ -839,8 +841,16 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	}
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
-	if (load_env(cfg, err, cap) == -1 || load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1 ||
-	    resolve_pools(cfg, err, cap) == -1) {
+	if (load_env(cfg, err, cap) == -1) {
+		lg_site_free(site);
+		return -1;
+	}
+	if (load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1) {
+		cmd->usage_error = 1;
+		lg_site_free(site);
+		return -1;
+	}
+	if (resolve_pools(cfg, err, cap) == -1) {
 		lg_site_free(site);
 		return -1;
 	}

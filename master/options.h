@@ -20,6 +20,9 @@ struct lg_command {
 	int print_example;         /* --print-example-config */
 	const char *run_kind;      /* --run-kind KIND: one job on stdin, answer on stdout */
 	int help, version;
+	int usage_error;           /* set with a -1 of lg_options_load when a command-line flag
+	                            * was wrong (exit 2 with a usage hint); otherwise a -1 is a
+	                            * configuration error: the file, environment, a module (exit 1) */
 };
 
 /* Fills *cfg with the defaults. */

@@ -74,7 +74,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 		free(in);
 		return 1;
 	}
-	lg_registry_init_process(r, 0);
+	lg_registry_init_process(r, 0, NULL);
 	const struct lg_module *m = &r->modules[k->module];
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,

@@ -645,6 +645,20 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	}
 }
 
+int
+lg_sizing_note(const struct lg_sizing *s, char *buf, size_t cap)
+{
+	double cpus = s->cpus_override > 0 ? s->cpus_override : s->quota;
+
+	if (!(cpus > 0 && cpus < 1) || s->budget != 1)
+		return 0;
+	snprintf(buf, cap, "the %s is %.3g CPU, under one: the budget is raised to 1, so one loop "
+	    "worker and one compute process share %.3g CPU (a running job slows every request, "
+	    "seen as loop lag); give the server at least one CPU",
+	    s->cpus_override > 0 ? "--cpus setting" : "CPU quota", cpus, cpus);
+	return 1;
+}
+
 /* v as a JSON number, or null when not positive. %.15g keeps 1.999 as "1.999"; the master
  * never calls setlocale(3), so the decimal point is '.'. */
 static void
@@ -702,6 +716,9 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 		    "\"queue\":%d,\"oversubscribe\":%s}%s", i ? "," : ",\"pools\":[",
 		    s->pool_name[i], s->pool_compute[i], s->pool_queue[i],
 		    s->pool_over[i] ? "true" : "false", i == s->npools - 1 ? "]" : "");
+	char note[256];
+	if (n >= 0 && (size_t)n < cap && lg_sizing_note(s, note, sizeof(note)))
+		n += snprintf(buf + n, cap - (size_t)n, ",\"note\":\"%s\"", note);
 	if (n >= 0 && (size_t)n < cap)
 		n += snprintf(buf + n, cap - (size_t)n, "}");
 	if (n < 0 || (size_t)n >= cap) {

@@ -89,6 +89,11 @@ void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
 
+/* A warning about the decision s, or nothing: a CPU quota (or --cpus) under one CPU, which the
+ * budget rounds up to 1 (the processes then share less than a CPU). Writes it into buf (cap
+ * bytes, no quote or backslash in it: the JSON carries it as "note") and returns 1, else 0. */
+int lg_sizing_note(const struct lg_sizing *s, char *buf, size_t cap);
+
 /* Parses a Linux CPU list ("0-3,8-11", "5", "") as in cpuset(7) "List format".
  * Returns the CPU count (0 for an empty list), or -1 with errno EINVAL on malformed input. */
 int lg_sizing_parse_cpulist(const char *text);

@@ -50,6 +50,7 @@ enum lg_job_status {
 	LG_JOB_QUARANTINED = 5, /* its kind was quarantined while it waited (not run): 503 */
 	LG_JOB_SHED = 6,        /* it waited past the queue-wait limit (shm/codel.h; not run): 503 */
 	LG_JOB_TOO_LARGE = 7,   /* the kind's answer or input is over its limit: 413 */
+	LG_JOB_UNAVAILABLE = 8, /* its module's init failed or crashed (not run): 503 */
 };
 
 struct lg_arena_hdr {
@@ -135,7 +136,9 @@ struct lg_pool_page {
 	_Atomic uint64_t restarts;        /* its compute processes the master respawned */
 	uint64_t slow_ns;                 /* a job running longer than this is slow */
 	struct lg_codel codel;            /* queue-wait admission (shm/codel.h) */
-	uint8_t pad[16];
+	_Atomic uint32_t target_warned;   /* 1 once a job ran far longer than the queue-wait
+	                                   * target (logged once, cpupool/compute.c) */
+	uint8_t pad[12];
 };
 _Static_assert(sizeof(struct lg_pool_page) == 192, "pool page layout");
 
@@ -190,12 +193,16 @@ struct lg_proc_page {
 	                                       * that died serving from one that cannot start */
 	_Atomic uint64_t rejected_client;     /* loop: 503 because the client address holds its
 	                                       * share of transit buffers (shm/share.h) */
+	_Atomic uint64_t rejected_module;     /* loop: 503 because the kind's module init failed */
+	_Atomic uint64_t jobs_client_error;   /* loop: jobs the kind answered with a 4xx */
+	_Atomic uint32_t in_init;             /* 1 + module index while that module's init runs */
+	uint32_t pad_init;
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 824];
+	uint8_t reserved[LG_PROC_PAGE - 848];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 824, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 848, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */
@@ -245,6 +252,24 @@ struct lg_kind_health {
 };
 _Static_assert(sizeof(struct lg_kind_health) == 40, "kind health row");
 
+/* Modules whose init health is shared (a module's registry index is its row; the registry
+ * holds at most this many modules, built-in ones included: kinds/registry.h LG_MODULES_MAX). */
+#define LG_MODULE_HEALTH 32
+
+/* A module whose init failed (returned -1) or crashed (abort, _exit) in some process: its
+ * routes answer 503 until the master's probe (an init in a child of its own, retried with a
+ * back-off) succeeds. Written by the process that saw the failure (one CAS on failed) and by
+ * the master; read by the loops (head-time refusal) and compute processes (init skipped). */
+struct lg_module_health {
+	_Atomic uint32_t failed;        /* 1 while its routes are refused */
+	_Atomic int32_t cause;          /* 0 init returned -1; > 0 killed by that signal; < 0
+	                                 * exited with status -cause - 1 */
+	_Atomic uint64_t failures;      /* failed or crashed inits seen (processes and probes) */
+	_Atomic uint64_t retry_ns;      /* CLOCK_MONOTONIC of the master's next probe */
+	uint64_t backoff_ns;            /* master only: the current back-off */
+};
+_Static_assert(sizeof(struct lg_module_health) == 32, "module health row");
+
 /* The master's own page, page 1 of the arena: the static fields are written once before the
  * first fork, the atomic ones by the master while it runs; everyone else only reads. */
 struct lg_master_page {
@@ -274,10 +299,12 @@ struct lg_master_page {
 	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
 	struct lg_pool_page pools[LG_SHM_POOLS];
-	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS];
+	struct lg_module_health modules[LG_MODULE_HEALTH];
+	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS -
+	    32 * LG_MODULE_HEALTH];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    752 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS,
+    752 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS + 32 * LG_MODULE_HEALTH,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

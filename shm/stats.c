@@ -1,5 +1,6 @@
 #include "shm/stats.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define US 1000ull
@@ -186,6 +187,17 @@ lg_stats_restart_reason(unsigned r)
 	};
 
 	return r < LG_RESTART_REASONS ? names[r] : "?";
+}
+
+void
+lg_stats_init_cause(int32_t cause, char *buf, size_t cap)
+{
+	if (cause > 0)
+		snprintf(buf, cap, "was killed by signal %d (%s)", (int)cause, strsignal((int)cause));
+	else if (cause < 0)
+		snprintf(buf, cap, "exited with status %d", (int)(-cause - 1));
+	else
+		snprintf(buf, cap, "failed");
 }
 
 const char *

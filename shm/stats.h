@@ -27,6 +27,10 @@ struct lg_stats_names {
 /* Name of job kind `kind` in nm, "unknown" when nm has none for it. Static storage (nm's). */
 const char *lg_stats_kind_name(const struct lg_stats_names *nm, uint32_t kind);
 
+/* Why a module's init failed, from struct lg_module_health.cause, as "failed", "was killed by
+ * signal 6 (Aborted)" or "exited with status 3", into buf (cap bytes, NUL-terminated). */
+void lg_stats_init_cause(int32_t cause, char *buf, size_t cap);
+
 /* Upper bounds in ns of the loop-lag buckets: 50 us, 100 us, 250 us ... 5 s (LG_LAG_BOUNDS). */
 extern const uint64_t lg_stats_lag_bounds[LG_LAG_BOUNDS];
 

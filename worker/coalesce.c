@@ -464,7 +464,10 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 
 	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
 	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
-	log_warn("coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
+	if (code >= 400 && code <= 499) /* the client's input refused: counted, not warned */
+		lg_stats_add(&w->env->page->jobs_client_error, 1);
+	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
+	    "coalesced job on slot %d failed (status %u): %d to every waiter%s%.*s",
 	    f->slot, st, code, mlen ? ": " : "", (int)(mlen ? mlen - 1 : 0), msg);
 	/* Only a kind-level error may be kept, and only for the negative TTL, and never over
 	 * the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */

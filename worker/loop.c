@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -231,7 +232,13 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->ops = &lg_route_conn_ops;
 	if (lg_router_build(w) == -1)
 		return -1;
-	lg_registry_init_process(env->cfg->reg, 1);
+	struct lg_init_guard guard = { env->arena->master->modules, &env->page->in_init };
+	/* What a where=loop kind forks ends with this process, as a compute process's does
+	 * (cpupool/compute.c): subreaper, own process group SIGKILLed by the master when it
+	 * reaps us; libev's default loop reaps our children (its SIGCHLD watcher). */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1 || setpgid(0, 0) == -1)
+		log_warn("cannot own what the kinds fork: %s", strerror(errno));
+	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
@@ -239,7 +246,9 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	if (lg_coal_setup(w) == -1)
 		return -1;
 	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
-	w->render_cap = lg_metrics_bound(env->nloops) + 8192; /* + worker/coalesce.c families */
+	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
+	    w->kind_names };
+	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 8192; /* + worker/coalesce.c's */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)

@@ -20,12 +20,26 @@ struct hsum {
 	uint64_t sum_ns;
 };
 
+/* A series line: its name, the fixed labels, a value of 20 digits or a %g bound and the
+ * punctuation fit in this many bytes, plus the route or kind label itself. */
+#define SERIES_LINE 160
+
 size_t
-lg_metrics_bound(uint32_t nloops)
+lg_metrics_bound(uint32_t nloops, const struct lg_stats_names *nm)
 {
-	/* ~60 KiB covers every fixed family with every route, code and kind present; one lag
-	 * histogram is 19 lines of < 100 bytes. */
-	return 64 * 1024 + (size_t)nloops * 2560;
+	/* 64 KiB covers every family that does not grow with the registry; one lag histogram is
+	 * 19 lines of < 100 bytes. A route has at most LG_STATS_CODES counter lines and one
+	 * duration histogram (LG_STATS_BOUNDS + 3 lines); a kind two job histograms and a line in
+	 * each of the three health families. */
+	size_t n = 64 * 1024 + (size_t)nloops * 2560;
+
+	for (unsigned r = 0; r < nm->nroutes; r++)
+		n += (size_t)(LG_STATS_CODES + LG_STATS_BOUNDS + 3) *
+		    (SERIES_LINE + (nm->route[r] ? strlen(nm->route[r]) : 0));
+	for (unsigned k = 0; k < nm->nkinds; k++)
+		n += (size_t)(2 * (LG_STATS_BOUNDS + 3) + 3) *
+		    (SERIES_LINE + (nm->kind[k] ? strlen(nm->kind[k]) : 0));
+	return n;
 }
 
 static void
@@ -138,7 +152,7 @@ job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 {
 	for (uint32_t kind = 1; kind < a->stat_kinds && kind < nm->nkinds; kind++) {
 		struct hsum s = { { 0 }, 0 };
-		char labels[96];
+		char labels[160]; /* kind="module.kind", names of up to 2 x 64 bytes */
 
 		for (uint32_t k = nloops; k < a->nprocs; k++) {
 			const struct lg_kind_stats *ks = lg_arena_kind_stats(a, k, kind);
@@ -196,7 +210,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "share of transit buffers, or its slow upload was cut), memory (503: shared memory "
 	    "could not be backed), too_large (413), quarantined (503: the job kind keeps killing "
 	    "compute processes), queue_wait (503 at admission: the shortest queue wait stayed above "
-	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue).");
+	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue), "
+	    "module_init (503: the kind's module init failed or crashed; retried in the background).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
@@ -213,6 +228,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, rejected_quarantine));
 	P("lagless_jobs_rejected_total{reason=\"too_large\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_large));
+	P("lagless_jobs_rejected_total{reason=\"module_init\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_module));
 	family(b, "lagless_jobs_timed_out_total", "counter",
 	    "Jobs answered 504 because they passed the deadline (queue wait included).");
 	P("lagless_jobs_timed_out_total %" PRIu64 "\n", SUM(a, 0, nloops, timed_out));
@@ -225,6 +242,10 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, failed_error));
 	P("lagless_jobs_failed_total{reason=\"bad_header\"} %" PRIu64 "\n",
 	    SUM(a, 0, a->nprocs, bad_headers));
+	family(b, "lagless_jobs_client_errors_total", "counter",
+	    "Jobs the kind answered with a 4xx (it refused the request's input; also counted in "
+	    "lagless_jobs_failed_total{reason=\"error\"}). Logged at debug level only.");
+	P("lagless_jobs_client_errors_total %" PRIu64 "\n", SUM(a, 0, nloops, jobs_client_error));
 	kind_health_families(b, a->master, nm, now_ns);
 	family(b, "lagless_jobs_cancelled_total", "counter",
 	    "Jobs given up because the client closed the connection while they were queued or ran.");

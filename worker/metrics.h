@@ -15,9 +15,10 @@
 /* Content-Type of the text format, version 0.0.4. */
 #define LG_METRICS_CTYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* Bytes that always hold the rendering for a server with nloops loop workers (the per-loop lag
- * histograms are the only part that grows with the process count). */
-size_t lg_metrics_bound(uint32_t nloops);
+/* Bytes that always hold the rendering for a server with nloops loop workers and the routes
+ * and kinds of names (the per-loop lag histograms and the per-route and per-kind series, with
+ * their labels, are the parts that grow). */
+size_t lg_metrics_bound(uint32_t nloops, const struct lg_stats_names *names);
 
 /* Renders every metric of arena a (loop pages first, a->master->loop_workers of them) into b,
  * as of now_ns (CLOCK_MONOTONIC), labelling routes and kinds with names. Returns 0, or -1 when

@@ -419,6 +419,7 @@ lg_offload_failure_status(uint32_t st, const void *m)
 	case LG_JOB_NO_SPACE:
 	case LG_JOB_QUARANTINED:
 	case LG_JOB_SHED:
+	case LG_JOB_UNAVAILABLE:
 		return 503;
 	default:
 		return 500;
@@ -498,20 +499,46 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
-	size_t n = lg_offload_failure_text(c->w, c->slot, st, text, sizeof(text));
+	size_t n = st == LG_JOB_UNAVAILABLE ?
+	    lg_offload_unavailable_text(c->w, c->kind, text, sizeof(text)) :
+	    lg_offload_failure_text(c->w, c->slot, st, text, sizeof(text));
 
 	struct lg_proc_page *p = c->w->env->page;
 
 	lg_stats_add(st == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
+	    st == LG_JOB_UNAVAILABLE ? &p->rejected_module :
 	    st == LG_JOB_NO_SPACE ? &p->rejected_memory :
 	    code == 502 ? &p->failed_crash : &p->failed_error, 1);
-	log_warn("%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->kind),
+	/* A 4xx is the client's request refused by the kind: a client can send any number of
+	 * them, so they are counted (lagless_jobs_client_errors_total), logged at debug only. */
+	if (code >= 400 && code <= 499)
+		lg_stats_add(&p->jobs_client_error, 1);
+	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
+	    "%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->kind),
 	    c->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_release(c);
 	timing_headers(c, extra, sizeof(extra), code == 503);
 	if (n == 0)
 		return lg_conn_error(c, code, code == 502, extra);
 	return lg_conn_respond(c, code, "text/plain", extra, text, n);
+}
+
+size_t
+lg_offload_unavailable_text(const struct lg_worker *w, uint32_t kind, char *dst, size_t cap)
+{
+	const struct lg_registry *reg = w->env->cfg->reg;
+	uint32_t mod = lg_registry_module_of(reg, kind);
+	const struct lg_module_health *h;
+	char why[64];
+	int n;
+
+	if (mod >= reg->nmodules || mod >= LG_MODULE_HEALTH)
+		return 0;
+	h = &w->env->arena->master->modules[mod];
+	lg_stats_init_cause(atomic_load(&h->cause), why, sizeof(why));
+	n = snprintf(dst, cap, "module %s is unavailable: its init %s; it is retried in the "
+	    "background\n", reg->modules[mod].name, why);
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
 size_t
@@ -598,14 +625,18 @@ static int
 run_here(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
-	const struct lg_registry *reg = env->cfg->reg;
+	struct lg_registry *reg = env->cfg->reg;
 	struct lg_arena *a = env->arena;
 	uint64_t need, out_len = 0, t0 = lg_now_ns();
 	uint32_t slot = (uint32_t)c->slot;
 	int st;
 
+	struct lg_init_guard guard = { a->master->modules, &env->page->in_init };
+
 	lg_obs_route_hit(c);
-	if (lg_registry_out_need(reg, c->kind, (uint32_t)c->arg, c->body_got, a->out_cap,
+	if (!lg_registry_usable(reg, c->kind, &guard)) {
+		st = LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
+	} else if (lg_registry_out_need(reg, c->kind, (uint32_t)c->arg, c->body_got, a->out_cap,
 	    &need) == -1) {
 		/* refused without running: clear the metadata a previous job left */
 		st = lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?

@@ -88,6 +88,12 @@ int lg_offload_failure_status(uint32_t st, const void *meta);
  * is not the kind's own verdict (a crash, a deadline, a refusal), and then the HTTP reason phrase
  * is the body. Reads the slot's output metadata: call before the slot is released. */
 size_t lg_offload_failure_text(struct lg_worker *w, int slot, uint32_t st, char *dst, size_t cap);
+/* Why kind's module is refused (its init failed or crashed: the master page's module row),
+ * as "module NAME is unavailable: its init was killed by signal 6 (Aborted); ..." and a '\n',
+ * into dst (cap bytes, NUL-terminated, cut to fit). Returns its length, 0 for no module. */
+size_t lg_offload_unavailable_text(const struct lg_worker *w, uint32_t kind, char *dst,
+    size_t cap);
+
 #define LG_FAIL_TEXT_CAP (sizeof(((struct lg_out_meta *)0)->msg) + 2)
 
 /* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and

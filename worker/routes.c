@@ -324,6 +324,27 @@ set_retry_after(struct lg_conn *c, uint64_t retry_s)
 	memcpy(p, "\r\n", 3);
 }
 
+/* Whether kind's module is marked failed in the master page (its init failed or crashed in
+ * some process); *retry_s, when given, the seconds until the master's next retry (at least 1). */
+static int
+module_down(const struct lg_worker *w, uint32_t kind, uint64_t *retry_s)
+{
+	uint32_t mod = lg_registry_module_of(w->env->cfg->reg, kind);
+	const struct lg_module_health *h;
+
+	if (mod >= LG_MODULE_HEALTH)
+		return 0;
+	h = &w->env->arena->master->modules[mod];
+	if (!atomic_load(&h->failed))
+		return 0;
+	if (retry_s != NULL) {
+		uint64_t at = atomic_load(&h->retry_ns), now = lg_now_ns();
+
+		*retry_s = at > now ? (at - now + 999999999u) / 1000000000u : 1;
+	}
+	return 1;
+}
+
 /* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
  * in order behind any pipelined request before it, after the parser has read and dropped the
  * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
@@ -437,6 +458,12 @@ lg_route_head(struct lg_http *h, void *conn)
 		atomic_fetch_add(&c->w->env->page->rejected_quarantine, 1);
 		return refuse_keep(c, r, 503, (left + 999999999u) / 1000000000u);
 	}
+	if (module_down(c->w, d->kind, &left)) {
+		/* Its module's init failed or crashed: refused (with the reason, at dispatch)
+		 * until the master's retry of the init succeeds; Retry-After is that retry. */
+		atomic_fetch_add(&c->w->env->page->rejected_module, 1);
+		return refuse_keep(c, r, 503, left);
+	}
 	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
 	 * needs no slot (worker/coalesce.h). A request with a body takes its transit buffer now
 	 * like any job, and is decided once the body (hashed into its key) is complete. */
@@ -486,8 +513,16 @@ lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 
-	if (c->refuse_status)
+	if (c->refuse_status) {
+		char why[256];
+		size_t n = c->refuse_status == 503 && c->route && c->route->def->kind &&
+		    module_down(c->w, c->route->def->kind, NULL) ?
+		    lg_offload_unavailable_text(c->w, c->route->def->kind, why, sizeof(why)) : 0;
+
+		if (n > 0) /* its module's init failed: say so */
+			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
 		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
+	}
 	if (c->route == NULL && is_asterisk(r))
 		return route_options_any(c);
 	if (c->route == NULL)

@@ -39,7 +39,10 @@
  *      kinds, kind.check(route config). A failure is reported with the configuration file, line
  *      and key and fails -t / start-up, or leaves the running server untouched on SIGHUP.
  *   2. every process that may run the module's kinds (compute processes; loop workers too when a
- *      route runs a kind where=loop), once after fork: init(module config, &state).
+ *      route runs a kind where=loop), once after fork: init(module config, &state). It is also
+ *      run once in a short-lived child at `lagless -t`, and in such a child to retry an init
+ *      that failed or crashed (the module's routes answer 503 meanwhile; after a successful
+ *      retry each process runs init again before its next job of the module).
  *   3. per job: kind.run(request, output), in a compute process (where=pool, the default) or
  *      inline on a loop worker (where=loop, for work of a few microseconds; timed, and one over
  *      its budget is named in the slow-callback warning and counted in the metrics).
@@ -297,8 +300,8 @@ struct lagless_module {
 	int (*check)(const struct lagless_host *host, const struct lagless_conf *conf, char *err,
 	    size_t errlen);
 	/* Optional, once per process after fork, before its first job: may set *state (handed to
-	 * every run as rq->state). Returns 0, or -1 (logged; the process's jobs of this module
-	 * then answer 500). */
+	 * every run as rq->state). Returns 0, or -1 (logged once; the module's routes then answer
+	 * 503 until a retry in a child succeeds; a crash here is treated the same). */
 	int (*init)(const struct lagless_host *host, const struct lagless_conf *conf, void **state);
 	/* Optional, at a graceful process exit. */
 	void (*exit)(const struct lagless_host *host, void *state);

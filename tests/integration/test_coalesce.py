@@ -325,12 +325,12 @@ def test_kind_error_keeps_its_message_when_coalesced(start_server):
     """A kind's own explanation of its 400 reaches a request on a coalescing route as it reaches
     any other, also from a negative-ttl hit, and the failure is logged on one line (a new-user
     probe found 'Bad Request' alone on a coalescing route, and a blank log line after every
-    kind error)."""
-    plain = start_server("--compute-workers", "1")
+    kind error). A 4xx is logged at debug level (any client can cause them)."""
+    plain = start_server("--compute-workers", "1", "--log-level", "debug")
     want = get(plain.port, "/heavy?iterations=abc")
     assert want.status == 400 and b"iterations" in want.body, want
     srv = start_server("--compute-workers", "1", "--cache-jitter-pct", "0", "--coalesce",
-                       "/heavy negative-ttl=60000 query=iterations")
+                       "/heavy negative-ttl=60000 query=iterations", "--log-level", "debug")
     miss = get(srv.port, "/heavy?iterations=abc")
     assert miss.status == 400 and miss.body == want.body, miss
     hit = get(srv.port, "/heavy?iterations=abc")

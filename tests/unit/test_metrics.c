@@ -22,6 +22,8 @@
 #define NLOOPS 2
 #define NCOMP  2
 
+static const struct lg_stats_names names;
+
 struct fx {
 	struct lg_arena a;
 	char *text;
@@ -43,7 +45,7 @@ setup(void **state)
 	f->a.master->quota = -1;
 	for (uint32_t k = 0; k < NLOOPS + NCOMP; k++)
 		atomic_store(&f->a.procs[k].pid, (int32_t)(1000 + k));
-	f->cap = lg_metrics_bound(NLOOPS);
+	f->cap = lg_metrics_bound(NLOOPS, &names);
 	f->text = malloc(f->cap);
 	assert_non_null(f->text);
 	*state = f;
@@ -239,6 +241,59 @@ test_bound_holds_everything(void **state)
 	assert_int_equal(lg_metrics_render(&b, &f->a, &names, 0), -1);
 }
 
+/* The bound grows with the registry: 100 routes and 64 kinds with the longest names, every
+ * series present and every counter at its widest, fit (a fixed 64 KiB once made /metrics a
+ * 500 past about 27 routes or 14 kinds). */
+static void
+test_bound_counts_routes_and_kinds(void **state)
+{
+	enum { NR = 101, NK = 65 };
+	static char rname[NR][256], kname[NK][128];
+	static const char *rl[NR], *kl[NK];
+	struct lg_stats_names nm = { NR, rl, NK, kl };
+	struct lg_arena a;
+	struct lg_buf b;
+	size_t cap;
+	char *text;
+
+	(void)state;
+	for (unsigned r = 0; r < NR; r++) {
+		snprintf(rname[r], sizeof(rname[r]), "/%03u", r);
+		memset(rname[r] + 4, 'x', sizeof(rname[r]) - 5);
+		rl[r] = rname[r];
+	}
+	kl[0] = NULL;
+	for (unsigned k = 1; k < NK; k++) {
+		snprintf(kname[k], sizeof(kname[k]), "m%02u.", k);
+		memset(kname[k] + 4, 'k', sizeof(kname[k]) - 5);
+		kl[k] = kname[k];
+	}
+	assert_int_equal(lg_arena_create_sized(&a, 4, NLOOPS + NCOMP, LG_PAGE, LG_PAGE, NR, NK), 0);
+	a.master->loop_workers = NLOOPS;
+	for (uint32_t k = 0; k < NLOOPS + NCOMP; k++) {
+		for (unsigned r = 0; r < NR; r++) {
+			for (unsigned i = 0; i < LG_STATS_CODES; i++)
+				lg_stats_add(&lg_arena_route_stats(&a, k, r)->responses[i], UINT64_MAX / 8);
+			lg_hist_observe(&lg_arena_route_stats(&a, k, r)->duration, lg_stats_time_bounds,
+			    LG_STATS_BOUNDS, UINT64_MAX / 8);
+		}
+		for (unsigned i = 1; i < NK; i++) {
+			lg_hist_observe(&lg_arena_kind_stats(&a, k, i)->run, lg_stats_time_bounds,
+			    LG_STATS_BOUNDS, UINT64_MAX / 8);
+			lg_hist_observe(&lg_arena_kind_stats(&a, k, i)->queue_wait,
+			    lg_stats_time_bounds, LG_STATS_BOUNDS, UINT64_MAX / 8);
+		}
+	}
+	cap = lg_metrics_bound(NLOOPS, &nm);
+	assert_non_null(text = malloc(cap));
+	lg_buf_init(&b, text, cap);
+	assert_int_equal(lg_metrics_render(&b, &a, &nm, 0), 0);
+	assert_non_null(strstr(text, rname[NR - 1]));
+	assert_non_null(strstr(text, kname[NK - 1]));
+	free(text);
+	lg_arena_destroy(&a);
+}
+
 static void
 test_status_and_ready(void **state)
 {
@@ -283,6 +338,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_families_well_formed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cpu_stat, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bound_holds_everything, setup, teardown),
+		cmocka_unit_test(test_bound_counts_routes_and_kinds),
 		cmocka_unit_test_setup_teardown(test_status_and_ready, setup, teardown),
 	};
 

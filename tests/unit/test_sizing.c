@@ -263,9 +263,17 @@ check_json(const struct lg_sizing *s)
 	assert_int_equal(n, (int)strlen(buf));
 	if (parse_jobj(buf, &o) != 0)
 		fail_msg("not a flat JSON object: %s", buf);
-	assert_int_equal(o.n, (int)(sizeof(keys) / sizeof(keys[0])));
+	/* a quota (or --cpus) under one CPU adds a "note" after them (lg_sizing_note) */
+	char note[256];
+	int noted = lg_sizing_note(s, note, sizeof(note));
+	double cpus = s->cpus_override > 0 ? s->cpus_override : s->quota;
+
+	assert_int_equal(noted, cpus > 0 && cpus < 1 && s->budget == 1);
+	assert_int_equal(o.n, (int)(sizeof(keys) / sizeof(keys[0])) + noted);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		assert_string_equal(o.key[i], keys[i]);
+	if (noted)
+		assert_string_equal(o.key[o.n - 1], "note");
 	assert_int_equal(jint(&o, "online"), s->online);
 	assert_int_equal(jint(&o, "affinity"), s->affinity);
 	assert_int_equal(jint(&o, "cpuset"), s->cpuset);
