@@ -202,7 +202,8 @@ fuzz: deps
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# (not into build/image-rootfs/, the root filesystems test_image.py keeps, with their rc2.d)
+-include $(shell find build -path build/image-rootfs -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # The package list, for .ci/run's apt-get install.
 print-deps:

@@ -56,6 +56,8 @@ struct lg_config {
 	                            * refusal (503, 404, 405) or by an inline route; more: close */
 	uint64_t deadline_ms;      /* per offloaded job, queue wait included; past it 504 */
 	uint64_t drain_timeout_ms; /* SIGTERM: time allowed for in-flight requests */
+	uint64_t drain_delay_ms;   /* SIGTERM: /ready 503 but still accepting this long first */
+	char pid_file[256];        /* the master's pid, and PATH.reload the last reload's outcome */
 	uint64_t kill_grace_ms;    /* SIGTERM -> SIGKILL grace for a compute process past deadline */
 	int max_conns;             /* open connections per loop worker */
 	int backlog;               /* listen(2) backlog */

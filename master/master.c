@@ -48,6 +48,7 @@ struct master {
 	uint64_t next_watchdog;
 	uint64_t next_status;
 	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
+	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
 };
 
 static void begin_stop(struct master *m, int how);
@@ -340,6 +341,29 @@ begin_stop(struct master *m, int how)
 	}
 }
 
+/* SIGTERM/SIGINT. With --drain-delay-ms, /ready answers 503 at once (every generation) while
+ * the listener stays open and everything is served as usual; run_timers begins the graceful
+ * stop when the delay has passed. The delay is for the endpoints of a load balancer (a
+ * Kubernetes Service) to drop this instance: a connection routed here meanwhile is served,
+ * not refused. A second signal during the delay begins the stop at once. */
+static void
+stop_signal(struct master *m)
+{
+	uint64_t delay = m->gens->cfg.drain_delay_ms * LG_NS_PER_MS;
+
+	if (m->stopping || m->drain_at || delay == 0) {
+		m->drain_at = 0;
+		begin_stop(m, 1);
+		return;
+	}
+	m->drain_at = lg_now_ns() + delay;
+	log_info("graceful stop in %llu ms (--drain-delay-ms): /ready answers 503, still accepting",
+	    (unsigned long long)m->gens->cfg.drain_delay_ms);
+	lg_notify_stopping();
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		atomic_store(&g->arena.master->stopping, 1);
+}
+
 /* SIGTERMs the compute process of g whose proc page names job (slot << 32 | gen), with SIGKILL
  * after the grace. The job id is compared with the process's own page so a process that already
  * moved on to another job is left alone. Returns 1 when a process was signalled. */
@@ -462,7 +486,7 @@ reload(struct master *m, int notified)
 	char err[512];
 	int ngens = count_gens(m);
 
-	if (m->stopping) {
+	if (m->stopping || m->drain_at) {
 		log_warn("SIGHUP ignored: stopping");
 		return;
 	}
@@ -516,7 +540,7 @@ reload(struct master *m, int notified)
 static void
 apply_pending_reload(struct master *m)
 {
-	if (!m->reload_pending || m->stopping || count_gens(m) >= MAX_GENS)
+	if (!m->reload_pending || m->stopping || m->drain_at || count_gens(m) >= MAX_GENS)
 		return;
 	m->reload_pending = 0;
 	log_info("applying the deferred reload");
@@ -548,7 +572,7 @@ read_signals(struct master *m)
 			break;
 		case SIGTERM:
 		case SIGINT:
-			begin_stop(m, 1);
+			stop_signal(m);
 			break;
 		case SIGQUIT:
 			begin_stop(m, 2);
@@ -785,6 +809,12 @@ run_timers(struct master *m)
 	}
 	if (m->gens == NULL)
 		return -2;
+	if (m->drain_at && now >= m->drain_at) {
+		m->drain_at = 0;
+		begin_stop(m, 1);
+	} else if (m->drain_at && m->drain_at < next) {
+		next = m->drain_at;
+	}
 	if (!m->stopping) {
 		apply_pending_reload(m);
 		check_ready(m, now);

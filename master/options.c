@@ -72,6 +72,9 @@ static const struct opt opts[] = {
 	  "per offloaded job, queue wait included; 504 past it" },
 	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
 	  "graceful stop: time left to in-flight requests" },
+	{ "drain-delay-ms", K_U64, F(drain_delay_ms), 0, 3600000, "0", "MS",
+	  "graceful stop: after SIGTERM, /ready answers 503 at once but new connections are still "
+	  "served this long (while a load balancer stops sending), then the drain begins" },
 	{ "kill-grace-ms", K_U64, F(kill_grace_ms), 0, 60000, "200", "MS",
 	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
 	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
@@ -106,6 +109,9 @@ static const struct opt opts[] = {
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
 	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
+	{ "pid-file", K_PATH, F(pid_file), 0, sizeof(((struct lg_config *)0)->pid_file), "",
+	  "FILE", "write the master's pid to FILE (removed at exit), and each reload's outcome to "
+	  "FILE.reload, for lagless -s reload" },
 	{ "lag-interval-ms", K_U64, F(lag_interval_ms), 1, 60000, "10", "MS",
 	  "loop-lag probe period" },
 	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
