@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
+#include "master/ctl.h"
 #include "master/gen.h"
 #include "master/runkind.h"
 #include "master/master.h"
@@ -62,8 +63,9 @@ main(int argc, char **argv)
 	lg_log_set_role("master", 0);
 	if (lg_options_load(argc, argv, &cfg, &cmd, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ? "configuration test failed\n" :
+		    cmd.signal ? "configuration test failed; reload not sent\n" :
 		    "try 'lagless --help'\n");
-		return cmd.test_config ? 1 : 2;
+		return cmd.test_config || cmd.signal ? 1 : 2;
 	}
 	if (cmd.help) {
 		lg_options_usage(stdout);
@@ -84,7 +86,7 @@ main(int argc, char **argv)
 		lg_registry_free(cfg.reg);
 		return 1;
 	}
-	if (!cmd.print_sizing && !cmd.test_config && lg_log_open(cfg.error_log) == -1) {
+	if (!cmd.print_sizing && !cmd.test_config && !cmd.signal && lg_log_open(cfg.error_log) == -1) {
 		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
 		lg_registry_free(cfg.reg);
 		return 1;
@@ -96,13 +98,20 @@ main(int argc, char **argv)
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?
-		    "configuration test failed\n" : "");
+		    "configuration test failed\n" : cmd.signal ?
+		    "configuration test failed; reload not sent\n" : "");
 		return 1;
 	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
 	if (cmd.run_kind != NULL) {
 		int rc = lg_runkind_main(&cfg, cmd.run_kind);
+
+		lg_registry_free(cfg.reg);
+		return rc;
+	}
+	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
+		int rc = lg_ctl_reload(&cfg);
 
 		lg_registry_free(cfg.reg);
 		return rc;

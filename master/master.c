@@ -21,6 +21,7 @@
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/options.h"
+#include "master/pidfile.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -49,6 +50,11 @@ struct master {
 	uint64_t next_status;
 	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
 	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
+	char pid_file[256];    /* --pid-file at start-up ("" none); a reload does not move it */
+	uint64_t reload_seq;   /* reload outcomes written so far */
+	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
+	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
+	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 };
 
 static void begin_stop(struct master *m, int how);
@@ -444,6 +450,21 @@ spawn_all(struct master *m, struct lg_gen *g)
 			lg_gen_spawn(m->gens, g, &g->children[k], m->listen_fd, m->sigfd);
 }
 
+/* The answer to the SIGHUP of m->reload_from: PATH.reload for `lagless -s reload`, and a
+ * refusal also in every STATUS= line to systemd until a reload succeeds. */
+static void
+reload_outcome(struct master *m, int ok, const char *text)
+{
+	struct lg_reload_outcome o = { .seq = ++m->reload_seq, .from = m->reload_from, .ok = ok };
+
+	snprintf(o.text, sizeof(o.text), "%s", text);
+	snprintf(m->reload_error, sizeof(m->reload_error), "%s", ok ? "" : text);
+	if (m->pid_file[0] && lg_pidfile_put_outcome(m->pid_file, &o) == -1)
+		log_error("cannot write %s.reload: %s", m->pid_file, strerror(errno));
+	if (!ok && !m->stopping && serving(m)->ready)
+		send_status(m, 0);
+}
+
 static int
 same_listen(const struct lg_config *a, const struct lg_config *b)
 {
@@ -488,6 +509,7 @@ reload(struct master *m, int notified)
 
 	if (m->stopping || m->drain_at) {
 		log_warn("SIGHUP ignored: stopping");
+		reload_outcome(m, 0, "the server is stopping");
 		return;
 	}
 	if (ngens >= MAX_GENS) {
@@ -501,6 +523,7 @@ reload(struct master *m, int notified)
 	}
 	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		reload_outcome(m, 0, err);
 		reload_done(m, notified);
 		return;
 	}
@@ -515,6 +538,7 @@ reload(struct master *m, int notified)
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		log_error("reload refused, keeping the running configuration: %s", err);
+		reload_outcome(m, 0, err);
 		reload_done(m, notified);
 		return;
 	}
@@ -522,11 +546,14 @@ reload(struct master *m, int notified)
 		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
 	lg_log_level = cfg.log_level;
 	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
-		log_error("reload refused, keeping the running generation");
+		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
+		    strerror(errno));
+		log_error("reload refused, keeping the running generation: %s", err);
+		reload_outcome(m, 0, err);
 		reload_done(m, notified);
 		return;
 	}
-	m->next_id++;
+	m->reload_gen = m->next_id++;
 	if (!notified)
 		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;
@@ -578,6 +605,7 @@ read_signals(struct master *m)
 			begin_stop(m, 2);
 			break;
 		case SIGHUP:
+			m->reload_from = (pid_t)si.ssi_pid;
 			reload(m, 0);
 			break;
 		case SIGUSR1:
@@ -616,8 +644,12 @@ static void
 send_status(struct master *m, int ready)
 {
 	char status[640];
+	size_t n;
 
 	lg_gen_status_line(serving(m), status, sizeof(status));
+	if (m->reload_error[0] && (n = strlen(status)) < sizeof(status))
+		snprintf(status + n, sizeof(status) - n, "; last reload refused: %s",
+		    m->reload_error);
 	if (ready)
 		lg_notify_ready(status);
 	else
@@ -641,6 +673,12 @@ check_ready(struct master *m, uint64_t now)
 		if (!o->retiring)
 			log_info("retiring generation %u", o->id);
 		retire(o, now + o->cfg.drain_timeout_ms * LG_NS_PER_MS);
+	}
+	if (g->id == m->reload_gen) {
+		char text[32];
+
+		snprintf(text, sizeof(text), "generation %u", g->id);
+		reload_outcome(m, 1, text);
 	}
 	send_status(m, 1);
 	m->next_status = now + 1000 * LG_NS_PER_MS;
@@ -916,6 +954,11 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	}
 	if (open_listener(m, cfg) == -1)
 		return -1;
+	if (cfg->pid_file[0] && lg_pidfile_write(cfg->pid_file, m->pid) == -1) {
+		log_error("cannot write the pid file %s: %s", cfg->pid_file, strerror(errno));
+		return -1;
+	}
+	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->pid_file);
 	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
 	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
@@ -929,6 +972,8 @@ teardown(struct master *m)
 		close(m->listen_fd);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
+	if (m->pid_file[0])
+		lg_pidfile_remove(m->pid_file, m->pid);
 	while (m->gens != NULL) {
 		struct lg_gen *g = m->gens;
 

@@ -770,6 +770,7 @@ build_longopts(struct option *lo)
 	lo[n++] = (struct option){ "run-kind", required_argument, NULL, OPT_RUN_KIND };
 	lo[n++] = (struct option){ "config", required_argument, NULL, 'c' };
 	lo[n++] = (struct option){ "test-config", no_argument, NULL, 't' };
+	lo[n++] = (struct option){ "signal", required_argument, NULL, 's' };
 	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	lo[n++] = (struct option){ "version", no_argument, NULL, 'V' };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
@@ -780,13 +781,13 @@ static int
 load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
     struct lg_command *cmd, char *err, size_t cap)
 {
-	struct option lo[NOPTS + 8];
+	struct option lo[NOPTS + 9];
 	int c;
 
 	build_longopts(lo);
 	optind = 0; /* GNU: full re-initialisation, so a reload can parse again */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:c:thV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:c:s:thV", lo, NULL)) != -1) {
 		const struct opt *o = c == 'p' ? find_opt("port", '-') :
 		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
 		const char *why;
@@ -803,6 +804,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 			cmd->print_sizing |= c == OPT_PRINT_SIZING;
 			cmd->print_example |= c == OPT_PRINT_EXAMPLE;
 			cmd->run_kind = c == OPT_RUN_KIND ? optarg : cmd->run_kind;
+			cmd->signal = c == 's' ? optarg : cmd->signal;
 			cmd->help |= c == 'h';
 			cmd->version |= c == 'V';
 		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
@@ -828,6 +830,10 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		return -1;
 	if (cmd->help || cmd->version || cmd->print_example)
 		return 0;
+	if (cmd->signal != NULL && strcmp(cmd->signal, "reload") != 0) {
+		snprintf(err, cap, "-s '%s': expected reload", cmd->signal);
+		return -1;
+	}
 	struct lg_site_src *site = NULL;
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
 	    cfg, &site, err, cap) == -1) {
@@ -849,9 +855,11 @@ lg_options_usage(void *fp)
 {
 	FILE *f = fp;
 
-	fprintf(f, "usage: lagless [-c FILE] [-t] [--print-sizing] [options]\n\n"
+	fprintf(f, "usage: lagless [-c FILE] [-t | -s reload] [--print-sizing] [options]\n\n"
 	    "  -c, --config FILE          configuration file (default %s if present)\n"
 	    "  -t, --test-config          check the configuration, print the sizing, exit 0 or 1\n"
+	    "  -s, --signal reload        check the configuration, reload the server of --pid-file,\n"
+	    "                             wait: exit 0 once the new one accepts, 1 with the reason\n"
 	    "  --print-sizing             print the CPU sizing inputs and decision as JSON, exit\n"
 	    "  --print-example-config     print a configuration file with every default, exit\n"
 	    "  --run-kind KIND            run one job of KIND (heavy, module.kind) on standard input,\n"
@@ -871,7 +879,8 @@ lg_options_usage(void *fp)
 		    has_def ? opts[i].def : "", has_def ? ")" : "");
 	}
 	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
-	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop, SIGHUP reload,\n"
+	    "signals: SIGTERM/SIGINT graceful drain (after --drain-delay-ms), SIGQUIT immediate\n"
+	    "         stop, SIGHUP reload (lagless -s reload waits for its outcome),\n"
 	    "         SIGUSR1 reopen the error log\n");
 }
 
