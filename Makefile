@@ -40,7 +40,7 @@ RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus wrk clang libclang-rt-dev gnuplot-nox \
-            mmdebstrap
+            mmdebstrap python3-yaml
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache
 # reference); CI does not install them.
 BENCH_PKGS := nginx varnish
