@@ -53,7 +53,7 @@ class Opener(threading.Thread):
 def test_no_connection_refused_during_the_drain_delay(start_server):
     srv = start_server("--loop-workers", "2", "--compute-workers", "1",
                        "--drain-delay-ms", str(DELAY_MS), "--drain-timeout-ms", "5000")
-    assert get(srv.port, "/ready").status == 200
+    assert wait_until(lambda: get(srv.port, "/ready").status == 200, 10), "never ready"
     opener = Opener(srv.port)
     opener.start()
     try:
