@@ -69,6 +69,7 @@ struct lg_config {
 	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
 	int access_log;            /* one log line per request; off by default */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
+	int demo_routes;           /* serve the built-in kinds' default routes (/heavy, /hash, ...) */
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
 	/* single-flight and result cache (common/policy.h, shm/flight.h, shm/cache.h) */

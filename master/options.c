@@ -120,6 +120,9 @@ static const struct opt opts[] = {
 	  "log one line per response (method, path, status, bytes, times)" },
 	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
 	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
+	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
+	  "serve the built-in kinds' routes /heavy, /compress, /decompress, /hash and /verify; no "
+	  "in production: only the routes [route] sections declare, and the loop's own" },
 	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
 	  "replace a loop worker whose heartbeat is this old" },
 	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
