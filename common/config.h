@@ -40,8 +40,14 @@ struct lg_pool_cfg {
 };
 
 struct lg_config {
-	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
+	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default (a host
+	                            * name is resolved when the configuration is read) */
 	int port;                  /* 0 picks a free port; default 8080 */
+	/* The listeners after the first: "ADDR:PORT" (numeric, brackets for IPv6) or
+	 * "unix:/path[,mode=0660][,owner=USER[:GROUP]]" (master/listen.c); "" ends the list. A
+	 * unix:/path first listener is listen_more[0] with listen_addr "" (no TCP listener). */
+#define LG_LISTEN_MAX 8
+	char listen_more[LG_LISTEN_MAX][160];
 	int loop_workers;          /* L; 0 = from the sizing decision */
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */

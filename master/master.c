@@ -51,6 +51,10 @@ struct master {
 	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
 	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
 	char pid_file[256];    /* --pid-file at start-up ("" none); a reload does not move it */
+	int more_fds[LG_LISTEN_MAX]; /* the listeners after listen_fd (closed with it) */
+	int nmore;
+	char unix_paths[LG_LISTEN_MAX][108]; /* socket files we bound, removed at the stop */
+	int nunix;
 	uint64_t reload_seq;   /* reload outcomes written so far */
 	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
@@ -320,6 +324,19 @@ retire(struct lg_gen *g, uint64_t deadline)
 	signal_role(g, LG_ROLE_LOOP, SIGTERM);
 }
 
+/* Closes the listeners after the first (a unix socket's file goes with it: the next server
+ * binds afresh). */
+static void
+close_more(struct master *m)
+{
+	for (int i = 0; i < m->nmore; i++)
+		close(m->more_fds[i]);
+	for (int i = 0; i < m->nunix; i++)
+		unlink(m->unix_paths[i]);
+	m->nmore = m->nunix = 0;
+	lg_gen_set_listeners(NULL, 0);
+}
+
 /* how: 1 graceful drain (SIGTERM/SIGINT), 2 immediate (SIGQUIT, crash loop). */
 static void
 begin_stop(struct master *m, int how)
@@ -332,6 +349,7 @@ begin_stop(struct master *m, int how)
 		close(m->listen_fd);
 		m->listen_fd = -1;
 	}
+	close_more(m);
 	m->stopping = how;
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next) {
 		if (how == 1) {
@@ -468,7 +486,8 @@ reload_outcome(struct master *m, int ok, const char *text)
 static int
 same_listen(const struct lg_config *a, const struct lg_config *b)
 {
-	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port;
+	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
+	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0;
 }
 
 static int
@@ -531,6 +550,7 @@ reload(struct master *m, int notified)
 		log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
 		    m->gens->cfg.listen_addr, m->gens->cfg.port);
 		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
+		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
 		cfg.port = m->gens->cfg.port;
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
@@ -863,6 +883,33 @@ run_timers(struct master *m)
 	return next <= now ? 0 : (int)((next - now + LG_NS_PER_MS - 1) / LG_NS_PER_MS);
 }
 
+/* The listeners of cfg->listen_more, each logged; the first becomes listen_fd when there is
+ * no TCP listener before them. Every loop worker gets them all (lg_gen_set_listeners). */
+static int
+open_more(struct master *m, const struct lg_config *cfg)
+{
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0]; i++) {
+		char shown[192];
+		int fd = lg_master_listen_spec(cfg->listen_more[i], cfg->backlog, shown,
+		    sizeof(shown));
+
+		if (fd == -1) {
+			log_error("cannot listen on %s: %s", cfg->listen_more[i], strerror(errno));
+			return -1;
+		}
+		log_info("listening on %s", shown);
+		if (strncmp(cfg->listen_more[i], "unix:", 5) == 0)
+			snprintf(m->unix_paths[m->nunix++], sizeof(m->unix_paths[0]), "%.*s",
+			    (int)strcspn(cfg->listen_more[i] + 5, ","), cfg->listen_more[i] + 5);
+		if (cfg->listen_addr[0] == '\0' && m->listen_fd < 0)
+			m->listen_fd = fd;
+		else
+			m->more_fds[m->nmore++] = fd;
+	}
+	lg_gen_set_listeners(m->more_fds, m->nmore);
+	return 0;
+}
+
 /* The listening socket: the one systemd passed (socket activation), else our own. It belongs
  * to the master and outlives generations, so a reload never refuses a connection. */
 static int
@@ -891,6 +938,8 @@ open_listener(struct master *m, const struct lg_config *cfg)
 		log_error("socket activation: %s", strerror(errno));
 		return -1;
 	}
+	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
+		return open_more(m, cfg);
 	m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog, &port);
 	if (m->listen_fd == -1) {
 		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
@@ -899,7 +948,7 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	/* IPv6 in brackets, so the line can be pasted back into --listen. */
 	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
 	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
-	return 0;
+	return open_more(m, cfg);
 }
 
 /* --max-conns is per loop worker and each connection is a descriptor, but the usual soft
@@ -970,6 +1019,7 @@ teardown(struct master *m)
 {
 	if (m->listen_fd >= 0)
 		close(m->listen_fd);
+	close_more(m);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
 	if (m->pid_file[0])

@@ -20,4 +20,12 @@ int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int a
  * socket/bind/listen (EADDRINUSE, EACCES, EMFILE). */
 int lg_master_listen(const char *addr, int port, int backlog, int *bound);
 
+/* Opens one listener of cfg->listen_more (common/config.h): "ADDR:PORT" (numeric, IPv6 in
+ * brackets) as lg_master_listen does, or "unix:/path[,mode=OCTAL][,owner=USER[:GROUP]]": a
+ * stream socket bound at path (a stale socket file nobody accepts on is replaced; one a server
+ * still accepts on is EADDRINUSE), then chmod and chown as given (unix(7): connecting needs
+ * write permission on the socket file). Writes what to log ("127.0.0.1:8081", the path) into
+ * shown (cap bytes). Returns the non-blocking, CLOEXEC descriptor, or -1 with errno. */
+int lg_master_listen_spec(const char *spec, int backlog, char *shown, size_t cap);
+
 #endif

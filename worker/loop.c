@@ -27,11 +27,17 @@
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
 
+/* The watchers of env->more_fds: started and stopped with accept_io (one loop per process). */
+static ev_io more_io[LG_LISTEN_MAX];
+
 static void
 pause_accept(struct lg_worker *w)
 {
-	if (w->accepting)
+	if (w->accepting) {
 		ev_io_stop(w->ev, &w->accept_io);
+		for (int i = 0; i < w->env->nmore; i++)
+			ev_io_stop(w->ev, &more_io[i]);
+	}
 	w->accepting = 0;
 }
 
@@ -40,6 +46,8 @@ resume_accept(struct lg_worker *w)
 {
 	if (!w->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
 		ev_io_start(w->ev, &w->accept_io);
+		for (int i = 0; i < w->env->nmore; i++)
+			ev_io_start(w->ev, &more_io[i]);
 		w->accepting = 1;
 	}
 }
@@ -89,8 +97,10 @@ refuse_queued(struct lg_worker *w)
 	char sink[512];
 	int n = 0;
 
-	for (; n < ACCEPT_BATCH; n++) {
-		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int l = -1; l < w->env->nmore; l++)
+	for (int a = 0; a < ACCEPT_BATCH; a++, n++) {
+		int fd = accept4(l < 0 ? w->env->listen_fd : w->env->more_fds[l], NULL, NULL,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1)
 			break;
 		(void)send(fd, refused_503, sizeof(refused_503) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -109,14 +119,14 @@ refuse_queued(struct lg_worker *w)
 }
 
 static void
-accept_conns(struct lg_worker *w)
+accept_conns(struct lg_worker *w, int lfd)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		if (w->nconns >= w->env->cfg->max_conns) {
 			pause_accept(w); /* resumed by the tick once connections close */
 			return;
 		}
-		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* Out of descriptors: stop polling the ready socket, or the loop
@@ -141,7 +151,7 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = io->data;
 
 	lg_obs_cb_begin(w, NULL);
-	accept_conns(w);
+	accept_conns(w, io->fd);
 	lg_obs_cb_end(w, "accept");
 }
 
@@ -183,6 +193,8 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	/* Our copy of the listen socket goes now: once every loop has closed it (and the master),
 	 * new connections are refused instead of queued behind a drain. */
 	close(w->env->listen_fd);
+	for (int i = 0; i < w->env->nmore; i++)
+		close(w->env->more_fds[i]);
 	lg_conn_drain(w);
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);
@@ -258,6 +270,11 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_offload_map_views(w);
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
+	for (int i = 0; i < env->nmore; i++) {
+		ev_io_init(&more_io[i], accept_cb, env->more_fds[i], EV_READ);
+		more_io[i].data = w;
+		(void)setsockopt(env->more_fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
 	w->done_io.data = w;
 	ev_io_start(w->ev, &w->done_io);

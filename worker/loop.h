@@ -18,6 +18,8 @@ struct lg_loop_env {
 	struct lg_arena *arena;      /* shared, mapped by the master */
 	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'l', index) */
 	int listen_fd;               /* non-blocking listening socket shared by every loop worker */
+	const int *more_fds;         /* further listeners (--listen a b, unix:/path), nmore of them */
+	int nmore;
 	uint32_t index;              /* loop index, 0..L-1: the owner id in slot words */
 	uint32_t nloops;
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
