@@ -32,6 +32,8 @@ struct lg_pool_cfg {
 	int policy;                /* their scheduling policy: SCHED_IDLE, SCHED_BATCH or
 	                            * SCHED_OTHER (sched(7)) */
 	uint64_t memory;           /* RLIMIT_DATA of each of its compute processes; 0 = none */
+	uint64_t max_jobs;         /* a compute process that ran this many jobs is replaced; 0 off */
+	uint64_t max_rss;          /* ... or whose private memory (RssAnon) passed this; 0 off */
 	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = off */
 	uint64_t queue_wait_interval_ms;
 	int oversubscribe;         /* 1: not counted against the CPU budget */
@@ -76,6 +78,8 @@ struct lg_config {
 	int access_log;            /* one log line per request; off by default */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
 	int demo_routes;           /* serve the built-in kinds' default routes (/heavy, /hash, ...) */
+	uint64_t compute_max_jobs; /* the pools' max_jobs unless their section says (0 = off) */
+	uint64_t compute_max_rss;  /* the pools' max_rss, bytes (0 = off) */
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
 	/* single-flight and result cache (common/policy.h, shm/flight.h, shm/cache.h) */

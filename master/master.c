@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "cpupool/compute.h"
 #include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
@@ -255,6 +256,16 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		log_info("compute[%u] pid=%d retired after its job (live resize)", c->index,
 		    (int)c->pid);
 		c->pid = 0;
+		return;
+	}
+	if (c->role == LG_ROLE_COMPUTE && !job_death && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == LG_COMPUTE_RECYCLE && !m->stopping && !g->retiring) {
+		/* max_jobs / max_rss: a planned exit between jobs, replaced at once */
+		log_info("compute[%u] pid=%d recycled itself; replacing it", c->index, (int)c->pid);
+		c->pid = 0;
+		c->quick_deaths = 0;
+		c->backoff_ns = 0;
+		c->respawn_at = lg_now_ns();
 		return;
 	}
 	if (WIFSIGNALED(status))

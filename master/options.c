@@ -164,6 +164,12 @@ static const struct opt opts[] = {
 	  "max-body plus 1/256 and 128K" },
 	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
 	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
+	{ "compute-max-jobs", K_U64, F(compute_max_jobs), 0, 1ull << 40, "0", "N",
+	  "replace a compute process once it has run N jobs (after its job; for code that leaks); "
+	  "0 = never" },
+	{ "compute-max-rss", K_SIZE, F(compute_max_rss), 0, 1ull << 50, "0", "BYTES",
+	  "replace a compute process whose private memory (RssAnon) passed this after a job; 0 = "
+	  "never" },
 	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
 	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
 	  "any woken task preempts a job at once (a machine with nothing but lagless)" },
@@ -201,6 +207,11 @@ static const struct pool_opt pool_opts[] = {
 	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
 	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
 	  "compute-memory" },
+	{ { "max-jobs", K_U64, PF(max_jobs), 0, 1ull << 40, NULL, "N",
+	    "replace each of its compute processes after N jobs; 0 = never" }, "compute-max-jobs" },
+	{ { "max-rss", K_SIZE, PF(max_rss), 0, 1ull << 50, NULL, "BYTES",
+	    "replace one whose private memory passed this after a job; 0 = never" },
+	  "compute-max-rss" },
 	{ { "oversubscribe", K_BOOL, PF(oversubscribe), 0, 0, NULL, "yes|no",
 	    "leave its processes out of the CPU budget check" }, NULL },
 	{ { "routes", K_PATH, PF(routes), 0, sizeof(((struct lg_pool_cfg *)0)->routes), NULL,
@@ -874,6 +885,10 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->policy = cfg->compute_policy;
 		if (i == 0 || !GIVEN(p, "memory"))
 			p->memory = cfg->compute_memory;
+		if (i == 0 || !GIVEN(p, "max-jobs"))
+			p->max_jobs = cfg->compute_max_jobs;
+		if (i == 0 || !GIVEN(p, "max-rss"))
+			p->max_rss = cfg->compute_max_rss;
 	}
 	return 0;
 }
