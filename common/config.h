@@ -76,6 +76,9 @@ struct lg_config {
 	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */
 	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
 	int access_log;            /* one log line per request; off by default */
+	int access_log_json;       /* ... as JSON lines (worker/access.c) */
+	int request_id;            /* echo X-Request-Id (the client's or a generated one) */
+	char trusted_proxies[256]; /* CIDRs whose X-Forwarded-For names the client (common/cidr.h) */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
 	int demo_routes;           /* serve the built-in kinds' default routes (/heavy, /hash, ...) */
 	uint64_t compute_max_jobs; /* the pools' max_jobs unless their section says (0 = off) */

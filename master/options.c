@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/cidr.h"
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
@@ -38,6 +39,7 @@ enum kind {
 	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
 	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
 	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
+	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
 };
 
 struct opt {
@@ -122,7 +124,17 @@ static const struct opt opts[] = {
 	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
 	  "log a loop callback that runs longer, naming its request; 0 = off" },
 	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
-	  "log one line per response (method, path, status, bytes, times)" },
+	  "log one line per response (method, path, status, bytes, times, client, query, "
+	  "user agent, request id)" },
+	{ "access-log-json", K_BOOL, F(access_log_json), 0, 0, "no", "[=yes|no]",
+	  "write the access log as JSON lines, one object per response" },
+	{ "request-id", K_BOOL, F(request_id), 0, 0, "no", "[=yes|no]",
+	  "answer with X-Request-Id: the request's own (1-128 of A-Za-z0-9._:-) or a generated one"
+	  "; the access log names it either way" },
+	{ "trusted-proxies", K_CIDRS, F(trusted_proxies), 0,
+	  sizeof(((struct lg_config *)0)->trusted_proxies), "", "CIDR ...",
+	  "peers whose X-Forwarded-For names the client in the access log (rightmost untrusted "
+	  "entry), e.g. 10.0.0.0/8 ::1" },
 	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
 	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
 	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
@@ -541,6 +553,15 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 			*why = rerr;
 			return -1;
 		}
+		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	}
+	case K_CIDRS: {
+		struct lg_cidr ranges[LG_CIDR_MAX];
+
+		*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
+		if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
+			return -1;
 		memcpy(base + o->off, v, strlen(v) + 1);
 		return 0;
 	}
