@@ -1,3 +1,4 @@
+#include "worker/procstat.h"
 #include "worker/loop.h"
 
 #include <errno.h>
@@ -250,6 +251,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
 	w->render_cap = lg_metrics_bound(env->nloops) + 8192; /* + worker/coalesce.c families */
+	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)

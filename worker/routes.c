@@ -1,3 +1,4 @@
+#include "worker/procstat.h"
 #include "worker/routes.h"
 
 #include <errno.h>
@@ -82,6 +83,8 @@ route_rendered(struct lg_conn *c, int metrics)
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == 0 && metrics)
 		r = lg_coal_render_metrics(&b, w->env->cache);
+	if (r == 0 && metrics)
+		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render_cap);
