@@ -50,6 +50,7 @@ struct lg_config {
 	 * unix:/path first listener is listen_more[0] with listen_addr "" (no TCP listener). */
 #define LG_LISTEN_MAX 8
 	char listen_more[LG_LISTEN_MAX][160];
+	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
 	int loop_workers;          /* L; 0 = from the sizing decision */
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */

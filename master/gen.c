@@ -391,7 +391,13 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static int more_fds[LG_LISTEN_MAX], nmore;
+static int more_fds[LG_LISTEN_MAX], nmore, admin_fd = -1;
+
+void
+lg_gen_set_admin(int fd)
+{
+	admin_fd = fd;
+}
 
 void
 lg_gen_set_listeners(const int *fds, int n)
@@ -425,7 +431,8 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 	if (c->role == LG_ROLE_LOOP) {
 		struct lg_loop_env env = {
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
-			.more_fds = more_fds, .nmore = nmore, .index = c->index, .nloops = g->nloops, .page = page,
+			.more_fds = more_fds, .nmore = nmore, .admin_fd = admin_fd,
+			.index = c->index, .nloops = g->nloops, .page = page,
 			.flights = &g->flights, .cache = &g->cache,
 		};
 		lg_channels_keep(&g->ch, 'l', c->index, 0);
@@ -438,6 +445,8 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 		close(listen_fd); /* a compute process holds no client or listen socket */
 		for (int i = 0; i < nmore; i++)
 			close(more_fds[i]);
+		if (admin_fd >= 0)
+			close(admin_fd);
 		lg_flight_destroy_table(&g->flights); /* loops and the master use them */
 		lg_cache_destroy(&g->cache);
 		lg_channels_keep(&g->ch, 'c', c->index, c->pool);

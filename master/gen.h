@@ -98,6 +98,9 @@ void lg_gen_destroy(struct lg_gen *g);
  * to the master and outlive generations, like listen_fd. */
 void lg_gen_set_listeners(const int *fds, int n);
 
+/* The admin listener (--admin-listen; -1 none), handed to loop workers the same way. */
+void lg_gen_set_admin(int fd);
+
 /* Forks the process of row c of g. The child keeps only what its role needs: the listen socket
  * (loop workers), its own channel ends, g's arena; every other generation in the list `all` is
  * closed in the child, and sigfd too. On fork failure, schedules a retry. */

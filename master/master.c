@@ -56,6 +56,7 @@ struct master {
 	int nmore;
 	char unix_paths[LG_LISTEN_MAX][108]; /* socket files we bound, removed at the stop */
 	int nunix;
+	int admin_fd;          /* --admin-listen, or -1 */
 	uint64_t reload_seq;   /* reload outcomes written so far */
 	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
@@ -346,6 +347,10 @@ close_more(struct master *m)
 		unlink(m->unix_paths[i]);
 	m->nmore = m->nunix = 0;
 	lg_gen_set_listeners(NULL, 0);
+	if (m->admin_fd >= 0)
+		close(m->admin_fd);
+	m->admin_fd = -1;
+	lg_gen_set_admin(-1);
 }
 
 /* how: 1 graceful drain (SIGTERM/SIGINT), 2 immediate (SIGQUIT, crash loop). */
@@ -498,7 +503,8 @@ static int
 same_listen(const struct lg_config *a, const struct lg_config *b)
 {
 	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
-	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0;
+	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
+	    strcmp(a->admin_listen, b->admin_listen) == 0;
 }
 
 static int
@@ -562,6 +568,7 @@ reload(struct master *m, int notified)
 		    m->gens->cfg.listen_addr, m->gens->cfg.port);
 		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
 		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
+		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
 		cfg.port = m->gens->cfg.port;
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
@@ -921,6 +928,25 @@ open_more(struct master *m, const struct lg_config *cfg)
 	return 0;
 }
 
+/* --admin-listen: its own listener, handed to every loop worker (lg_gen_set_admin). */
+static int
+open_admin(struct master *m, const struct lg_config *cfg)
+{
+	char shown[192];
+
+	if (cfg->admin_listen[0] == '\0')
+		return 0;
+	if ((m->admin_fd = lg_master_listen_spec(cfg->admin_listen, cfg->backlog, shown,
+	    sizeof(shown))) == -1) {
+		log_error("cannot listen on %s (--admin-listen): %s", cfg->admin_listen,
+		    strerror(errno));
+		return -1;
+	}
+	log_info("admin listener on %s: /metrics /status /health /ready /ping", shown);
+	lg_gen_set_admin(m->admin_fd);
+	return 0;
+}
+
 /* The listening socket: the one systemd passed (socket activation), else our own. It belongs
  * to the master and outlives generations, so a reload never refuses a connection. */
 static int
@@ -943,14 +969,14 @@ open_listener(struct master *m, const struct lg_config *cfg)
 		log_info("listening on %s%s%s:%d (socket activation, fd %d)",
 		    strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port,
 		    m->listen_fd);
-		return 0;
+		return open_admin(m, cfg);
 	}
 	if (errno != 0) {
 		log_error("socket activation: %s", strerror(errno));
 		return -1;
 	}
 	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
-		return open_more(m, cfg);
+		return open_more(m, cfg) == -1 ? -1 : open_admin(m, cfg);
 	m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog, &port);
 	if (m->listen_fd == -1) {
 		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
@@ -959,7 +985,7 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	/* IPv6 in brackets, so the line can be pasted back into --listen. */
 	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
 	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
-	return open_more(m, cfg);
+	return open_more(m, cfg) == -1 ? -1 : open_admin(m, cfg);
 }
 
 /* --max-conns is per loop worker and each connection is a descriptor, but the usual soft
@@ -1046,8 +1072,8 @@ teardown(struct master *m)
 int
 lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv)
 {
-	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1, .argc = argc,
-	    .argv = argv, .next_id = 1 };
+	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1, .admin_fd = -1,
+	    .argc = argc, .argv = argv, .next_id = 1 };
 	int timeout;
 
 	if (setup(&m, cfg, sz) == -1) {

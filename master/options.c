@@ -40,6 +40,7 @@ enum kind {
 	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
 	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
 	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
+	K_ADDR,     /* char[max] one TCP listener, normalized to ADDR:PORT ("" none) */
 };
 
 struct opt {
@@ -60,6 +61,9 @@ static const struct opt opts[] = {
 	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
 	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
 	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
+	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
+	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
+	  "the others then no longer answer for /metrics and /status; \"\" = none" },
 	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
 	  "event-loop processes; 0 = the CPU budget" },
 	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",
@@ -554,6 +558,20 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 			return -1;
 		}
 		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	}
+	case K_ADDR: {
+		char addr[64] = "0.0.0.0";
+		int port;
+
+		*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
+		if (*v == '\0') {
+			*(char *)(base + o->off) = '\0';
+			return 0;
+		}
+		if (parse_inet(v, strlen(v), addr, sizeof(addr), &port) == -1)
+			return -1;
+		snprintf(base + o->off, o->max, strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
 		return 0;
 	}
 	case K_CIDRS: {

@@ -1,4 +1,3 @@
-#include "worker/procstat.h"
 #include "worker/loop.h"
 
 #include <errno.h>
@@ -24,19 +23,49 @@
 #include "worker/offload.h"
 #include "worker/routes.h"
 #include "worker/status.h"
+#include "worker/procstat.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
 
-/* The watchers of env->more_fds: started and stopped with accept_io (one loop per process). */
-static ev_io more_io[LG_LISTEN_MAX];
+/* The watchers of env->more_fds and of the admin listener (the last one): started and
+ * stopped with accept_io (one loop per process). */
+static ev_io more_io[LG_LISTEN_MAX + 1];
+static int nwatch;                 /* more_io in use */
+static uint8_t *admin_mark;        /* per descriptor number: accepted on the admin listener */
+static size_t admin_cap;
+
+int
+lg_loop_admin_conn(int fd)
+{
+	return fd >= 0 && (size_t)fd < admin_cap && admin_mark[fd];
+}
+
+/* Records which listener fd came from. Returns -1 when the mark cannot be kept (ENOMEM): the
+ * caller closes fd rather than let an admin connection pass for a public one. */
+static int
+mark_conn(int fd, int admin)
+{
+	if ((size_t)fd >= admin_cap) {
+		size_t cap = (size_t)fd * 2 + 64;
+		uint8_t *p = realloc(admin_mark, cap);
+
+		if (p == NULL)
+			return -1;
+		memset(p + admin_cap, 0, cap - admin_cap);
+		admin_mark = p;
+		admin_cap = cap;
+	}
+	admin_mark[fd] = (uint8_t)admin;
+	return 0;
+}
 
 static void
 pause_accept(struct lg_worker *w)
 {
 	if (w->accepting) {
 		ev_io_stop(w->ev, &w->accept_io);
-		for (int i = 0; i < w->env->nmore; i++)
+		for (int i = 0; i < nwatch; i++)
 			ev_io_stop(w->ev, &more_io[i]);
 	}
 	w->accepting = 0;
@@ -47,7 +76,7 @@ resume_accept(struct lg_worker *w)
 {
 	if (!w->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
 		ev_io_start(w->ev, &w->accept_io);
-		for (int i = 0; i < w->env->nmore; i++)
+		for (int i = 0; i < nwatch; i++)
 			ev_io_start(w->ev, &more_io[i]);
 		w->accepting = 1;
 	}
@@ -141,6 +170,10 @@ accept_conns(struct lg_worker *w, int lfd)
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
 		}
+		if (w->env->admin_fd >= 0 && mark_conn(fd, lfd == w->env->admin_fd) == -1) {
+			close(fd);
+			continue;
+		}
 		lg_conn_start(w, fd);
 	}
 }
@@ -196,6 +229,8 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	close(w->env->listen_fd);
 	for (int i = 0; i < w->env->nmore; i++)
 		close(w->env->more_fds[i]);
+	if (w->env->admin_fd >= 0)
+		close(w->env->admin_fd);
 	lg_conn_drain(w);
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);
@@ -272,10 +307,14 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_offload_map_views(w);
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
-	for (int i = 0; i < env->nmore; i++) {
-		ev_io_init(&more_io[i], accept_cb, env->more_fds[i], EV_READ);
-		more_io[i].data = w;
-		(void)setsockopt(env->more_fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (int i = 0; i <= env->nmore; i++) {
+		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
+
+		if (fd < 0)
+			break;
+		ev_io_init(&more_io[nwatch], accept_cb, fd, EV_READ);
+		more_io[nwatch++].data = w;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
 	w->done_io.data = w;

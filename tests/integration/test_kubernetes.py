@@ -61,6 +61,13 @@ def test_stop_is_covered_by_the_grace_period():
     assert grace > delay + drain, (grace, delay, drain)
     assert c["readinessProbe"]["httpGet"]["path"] == "/ready"
     assert c["livenessProbe"]["httpGet"]["path"] == "/health"
+    # probes (and scrapes) on the admin listener, a port the Service does not expose
+    svc_ports = {p["targetPort"] for p in docs()["Service"]["spec"]["ports"]}
+    assert c["readinessProbe"]["httpGet"]["port"] not in svc_ports
+    admin = [p for p in c["ports"] if p["name"] == c["readinessProbe"]["httpGet"]["port"]]
+    assert admin and "--admin-listen" in c["args"], c["args"]
+    assert c["args"][c["args"].index("--admin-listen") + 1].endswith(
+        ":%d" % admin[0]["containerPort"])
 
 
 @pytest.mark.timeout(30)
