@@ -52,11 +52,7 @@ struct master {
 	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
 	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
 	char pid_file[256];    /* --pid-file at start-up ("" none); a reload does not move it */
-	int more_fds[LG_LISTEN_MAX]; /* the listeners after listen_fd (closed with it) */
-	int nmore;
-	char unix_paths[LG_LISTEN_MAX][108]; /* socket files we bound, removed at the stop */
-	int nunix;
-	int admin_fd;          /* --admin-listen, or -1 */
+	struct lg_listeners more; /* the listeners after listen_fd, and the admin one */
 	uint64_t reload_seq;   /* reload outcomes written so far */
 	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
@@ -66,6 +62,7 @@ struct master {
 static void begin_stop(struct master *m, int how);
 static struct lg_gen *serving(struct master *m);
 static void send_status(struct master *m, int ready);
+static void reload_done(struct master *m, int notified);
 
 /* An exit we caused (drain, deadline kill, retirement) is news; any other is a warning. */
 #define log_exit(m, g, c, ...) do { \
@@ -336,23 +333,6 @@ retire(struct lg_gen *g, uint64_t deadline)
 	signal_role(g, LG_ROLE_LOOP, SIGTERM);
 }
 
-/* Closes the listeners after the first (a unix socket's file goes with it: the next server
- * binds afresh). */
-static void
-close_more(struct master *m)
-{
-	for (int i = 0; i < m->nmore; i++)
-		close(m->more_fds[i]);
-	for (int i = 0; i < m->nunix; i++)
-		unlink(m->unix_paths[i]);
-	m->nmore = m->nunix = 0;
-	lg_gen_set_listeners(NULL, 0);
-	if (m->admin_fd >= 0)
-		close(m->admin_fd);
-	m->admin_fd = -1;
-	lg_gen_set_admin(-1);
-}
-
 /* how: 1 graceful drain (SIGTERM/SIGINT), 2 immediate (SIGQUIT, crash loop). */
 static void
 begin_stop(struct master *m, int how)
@@ -365,7 +345,7 @@ begin_stop(struct master *m, int how)
 		close(m->listen_fd);
 		m->listen_fd = -1;
 	}
-	close_more(m);
+	lg_listeners_close(&m->more);
 	m->stopping = how;
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next) {
 		if (how == 1) {
@@ -499,6 +479,14 @@ reload_outcome(struct master *m, int ok, const char *text)
 		send_status(m, 0);
 }
 
+static void
+refuse_reload(struct master *m, int notified, const char *why)
+{
+	log_error("reload refused, keeping the running configuration: %s", why);
+	reload_outcome(m, 0, why);
+	reload_done(m, notified);
+}
+
 static int
 same_listen(const struct lg_config *a, const struct lg_config *b)
 {
@@ -558,9 +546,7 @@ reload(struct master *m, int notified)
 		return;
 	}
 	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
-		log_error("reload refused, keeping the running configuration: %s", err);
-		reload_outcome(m, 0, err);
-		reload_done(m, notified);
+		refuse_reload(m, notified, err);
 		return;
 	}
 	if (!same_listen(&cfg, &m->gens->cfg)) {
@@ -575,9 +561,7 @@ reload(struct master *m, int notified)
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
-		log_error("reload refused, keeping the running configuration: %s", err);
-		reload_outcome(m, 0, err);
-		reload_done(m, notified);
+		refuse_reload(m, notified, err);
 		return;
 	}
 	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
@@ -586,9 +570,7 @@ reload(struct master *m, int notified)
 	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
 		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
 		    strerror(errno));
-		log_error("reload refused, keeping the running generation: %s", err);
-		reload_outcome(m, 0, err);
-		reload_done(m, notified);
+		refuse_reload(m, notified, err);
 		return;
 	}
 	m->reload_gen = m->next_id++;
@@ -901,52 +883,6 @@ run_timers(struct master *m)
 	return next <= now ? 0 : (int)((next - now + LG_NS_PER_MS - 1) / LG_NS_PER_MS);
 }
 
-/* The listeners of cfg->listen_more, each logged; the first becomes listen_fd when there is
- * no TCP listener before them. Every loop worker gets them all (lg_gen_set_listeners). */
-static int
-open_more(struct master *m, const struct lg_config *cfg)
-{
-	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0]; i++) {
-		char shown[192];
-		int fd = lg_master_listen_spec(cfg->listen_more[i], cfg->backlog, shown,
-		    sizeof(shown));
-
-		if (fd == -1) {
-			log_error("cannot listen on %s: %s", cfg->listen_more[i], strerror(errno));
-			return -1;
-		}
-		log_info("listening on %s", shown);
-		if (strncmp(cfg->listen_more[i], "unix:", 5) == 0)
-			snprintf(m->unix_paths[m->nunix++], sizeof(m->unix_paths[0]), "%.*s",
-			    (int)strcspn(cfg->listen_more[i] + 5, ","), cfg->listen_more[i] + 5);
-		if (cfg->listen_addr[0] == '\0' && m->listen_fd < 0)
-			m->listen_fd = fd;
-		else
-			m->more_fds[m->nmore++] = fd;
-	}
-	lg_gen_set_listeners(m->more_fds, m->nmore);
-	return 0;
-}
-
-/* --admin-listen: its own listener, handed to every loop worker (lg_gen_set_admin). */
-static int
-open_admin(struct master *m, const struct lg_config *cfg)
-{
-	char shown[192];
-
-	if (cfg->admin_listen[0] == '\0')
-		return 0;
-	if ((m->admin_fd = lg_master_listen_spec(cfg->admin_listen, cfg->backlog, shown,
-	    sizeof(shown))) == -1) {
-		log_error("cannot listen on %s (--admin-listen): %s", cfg->admin_listen,
-		    strerror(errno));
-		return -1;
-	}
-	log_info("admin listener on %s: /metrics /status /health /ready /ping", shown);
-	lg_gen_set_admin(m->admin_fd);
-	return 0;
-}
-
 /* The listening socket: the one systemd passed (socket activation), else our own. It belongs
  * to the master and outlives generations, so a reload never refuses a connection. */
 static int
@@ -969,14 +905,14 @@ open_listener(struct master *m, const struct lg_config *cfg)
 		log_info("listening on %s%s%s:%d (socket activation, fd %d)",
 		    strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port,
 		    m->listen_fd);
-		return open_admin(m, cfg);
+		return lg_listeners_open(&m->more, cfg, NULL, 1);
 	}
 	if (errno != 0) {
 		log_error("socket activation: %s", strerror(errno));
 		return -1;
 	}
 	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
-		return open_more(m, cfg) == -1 ? -1 : open_admin(m, cfg);
+		return lg_listeners_open(&m->more, cfg, &m->listen_fd, 0);
 	m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog, &port);
 	if (m->listen_fd == -1) {
 		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
@@ -985,7 +921,7 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	/* IPv6 in brackets, so the line can be pasted back into --listen. */
 	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
 	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
-	return open_more(m, cfg) == -1 ? -1 : open_admin(m, cfg);
+	return lg_listeners_open(&m->more, cfg, NULL, 0);
 }
 
 /* --max-conns is per loop worker and each connection is a descriptor, but the usual soft
@@ -1056,7 +992,7 @@ teardown(struct master *m)
 {
 	if (m->listen_fd >= 0)
 		close(m->listen_fd);
-	close_more(m);
+	lg_listeners_close(&m->more);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
 	if (m->pid_file[0])
@@ -1072,8 +1008,8 @@ teardown(struct master *m)
 int
 lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv)
 {
-	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1, .admin_fd = -1,
-	    .argc = argc, .argv = argv, .next_id = 1 };
+	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1,
+	    .more = { .admin = -1 }, .argc = argc, .argv = argv, .next_id = 1 };
 	int timeout;
 
 	if (setup(&m, cfg, sz) == -1) {

@@ -3,17 +3,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
 #include <ini.h>
-#include <netdb.h>
-#include <pwd.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -21,6 +17,7 @@
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
+#include "master/master.h"
 #include "master/site.h"
 #include "common/policy.h"
 
@@ -263,157 +260,6 @@ parse_u64(const char *s, uint64_t min, uint64_t max, int suffixes, uint64_t *out
 	return 0;
 }
 
-/* Replaces host name (cap bytes) with the numeric form of its first address. */
-static int
-resolve_host(char *host, size_t cap)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char num[INET6_ADDRSTRLEN];
-	void *a;
-
-	/* A host name (RFC 1123 2.1: letters, digits, '-' and '.', not all digits): a malformed
-	 * address such as 999.1.1.1 or ::1 without brackets is an error, never a lookup. */
-	if (host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")] ||
-	    host[strspn(host, "0123456789.")] == '\0' || host[0] == '-' || host[0] == '.')
-		return -1;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return -1;
-	a = res->ai_family == AF_INET6 ? (void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr :
-	    (void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-	if (inet_ntop(res->ai_family, a, num, sizeof(num)) == NULL) {
-		freeaddrinfo(res);
-		return -1;
-	}
-	freeaddrinfo(res);
-	snprintf(host, cap, "%s", num);
-	return 0;
-}
-
-/* One TCP listener: "[ADDR:]PORT", "[v6addr]:PORT", "HOST:PORT" or "PORT" (n bytes of s) into
- * addr (cap bytes; left alone without ADDR) and *port. A host name is resolved now
- * (getaddrinfo(3), its first address), so -t, start-up and a reload all see the address
- * bind(2) gets; a bare IPv6 address needs its brackets, or its last group reads as the port. */
-static int
-parse_inet(const char *s, size_t n, char *addr, size_t cap, int *port)
-{
-	char tok[256], host[256];
-	const char *colon;
-	unsigned char bin[sizeof(struct in6_addr)];
-	uint64_t p;
-
-	if (n == 0 || n >= sizeof(tok))
-		return -1;
-	memcpy(tok, s, n);
-	tok[n] = '\0';
-	colon = strrchr(tok, ':');
-	if (parse_u64(colon ? colon + 1 : tok, 0, 65535, 0, &p) == -1)
-		return -1;
-	if (colon != NULL) {
-		size_t alen = (size_t)(colon - tok);
-		const char *h = tok;
-		int bracketed = alen >= 2 && tok[0] == '[' && tok[alen - 1] == ']';
-
-		if (bracketed)
-			h++, alen -= 2;
-		if (alen == 0 || alen >= cap || alen >= sizeof(host))
-			return -1;
-		memcpy(host, h, alen);
-		host[alen] = '\0';
-		if (bracketed ? inet_pton(AF_INET6, host, bin) != 1 :
-		    inet_pton(AF_INET, host, bin) != 1 && resolve_host(host, sizeof(host)) == -1)
-			return -1;
-		if (strlen(host) >= cap)
-			return -1;
-		snprintf(addr, cap, "%s", host);
-	}
-	*port = (int)p;
-	return 0;
-}
-
-/* "unix:/absolute/path[,mode=OCTAL][,owner=USER[:GROUP]]": checked here (path length for
- * sun_path, unix(7); the mode; that the user and group exist), applied by master/listen.c. */
-static int
-check_unix(const char *s, size_t n)
-{
-	char tok[160];
-	size_t plen;
-
-	if (n >= sizeof(tok) || n < 6 || s[5] != '/')
-		return -1;
-	memcpy(tok, s, n);
-	tok[n] = '\0';
-	plen = strcspn(tok + 5, ",");
-	if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return -1;
-	for (char *o = strchr(tok, ','), *next; o != NULL; o = next) {
-		*o++ = '\0';
-		if ((next = strchr(o, ',')) != NULL)
-			*next = '\0';
-		if (strncmp(o, "mode=", 5) == 0) {
-			char *end;
-			long mode = strtol(o + 5, &end, 8);
-
-			if (end == o + 5 || *end || mode < 0 || mode > 0777)
-				return -1;
-		} else if (strncmp(o, "owner=", 6) == 0) {
-			char *grp = strchr(o + 6, ':');
-
-			if (grp != NULL)
-				*grp++ = '\0';
-			if (getpwnam(o + 6) == NULL || (grp != NULL && getgrnam(grp) == NULL))
-				return -1;
-		} else {
-			return -1;
-		}
-		if (next != NULL)
-			*next = ',';
-	}
-	return 0;
-}
-
-/* The value of listen: listeners separated by blanks. The first TCP one is listen_addr and
- * port, the others go to listen_more; append (a repeated --listen) keeps the ones given before
- * instead of replacing them. Returns 0 or -1. */
-static int
-parse_listen(const char *v, struct lg_config *cfg, int append)
-{
-	int nmore = 0, first = !append;
-
-	if (append)
-		while (nmore < LG_LISTEN_MAX && cfg->listen_more[nmore][0])
-			nmore++;
-	else
-		memset(cfg->listen_more, 0, sizeof(cfg->listen_more));
-	for (v += strspn(v, " \t"); *v; v += strspn(v, " \t")) {
-		size_t n = strcspn(v, " \t");
-		char addr[sizeof(cfg->listen_addr)] = "0.0.0.0";
-		int port, is_unix = strncmp(v, "unix:", 5) == 0;
-
-		if (is_unix ? check_unix(v, n) == -1 :
-		    parse_inet(v, n, first ? cfg->listen_addr : addr, sizeof(addr),
-		    first ? &cfg->port : &port) == -1)
-			return -1;
-		if (first && is_unix)
-			cfg->listen_addr[0] = '\0'; /* no TCP listener unless another one names it */
-		else if (first && cfg->listen_addr[0] == '\0')
-			snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "0.0.0.0"); /* "PORT" */
-		if (!first || is_unix) {
-			if (nmore == LG_LISTEN_MAX || n >= sizeof(cfg->listen_more[0]))
-				return -1;
-			if (is_unix)
-				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]), "%.*s",
-				    (int)n, v);
-			else
-				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]),
-				    strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
-		}
-		first = 0;
-		v += n;
-	}
-	return first && !append ? -1 : 0; /* an empty value names no listener */
-}
-
 /* Stores 1 for yes/true/on/1, 0 for no/false/off/0 (any case) in *out and returns 0;
  * returns -1 for anything else. */
 static int
@@ -485,6 +331,18 @@ parse_count(const struct opt *o, const char *v, int *count, double *share, const
 	return 0;
 }
 
+/* K_CIDRS: the list as given, once lg_cidr_parse accepts it. */
+static int
+set_cidrs(const struct opt *o, const char *v, char *base)
+{
+	struct lg_cidr ranges[LG_CIDR_MAX];
+
+	if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
+		return -1;
+	memcpy(base + o->off, v, strlen(v) + 1);
+	return 0;
+}
+
 /* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
 static int
 set_value(const struct opt *o, const char *v, void *obj, const char **why)
@@ -499,7 +357,7 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 		*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
 		    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
 		    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
-		return parse_listen(v, obj, 0);
+		return lg_listen_parse(v, obj, 0);
 	case K_INT:
 	case K_U64:
 	case K_SIZE: {
@@ -560,29 +418,12 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 		memcpy(base + o->off, v, strlen(v) + 1);
 		return 0;
 	}
-	case K_ADDR: {
-		char addr[64] = "0.0.0.0";
-		int port;
-
+	case K_ADDR:
 		*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
-		if (*v == '\0') {
-			*(char *)(base + o->off) = '\0';
-			return 0;
-		}
-		if (parse_inet(v, strlen(v), addr, sizeof(addr), &port) == -1)
-			return -1;
-		snprintf(base + o->off, o->max, strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
-		return 0;
-	}
-	case K_CIDRS: {
-		struct lg_cidr ranges[LG_CIDR_MAX];
-
+		return lg_listen_parse_addr(v, base + o->off, o->max);
+	case K_CIDRS:
 		*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
-		if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
-			return -1;
-		memcpy(base + o->off, v, strlen(v) + 1);
-		return 0;
-	}
+		return set_cidrs(o, v, base);
 	case K_BOOL:
 		*why = "expected yes, no, true, false, on, off, 1 or 0";
 		return parse_bool(v, (int *)(base + o->off));
@@ -986,7 +827,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 			cmd->version |= c == 'V';
 		} else if (o != NULL && o->kind == K_LISTEN && nlisten++ > 0) {
 			/* a repeated --listen adds listeners (it replaced the first in silence) */
-			if (parse_listen(optarg, cfg, 1) == -1) {
+			if (lg_listen_parse(optarg, cfg, 1) == -1) {
 				set_value(o, "", cfg, &why); /* only for the reason text */
 				snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
 				return -1;
