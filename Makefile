@@ -28,10 +28,19 @@ CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow
 LDFLAGS += $(SANFLAGS)
 LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
 
+# The Debian packages (Debian 12) that build the binaries and modules: the image's build stage
+# installs exactly these (make print-build-pkgs), and so does CI, with the rest of DEB_PKGS.
+BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser-dev libzstd-dev \
+              libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev
+# What the built binaries and modules need to run: the image's runtime stage installs exactly
+# these (make print-runtime-pkgs; curl for its HEALTHCHECK). tests/integration/test_image.py
+# checks that every shared library they link comes from one of them (or from libc6).
+RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
+                libinih1 libsystemd0 libvips42 libglib2.0-0 curl
 # The Debian packages the build, the tests and `make run` need.
-DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
-            libzstd-dev libxxhash-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
-            systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
+DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
+            python3-pytest-timeout curl systemd prometheus wrk clang libclang-rt-dev gnuplot-nox \
+            mmdebstrap python3-yaml
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache
 # reference); CI does not install them.
 BENCH_PKGS := nginx varnish
@@ -58,7 +67,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 LOAD_UNIT_BIN := $(LOAD_UNIT:tests/unit/%.c=$(OBJDIR)/tests/%)
 
 .PHONY: all run test check unit integration deps clean print-deps install bench fuzz fuzz-build \
-        modules
+        modules print-build-pkgs print-runtime-pkgs image
 all: $(BIN) $(LOAD_BIN) modules
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -193,11 +202,26 @@ fuzz: deps
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# (not into build/image-rootfs/, the root filesystems test_image.py keeps, with their rc2.d)
+-include $(shell find build -path build/image-rootfs -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # The package list, for .ci/run's apt-get install.
 print-deps:
 	@echo $(DEB_PKGS)
+
+# The image's two package lists (deploy/Dockerfile's BUILD_PKGS and RUNTIME_PKGS arguments).
+print-build-pkgs:
+	@echo $(BUILD_PKGS)
+
+print-runtime-pkgs:
+	@echo $(RUNTIME_PKGS)
+
+# The container image, with the package lists from here (needs a Docker engine; none is needed
+# to test it: tests/integration/test_image.py).
+IMAGE ?= lagless:$(LG_VERSION)
+image:
+	docker build -f deploy/Dockerfile --build-arg BUILD_PKGS="$(BUILD_PKGS)" \
+	    --build-arg RUNTIME_PKGS="$(RUNTIME_PKGS)" -t $(IMAGE) .
 
 PREFIX  ?= /usr/local
 DESTDIR ?=

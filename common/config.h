@@ -32,6 +32,8 @@ struct lg_pool_cfg {
 	int policy;                /* their scheduling policy: SCHED_IDLE, SCHED_BATCH or
 	                            * SCHED_OTHER (sched(7)) */
 	uint64_t memory;           /* RLIMIT_DATA of each of its compute processes; 0 = none */
+	uint64_t max_jobs;         /* a compute process that ran this many jobs is replaced; 0 off */
+	uint64_t max_rss;          /* ... or whose private memory (RssAnon) passed this; 0 off */
 	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = off */
 	uint64_t queue_wait_interval_ms;
 	int oversubscribe;         /* 1: not counted against the CPU budget */
@@ -40,8 +42,15 @@ struct lg_pool_cfg {
 };
 
 struct lg_config {
-	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default */
+	char listen_addr[64];      /* numeric IPv4 or IPv6 address, "0.0.0.0" by default (a host
+	                            * name is resolved when the configuration is read) */
 	int port;                  /* 0 picks a free port; default 8080 */
+	/* The listeners after the first: "ADDR:PORT" (numeric, brackets for IPv6) or
+	 * "unix:/path[,mode=0660][,owner=USER[:GROUP]]" (master/listen.c); "" ends the list. A
+	 * unix:/path first listener is listen_more[0] with listen_addr "" (no TCP listener). */
+#define LG_LISTEN_MAX 8
+	char listen_more[LG_LISTEN_MAX][160];
+	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
 	int loop_workers;          /* L; 0 = from the sizing decision */
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */
@@ -56,6 +65,8 @@ struct lg_config {
 	                            * refusal (503, 404, 405) or by an inline route; more: close */
 	uint64_t deadline_ms;      /* per offloaded job, queue wait included; past it 504 */
 	uint64_t drain_timeout_ms; /* SIGTERM: time allowed for in-flight requests */
+	uint64_t drain_delay_ms;   /* SIGTERM: /ready 503 but still accepting this long first */
+	char pid_file[256];        /* the master's pid, and PATH.reload the last reload's outcome */
 	uint64_t kill_grace_ms;    /* SIGTERM -> SIGKILL grace for a compute process past deadline */
 	int max_conns;             /* open connections per loop worker */
 	int backlog;               /* listen(2) backlog */
@@ -66,7 +77,13 @@ struct lg_config {
 	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */
 	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
 	int access_log;            /* one log line per request; off by default */
+	int access_log_json;       /* ... as JSON lines (worker/access.c) */
+	int request_id;            /* echo X-Request-Id (the client's or a generated one) */
+	char trusted_proxies[256]; /* CIDRs whose X-Forwarded-For names the client (common/cidr.h) */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
+	int demo_routes;           /* serve the built-in kinds' default routes (/heavy, /hash, ...) */
+	uint64_t compute_max_jobs; /* the pools' max_jobs unless their section says (0 = off) */
+	uint64_t compute_max_rss;  /* the pools' max_rss, bytes (0 = off) */
 	uint64_t stuck_loop_ms;    /* a loop worker whose heartbeat is older than this is replaced */
 	enum lg_client_gone on_client_gone; /* running job of a departed client: finish or kill */
 	/* single-flight and result cache (common/policy.h, shm/flight.h, shm/cache.h) */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -218,12 +219,52 @@ reap_descendants(void)
 		;
 }
 
+/* This process's private memory in bytes: RssAnon of /proc/self/status (proc(5)), which a
+ * leak grows, unlike the shared arena's pages it touched (RssShmem); 0 when unreadable. */
+static uint64_t
+rss_anon(void)
+{
+	char line[128];
+	unsigned long long kb = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "RssAnon: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* After a job: 1 when its pool's max_jobs or max_rss says this process should go (gunicorn's
+ * max_requests, PHP-FPM's pm.max_requests, uWSGI's reload-on-rss), logged with the reason. */
+static int
+recycle_due(const struct lg_pool_cfg *pool, uint64_t jobs)
+{
+	uint64_t rss;
+
+	if (pool->max_jobs && jobs >= pool->max_jobs) {
+		log_info("recycling after %llu jobs (max_jobs of pool %s)", (unsigned long long)jobs,
+		    pool->name);
+		return 1;
+	}
+	if (pool->max_rss && (rss = rss_anon()) > pool->max_rss) {
+		log_info("recycling: private memory %llu KiB past max_rss %llu KiB of pool %s",
+		    (unsigned long long)(rss >> 10), (unsigned long long)(pool->max_rss >> 10),
+		    pool->name);
+		return 1;
+	}
+	return 0;
+}
+
 int
 lg_compute_main(const struct lg_compute_env *env)
 {
 	const struct lg_pool_cfg *pool = &env->cfg->pools[env->pool];
 	const struct lg_pool_page *pp = &env->arena->master->pools[env->pool];
 	struct lg_msg m;
+	uint64_t jobs = 0;
 
 	if (pool->nice > 0)
 		(void)!nice(pool->nice);
@@ -265,5 +306,7 @@ lg_compute_main(const struct lg_compute_env *env)
 		}
 		run_one(env, &m);
 		reap_descendants();
+		if (recycle_due(pool, ++jobs))
+			return LG_COMPUTE_RECYCLE;
 	}
 }

@@ -24,4 +24,8 @@ struct lg_compute_env {
  * error (EBADF, ENOTSOCK), logged once. */
 int lg_compute_main(const struct lg_compute_env *env);
 
+/* The exit status of a compute process that recycled itself between jobs (its pool's max_jobs
+ * or max_rss): the master replaces it at once, as a planned exit, not a crash. */
+#define LG_COMPUTE_RECYCLE 75
+
 #endif

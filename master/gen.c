@@ -412,6 +412,22 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+static int more_fds[LG_LISTEN_MAX], nmore, admin_fd = -1;
+
+void
+lg_gen_set_admin(int fd)
+{
+	admin_fd = fd;
+}
+
+void
+lg_gen_set_listeners(const int *fds, int n)
+{
+	nmore = n < 0 ? 0 : n > LG_LISTEN_MAX ? LG_LISTEN_MAX : n;
+	if (nmore > 0)
+		memcpy(more_fds, fds, (size_t)nmore * sizeof(*fds));
+}
+
 /* Runs the role in the child. Never returns. */
 static void
 child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd,
@@ -436,6 +452,7 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 	if (c->role == LG_ROLE_LOOP) {
 		struct lg_loop_env env = {
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
+			.more_fds = more_fds, .nmore = nmore, .admin_fd = admin_fd,
 			.index = c->index, .nloops = g->nloops, .page = page,
 			.flights = &g->flights, .cache = &g->cache,
 		};
@@ -447,6 +464,10 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 			.pool = c->pool, .page = page,
 		};
 		close(listen_fd); /* a compute process holds no client or listen socket */
+		for (int i = 0; i < nmore; i++)
+			close(more_fds[i]);
+		if (admin_fd >= 0)
+			close(admin_fd);
 		lg_flight_destroy_table(&g->flights); /* loops and the master use them */
 		lg_cache_destroy(&g->cache);
 		lg_channels_keep(&g->ch, 'c', c->index, c->pool);

@@ -96,6 +96,14 @@ int lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, 
  * be gone (or be left to die with their own copies). */
 void lg_gen_destroy(struct lg_gen *g);
 
+/* The master's listeners after listen_fd (n of fds, copied; n = 0 clears them): every loop
+ * worker forked from now on accepts on them too, and compute processes close them. They belong
+ * to the master and outlive generations, like listen_fd. */
+void lg_gen_set_listeners(const int *fds, int n);
+
+/* The admin listener (--admin-listen; -1 none), handed to loop workers the same way. */
+void lg_gen_set_admin(int fd);
+
 /* Forks the process of row c of g. The child keeps only what its role needs: the listen socket
  * (loop workers), its own channel ends, g's arena; every other generation in the list `all` is
  * closed in the child, and sigfd too. On fork failure, schedules a retry. */

@@ -1,11 +1,199 @@
 #include <arpa/inet.h>
 #include <errno.h>
+#include <grp.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "master/master.h"
+
+#include "common/log.h"
+#include "master/gen.h"
+
+/* A decimal port 0..65535 (digits only), or -1. */
+static long
+parse_port(const char *s)
+{
+	char *end;
+	long p;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	p = strtol(s, &end, 10);
+	return errno || *end || p > 65535 ? -1 : p;
+}
+
+/* Replaces host name (cap bytes) with the numeric form of its first address. */
+static int
+resolve_host(char *host, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char num[INET6_ADDRSTRLEN];
+	void *a;
+
+	/* A host name (RFC 1123 2.1: letters, digits, '-' and '.', not all digits): a malformed
+	 * address such as 999.1.1.1 or ::1 without brackets is an error, never a lookup. */
+	if (host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")] ||
+	    host[strspn(host, "0123456789.")] == '\0' || host[0] == '-' || host[0] == '.')
+		return -1;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return -1;
+	a = res->ai_family == AF_INET6 ? (void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr :
+	    (void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+	if (inet_ntop(res->ai_family, a, num, sizeof(num)) == NULL) {
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	snprintf(host, cap, "%s", num);
+	return 0;
+}
+
+/* One TCP listener: "[ADDR:]PORT", "[v6addr]:PORT", "HOST:PORT" or "PORT" (n bytes of s) into
+ * addr (cap bytes; left alone without ADDR) and *port. A host name is resolved now
+ * (getaddrinfo(3), its first address), so -t, start-up and a reload all see the address
+ * bind(2) gets; a bare IPv6 address needs its brackets, or its last group reads as the port. */
+static int
+parse_inet(const char *s, size_t n, char *addr, size_t cap, int *port)
+{
+	char tok[256], host[256];
+	const char *colon;
+	unsigned char bin[sizeof(struct in6_addr)];
+	long p;
+
+	if (n == 0 || n >= sizeof(tok))
+		return -1;
+	memcpy(tok, s, n);
+	tok[n] = '\0';
+	colon = strrchr(tok, ':');
+	if ((p = parse_port(colon ? colon + 1 : tok)) < 0)
+		return -1;
+	if (colon != NULL) {
+		size_t alen = (size_t)(colon - tok);
+		const char *h = tok;
+		int bracketed = alen >= 2 && tok[0] == '[' && tok[alen - 1] == ']';
+
+		if (bracketed)
+			h++, alen -= 2;
+		if (alen == 0 || alen >= cap || alen >= sizeof(host))
+			return -1;
+		memcpy(host, h, alen);
+		host[alen] = '\0';
+		if (bracketed ? inet_pton(AF_INET6, host, bin) != 1 :
+		    inet_pton(AF_INET, host, bin) != 1 && resolve_host(host, sizeof(host)) == -1)
+			return -1;
+		if (strlen(host) >= cap)
+			return -1;
+		snprintf(addr, cap, "%s", host);
+	}
+	*port = (int)p;
+	return 0;
+}
+
+/* "unix:/absolute/path[,mode=OCTAL][,owner=USER[:GROUP]]": checked here (path length for
+ * sun_path, unix(7); the mode; that the user and group exist), applied by master/listen.c. */
+static int
+check_unix(const char *s, size_t n)
+{
+	char tok[160];
+	size_t plen;
+
+	if (n >= sizeof(tok) || n < 6 || s[5] != '/')
+		return -1;
+	memcpy(tok, s, n);
+	tok[n] = '\0';
+	plen = strcspn(tok + 5, ",");
+	if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -1;
+	for (char *o = strchr(tok, ','), *next; o != NULL; o = next) {
+		*o++ = '\0';
+		if ((next = strchr(o, ',')) != NULL)
+			*next = '\0';
+		if (strncmp(o, "mode=", 5) == 0) {
+			char *end;
+			long mode = strtol(o + 5, &end, 8);
+
+			if (end == o + 5 || *end || mode < 0 || mode > 0777)
+				return -1;
+		} else if (strncmp(o, "owner=", 6) == 0) {
+			char *grp = strchr(o + 6, ':');
+
+			if (grp != NULL)
+				*grp++ = '\0';
+			if (getpwnam(o + 6) == NULL || (grp != NULL && getgrnam(grp) == NULL))
+				return -1;
+		} else {
+			return -1;
+		}
+		if (next != NULL)
+			*next = ',';
+	}
+	return 0;
+}
+
+int
+lg_listen_parse(const char *v, struct lg_config *cfg, int append)
+{
+	int nmore = 0, first = !append;
+
+	if (append)
+		while (nmore < LG_LISTEN_MAX && cfg->listen_more[nmore][0])
+			nmore++;
+	else
+		memset(cfg->listen_more, 0, sizeof(cfg->listen_more));
+	for (v += strspn(v, " \t"); *v; v += strspn(v, " \t")) {
+		size_t n = strcspn(v, " \t");
+		char addr[sizeof(cfg->listen_addr)] = "0.0.0.0";
+		int port, is_unix = strncmp(v, "unix:", 5) == 0;
+
+		if (is_unix ? check_unix(v, n) == -1 :
+		    parse_inet(v, n, first ? cfg->listen_addr : addr, sizeof(addr),
+		    first ? &cfg->port : &port) == -1)
+			return -1;
+		if (first && is_unix)
+			cfg->listen_addr[0] = '\0'; /* no TCP listener unless another one names it */
+		else if (first && cfg->listen_addr[0] == '\0')
+			snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "0.0.0.0"); /* "PORT" */
+		if (!first || is_unix) {
+			if (nmore == LG_LISTEN_MAX || n >= sizeof(cfg->listen_more[0]))
+				return -1;
+			if (is_unix)
+				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]), "%.*s",
+				    (int)n, v);
+			else
+				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]),
+				    strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
+		}
+		first = 0;
+		v += n;
+	}
+	return first && !append ? -1 : 0; /* an empty value names no listener */
+}
+
+int
+lg_listen_parse_addr(const char *v, char *out, size_t cap)
+{
+	char addr[64] = "0.0.0.0";
+	int port;
+
+	if (*v == '\0') {
+		out[0] = '\0';
+		return 0;
+	}
+	if (parse_inet(v, strlen(v), addr, sizeof(addr), &port) == -1)
+		return -1;
+	snprintf(out, cap, strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
+	return 0;
+}
 
 int
 lg_master_listen(const char *addr, int port, int backlog, int *bound)
@@ -44,4 +232,176 @@ fail:
 	close(fd);
 	errno = saved;
 	return -1;
+}
+
+/* A socket file at path that no server accepts on (connect(2) is refused) is left over from a
+ * server that died: it may go. Returns 0 when path is free now, -1 with errno otherwise. */
+static int
+clear_stale(const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, r;
+
+	if (lstat(sa->sun_path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		errno = EEXIST;
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	r = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (r == 0) {
+		errno = EADDRINUSE;
+		return -1;
+	}
+	return unlink(sa->sun_path);
+}
+
+/* Applies ",mode=OCTAL" and ",owner=USER[:GROUP]" of opts (checked by master/options.c). */
+static int
+unix_perms(const char *path, const char *opts)
+{
+	char buf[160], *o, *next;
+
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (o = buf[0] == ',' ? buf + 1 : NULL; o != NULL; o = next) {
+		if ((next = strchr(o, ',')) != NULL)
+			*next++ = '\0';
+		if (strncmp(o, "mode=", 5) == 0 &&
+		    chmod(path, (mode_t)strtol(o + 5, NULL, 8)) == -1)
+			return -1;
+		if (strncmp(o, "owner=", 6) == 0) {
+			char *grp = strchr(o + 6, ':');
+			struct passwd *pw;
+			struct group *gr = NULL;
+
+			if (grp != NULL)
+				*grp++ = '\0';
+			if ((pw = getpwnam(o + 6)) == NULL || (grp && (gr = getgrnam(grp)) == NULL)) {
+				errno = ENOENT;
+				return -1;
+			}
+			if (chown(path, pw->pw_uid, gr ? gr->gr_gid : pw->pw_gid) == -1)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+listen_unix(const char *spec, int backlog, char *shown, size_t cap)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t plen = strcspn(spec + 5, ",");
+	int fd, saved;
+
+	if (plen >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sa.sun_path, spec + 5, plen);
+	snprintf(shown, cap, "unix:%s", sa.sun_path);
+	if (clear_stale(&sa) == -1)
+		return -1;
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		goto fail;
+	if (unix_perms(sa.sun_path, spec + 5 + plen) == -1 || listen(fd, backlog) == -1) {
+		saved = errno;
+		unlink(sa.sun_path);
+		errno = saved;
+		goto fail;
+	}
+	return fd;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+int
+lg_master_listen_spec(const char *spec, int backlog, char *shown, size_t cap)
+{
+	char addr[64];
+	const char *colon = strrchr(spec, ':');
+	size_t alen;
+	int bound = 0, fd;
+
+	if (strncmp(spec, "unix:", 5) == 0)
+		return listen_unix(spec, backlog, shown, cap);
+	if (colon == NULL || (alen = (size_t)(colon - spec)) >= sizeof(addr) + 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (spec[0] == '[')
+		snprintf(addr, sizeof(addr), "%.*s", (int)(alen - 2), spec + 1);
+	else
+		snprintf(addr, sizeof(addr), "%.*s", (int)alen, spec);
+	if ((fd = lg_master_listen(addr, atoi(colon + 1), backlog, &bound)) == -1)
+		return -1;
+	snprintf(shown, cap, spec[0] == '[' ? "[%s]:%d" : "%s:%d", addr, bound);
+	return fd;
+}
+
+void
+lg_listeners_close(struct lg_listeners *l)
+{
+	for (int i = 0; i < l->nmore; i++)
+		close(l->more[i]);
+	for (int i = 0; i < l->nunix; i++)
+		unlink(l->unix_paths[i]);
+	l->nmore = l->nunix = 0;
+	lg_gen_set_listeners(NULL, 0);
+	if (l->admin >= 0)
+		close(l->admin);
+	l->admin = -1;
+	lg_gen_set_admin(-1);
+}
+
+static int
+open_admin(struct lg_listeners *l, const struct lg_config *cfg)
+{
+	char shown[192];
+
+	if (cfg->admin_listen[0] == '\0')
+		return 0;
+	if ((l->admin = lg_master_listen_spec(cfg->admin_listen, cfg->backlog, shown,
+	    sizeof(shown))) == -1) {
+		log_error("cannot listen on %s (--admin-listen): %s", cfg->admin_listen,
+		    strerror(errno));
+		return -1;
+	}
+	log_info("admin listener on %s: /metrics /status /health /ready /ping", shown);
+	lg_gen_set_admin(l->admin);
+	return 0;
+}
+
+int
+lg_listeners_open(struct lg_listeners *l, const struct lg_config *cfg, int *first,
+    int admin_only)
+{
+	for (int i = 0; !admin_only && i < LG_LISTEN_MAX && cfg->listen_more[i][0]; i++) {
+		const char *spec = cfg->listen_more[i];
+		char shown[192];
+		int fd = lg_master_listen_spec(spec, cfg->backlog, shown, sizeof(shown));
+
+		if (fd == -1) {
+			log_error("cannot listen on %s: %s", spec, strerror(errno));
+			return -1;
+		}
+		log_info("listening on %s", shown);
+		if (strncmp(spec, "unix:", 5) == 0)
+			snprintf(l->unix_paths[l->nunix++], sizeof(l->unix_paths[0]), "%.*s",
+			    (int)strcspn(spec + 5, ","), spec + 5);
+		if (first != NULL && *first < 0)
+			*first = fd;
+		else
+			l->more[l->nmore++] = fd;
+	}
+	lg_gen_set_listeners(l->more, l->nmore);
+	return open_admin(l, cfg);
 }

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
+#include "master/ctl.h"
 #include "master/gen.h"
 #include "master/runkind.h"
 #include "master/master.h"
@@ -86,8 +87,9 @@ main(int argc, char **argv)
 		/* A wrong flag is a usage error (2, with the hint); a configuration the file, the
 		 * environment or a module refuses is a failed start (1), as lagless(8) says. */
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ? "configuration test failed\n" :
+		    cmd.signal ? "configuration test failed; reload not sent\n" :
 		    cmd.usage_error ? "try 'lagless --help'\n" : "");
-		return cmd.test_config ? 1 : cmd.usage_error ? 2 : 1;
+		return cmd.test_config || cmd.signal ? 1 : cmd.usage_error ? 2 : 1;
 	}
 	if (cmd.help) {
 		lg_options_usage(stdout);
@@ -108,7 +110,7 @@ main(int argc, char **argv)
 		lg_registry_free(cfg.reg);
 		return 1;
 	}
-	if (!cmd.print_sizing && !cmd.test_config && lg_log_open(cfg.error_log) == -1) {
+	if (!cmd.print_sizing && !cmd.test_config && !cmd.signal && lg_log_open(cfg.error_log) == -1) {
 		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
 		lg_registry_free(cfg.reg);
 		return 1;
@@ -120,13 +122,20 @@ main(int argc, char **argv)
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?
-		    "configuration test failed\n" : "");
+		    "configuration test failed\n" : cmd.signal ?
+		    "configuration test failed; reload not sent\n" : "");
 		return 1;
 	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
 	if (cmd.run_kind != NULL) {
 		int rc = lg_runkind_main(&cfg, cmd.run_kind);
+
+		lg_registry_free(cfg.reg);
+		return rc;
+	}
+	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
+		int rc = lg_ctl_reload(&cfg);
 
 		lg_registry_free(cfg.reg);
 		return rc;

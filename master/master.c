@@ -17,10 +17,12 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "cpupool/compute.h"
 #include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/options.h"
+#include "master/pidfile.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 
@@ -48,11 +50,19 @@ struct master {
 	uint64_t next_watchdog;
 	uint64_t next_status;
 	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
+	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
+	char pid_file[256];    /* --pid-file at start-up ("" none); a reload does not move it */
+	struct lg_listeners more; /* the listeners after listen_fd, and the admin one */
+	uint64_t reload_seq;   /* reload outcomes written so far */
+	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
+	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
+	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 };
 
 static void begin_stop(struct master *m, int how);
 static struct lg_gen *serving(struct master *m);
 static void send_status(struct master *m, int ready);
+static void reload_done(struct master *m, int notified);
 
 /* An exit we caused (drain, deadline kill, retirement) is news; any other is a warning. */
 #define log_exit(m, g, c, ...) do { \
@@ -253,6 +263,16 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		c->pid = 0;
 		return;
 	}
+	if (c->role == LG_ROLE_COMPUTE && !job_death && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == LG_COMPUTE_RECYCLE && !m->stopping && !g->retiring) {
+		/* max_jobs / max_rss: a planned exit between jobs, replaced at once */
+		log_info("compute[%u] pid=%d recycled itself; replacing it", c->index, (int)c->pid);
+		c->pid = 0;
+		c->quick_deaths = 0;
+		c->backoff_ns = 0;
+		c->respawn_at = lg_now_ns();
+		return;
+	}
 	if (WIFSIGNALED(status))
 		log_exit(m, g, c, "%s[%u] pid=%d killed by signal %d", lg_gen_role_name(c->role),
 		    c->index, (int)c->pid, WTERMSIG(status));
@@ -344,6 +364,7 @@ begin_stop(struct master *m, int how)
 		close(m->listen_fd);
 		m->listen_fd = -1;
 	}
+	lg_listeners_close(&m->more);
 	m->stopping = how;
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next) {
 		if (how == 1) {
@@ -357,6 +378,29 @@ begin_stop(struct master *m, int how)
 		}
 		atomic_store(&g->arena.master->stopping, (uint32_t)how); /* /ready: 503 */
 	}
+}
+
+/* SIGTERM/SIGINT. With --drain-delay-ms, /ready answers 503 at once (every generation) while
+ * the listener stays open and everything is served as usual; run_timers begins the graceful
+ * stop when the delay has passed. The delay is for the endpoints of a load balancer (a
+ * Kubernetes Service) to drop this instance: a connection routed here meanwhile is served,
+ * not refused. A second signal during the delay begins the stop at once. */
+static void
+stop_signal(struct master *m)
+{
+	uint64_t delay = m->gens->cfg.drain_delay_ms * LG_NS_PER_MS;
+
+	if (m->stopping || m->drain_at || delay == 0) {
+		m->drain_at = 0;
+		begin_stop(m, 1);
+		return;
+	}
+	m->drain_at = lg_now_ns() + delay;
+	log_info("graceful stop in %llu ms (--drain-delay-ms): /ready answers 503, still accepting",
+	    (unsigned long long)m->gens->cfg.drain_delay_ms);
+	lg_notify_stopping();
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		atomic_store(&g->arena.master->stopping, 1);
 }
 
 /* SIGTERMs the compute process of g whose proc page names job (slot << 32 | gen), with SIGKILL
@@ -439,10 +483,35 @@ spawn_all(struct master *m, struct lg_gen *g)
 			lg_gen_spawn(m->gens, g, &g->children[k], m->listen_fd, m->sigfd);
 }
 
+/* The answer to the SIGHUP of m->reload_from: PATH.reload for `lagless -s reload`, and a
+ * refusal also in every STATUS= line to systemd until a reload succeeds. */
+static void
+reload_outcome(struct master *m, int ok, const char *text)
+{
+	struct lg_reload_outcome o = { .seq = ++m->reload_seq, .from = m->reload_from, .ok = ok };
+
+	snprintf(o.text, sizeof(o.text), "%s", text);
+	snprintf(m->reload_error, sizeof(m->reload_error), "%s", ok ? "" : text);
+	if (m->pid_file[0] && lg_pidfile_put_outcome(m->pid_file, &o) == -1)
+		log_error("cannot write %s.reload: %s", m->pid_file, strerror(errno));
+	if (!ok && !m->stopping && serving(m)->ready)
+		send_status(m, 0);
+}
+
+static void
+refuse_reload(struct master *m, int notified, const char *why)
+{
+	log_error("reload refused, keeping the running configuration: %s", why);
+	reload_outcome(m, 0, why);
+	reload_done(m, notified);
+}
+
 static int
 same_listen(const struct lg_config *a, const struct lg_config *b)
 {
-	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port;
+	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
+	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
+	    strcmp(a->admin_listen, b->admin_listen) == 0;
 }
 
 static int
@@ -481,8 +550,9 @@ reload(struct master *m, int notified)
 	char err[512];
 	int ngens = count_gens(m);
 
-	if (m->stopping) {
+	if (m->stopping || m->drain_at) {
 		log_warn("SIGHUP ignored: stopping");
+		reload_outcome(m, 0, "the server is stopping");
 		return;
 	}
 	if (ngens >= MAX_GENS) {
@@ -495,33 +565,34 @@ reload(struct master *m, int notified)
 		return;
 	}
 	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
-		log_error("reload refused, keeping the running configuration: %s", err);
-		reload_done(m, notified);
+		refuse_reload(m, notified, err);
 		return;
 	}
 	if (!same_listen(&cfg, &m->gens->cfg)) {
 		log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
 		    m->gens->cfg.listen_addr, m->gens->cfg.port);
 		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
+		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
+		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
 		cfg.port = m->gens->cfg.port;
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
-		log_error("reload refused, keeping the running configuration: %s", err);
-		reload_done(m, notified);
+		refuse_reload(m, notified, err);
 		return;
 	}
 	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
 		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
 	lg_log_level = cfg.log_level;
 	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
-		log_error("reload refused, keeping the running generation");
-		reload_done(m, notified);
+		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
+		    strerror(errno));
+		refuse_reload(m, notified, err);
 		return;
 	}
-	m->next_id++;
+	m->reload_gen = m->next_id++;
 	if (!notified)
 		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;
@@ -535,7 +606,7 @@ reload(struct master *m, int notified)
 static void
 apply_pending_reload(struct master *m)
 {
-	if (!m->reload_pending || m->stopping || count_gens(m) >= MAX_GENS)
+	if (!m->reload_pending || m->stopping || m->drain_at || count_gens(m) >= MAX_GENS)
 		return;
 	m->reload_pending = 0;
 	log_info("applying the deferred reload");
@@ -567,12 +638,13 @@ read_signals(struct master *m)
 			break;
 		case SIGTERM:
 		case SIGINT:
-			begin_stop(m, 1);
+			stop_signal(m);
 			break;
 		case SIGQUIT:
 			begin_stop(m, 2);
 			break;
 		case SIGHUP:
+			m->reload_from = (pid_t)si.ssi_pid;
 			reload(m, 0);
 			break;
 		case SIGUSR1:
@@ -611,8 +683,12 @@ static void
 send_status(struct master *m, int ready)
 {
 	char status[640];
+	size_t n;
 
 	lg_gen_status_line(serving(m), status, sizeof(status));
+	if (m->reload_error[0] && (n = strlen(status)) < sizeof(status))
+		snprintf(status + n, sizeof(status) - n, "; last reload refused: %s",
+		    m->reload_error);
 	if (ready)
 		lg_notify_ready(status);
 	else
@@ -636,6 +712,12 @@ check_ready(struct master *m, uint64_t now)
 		if (!o->retiring)
 			log_info("retiring generation %u", o->id);
 		retire(o, now + o->cfg.drain_timeout_ms * LG_NS_PER_MS);
+	}
+	if (g->id == m->reload_gen) {
+		char text[32];
+
+		snprintf(text, sizeof(text), "generation %u", g->id);
+		reload_outcome(m, 1, text);
 	}
 	send_status(m, 1);
 	m->next_status = now + 1000 * LG_NS_PER_MS;
@@ -809,6 +891,12 @@ run_timers(struct master *m)
 	}
 	if (m->gens == NULL)
 		return -2;
+	if (m->drain_at && now >= m->drain_at) {
+		m->drain_at = 0;
+		begin_stop(m, 1);
+	} else if (m->drain_at && m->drain_at < next) {
+		next = m->drain_at;
+	}
 	if (!m->stopping) {
 		apply_pending_reload(m);
 		check_ready(m, now);
@@ -841,12 +929,14 @@ open_listener(struct master *m, const struct lg_config *cfg)
 		log_info("listening on %s%s%s:%d (socket activation, fd %d)",
 		    strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port,
 		    m->listen_fd);
-		return 0;
+		return lg_listeners_open(&m->more, cfg, NULL, 1);
 	}
 	if (errno != 0) {
 		log_error("socket activation: %s", strerror(errno));
 		return -1;
 	}
+	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
+		return lg_listeners_open(&m->more, cfg, &m->listen_fd, 0);
 	m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog, &port);
 	if (m->listen_fd == -1) {
 		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
@@ -855,7 +945,7 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	/* IPv6 in brackets, so the line can be pasted back into --listen. */
 	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
 	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
-	return 0;
+	return lg_listeners_open(&m->more, cfg, NULL, 0);
 }
 
 /* --max-conns is per loop worker and each connection is a descriptor, but the usual soft
@@ -910,6 +1000,11 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	}
 	if (open_listener(m, cfg) == -1)
 		return -1;
+	if (cfg->pid_file[0] && lg_pidfile_write(cfg->pid_file, m->pid) == -1) {
+		log_error("cannot write the pid file %s: %s", cfg->pid_file, strerror(errno));
+		return -1;
+	}
+	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->pid_file);
 	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
 	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
@@ -921,8 +1016,11 @@ teardown(struct master *m)
 {
 	if (m->listen_fd >= 0)
 		close(m->listen_fd);
+	lg_listeners_close(&m->more);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
+	if (m->pid_file[0])
+		lg_pidfile_remove(m->pid_file, m->pid);
 	while (m->gens != NULL) {
 		struct lg_gen *g = m->gens;
 
@@ -934,8 +1032,8 @@ teardown(struct master *m)
 int
 lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv)
 {
-	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1, .argc = argc,
-	    .argv = argv, .next_id = 1 };
+	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1,
+	    .more = { .admin = -1 }, .argc = argc, .argv = argv, .next_id = 1 };
 	int timeout;
 
 	if (setup(&m, cfg, sz) == -1) {

@@ -20,4 +20,42 @@ int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int a
  * socket/bind/listen (EADDRINUSE, EACCES, EMFILE). */
 int lg_master_listen(const char *addr, int port, int backlog, int *bound);
 
+/* Opens one listener of cfg->listen_more (common/config.h): "ADDR:PORT" (numeric, IPv6 in
+ * brackets) as lg_master_listen does, or "unix:/path[,mode=OCTAL][,owner=USER[:GROUP]]": a
+ * stream socket bound at path (a stale socket file nobody accepts on is replaced; one a server
+ * still accepts on is EADDRINUSE), then chmod and chown as given (unix(7): connecting needs
+ * write permission on the socket file). Writes what to log ("127.0.0.1:8081", the path) into
+ * shown (cap bytes). Returns the non-blocking, CLOEXEC descriptor, or -1 with errno. */
+int lg_master_listen_spec(const char *spec, int backlog, char *shown, size_t cap);
+
+/* The master's listeners besides its first TCP one: cfg->listen_more and --admin-listen. */
+struct lg_listeners {
+	int more[LG_LISTEN_MAX];             /* handed to every loop worker (lg_gen_set_listeners) */
+	int nmore;
+	char unix_paths[LG_LISTEN_MAX][108]; /* socket files bound, removed by lg_listeners_close */
+	int nunix;
+	int admin;                           /* --admin-listen (lg_gen_set_admin), or -1 */
+};
+
+/* Opens and logs the listeners of cfg->listen_more (when first is not NULL, the first of them
+ * goes to *first: a unix:/path listener given first, with no TCP one) unless admin_only, then
+ * the admin listener, and hands them to the loop workers forked from now on. Returns 0, or -1
+ * with the error logged (what was opened stays in l, for lg_listeners_close). */
+int lg_listeners_open(struct lg_listeners *l, const struct lg_config *cfg, int *first,
+    int admin_only);
+
+/* Closes what l holds and removes the unix socket files it bound; loop workers forked later
+ * get none of them. Safe to call again. */
+void lg_listeners_close(struct lg_listeners *l);
+
+/* The value of a listen setting (master/options.c): blank-separated listeners, the first TCP
+ * one into cfg->listen_addr and cfg->port, the others into cfg->listen_more (replaced, or
+ * added to when append). Host names are resolved here (getaddrinfo(3), the first address).
+ * Returns 0, or -1 for a malformed or unresolvable listener, or more than LG_LISTEN_MAX. */
+int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
+
+/* One TCP listener "ADDR:PORT" (or "PORT", or a host name) normalized into out (cap bytes) as
+ * numeric "ADDR:PORT", IPv6 in brackets. Returns 0 or -1. */
+int lg_listen_parse_addr(const char *v, char *out, size_t cap);
+
 #endif

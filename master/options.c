@@ -13,14 +13,16 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/cidr.h"
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
+#include "master/master.h"
 #include "master/site.h"
 #include "common/policy.h"
 
 enum kind {
-	K_LISTEN,   /* "[ADDR:]PORT" into listen_addr + port */
+	K_LISTEN,   /* listeners: the first TCP one into listen_addr + port, others listen_more */
 	K_INT,      /* int field, decimal in [min, max] */
 	K_U64,      /* uint64_t field, decimal in [min, max] */
 	K_SIZE,     /* uint64_t bytes, K/M/G binary suffixes */
@@ -34,6 +36,8 @@ enum kind {
 	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
 	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
 	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
+	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
+	K_ADDR,     /* char[max] one TCP listener, normalized to ADDR:PORT ("" none) */
 };
 
 struct opt {
@@ -50,9 +54,13 @@ struct opt {
 #define PF(field) offsetof(struct lg_pool_cfg, field)
 
 static const struct opt opts[] = {
-	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT",
-	  "listen address; IPv6 as [::1]:8080; port 0 picks a free port (logged)" },
+	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
+	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
+	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
 	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
+	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
+	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
+	  "the others then no longer answer for /metrics and /status; \"\" = none" },
 	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
 	  "event-loop processes; 0 = the CPU budget" },
 	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",
@@ -72,6 +80,9 @@ static const struct opt opts[] = {
 	  "per offloaded job, queue wait included; 504 past it" },
 	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
 	  "graceful stop: time left to in-flight requests" },
+	{ "drain-delay-ms", K_U64, F(drain_delay_ms), 0, 3600000, "0", "MS",
+	  "graceful stop: after SIGTERM, /ready answers 503 at once but new connections are still "
+	  "served this long (while a load balancer stops sending), then the drain begins" },
 	{ "kill-grace-ms", K_U64, F(kill_grace_ms), 0, 60000, "200", "MS",
 	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
 	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
@@ -115,14 +126,30 @@ static const struct opt opts[] = {
 	  "error, warn, info or debug" },
 	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
 	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
+	{ "pid-file", K_PATH, F(pid_file), 0, sizeof(((struct lg_config *)0)->pid_file), "",
+	  "FILE", "write the master's pid to FILE (removed at exit), and each reload's outcome to "
+	  "FILE.reload, for lagless -s reload" },
 	{ "lag-interval-ms", K_U64, F(lag_interval_ms), 1, 60000, "10", "MS",
 	  "loop-lag probe period" },
 	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
 	  "log a loop callback that runs longer, naming its request; 0 = off" },
 	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
-	  "log one line per response (method, path, status, bytes, times)" },
+	  "log one line per response (method, path, status, bytes, times, client, query, "
+	  "user agent, request id)" },
+	{ "access-log-json", K_BOOL, F(access_log_json), 0, 0, "no", "[=yes|no]",
+	  "write the access log as JSON lines, one object per response" },
+	{ "request-id", K_BOOL, F(request_id), 0, 0, "no", "[=yes|no]",
+	  "answer with X-Request-Id: the request's own (1-128 of A-Za-z0-9._:-) or a generated one"
+	  "; the access log names it either way" },
+	{ "trusted-proxies", K_CIDRS, F(trusted_proxies), 0,
+	  sizeof(((struct lg_config *)0)->trusted_proxies), "", "CIDR ...",
+	  "peers whose X-Forwarded-For names the client in the access log (rightmost untrusted "
+	  "entry), e.g. 10.0.0.0/8 ::1" },
 	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
 	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
+	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
+	  "serve the built-in kinds' routes /heavy, /compress, /decompress, /hash and /verify; no "
+	  "in production: only the routes [route] sections declare, and the loop's own" },
 	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
 	  "replace a loop worker whose heartbeat is this old" },
 	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
@@ -159,6 +186,12 @@ static const struct opt opts[] = {
 	  "max-body plus 1/256 and 128K" },
 	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
 	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
+	{ "compute-max-jobs", K_U64, F(compute_max_jobs), 0, 1ull << 40, "0", "N",
+	  "replace a compute process once it has run N jobs (after its job; for code that leaks); "
+	  "0 = never" },
+	{ "compute-max-rss", K_SIZE, F(compute_max_rss), 0, 1ull << 50, "0", "BYTES",
+	  "replace a compute process whose private memory (RssAnon) passed this after a job; 0 = "
+	  "never" },
 	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
 	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
 	  "any woken task preempts a job at once (a machine with nothing but lagless)" },
@@ -196,6 +229,11 @@ static const struct pool_opt pool_opts[] = {
 	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
 	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
 	  "compute-memory" },
+	{ { "max-jobs", K_U64, PF(max_jobs), 0, 1ull << 40, NULL, "N",
+	    "replace each of its compute processes after N jobs; 0 = never" }, "compute-max-jobs" },
+	{ { "max-rss", K_SIZE, PF(max_rss), 0, 1ull << 50, NULL, "BYTES",
+	    "replace one whose private memory passed this after a job; 0 = never" },
+	  "compute-max-rss" },
 	{ { "oversubscribe", K_BOOL, PF(oversubscribe), 0, 0, NULL, "yes|no",
 	    "leave its processes out of the CPU budget check" }, NULL },
 	{ { "routes", K_PATH, PF(routes), 0, sizeof(((struct lg_pool_cfg *)0)->routes), NULL,
@@ -228,43 +266,6 @@ parse_u64(const char *s, uint64_t min, uint64_t max, int suffixes, uint64_t *out
 	if (*end != '\0' || v > max / mul || v * mul < min)
 		return -1;
 	*out = v * mul;
-	return 0;
-}
-
-/* "[ADDR:]PORT", "[v6addr]:PORT" or "PORT". */
-static int
-parse_listen(const char *s, struct lg_config *cfg)
-{
-	const char *colon = strrchr(s, ':');
-	uint64_t p;
-	size_t alen;
-
-	char addr[sizeof(cfg->listen_addr)];
-	unsigned char bin[sizeof(struct in6_addr)];
-
-	if (parse_u64(colon ? colon + 1 : s, 0, 65535, 0, &p) == -1)
-		return -1;
-	if (colon != NULL) {
-		int bracketed = 0;
-
-		alen = (size_t)(colon - s);
-		if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
-			s++;
-			alen -= 2;
-			bracketed = 1;
-		}
-		if (alen == 0 || alen >= sizeof(addr))
-			return -1;
-		memcpy(addr, s, alen);
-		addr[alen] = '\0';
-		/* Numeric only (no name lookup at start-up), so -t catches what bind would refuse;
-		 * a bare IPv6 address needs its brackets, or its last group reads as the port. */
-		if (inet_pton(AF_INET, addr, bin) != 1 &&
-		    (!bracketed || inet_pton(AF_INET6, addr, bin) != 1))
-			return -1;
-		memcpy(cfg->listen_addr, addr, alen + 1);
-	}
-	cfg->port = (int)p;
 	return 0;
 }
 
@@ -339,6 +340,18 @@ parse_count(const struct opt *o, const char *v, int *count, double *share, const
 	return 0;
 }
 
+/* K_CIDRS: the list as given, once lg_cidr_parse accepts it. */
+static int
+set_cidrs(const struct opt *o, const char *v, char *base)
+{
+	struct lg_cidr ranges[LG_CIDR_MAX];
+
+	if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
+		return -1;
+	memcpy(base + o->off, v, strlen(v) + 1);
+	return 0;
+}
+
 /* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
 static int
 set_value(const struct opt *o, const char *v, void *obj, const char **why)
@@ -350,9 +363,10 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 
 	switch (o->kind) {
 	case K_LISTEN:
-		*why = "expected [ADDR:]PORT with a numeric IPv4 address or a bracketed IPv6 one, "
-		    "and a port 0..65535";
-		return parse_listen(v, obj);
+		*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
+		    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
+		    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
+		return lg_listen_parse(v, obj, 0);
 	case K_INT:
 	case K_U64:
 	case K_SIZE: {
@@ -413,6 +427,12 @@ set_value(const struct opt *o, const char *v, void *obj, const char **why)
 		memcpy(base + o->off, v, strlen(v) + 1);
 		return 0;
 	}
+	case K_ADDR:
+		*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
+		return lg_listen_parse_addr(v, base + o->off, o->max);
+	case K_CIDRS:
+		*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
+		return set_cidrs(o, v, base);
 	case K_BOOL:
 		*why = "expected yes, no, true, false, on, off, 1 or 0";
 		return parse_bool(v, (int *)(base + o->off));
@@ -754,6 +774,10 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->policy = cfg->compute_policy;
 		if (i == 0 || !GIVEN(p, "memory"))
 			p->memory = cfg->compute_memory;
+		if (i == 0 || !GIVEN(p, "max-jobs"))
+			p->max_jobs = cfg->compute_max_jobs;
+		if (i == 0 || !GIVEN(p, "max-rss"))
+			p->max_rss = cfg->compute_max_rss;
 	}
 	return 0;
 }
@@ -773,6 +797,7 @@ build_longopts(struct option *lo)
 	lo[n++] = (struct option){ "run-kind", required_argument, NULL, OPT_RUN_KIND };
 	lo[n++] = (struct option){ "config", required_argument, NULL, 'c' };
 	lo[n++] = (struct option){ "test-config", no_argument, NULL, 't' };
+	lo[n++] = (struct option){ "signal", required_argument, NULL, 's' };
 	lo[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	lo[n++] = (struct option){ "version", no_argument, NULL, 'V' };
 	lo[n] = (struct option){ NULL, 0, NULL, 0 };
@@ -783,13 +808,13 @@ static int
 load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
     struct lg_command *cmd, char *err, size_t cap)
 {
-	struct option lo[NOPTS + 8];
-	int c;
+	struct option lo[NOPTS + 9];
+	int c, nlisten = 0;
 
 	build_longopts(lo);
 	optind = 0; /* GNU: full re-initialisation, so a reload can parse again */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:c:thV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:c:s:thV", lo, NULL)) != -1) {
 		const struct opt *o = c == 'p' ? find_opt("port", '-') :
 		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
 		const char *why;
@@ -806,8 +831,16 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 			cmd->print_sizing |= c == OPT_PRINT_SIZING;
 			cmd->print_example |= c == OPT_PRINT_EXAMPLE;
 			cmd->run_kind = c == OPT_RUN_KIND ? optarg : cmd->run_kind;
+			cmd->signal = c == 's' ? optarg : cmd->signal;
 			cmd->help |= c == 'h';
 			cmd->version |= c == 'V';
+		} else if (o != NULL && o->kind == K_LISTEN && nlisten++ > 0) {
+			/* a repeated --listen adds listeners (it replaced the first in silence) */
+			if (lg_listen_parse(optarg, cfg, 1) == -1) {
+				set_value(o, "", cfg, &why); /* only for the reason text */
+				snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
+				return -1;
+			}
 		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
 			snprintf(err, cap, "--%s '%s': %s", o->name, optarg ? optarg : "", why);
 			return -1;
@@ -833,6 +866,10 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	}
 	if (cmd->help || cmd->version || cmd->print_example)
 		return 0;
+	if (cmd->signal != NULL && strcmp(cmd->signal, "reload") != 0) {
+		snprintf(err, cap, "-s '%s': expected reload", cmd->signal);
+		return -1;
+	}
 	struct lg_site_src *site = NULL;
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
 	    cfg, &site, err, cap) == -1) {
@@ -862,9 +899,11 @@ lg_options_usage(void *fp)
 {
 	FILE *f = fp;
 
-	fprintf(f, "usage: lagless [-c FILE] [-t] [--print-sizing] [options]\n\n"
+	fprintf(f, "usage: lagless [-c FILE] [-t | -s reload] [--print-sizing] [options]\n\n"
 	    "  -c, --config FILE          configuration file (default %s if present)\n"
 	    "  -t, --test-config          check the configuration, print the sizing, exit 0 or 1\n"
+	    "  -s, --signal reload        check the configuration, reload the server of --pid-file,\n"
+	    "                             wait: exit 0 once the new one accepts, 1 with the reason\n"
 	    "  --print-sizing             print the CPU sizing inputs and decision as JSON, exit\n"
 	    "  --print-example-config     print a configuration file with every default, exit\n"
 	    "  --run-kind KIND            run one job of KIND (heavy, module.kind) on standard input,\n"
@@ -884,7 +923,8 @@ lg_options_usage(void *fp)
 		    has_def ? opts[i].def : "", has_def ? ")" : "");
 	}
 	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
-	    "signals: SIGTERM/SIGINT graceful drain, SIGQUIT immediate stop, SIGHUP reload,\n"
+	    "signals: SIGTERM/SIGINT graceful drain (after --drain-delay-ms), SIGQUIT immediate\n"
+	    "         stop, SIGHUP reload (lagless -s reload waits for its outcome),\n"
 	    "         SIGUSR1 reopen the error log\n");
 }
 

@@ -19,6 +19,7 @@ struct lg_command {
 	int print_sizing;          /* --print-sizing */
 	int print_example;         /* --print-example-config */
 	const char *run_kind;      /* --run-kind KIND: one job on stdin, answer on stdout */
+	const char *signal;        /* -s reload: signal the running master and wait for the outcome */
 	int help, version;
 	int usage_error;           /* set with a -1 of lg_options_load when a command-line flag
 	                            * was wrong (exit 2 with a usage hint); otherwise a -1 is a

@@ -539,6 +539,26 @@ rule_keys(struct lg_registry *r, char *err, size_t cap)
 	return 0;
 }
 
+/* A placeholder that keeps default route `path` from being added (build drops it after). */
+static int
+hold_off(struct lg_registry *r, const char *path, char *err, size_t cap)
+{
+	struct lg_route_def gone;
+
+	for (uint32_t i = 0; i < r->nroutes; i++)
+		if (strcmp(r->routes[i].path, path) == 0)
+			return 0; /* declared: served as declared */
+	memset(&gone, 0, sizeof(gone));
+	snprintf(gone.path, sizeof(gone.path), "%s", path);
+	snprintf(gone.handler, sizeof(gone.handler), "off");
+	return lg_registry_add_route(r, &gone, err, cap);
+}
+
+/* The built-in kinds' default routes, which demo_routes = no leaves out: demonstrations,
+ * and costly for anyone to call (a /hash is 19 MiB and 40 ms of CPU per request). */
+static const char *const demo_paths[] = { "/heavy", "/compress", "/decompress", "/hash",
+	"/verify" };
+
 static int
 build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
     size_t cap)
@@ -556,15 +576,12 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++)
 			if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
-			    strcasecmp(s->secs[i].kv[j].value, "yes") == 0) {
-				struct lg_route_def gone;
-
-				memset(&gone, 0, sizeof(gone));
-				snprintf(gone.path, sizeof(gone.path), "%s", s->secs[i].name);
-				snprintf(gone.handler, sizeof(gone.handler), "off");
-				if (lg_registry_add_route(r, &gone, err, cap) == -1)
-					return -1;
-			}
+			    strcasecmp(s->secs[i].kv[j].value, "yes") == 0 &&
+			    hold_off(r, s->secs[i].name, err, cap) == -1)
+				return -1;
+	for (size_t i = 0; !cfg->demo_routes && i < sizeof(demo_paths) / sizeof(demo_paths[0]); i++)
+		if (hold_off(r, demo_paths[i], err, cap) == -1)
+			return -1;
 	if (lg_registry_default_routes(r, cfg->deadline_ms, cfg->max_body, cfg->inline_heavy,
 	    err, cap) == -1)
 		return -1;

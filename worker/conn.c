@@ -17,6 +17,7 @@
 #include "worker/conn_idle.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
+#include "worker/access.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
@@ -328,6 +329,16 @@ put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t len, const
 	put(&at, end, conn, strlen(conn));
 	if (extra != NULL)
 		put(&at, end, extra, strlen(extra));
+	if (c->w->env->cfg->request_id) { /* --request-id: the one the access log names */
+		char id[130];
+		size_t n = lg_access_request_id(c, id, sizeof(id));
+
+		if (n > 0) {
+			put(&at, end, "X-Request-Id: ", 14);
+			put(&at, end, id, n);
+			put(&at, end, "\r\n", 2);
+		}
+	}
 	put(&at, end, "\r\n", 2);
 	return (size_t)(at - out);
 }

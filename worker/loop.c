@@ -25,15 +25,51 @@
 #include "worker/offload.h"
 #include "worker/routes.h"
 #include "worker/status.h"
+#include "worker/procstat.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
 
+/* The watchers of env->more_fds and of the admin listener (the last one): started and
+ * stopped with accept_io (one loop per process). */
+static ev_io more_io[LG_LISTEN_MAX + 1];
+static int nwatch;                 /* more_io in use */
+static uint8_t *admin_mark;        /* per descriptor number: accepted on the admin listener */
+static size_t admin_cap;
+
+int
+lg_loop_admin_conn(int fd)
+{
+	return fd >= 0 && (size_t)fd < admin_cap && admin_mark[fd];
+}
+
+/* Records which listener fd came from. Returns -1 when the mark cannot be kept (ENOMEM): the
+ * caller closes fd rather than let an admin connection pass for a public one. */
+static int
+mark_conn(int fd, int admin)
+{
+	if ((size_t)fd >= admin_cap) {
+		size_t cap = (size_t)fd * 2 + 64;
+		uint8_t *p = realloc(admin_mark, cap);
+
+		if (p == NULL)
+			return -1;
+		memset(p + admin_cap, 0, cap - admin_cap);
+		admin_mark = p;
+		admin_cap = cap;
+	}
+	admin_mark[fd] = (uint8_t)admin;
+	return 0;
+}
+
 static void
 pause_accept(struct lg_worker *w)
 {
-	if (w->accepting)
+	if (w->accepting) {
 		ev_io_stop(w->ev, &w->accept_io);
+		for (int i = 0; i < nwatch; i++)
+			ev_io_stop(w->ev, &more_io[i]);
+	}
 	w->accepting = 0;
 }
 
@@ -42,6 +78,8 @@ resume_accept(struct lg_worker *w)
 {
 	if (!w->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
 		ev_io_start(w->ev, &w->accept_io);
+		for (int i = 0; i < nwatch; i++)
+			ev_io_start(w->ev, &more_io[i]);
 		w->accepting = 1;
 	}
 }
@@ -91,8 +129,10 @@ refuse_queued(struct lg_worker *w)
 	char sink[512];
 	int n = 0;
 
-	for (; n < ACCEPT_BATCH; n++) {
-		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int l = -1; l < w->env->nmore; l++)
+	for (int a = 0; a < ACCEPT_BATCH; a++, n++) {
+		int fd = accept4(l < 0 ? w->env->listen_fd : w->env->more_fds[l], NULL, NULL,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1)
 			break;
 		(void)send(fd, refused_503, sizeof(refused_503) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -111,14 +151,14 @@ refuse_queued(struct lg_worker *w)
 }
 
 static void
-accept_conns(struct lg_worker *w)
+accept_conns(struct lg_worker *w, int lfd)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		if (w->nconns >= w->env->cfg->max_conns) {
 			pause_accept(w); /* resumed by the tick once connections close */
 			return;
 		}
-		int fd = accept4(w->env->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* Out of descriptors: stop polling the ready socket, or the loop
@@ -132,6 +172,10 @@ accept_conns(struct lg_worker *w)
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
 		}
+		if (w->env->admin_fd >= 0 && mark_conn(fd, lfd == w->env->admin_fd) == -1) {
+			close(fd);
+			continue;
+		}
 		lg_conn_start(w, fd);
 	}
 }
@@ -143,7 +187,7 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = io->data;
 
 	lg_obs_cb_begin(w, NULL);
-	accept_conns(w);
+	accept_conns(w, io->fd);
 	lg_obs_cb_end(w, "accept");
 }
 
@@ -186,6 +230,10 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	/* Our copy of the listen socket goes now: once every loop has closed it (and the master),
 	 * new connections are refused instead of queued behind a drain. */
 	close(w->env->listen_fd);
+	for (int i = 0; i < w->env->nmore; i++)
+		close(w->env->more_fds[i]);
+	if (w->env->admin_fd >= 0)
+		close(w->env->admin_fd);
 	lg_conn_drain(w);
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);
@@ -249,6 +297,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
 	    w->kind_names };
 	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 8192; /* + worker/coalesce.c's */
+	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render = malloc(w->render_cap)) == NULL)
@@ -269,6 +318,15 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_offload_map_views(w);
 	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
 	w->accept_io.data = w;
+	for (int i = 0; i <= env->nmore; i++) {
+		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
+
+		if (fd < 0)
+			break;
+		ev_io_init(&more_io[nwatch], accept_cb, fd, EV_READ);
+		more_io[nwatch++].data = w;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
 	w->done_io.data = w;
 	ev_io_start(w->ev, &w->done_io);

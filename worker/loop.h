@@ -18,6 +18,9 @@ struct lg_loop_env {
 	struct lg_arena *arena;      /* shared, mapped by the master */
 	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'l', index) */
 	int listen_fd;               /* non-blocking listening socket shared by every loop worker */
+	const int *more_fds;         /* further listeners (--listen a b, unix:/path), nmore of them */
+	int nmore;
+	int admin_fd;                /* --admin-listen's socket, or -1 */
 	uint32_t index;              /* loop index, 0..L-1: the owner id in slot words */
 	uint32_t nloops;
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
@@ -29,5 +32,10 @@ struct lg_loop_env {
  * requests in flight, close idle keep-alive connections. Returns the process exit status
  * (0 after a drain, 1 when the loop could not be set up). */
 int lg_loop_main(const struct lg_loop_env *env);
+
+/* 1 when connection descriptor fd of this loop worker was accepted on the admin listener: the
+ * mark is set or cleared at every accept, so it always names the listener of the connection
+ * that now holds the number. */
+int lg_loop_admin_conn(int fd);
 
 #endif

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "shm/stats.h"
+#include "worker/access.h"
 
 static void
 lag_arm(struct lg_worker *w)
@@ -166,18 +167,6 @@ request_done(struct lg_conn *c)
 	atomic_store_explicit(&c->w->env->page->inflight, --c->w->inflight, memory_order_relaxed);
 }
 
-static void
-access_line(const struct lg_conn *c, uint64_t took)
-{
-	const struct lg_http_req *r = &c->http.req;
-
-	/* Its own switch (--access-log), so written whatever --log-level says. */
-	lg_log_write(LG_LOG_INFO, "access", "%s %.*s status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f run_ms=%.3f",
-	    r->path ? http_method_str(r->method) : "-", r->path ? (int)r->path_len : 1,
-	    r->path ? r->path : "-", c->resp_status, c->resp_bytes, (double)took / 1e6,
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
-}
-
 void
 lg_obs_request_end(struct lg_conn *c)
 {
@@ -192,7 +181,7 @@ lg_obs_request_end(struct lg_conn *c)
 	if (c->resp_status == 413)
 		lg_stats_add(&p->rejected_large, 1);
 	if (c->w->env->cfg->access_log)
-		access_line(c, took);
+		lg_access_line(c, took);
 	if (c->req_start_ns)
 		request_done(c);
 }

@@ -20,6 +20,8 @@
 #include "worker/observe.h"
 #include "worker/offload.h"
 #include "worker/status.h"
+#include "worker/loop.h"
+#include "worker/procstat.h"
 
 /* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
@@ -82,6 +84,8 @@ route_rendered(struct lg_conn *c, int metrics)
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == 0 && metrics)
 		r = lg_coal_render_metrics(&b, w->env->cache);
+	if (r == 0 && metrics)
+		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render_cap);
@@ -416,6 +420,23 @@ route_claim(struct lg_conn *c)
 	return lg_offload_claim(c, &sp);
 }
 
+/* --admin-listen: a connection it accepted gets the loop's own answers (ping, health, ready,
+ * metrics, status) and nothing else, and the other listeners no longer answer /metrics and
+ * /status, so probes and scrapes stay on a port a Service does not expose. */
+static int
+admin_allows(const struct lg_conn *c, const struct lg_route *rt)
+{
+	static const char *const admin[] = { "ping", "health", "ready", "metrics", "status" };
+	const char *h = rt->def->handler;
+	int i = 0;
+
+	if (c->w->env->admin_fd < 0)
+		return 1;
+	while (i < 5 && (rt->handler == NULL || strcmp(h, admin[i]) != 0))
+		i++;
+	return lg_loop_admin_conn(c->fd) ? i < 5 : i < 3 || i == 5;
+}
+
 int
 lg_route_head(struct lg_http *h, void *conn)
 {
@@ -427,6 +448,8 @@ lg_route_head(struct lg_http *h, void *conn)
 	    r->content_length > 0);
 
 	c->route = find_route(c->w, r);
+	if (c->route != NULL && !admin_allows(c, c->route))
+		c->route = NULL; /* 404, as for a path that has no route */
 	c->coal = c->coal_alone = 0;
 	c->route_row = c->route ? c->route->row : c->w->none_row;
 	c->route_label = c->w->row_names[c->route_row];

@@ -75,7 +75,7 @@ def test_server_uses_file_env_and_flags_in_order(start_server, tmp_path):
 @pytest.mark.timeout(30)
 def test_t_refuses_what_start_up_would(tmp_path):
     """-t must fail on settings the real start fails on (found by a new-user trial)."""
-    for args in (["--listen", "localhost:80"], ["--listen", "::1"],
+    for args in (["--listen", "bad!host:80"], ["--listen", "::1"],
                  ["--error-log", str(tmp_path / "missing" / "dir" / "x.log")],
                  ["-c", str(tmp_path)]):
         r = run("-t", *args)

@@ -40,7 +40,8 @@ def test_units_pass_systemd_analyze_verify(tmp_path):
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (Debian package systemd)")
     unit = open(os.path.join(DEPLOY, "lagless.service")).read()
-    for key in ("Type=notify", "ExecStartPre=", " -t ", "ExecReload=/bin/kill -HUP $MAINPID",
+    for key in ("Type=notify", "ExecStartPre=", " -t ", "ExecReload=/usr/local/bin/lagless ", " -s reload\n",
+                "--pid-file /run/lagless/lagless.pid", "RuntimeDirectory=lagless",
                 "KillMode=mixed", "Restart=on-failure", "TimeoutStopSec=", "WatchdogSec=",
                 "LimitNOFILE=", "NoNewPrivileges=yes", "ProtectSystem=strict",
                 "ProtectHome=yes", "PrivateTmp=yes", "DynamicUser=yes", "CapabilityBoundingSet=\n"):

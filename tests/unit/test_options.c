@@ -115,7 +115,7 @@ test_bad_values(void **state)
 		{ "--max-body", "12X" }, { "--deadline-ms", "0" }, { "--log-level", "loud" },
 		{ "--loop-workers", "" }, { "--cpu-rounding", "up" },
 		/* what bind(2) would refuse must fail here, so -t catches it */
-		{ "--listen", "localhost:80" }, { "--listen", "::1" }, { "--listen", "[::1" },
+		{ "--listen", "bad!host:80" }, { "--listen", "::1" }, { "--listen", "[::1" },
 		{ "--listen", "999.1.1.1:80" }, { "--listen", "[::1]x:0" },
 		{ "--cpus", "0x10" }, { "--cpus", "inf" }, { "--cpus", "1025" },
 		{ "--compute-workers", "%" }, { "--compute-workers", "0%" },

@@ -1,0 +1,66 @@
+#include "master/ctl.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "master/pidfile.h"
+
+#define POLL_NS (20 * LG_NS_PER_MS)
+
+/* The outcome of our SIGHUP: a line newer than `before` that names us as its sender. */
+static int
+answered(const char *path, uint64_t before, struct lg_reload_outcome *o)
+{
+	return lg_pidfile_get_outcome(path, o) == 0 && o->seq > before && o->from == getpid();
+}
+
+int
+lg_ctl_reload(const struct lg_config *cfg)
+{
+	struct lg_reload_outcome o;
+	struct timespec pause = { 0, POLL_NS };
+	uint64_t before = 0, end;
+	pid_t pid;
+
+	if (cfg->pid_file[0] == '\0') {
+		fprintf(stderr, "lagless: -s reload needs the server's --pid-file (pid_file = PATH)\n");
+		return 2;
+	}
+	if (lg_pidfile_read(cfg->pid_file, &pid) == -1) {
+		fprintf(stderr, "lagless: cannot read the pid file %s: %s (is lagless running?)\n",
+		    cfg->pid_file, strerror(errno));
+		return 2;
+	}
+	if (lg_pidfile_get_outcome(cfg->pid_file, &o) == 0)
+		before = o.seq;
+	if (kill(pid, SIGHUP) == -1) {
+		fprintf(stderr, "lagless: cannot signal pid %d of %s: %s\n", (int)pid,
+		    cfg->pid_file, strerror(errno));
+		return 2;
+	}
+	end = lg_now_ns() + (cfg->drain_timeout_ms + 30000) * LG_NS_PER_MS;
+	while (!answered(cfg->pid_file, before, &o)) {
+		if (kill(pid, 0) == -1 && errno == ESRCH) {
+			fprintf(stderr, "lagless: reload failed: the master (pid %d) exited\n", (int)pid);
+			return 1;
+		}
+		if (lg_now_ns() >= end) {
+			fprintf(stderr, "lagless: reload: no outcome from pid %d within %llu ms\n",
+			    (int)pid, (unsigned long long)(cfg->drain_timeout_ms + 30000));
+			return 1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	if (!o.ok) {
+		fprintf(stderr, "lagless: reload refused, the running configuration stays: %s\n",
+		    o.text);
+		return 1;
+	}
+	fprintf(stderr, "lagless: reloaded: %s accepts\n", o.text);
+	return 0;
+}

@@ -1,0 +1,81 @@
+"""The access log operators expect: client address (from a trusted proxy, the address it
+forwarded), the query, the user agent and a request id (the client's X-Request-Id or a
+generated one, echoed with --request-id), in text or JSON lines."""
+import json
+import re
+
+import pytest
+
+from conftest import request, wait_until
+
+
+def access_lines(srv):
+    return [line for line in srv.log().splitlines() if " access: " in line]
+
+
+def json_lines(srv):
+    out = []
+    for line in srv.log().splitlines():
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_text_line_has_client_query_agent_and_id(start_server):
+    srv = start_server("--access-log", "--request-id", "--compute-workers", "1")
+    r = request(srv.port, "GET", "/heavy?iterations=5&tag=%22q%22",
+                headers={"User-Agent": 'probe "1"', "X-Request-Id": "req-42.a"})
+    assert r.status == 200 and r.header("X-Request-Id") == "req-42.a", r
+    r2 = request(srv.port, "GET", "/ping", headers={"X-Request-Id": "bad id!"})
+    gen = r2.header("X-Request-Id")
+    assert gen and re.fullmatch(r"[0-9a-f]{24}", gen), r2  # refused: one is generated
+    # (the harness's own /ping calls of the start-up are logged too)
+    mine = lambda: [ln for ln in access_lines(srv) if "/heavy" in ln or ("/ping" in ln and
+                                                                        "id=%s" % gen in ln)]
+    assert wait_until(lambda: len(mine()) == 2, 5), srv.log()
+    heavy, ping = mine()
+    assert 'GET /heavy status=200' in heavy, heavy
+    assert 'query="iterations=5&tag=%22q%22"' in heavy, heavy
+    assert 'client=127.0.0.1 ' in heavy and 'ua="probe \\"1\\""' in heavy, heavy
+    assert heavy.endswith(" id=req-42.a"), heavy
+    assert ping.endswith(" id=%s" % gen), ping
+
+
+@pytest.mark.timeout(60)
+def test_json_lines_and_trusted_forwarded_for(start_server):
+    srv = start_server("--access-log", "--access-log-json", "--trusted-proxies", "127.0.0.0/8",
+                       "--compute-workers", "1")
+    r = request(srv.port, "GET", "/ping?a=1",
+                headers={"X-Forwarded-For": "203.0.113.9, 10.1.1.1, 127.0.0.5",
+                         "User-Agent": "agent\u00e9"})
+    assert r.status == 200 and r.header("X-Request-Id") is None  # no echo without the switch
+    mine = lambda: [d for d in json_lines(srv) if d["query"] == "a=1"]
+    assert wait_until(mine, 5), srv.log()
+    (doc,) = mine()
+    # 127.0.0.5 is trusted; 10.1.1.1 is not, so it is the client (rightmost untrusted)
+    assert doc["client"] == "10.1.1.1", doc
+    assert doc["method"] == "GET" and doc["path"] == "/ping" and doc["query"] == "a=1", doc
+    assert doc["status"] == 200 and doc["bytes"] == 2 and doc["ua"] == "agent\u00e9", doc
+    assert re.fullmatch(r"[0-9a-f]{24}", doc["request_id"]) and doc["pid"] > 0, doc
+    assert doc["time"].endswith("Z") and doc["time_ms"] >= 0, doc
+
+
+@pytest.mark.timeout(60)
+def test_forwarded_for_ignored_from_an_untrusted_peer(start_server):
+    srv = start_server("--access-log", "--trusted-proxies", "10.0.0.0/8",
+                       "--compute-workers", "1")
+    request(srv.port, "GET", "/ping?x=1", headers={"X-Forwarded-For": "203.0.113.9"})
+    mine = lambda: [ln for ln in access_lines(srv) if 'query="x=1"' in ln]
+    assert wait_until(mine, 5), srv.log()
+    assert " client=127.0.0.1 " in mine()[0], mine()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("value", ["10.0.0.0/33", "not-an-address", "::1/129"])
+def test_bad_trusted_proxies_fail_the_check(value):
+    import subprocess
+    from conftest import LAGLESS_BIN
+    r = subprocess.run([LAGLESS_BIN, "-t", "--trusted-proxies", value], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == 1 and "--trusted-proxies" in r.stderr, r.stderr

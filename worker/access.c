@@ -1,0 +1,189 @@
+#include "worker/access.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cidr.h"
+#include "common/log.h"
+#include "worker/conn.h"
+
+/* --trusted-proxies of this process, parsed on first use (-t checked it already). */
+static struct lg_cidr trusted[LG_CIDR_MAX];
+static int ntrusted = -1;
+
+size_t
+lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
+{
+	size_t n;
+	const char *v = lg_http_field_get(&c->http.req, "x-request-id", &n);
+	static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-";
+
+	if (cap == 0 || c->req_start_ns == 0)
+		return 0;
+	if (v != NULL && n > 0 && n <= 128 && n < cap) {
+		size_t i = 0;
+
+		while (i < n && strchr(ok, v[i]) != NULL && v[i] != '\0')
+			i++;
+		if (i == n) {
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return n;
+		}
+	}
+	int r = snprintf(out, cap, "%08x%016llx", (unsigned)getpid(),
+	    (unsigned long long)c->req_start_ns);
+	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
+}
+
+/* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
+ * rule for the "for" chain), into out; 0 when there is none usable. */
+static int
+forwarded_for(const struct lg_conn *c, char *out, size_t cap)
+{
+	size_t n;
+	const char *v = lg_http_field_get(&c->http.req, "x-forwarded-for", &n);
+
+	while (v != NULL && n > 0) {
+		size_t start = n;
+		char one[64];
+		unsigned char bin[16];
+
+		while (start > 0 && v[start - 1] != ',')
+			start--;
+		const char *e = v + start;
+		size_t len = n - start;
+
+		while (len > 0 && (*e == ' ' || *e == '\t'))
+			e++, len--;
+		while (len > 0 && (e[len - 1] == ' ' || e[len - 1] == '\t'))
+			len--;
+		if (len == 0 || len >= sizeof(one))
+			return 0;
+		memcpy(one, e, len);
+		one[len] = '\0';
+		int fam = inet_pton(AF_INET, one, bin) == 1 ? AF_INET :
+		    inet_pton(AF_INET6, one, bin) == 1 ? AF_INET6 : 0;
+		if (fam == 0)
+			return 0;
+		if (!lg_cidr_match(trusted, ntrusted, fam, bin)) {
+			snprintf(out, cap, "%s", one);
+			return 1;
+		}
+		n = start > 0 ? start - 1 : 0; /* a trusted hop: look further left */
+		if (start == 0)
+			break;
+	}
+	return 0;
+}
+
+/* The client's address into out: the peer, or what a trusted proxy says it forwarded. */
+static void
+client_addr(const struct lg_conn *c, char *out, size_t cap)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const void *bin;
+
+	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(c->w->env->cfg->trusted_proxies,
+	    trusted)) < 0)
+		ntrusted = 0;
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == -1 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+		snprintf(out, cap, "%s", len > 0 && ss.ss_family == AF_UNIX ? "unix" : "-");
+		return;
+	}
+	bin = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr :
+	    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (ntrusted > 0 && lg_cidr_match(trusted, ntrusted, ss.ss_family, bin) &&
+	    forwarded_for(c, out, cap))
+		return;
+	if (inet_ntop(ss.ss_family, bin, out, (socklen_t)cap) == NULL)
+		snprintf(out, cap, "-");
+}
+
+/* printf at *at within end, never past it (a line too long is cut). */
+static void __attribute__((format(printf, 3, 4)))
+putf(char **at, const char *end, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (*at >= end)
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(*at, (size_t)(end - *at), fmt, ap);
+	va_end(ap);
+	*at = r < 0 ? *at : (size_t)r < (size_t)(end - *at) ? *at + r : (char *)end;
+}
+
+/* s (n bytes) as the inside of a JSON string (RFC 8259 section 7) or of a text field's
+ * quotes (the same escapes), at *at within end. */
+static void
+put_escaped(char **at, const char *end, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && *at < end - 7; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\')
+			putf(at, end, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			putf(at, end, "\\u%04x", ch);
+		else
+			*(*at)++ = (char)ch;
+	}
+}
+
+void
+lg_access_line(const struct lg_conn *c, uint64_t took)
+{
+	const struct lg_http_req *r = &c->http.req;
+	int json = c->w->env->cfg->access_log_json;
+	char line[2048], *at = line, *end = line + sizeof(line) - 2, client[64], id[130], ts[40];
+	const char *method = r->path ? http_method_str(r->method) : "-";
+	const char *ua;
+	size_t ua_len = 0;
+	struct timespec now;
+	struct tm tm;
+
+	client_addr(c, client, sizeof(client));
+	lg_access_request_id(c, id, sizeof(id));
+	if ((ua = lg_http_field_get(r, "user-agent", &ua_len)) == NULL)
+		ua = "";
+	if (json) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		gmtime_r(&now.tv_sec, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+		putf(&at, end, "{\"time\":\"%s.%03ldZ\",\"pid\":%d,\"loop\":%u,\"client\":\"%s\","
+		    "\"method\":\"%s\",\"path\":\"", ts, now.tv_nsec / 1000000, (int)getpid(),
+		    c->w->env->index, client, method);
+	} else {
+		putf(&at, end, "%s ", method);
+	}
+	put_escaped(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1);
+	putf(&at, end, json ? "\",\"status\":%d,\"bytes\":%zu,\"time_ms\":%.3f,\"queue_ms\":%.3f,"
+	    "\"run_ms\":%.3f,\"query\":\"" : " status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f "
+	    "run_ms=%.3f query=\"", c->resp_status, c->resp_bytes, (double)took / 1e6,
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	put_escaped(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0);
+	if (json)
+		putf(&at, end, "\",\"ua\":\"");
+	else
+		putf(&at, end, "\" client=%s ua=\"", client);
+	put_escaped(&at, end, ua, ua_len);
+	putf(&at, end, json ? "\",\"request_id\":\"%s\"}" : "\" id=%s", id);
+	if (!json) { /* its own switch (--access-log), so written whatever --log-level says */
+		*at = '\0';
+		lg_log_write(LG_LOG_INFO, "access", "%s", line);
+		return;
+	}
+	*at++ = '\n';
+	/* One write, as lg_log_write does, so lines of several processes never interleave. */
+	(void)!write(STDERR_FILENO, line, (size_t)(at - line));
+}
