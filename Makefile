@@ -31,6 +31,7 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -ls
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev libhttp-parser-dev \
             libzstd-dev libxxhash-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
+            libpython3.11-dev python3-pil python3-numpy \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache
 # reference); CI does not install them.
@@ -80,6 +81,13 @@ $(OBJDIR)/%.o: %.c
 MOD_CFLAGS := -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -shared \
               -Iinclude $(SANFLAGS)
 MODULES    := $(OBJDIR)/modules/upper.so $(OBJDIR)/modules/thumbnail.so
+# The python job module (modules/python/, docs/MODULES.md "Python kinds") where the embeddable
+# CPython is installed (Debian libpython3.11-dev: pkg-config python3-embed).
+PY_EMBED   := $(shell pkg-config --exists python3-embed 2>/dev/null && echo yes)
+ifeq ($(PY_EMBED),yes)
+MODULES    += $(OBJDIR)/modules/python.so
+endif
+PY_MOD_SRC := modules/python/python.c modules/python/call.c modules/python/helper.c
 
 modules: $(MODULES)
 
@@ -90,6 +98,11 @@ $(OBJDIR)/modules/upper.so: modules/upper/upper.c include/lagless/module.h
 $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/module.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
+
+$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) $(MOD_CFLAGS) -fvisibility=hidden $$(pkg-config --cflags python3-embed) -o $@ \
+	    $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)
 
 $(OBJDIR)/tests/modules/%.so: tests/modules/%.c include/lagless/module.h
 	@mkdir -p $(dir $@)
