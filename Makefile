@@ -224,6 +224,9 @@ install: $(BIN) $(LOAD_BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
 	install -D -m 0755 $(LOAD_BIN) $(DESTDIR)$(PREFIX)/bin/lagless-load
 	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
+	@# the python job module, when this build has it (make builds it with python3-embed)
+	if [ -f $(OBJDIR)/modules/python.so ]; then install -D -m 0755 $(OBJDIR)/modules/python.so \
+	    $(DESTDIR)$(PREFIX)/lib/lagless/modules/python.so; fi
 	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
 	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc
