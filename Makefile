@@ -33,9 +33,9 @@ DEB_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libcmocka-dev li
             libzstd-dev libxxhash-dev zlib1g-dev gzip libargon2-dev argon2 libvips-dev libvips-tools libinih-dev zstd python3 python3-pytest python3-pytest-timeout curl \
             libpython3.11-dev python3-pil python3-numpy \
             systemd libsystemd-dev prometheus wrk clang libclang-rt-dev gnuplot-nox
-# Only make bench needs these (nginx: throughput and cache reference; varnish: cache
-# reference); CI does not install them.
-BENCH_PKGS := nginx varnish
+# Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
+# FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
+BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
@@ -166,7 +166,8 @@ $(BENCH_CLIENT): bench/latency.c
 
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
-	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS)
+	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS) $(LOAD_BIN) \
+	    $(MODULES)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
 	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules) \

@@ -1,0 +1,31 @@
+"""The functions benchmark 10 (bench/bench_python.py) serves two ways: as lagless python kinds
+(compute, roundtrip) and through the FastAPI + ProcessPoolExecutor app (fastapi_pool.py), which
+calls execute_cpu_workload and echo in its executor."""
+import os
+
+ITERATIONS = int(os.environ.get("BENCH_ITERATIONS", "35000000"))
+
+
+def execute_cpu_workload(iterations: int = 35_000_000) -> int:
+    """The background article's workload, unchanged."""
+    accumulator = 0
+    for i in range(iterations):
+        accumulator += i * i
+    return accumulator
+
+
+def echo(data: bytes) -> bytes:
+    """The round trip: what goes in comes out (pickled both ways by the executor)."""
+    return data
+
+
+# ------------------------------------------------------------------ the lagless python kinds
+
+
+def compute(body, request):
+    n = int(request.query.get("iterations", request.route.get("iterations", ITERATIONS)))
+    return b'{"result": %d}' % execute_cpu_workload(n)
+
+
+def roundtrip(body, request):
+    return body
