@@ -79,11 +79,15 @@ def srv(tmp_path_factory):
     work = tmp_path_factory.mktemp("python")
     conf = work / "lagless.conf"
     conf.write_text(config(TESTPKG, *JOBS))
-    s = Server(["--compute-workers", "1", "--kill-grace-ms", "200", "-c", str(conf)],
-               workdir=str(work), start_timeout=30)
+    # the tests kill its compute process on purpose four times within seconds, all jobs of
+    # python.call: no quarantine of the kind (it would answer the next tests 503)
+    s = Server(["--compute-workers", "1", "--kill-grace-ms", "200", "--quarantine-deaths", "0",
+                "-c", str(conf)], workdir=str(work), start_timeout=30)
     s.expected_crash_re = CRASH_LINES  # the crash, poke_body and keep tests kill on purpose
     yield s
     s.kill_all()
+    crashes = s.crash_reports()
+    assert not crashes, "server log shows an unexpected crash: %r" % crashes[:10]
 
 
 def post(port, path, body=b"", headers=None, timeout=30):
