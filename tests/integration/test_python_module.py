@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, REPO_ROOT, Server, get, request, wait_until
+from conftest import LAGLESS_BIN, REPO_ROOT, Server, request, wait_until
 
 MODULES = os.environ.get("LAGLESS_MODULES") or os.path.join(REPO_ROOT, "build", "modules")
 SAN = "/san/" in (LAGLESS_BIN or "")
@@ -213,6 +213,7 @@ def test_deadline_kill_then_a_fresh_interpreter(srv):
     t0 = time.monotonic()
     r = post(srv.port, "/spin")
     assert r.status == 504 and time.monotonic() - t0 < 10, r
+
     def fresh():
         a = post(srv.port, "/whoami")
         return a.status == 200 and a.body
