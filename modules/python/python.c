@@ -22,6 +22,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -295,8 +296,14 @@ check_import(const char *spec, char *err, size_t errlen)
 	pid_t pid;
 	ssize_t n;
 
-	if (pipe(fds) == -1 || (pid = fork()) == -1) {
-		snprintf(err, errlen, "cannot check %s: %s", spec, strerror(errno));
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "cannot check %s: pipe: %s", spec, strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		snprintf(err, errlen, "cannot check %s: fork: %s", spec, strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
 		return -1;
 	}
 	if (pid == 0) {
