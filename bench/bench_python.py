@@ -8,14 +8,16 @@ run (issue 23):
      CPU-bound calls are sent; target lagless <= 0.5 x the process pool's (the article's table
      gives 6.8 ms for it on 4 vCPUs);
   b. throughput of the heavy function at saturation (W + 1 closed-loop clients), against
-     W / t_call, t_call timed alone in this process (same CPython); target >= 0.95;
+     W / t_call, t_call timed alone in this process (same CPython), the fastest of timings
+     before the servers start, before and after the saturation runs; target >= 0.95;
   c. a 2 MiB body's round trip: what the hand-off adds (lagless: the python route minus a C kind
      on the loop that copies the body too; FastAPI: the executor route minus the same function
      called on the event loop), medians of alternated requests; target lagless <= 0.2 x
      (shared memory at least 5 x cheaper than pickling);
-  d. overload: 3 x the capacity (W / t_call) for 10 s with lagless-load, cheap /health at 20/s
-     alongside: both heavy p99s, lagless's 503 share and 503 p99, the executor's longest queue
-     (calls submitted and not finished). Reported, not gated.
+  d. overload: 3 x the capacity (the better saturation rate of b) for 10 s with lagless-load,
+     the same offered load to both, cheap /health at 20/s alongside: both heavy p99s,
+     lagless's 503 share and 503 p99, the executor's longest queue (calls submitted
+     and not finished). Reported, not gated.
 """
 
 import http.client
@@ -235,14 +237,14 @@ def run(cfg, sz):
     lg = Lagless(cfg.bin, ["-c", conf, "--compute-workers", "1"], start_timeout=30)
     fa = FastAPIPool(workers, n_call)
     try:
-        return measure(cfg, lg, fa, workers, tc, capacity, n_probe, load_bin)
+        return measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin)
     finally:
         lg.stop()
         fa.stop()
         os.unlink(conf)
 
 
-def measure(cfg, lg, fa, workers, tc, capacity, n_probe, load_bin):
+def measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin):
     res = []
     a_l = sorted(cheap_during_heavy(cfg.client, lg.port, "/health", n_probe))
     a_f = sorted(cheap_during_heavy(cfg.client, fa.port, "/health", n_probe))
@@ -251,11 +253,16 @@ def measure(cfg, lg, fa, workers, tc, capacity, n_probe, load_bin):
         "(%d / %d probes; the article: 6.8 ms on 4 vCPUs)" % (pl, pf, len(a_l), len(a_f)))
     res.append(Result("10a. cheap p99, lagless / FastAPI pool", pl / pf, 0.5,
                       figures={"lagless_p99_ms": pl, "fastapi_p99_ms": pf}))
+    # t_call alone again around the saturation runs, the fastest kept: on a shared machine a
+    # single timing may have met someone else's burst
+    tc = min(tc, t_call(n_call, 3))
     thr_l, run_l = saturation(lg.port, workers + 1, 8)
     thr_f, _ = saturation(fa.port, workers + 1, 8)
-    log("   b. saturation: lagless %.2f/s, FastAPI pool %.2f/s, W / t_call %.2f/s; lagless's "
-        "mean X-Run-Ms meanwhile %.1f ms (W / that: %.2f/s)" % (
-            thr_l, thr_f, capacity, run_l * 1e3, workers / run_l if run_l else 0))
+    tc = min(tc, t_call(n_call, 3))
+    capacity = workers / tc
+    log("   b. saturation: lagless %.2f/s, FastAPI pool %.2f/s, W / t_call %.2f/s (t_call %.1f "
+        "ms, the fastest alone); lagless's mean X-Run-Ms meanwhile %.1f ms (W / that: %.2f/s)"
+        % (thr_l, thr_f, capacity, tc * 1e3, run_l * 1e3, workers / run_l if run_l else 0))
     res.append(Result("10b. lagless throughput / (W / t_call)", thr_l / capacity, 0.95,
                       kind="min", figures={"lagless_per_s": thr_l, "capacity_per_s": capacity,
                                            "t_call_s": tc, "run_s_under_load": run_l}))
@@ -272,14 +279,17 @@ def measure(cfg, lg, fa, workers, tc, capacity, n_probe, load_bin):
                                                              fdir * 1e3, hl * 1e3, hf * 1e3))
     res.append(Result("10c. 2 MiB hand-off, lagless / pickling", hl / hf, 0.2,
                       figures={"lagless_ms": hl * 1e3, "fastapi_ms": hf * 1e3}))
-    oh_l, oc_l = overload(load_bin, lg.port, 3 * capacity, capacity, True)
-    oh_f, oc_f = overload(load_bin, fa.port, 3 * capacity, capacity, False)
+    # the capacity the servers showed in b (the better of the two), not W / t_call: on a
+    # machine shared with other work the two differ, and 3 x is meant of what can be served
+    cap = max(thr_l, thr_f)
+    oh_l, oc_l = overload(load_bin, lg.port, 3 * cap, cap, True)
+    oh_f, oc_f = overload(load_bin, fa.port, 3 * cap, cap, False)
     queue = json.loads(request(fa.port, "GET", "/queue")[1])["max"]
     r503 = status_stats(oh_l, "503")
-    log("   d. 3 x capacity for 10 s: heavy p99 lagless %.0f ms (503 share %.2f, 503 p99 %s ms)"
+    log("   d. 3 x %.2f/s for 10 s: heavy p99 lagless %.0f ms (503 share %.2f, 503 p99 %s ms)"
         ", FastAPI %.0f ms (%d x 200, %d x 504, %d failed; longest executor queue %d); "
         "cheap p99 %.2f / %.2f ms" % (
-            oh_l["all"]["p99_ms"], oh_l["share_503"], r503["p99_ms"], oh_f["all"]["p99_ms"],
+            cap, oh_l["all"]["p99_ms"], oh_l["share_503"], r503["p99_ms"], oh_f["all"]["p99_ms"],
             status_stats(oh_f, "200")["count"], status_stats(oh_f, "504")["count"],
             status_stats(oh_f, "0")["count"], queue, oc_l["all"]["p99_ms"],
             oc_f["all"]["p99_ms"]))
