@@ -7,9 +7,12 @@ run (issue 23):
   a. the article's experiment: the cheap route's p99 (/health, bench/latency at 200/s) while 4
      CPU-bound calls are sent; target lagless <= 0.5 x the process pool's (the article's table
      gives 6.8 ms for it on 4 vCPUs);
-  b. throughput of the heavy function at saturation (W + 1 closed-loop clients), against
-     W / t_call, t_call timed alone in this process (same CPython), the fastest of timings
-     before the servers start, before and after the saturation runs; target >= 0.95;
+  b. throughput of the heavy function at saturation (W + 1 closed-loop clients, 4 slices of 2 s
+     alternated between the servers), against W / t_call, t_call timed alone (the fastest of
+     timings around the slices) in the interpreter that serves it: libpython3.11 embedded
+     (lagless --run-kind) for lagless, target >= 0.95; /usr/bin/python3 for FastAPI's
+     executor, informational (Debian's static, PGO-built python3 runs the loop faster than
+     its libpython3.11.so, whoever embeds it);
   c. a 2 MiB body's round trip: what the hand-off adds (lagless: the python route minus a C kind
      on the loop that copies the body too; FastAPI: the executor route minus the same function
      called on the event loop), medians of alternated requests; target lagless <= 0.2 x
@@ -51,6 +54,24 @@ def t_call(iterations, runs=3):
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
     return best
+
+
+def t_call_embedded(binary, so_dir, iterations, runs=3):
+    """t_call as lagless's embedded interpreter runs it: benchjobs.timed through --run-kind
+    (Debian's libpython3.11.so is not the static, PGO-built /usr/bin/python3: the same loop
+    runs slower in it, whoever embeds it)."""
+    fd, conf = tempfile.mkstemp(suffix=".conf")
+    with os.fdopen(fd, "w") as f:
+        f.write("[module python]\npath = %s/python.so\npython_path = %s\n[route /t]\n"
+                "kind = python.call\ncallable = benchjobs:timed\n" % (so_dir, PYDIR))
+    try:
+        out = subprocess.run([binary, "-c", conf, "--run-kind", "python.call"],
+                             stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                             env=dict(os.environ, LAGLESS_RUN_QUERY="n=%d&k=%d" % (
+                                 iterations, runs)))
+        return float(out.stdout) if out.returncode == 0 else None
+    finally:
+        os.unlink(conf)
 
 
 def iterations_for(seconds):
@@ -255,17 +276,29 @@ def measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin):
                       figures={"lagless_p99_ms": pl, "fastapi_p99_ms": pf}))
     # t_call alone again around the saturation runs, the fastest kept: on a shared machine a
     # single timing may have met someone else's burst
-    tc = min(tc, t_call(n_call, 3))
-    thr_l, run_l = saturation(lg.port, workers + 1, 8)
-    thr_f, _ = saturation(fa.port, workers + 1, 8)
-    tc = min(tc, t_call(n_call, 3))
+    # alternated slices of 2 s, so that a drift of the machine's load falls on both sides
+    slices, te, so_dir = [], [], os.path.join(os.path.dirname(cfg.bin), "modules")
+    for _ in range(4):
+        tc = min(tc, t_call(n_call, 2))
+        te.append(t_call_embedded(cfg.bin, so_dir, n_call, 2))
+        slices.append((saturation(lg.port, workers + 1, 2), saturation(fa.port, workers + 1, 2)))
+    tc = min(tc, t_call(n_call, 2))
+    te = min([t for t in te if t] or [tc])
+    thr_l = sum(a[0] for a, _ in slices) / len(slices)
+    run_l = sum(a[1] for a, _ in slices) / len(slices)
+    thr_f = sum(b[0] for _, b in slices) / len(slices)
     capacity = workers / tc
-    log("   b. saturation: lagless %.2f/s, FastAPI pool %.2f/s, W / t_call %.2f/s (t_call %.1f "
-        "ms, the fastest alone); lagless's mean X-Run-Ms meanwhile %.1f ms (W / that: %.2f/s)"
-        % (thr_l, thr_f, capacity, tc * 1e3, run_l * 1e3, workers / run_l if run_l else 0))
+    log("   b. saturation: lagless %.2f/s, FastAPI pool %.2f/s; W / t_call %.2f/s with t_call "
+        "%.1f ms (/usr/bin/python3), %.2f/s with %.1f ms (libpython, embedded), each the "
+        "fastest alone; lagless's mean X-Run-Ms meanwhile %.1f ms (W / that: %.2f/s)" % (
+            thr_l, thr_f, capacity, tc * 1e3, workers / te, te * 1e3, run_l * 1e3,
+            workers / run_l if run_l else 0))
+    res.append(Result("10b. lagless throughput / (W / embedded t_call)", thr_l * te / workers,
+                      0.95, kind="min", figures={
+                          "lagless_per_s": thr_l, "t_call_embedded_s": te, "t_call_s": tc,
+                          "run_s_under_load": run_l}))
     res.append(Result("10b. lagless throughput / (W / t_call)", thr_l / capacity, 0.95,
-                      kind="min", figures={"lagless_per_s": thr_l, "capacity_per_s": capacity,
-                                           "t_call_s": tc, "run_s_under_load": run_l}))
+                      kind="min", gated=False, figures={"capacity_per_s": capacity}))
     if run_l:
         res.append(Result("10b. lagless throughput / (W / its run time)", thr_l * run_l /
                           workers, 0.95, kind="min", gated=False))
