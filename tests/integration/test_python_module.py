@@ -285,6 +285,33 @@ def test_check_finds_the_callable_in_a_child(tmp_path):
     assert r.returncode == 1 and b"No such file or directory" in r.stderr, r
 
 
+@pytest.mark.timeout(60)
+def test_check_timeout_and_preload(start_server, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "slow.py").write_text("import time\ntime.sleep(30)\ndef f(body, request):\n"
+                                 "    return b''\n")
+    conf = tmp_path / "slow.conf"
+    conf.write_text(config(app, ("x", "slow:f", "")).replace(
+        "python_path", "check_timeout_ms = 300\npython_path"))
+    t0 = time.monotonic()
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"importing slow:f took over check_timeout_ms = 300" in \
+        r.stderr, r
+    assert time.monotonic() - t0 < 20
+    # preload: imported when each compute process starts, before any request
+    marker = tmp_path / "preloaded"
+    write_app(app, "import os\nopen(%r, 'a').write('%%d\\n' %% os.getpid())\n"
+              "def ok(body, request):\n    return b'ok'\n" % str(marker))
+    conf.write_text(config(app, ("ok", "lgapp:ok", "")).replace(
+        "python_path", "preload = lgapp\npython_path"))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    compute = srv.wait_children("compute", 1, timeout=15)
+    assert wait_until(lambda: marker.exists() and str(compute[0]) in
+                      marker.read_text().split(), 15), (compute, marker.exists())
+    assert post(srv.port, "/ok").body == b"ok"
+
+
 @pytest.mark.timeout(120)
 def test_reload_with_a_changed_file_and_a_refused_import(start_server, tmp_path):
     app = tmp_path / "app"
