@@ -85,13 +85,14 @@ parse_paths(const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-/* "pkg.mod:attr.attr": dotted Python identifiers (ASCII), one colon. */
+/* "pkg.mod:attr.attr": dotted Python identifiers (ASCII), one colon (or, with colons = 1 at
+ * the start, none: a module name). The first n bytes of s. */
 static int
-callable_ok(const char *s)
+name_ok(const char *s, size_t n, int colons)
 {
-	int want_id = 1, colons = 0;
+	int want_id = 1;
 
-	for (; *s; s++) {
+	for (const char *end = s + n; s < end; s++) {
 		int alpha = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
 
 		if (alpha || (!want_id && *s >= '0' && *s <= '9'))
@@ -102,6 +103,27 @@ callable_ok(const char *s)
 			return 0;
 	}
 	return !want_id && colons == 1;
+}
+
+static int
+callable_ok(const char *s)
+{
+	return name_ok(s, strlen(s), 0);
+}
+
+/* preload: module names separated by commas or blanks. */
+static int
+preload_ok(const char *v)
+{
+	while (v != NULL && *v) {
+		size_t n = strcspn(v, ", \t");
+
+		if (n > 0 && !name_ok(v, n, 1))
+			return 0;
+		v += n;
+		v += strspn(v, ", \t");
+	}
+	return 1;
 }
 
 /* The module's extension modules (_ctypes, numpy) are not linked with libpython: they expect
@@ -347,6 +369,11 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 			    "check_timeout_ms)", key);
 			return -1;
 		}
+	}
+	if (!preload_ok(h->conf_get(conf, "preload"))) {
+		snprintf(err, errlen, "preload = %s: module names (dotted Python names) separated "
+		    "by commas", h->conf_get(conf, "preload"));
+		return -1;
 	}
 	if (h->conf_uint(conf, "check_timeout_ms", 10000, 1, 600000, &check_timeout_ms) == -1) {
 		snprintf(err, errlen, "check_timeout_ms must be in 1..600000");

@@ -280,6 +280,10 @@ def test_check_finds_the_callable_in_a_child(tmp_path):
     conf.write_text(config(app, ("x", "lgapp:ok", "")).replace("python_path", "pythonpath"))
     r = lagless("-t", "-c", str(conf))
     assert r.returncode == 1 and b"unknown key pythonpath" in r.stderr, r
+    conf.write_text(config(app, ("x", "lgapp:ok", "")).replace(
+        "python_path", "preload = lgapp, not-a-name\npython_path"))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"preload = lgapp, not-a-name: module names" in r.stderr, r
     conf.write_text(config(tmp_path / "nowhere", ("x", "lgapp:ok", "")))
     r = lagless("-t", "-c", str(conf))
     assert r.returncode == 1 and b"No such file or directory" in r.stderr, r
