@@ -26,6 +26,7 @@ run (issue 23):
 import http.client
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +34,8 @@ import tempfile
 import threading
 import time
 
-from common import Lagless, Result, log, percentile, run_client
+from common import (Lagless, Result, children_of, log, percentile, proc_stat_fields,
+                    run_client)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYDIR = os.path.join(HERE, "python")
@@ -114,12 +116,17 @@ class FastAPIPool:
 
     def stop(self):
         if self.proc.poll() is None:
-            self.proc.terminate()
+            kids = children_of(self.proc.pid)  # the executor's workers: {pid: start time}
+            self.proc.terminate()  # uvicorn's shutdown ends the pool (shutdown(wait=True))
             try:
                 self.proc.wait(15)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)  # its own session: the executor's workers too
+                self.proc.kill()
                 self.proc.wait(5)
+            for pid, start in kids.items():
+                f = proc_stat_fields(pid)
+                if f and f[0] not in ("Z", "X") and int(f[19]) == start:
+                    os.kill(pid, signal.SIGKILL)
         self.sock.close()
 
 
