@@ -31,19 +31,19 @@ LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -ls
 # The Debian packages (Debian 12) that build the binaries and modules: the image's build stage
 # installs exactly these (make print-build-pkgs), and so does CI, with the rest of DEB_PKGS.
 BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser-dev libzstd-dev \
-              libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev
+              libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev libpython3.11-dev
 # What the built binaries and modules need to run: the image's runtime stage installs exactly
 # these (make print-runtime-pkgs; curl for its HEALTHCHECK). tests/integration/test_image.py
 # checks that every shared library they link comes from one of them (or from libc6).
 RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
-                libinih1 libsystemd0 libvips42 libglib2.0-0 curl
+                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 curl
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus wrk clang libclang-rt-dev gnuplot-nox \
-            mmdebstrap python3-yaml
-# Only make bench needs these (nginx: throughput and cache reference; varnish: cache
-# reference); CI does not install them.
-BENCH_PKGS := nginx varnish
+            mmdebstrap python3-yaml python3-pil python3-numpy
+# Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
+# FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
+BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
@@ -89,6 +89,13 @@ $(OBJDIR)/%.o: %.c
 MOD_CFLAGS := -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -shared \
               -Iinclude $(SANFLAGS)
 MODULES    := $(OBJDIR)/modules/upper.so $(OBJDIR)/modules/thumbnail.so
+# The python job module (modules/python/, docs/MODULES.md "Python kinds") where the embeddable
+# CPython is installed (Debian libpython3.11-dev: pkg-config python3-embed).
+PY_EMBED   := $(shell pkg-config --exists python3-embed 2>/dev/null && echo yes)
+ifeq ($(PY_EMBED),yes)
+MODULES    += $(OBJDIR)/modules/python.so
+endif
+PY_MOD_SRC := modules/python/python.c modules/python/call.c modules/python/helper.c
 
 modules: $(MODULES)
 
@@ -99,6 +106,11 @@ $(OBJDIR)/modules/upper.so: modules/upper/upper.c include/lagless/module.h
 $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/module.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
+
+$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) $(MOD_CFLAGS) -fvisibility=hidden $$(pkg-config --cflags python3-embed) -o $@ \
+	    $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)
 
 $(OBJDIR)/tests/modules/%.so: tests/modules/%.c include/lagless/module.h
 	@mkdir -p $(dir $@)
@@ -162,7 +174,8 @@ $(BENCH_CLIENT): bench/latency.c
 
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
-	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS)
+	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS) $(LOAD_BIN) \
+	    $(MODULES)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
 	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules) \
@@ -235,6 +248,9 @@ install: $(BIN) $(LOAD_BIN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
 	install -D -m 0755 $(LOAD_BIN) $(DESTDIR)$(PREFIX)/bin/lagless-load
 	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
+	@# the python job module, when this build has it (make builds it with python3-embed)
+	if [ -f $(OBJDIR)/modules/python.so ]; then install -D -m 0755 $(OBJDIR)/modules/python.so \
+	    $(DESTDIR)$(PREFIX)/lib/lagless/modules/python.so; fi
 	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
 	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc

@@ -1,0 +1,496 @@
+/* python: a job module that runs a user's Python callable in the compute pool, with every
+ * guarantee of a C kind (bounded queue, deadline kill, a crash costs one request, memory limit).
+ * It uses <lagless/module.h> alone; docs/MODULES.md, "Python kinds", is its user's guide.
+ *
+ *   [module python]
+ *   path = /usr/local/lib/lagless/modules/python.so
+ *   python_path = /srv/app             ; directories put first on sys.path (':' separated)
+ *   preload = app.images               ; modules imported at process start (optional)
+ *   check_timeout_ms = 10000           ; the import check of -t / start-up / SIGHUP
+ *
+ *   [route /thumbnail]
+ *   kind = python.call
+ *   callable = app.images:thumbnail    ; module:attribute, imported once per process
+ *
+ * Where each part runs: the module and kind checks in the master, before any fork; the import
+ * check in a child the kind check forks (user code never runs in the master); the interpreter
+ * in each compute process, started by init after fork; the call in that process.
+ *
+ * Build: cc -shared -fPIC $(pkg-config --cflags lagless python3-embed) -o python.so \
+ *            python.c call.c helper.c $(pkg-config --libs python3-embed) */
+#include "pymod.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PATHS 16 /* python_path entries */
+
+/* One route's callable, imported at the route's first job in this process. */
+struct route_fn {
+	const struct lagless_conf *conf; /* the route's keys: valid for the process's life */
+	PyObject *fn;
+	PyObject *route; /* types.MappingProxyType of the route's keys */
+};
+
+static struct lg_python py;
+static int started; /* the interpreter runs in this process */
+static struct route_fn *fns;
+static size_t nfns;
+
+/* Master side: what the module check found, for the route checks that follow it (the host
+ * checks a [module] section before the routes that name its kinds, at each configuration
+ * load). */
+static char paths[MAX_PATHS][PATH_MAX];
+static size_t npaths;
+static uint64_t check_timeout_ms = 10000;
+
+static const char *const module_keys[] = { "python_path", "preload", "check_timeout_ms" };
+
+/* python_path (':' separated) into paths[], each made absolute with realpath(3). */
+static int
+parse_paths(const char *v, char *err, size_t errlen)
+{
+	char one[PATH_MAX];
+
+	npaths = 0;
+	while (v != NULL && *v != '\0') {
+		size_t n = strcspn(v, ":");
+
+		if (n > 0) {
+			if (n >= sizeof(one) || npaths == MAX_PATHS) {
+				snprintf(err, errlen, "python_path: at most %d entries of at most %d "
+				    "bytes", MAX_PATHS, PATH_MAX - 1);
+				return -1;
+			}
+			memcpy(one, v, n);
+			one[n] = '\0';
+			if (realpath(one, paths[npaths]) == NULL) {
+				snprintf(err, errlen, "python_path %s: %s", one, strerror(errno));
+				return -1;
+			}
+			npaths++;
+		}
+		v += n + (v[n] == ':');
+	}
+	return 0;
+}
+
+/* "pkg.mod:attr.attr": dotted Python identifiers (ASCII), one colon (or, with colons = 1 at
+ * the start, none: a module name). The first n bytes of s. */
+static int
+name_ok(const char *s, size_t n, int colons)
+{
+	int want_id = 1;
+
+	for (const char *end = s + n; s < end; s++) {
+		int alpha = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_';
+
+		if (alpha || (!want_id && *s >= '0' && *s <= '9'))
+			want_id = 0;
+		else if (!want_id && (*s == '.' || (*s == ':' && colons++ == 0)))
+			want_id = 1;
+		else
+			return 0;
+	}
+	return !want_id && colons == 1;
+}
+
+static int
+callable_ok(const char *s)
+{
+	return name_ok(s, strlen(s), 0);
+}
+
+/* preload: module names separated by commas or blanks. */
+static int
+preload_ok(const char *v)
+{
+	while (v != NULL && *v) {
+		size_t n = strcspn(v, ", \t");
+
+		if (n > 0 && !name_ok(v, n, 1))
+			return 0;
+		v += n;
+		v += strspn(v, ", \t");
+	}
+	return 1;
+}
+
+/* The module's extension modules (_ctypes, numpy) are not linked with libpython: they expect
+ * its symbols in the global scope, and the host opened this module RTLD_LOCAL (dlopen(3)). */
+static void
+promote_libpython(void)
+{
+	Dl_info di;
+
+	if (dladdr((void *)&Py_InitializeFromConfig, &di) != 0 && di.dli_fname != NULL)
+		dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+}
+
+/* sys.path[0:0] = paths; sys.stdout = sys.stderr (print() goes to the error log, never into
+ * the answer of --run-kind); traceback.format_exception kept for the failures. */
+static int
+setup_sys(void)
+{
+	PyObject *sys_path = PySys_GetObject("path"), *err = PySys_GetObject("stderr"), *tb;
+
+	for (size_t i = npaths; sys_path != NULL && i > 0; i--) {
+		PyObject *s = PyUnicode_DecodeFSDefault(paths[i - 1]);
+
+		if (s == NULL || PyList_Insert(sys_path, 0, s) == -1) {
+			Py_XDECREF(s);
+			return -1;
+		}
+		Py_DECREF(s);
+	}
+	if (sys_path == NULL || (err != NULL && PySys_SetObject("stdout", err) == -1))
+		return -1;
+	if ((tb = PyImport_ImportModule("traceback")) == NULL)
+		return -1;
+	py.format_exception = PyObject_GetAttrString(tb, "format_exception");
+	Py_DECREF(tb);
+	return py.format_exception != NULL ? 0 : -1;
+}
+
+/* Starts the interpreter in this process: isolated from the environment (PYTHONPATH and the
+ * like are not read, the user site is off; the system's site-packages stay), no signal handler
+ * installed (the host's deadline kill is SIGTERM), unbuffered standard streams (a process may be
+ * killed at any instant). Returns 0, or -1 with a message in err. */
+static int
+start_python(char *err, size_t errlen)
+{
+	PyConfig c;
+	PyStatus s;
+
+	promote_libpython();
+	PyConfig_InitIsolatedConfig(&c);
+	c.install_signal_handlers = 0;
+	c.buffered_stdio = 0;
+	c.site_import = 1;
+	c.pathconfig_warnings = 0;
+	c.parse_argv = 0;
+	s = Py_InitializeFromConfig(&c);
+	PyConfig_Clear(&c);
+	if (PyStatus_Exception(s)) {
+		snprintf(err, errlen, "cannot start Python: %s", s.err_msg ? s.err_msg : "?");
+		return -1;
+	}
+	started = 1;
+	if (setup_sys() == -1 || lg_python_helper(&py) == -1 || lg_python_region_ready() == -1) {
+		lg_python_error(&py, NULL, NULL, 0, err, errlen);
+		return -1;
+	}
+	return 0;
+}
+
+/* Imports the module of spec and walks its attributes. New reference, or NULL with an
+ * exception set. */
+static PyObject *
+resolve(const char *spec)
+{
+	const char *colon = strchr(spec, ':'), *a = colon + 1;
+	PyObject *name = PyUnicode_FromStringAndSize(spec, colon - spec), *obj;
+
+	if (name == NULL)
+		return NULL;
+	obj = PyImport_Import(name);
+	Py_DECREF(name);
+	while (obj != NULL && *a) {
+		size_t n = strcspn(a, ".");
+		PyObject *attr = PyUnicode_FromStringAndSize(a, (Py_ssize_t)n), *next = NULL;
+
+		if (attr != NULL)
+			next = PyObject_GetAttr(obj, attr);
+		Py_XDECREF(attr);
+		Py_DECREF(obj);
+		obj = next;
+		a += n + (a[n] == '.');
+	}
+	if (obj != NULL && !PyCallable_Check(obj)) {
+		PyErr_Format(PyExc_TypeError, "%s is a %.80s, not a callable", spec,
+		    Py_TYPE(obj)->tp_name);
+		Py_CLEAR(obj);
+	}
+	return obj;
+}
+
+void
+lg_python_error(const struct lg_python *p, const struct lagless_host *h, const char *what,
+    int log, char *buf, size_t cap)
+{
+	PyObject *t, *v, *tb, *s = NULL, *lines = NULL;
+
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (v != NULL)
+		s = PyObject_Str(v);
+	const char *msg = s != NULL ? PyUnicode_AsUTF8(s) : NULL;
+	snprintf(buf, cap, "%s%s%s", t != NULL ? ((PyTypeObject *)t)->tp_name : "error",
+	    msg != NULL && *msg ? ": " : "", msg != NULL ? msg : "");
+	buf[strcspn(buf, "\n")] = '\0'; /* the first line */
+	if (log && h != NULL && p->format_exception != NULL && t != NULL)
+		lines = PyObject_CallFunctionObjArgs(p->format_exception, t, v ? v : Py_None,
+		    tb ? tb : Py_None, NULL);
+	for (Py_ssize_t i = 0; lines != NULL && PyList_Check(lines) && i < PyList_GET_SIZE(lines);
+	    i++) {
+		const char *l = PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i));
+
+		for (size_t n; l != NULL && *l; l += n + (l[n] == '\n'))
+			if ((n = strcspn(l, "\n")) > 0)
+				h->log(LAGLESS_LOG_ERROR, "%s: %.*s", what, (int)n, l);
+	}
+	Py_XDECREF(lines);
+	Py_XDECREF(s);
+	Py_XDECREF(t);
+	Py_XDECREF(v);
+	Py_XDECREF(tb);
+	PyErr_Clear();
+}
+
+/* The check child: starts Python as a compute process would, imports spec, writes "" (found) or
+ * the reason to fd, and leaves with _exit (no atexit handler of the master runs). */
+static void __attribute__((noreturn))
+check_child(const char *spec, int fd)
+{
+	char why[512] = "";
+	PyObject *fn;
+
+	if (start_python(why, sizeof(why)) == 0) {
+		if ((fn = resolve(spec)) == NULL)
+			lg_python_error(&py, NULL, NULL, 0, why, sizeof(why));
+		Py_XDECREF(fn);
+	}
+	(void)!write(fd, why, strlen(why));
+	_exit(0);
+}
+
+/* Reads the child's answer until it closes the pipe or the time is up. Returns the bytes read,
+ * or -1 on timeout. */
+static ssize_t
+read_answer(int fd, char *buf, size_t cap)
+{
+	struct timespec t0, t;
+	size_t n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		int64_t left = (int64_t)check_timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 +
+		    (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		if (left <= 0)
+			return -1;
+		int r = poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0)
+			return -1;
+		ssize_t k = read(fd, buf + n, cap - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || (n += (size_t)k) == cap - 1)
+			break;
+	}
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+/* lagless -t, start-up and SIGHUP: can spec be imported? Asked of a child, so that importing
+ * user code never runs in the master (it could start threads or install signal handlers in the
+ * process that forks every other). The master's SIGCHLD is read from a signalfd by the same
+ * thread that runs this check, so the waitpid below is not raced by its reaper. */
+static int
+check_import(const char *spec, char *err, size_t errlen)
+{
+	char why[512];
+	int fds[2], status = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "cannot check %s: pipe: %s", spec, strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		snprintf(err, errlen, "cannot check %s: fork: %s", spec, strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		check_child(spec, fds[1]);
+	}
+	close(fds[1]);
+	n = read_answer(fds[0], why, sizeof(why));
+	close(fds[0]);
+	if (n < 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	if (n < 0)
+		snprintf(err, errlen, "importing %s took over check_timeout_ms = %llu", spec,
+		    (unsigned long long)check_timeout_ms);
+	else if (n > 0)
+		snprintf(err, errlen, "callable %s: %s", spec, why);
+	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		snprintf(err, errlen, "callable %s: the check process died (%s %d) importing it",
+		    spec, WIFSIGNALED(status) ? "signal" : "status",
+		    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	else
+		return 0;
+	return -1;
+}
+
+static int
+module_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	const char *key, *value;
+
+	for (size_t i = 0; h->conf_at(conf, i, &key, &value) == 0; i++) {
+		size_t j = 0;
+
+		while (j < sizeof(module_keys) / sizeof(module_keys[0]) && strcmp(key, module_keys[j]))
+			j++;
+		if (j == sizeof(module_keys) / sizeof(module_keys[0])) {
+			snprintf(err, errlen, "unknown key %s (python knows python_path, preload, "
+			    "check_timeout_ms)", key);
+			return -1;
+		}
+	}
+	if (!preload_ok(h->conf_get(conf, "preload"))) {
+		snprintf(err, errlen, "preload = %s: module names (dotted Python names) separated "
+		    "by commas", h->conf_get(conf, "preload"));
+		return -1;
+	}
+	if (h->conf_uint(conf, "check_timeout_ms", 10000, 1, 600000, &check_timeout_ms) == -1) {
+		snprintf(err, errlen, "check_timeout_ms must be in 1..600000");
+		return -1;
+	}
+	return parse_paths(h->conf_get(conf, "python_path"), err, errlen);
+}
+
+/* A route's keys: callable (required); every other key is the callable's own (request.route). */
+static int
+call_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	const char *spec = h->conf_get(conf, "callable");
+
+	if (spec == NULL) {
+		snprintf(err, errlen, "no callable key (callable = package.module:function)");
+		return -1;
+	}
+	if (!callable_ok(spec)) {
+		snprintf(err, errlen, "callable = %s: not module:function (dotted Python names, "
+		    "one colon)", spec);
+		return -1;
+	}
+	return check_import(spec, err, errlen);
+}
+
+/* Each compute process, after fork: the interpreter, then the preload modules (a failure there
+ * is logged: the route's jobs report it again). */
+static int
+py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
+{
+	char err[512];
+	const char *pre = h->conf_get(conf, "preload");
+
+	if (parse_paths(h->conf_get(conf, "python_path"), err, sizeof(err)) == -1 ||
+	    start_python(err, sizeof(err)) == -1) {
+		h->log(LAGLESS_LOG_ERROR, "%s", err);
+		return -1;
+	}
+	while (pre != NULL && *pre) {
+		size_t n = strcspn(pre, ", \t");
+		PyObject *m = NULL;
+
+		if (n > 0 && (m = PyImport_ImportModule(strndupa(pre, n))) == NULL)
+			lg_python_error(&py, h, "preload", 1, err, sizeof(err));
+		Py_XDECREF(m);
+		pre += n;
+		pre += strspn(pre, ", \t");
+	}
+	return 0;
+}
+
+/* A graceful exit: the streams flushed. The interpreter is not finalised: Py_FinalizeEx would
+ * wait for any thread user code left running and run its atexit handlers, neither of which a
+ * process that can be killed at any instant may count on. */
+static void
+py_exit(const struct lagless_host *h, void *state)
+{
+	if (started)
+		PyRun_SimpleString("import sys\nsys.stderr.flush()\n");
+}
+
+/* The route's callable, imported at its first job in this process; NULL with an exception. */
+static struct route_fn *
+route_fn(const struct lagless_conf *conf, const struct lagless_host *h)
+{
+	const char *key, *value;
+	PyObject *d, *fn;
+	struct route_fn *grown;
+
+	for (size_t i = 0; i < nfns; i++)
+		if (fns[i].conf == conf)
+			return &fns[i];
+	if ((fn = resolve(h->conf_get(conf, "callable"))) == NULL)
+		return NULL;
+	if ((d = PyDict_New()) == NULL || (grown = realloc(fns, (nfns + 1) * sizeof(*fns))) ==
+	    NULL) {
+		Py_XDECREF(d);
+		Py_DECREF(fn);
+		return (struct route_fn *)PyErr_NoMemory();
+	}
+	fns = grown;
+	for (size_t i = 0; h->conf_at(conf, i, &key, &value) == 0; i++) {
+		PyObject *v = PyUnicode_FromString(value);
+
+		if (v == NULL || PyDict_SetItemString(d, key, v) == -1)
+			PyErr_Clear(); /* a value that is not UTF-8: left out */
+		Py_XDECREF(v);
+	}
+	fns[nfns] = (struct route_fn){ conf, fn, PyDictProxy_New(d) };
+	Py_DECREF(d);
+	if (fns[nfns].route == NULL) {
+		Py_DECREF(fn);
+		return NULL;
+	}
+	return &fns[nfns++];
+}
+
+static int
+py_run(const struct lagless_request *rq, struct lagless_output *out)
+{
+	char line[256];
+	struct route_fn *f;
+
+	if (!started)
+		return LAGLESS_ERROR;
+	if ((f = route_fn(rq->conf, rq->host)) == NULL) {
+		lg_python_error(&py, rq->host, "import", 1, line, sizeof(line));
+		rq->host->set_message(out, "cannot import %s: %s\n",
+		    rq->host->conf_get(rq->conf, "callable"), line);
+		return LAGLESS_ERROR;
+	}
+	return lg_python_call(&py, f->fn, f->route, rq, out);
+}
+
+/* Pool only: Python on the loop would stall every connection of that loop worker, which is
+ * what lagless exists to prevent; the host refuses where = loop for this kind. */
+LAGLESS_MODULE_HOOKS("python", "1.0.0", module_check, py_init, py_exit,
+    LAGLESS_KIND("call", py_run, .check = call_check, .where = LAGLESS_WHERE_POOL));

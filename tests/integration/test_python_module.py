@@ -1,0 +1,358 @@
+"""The python job module (modules/python/, docs/MODULES.md "Python kinds"), loaded by the real
+server from a configuration naming the test package tests/python/lgtest: answers and status
+codes, the three return shapes, BadRequest, exceptions, the read-only body, the zero-copy output,
+a crash in a C extension, the deadline kill, the memory limit, the import check at -t and at
+SIGHUP, a reload with a changed Python file, where = loop, --run-kind.
+
+Under ASan (build/san) the module and lagless are instrumented, libpython is not. Two things
+differ there and are handled here: a SIGSEGV is ASan's report and exit rather than a death by
+signal (the crash tests accept its lines); and --run-kind exits normally, so LeakSanitizer would
+report the interpreter's allocations, which the module deliberately never frees (the process
+ends, and finalising would run user atexit code and wait for user threads): those runs get
+ASAN_OPTIONS=detect_leaks=0. RLIMIT_DATA counts ASan's shadow mappings, so the memory limit test
+runs in the normal build only (as test_kinds.py's argon2 one does)."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import LAGLESS_BIN, REPO_ROOT, Server, request, wait_until
+
+MODULES = os.environ.get("LAGLESS_MODULES") or os.path.join(REPO_ROOT, "build", "modules")
+SAN = "/san/" in (LAGLESS_BIN or "")
+TESTPKG = os.path.join(REPO_ROOT, "tests", "python")
+CRASH_LINES = (r"compute\[\d+\] pid=\d+ (killed by signal (9|11)\b|exited with status 1)"
+               r"|AddressSanitizer|SEGV|==\d+==")
+
+
+def module():
+    path = os.path.join(MODULES, "python.so")
+    if not os.path.isfile(path):
+        if os.environ.get("LAGLESS_MODULES"):
+            pytest.fail("%s missing although LAGLESS_MODULES is set" % path)
+        pytest.skip("%s not built (make modules, with libpython3.11-dev)" % path)
+    return path
+
+
+def routes(*specs):
+    """[route /name] sections for (name, callable, extra lines) triples."""
+    return "".join("\n[route /%s]\nmethods = GET, POST\nkind = python.call\ncallable = %s\n%s"
+                   % (name, fn, extra) for name, fn, extra in specs)
+
+
+def config(python_path, *specs):
+    return "[module python]\npath = %s\npython_path = %s\n%s" % (module(), python_path,
+                                                                routes(*specs))
+
+
+JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
+    "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
+    "unprocessable", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
+    "total", "crash", "whoami", "keep")] + [
+    ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
+    ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
+]
+
+
+def tool_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAGLESS_")}
+    if SAN:
+        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+    return env
+
+
+def lagless(*args, stdin=b"", env=None):
+    e = tool_env()
+    e.update(env or {})
+    return subprocess.run([LAGLESS_BIN, *args], input=stdin, capture_output=True, timeout=60,
+                          env=e)
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    if LAGLESS_BIN is None:
+        pytest.skip("lagless binary missing")
+    work = tmp_path_factory.mktemp("python")
+    conf = work / "lagless.conf"
+    conf.write_text(config(TESTPKG, *JOBS))
+    # the tests kill its compute process on purpose four times within seconds, all jobs of
+    # python.call: no quarantine of the kind (it would answer the next tests 503)
+    s = Server(["--compute-workers", "1", "--kill-grace-ms", "200", "--quarantine-deaths", "0",
+                "-c", str(conf)], workdir=str(work), start_timeout=30)
+    s.expected_crash_re = CRASH_LINES  # the crash, poke_body and keep tests kill on purpose
+    yield s
+    s.kill_all()
+    crashes = s.crash_reports()
+    assert not crashes, "server log shows an unexpected crash: %r" % crashes[:10]
+
+
+def post(port, path, body=b"", headers=None, timeout=30):
+    h = {"Content-Length": str(len(body))}
+    h.update(headers or {})
+    return request(port, "POST", path, body=body, headers=h, timeout=timeout)
+
+
+def ctype(r):
+    return r.header("content-type") or ""
+
+
+# ------------------------------------------------------------------- answers and status codes
+
+
+@pytest.mark.timeout(60)
+def test_three_return_shapes(srv):
+    r = post(srv.port, "/echo", b"\x00binary\xff body")
+    assert r.status == 200 and r.body == b"\x00binary\xff body", r
+    assert ctype(r) == "application/octet-stream"
+    assert r.header("x-run-ms") is not None
+    r = post(srv.port, "/text", b"abc")
+    assert r.status == 200 and r.body == "h\u00e9llo 3".encode(), r
+    assert ctype(r) == "text/plain; charset=utf-8"
+    r = post(srv.port, "/created", b"12345")
+    assert r.status == 201 and r.body == b'{"made": 5}' and ctype(r) == "application/json", r
+    r = post(srv.port, "/teapot")
+    assert r.status == 418 and r.body == b"short and stout\n", r
+    r = post(srv.port, "/tuple_500")
+    assert r.status == 500 and r.body == b"the tuple said 500\n", r
+    r = post(srv.port, "/weird_status")
+    assert r.status == 500 and b"status 302: a Python kind answers 2xx, 4xx or 500" in r.body
+    r = post(srv.port, "/nothing")
+    assert r.status == 500 and r.body.startswith(b"TypeError: the callable returned None"), r
+    assert post(srv.port, "/echo", b"").body == b""
+
+
+@pytest.mark.timeout(60)
+def test_request_view(srv):
+    r = request(srv.port, "GET", "/view?a=1&b=x%20y&b=last&flag",
+                headers={"X-User": "ann", "X-Other": "unlisted"})
+    assert r.status == 200, r
+    assert r.body.decode() == ("GET /view q=[('a', '1'), ('b', 'last'), ('flag', '')] "
+                               "h=[('x-user', 'ann')] route=[('callable', 'lgtest.jobs:view'), "
+                               "('colour', 'blue')] body=0"), r.body
+
+
+@pytest.mark.timeout(60)
+def test_bad_request_and_exceptions(srv):
+    r = post(srv.port, "/bad?need=a%20name")
+    assert r.status == 400 and r.body == b"need a name\n", r
+    r = post(srv.port, "/unprocessable")
+    assert r.status == 422 and r.body == b"not like that\n", r
+    r = post(srv.port, "/fails")
+    assert r.status == 500 and r.body == b"ValueError: the value was wrong\n", r
+    log = srv.log()
+    assert "POST /fails: Traceback (most recent call last):" in log, log[-3000:]
+    assert re.search(r'POST /fails:   File ".*lgtest/jobs\.py", line \d+, in fails', log)
+    assert "POST /fails: ValueError: the value was wrong" in log
+
+
+# ---------------------------------------------------------------------- memory: in and out
+
+
+@pytest.mark.timeout(60)
+def test_body_is_read_only(srv):
+    body = b"abcdef" * 1000
+    r = post(srv.port, "/write_body", body)
+    assert r.status == 200, r
+    errors, _, seen = r.body.decode().partition("|")
+    assert errors.split(";") == ["TypeError: cannot modify read-only memory", "TypeError",
+                                 "ValueError"], errors
+    assert seen == body.decode()
+    # behind Python's back: the input region is read-only in compute processes
+    before = srv.wait_children("compute", 1)
+    r = post(srv.port, "/poke_body", body)
+    assert r.status == 502, r
+    srv.wait_children("compute", 1, timeout=15, exclude=before)
+    r = post(srv.port, "/total", body)
+    assert r.status == 200 and int(r.body) == sum(body), r
+
+
+@pytest.mark.timeout(60)
+def test_zero_copy_output(srv):
+    r = post(srv.port, "/zero_copy", b"Hello, output region")
+    assert r.status == 200 and r.body == b"HELLO, OUTPUT REGION", r
+    r = post(srv.port, "/zero_copy_moved", b"moved to the start")
+    assert r.status == 200 and r.body == b"moved to the start" and ctype(r) == "text/plain", r
+    big = bytes(range(256)) * 8192  # 2 MiB through numpy, read in place
+    r = post(srv.port, "/total", big)
+    assert r.status == 200 and int(r.body) == sum(range(256)) * 8192, r
+
+
+@pytest.mark.timeout(60)
+def test_a_view_kept_past_the_return_costs_that_request_only(srv):
+    before = srv.wait_children("compute", 1)
+    r = post(srv.port, "/keep", b"secret of one request")
+    assert r.status == 502, r
+    assert "the callable kept a view of the request body past its return" in srv.log()
+    srv.wait_children("compute", 1, timeout=15, exclude=before)
+    assert post(srv.port, "/echo", b"next").body == b"next"
+
+
+# --------------------------------------------------------------------- crash, deadline
+
+
+@pytest.mark.timeout(90)
+def test_crash_in_a_c_extension_costs_only_that_request(srv):
+    before = srv.wait_children("compute", 1)
+    r = post(srv.port, "/crash")
+    assert r.status == 502, r
+    after = srv.wait_children("compute", 1, timeout=15, exclude=before)
+    assert after and set(after) != set(before)
+    r = post(srv.port, "/whoami")
+    assert r.status == 200 and r.body.endswith(b" calls=1"), r  # a fresh interpreter
+
+
+@pytest.mark.timeout(90)
+def test_deadline_kill_then_a_fresh_interpreter(srv):
+    r = post(srv.port, "/whoami")
+    assert r.status == 200, r
+    pid = int(r.body.split()[0].split(b"=")[1])
+    t0 = time.monotonic()
+    r = post(srv.port, "/spin")
+    assert r.status == 504 and time.monotonic() - t0 < 10, r
+
+    def fresh():
+        a = post(srv.port, "/whoami")
+        return a.status == 200 and a.body
+    body = wait_until(fresh, 20)
+    assert body and body.endswith(b" calls=1") and b"pid=%d " % pid not in body, body
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.skipif(SAN, reason="ASan's shadow mappings count against RLIMIT_DATA")
+def test_memory_limit_is_a_500_and_the_process_survives(start_server, tmp_path):
+    conf = tmp_path / "mem.conf"
+    conf.write_text(config(TESTPKG, ("hog", "lgtest.jobs:hog", ""),
+                           ("whoami", "lgtest.jobs:whoami", "")))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--compute-memory", "192M",
+                       start_timeout=30)
+    pid = post(srv.port, "/whoami").body
+    r = post(srv.port, "/hog?mb=1024")
+    assert r.status == 500 and r.body == b"MemoryError: out of memory\n", r
+    assert "POST /hog: MemoryError" in srv.log()
+    r = post(srv.port, "/hog?mb=16")
+    assert r.status == 200 and r.body == b"%d" % (16 << 20), r
+    after = post(srv.port, "/whoami").body
+    assert after.split()[0] == pid.split()[0], (pid, after)  # the same process
+
+
+# ------------------------------------------------------------------ -t, SIGHUP and reload
+
+
+def write_app(d, text):
+    """Writes d/lgapp.py (a new size each time: Python revalidates its bytecode cache by the
+    source's mtime in seconds and its size)."""
+    (d / "lgapp.py").write_text(text)
+
+
+@pytest.mark.timeout(90)
+def test_check_finds_the_callable_in_a_child(tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    write_app(app, "import os\nopen(%r, 'w').write('%%d %%d' %% (os.getpid(), os.getppid()))\n"
+              "def ok(body, request):\n    return b'ok'\nnot_callable = 1\n"
+              % str(tmp_path / "imported-by"))
+    (app / "broken.py").write_text("def f(:\n")
+    conf = tmp_path / "ok.conf"
+    conf.write_text(config(app, ("ok", "lgapp:ok", "")))
+    p = subprocess.Popen([LAGLESS_BIN, "-t", "-c", str(conf)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=tool_env())
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    pid, ppid = map(int, (tmp_path / "imported-by").read_text().split())
+    assert ppid == p.pid and pid != p.pid  # imported in a child of lagless -t, not in it
+    for spec, why in (("lgapp:missing", "AttributeError: module 'lgapp' has no attribute "
+                       "'missing'"),
+                      ("nosuch.mod:f", "ModuleNotFoundError: No module named 'nosuch'"),
+                      ("broken:f", "SyntaxError"),
+                      ("lgapp:not_callable", "lgapp:not_callable is a int, not a callable"),
+                      ("lgapp", "not module:function")):
+        conf.write_text(config(app, ("x", spec, "")))
+        r = lagless("-t", "-c", str(conf))
+        text = r.stderr.decode()
+        assert r.returncode == 1 and why in text and str(conf) in text, (spec, text)
+    conf.write_text(config(app, ("x", "lgapp:ok", "where = loop\n")))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"kind python.call may not run where=loop" in r.stderr, r
+    conf.write_text(config(app, ("x", "lgapp:ok", "")).replace("python_path", "pythonpath"))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"unknown key pythonpath" in r.stderr, r
+    conf.write_text(config(app, ("x", "lgapp:ok", "")).replace(
+        "python_path", "preload = lgapp, not-a-name\npython_path"))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"preload = lgapp, not-a-name: module names" in r.stderr, r
+    conf.write_text(config(tmp_path / "nowhere", ("x", "lgapp:ok", "")))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"No such file or directory" in r.stderr, r
+
+
+@pytest.mark.timeout(60)
+def test_check_timeout_and_preload(start_server, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "slow.py").write_text("import time\ntime.sleep(30)\ndef f(body, request):\n"
+                                 "    return b''\n")
+    conf = tmp_path / "slow.conf"
+    conf.write_text(config(app, ("x", "slow:f", "")).replace(
+        "python_path", "check_timeout_ms = 300\npython_path"))
+    t0 = time.monotonic()
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"importing slow:f took over check_timeout_ms = 300" in \
+        r.stderr, r
+    assert time.monotonic() - t0 < 20
+    # preload: imported when each compute process starts, before any request
+    marker = tmp_path / "preloaded"
+    write_app(app, "import os\nopen(%r, 'a').write('%%d\\n' %% os.getpid())\n"
+              "def ok(body, request):\n    return b'ok'\n" % str(marker))
+    conf.write_text(config(app, ("ok", "lgapp:ok", "")).replace(
+        "python_path", "preload = lgapp\npython_path"))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    compute = srv.wait_children("compute", 1, timeout=15)
+    assert wait_until(lambda: marker.exists() and str(compute[0]) in
+                      marker.read_text().split(), 15), (compute, marker.exists())
+    assert post(srv.port, "/ok").body == b"ok"
+
+
+@pytest.mark.timeout(120)
+def test_reload_with_a_changed_file_and_a_refused_import(start_server, tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    write_app(app, "def answer(body, request):\n    return b'version one'\n")
+    conf = tmp_path / "app.conf"
+    conf.write_text(config(app, ("app", "lgapp:answer", "")))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    assert post(srv.port, "/app").body == b"version one"
+    # a changed Python file: the new generation's processes import it
+    write_app(app, "def answer(body, request):\n    return b'version two, longer'\n")
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: post(srv.port, "/app").body == b"version two, longer", 30), \
+        srv.log()[-3000:]
+    assert wait_until(lambda: "generation 1 retired" in srv.log(), 30), srv.log()[-3000:]
+    # an import error at SIGHUP: the reload is refused, the running server keeps serving
+    write_app(app, "raise RuntimeError('half-deployed')\n")
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: "reload refused" in srv.log(), 30), srv.log()[-3000:]
+    assert "RuntimeError: half-deployed" in srv.log()
+    r = post(srv.port, "/app")
+    assert r.status == 200 and r.body == b"version two, longer", r
+    assert srv.running()
+
+
+# --------------------------------------------------------------------------- --run-kind
+
+
+@pytest.mark.timeout(90)
+def test_run_kind_without_a_server(tmp_path):
+    conf = tmp_path / "run.conf"
+    conf.write_text(config(TESTPKG, ("view", "lgtest.jobs:view", "colour = red\n")))
+    r = lagless("-c", str(conf), "--run-kind", "python.call", stdin=b"12345",
+                env={"LAGLESS_RUN_QUERY": "a=1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (b"POST / q=[('a', '1')] h=[] route=[('callable', 'lgtest.jobs:view'), "
+                        b"('colour', 'red')] body=5"), r
+    conf.write_text(config(TESTPKG, ("bad", "lgtest.jobs:bad", "")))
+    r = lagless("-c", str(conf), "--run-kind", "python.call", env={"LAGLESS_RUN_QUERY": "need=x"})
+    assert r.returncode == 1 and b"bad input: need x" in r.stderr, r
