@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -75,20 +76,42 @@ lg_rstats_merge(const struct lg_rstats *s, int lo, int hi, struct lg_hist *out)
 			lg_hist_merge(out, &s->by_code[i]);
 }
 
-static char *
-build_head(const char *method, const char *path, const char *host, size_t body_len,
-           size_t *len)
+/* 1 when the header list hs ("Name: value\r\n"...) has a field called name */
+static int
+has_header(const char *hs, const char *name)
 {
-	char *p = NULL;
+	size_t n = strlen(name);
+
+	for (; hs != NULL && *hs; hs = strstr(hs, "\r\n") + 2)
+		if (strncasecmp(hs, name, n) == 0 && hs[n] == ':')
+			return 1;
+	return 0;
+}
+
+/* The request head: the given headers (global, then the route's) replace the generator's own
+ * Host, User-Agent and Content-Type when they name them. */
+static char *
+build_head(const char *method, const char *path, const char *host, const char *global,
+           const char *own, size_t body_len, size_t *len)
+{
+	int body = body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0;
+	char *p = NULL, cl[48] = "";
 	int n;
 
-	if (body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0)
-		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n"
-		             "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-		             method, path, host, LG_VERSION, body_len);
-	else
-		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n\r\n",
-		             method, path, host, LG_VERSION);
+	if (!global)
+		global = "";
+	if (!own)
+		own = "";
+	if (body)
+		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", body_len);
+	n = asprintf(&p, "%s %s HTTP/1.1\r\n%s%s%s%s%s%s%s%s%s\r\n", method, path,
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : "Host: ",
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : host,
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : "\r\n",
+	             has_header(global, "User-Agent") || has_header(own, "User-Agent") ? "" :
+	             "User-Agent: lagless-load/" LG_VERSION "\r\n",
+	             body && !has_header(global, "Content-Type") && !has_header(own, "Content-Type")
+	             ? "Content-Type: application/octet-stream\r\n" : "", cl, global, own, "");
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -97,7 +120,8 @@ build_head(const char *method, const char *path, const char *host, size_t body_l
 
 int
 lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrlen,
-               const char *host, struct lg_route *routes, unsigned n, unsigned max_conns,
+               const char *host, const char *headers, struct lg_route *routes, unsigned n,
+               unsigned max_conns,
                double timeout_s, uint64_t seed, size_t max_samples)
 {
 	unsigned i, ph;
@@ -108,6 +132,7 @@ lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrl
 	memcpy(&e->addr, addr, addrlen);
 	e->addrlen = addrlen;
 	e->host = host;
+	e->headers = headers;
 	e->routes = routes;
 	e->nroutes = n;
 	e->max_conns = max_conns;
@@ -121,8 +146,9 @@ lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrl
 	if (e->loop == NULL || e->active == NULL || e->samples == NULL)
 		goto nomem;
 	for (i = 0; i < n; i++) {
-		routes[i].head = build_head(routes[i].method, routes[i].path, host,
-		                            routes[i].body_len, &routes[i].head_len);
+		routes[i].head = build_head(routes[i].method, routes[i].path, host, e->headers,
+		                            routes[i].headers, routes[i].body_len,
+		                            &routes[i].head_len);
 		if (routes[i].head == NULL)
 			goto nomem;
 		for (ph = 0; ph < LG_PH_COUNT; ph++)
@@ -478,7 +504,7 @@ scrape_setup(struct lg_engine *e)
 	size_t len;
 
 	if (e->scrape_head == NULL) {
-		e->scrape_head = build_head("GET", "/metrics", e->host, 0, &len);
+		e->scrape_head = build_head("GET", "/metrics", e->host, e->headers, NULL, 0, &len);
 		e->scrape_cap = 4u << 20;
 		e->scrape_buf = malloc(e->scrape_cap);
 		if (e->scrape_head == NULL || e->scrape_buf == NULL) {
@@ -629,7 +655,7 @@ lg_engine_fetch(struct lg_engine *e, const char *path, char *buf, size_t cap)
 	struct lg_lconn *c = malloc(sizeof(*c));
 	struct lg_lreq r;
 	size_t len;
-	char *head = build_head("GET", path, e->host, 0, &len);
+	char *head = build_head("GET", path, e->host, e->headers, NULL, 0, &len);
 
 	if (c == NULL || head == NULL) {
 		free(c);

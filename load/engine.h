@@ -38,7 +38,11 @@ struct lg_rstats {
 struct lg_route {
 	char *spec;                /* storage of path (load/routespec.c), owned */
 	char *path;                /* as given, with its query */
-	const char *method;        /* "GET", "POST", ... */
+	const char *method;        /* "GET", "POST", ... (upper-case) */
+	char method_buf[24];       /* storage of a method given on the command line */
+	char *headers;             /* "Name: value\r\n"... of this route, malloc'd, or NULL */
+	char *prefixed;            /* storage of path behind the target URL's path, or NULL */
+	double capacity_given;     /* capacity=RPS of this route (0: none) */
 	int heavy;                 /* its rate was relative, or it was marked heavy */
 	struct lg_rate rate;
 	double rps;                /* requests per second once resolved */
@@ -114,13 +118,16 @@ struct lg_engine {
 	void *progress_ctx;
 	ev_timer progress_timer;
 	const char *host;                    /* Host header value */
+	const char *headers;                 /* -H "Name: value\r\n"... for every request, or NULL */
 };
 
-/* Prepares e for routes[0..n) (caller-owned, kept until lg_engine_free) against addr. Builds
+/* Prepares e for routes[0..n) (caller-owned, kept until lg_engine_free) against addr, with
+ * headers ("Name: value\r\n"..., caller-owned, or NULL) in every request. Builds
  * each route's request head and its histograms. Returns 0, or -1 with errno (ENOMEM, or the
  * timerfd_create(2) error). */
 int lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrlen,
-                   const char *host, struct lg_route *routes, unsigned n, unsigned max_conns,
+                   const char *host, const char *headers, struct lg_route *routes, unsigned n,
+                   unsigned max_conns,
                    double timeout_s, uint64_t seed, size_t max_samples);
 
 void lg_engine_free(struct lg_engine *e);

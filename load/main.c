@@ -28,6 +28,7 @@
 #include "load/plot.h"
 #include "load/report.h"
 #include "load/routespec.h"
+#include "load/units.h"
 
 struct opts {
 	const char *url;
@@ -36,6 +37,7 @@ struct opts {
 	int cpu;                        /* pin to this CPU, or -1 */
 	enum lg_arrival arrival;
 	const char *json, *plot, *samples;
+	char *headers;                  /* -H, "Name: value\r\n"... */
 	int scrape, progress, quiet;
 	uint64_t seed;
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
@@ -50,9 +52,12 @@ usage(FILE *f)
 	    "usage: lagless-load [options] --rate PATH=RATE[,option...] ... http://HOST[:PORT]\n"
 	    "  -r, --rate PATH=RATE[,..]  a route and its rate: N or N/s requests per second, or Nx\n"
 	    "                             (N times its capacity, measured first); options:\n"
-	    "                             method=M, body=@FILE, body=random:SIZE[K|M], heavy,\n"
-	    "                             cheap, poisson, constant (repeatable, up to 64 routes)\n"
-	    "  -d, --duration S           length of the measured run (10)\n"
+	    "                             N/1s, 30/m, 100/500ms per period; options:\n"
+	    "                             method=M, body=@FILE, body=random:SIZE[K|KB|M|MB],\n"
+	    "                             header=Name: value, capacity=RPS, heavy, cheap,\n"
+	    "                             poisson, constant (repeatable, up to 64 routes)\n"
+	    "  -H, --header 'Name: value' a header in every request (repeatable)\n"
+	    "  -d, --duration S           length of the measured run (10; 10s, 500ms, 1m)\n"
 	    "      --arrival constant|poisson   default arrival process (constant)\n"
 	    "      --idle S               cheap routes alone before the run, for their idle p99 (2)\n"
 	    "      --calibrate S          saturation run per Nx route to measure its capacity (3)\n"
@@ -83,6 +88,7 @@ static const struct option longopts[] = {
 	{ "rate", required_argument, NULL, 'r' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "max-conns", required_argument, NULL, 'c' },
+	{ "header", required_argument, NULL, 'H' },
 	{ "arrival", required_argument, NULL, O_ARRIVAL },
 	{ "idle", required_argument, NULL, O_IDLE },
 	{ "calibrate", required_argument, NULL, O_CALIB },
@@ -107,6 +113,23 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* A duration (load/units.h) in [lo, hi] seconds, a bare number in unit seconds (1 or 1e-3);
+ * exits 2 otherwise, saying the unit. */
+static double
+duration(const char *opt, const char *s, double unit, double lo, double hi)
+{
+	const char *un = unit == 1 ? "s" : "ms";
+	double v, k = unit == 1 ? 1 : 1e3;
+
+	if (lg_units_duration(s, unit, &v) == -1 || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "lagless-load: --%s %s: not a duration in [%g %s, %g %s] (10s, 500ms, "
+		        "1m, 1m30s; a bare number is in %s)\n", opt, s, lo * k, un, hi * k, un,
+		        unit == 1 ? "seconds" : "milliseconds");
+		exit(2);
+	}
+	return v;
+}
+
 /* A number in [lo, hi]; exits 2 otherwise. */
 static double
 number(const char *opt, const char *s, double lo, double hi)
@@ -126,9 +149,10 @@ number(const char *opt, const char *s, double lo, double hi)
 static void
 parse_args(struct opts *o, int argc, char **argv)
 {
+	char err[512];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:d:c:qhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:d:c:H:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			if (o->nroutes == 64) {
@@ -137,7 +161,7 @@ parse_args(struct opts *o, int argc, char **argv)
 			}
 			o->route_args[o->nroutes++] = optarg;
 			break;
-		case 'd': o->duration = number("duration", optarg, 0.1, 86400); break;
+		case 'd': o->duration = duration("duration", optarg, 1, 0.1, 86400); break;
 		case 'c': o->max_conns = (unsigned)number("max-conns", optarg, 1, 1000000); break;
 		case O_ARRIVAL:
 			if (lg_sched_parse_arrival(optarg, &o->arrival) == -1) {
@@ -145,14 +169,22 @@ parse_args(struct opts *o, int argc, char **argv)
 				exit(2);
 			}
 			break;
-		case O_IDLE: o->idle = number("idle", optarg, 0, 3600); break;
-		case O_CALIB: o->calibrate = number("calibrate", optarg, 0.5, 3600); break;
+		case O_IDLE: o->idle = duration("idle", optarg, 1, 0, 3600); break;
+		case O_CALIB: o->calibrate = duration("calibrate", optarg, 1, 0.5, 3600); break;
 		case O_CALIB_CONNS:
 			o->calib_conns = (unsigned)number("calibrate-conns", optarg, 1, 100000);
 			break;
 		case O_CAPACITY: o->capacity = number("capacity", optarg, 0.001, 1e7); break;
-		case O_TIMEOUT: o->timeout = number("timeout", optarg, 0.001, 3600); break;
-		case O_SCRAPE_MS: o->scrape_ms = number("scrape-ms", optarg, 10, 60000); break;
+		case O_TIMEOUT: o->timeout = duration("timeout", optarg, 1, 0.001, 3600); break;
+		case O_SCRAPE_MS:
+			o->scrape_ms = 1e3 * duration("scrape-ms", optarg, 1e-3, 0.010, 60);
+			break;
+		case 'H':
+			if (lg_routespec_header(&o->headers, optarg, err, sizeof(err)) == -1) {
+				fprintf(stderr, "lagless-load: -H: %s\n", err);
+				exit(2);
+			}
+			break;
 		case O_NO_SCRAPE: o->scrape = 0; break;
 		case O_JSON: o->json = optarg; break;
 		case O_PLOT: o->plot = optarg; break;
@@ -307,14 +339,16 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 	for (i = 0; i < e->nroutes; i++) {
 		struct lg_route *rt = &e->routes[i];
 
+		double given = rt->capacity_given > 0 ? rt->capacity_given : o->capacity;
+
 		if (!rt->rate.relative) {
 			rt->rps = rt->rate.value;
-			if (rt->heavy && o->capacity > 0)
-				rt->capacity_rps = o->capacity;
+			if (rt->heavy && given > 0)
+				rt->capacity_rps = given;
 			continue;
 		}
-		if (o->capacity > 0) {
-			rt->capacity_rps = o->capacity;
+		if (given > 0) {
+			rt->capacity_rps = given;
 		} else {
 			conc = o->calib_conns;
 			if (conc == 0)
@@ -466,7 +500,7 @@ main(int argc, char **argv)
 	static struct lg_report r;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	char hosthdr[300], err[512];
+	char hosthdr[300], err[512], prefix[1024];
 	ev_signal sigint;
 	unsigned i;
 	int lagless, rc;
@@ -495,7 +529,17 @@ main(int argc, char **argv)
 		}
 	if (resolve(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
 		return 2;
-	if (lg_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.routes, o.nroutes,
+	/* a path in the target URL is a prefix of every route's ("http://h/api" + "/users") */
+	if (lg_routespec_url_prefix(o.url, prefix, sizeof(prefix)) == -1) {
+		fprintf(stderr, "lagless-load: %s: the URL may have a path (a prefix of every route) "
+		        "but no query or fragment: give those on the routes\n", o.url);
+		return 2;
+	}
+	for (i = 0; i < o.nroutes; i++)
+		if (lg_routespec_prefix(&o.routes[i], prefix) == -1)
+			return 2;
+	if (lg_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.headers, o.routes,
+	                   o.nroutes,
 	                   o.max_conns, o.timeout, o.seed, 2000000) == -1) {
 		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
 		return 2;
@@ -523,6 +567,7 @@ main(int argc, char **argv)
 	for (i = 0; i < o.nroutes; i++)
 		lg_routespec_free(&o.routes[i]);
 	free(o.routes);
+	free(o.headers);
 	if (rc == -1)
 		return 2;
 	return lg_report_ok(&r) ? 0 : 1;

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "load/units.h"
 
 static int
 fail(char *err, size_t len, const char *fmt, ...)
@@ -22,25 +25,7 @@ fail(char *err, size_t len, const char *fmt, ...)
 int
 lg_routespec_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (*end != '\0' || v > (1ull << 30))
-		return -1;
-	*out = v;
-	return 0;
+	return lg_units_size(s, 1ull << 30, out);
 }
 
 static int
@@ -72,7 +57,8 @@ random_body(const char *size, uint64_t seed, struct lg_route *rt, char *err, siz
 	uint64_t n, x = seed, i;
 
 	if (lg_routespec_size(size, &n) == -1)
-		return fail(err, errlen, "body=random:%s: a size like 4096, 64K or 1M (at most 1G)",
+		return fail(err, errlen, "body=random:%s: a size in bytes like 4096, 64K, 64KB or 1M"
+		            " (at most 1G)",
 		            size);
 	rt->body = malloc(n ? n : 1);
 	if (rt->body == NULL)
@@ -86,6 +72,31 @@ random_body(const char *size, uint64_t seed, struct lg_route *rt, char *err, siz
 		rt->body[i] = (char)(z ^ (z >> 31));
 	}
 	rt->body_len = n;
+	return 0;
+}
+
+int
+lg_routespec_header(char **list, const char *h, char *err, size_t errlen)
+{
+	const char *colon = strchr(h, ':'), *v;
+	size_t n, old = *list ? strlen(*list) : 0;
+	char *nl;
+
+	/* field-name = token (RFC 9110 section 5.1); no CR or LF in the value (section 5.5) */
+	if (colon == NULL || colon == h ||
+	    strspn(h, "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+	              "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != (size_t)(colon - h))
+		return fail(err, errlen, "header '%s': Name: value, the name a token (RFC 9110 5.1)",
+		            h);
+	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+		;
+	if (strpbrk(v, "\r\n") != NULL)
+		return fail(err, errlen, "header '%s': no CR or LF in the value", h);
+	n = (size_t)(colon - h) + 2 + strlen(v) + 2;
+	if ((nl = realloc(*list, old + n + 1)) == NULL)
+		return fail(err, errlen, "header '%s': out of memory", h);
+	snprintf(nl + old, n + 1, "%.*s: %s\r\n", (int)(colon - h), h, v);
+	*list = nl;
 	return 0;
 }
 
@@ -103,12 +114,27 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 	else if (strcmp(o, "constant") == 0)
 		rt->arrival = LG_ARRIVAL_CONSTANT;
 	else if (strncmp(o, "method=", 7) == 0) {
-		for (i = 7; o[i]; i++)
-			if (!isupper((unsigned char)o[i]))
+		for (i = 7; o[i] && i - 7 < sizeof(rt->method_buf) - 1; i++) {
+			if (!isalpha((unsigned char)o[i]))
 				break;
-		if (o[i] != '\0' || i == 7 || i > 20)
-			return fail(err, errlen, "method=%s: upper-case letters, e.g. POST", o + 7);
-		rt->method = o + 7;
+			rt->method_buf[i - 7] = (char)toupper((unsigned char)o[i]);
+		}
+		if (o[i] != '\0' || i == 7)
+			return fail(err, errlen, "method=%s: letters, at most %zu (e.g. POST or post)",
+			            o + 7, sizeof(rt->method_buf) - 1);
+		rt->method_buf[i - 7] = '\0';
+		rt->method = rt->method_buf;
+	} else if (strncmp(o, "header=", 7) == 0 || strncmp(o, "H=", 2) == 0) {
+		return lg_routespec_header(&rt->headers, o + (o[0] == 'H' ? 2 : 7), err, errlen);
+	} else if (strncmp(o, "capacity=", 9) == 0) {
+		char *end;
+
+		errno = 0;
+		rt->capacity_given = strtod(o + 9, &end);
+		if (errno != 0 || end == o + 9 || *end != '\0' || !(rt->capacity_given >= 0.001 &&
+		    rt->capacity_given <= 1e7))
+			return fail(err, errlen, "capacity=%s: requests per second in [0.001, 1e7]",
+			            o + 9);
 	} else if (strncmp(o, "body=@", 6) == 0) {
 		return read_file(o + 6, rt, err, errlen);
 	} else if (strncmp(o, "body=random:", 12) == 0) {
@@ -140,8 +166,9 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 		return fail(err, errlen, "--rate %s: PATH=RATE with PATH starting with /", arg);
 	*eq = '\0';
 	if (lg_sched_parse_rate(eq + 1, &rt->rate) == -1)
-		return fail(err, errlen, "--rate %s: the rate is N or N/s (per second, at most 1e7)"
-		            " or Nx (times the capacity, at most 1000)", arg);
+		return fail(err, errlen, "--rate %s: the rate is N, N/s, N/1s, N/m or N/500ms "
+		            "(requests per period, at most 1e7 per second) or Nx (times the capacity,"
+		            " at most 1000)", arg);
 	rt->heavy = rt->rate.relative;
 	for (o = opts ? strtok_r(opts, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save)) {
 		if (strcmp(o, "cheap") == 0)
@@ -160,7 +187,9 @@ lg_routespec_free(struct lg_route *rt)
 {
 	free(rt->spec);
 	free(rt->body);
-	rt->spec = rt->path = rt->body = NULL;
+	free(rt->headers);
+	free(rt->prefixed);
+	rt->spec = rt->path = rt->body = rt->headers = rt->prefixed = NULL;
 }
 
 int
@@ -205,5 +234,40 @@ lg_routespec_url(const char *url, char *host, size_t hostlen, char *port, size_t
 		return -1;
 	memcpy(port, pt, n);
 	port[n] = '\0';
+	return 0;
+}
+
+int
+lg_routespec_url_prefix(const char *url, char *prefix, size_t len)
+{
+	const char *p, *q;
+	size_t n;
+
+	if (strncmp(url, "http://", 7) != 0)
+		return -1;
+	p = url + 7 + strcspn(url + 7, "/?#");
+	if (*p == '?' || *p == '#' || strpbrk(p, "?#") != NULL)
+		return -1;
+	/* "/api/" and "/api" are the same prefix: a route path starts with its own '/' */
+	for (q = p + strlen(p); q > p && q[-1] == '/'; q--)
+		;
+	n = (size_t)(q - p);
+	if (n >= len)
+		return -1;
+	memcpy(prefix, p, n);
+	prefix[n] = '\0';
+	return 0;
+}
+
+int
+lg_routespec_prefix(struct lg_route *rt, const char *prefix)
+{
+	if (*prefix == '\0')
+		return 0;
+	if (asprintf(&rt->prefixed, "%s%s", prefix, rt->path) < 0) {
+		rt->prefixed = NULL;
+		return -1;
+	}
+	rt->path = rt->prefixed;
 	return 0;
 }

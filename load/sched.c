@@ -1,33 +1,32 @@
 /* Constant and Poisson request schedules (load/sched.h). */
 #include "load/sched.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "load/units.h"
+
 int
 lg_sched_parse_rate(const char *s, struct lg_rate *r)
 {
+	size_t n = s ? strlen(s) : 0;
 	char *end;
 	double v;
 
-	if (s == NULL || *s == '\0' || *s == ' ' || *s == '+' || *s == '-')
-		goto bad;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || !isfinite(v) || v <= 0)
-		goto bad;
-	if (strcmp(end, "x") == 0) {
-		if (v > 1000)
+	if (n >= 2 && s[n - 1] == 'x' && isdigit((unsigned char)s[0])) {
+		errno = 0;
+		v = strtod(s, &end);
+		if (errno != 0 || end != s + n - 1 || !isfinite(v) || v <= 0 || v > 1000)
 			goto bad;
 		r->value = v;
 		r->relative = 1;
 		return 0;
 	}
-	if (*end != '\0' && strcmp(end, "/s") != 0)
-		goto bad;
-	if (v > 1e7)
+	/* "500", "500/s", "500/1s", "30/m", "100/500ms" (load/units.h) */
+	if (lg_units_rate(s, &v) == -1 || !(v > 0) || v > 1e7)
 		goto bad;
 	r->value = v;
 	r->relative = 0;

@@ -15,8 +15,9 @@ enum lg_arrival {
 	LG_ARRIVAL_POISSON = 1,
 };
 
-/* A rate as written on the command line: "500" or "500/s" (requests per second, > 0, at most
- * 10^7) or "2x" (a multiple, > 0 and at most 1000, of the route's measured capacity). */
+/* A rate as written on the command line: "500", "500/s", "500/1s", "30/m", "100/500ms"
+ * (requests per period as vegeta writes them, > 0 and at most 10^7 per second) or "2x" (a
+ * multiple, > 0 and at most 1000, of the route's measured capacity). */
 struct lg_rate {
 	double value;
 	int relative;   /* 1: value multiplies the capacity */

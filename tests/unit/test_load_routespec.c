@@ -87,7 +87,7 @@ static void
 test_bad_specs(void **state)
 {
 	static const char *const bad[] = {
-		"ping=5", "/ping", "/ping=", "/ping=abc", "/x=5,bogus", "/x=2x,cheap", "/x=1,method=post",
+		"ping=5", "/ping", "/ping=", "/ping=abc", "/x=5,bogus", "/x=2x,cheap", "/x=1,method=P-ST", "/x=1,header=NoColon", "/x=1,header=Bad Name: v", "/x=1,capacity=0", "/x=1,body=random:1TB",
 		"/x=1,method=", "/x=1,body=random:2G", "/x=1,body=random:", "/x=1,body=random:-1",
 		"/x=0", "/x=5,method=P0ST",
 	};
@@ -118,7 +118,11 @@ test_size(void **state)
 	assert_int_equal(lg_routespec_size("1G", &v), 0);
 	assert_int_equal(lg_routespec_size("2G", &v), -1);
 	assert_int_equal(lg_routespec_size("K", &v), -1);
-	assert_int_equal(lg_routespec_size("1KB", &v), -1);
+	assert_int_equal(lg_routespec_size("1KB", &v), 0);
+	assert_int_equal(v, 1024);
+	assert_int_equal(lg_routespec_size("2mb", &v), 0);
+	assert_int_equal(v, 2u << 20);
+	assert_int_equal(lg_routespec_size("1KQ", &v), -1);
 }
 
 static void
@@ -152,6 +156,57 @@ test_url(void **state)
 	assert_int_equal(lg_routespec_url("ftp://x", host, 64, port, 8, hdr, 80), -1);
 }
 
+/* habits: a method in either case, headers per route, a route's own capacity */
+static void
+test_habits(void **state)
+{
+	struct lg_route rt;
+	char err[256], *list = NULL;
+
+	assert_int_equal(lg_routespec_parse("/login=40,method=post,header=Content-Type: "
+	                                    "application/json,H=X-Trace:  7,capacity=12.5",
+	                                    LG_ARRIVAL_CONSTANT, 1, &rt, err, sizeof(err)), 0);
+	assert_string_equal(rt.method, "POST");
+	assert_string_equal(rt.headers, "Content-Type: application/json\r\nX-Trace: 7\r\n");
+	assert_true(rt.capacity_given == 12.5);
+	lg_routespec_free(&rt);
+	/* the message says what was wrong and the unit */
+	assert_int_equal(lg_routespec_parse("/x=1,capacity=-3", LG_ARRIVAL_CONSTANT, 1, &rt, err,
+	                                    sizeof(err)), -1);
+	assert_non_null(strstr(err, "requests per second"));
+	lg_routespec_free(&rt);
+	assert_int_equal(lg_routespec_header(&list, "Accept: */*", err, sizeof(err)), 0);
+	assert_int_equal(lg_routespec_header(&list, "X-A:b, c", err, sizeof(err)), 0);
+	assert_string_equal(list, "Accept: */*\r\nX-A: b, c\r\n");
+	assert_int_equal(lg_routespec_header(&list, ": v", err, sizeof(err)), -1);
+	assert_int_equal(lg_routespec_header(&list, "X: a\r\nEvil: 1", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "CR or LF"));
+	free(list);
+}
+
+/* a path in the target URL is every route's prefix, not dropped */
+static void
+test_url_prefix(void **state)
+{
+	struct lg_route rt;
+	char p[64], err[256];
+
+	assert_int_equal(lg_routespec_url_prefix("http://h:8080", p, sizeof(p)), 0);
+	assert_string_equal(p, "");
+	assert_int_equal(lg_routespec_url_prefix("http://h:8080/", p, sizeof(p)), 0);
+	assert_string_equal(p, "");
+	assert_int_equal(lg_routespec_url_prefix("http://[::1]:9/api/v1/", p, sizeof(p)), 0);
+	assert_string_equal(p, "/api/v1");
+	assert_int_equal(lg_routespec_url_prefix("http://h/api?x=1", p, sizeof(p)), -1);
+	assert_int_equal(lg_routespec_url_prefix("http://h/api#f", p, sizeof(p)), -1);
+	assert_int_equal(lg_routespec_url_prefix("http://h/a-long-prefix", p, 4), -1);
+	assert_int_equal(lg_routespec_parse("/users?id=1=5", LG_ARRIVAL_CONSTANT, 1, &rt, err,
+	                                    sizeof(err)), 0);
+	assert_int_equal(lg_routespec_prefix(&rt, "/api/v1"), 0);
+	assert_string_equal(rt.path, "/api/v1/users?id=1");
+	lg_routespec_free(&rt);
+}
+
 int
 main(void)
 {
@@ -162,6 +217,8 @@ main(void)
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_url),
+		cmocka_unit_test(test_habits),
+		cmocka_unit_test(test_url_prefix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

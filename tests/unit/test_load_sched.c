@@ -17,7 +17,7 @@ test_parse_rate(void **state)
 {
 	static const char *const bad[] = {
 		"", "x", "2xx", "-1", "0", "0x", "abc", "1e8", "2x5", "2 x", " 2", "+2", "1001x",
-		"nan", "inf", "5/m", "5/", "10/s/s",
+		"nan", "inf", "5/0s", "5/", "10/s/s", "5/q", "5/3", "0x10", "1e3", "5/-1s",
 	};
 	struct lg_rate r;
 	unsigned i;
@@ -28,6 +28,15 @@ test_parse_rate(void **state)
 	assert_true(r.value == 500 && !r.relative);
 	assert_int_equal(lg_sched_parse_rate("12.5", &r), 0);
 	assert_true(r.value == 12.5 && !r.relative);
+	/* vegeta's frequency/period */
+	assert_int_equal(lg_sched_parse_rate("500/1s", &r), 0);
+	assert_true(r.value == 500 && !r.relative);
+	assert_int_equal(lg_sched_parse_rate("30/m", &r), 0);
+	assert_true(fabs(r.value - 0.5) < 1e-12 && !r.relative);
+	assert_int_equal(lg_sched_parse_rate("30/2m", &r), 0);
+	assert_true(fabs(r.value - 0.25) < 1e-12);
+	assert_int_equal(lg_sched_parse_rate("100/500ms", &r), 0);
+	assert_true(fabs(r.value - 200) < 1e-9);
 	assert_int_equal(lg_sched_parse_rate("2x", &r), 0);
 	assert_true(r.value == 2 && r.relative);
 	assert_int_equal(lg_sched_parse_rate("0.5x", &r), 0);
