@@ -314,7 +314,7 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 		if (e->nsamples < e->samples_cap) {
 			struct lg_sample *s = &e->samples[e->nsamples++];
 
-			s->due_ns = r->due_ns - e->phase_start;
+			s->due_ns = r->due_ns - e->origin_ns;
 			s->latency_ns = lat;
 			s->status = r->status;
 			s->route = r->route;
@@ -323,8 +323,13 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 		}
 	}
 	if (e->phase == LG_PH_CALIBRATE && r->status >= 200 && r->status < 300 &&
-	    r->end_ns >= e->warm_end && r->end_ns <= e->phase_end)
+	    r->end_ns >= e->warm_end && r->end_ns <= e->phase_end) {
+		uint64_t bin = (r->end_ns - e->warm_end) / (uint64_t)(LG_CALIB_BIN_S * 1e9);
+
 		e->calib_ok++;
+		if (bin < LG_CALIB_BINS)
+			e->calib_bins[bin]++;
+	}
 	e->outstanding--;
 	now = lg_now_ns();
 	if ((int)r->route == e->closed_route && now < e->phase_end) {
@@ -449,7 +454,10 @@ scrape_done(struct lg_lconn *c, struct lg_lreq *r)
 	struct lg_point *p, *prev;
 
 	e->scrape_busy = 0;
-	if (r->status != 200 || e->phase != LG_PH_RUN)
+	/* only scrapes of the scheduled run count: one answered while the last requests drain
+	 * would put the drain's figures (or the next phase's) into the run's maxima */
+	if (r->status != 200 || e->phase != LG_PH_RUN || (r->sent_ns + r->end_ns) / 2 >
+	    e->phase_end)
 		return;
 	if (e->npoints == e->points_cap) {
 		size_t cap = e->points_cap ? e->points_cap * 2 : 256;
@@ -463,13 +471,16 @@ scrape_done(struct lg_lconn *c, struct lg_lreq *r)
 	p = &e->points[e->npoints];
 	memset(p, 0, sizeof(*p));
 	/* the scrape is placed at the middle of its exchange, on the samples' axis */
-	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->phase_start) / 1e9;
+	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->origin_ns) / 1e9;
+	p->seg = e->nruns - 1;
 	if (lg_scrape_parse(&p->m, e->scrape_buf, c->resp.body_len < e->scrape_cap ?
 	                    c->resp.body_len : e->scrape_cap - 1) == -1 || c->resp.body_cut)
 		return;
-	if (e->npoints > 0) {
-		prev = &e->points[e->npoints - 1];
+	if (e->npoints > 0 && (prev = &e->points[e->npoints - 1])->seg == p->seg) {
+		p->has_lag = 1;
 		lg_scrape_lag_delta(&prev->m, &p->m, &p->lag_mean_s, &p->lag_max_s);
+		p->lag_p50_s = lg_scrape_lag_quantile(&prev->m, &p->m, 0.5);
+		p->lag_p99_s = lg_scrape_lag_quantile(&prev->m, &p->m, 0.99);
 	}
 	e->npoints++;
 }
@@ -574,6 +585,21 @@ run_loop(struct lg_engine *e, double seconds)
 		e->progress(e, e->progress_ctx);
 }
 
+int
+lg_engine_reset(struct lg_engine *e, enum lg_phase ph)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		stats_free(&e->routes[i].st[ph]);
+		if (stats_init(&e->routes[i].st[ph]) == -1) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 void
 lg_engine_stop(struct lg_engine *e)
 {
@@ -595,6 +621,10 @@ lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active
 	e->closed_route = -1;
 	/* a short lead so the first requests are not late before the loop even runs */
 	e->phase_start = lg_now_ns() + 5 * LG_NS_PER_MS;
+	if (ph == LG_PH_RUN) {
+		if (e->nruns++ == 0)
+			e->origin_ns = e->phase_start;
+	}
 	for (i = 0; i < e->nroutes; i++) {
 		e->active[i] = active[i];
 		if (active[i])
@@ -624,6 +654,7 @@ lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double secon
 	e->active[r] = 1;
 	e->closed_route = (int)r;
 	e->calib_ok = 0;
+	memset(e->calib_bins, 0, sizeof(e->calib_bins));
 	e->phase_start = now = lg_now_ns();
 	e->warm_end = now + (uint64_t)(warm * 1e9);
 	e->phase_end = now + (uint64_t)(seconds * 1e9);

@@ -67,8 +67,14 @@ struct lg_sample {            /* one request of the measured run, for plots and 
 struct lg_point {             /* one /metrics scrape during the run */
 	double t_s;               /* seconds since the run's start (the same axis as samples) */
 	struct lg_scrape m;
-	double lag_mean_s, lag_max_s;  /* since the previous scrape */
+	unsigned seg;             /* which run phase (a step level) it belongs to, from 0 */
+	int has_lag;              /* the lag figures below are from an interval of this phase */
+	double lag_mean_s, lag_max_s;  /* since the previous scrape; max: the bucket bound */
+	double lag_p50_s, lag_p99_s;   /* interpolated from the buckets' counts */
 };
+
+#define LG_CALIB_BINS 256     /* calibration completions per 0.25 s, for the spread */
+#define LG_CALIB_BIN_S 0.25
 
 struct lg_engine {
 	struct ev_loop *loop;
@@ -93,10 +99,14 @@ struct lg_engine {
 	int closed_route;                    /* calibration: route kept closed-loop, else -1 */
 	uint64_t warm_end;                   /* calibration: completions count after this */
 	uint64_t calib_ok;
+	uint32_t calib_bins[LG_CALIB_BINS];  /* 2xx completed per LG_CALIB_BIN_S after warm_end */
 	unsigned char *active;               /* per route: in this phase */
 	int timerfd;
 	ev_io tick;
 	ev_timer stop;
+	/* every run phase (step levels) on one axis: samples and scrapes from origin_ns */
+	uint64_t origin_ns;                  /* the first run phase's start, 0 before */
+	unsigned nruns;                      /* run phases started */
 	/* samples of the run phase */
 	struct lg_sample *samples;
 	size_t nsamples, samples_cap;
@@ -143,11 +153,16 @@ int lg_engine_fetch(struct lg_engine *e, const char *path, char *buf, size_t cap
 int lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active,
                   double seconds);
 
+/* Empties phase ph's results of every route (a step level starts afresh); samples and scrapes
+ * are kept. Returns 0, or -1 with errno ENOMEM. */
+int lg_engine_reset(struct lg_engine *e, enum lg_phase ph);
+
 /* Ends the current phase's schedule now (SIGINT): requests out are still waited for. */
 void lg_engine_stop(struct lg_engine *e);
 
 /* Calibration of route r: conc requests kept outstanding (closed loop) for seconds; returns the
- * 2xx completions per second after the first warm seconds (0 when none). */
+ * 2xx completions per second after the first warm seconds (0 when none). e->calib_bins holds
+ * the completions per LG_CALIB_BIN_S after warm, for the spread. */
 double lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double seconds,
                            double warm);
 

@@ -188,6 +188,7 @@ json_scrape(FILE *f, const struct lg_scrape *m)
 		"queue_depth", "queue_capacity", "inflight", "compute_busy", "compute_processes",
 		"connections", "rejected_total", "timed_out_total", "failed_total", "restarts_total",
 		"job_run_seconds_sum", "job_run_seconds_count", "job_slots",
+		"job_queue_wait_seconds_sum", "job_queue_wait_seconds_count",
 	};
 	unsigned i;
 
@@ -237,7 +238,7 @@ lg_json_write(FILE *f, const struct lg_report *r)
 	jstr(f, r->url);
 	fprintf(f, ",\"lagless\":%s,\"duration_s\":%.6g,\"idle_s\":%.6g,"
 	        "\"start_monotonic_ns\":%" PRIu64 ",\"ok\":%s", r->lagless ? "true" : "false",
-	        r->duration_s, r->idle_s, e->phase_start, lg_report_ok(r) ? "true" : "false");
+	        r->duration_s, r->idle_s, e->origin_ns ? e->origin_ns : e->phase_start, lg_report_ok(r) ? "true" : "false");
 	fprintf(f, ",\"connections\":{\"max\":%u,\"peak\":%u,\"opened\":%" PRIu64
 	        ",\"peak_waiting\":%u}", e->max_conns, e->peak_conns, e->opened, e->peak_pending);
 	fprintf(f, ",\"generator\":{\"delay_p99_ms\":%.6g,\"behind\":%s}",

@@ -139,24 +139,106 @@ judge_refusal(struct lg_report *r, struct lg_verdict *v)
 		why_add(v, "no heavy route (give one a rate like 2x)");
 }
 
-/* Against lagless the pool's own gauges answer the question directly: were its compute
- * processes busy while the heavy routes were over capacity? That holds however the machine's
- * other load slows each job, where a throughput figure moves with it. */
-static int
-pool_busy_share(const struct lg_report *r, double *share)
+/* The scrapes of this report's run (a step level's, or every one) */
+static const struct lg_point *
+run_points(const struct lg_report *r, size_t *n)
 {
 	const struct lg_engine *e = r->e;
-	double busy = 0, procs = 0;
-	size_t i;
+	size_t p1 = r->p1 && r->p1 <= e->npoints ? r->p1 : e->npoints;
+	size_t p0 = r->p0 < p1 ? r->p0 : p1;
 
-	for (i = 0; i < e->npoints; i++) {
-		busy += e->points[i].m.v[LG_SF_BUSY];
-		procs += e->points[i].m.v[LG_SF_COMPUTE];
+	*n = p1 - p0;
+	return e->points + p0;
+}
+
+/* Against lagless the pool's own gauges answer the question directly: were its compute
+ * processes busy while the heavy routes were over capacity? That holds however the machine's
+ * other load slows each job, where a throughput figure moves with it. pool < 0: every compute
+ * process (lagless_compute_busy); else named pool number pool (lagless_pool_processes). */
+static int
+busy_share(const struct lg_report *r, int pool, double *share)
+{
+	const struct lg_point *pt;
+	double busy = 0, procs = 0;
+	size_t i, n;
+
+	pt = run_points(r, &n);
+	for (i = 0; i < n; i++) {
+		const struct lg_scrape_pool *p = pool < 0 ? NULL :
+		    lg_scrape_pool(&pt[i].m, r->after.pools[pool].name);
+
+		if (pool < 0) {
+			busy += pt[i].m.v[LG_SF_BUSY];
+			procs += pt[i].m.v[LG_SF_COMPUTE];
+		} else if (p != NULL) {
+			busy += p->v[LG_PF_ACTIVE];
+			procs += p->v[LG_PF_PROCS];
+		}
 	}
-	if (e->npoints < 2 || procs <= 0)
+	if (n < 2 || procs <= 0)
 		return -1;
 	*share = busy / procs;
 	return 0;
+}
+
+/* A named pool was flooded during the run: it refused jobs because it was full, or its queue
+ * reached its capacity at a scrape. */
+static int
+pool_flooded(const struct lg_report *r, unsigned k, double *full, double *depth)
+{
+	const struct lg_scrape_pool *b = lg_scrape_pool(&r->before, r->after.pools[k].name);
+	const struct lg_point *pt;
+	size_t i, n;
+	int at_cap = 0;
+
+	pt = run_points(r, &n);
+	*full = r->after.pools[k].v[LG_PF_FULL] - (b ? b->v[LG_PF_FULL] : 0);
+	*depth = 0;
+	for (i = 0; i < n; i++) {
+		const struct lg_scrape_pool *p = lg_scrape_pool(&pt[i].m, r->after.pools[k].name);
+
+		if (p == NULL)
+			continue;
+		*depth = p->v[LG_PF_DEPTH] > *depth ? p->v[LG_PF_DEPTH] : *depth;
+		at_cap |= p->v[LG_PF_QCAP] > 0 && p->v[LG_PF_DEPTH] >= p->v[LG_PF_QCAP];
+	}
+	return *full > 0 || at_cap;
+}
+
+/* Per named pool: each flooded pool must be busy >= the share; without a flooded pool, the
+ * busiest one is judged. Returns 0 when judged, -1 when the server names no pool. */
+static int
+judge_pools(struct lg_report *r, struct lg_verdict *v)
+{
+	double share, full, depth, best = -1;
+	unsigned k, judged = 0;
+	int bestk = -1;
+
+	if (!r->have_scrapes || r->after.npools == 0)
+		return -1;
+	for (k = 0; k < r->after.npools; k++) {
+		const char *name = r->after.pools[k].name;
+
+		if (busy_share(r, (int)k, &share) == -1)
+			continue;
+		if (share > best)
+			best = share, bestk = (int)k;
+		if (!pool_flooded(r, k, &full, &depth)) {
+			why_add(v, "pool %s: busy %.0f %%, not flooded (not judged)", name, 100 * share);
+			continue;
+		}
+		judged++;
+		mark(v, share >= r->capacity_share);
+		why_add(v, "pool %s: flooded (%.0f refused full, queue depth max %.0f), its processes "
+		        "busy %.0f %% of the run (judged: at least %.0f %%)", name, full, depth,
+		        100 * share, 100 * r->capacity_share);
+	}
+	if (judged == 0 && bestk >= 0) {
+		mark(v, best >= r->capacity_share);
+		why_add(v, "no pool flooded; the busiest, %s, busy %.0f %% (judged: at least %.0f %%)",
+		        r->after.pools[bestk].name, 100 * best, 100 * r->capacity_share);
+	}
+	return bestk >= 0 ? 0 : -1;
 }
 
 static void
@@ -164,7 +246,7 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 {
 	const struct lg_engine *e = r->e;
 	double busy = 0;
-	int flooded = 0, metrics = r->lagless && pool_busy_share(r, &busy) == 0;
+	int flooded = 0, metrics = r->lagless && busy_share(r, -1, &busy) == 0;
 	unsigned i;
 
 	for (i = 0; i < e->nroutes; i++) {
@@ -176,7 +258,7 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 			continue;
 		if (cap <= 0) {
 			why_add(v, "%s: capacity unknown (measured only for an Nx rate; or give "
-			        "--capacity)", rt->path);
+			        "--capacity or capacity=RPS)", rt->path);
 			continue;
 		}
 		if (rt->rps < cap) {
@@ -190,7 +272,7 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 		why_add(v, "%s: 2xx at %.1f/s = %.0f %% of the capacity %.1f/s%s", rt->path, ok,
 		        100 * ok / cap, cap, metrics ? "" : " (judged: at least that share)");
 	}
-	if (flooded && metrics) {
+	if (flooded && metrics && judge_pools(r, v) == -1) {
 		mark(v, busy >= r->capacity_share);
 		why_add(v, "compute processes busy %.0f %% of the run by the server's gauge (judged: "
 		        "at least %.0f %%)", 100 * busy, 100 * r->capacity_share);
@@ -358,27 +440,70 @@ text_figures(FILE *f, const struct lg_report *r)
 }
 
 static void
+text_pools(FILE *f, const struct lg_report *r)
+{
+	double share, full, depth;
+	unsigned k;
+
+	for (k = 0; r->have_scrapes && k < r->after.npools; k++) {
+		int flooded = pool_flooded(r, k, &full, &depth);
+
+		fprintf(f, "server: pool %s: ", r->after.pools[k].name);
+		if (busy_share(r, (int)k, &share) == 0)
+			fprintf(f, "busy %.0f %% of %.0f processes", 100 * share,
+			        r->after.pools[k].v[LG_PF_PROCS]);
+		else
+			fprintf(f, "busy n/a");
+		fprintf(f, ", queue depth max %.0f of %.0f, %.0f refused full%s\n", depth,
+		        r->after.pools[k].v[LG_PF_QCAP], full, flooded ? " (flooded)" : "");
+	}
+}
+
+void
+lg_report_server_figures(const struct lg_report *r, struct lg_server_figures *sf)
+{
+	const struct lg_point *pt;
+	double lag_sum = 0, lag_n = 0;
+	size_t i, n;
+
+	memset(sf, 0, sizeof(*sf));
+	pt = run_points(r, &n);
+	sf->npoints = n;
+	for (i = 0; i < n; i++) {
+		sf->depth_max = fmax(sf->depth_max, pt[i].m.v[LG_SF_QUEUE_DEPTH]);
+		sf->busy_mean += pt[i].m.v[LG_SF_BUSY] / (double)n;
+		if (!pt[i].has_lag)
+			continue;
+		sf->lag_bound_ms = fmax(sf->lag_bound_ms, pt[i].lag_max_s * 1e3);
+		sf->lag_p99_ms = fmax(sf->lag_p99_ms, pt[i].lag_p99_s * 1e3);
+		lag_sum += pt[i].lag_mean_s;
+		lag_n++;
+	}
+	sf->lag_mean_ms = lag_n > 0 ? 1e3 * lag_sum / lag_n : 0;
+	if (n >= 2 && pt[n - 1].m.v[LG_SF_WAIT_COUNT] > pt[0].m.v[LG_SF_WAIT_COUNT])
+		sf->wait_mean_ms = 1e3 * (pt[n - 1].m.v[LG_SF_WAIT_SUM] - pt[0].m.v[LG_SF_WAIT_SUM]) /
+		                   (pt[n - 1].m.v[LG_SF_WAIT_COUNT] - pt[0].m.v[LG_SF_WAIT_COUNT]);
+	else if (r->have_scrapes && r->after.v[LG_SF_WAIT_COUNT] > r->before.v[LG_SF_WAIT_COUNT])
+		sf->wait_mean_ms = 1e3 * (r->after.v[LG_SF_WAIT_SUM] - r->before.v[LG_SF_WAIT_SUM]) /
+		                   (r->after.v[LG_SF_WAIT_COUNT] - r->before.v[LG_SF_WAIT_COUNT]);
+}
+
+static void
 text_server(FILE *f, const struct lg_report *r)
 {
-	const struct lg_engine *e = r->e;
-	double lag = 0, depth = 0, busy = 0;
-	size_t i;
+	struct lg_server_figures sf;
 
 	if (!r->lagless) {
 		fprintf(f, "server: not lagless (no lagless /metrics): loop lag, queue depth, "
 		        "in-flight, rejections, restarts and the pool's own capacity are n/a\n");
 		return;
 	}
-	for (i = 0; i < e->npoints; i++) {
-		const struct lg_point *p = &e->points[i];
-
-		lag = fmax(lag, p->lag_max_s);
-		depth = fmax(depth, p->m.v[LG_SF_QUEUE_DEPTH]);
-		busy += p->m.v[LG_SF_BUSY];
-	}
-	fprintf(f, "server: %zu scrapes; loop lag max %.3f ms (bucket bound); queue depth max %.0f"
-	        " of %.0f; compute busy %.2f of %.0f on average", e->npoints, lag * 1e3, depth,
-	        r->after.v[LG_SF_QUEUE_CAPACITY], e->npoints ? busy / (double)e->npoints : 0.0,
+	lg_report_server_figures(r, &sf);
+	fprintf(f, "server: %zu scrapes during the run; loop lag p99 %.3f ms at worst per "
+	        "interval (from the buckets' counts; highest bucket bound %.3f ms), mean %.3f ms; "
+	        "queue wait mean %.3f ms; queue depth max %.0f of %.0f; compute busy %.2f of %.0f on "
+	        "average", sf.npoints, sf.lag_p99_ms, sf.lag_bound_ms, sf.lag_mean_ms,
+	        sf.wait_mean_ms, sf.depth_max, r->after.v[LG_SF_QUEUE_CAPACITY], sf.busy_mean,
 	        r->after.v[LG_SF_COMPUTE]);
 	if (r->have_scrapes)
 		fprintf(f, "; rejected %.0f, restarts %.0f, jobs failed %.0f",
@@ -386,6 +511,7 @@ text_server(FILE *f, const struct lg_report *r)
 		        r->after.v[LG_SF_RESTARTS] - r->before.v[LG_SF_RESTARTS],
 		        r->after.v[LG_SF_FAILED] - r->before.v[LG_SF_FAILED]);
 	fprintf(f, "\n");
+	text_pools(f, r);
 }
 
 void

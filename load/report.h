@@ -34,6 +34,7 @@ struct lg_report {
 	int lagless;                 /* the target answered /metrics as lagless */
 	int have_scrapes;            /* /metrics before and after the run */
 	struct lg_scrape before, after;
+	size_t p0, p1;               /* the engine's scrapes of this run: [p0, p1); p1 0 for all */
 	/* thresholds (options) */
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
 	struct lg_verdict v[LG_P_COUNT];
@@ -45,6 +46,18 @@ struct lg_report {
  * that delay, as they must, but it is not the server's. */
 #define LG_REPORT_BEHIND_MS 2.0
 double lg_report_generator_delay_ms(const struct lg_report *r);
+
+/* The server's figures over this run's scrapes only (not the drain after it). ms. */
+struct lg_server_figures {
+	size_t npoints;
+	double lag_p99_ms;     /* worst interval's p99, interpolated from the bucket counts */
+	double lag_bound_ms;   /* worst interval's highest bucket bound that gained samples */
+	double lag_mean_ms;    /* mean of the intervals' means */
+	double wait_mean_ms;   /* mean queue wait of the jobs started during the run */
+	double depth_max;      /* queue depth, every pool */
+	double busy_mean;      /* busy compute processes */
+};
+void lg_report_server_figures(const struct lg_report *r, struct lg_server_figures *sf);
 
 /* Fills r->v from the engine's results. */
 void lg_report_judge(struct lg_report *r);

@@ -20,6 +20,16 @@ static const char *const names[LG_SF_COUNT] = {
 	[LG_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
 	[LG_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
 	[LG_SF_SLOTS] = "lagless_job_slots",
+	[LG_SF_WAIT_SUM] = "lagless_job_queue_wait_seconds_sum",
+	[LG_SF_WAIT_COUNT] = "lagless_job_queue_wait_seconds_count",
+};
+
+static const char *const pool_names[LG_PF_COUNT] = {
+	[LG_PF_ACTIVE] = NULL,   /* lagless_pool_processes{state="active"}, below */
+	[LG_PF_PROCS] = "lagless_pool_processes",
+	[LG_PF_DEPTH] = "lagless_pool_queue_depth",
+	[LG_PF_QCAP] = "lagless_pool_queue_capacity",
+	[LG_PF_FULL] = "lagless_pool_full_total",
 };
 
 #define LAG "lagless_loop_lag_seconds"
@@ -47,6 +57,69 @@ label_number(const char *l, const char *e, const char *key, double *out)
 		}
 	}
 	return -1;
+}
+
+/* The string value of label key in labels [l, e) into out; 0 when found. */
+static int
+label_string(const char *l, const char *e, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key), n;
+	const char *p;
+
+	for (p = l; p + kl + 2 <= e; p++)
+		if ((p == l || p[-1] == ',' || p[-1] == '{') && memcmp(p, key, kl) == 0 &&
+		    p[kl] == '=' && p[kl + 1] == '"') {
+			const char *v = p + kl + 2, *q = memchr(v, '"', (size_t)(e - v));
+
+			if (q == NULL || (n = (size_t)(q - v)) >= cap)
+				return -1;
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+	return -1;
+}
+
+/* lagless_pool_* series of one pool (worker/poolview.c), kept per pool */
+static void
+pool_sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const char *le,
+            double v)
+{
+	char pool[LG_SCRAPE_POOL_NAME], state[16];
+	unsigned i, f;
+
+	if (l == NULL || label_string(l, le, "pool", pool, sizeof(pool)) == -1)
+		return;
+	for (f = 0; f < LG_PF_COUNT; f++)
+		if (pool_names[f] && strlen(pool_names[f]) == nl && memcmp(pool_names[f], name, nl) == 0)
+			break;
+	if (f == LG_PF_COUNT)
+		return;
+	for (i = 0; i < s->npools; i++)
+		if (strcmp(s->pools[i].name, pool) == 0)
+			break;
+	if (i == s->npools) {
+		if (i == LG_SCRAPE_POOLS)
+			return;
+		memset(&s->pools[i], 0, sizeof(s->pools[i]));
+		strcpy(s->pools[i].name, pool);
+		s->npools++;
+	}
+	s->pools[i].v[f] += v;
+	if (f == LG_PF_PROCS && label_string(l, le, "state", state, sizeof(state)) == 0 &&
+	    strcmp(state, "active") == 0)
+		s->pools[i].v[LG_PF_ACTIVE] += v;
+}
+
+const struct lg_scrape_pool *
+lg_scrape_pool(const struct lg_scrape *s, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < s->npools; i++)
+		if (strcmp(s->pools[i].name, name) == 0)
+			return &s->pools[i];
+	return NULL;
 }
 
 static void
@@ -77,6 +150,10 @@ sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const ch
 	if (nl == strlen(LAG "_bucket") && memcmp(name, LAG "_bucket", nl) == 0) {
 		if (l != NULL && label_number(l, le, "le", &bound) == 0)
 			lag_bucket(s, bound, v);
+		return;
+	}
+	if (nl > 13 && memcmp(name, "lagless_pool_", 13) == 0) {
+		pool_sample(s, name, nl, l, le, v);
 		return;
 	}
 	if (nl == strlen(LAG "_sum") && memcmp(name, LAG "_sum", nl) == 0)
@@ -161,4 +238,28 @@ lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double
 		if (gained > 0)
 			*max_s = isinf(b->lag_le[i]) && i > 0 ? b->lag_le[i - 1] : b->lag_le[i];
 	}
+}
+
+double
+lg_scrape_lag_quantile(const struct lg_scrape *a, const struct lg_scrape *b, double q)
+{
+	double dc = b->lag_count - a->lag_count, want, below = 0;
+	unsigned i;
+
+	if (dc <= 0 || a->nlag != b->nlag || b->nlag == 0)
+		return 0;
+	want = q * dc;
+	for (i = 0; i < b->nlag; i++) {
+		double cum = b->lag_cum[i] - a->lag_cum[i];   /* samples at or below bound i */
+		double lo = i > 0 ? b->lag_le[i - 1] : 0, hi = b->lag_le[i];
+
+		if (cum >= want && cum > below) {
+			if (isinf(hi))
+				return lo;
+			return lo + (hi - lo) * (want - below) / (cum - below);
+		}
+		below = cum;
+	}
+	return isinf(b->lag_le[b->nlag - 1]) && b->nlag > 1 ? b->lag_le[b->nlag - 2]
+	                                                    : b->lag_le[b->nlag - 1];
 }

@@ -9,6 +9,22 @@
 #include <stdint.h>
 
 #define LG_SCRAPE_LAG_BOUNDS 32
+#define LG_SCRAPE_POOLS 8          /* named pools kept (lagless --pool); more are summed only */
+#define LG_SCRAPE_POOL_NAME 32
+
+enum lg_pool_field {
+	LG_PF_ACTIVE,          /* lagless_pool_processes{state="active"}: running a job */
+	LG_PF_PROCS,           /* lagless_pool_processes, every state: alive */
+	LG_PF_DEPTH,           /* lagless_pool_queue_depth */
+	LG_PF_QCAP,            /* lagless_pool_queue_capacity */
+	LG_PF_FULL,            /* lagless_pool_full_total: 503s because the pool was full */
+	LG_PF_COUNT
+};
+
+struct lg_scrape_pool {
+	char name[LG_SCRAPE_POOL_NAME];
+	double v[LG_PF_COUNT];
+};
 
 enum lg_scrape_field {
 	LG_SF_QUEUE_DEPTH,     /* lagless_queue_depth */
@@ -24,6 +40,8 @@ enum lg_scrape_field {
 	LG_SF_RUN_SUM,         /* lagless_job_run_seconds_sum, all kinds */
 	LG_SF_RUN_COUNT,       /* lagless_job_run_seconds_count, all kinds */
 	LG_SF_SLOTS,           /* lagless_job_slots */
+	LG_SF_WAIT_SUM,        /* lagless_job_queue_wait_seconds_sum, all kinds */
+	LG_SF_WAIT_COUNT,      /* lagless_job_queue_wait_seconds_count, all kinds */
 	LG_SF_COUNT
 };
 
@@ -35,6 +53,8 @@ struct lg_scrape {
 	double lag_le[LG_SCRAPE_LAG_BOUNDS];
 	double lag_cum[LG_SCRAPE_LAG_BOUNDS];  /* cumulative counts summed over workers */
 	double lag_sum, lag_count;         /* seconds, samples */
+	unsigned npools;                   /* pools in the order they first appeared */
+	struct lg_scrape_pool pools[LG_SCRAPE_POOLS];
 };
 
 /* Parses a /metrics body of len bytes (need not be NUL-terminated) into s. Lines it does not
@@ -47,5 +67,15 @@ int lg_scrape_parse(struct lg_scrape *s, const char *text, size_t len);
  * the bucket's resolution; +Inf reported as the last finite bound). Both 0 without samples. */
 void lg_scrape_lag_delta(const struct lg_scrape *earlier, const struct lg_scrape *later,
                          double *mean_s, double *max_s);
+
+/* The q-quantile (0 < q <= 1) of the loop-lag samples taken between two scrapes, from the
+ * buckets' counts: linear within the bucket it falls in (between the bound below and its own;
+ * the +Inf bucket gives the last finite bound). A loop whose samples sit at 0.1-1 ms thus reads
+ * about that, where the bucket bound alone would read the bound. Seconds; 0 without samples. */
+double lg_scrape_lag_quantile(const struct lg_scrape *earlier, const struct lg_scrape *later,
+                              double q);
+
+/* The pool called name in s, or NULL. */
+const struct lg_scrape_pool *lg_scrape_pool(const struct lg_scrape *s, const char *name);
 
 #endif

@@ -210,6 +210,55 @@ test_pool_busy_by_gauge(void **state)
 }
 
 static void
+set_pool(struct lg_scrape *m, unsigned k, const char *name, double active, double procs,
+         double depth, double qcap, double full)
+{
+	strcpy(m->pools[k].name, name);
+	m->pools[k].v[LG_PF_ACTIVE] = active;
+	m->pools[k].v[LG_PF_PROCS] = procs;
+	m->pools[k].v[LG_PF_DEPTH] = depth;
+	m->pools[k].v[LG_PF_QCAP] = qcap;
+	m->pools[k].v[LG_PF_FULL] = full;
+	if (m->npools < k + 1)
+		m->npools = k + 1;
+}
+
+/* Named pools are judged one by one: the flooded batch pool busy 100 % beside an idle fast
+ * pool passes (averaged over every compute process it read 50 % and failed); the flooded pool
+ * idling half the time fails, whatever the other pool does. */
+static void
+test_pool_per_pool(void **state)
+{
+	struct fixture *f = *state;
+	struct lg_point pts[4];
+	unsigned i;
+
+	good_run(f);
+	memset(pts, 0, sizeof(pts));
+	for (i = 0; i < 4; i++) {
+		pts[i].m.v[LG_SF_COMPUTE] = 4;
+		pts[i].m.v[LG_SF_BUSY] = 2;
+		set_pool(&pts[i].m, 0, "batch", 2, 2, 4, 4, 10.0 * i);
+		set_pool(&pts[i].m, 1, "fast", 0, 2, 0, 4, 0);
+	}
+	f->e.points = pts;
+	f->e.npoints = 4;
+	f->r.lagless = f->r.have_scrapes = 1;
+	f->r.before = pts[0].m;
+	f->r.after = pts[3].m;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
+	assert_non_null(strstr(f->r.v[LG_P_CAPACITY].why, "pool batch: flooded"));
+	assert_non_null(strstr(f->r.v[LG_P_CAPACITY].why, "pool fast: busy 0 %, not flooded"));
+	for (i = 0; i < 4; i++)
+		pts[i].m.pools[0].v[LG_PF_ACTIVE] = i % 2;   /* batch busy 1 of 2, half the time */
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+	f->e.points = NULL;
+	f->e.npoints = 0;
+}
+
+static void
 test_timeouts_fail(void **state)
 {
 	struct fixture *f = *state;
@@ -247,6 +296,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_kept_up_is_na, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_idle_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_busy_by_gauge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_per_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
 	};
 

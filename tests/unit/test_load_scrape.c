@@ -123,6 +123,63 @@ test_lag_delta(void **state)
 	assert_true(mean == 0 && max == 0);
 }
 
+/* The interval's quantiles from the buckets' counts: 95 of 100 new samples at or below 1 ms
+ * read as about 0.5 ms at p50, where the highest bucket bound alone would say 10 ms. */
+static void
+test_lag_quantile(void **state)
+{
+	static const char text_b[] =
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 140\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.01\"} 149\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 150\n"
+		"lagless_loop_lag_seconds_sum{worker=\"0\"} 0.3\n"
+		"lagless_loop_lag_seconds_count{worker=\"0\"} 150\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.001\"} 145\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"0.01\"} 150\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"1\",le=\"+Inf\"} 150\n"
+		"lagless_loop_lag_seconds_sum{worker=\"1\"} 0.1\n"
+		"lagless_loop_lag_seconds_count{worker=\"1\"} 150\n";
+	struct lg_scrape a, b;
+
+	assert_int_equal(lg_scrape_parse(&a, text_a, strlen(text_a)), 0);
+	assert_int_equal(lg_scrape_parse(&b, text_b, strlen(text_b)), 0);
+	/* per bound, samples gained: <=1 ms 95, <=10 ms 100, +Inf 100 */
+	assert_true(fabs(lg_scrape_lag_quantile(&a, &b, 0.5) - 0.001 * 50 / 95) < 1e-12);
+	assert_true(fabs(lg_scrape_lag_quantile(&a, &b, 0.99) - (0.001 + 0.009 * 4 / 5)) < 1e-12);
+	assert_true(fabs(lg_scrape_lag_quantile(&a, &b, 1.0) - 0.01) < 1e-12);
+	assert_true(lg_scrape_lag_quantile(&a, &a, 0.5) == 0);
+}
+
+/* Named pools are kept apart: a saturated pool beside an idle one is seen as such. */
+static void
+test_pools(void **state)
+{
+	static const char text[] =
+		"lagless_build_info{version=\"0.1.0\"} 1\n"
+		"lagless_pool_processes{pool=\"batch\",state=\"idle\"} 0\n"
+		"lagless_pool_processes{pool=\"batch\",state=\"active\"} 2\n"
+		"lagless_pool_processes{pool=\"fast\",state=\"idle\"} 2\n"
+		"lagless_pool_processes{pool=\"fast\",state=\"active\"} 0\n"
+		"lagless_pool_processes_target{pool=\"batch\"} 2\n"
+		"lagless_pool_queue_depth{pool=\"batch\"} 4\n"
+		"lagless_pool_queue_depth{pool=\"fast\"} 0\n"
+		"lagless_pool_queue_capacity{pool=\"batch\"} 4\n"
+		"lagless_pool_full_total{pool=\"batch\"} 17\n"
+		"lagless_compute_busy 2\n";
+	const struct lg_scrape_pool *p;
+	struct lg_scrape s;
+
+	assert_int_equal(lg_scrape_parse(&s, text, strlen(text)), 0);
+	assert_int_equal(s.npools, 2);
+	assert_non_null(p = lg_scrape_pool(&s, "batch"));
+	assert_true(p->v[LG_PF_ACTIVE] == 2 && p->v[LG_PF_PROCS] == 2);
+	assert_true(p->v[LG_PF_DEPTH] == 4 && p->v[LG_PF_QCAP] == 4 && p->v[LG_PF_FULL] == 17);
+	assert_non_null(p = lg_scrape_pool(&s, "fast"));
+	assert_true(p->v[LG_PF_ACTIVE] == 0 && p->v[LG_PF_PROCS] == 2 && p->v[LG_PF_FULL] == 0);
+	assert_null(lg_scrape_pool(&s, "other"));
+	assert_true(s.v[LG_SF_BUSY] == 2);
+}
+
 int
 main(void)
 {
@@ -130,6 +187,8 @@ main(void)
 		cmocka_unit_test(test_parse_lagless),
 		cmocka_unit_test(test_not_prometheus),
 		cmocka_unit_test(test_lag_delta),
+		cmocka_unit_test(test_lag_quantile),
+		cmocka_unit_test(test_pools),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
