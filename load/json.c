@@ -1,5 +1,6 @@
 /* The JSON report (load/json.h). */
 #include "load/json.h"
+#include "load/steps.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -159,7 +160,7 @@ static int
 json_series(FILE *f, const struct lg_report *r)
 {
 	const struct lg_engine *e = r->e;
-	unsigned nsec = (unsigned)ceil(r->duration_s), i, t;
+	unsigned nsec = (unsigned)ceil(r->span_s > 0 ? r->span_s : r->duration_s), i, t;
 	struct lg_second *sec = calloc(nsec ? nsec : 1, sizeof(*sec));
 
 	if (sec == NULL)
@@ -263,6 +264,8 @@ lg_json_write(FILE *f, const struct lg_report *r)
 	if (json_series(f, r) == -1)
 		return -1;
 	json_server(f, r);
+	if (r->steps != NULL)
+		lg_steps_json(f, r->steps);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }

@@ -28,6 +28,7 @@
 #include "load/plot.h"
 #include "load/report.h"
 #include "load/routespec.h"
+#include "load/steps.h"
 #include "load/units.h"
 
 struct opts {
@@ -43,6 +44,10 @@ struct opts {
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
 	struct lg_route *routes;
 	char *route_args[64];
+	const char *steps_arg;          /* --steps LIST or --ramp FROM:TO:N */
+	int ramp;
+	double step_s;                  /* each level's length */
+	struct lg_steps steps;
 };
 
 static void
@@ -76,13 +81,18 @@ usage(FILE *f)
 	    "      --cheap-slack-ms MS    ... plus MS (1)\n"
 	    "      --fast-ms MS           a 503's p99 at most (10)\n"
 	    "      --capacity-share F     heavy 2xx at least F x capacity (0.8)\n"
+	    "      --steps L1,L2,...      step mode: the heavy routes at each level in turn (Nx or\n"
+	    "                             a rate: 0.5x,1x,1.5x,2x,3x); the knee is the highest\n"
+	    "                             level whose verdicts all pass\n"
+	    "      --ramp FROM:TO:N       step mode with N levels evenly from FROM to TO\n"
+	    "      --step-duration S      each level's length (5s)\n"
 	    "      --progress / -q, --quiet   progress lines even without a terminal / none\n"
 	    "  -h, --help, -V, --version\n");
 }
 
 enum { O_ARRIVAL = 256, O_IDLE, O_CALIB, O_CALIB_CONNS, O_CAPACITY, O_TIMEOUT, O_SCRAPE_MS,
        O_NO_SCRAPE, O_JSON, O_PLOT, O_SAMPLES, O_SEED, O_CHEAP_F, O_CHEAP_S, O_FAST, O_SHARE,
-       O_PROGRESS, O_CPU };
+       O_PROGRESS, O_CPU, O_STEPS, O_RAMP, O_STEP_S };
 
 static const struct option longopts[] = {
 	{ "rate", required_argument, NULL, 'r' },
@@ -107,6 +117,9 @@ static const struct option longopts[] = {
 	{ "capacity-share", required_argument, NULL, O_SHARE },
 	{ "progress", no_argument, NULL, O_PROGRESS },
 	{ "cpu", required_argument, NULL, O_CPU },
+	{ "steps", required_argument, NULL, O_STEPS },
+	{ "ramp", required_argument, NULL, O_RAMP },
+	{ "step-duration", required_argument, NULL, O_STEP_S },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -196,6 +209,9 @@ parse_args(struct opts *o, int argc, char **argv)
 		case O_SHARE: o->capacity_share = number("capacity-share", optarg, 0, 1); break;
 		case O_PROGRESS: o->progress = 1; break;
 		case O_CPU: o->cpu = (int)number("cpu", optarg, 0, CPU_SETSIZE - 1); break;
+		case O_STEPS: o->steps_arg = optarg, o->ramp = 0; break;
+		case O_RAMP: o->steps_arg = optarg, o->ramp = 1; break;
+		case O_STEP_S: o->step_s = duration("step-duration", optarg, 1, 0.5, 3600); break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("lagless-load %s\n", LG_VERSION); exit(0);
@@ -207,6 +223,12 @@ parse_args(struct opts *o, int argc, char **argv)
 		exit(2);
 	}
 	o->url = argv[optind];
+	if (o->steps_arg != NULL &&
+	    lg_steps_parse(o->steps_arg, o->ramp, &o->steps, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless-load: %s\n", err);
+		exit(2);
+	}
+	o->steps.seconds = o->step_s;
 	if (o->plot != NULL) {
 		size_t n = strlen(o->plot);
 
@@ -415,6 +437,7 @@ defaults(struct opts *o)
 	o->fast_ms = 10;
 	o->capacity_share = 0.8;
 	o->cpu = -1;
+	o->step_s = 5;
 }
 
 static int
@@ -423,7 +446,9 @@ outputs(const struct opts *o, struct lg_report *r)
 	FILE *text = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
 	int rc = 0;
 
-	if (!o->quiet || !o->json)
+	if ((!o->quiet || !o->json) && r->steps != NULL)
+		lg_steps_text(text, r->steps);
+	else if (!o->quiet || !o->json)
 		lg_report_text(text, r);
 	if (o->json) {
 		FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
@@ -443,19 +468,30 @@ outputs(const struct opts *o, struct lg_report *r)
 		        errno == EINVAL ? "the name must end in .png or .svg" : strerror(errno));
 		rc = -1;
 	}
+	if (o->plot && r->steps != NULL) {
+		char knee[1100];
+		size_t n = strlen(o->plot);
+
+		snprintf(knee, sizeof(knee), "%.*s-knee%s", (int)(n - 4), o->plot, o->plot + n - 4);
+		if (lg_steps_plot(r->steps, knee) == -1) {
+			fprintf(stderr, "lagless-load: --plot %s: %s\n", knee, strerror(errno));
+			rc = -1;
+		} else if (!o->quiet) {
+			fprintf(stderr, "knee plot: %s\n", knee);
+		}
+	}
 	return rc;
 }
 
-/* The idle phase (cheap routes alone) and the run; fills r from the engine. Returns 0 or -1. */
-static int
-phases(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless)
+/* The idle phase: the cheap routes alone, for their idle p99. Returns the phase's length. */
+static double
+idle_phase(const struct opts *o, struct lg_engine *e)
 {
-	static unsigned char *active;  /* static: reachable on every early return (LeakSanitizer) */
-	static struct progress pg;
+	unsigned char *active = calloc(o->nroutes, 1);
 	unsigned i, ncheap = 0;
 
-	if ((active = calloc(o->nroutes, 1)) == NULL)
-		return -1;
+	if (active == NULL)
+		return 0;
 	for (i = 0; i < o->nroutes; i++)
 		if (!o->routes[i].heavy && o->idle > 0)
 			active[i] = 1, ncheap++;
@@ -464,9 +500,25 @@ phases(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagle
 			fprintf(stderr, "idle: cheap routes alone for %.1f s\n", o->idle);
 		lg_engine_run(e, LG_PH_IDLE, active, o->idle);
 	}
+	free(active);
+	return ncheap ? o->idle : 0;
+}
+
+/* One run of every route for seconds, probed before and after; fills r from the engine (its
+ * scrapes from p0 on). Returns 0 or -1. */
+static int
+run_phase(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless,
+          double seconds)
+{
+	static unsigned char *active;  /* static: reachable on every early return (LeakSanitizer) */
+	static struct progress pg;
+	size_t p0 = e->npoints;
+
+	if (active == NULL && (active = calloc(o->nroutes, 1)) == NULL)
+		return -1;
 	pg.tty = !o->quiet && isatty(STDERR_FILENO);
 	pg.plain = !o->quiet && o->progress;
-	pg.duration = o->duration;
+	pg.duration = seconds;
 	e->progress = pg.tty || pg.plain ? progress : NULL;
 	e->progress_ctx = &pg;
 	e->scrape_on = lagless && o->scrape;
@@ -474,9 +526,8 @@ phases(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagle
 	if (lagless)
 		probe(e, &r->before);
 	memset(active, 1, o->nroutes);
-	if (lg_engine_run(e, LG_PH_RUN, active, o->duration) == -1)
+	if (lg_engine_run(e, LG_PH_RUN, active, seconds) == -1)
 		return -1;
-	free(active);
 	if (pg.tty)
 		fprintf(stderr, "\n");
 	r->have_scrapes = lagless && probe(e, &r->after) == 1;
@@ -484,11 +535,51 @@ phases(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagle
 	r->url = o->url;
 	r->lagless = lagless;
 	r->duration_s = (double)(e->phase_end - e->phase_start) / 1e9;
-	r->idle_s = ncheap ? o->idle : 0;
+	r->span_s = (double)(e->phase_end - e->origin_ns) / 1e9;
+	r->p0 = p0;
+	r->p1 = e->npoints;
 	r->cheap_factor = o->cheap_factor;
 	r->cheap_slack_ms = o->cheap_slack_ms;
 	r->fast_ms = o->fast_ms;
 	r->capacity_share = o->capacity_share;
+	return 0;
+}
+
+/* Step mode: each level in turn, judged on its own; then the knee. Returns 0 or -1. */
+static int
+step_phases(struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless)
+{
+	struct lg_steps *st = &o->steps;
+	char name[32];
+	unsigned k, i;
+
+	st->lagless = lagless;
+	for (k = 0; k < st->n; k++) {
+		struct lg_step *lv = &st->s[k];
+
+		for (i = 0; i < e->nroutes; i++)
+			if (lg_steps_stepped(e, i) && (e->routes[i].rps = lg_steps_offer(lv,
+			                                                 &e->routes[i])) <= 0) {
+				fprintf(stderr, "lagless-load: --steps %gx: %s has no known capacity (give it "
+				        "an Nx rate, capacity=RPS or --capacity)\n", lv->level.value,
+				        e->routes[i].path);
+				exit(2);
+			}
+		if (lg_engine_reset(e, LG_PH_RUN) == -1 || run_phase(o, e, r, lagless, st->seconds))
+			return -1;
+		lv->t0_s = (double)(e->phase_start - e->origin_ns) / 1e9;
+		lv->t1_s = (double)(e->phase_end - e->origin_ns) / 1e9;
+		lg_report_judge(r);
+		lg_steps_fill(lv, r);
+		if (!o->quiet)
+			fprintf(stderr, "level %s: offered %.1f/s, 2xx %.1f/s, 503 %.1f %%: %s\n",
+			        snprintf(name, sizeof(name), lv->level.relative ? "%gx" : "%g/s",
+			                 lv->level.value) > 0 ? name : "?", lv->offered_rps, lv->ok_rps,
+			        100 * lv->share_503, lv->pass ? "PASS" : "FAIL");
+	}
+	lg_steps_knee(st);
+	r->steps = st;
+	r->p0 = r->p1 = 0;    /* the plots span every level */
 	return 0;
 }
 
@@ -557,11 +648,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s is not lagless (no lagless /metrics): server-side figures will be "
 		        "n/a\n", o.url);
 	calibrate(&o, &e, lagless, &r.before);
-	if (phases(&o, &e, &r, lagless) == -1) {
+	r.idle_s = idle_phase(&o, &e);
+	if ((o.steps.n > 0 ? step_phases(&o, &e, &r, lagless) :
+	     run_phase(&o, &e, &r, lagless, o.duration)) == -1) {
 		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
 		return 2;
 	}
-	lg_report_judge(&r);
+	if (o.steps.n == 0)
+		lg_report_judge(&r);
 	rc = outputs(&o, &r);
 	lg_engine_free(&e);
 	for (i = 0; i < o.nroutes; i++)
@@ -570,5 +664,7 @@ main(int argc, char **argv)
 	free(o.headers);
 	if (rc == -1)
 		return 2;
+	if (o.steps.n > 0)
+		return o.steps.knee >= 0 ? 0 : 1;
 	return lg_report_ok(&r) ? 0 : 1;
 }

@@ -187,11 +187,18 @@ static int
 run_gnuplot(const char *dir)
 {
 	char script[PATH_MAX];
-	char *argv[] = { "gnuplot", script, NULL };
+
+	fname(script, sizeof(script), "%s/plot.gp", dir);
+	return lg_plot_gnuplot(script);
+}
+
+int
+lg_plot_gnuplot(const char *script)
+{
+	char *argv[] = { "gnuplot", (char *)script, NULL };
 	pid_t pid;
 	int st, rc;
 
-	fname(script, sizeof(script), "%s/plot.gp", dir);
 	rc = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
 	if (rc != 0) {
 		errno = rc;

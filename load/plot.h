@@ -13,4 +13,8 @@
  * are on stderr), or what creating the files failed with. */
 int lg_plot_write(const struct lg_report *r, const char *path);
 
+/* Runs gnuplot on script and waits for it. Returns 0, or -1 with errno ENOENT (gnuplot not
+ * installed), EIO (it failed; its messages are on stderr) or the posix_spawnp(3) error. */
+int lg_plot_gnuplot(const char *script);
+
 #endif

@@ -21,6 +21,8 @@ enum lg_promise {
 	LG_P_COUNT
 };
 
+struct lg_steps;
+
 struct lg_verdict {
 	enum lg_verdict_state state;
 	char why[512];
@@ -35,6 +37,8 @@ struct lg_report {
 	int have_scrapes;            /* /metrics before and after the run */
 	struct lg_scrape before, after;
 	size_t p0, p1;               /* the engine's scrapes of this run: [p0, p1); p1 0 for all */
+	double span_s;               /* the samples' axis: the run, or every step level's */
+	const struct lg_steps *steps;  /* step mode's levels, or NULL (load/steps.h) */
 	/* thresholds (options) */
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
 	struct lg_verdict v[LG_P_COUNT];
