@@ -475,10 +475,12 @@ lg_report_server_figures(const struct lg_report *r, struct lg_server_figures *sf
 		if (!pt[i].has_lag)
 			continue;
 		sf->lag_bound_ms = fmax(sf->lag_bound_ms, pt[i].lag_max_s * 1e3);
-		sf->lag_p99_ms = fmax(sf->lag_p99_ms, pt[i].lag_p99_s * 1e3);
 		lag_sum += pt[i].lag_mean_s;
 		lag_n++;
 	}
+	/* the run's p99 from the buckets' counts between its first and last scrape */
+	if (n >= 2 && pt[0].seg == pt[n - 1].seg)
+		sf->lag_p99_ms = 1e3 * lg_scrape_lag_quantile(&pt[0].m, &pt[n - 1].m, 0.99);
 	sf->lag_mean_ms = lag_n > 0 ? 1e3 * lag_sum / lag_n : 0;
 	if (n >= 2 && pt[n - 1].m.v[LG_SF_WAIT_COUNT] > pt[0].m.v[LG_SF_WAIT_COUNT])
 		sf->wait_mean_ms = 1e3 * (pt[n - 1].m.v[LG_SF_WAIT_SUM] - pt[0].m.v[LG_SF_WAIT_SUM]) /
@@ -499,8 +501,8 @@ text_server(FILE *f, const struct lg_report *r)
 		return;
 	}
 	lg_report_server_figures(r, &sf);
-	fprintf(f, "server: %zu scrapes during the run; loop lag p99 %.3f ms at worst per "
-	        "interval (from the buckets' counts; highest bucket bound %.3f ms), mean %.3f ms; "
+	fprintf(f, "server: %zu scrapes during the run; loop lag p99 %.3f ms (from the buckets' "
+	        "counts over the run; highest bucket bound reached %.3f ms), mean %.3f ms; "
 	        "queue wait mean %.3f ms; queue depth max %.0f of %.0f; compute busy %.2f of %.0f on "
 	        "average", sf.npoints, sf.lag_p99_ms, sf.lag_bound_ms, sf.lag_mean_ms,
 	        sf.wait_mean_ms, sf.depth_max, r->after.v[LG_SF_QUEUE_CAPACITY], sf.busy_mean,

@@ -54,7 +54,7 @@ double lg_report_generator_delay_ms(const struct lg_report *r);
 /* The server's figures over this run's scrapes only (not the drain after it). ms. */
 struct lg_server_figures {
 	size_t npoints;
-	double lag_p99_ms;     /* worst interval's p99, interpolated from the bucket counts */
+	double lag_p99_ms;     /* the run's p99, interpolated from the bucket counts */
 	double lag_bound_ms;   /* worst interval's highest bucket bound that gained samples */
 	double lag_mean_ms;    /* mean of the intervals' means */
 	double wait_mean_ms;   /* mean queue wait of the jobs started during the run */

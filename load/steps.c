@@ -143,11 +143,11 @@ lg_steps_knee(struct lg_steps *st)
 {
 	unsigned i;
 
+	/* the levels pass from the lowest up to the knee: a level that passes again above a failed
+	 * one (a quiet moment of a busy machine) does not move it */
 	st->knee = -1;
-	for (i = 0; i < st->n; i++)
-		if (st->s[i].pass && (st->knee < 0 ||
-		    st->s[i].offered_rps >= st->s[st->knee].offered_rps))
-			st->knee = (int)i;
+	for (i = 0; i < st->n && st->s[i].pass; i++)
+		st->knee = (int)i;
 }
 
 static const char *
@@ -189,7 +189,7 @@ lg_steps_text(FILE *f, const struct lg_steps *st)
 				        lg_report_promise(p), st->s[i].v[p].why);
 	if (st->knee >= 0)
 		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s: the highest level whose "
-		        "verdicts all pass\n", level_name(&st->s[st->knee], name, sizeof(name)),
+		        "verdicts all pass, as every level below it does\n", level_name(&st->s[st->knee], name, sizeof(name)),
 		        st->s[st->knee].offered_rps, st->s[st->knee].ok_rps);
 	else
 		fprintf(f, "knee: none (no level passed every verdict): start lower\n");

@@ -1,7 +1,8 @@
 /* Step mode of lagless-load: "how much can it take, and where does it break?". The heavy routes
  * (every route when none is heavy) are offered a list of levels in turn, each for a set time,
  * with the cheap routes at their own rates; each level is judged like a run, and the knee is
- * the highest level whose verdicts all pass (none failed). One row per level: offered and
+ * the highest level whose verdicts all pass (none failed), as every level below it does (a
+ * level passing again above a failed one, on a busy machine, does not move it). One row per level: offered and
  * achieved 2xx per second, the 503 share, the cheap routes' p99, the server's loop lag and
  * queue wait. */
 #ifndef LG_LOAD_STEPS_H
@@ -49,7 +50,8 @@ int lg_steps_stepped(const struct lg_engine *e, unsigned i);
 /* Fills level k's row from r, the report of its run (judged; r->p0/p1 its scrapes). */
 void lg_steps_fill(struct lg_step *k, const struct lg_report *r);
 
-/* Sets st->knee from the rows. */
+/* Sets st->knee from the rows: levels in the order given, which parse keeps rising for a ramp
+ * and the user for a list. */
 void lg_steps_knee(struct lg_steps *st);
 
 /* The table of levels, each level's failed verdicts, and the knee. */
