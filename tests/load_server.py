@@ -13,6 +13,9 @@ One asyncio event loop, keep-alive, GET only. Routes:
   With ``--knee-refuse Q`` a request that would wait more than Q requests' time gets 503 at
   once instead (a server that refuses overload).
 
+* ``/api/only``: 200 (and ``/only`` 404): shows that a path in the target URL is a prefix.
+* ``/need-header``: 200 when the request carries ``X-Token: secret``, else 401.
+
 ``--stall-after S --stall-for D``: S seconds after the first request, the whole server blocks
 (time.sleep in the loop, like a stuck event loop or a GC pause) for D seconds, once, and prints
 ``stall START END`` in CLOCK_MONOTONIC seconds. Every request due during the stall must show
@@ -80,6 +83,11 @@ async def handle(st, reader, writer):
                 else:
                     st.knee_free = start + 1.0 / st.knee_rps
                     delay = st.knee_free - now
+            elif path == "/api/only":
+                pass
+            elif path == "/need-header":
+                if b"\r\nx-token: secret\r\n" not in head.lower():
+                    status = "401 Unauthorized"
             elif path != "/fast":
                 status = "404 Not Found"
             if delay > 0:
