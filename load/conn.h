@@ -29,6 +29,7 @@ struct lg_lreq {
 	uint64_t due_ns;        /* scheduled send time (latency counts from here) */
 	uint64_t sent_ns;       /* when its first byte was written */
 	struct iovec iov[2];    /* head and body, borrowed from the route */
+	char *own_head;         /* a head built for this request (a path template), owned */
 	int head_method;        /* HEAD: the response has no body */
 	char *body;             /* capture of the response body (NULL: count only), borrowed */
 	size_t body_cap;

@@ -292,6 +292,22 @@ issue(struct lg_engine *e, unsigned route, uint64_t due)
 	r->due_ns = due;
 	r->iov[0].iov_base = rt->head;
 	r->iov[0].iov_len = rt->head_len;
+	if (rt->tmpl != NULL) {
+		/* a head of its own: the template's next path (a new key, a hit or a miss) */
+		char path[4096];
+		size_t len;
+
+		if (lg_tmpl_expand(rt->tmpl, path, sizeof(path)) < 0 ||
+		    (r->own_head = build_head(rt->method, path, e->host, e->headers, rt->headers,
+		                              rt->body_len, &len)) == NULL) {
+			r->status = LG_LERR_CONNECT;
+			r->sent_ns = r->end_ns = lg_now_ns();
+			finish_req(e, r);
+			return;
+		}
+		r->iov[0].iov_base = r->own_head;
+		r->iov[0].iov_len = len;
+	}
 	r->iov[1].iov_base = rt->body;
 	r->iov[1].iov_len = rt->body_len;
 	r->head_method = strcmp(rt->method, "HEAD") == 0;
@@ -331,6 +347,8 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 			e->calib_bins[bin]++;
 	}
 	e->outstanding--;
+	free(r->own_head);
+	r->own_head = NULL;
 	now = lg_now_ns();
 	if ((int)r->route == e->closed_route && now < e->phase_end) {
 		unsigned route = r->route;

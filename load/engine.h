@@ -16,6 +16,7 @@
 #include "load/hist.h"
 #include "load/sched.h"
 #include "load/scrape.h"
+#include "load/tmpl.h"
 
 #define LG_MAX_STATUSES 16      /* distinct results kept per route and phase */
 
@@ -43,6 +44,8 @@ struct lg_route {
 	char *headers;             /* "Name: value\r\n"... of this route, malloc'd, or NULL */
 	char *prefixed;            /* storage of path behind the target URL's path, or NULL */
 	double capacity_given;     /* capacity=RPS of this route (0: none) */
+	struct lg_tmpl *tmpl;      /* path template expanded per request (load/tmpl.h), or NULL;
+	                            * owned */
 	int heavy;                 /* its rate was relative, or it was marked heavy */
 	struct lg_rate rate;
 	double rps;                /* requests per second once resolved */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -55,12 +56,14 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: lagless-load [options] --rate PATH=RATE[,option...] ... http://HOST[:PORT]\n"
-	    "  -r, --rate PATH=RATE[,..]  a route and its rate: N or N/s requests per second, or Nx\n"
-	    "                             (N times its capacity, measured first); options:\n"
-	    "                             N/1s, 30/m, 100/500ms per period; options:\n"
+	    "  -r, --rate PATH=RATE[,..]  a route and its rate: N or N/s requests per second,\n"
+	    "                             N/1s, 30/m, 100/500ms per period, or Nx (N times its\n"
+	    "                             capacity, measured first); options:\n"
 	    "                             method=M, body=@FILE, body=random:SIZE[K|KB|M|MB],\n"
-	    "                             header=Name: value, capacity=RPS, heavy, cheap,\n"
-	    "                             poisson, constant (repeatable, up to 64 routes)\n"
+	    "                             header=Name: value, capacity=RPS, keys=@FILE, heavy,\n"
+	    "                             cheap, poisson, constant; PATH may hold {seq},\n"
+	    "                             {rand:N}, {hit:R}, {key}, {run} (per request)\n"
+	    "                             (repeatable, up to 64 routes)\n"
 	    "  -H, --header 'Name: value' a header in every request (repeatable)\n"
 	    "  -d, --duration S           length of the measured run (10; 10s, 500ms, 1m)\n"
 	    "      --arrival constant|poisson   default arrival process (constant)\n"
@@ -68,7 +71,8 @@ usage(FILE *f)
 	    "      --calibrate S          saturation run per Nx route to measure its capacity (3)\n"
 	    "      --calibrate-conns N    requests kept outstanding then (lagless: its job slots,\n"
 	    "                             else 2 per CPU of this machine)\n"
-	    "      --capacity RPS         the heavy routes' capacity, skipping calibration\n"
+	    "      --capacity RPS         the heavy routes' capacity, skipping calibration (or a\n"
+	    "                             route's own capacity=RPS)\n"
 	    "  -c, --max-conns N          connections at most (1000); beyond, due requests wait\n"
 	    "      --timeout S            per request (10)\n"
 	    "      --scrape-ms MS         /metrics period against lagless (250); --no-scrape\n"
@@ -617,6 +621,13 @@ main(int argc, char **argv)
 		                       sizeof(err)) == -1) {
 			fprintf(stderr, "lagless-load: %s\n", err);
 			return 2;
+		} else if (o.routes[i].tmpl != NULL) {
+			/* {run}: new for every process, so its key is cold at the start of each run */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			o.routes[i].tmpl->run = (uint64_t)ts.tv_sec * 1000000u +
+			                        (uint64_t)ts.tv_nsec / 1000u;
 		}
 	if (resolve(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
 		return 2;

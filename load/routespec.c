@@ -135,6 +135,11 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 		    rt->capacity_given <= 1e7))
 			return fail(err, errlen, "capacity=%s: requests per second in [0.001, 1e7]",
 			            o + 9);
+	} else if (strncmp(o, "keys=@", 6) == 0) {
+		if (rt->tmpl == NULL)
+			return fail(err, errlen, "keys=@%s: the path has no {key} to put them in",
+			            o + 6);
+		return lg_tmpl_keys(rt->tmpl, o + 6, err, errlen);
 	} else if (strncmp(o, "body=@", 6) == 0) {
 		return read_file(o + 6, rt, err, errlen);
 	} else if (strncmp(o, "body=random:", 12) == 0) {
@@ -170,6 +175,12 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 		            "(requests per period, at most 1e7 per second) or Nx (times the capacity,"
 		            " at most 1000)", arg);
 	rt->heavy = rt->rate.relative;
+	if (lg_tmpl_has(copy)) {
+		if ((rt->tmpl = malloc(sizeof(*rt->tmpl))) == NULL)
+			return fail(err, errlen, "out of memory");
+		if (lg_tmpl_parse(rt->tmpl, copy, seed ^ 0x5deece66dull, 0, err, errlen) == -1)
+			return -1;
+	}
 	for (o = opts ? strtok_r(opts, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save)) {
 		if (strcmp(o, "cheap") == 0)
 			cheap = 1;
@@ -178,6 +189,13 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 	}
 	if (cheap && rt->rate.relative)
 		return fail(err, errlen, "--rate %s: an Nx route is heavy by definition", arg);
+	if (rt->tmpl != NULL && rt->tmpl->nkeys == 0) {
+		unsigned i;
+
+		for (i = 0; i < rt->tmpl->nparts; i++)
+			if (rt->tmpl->parts[i].kind == LG_TP_KEY)
+				return fail(err, errlen, "--rate %s: {key} needs keys=@FILE", arg);
+	}
 	rt->path = copy;
 	return 0;
 }
@@ -189,6 +207,10 @@ lg_routespec_free(struct lg_route *rt)
 	free(rt->body);
 	free(rt->headers);
 	free(rt->prefixed);
+	if (rt->tmpl != NULL)
+		lg_tmpl_free(rt->tmpl);
+	free(rt->tmpl);
+	rt->tmpl = NULL;
 	rt->spec = rt->path = rt->body = rt->headers = rt->prefixed = NULL;
 }
 
@@ -269,5 +291,20 @@ lg_routespec_prefix(struct lg_route *rt, const char *prefix)
 		return -1;
 	}
 	rt->path = rt->prefixed;
+	if (rt->tmpl != NULL) {
+		/* the template's literal parts point into its own copy: re-parse with the prefix,
+		 * keeping its keys and draws */
+		struct lg_tmpl t;
+		char err[256];
+
+		if (lg_tmpl_parse(&t, rt->path, rt->tmpl->rng, rt->tmpl->run, err, sizeof(err)) == -1) {
+			lg_tmpl_free(&t);
+			return -1;
+		}
+		t.keys = rt->tmpl->keys, t.nkeys = rt->tmpl->nkeys;
+		rt->tmpl->keys = NULL, rt->tmpl->nkeys = 0;
+		lg_tmpl_free(rt->tmpl);
+		*rt->tmpl = t;
+	}
 	return 0;
 }

@@ -533,3 +533,46 @@ def test_pool_used_to_capacity_judged_per_pool(start_server, tmp_path):
     assert "not flooded" in v["why"].split("pool fast")[1], v
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def metric(port, name):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    return sum(float(l.split()[-1]) for l in text.splitlines()
+               if l.startswith(name + " ") or l.startswith(name + "{"))
+
+
+@pytest.mark.timeout(90)
+def test_templates_load_a_cache_with_chosen_keys(start_server, tmp_path):
+    """A coalescing route with a TTL cache, loaded through path templates: {rand:5} gives at
+    most 5 distinct keys (so at most 5 jobs ran for 150 requests), {hit:0.8} a cache hit ratio
+    of about 0.8, {key} the keys of a file in turn (3 keys, 3 jobs)."""
+    srv = start_server("--compute-workers", "1", "--loop-workers", "1", "--coalesce",
+                       "/heavy ttl=60000 query=iterations,k")
+    url = "http://127.0.0.1:%d" % srv.port
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k=r{rand:5}=50", "-d", "3",
+                             "--idle", "0", "--json", "-", url])
+    assert rc == 0, err
+    r, = json.loads(out)["routes"]
+    assert [s["status"] for s in r["statuses"]] == ["200"] and r["issued"] == 150
+    jobs = metric(srv.port, "lagless_coalesce_jobs_total")
+    assert 1 <= jobs <= 5, jobs
+    h0, m0 = metric(srv.port, "lagless_cache_hits_total"), metric(srv.port,
+                                                                "lagless_cache_misses_total")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k=h{hit:0.8}=200", "-d", "2",
+                             "--idle", "0", "-q", url])
+    assert rc == 0, err
+    hits = metric(srv.port, "lagless_cache_hits_total") - h0
+    misses = metric(srv.port, "lagless_cache_misses_total") - m0
+    assert hits + misses == 400, (hits, misses)
+    assert 0.7 <= hits / 400 <= 0.88, (hits, misses)    # 0.8 expected, sd 0.02
+    keys = tmp_path / "keys.txt"
+    keys.write_text("alpha\nbeta\ngamma\n")
+    j0 = metric(srv.port, "lagless_coalesce_jobs_total")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k={key}=30,keys=@%s" % keys,
+                             "-d", "1", "--idle", "0", "-q", url])
+    assert rc == 0, err
+    assert metric(srv.port, "lagless_coalesce_jobs_total") - j0 == 3
