@@ -57,6 +57,10 @@ struct lg_route {
 	struct lg_sched sched;
 	double capacity_rps;       /* measured by calibration, 0 when not measured */
 	double capacity_metrics_rps; /* computed from the server's metrics, 0 when unknown */
+	double capacity_sd_rps;    /* calibration's spread: sd of the 2xx rate per window */
+	double capacity_min_rps, capacity_max_rps;  /* its slowest and fastest window */
+	unsigned capacity_windows; /* windows it had, 0 when not calibrated */
+	double capacity_window_s;  /* their length */
 	struct lg_rstats st[LG_PH_COUNT];
 };
 

@@ -136,6 +136,16 @@ json_route(FILE *f, const struct lg_report *r, unsigned i)
 		jnum(f, rt->capacity_metrics_rps);
 	else
 		fputs("null", f);
+	fprintf(f, ",\"calibration\":");
+	if (rt->capacity_windows > 0)
+		fprintf(f, "{\"windows\":%u,\"window_s\":%g,\"sd_per_s\":%.6g,\"min_per_s\":%.6g,"
+		        "\"max_per_s\":%.6g,\"run_over_capacity\":%.6g,\"off\":%s}",
+		        rt->capacity_windows, rt->capacity_window_s, rt->capacity_sd_rps, rt->capacity_min_rps,
+		        rt->capacity_max_rps, rt->capacity_rps > 0 ? (double)st->ok_in_time /
+		        r->duration_s / rt->capacity_rps : 0,
+		        lg_report_calibration_off(r, rt) > 0 ? "true" : "false");
+	else
+		fputs("null", f);
 	fprintf(f, ",\"idle\":{");
 	jhist(f, &rt->st[LG_PH_IDLE].all, r->idle_s > 0 ? r->idle_s : 1);
 	fprintf(f, "},\"issued\":%" PRIu64 ",\"all\":{", st->issued);

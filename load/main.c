@@ -355,6 +355,35 @@ write_samples(const struct lg_engine *e, const char *path)
 	return f == stdout ? fflush(f) : fclose(f);
 }
 
+/* The calibration's spread: the 2xx rate of about four equal windows after the warm-up (bins
+ * of LG_CALIB_BIN_S put together, so a window holds more than one slow job). */
+static void
+spread(struct lg_route *rt, const struct lg_engine *e, double measured_s)
+{
+	unsigned nb = (unsigned)(measured_s / LG_CALIB_BIN_S + 1e-9), per, n, i, j;
+	double sum = 0, sq = 0, v, mean;
+
+	if (nb > LG_CALIB_BINS)
+		nb = LG_CALIB_BINS;
+	per = nb >= 8 ? nb / 4 : 1;
+	n = nb / per;
+	rt->capacity_windows = n;
+	rt->capacity_window_s = per * LG_CALIB_BIN_S;
+	rt->capacity_min_rps = n ? INFINITY : 0;
+	rt->capacity_max_rps = 0;
+	for (i = 0; i < n; i++) {
+		for (v = 0, j = 0; j < per; j++)
+			v += e->calib_bins[i * per + j];
+		v /= rt->capacity_window_s;
+		sum += v;
+		sq += v * v;
+		rt->capacity_min_rps = fmin(rt->capacity_min_rps, v);
+		rt->capacity_max_rps = fmax(rt->capacity_max_rps, v);
+	}
+	mean = n ? sum / n : 0;
+	rt->capacity_sd_rps = n > 1 ? sqrt(fmax(0, (sq - n * mean * mean) / (n - 1))) : 0;
+}
+
 static void
 calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scrape *m)
 {
@@ -388,6 +417,7 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 
 			rt->capacity_rps = lg_engine_calibrate(e, i, conc, o->calibrate,
 			                                       fmin(1.0, o->calibrate / 3));
+			spread(rt, e, o->calibrate - fmin(1.0, o->calibrate / 3));
 			seen = seen && probe(e, &b) == 1;
 			jobs = seen ? b.v[LG_SF_RUN_COUNT] - a.v[LG_SF_RUN_COUNT] : 0;
 			if (jobs > 0 && b.v[LG_SF_RUN_SUM] > a.v[LG_SF_RUN_SUM])
@@ -404,8 +434,12 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 				        "route's key or give --capacity\n", rt->path, rt->capacity_rps,
 				        jobs > 0 ? jobs : 0, o->calibrate);
 			if (rt->capacity_rps <= 0) {
-				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation; "
-				        "give --capacity\n", rt->path);
+				char got[256];
+
+				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation "
+				        "(it answered %s); give --capacity\n", rt->path,
+				        rt->st[LG_PH_CALIBRATE].ncodes ? lg_report_statuses(
+				        &rt->st[LG_PH_CALIBRATE], got, sizeof(got)) : "nothing");
 				exit(2);
 			}
 		}
@@ -413,6 +447,11 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 		if (!o->quiet)
 			fprintf(stderr, "%s: capacity %.1f/s, offering %gx = %.1f/s\n", rt->path,
 			        rt->capacity_rps, rt->rate.value, rt->rps);
+		if (!o->quiet && rt->capacity_windows > 1)
+			fprintf(stderr, "%s: calibration spread: sd %.1f/s (%.0f %%) over %u windows of "
+			        "%.2f s, slowest %.1f/s, fastest %.1f/s\n", rt->path, rt->capacity_sd_rps,
+			        100 * rt->capacity_sd_rps / rt->capacity_rps, rt->capacity_windows,
+			        rt->capacity_window_s, rt->capacity_min_rps, rt->capacity_max_rps);
 	}
 }
 

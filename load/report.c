@@ -362,6 +362,32 @@ lg_report_code(int code, char *buf)
 	return buf;
 }
 
+const char *
+lg_report_statuses(const struct lg_rstats *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	unsigned k;
+	char code[12];
+
+	buf[0] = '\0';
+	for (k = 0; k < s->ncodes && n + 40 < len; k++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s x %" PRIu64, k ? ", " : "",
+		                      lg_report_code(s->codes[k], code), s->by_code[k].total);
+	return buf;
+}
+
+double
+lg_report_calibration_off(const struct lg_report *r, const struct lg_route *rt)
+{
+	double ok = (double)rt->st[LG_PH_RUN].ok_in_time / r->duration_s, ratio;
+
+	if (!rt->heavy || rt->capacity_windows == 0 || rt->capacity_rps <= 0 ||
+	    rt->rps < rt->capacity_rps)
+		return 0;
+	ratio = ok / rt->capacity_rps;
+	return fabs(ratio - 1) > LG_REPORT_CALIB_OFF ? ratio : 0;
+}
+
 static void
 row(FILE *f, int w, const char *path, const char *code, const struct lg_hist *h, double secs)
 {
@@ -436,6 +462,23 @@ text_figures(FILE *f, const struct lg_report *r)
 		}
 		fprintf(f, "; generator delay p99 %.3f ms\n",
 		        ms(lg_hist_value_at(&st->send_lag, 99)));
+		if (rt->capacity_windows > 0)
+			fprintf(f, "%s: calibration spread over %u windows of %.2f s: sd %.1f/s (%.0f %%), "
+			        "slowest %.1f/s, fastest %.1f/s\n", rt->path, rt->capacity_windows,
+			        rt->capacity_window_s, rt->capacity_sd_rps, 100 * rt->capacity_sd_rps /
+			        rt->capacity_rps, rt->capacity_min_rps, rt->capacity_max_rps);
+		if (lg_report_calibration_off(r, rt) > 0)
+			fprintf(f, "%s: WARNING: 2xx at %.1f/s in the run, %.0f %% of the calibrated "
+			        "%.1f/s (more than %.0f %% off): the machine's load changed, so the %gx "
+			        "offer was really %.2fx of what the server did\n", rt->path, ok,
+			        100 * lg_report_calibration_off(r, rt), rt->capacity_rps,
+			        100 * LG_REPORT_CALIB_OFF, rt->rate.value, ok > 0 ? rt->rps / ok : 0.0);
+		if (n > 0 && lg_rstats_count(st, 200, 299) == 0) {
+			char buf[256];
+
+			fprintf(f, "%s: no 2xx answer at all: %s\n", rt->path,
+			        lg_report_statuses(st, buf, sizeof(buf)));
+		}
 	}
 }
 

@@ -76,6 +76,16 @@ void lg_report_text(FILE *f, const struct lg_report *r);
  * least 12 bytes; returns buf or a static name. */
 const char *lg_report_code(int code, char *buf);
 
+/* "404 x 53, 503 x 2": the results of s by status, into buf (len bytes). Returns buf. */
+const char *lg_report_statuses(const struct lg_rstats *s, char *buf, size_t len);
+
+/* A flooded heavy route (offered at least its capacity) whose 2xx rate in the run is more than
+ * 20 % off its calibrated capacity: the machine's load changed between the two, and an Nx
+ * offer was not N times. Returns the run's rate over the capacity (e.g. 0.7), or 0 when the
+ * route is not so (not heavy, not calibrated, not flooded, or within 20 %). */
+#define LG_REPORT_CALIB_OFF 0.2
+double lg_report_calibration_off(const struct lg_report *r, const struct lg_route *rt);
+
 /* Name of a promise ("cheap stays cheap", ...) and its JSON key ("cheap_stays_cheap", ...). */
 const char *lg_report_promise(enum lg_promise p);
 const char *lg_report_promise_key(enum lg_promise p);

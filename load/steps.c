@@ -115,12 +115,15 @@ lg_steps_fill(struct lg_step *k, const struct lg_report *r)
 	unsigned i;
 
 	k->offered_rps = 0;
+	k->capacity_rps = 0;
 	k->cheap_p99_ms = -1;
 	for (i = 0; i < e->nroutes; i++) {
 		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
 
 		if (lg_steps_stepped(e, i)) {
 			k->offered_rps += e->routes[i].rps;
+			k->capacity_rps = k->capacity_rps < 0 || e->routes[i].capacity_rps <= 0 ? -1 :
+			                  k->capacity_rps + e->routes[i].capacity_rps;
 			ok += (double)st->ok_in_time;
 			n503 += (double)lg_rstats_count(st, 503, 503);
 			answers += (double)st->all.total;
@@ -130,6 +133,8 @@ lg_steps_fill(struct lg_step *k, const struct lg_report *r)
 		}
 	}
 	k->ok_rps = ok / r->duration_s;
+	if (k->capacity_rps < 0)
+		k->capacity_rps = 0;
 	k->refused_rps = n503 / r->duration_s;
 	k->share_503 = answers > 0 ? n503 / answers : 0;
 	if (r->lagless)
@@ -187,6 +192,18 @@ lg_steps_text(FILE *f, const struct lg_steps *st)
 			if (st->s[i].v[p].state == LG_V_FAIL)
 				fprintf(f, "level %s: FAIL %s: %s\n", level_name(&st->s[i], name, sizeof(name)),
 				        lg_report_promise(p), st->s[i].v[p].why);
+	for (i = 0; i < st->n; i++) {
+		const struct lg_step *k = &st->s[i];
+
+		/* flooded, yet the 2xx rate is far from the calibration: the machine changed */
+		if (k->capacity_rps > 0 && k->offered_rps >= k->capacity_rps &&
+		    fabs(k->ok_rps / k->capacity_rps - 1) > LG_REPORT_CALIB_OFF)
+			fprintf(f, "level %s: WARNING: 2xx at %.1f/s, %.0f %% of the calibrated %.1f/s "
+			        "(more than %.0f %% off): the machine's load changed, so the level was "
+			        "really %.2fx of what the server did\n", level_name(k, name, sizeof(name)),
+			        k->ok_rps, 100 * k->ok_rps / k->capacity_rps, k->capacity_rps,
+			        100 * LG_REPORT_CALIB_OFF, k->ok_rps > 0 ? k->offered_rps / k->ok_rps : 0.0);
+	}
 	if (st->knee >= 0)
 		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s: the highest level whose "
 		        "verdicts all pass, as every level below it does\n", level_name(&st->s[st->knee], name, sizeof(name)),
@@ -211,9 +228,9 @@ lg_steps_json(FILE *f, const struct lg_steps *st)
 
 		fprintf(f, "%s{\"level\":%.6g,\"relative\":%s,\"t0_s\":%.4f,\"t1_s\":%.4f,"
 		        "\"offered_per_s\":%.6g,\"ok_per_s\":%.6g,\"refused_per_s\":%.6g,"
-		        "\"share_503\":%.6g,\"cheap_p99_ms\":", i ? "," : "", k->level.value,
-		        k->level.relative ? "true" : "false", k->t0_s, k->t1_s, k->offered_rps,
-		        k->ok_rps, k->refused_rps, k->share_503);
+		        "\"share_503\":%.6g,\"capacity_per_s\":%.6g,\"cheap_p99_ms\":", i ? "," : "",
+		        k->level.value, k->level.relative ? "true" : "false", k->t0_s, k->t1_s,
+		        k->offered_rps, k->ok_rps, k->refused_rps, k->share_503, k->capacity_rps);
 		if (k->cheap_p99_ms >= 0)
 			fprintf(f, "%.6g", k->cheap_p99_ms);
 		else

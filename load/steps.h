@@ -18,6 +18,7 @@ struct lg_step {
 	struct lg_rate level;        /* Nx: times each heavy route's capacity; else per second */
 	double t0_s, t1_s;           /* the level's schedule on the run's axis (samples, scrapes) */
 	double offered_rps;          /* the stepped routes' offer, summed */
+	double capacity_rps;         /* their calibrated capacity, summed (0: some unknown) */
 	double ok_rps;               /* their 2xx complete within the level, per second */
 	double refused_rps;          /* their 503s, per second */
 	double share_503;            /* 503s of their answers, 0..1 */

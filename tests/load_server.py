@@ -13,6 +13,8 @@ One asyncio event loop, keep-alive, GET only. Routes:
   With ``--knee-refuse Q`` a request that would wait more than Q requests' time gets 503 at
   once instead (a server that refuses overload).
 
+  With ``--knee-halve-after S`` the rate halves S seconds after the first request (a machine
+  whose load changed between a calibration and the run).
 * ``/api/only``: 200 (and ``/only`` 404): shows that a path in the target URL is a prefix.
 * ``/need-header``: 200 when the request carries ``X-Token: secret``, else 401.
 
@@ -77,6 +79,8 @@ async def handle(st, reader, writer):
                 delay = 0.100 if st.mix_count % 10 == 0 else 0.010
             elif path == "/knee":
                 now = time.monotonic()
+                if st.knee_halve_after is not None and now - st.first > st.knee_halve_after:
+                    st.knee_rps = st.knee_rps_start / 2
                 start = max(now, st.knee_free)
                 if st.knee_refuse is not None and start - now > st.knee_refuse / st.knee_rps:
                     status = "503 Service Unavailable"
@@ -106,10 +110,13 @@ async def main():
     ap.add_argument("--stall-for", type=float, default=0.0)
     ap.add_argument("--knee-rps", type=float, default=50.0)
     ap.add_argument("--knee-refuse", type=float, default=None)
+    ap.add_argument("--knee-halve-after", type=float, default=None)
     args = ap.parse_args()
     st = State(args.stall_after, args.stall_for)
     st.knee_rps = args.knee_rps
     st.knee_refuse = args.knee_refuse
+    st.knee_rps_start = args.knee_rps
+    st.knee_halve_after = args.knee_halve_after
     # a deep backlog: connections opened during a stall wait in the kernel, not in SYN retries
     server = await asyncio.start_server(lambda r, w: handle(st, r, w), "127.0.0.1", 0,
                                         backlog=4096)

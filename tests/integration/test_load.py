@@ -576,3 +576,28 @@ def test_templates_load_a_cache_with_chosen_keys(start_server, tmp_path):
                              "-d", "1", "--idle", "0", "-q", url])
     assert rc == 0, err
     assert metric(srv.port, "lagless_coalesce_jobs_total") - j0 == 3
+
+
+@pytest.mark.timeout(90)
+def test_calibration_spread_drift_and_non_2xx(test_server):
+    """The calibration reports its spread; a server whose rate halves after the calibration
+    (the machine's load changed) gets a warning that the 1.5x offer was really about 3x; a
+    route that answers only 404 is reported with that status, at calibration and in the run."""
+    srv = test_server("--knee-rps", "40", "--knee-halve-after", "2.2")
+    rc, out, err = run_load(["--rate", "/knee=1.5x", "--calibrate", "2", "--calibrate-conns",
+                             "4", "-d", "2", "--idle", "0", "--timeout", "20", "--json", "-",
+                             "http://127.0.0.1:%d" % srv.port])
+    route, = json.loads(out)["routes"]
+    cal = route["calibration"]
+    assert 30 <= route["capacity_per_s"] <= 42, route
+    assert cal["windows"] >= 2 and cal["min_per_s"] <= cal["max_per_s"]
+    assert 0.9 * cal["min_per_s"] <= route["capacity_per_s"] <= 1.1 * cal["max_per_s"], cal
+    assert "calibration spread" in err, err
+    assert cal["off"] is True and cal["run_over_capacity"] < 0.8, cal
+    assert "WARNING: 2xx at" in err and "the machine's load changed" in err, err
+    rc, out, err = run_load(["--rate", "/nothing=2x", "--calibrate", "1", "-d", "1",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc == 2 and "no 2xx answer at saturation (it answered 404 x " in err, err
+    rc, out, err = run_load(["--rate", "/nothing=10", "-d", "1", "--idle", "0",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert "/nothing: no 2xx answer at all: 404 x 10" in out, out

@@ -1,5 +1,6 @@
 /* Unit tests for load/report.c: the verdict rules of lagless-load on hand-made results (cheap
  * p99 against idle, fast refusal, queued-not-refused, the pool at capacity, timeouts). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -258,6 +259,32 @@ test_pool_per_pool(void **state)
 	f->e.npoints = 0;
 }
 
+/* The run's 2xx rate against the calibration: more than 20 % off warns, within does not; a
+ * route not flooded or not calibrated is not compared. */
+static void
+test_calibration_off(void **state)
+{
+	struct fixture *f = *state;
+	struct lg_route *h = &f->routes[1];
+	char buf[128];
+
+	good_run(f);
+	h->capacity_windows = 4;
+	h->st[LG_PH_RUN].ok_in_time = 95;                 /* 9.5/s against 10/s */
+	assert_true(lg_report_calibration_off(&f->r, h) == 0);
+	h->st[LG_PH_RUN].ok_in_time = 70;                 /* 7/s: 30 % off */
+	assert_true(fabs(lg_report_calibration_off(&f->r, h) - 0.7) < 1e-9);
+	h->st[LG_PH_RUN].ok_in_time = 130;                /* 13/s: 30 % off the other way */
+	assert_true(fabs(lg_report_calibration_off(&f->r, h) - 1.3) < 1e-9);
+	h->rps = 5;                                       /* below the capacity: not compared */
+	assert_true(lg_report_calibration_off(&f->r, h) == 0);
+	h->rps = 20;
+	h->capacity_windows = 0;                          /* --capacity given: nothing to compare */
+	assert_true(lg_report_calibration_off(&f->r, h) == 0);
+	assert_string_equal(lg_report_statuses(&h->st[LG_PH_RUN], buf, sizeof(buf)),
+	                    "200 x 95, 503 x 105");
+}
+
 static void
 test_timeouts_fail(void **state)
 {
@@ -297,6 +324,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pool_idle_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_busy_by_gauge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_per_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_calibration_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
 	};
 
