@@ -153,8 +153,9 @@ $(BENCH_CLIENT): bench/latency.c
 
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
-	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS)
+	$(MAKE) $(BIN) $(LOAD_BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
+	    --load $(abspath $(LOAD_BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
 	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules) \
 	    --bare $(abspath $(BENCH_BARE))

@@ -23,6 +23,7 @@ import bench_coalesce  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_pools  # noqa: E402
+import bench_scenarios  # noqa: E402
 import bench_module  # noqa: E402
 import bench_throughput  # noqa: E402
 from common import Lagless, log, sizing  # noqa: E402
@@ -33,7 +34,9 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9", help="comma-separated benchmark numbers")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10",
+                   help="comma-separated benchmark numbers")
+    p.add_argument("--load", default="", help="the lagless-load binary (10; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
     p.add_argument("--modcall", default="", help="the bench/modcall client binary (8)")
@@ -101,6 +104,9 @@ def main():
         log("")
     if "9" in only:
         results += bench_coalesce.run(cfg, sz)
+        log("")
+    if "10" in only:
+        results += bench_scenarios.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

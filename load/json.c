@@ -1,5 +1,6 @@
 /* The JSON report (load/json.h). */
 #include "load/json.h"
+#include "load/scenario.h"
 #include "load/steps.h"
 
 #include <errno.h>
@@ -276,6 +277,8 @@ lg_json_write(FILE *f, const struct lg_report *r)
 	json_server(f, r);
 	if (r->steps != NULL)
 		lg_steps_json(f, r->steps);
+	if (r->scenario != NULL)
+		lg_scenario_json(f, r->scenario, r);
 	fputs("}\n", f);
 	return ferror(f) ? -1 : 0;
 }

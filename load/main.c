@@ -29,6 +29,7 @@
 #include "load/plot.h"
 #include "load/report.h"
 #include "load/routespec.h"
+#include "load/scenario.h"
 #include "load/steps.h"
 #include "load/units.h"
 
@@ -90,6 +91,8 @@ usage(FILE *f)
 	    "                             level whose verdicts all pass\n"
 	    "      --ramp FROM:TO:N       step mode with N levels evenly from FROM to TO\n"
 	    "      --step-duration S      each level's length (5s)\n"
+	    "      --scenario FILE        options and expected verdicts of an experiment\n"
+	    "                             (load/scenarios/); exit 0 when every expectation is met\n"
 	    "      --progress / -q, --quiet   progress lines even without a terminal / none\n"
 	    "  -h, --help, -V, --version\n");
 }
@@ -493,6 +496,8 @@ outputs(const struct opts *o, struct lg_report *r)
 		lg_steps_text(text, r->steps);
 	else if (!o->quiet || !o->json)
 		lg_report_text(text, r);
+	if (r->scenario != NULL && r->steps == NULL)
+		lg_scenario_text(text, r->scenario, r);
 	if (o->json) {
 		FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
 
@@ -639,7 +644,21 @@ main(int argc, char **argv)
 	unsigned i;
 	int lagless, rc;
 
+	static struct lg_scenario sc;
+	static char **sargv;            /* static: reachable at exit (LeakSanitizer) */
+	const char *scn = lg_scenario_find(argc, argv);
+
 	defaults(&o);
+	if (scn != NULL) {
+		if (lg_scenario_load(&sc, scn, err, sizeof(err)) == -1) {
+			fprintf(stderr, "lagless-load: %s\n", err);
+			return 2;
+		}
+		if ((sargv = lg_scenario_argv(&sc, &argc, argv)) == NULL)
+			return 2;
+		argv = sargv;
+		r.scenario = &sc;
+	}
 	parse_args(&o, argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
@@ -706,6 +725,8 @@ main(int argc, char **argv)
 	}
 	if (o.steps.n == 0)
 		lg_report_judge(&r);
+	if (r.scenario != NULL && o.steps.n == 0)
+		lg_scenario_check(&sc, &r);
 	rc = outputs(&o, &r);
 	lg_engine_free(&e);
 	for (i = 0; i < o.nroutes; i++)
@@ -716,5 +737,7 @@ main(int argc, char **argv)
 		return 2;
 	if (o.steps.n > 0)
 		return o.steps.knee >= 0 ? 0 : 1;
+	if (r.scenario != NULL && sc.nexpect > 0)
+		return lg_scenario_check(&sc, &r) ? 0 : 1;
 	return lg_report_ok(&r) ? 0 : 1;
 }

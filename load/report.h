@@ -22,6 +22,7 @@ enum lg_promise {
 };
 
 struct lg_steps;
+struct lg_scenario;
 
 struct lg_verdict {
 	enum lg_verdict_state state;
@@ -39,6 +40,7 @@ struct lg_report {
 	size_t p0, p1;               /* the engine's scrapes of this run: [p0, p1); p1 0 for all */
 	double span_s;               /* the samples' axis: the run, or every step level's */
 	const struct lg_steps *steps;  /* step mode's levels, or NULL (load/steps.h) */
+	const struct lg_scenario *scenario;  /* --scenario with its expectations, or NULL */
 	/* thresholds (options) */
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
 	struct lg_verdict v[LG_P_COUNT];
