@@ -601,3 +601,36 @@ def test_calibration_spread_drift_and_non_2xx(test_server):
     rc, out, err = run_load(["--rate", "/nothing=10", "-d", "1", "--idle", "0",
                              "http://127.0.0.1:%d" % srv.port])
     assert "/nothing: no 2xx answer at all: 404 x 10" in out, out
+
+
+SCENARIOS = os.path.join(REPO_ROOT, "load", "scenarios")
+
+
+@pytest.mark.timeout(120)
+def test_scenarios_run_as_they_are(start_server, tmp_path):
+    """load/scenarios/ as a user runs them: the cache stampede against a coalescing lagless
+    meets its expectations (one job for 100 requests on a cold key), and the background
+    experiment against lagless --inline-heavy does not (the probes wait behind the heavy
+    calls): exit 1 and a NOT MET line."""
+    srv = start_server("--compute-workers", "1", "--coalesce",
+                       "/heavy ttl=10000 query=iterations,k")
+    j0 = metric(srv.port, "lagless_coalesce_jobs_total")
+    rc, out, err = run_load(["--scenario", os.path.join(SCENARIOS, "cache-stampede.scn"),
+                             "--json", "-", "http://127.0.0.1:%d" % srv.port])
+    doc = json.loads(out)
+    assert rc == 0, err
+    assert all(e["met"] for e in doc["scenario"]["expectations"]), doc["scenario"]
+    route, = doc["routes"]
+    assert [s["status"] for s in route["statuses"]] == ["200"] and route["issued"] == 100
+    assert metric(srv.port, "lagless_coalesce_jobs_total") - j0 == 1
+    bad = start_server("--inline-heavy", "--loop-workers", "1", "--compute-workers", "1")
+    rc, out, err = run_load(["--scenario", os.path.join(SCENARIOS, "four-heavy-calls.scn"),
+                             "http://127.0.0.1:%d" % bad.port])
+    assert rc == 1, (out, err)
+    assert "cheap stays cheap expected pass, got fail: NOT MET" in out, out
+    # a broken file says where
+    broken = tmp_path / "bad.scn"
+    broken.write_text("--rate /ping=10\nexpect cheap pass\n")
+    rc, out, err = run_load(["--scenario", str(broken), "http://127.0.0.1:%d" % bad.port],
+                            timeout=30)
+    assert rc == 2 and "bad.scn:2: 'cheap' is not a verdict" in err, (out, err)
