@@ -645,7 +645,7 @@ main(int argc, char **argv)
 	int lagless, rc;
 
 	static struct lg_scenario sc;
-	static char **sargv;            /* static: reachable at exit (LeakSanitizer) */
+	char **sargv = NULL;
 	const char *scn = lg_scenario_find(argc, argv);
 
 	defaults(&o);
@@ -660,6 +660,7 @@ main(int argc, char **argv)
 		r.scenario = &sc;
 	}
 	parse_args(&o, argc, argv);
+	free(sargv);   /* the options point into the scenario's words, not into this array */
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
 	if (o.cpu >= 0) {
