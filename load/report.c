@@ -205,13 +205,17 @@ pool_flooded(const struct lg_report *r, unsigned k, double *full, double *depth)
 	return *full > 0 || at_cap;
 }
 
-/* Per named pool: each flooded pool must be busy >= the share; without a flooded pool, the
- * busiest one is judged. Returns 0 when judged, -1 when the server names no pool. */
+/* Per named pool: each flooded pool must be busy >= the share. Without a flooded pool: when
+ * the server kept up with the offer (kept_up), the offer never reached a pool's capacity (the
+ * calibration came out low): nothing to judge, as a refusal verdict without 503s; when it did
+ * not, the work waited somewhere else than in a pool (on the loop: --inline-heavy), and the
+ * busiest pool is judged. Returns 0 when the pools were looked at, -1 when the server names
+ * no pool. */
 static int
-judge_pools(struct lg_report *r, struct lg_verdict *v)
+judge_pools(struct lg_report *r, struct lg_verdict *v, int kept_up)
 {
 	double share, full, depth, best = -1;
-	unsigned k, judged = 0;
+	unsigned k, judged = 0, seen = 0;
 	int bestk = -1;
 
 	if (!r->have_scrapes || r->after.npools == 0)
@@ -221,6 +225,7 @@ judge_pools(struct lg_report *r, struct lg_verdict *v)
 
 		if (busy_share(r, (int)k, &share) == -1)
 			continue;
+		seen++;
 		if (share > best)
 			best = share, bestk = (int)k;
 		if (!pool_flooded(r, k, &full, &depth)) {
@@ -233,12 +238,17 @@ judge_pools(struct lg_report *r, struct lg_verdict *v)
 		        "busy %.0f %% of the run (judged: at least %.0f %%)", name, full, depth,
 		        100 * share, 100 * r->capacity_share);
 	}
-	if (judged == 0 && bestk >= 0) {
+	if (judged == 0 && seen > 0 && kept_up) {
+		why_add(v, "no pool was flooded (none refused for being full, no queue reached its "
+		        "capacity) and the server kept up: the capacity was underestimated (offer "
+		        "more)");
+	} else if (judged == 0 && bestk >= 0) {
 		mark(v, best >= r->capacity_share);
-		why_add(v, "no pool flooded; the busiest, %s, busy %.0f %% (judged: at least %.0f %%)",
-		        r->after.pools[bestk].name, 100 * best, 100 * r->capacity_share);
+		why_add(v, "no pool was flooded, yet the offer was not kept up with: the busiest pool, "
+		        "%s, busy %.0f %% (judged: at least %.0f %%)", r->after.pools[bestk].name,
+		        100 * best, 100 * r->capacity_share);
 	}
-	return bestk >= 0 ? 0 : -1;
+	return seen > 0 ? 0 : -1;
 }
 
 static void
@@ -246,7 +256,7 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 {
 	const struct lg_engine *e = r->e;
 	double busy = 0;
-	int flooded = 0, metrics = r->lagless && busy_share(r, -1, &busy) == 0;
+	int flooded = 0, kept_up = 1, metrics = r->lagless && busy_share(r, -1, &busy) == 0;
 	unsigned i;
 
 	for (i = 0; i < e->nroutes; i++) {
@@ -267,12 +277,13 @@ judge_capacity(struct lg_report *r, struct lg_verdict *v)
 			continue;
 		}
 		flooded = 1;
+		kept_up &= ok >= 0.9 * rt->rps;
 		if (!metrics)
 			mark(v, ok >= r->capacity_share * cap);
 		why_add(v, "%s: 2xx at %.1f/s = %.0f %% of the capacity %.1f/s%s", rt->path, ok,
 		        100 * ok / cap, cap, metrics ? "" : " (judged: at least that share)");
 	}
-	if (flooded && metrics && judge_pools(r, v) == -1) {
+	if (flooded && metrics && judge_pools(r, v, kept_up) == -1) {
 		mark(v, busy >= r->capacity_share);
 		why_add(v, "compute processes busy %.0f %% of the run by the server's gauge (judged: "
 		        "at least %.0f %%)", 100 * busy, 100 * r->capacity_share);

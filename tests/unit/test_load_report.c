@@ -255,6 +255,22 @@ test_pool_per_pool(void **state)
 		pts[i].m.pools[0].v[LG_PF_ACTIVE] = i % 2;   /* batch busy 1 of 2, half the time */
 	lg_report_judge(&f->r);
 	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+	/* no pool flooded and the offer kept up with: the capacity was underestimated, n/a */
+	for (i = 0; i < 4; i++) {
+		pts[i].m.pools[0].v[LG_PF_DEPTH] = 0;
+		pts[i].m.pools[0].v[LG_PF_FULL] = 0;
+	}
+	f->r.before = pts[0].m;
+	f->r.after = pts[3].m;
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 200;     /* 20/s: all of the offer */
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_NA);
+	assert_non_null(strstr(f->r.v[LG_P_CAPACITY].why, "underestimated"));
+	/* ... and not kept up with: the work waited elsewhere (on the loop); the busiest pool,
+	 * busy half the time, fails */
+	f->routes[1].st[LG_PH_RUN].ok_in_time = 95;
+	lg_report_judge(&f->r);
+	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
 	f->e.points = NULL;
 	f->e.npoints = 0;
 }
