@@ -38,18 +38,18 @@ struct opts {
 	double duration, idle, calibrate, timeout, scrape_ms, capacity;
 	unsigned max_conns, calib_conns, max_routes, nroutes;
 	int cpu;                        /* pin to this CPU, or -1 */
-	enum lg_arrival arrival;
+	enum ll_arrival arrival;
 	const char *json, *plot, *samples;
 	char *headers;                  /* -H, "Name: value\r\n"... */
 	int scrape, progress, quiet;
 	uint64_t seed;
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
-	struct lg_route *routes;
+	struct ll_route *routes;
 	char *route_args[64];
 	const char *steps_arg;          /* --steps LIST or --ramp FROM:TO:N */
 	int ramp;
 	double step_s;                  /* each level's length */
-	struct lg_steps steps;
+	struct ll_steps steps;
 };
 
 static void
@@ -141,7 +141,7 @@ duration(const char *opt, const char *s, double unit, double lo, double hi)
 	const char *un = unit == 1 ? "s" : "ms";
 	double v, k = unit == 1 ? 1 : 1e3;
 
-	if (lg_units_duration(s, unit, &v) == -1 || !(v >= lo && v <= hi)) {
+	if (ll_units_duration(s, unit, &v) == -1 || !(v >= lo && v <= hi)) {
 		fprintf(stderr, "lagless-load: --%s %s: not a duration in [%g %s, %g %s] (10s, 500ms, "
 		        "1m, 1m30s; a bare number is in %s)\n", opt, s, lo * k, un, hi * k, un,
 		        unit == 1 ? "seconds" : "milliseconds");
@@ -184,7 +184,7 @@ parse_args(struct opts *o, int argc, char **argv)
 		case 'd': o->duration = duration("duration", optarg, 1, 0.1, 86400); break;
 		case 'c': o->max_conns = (unsigned)number("max-conns", optarg, 1, 1000000); break;
 		case O_ARRIVAL:
-			if (lg_sched_parse_arrival(optarg, &o->arrival) == -1) {
+			if (ll_sched_parse_arrival(optarg, &o->arrival) == -1) {
 				fprintf(stderr, "lagless-load: --arrival constant|poisson\n");
 				exit(2);
 			}
@@ -200,7 +200,7 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->scrape_ms = 1e3 * duration("scrape-ms", optarg, 1e-3, 0.010, 60);
 			break;
 		case 'H':
-			if (lg_routespec_header(&o->headers, optarg, err, sizeof(err)) == -1) {
+			if (ll_routespec_header(&o->headers, optarg, err, sizeof(err)) == -1) {
 				fprintf(stderr, "lagless-load: -H: %s\n", err);
 				exit(2);
 			}
@@ -231,7 +231,7 @@ parse_args(struct opts *o, int argc, char **argv)
 	}
 	o->url = argv[optind];
 	if (o->steps_arg != NULL &&
-	    lg_steps_parse(o->steps_arg, o->ramp, &o->steps, err, sizeof(err)) == -1) {
+	    ll_steps_parse(o->steps_arg, o->ramp, &o->steps, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless-load: %s\n", err);
 		exit(2);
 	}
@@ -256,7 +256,7 @@ resolve(const struct opts *o, struct sockaddr_storage *ss, socklen_t *len, char 
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	int rc;
 
-	if (lg_routespec_url(o->url, host, sizeof(host), port, sizeof(port), hosthdr,
+	if (ll_routespec_url(o->url, host, sizeof(host), port, sizeof(port), hosthdr,
 	                     hdrlen) == -1) {
 		fprintf(stderr, "lagless-load: %s: not http://HOST[:PORT] (https is not supported)\n",
 		        o->url);
@@ -276,7 +276,7 @@ resolve(const struct opts *o, struct sockaddr_storage *ss, socklen_t *len, char 
 /* One /metrics of the target into s. Returns 1 when it is lagless, 0 when it answered
  * otherwise, -1 when it cannot be reached. */
 static int
-probe(struct lg_engine *e, struct lg_scrape *s)
+probe(struct ll_engine *e, struct ll_scrape *s)
 {
 	size_t cap = 4u << 20;
 	char *buf = malloc(cap);
@@ -285,11 +285,11 @@ probe(struct lg_engine *e, struct lg_scrape *s)
 	memset(s, 0, sizeof(*s));
 	if (buf == NULL)
 		return -1;
-	st = lg_engine_fetch(e, "/metrics", buf, cap);
-	if (st == 200 && lg_scrape_parse(s, buf, strlen(buf)) == 0 && s->lagless)
+	st = ll_engine_fetch(e, "/metrics", buf, cap);
+	if (st == 200 && ll_scrape_parse(s, buf, strlen(buf)) == 0 && s->lagless)
 		lagless = 1;
 	free(buf);
-	return st == LG_LERR_CONNECT || st == LG_LERR_TIMEOUT ? -1 : lagless;
+	return st == LL_LERR_CONNECT || st == LL_LERR_TIMEOUT ? -1 : lagless;
 }
 
 struct progress {
@@ -299,7 +299,7 @@ struct progress {
 };
 
 static void
-progress(struct lg_engine *e, void *ctx)
+progress(struct ll_engine *e, void *ctx)
 {
 	struct progress *p = ctx;
 	double t = (double)(lg_now_ns() - e->phase_start) / 1e9;
@@ -309,30 +309,30 @@ progress(struct lg_engine *e, void *ctx)
 
 	if (!p->tty && (!p->plain || p->ticks++ % 2 != 0))
 		return;
-	if (e->phase != LG_PH_RUN)
+	if (e->phase != LL_PH_RUN)
 		return;
 	if (t > p->duration)
 		t = p->duration;
 	n += (size_t)snprintf(line + n, sizeof(line) - n, "%5.1f/%.0f s", t, p->duration);
 	for (i = 0; i < e->nroutes && n < sizeof(line) - 80; i++) {
-		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
+		const struct ll_rstats *st = &e->routes[i].st[LL_PH_RUN];
 
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " | %s %" PRIu64 " p99 %.1fms",
 		                      e->routes[i].path, st->all.total,
-		                      (double)lg_hist_value_at(&st->all, 99) / 1e6);
-		if (lg_rstats_count(st, 503, 503) > 0)
+		                      (double)ll_hist_value_at(&st->all, 99) / 1e6);
+		if (ll_rstats_count(st, 503, 503) > 0)
 			n += (size_t)snprintf(line + n, sizeof(line) - n, " 503 %.0f%%",
-			                      100.0 * (double)lg_rstats_count(st, 503, 503) /
+			                      100.0 * (double)ll_rstats_count(st, 503, 503) /
 			                      (double)st->all.total);
 	}
 	if (n < sizeof(line) - 60)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, " | conns %u wait %u", e->nconns,
 		                      e->npending);
 	if (e->npoints > 0 && n < sizeof(line) - 40) {
-		const struct lg_point *pt = &e->points[e->npoints - 1];
+		const struct ll_point *pt = &e->points[e->npoints - 1];
 
 		snprintf(line + n, sizeof(line) - n, " | lag %.1fms q %.0f", pt->lag_max_s * 1e3,
-		         pt->m.v[LG_SF_QUEUE_DEPTH]);
+		         pt->m.v[LL_SF_QUEUE_DEPTH]);
 	}
 	if (p->tty)
 		fprintf(stderr, "\r%-110.110s", line);
@@ -341,7 +341,7 @@ progress(struct lg_engine *e, void *ctx)
 }
 
 static int
-write_samples(const struct lg_engine *e, const char *path)
+write_samples(const struct ll_engine *e, const char *path)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
 	size_t i;
@@ -350,7 +350,7 @@ write_samples(const struct lg_engine *e, const char *path)
 		return -1;
 	fprintf(f, "due_s,route,status,latency_ms\n");
 	for (i = 0; i < e->nsamples; i++) {
-		const struct lg_sample *s = &e->samples[i];
+		const struct ll_sample *s = &e->samples[i];
 
 		fprintf(f, "%.9f,%s,%d,%.6f\n", (double)s->due_ns / 1e9, e->routes[s->route].path,
 		        s->status, (double)s->latency_ns / 1e6);
@@ -359,19 +359,19 @@ write_samples(const struct lg_engine *e, const char *path)
 }
 
 /* The calibration's spread: the 2xx rate of about four equal windows after the warm-up (bins
- * of LG_CALIB_BIN_S put together, so a window holds more than one slow job). */
+ * of LL_CALIB_BIN_S put together, so a window holds more than one slow job). */
 static void
-spread(struct lg_route *rt, const struct lg_engine *e, double measured_s)
+spread(struct ll_route *rt, const struct ll_engine *e, double measured_s)
 {
-	unsigned nb = (unsigned)(measured_s / LG_CALIB_BIN_S + 1e-9), per, n, i, j;
+	unsigned nb = (unsigned)(measured_s / LL_CALIB_BIN_S + 1e-9), per, n, i, j;
 	double sum = 0, sq = 0, v, mean;
 
-	if (nb > LG_CALIB_BINS)
-		nb = LG_CALIB_BINS;
+	if (nb > LL_CALIB_BINS)
+		nb = LL_CALIB_BINS;
 	per = nb >= 8 ? nb / 4 : 1;
 	n = nb / per;
 	rt->capacity_windows = n;
-	rt->capacity_window_s = per * LG_CALIB_BIN_S;
+	rt->capacity_window_s = per * LL_CALIB_BIN_S;
 	rt->capacity_min_rps = n ? INFINITY : 0;
 	rt->capacity_max_rps = 0;
 	for (i = 0; i < n; i++) {
@@ -388,14 +388,14 @@ spread(struct lg_route *rt, const struct lg_engine *e, double measured_s)
 }
 
 static void
-calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scrape *m)
+calibrate(struct opts *o, struct ll_engine *e, int lagless, const struct ll_scrape *m)
 {
-	struct lg_scrape a, b;
+	struct ll_scrape a, b;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned i, conc;
 
 	for (i = 0; i < e->nroutes; i++) {
-		struct lg_route *rt = &e->routes[i];
+		struct ll_route *rt = &e->routes[i];
 
 		double given = rt->capacity_given > 0 ? rt->capacity_given : o->capacity;
 
@@ -410,7 +410,7 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 		} else {
 			conc = o->calib_conns;
 			if (conc == 0)
-				conc = lagless && m->v[LG_SF_SLOTS] >= 1 ? (unsigned)m->v[LG_SF_SLOTS]
+				conc = lagless && m->v[LL_SF_SLOTS] >= 1 ? (unsigned)m->v[LL_SF_SLOTS]
 				                                          : (unsigned)(2 * (ncpu > 1 ? ncpu : 2));
 			if (!o->quiet)
 				fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
@@ -418,15 +418,15 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 			int seen = lagless && probe(e, &a) == 1;
 			double jobs;
 
-			rt->capacity_rps = lg_engine_calibrate(e, i, conc, o->calibrate,
+			rt->capacity_rps = ll_engine_calibrate(e, i, conc, o->calibrate,
 			                                       fmin(1.0, o->calibrate / 3));
 			spread(rt, e, o->calibrate - fmin(1.0, o->calibrate / 3));
 			seen = seen && probe(e, &b) == 1;
-			jobs = seen ? b.v[LG_SF_RUN_COUNT] - a.v[LG_SF_RUN_COUNT] : 0;
-			if (jobs > 0 && b.v[LG_SF_RUN_SUM] > a.v[LG_SF_RUN_SUM])
+			jobs = seen ? b.v[LL_SF_RUN_COUNT] - a.v[LL_SF_RUN_COUNT] : 0;
+			if (jobs > 0 && b.v[LL_SF_RUN_SUM] > a.v[LL_SF_RUN_SUM])
 				/* C processes each finishing one job per mean run time */
-				rt->capacity_metrics_rps = b.v[LG_SF_COMPUTE] * jobs /
-				    (b.v[LG_SF_RUN_SUM] - a.v[LG_SF_RUN_SUM]);
+				rt->capacity_metrics_rps = b.v[LL_SF_COMPUTE] * jobs /
+				    (b.v[LL_SF_RUN_SUM] - a.v[LL_SF_RUN_SUM]);
 			/* A route with a coalesce rule answers most requests from its cache or a
 			 * shared job: the saturation rate is then the cache's, not the pool's. */
 			if (seen && rt->capacity_rps > 0 &&
@@ -441,8 +441,8 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 
 				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation "
 				        "(it answered %s); give --capacity\n", rt->path,
-				        rt->st[LG_PH_CALIBRATE].ncodes ? lg_report_statuses(
-				        &rt->st[LG_PH_CALIBRATE], got, sizeof(got)) : "nothing");
+				        rt->st[LL_PH_CALIBRATE].ncodes ? ll_report_statuses(
+				        &rt->st[LL_PH_CALIBRATE], got, sizeof(got)) : "nothing");
 				exit(2);
 			}
 		}
@@ -458,12 +458,12 @@ calibrate(struct opts *o, struct lg_engine *e, int lagless, const struct lg_scra
 	}
 }
 
-static struct lg_engine *sig_engine;
+static struct ll_engine *sig_engine;
 
 static void
 on_sigint(struct ev_loop *loop, ev_signal *w, int revents)
 {
-	lg_engine_stop(sig_engine);
+	ll_engine_stop(sig_engine);
 }
 
 static void
@@ -487,21 +487,21 @@ defaults(struct opts *o)
 }
 
 static int
-outputs(const struct opts *o, struct lg_report *r)
+outputs(const struct opts *o, struct ll_report *r)
 {
 	FILE *text = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
 	int rc = 0;
 
 	if ((!o->quiet || !o->json) && r->steps != NULL)
-		lg_steps_text(text, r->steps);
+		ll_steps_text(text, r->steps);
 	else if (!o->quiet || !o->json)
-		lg_report_text(text, r);
+		ll_report_text(text, r);
 	if (r->scenario != NULL && r->steps == NULL)
-		lg_scenario_text(text, r->scenario, r);
+		ll_scenario_text(text, r->scenario, r);
 	if (o->json) {
 		FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
 
-		if (f == NULL || lg_json_write(f, r) == -1 || (f != stdout && fclose(f) != 0)) {
+		if (f == NULL || ll_json_write(f, r) == -1 || (f != stdout && fclose(f) != 0)) {
 			fprintf(stderr, "lagless-load: --json %s: %s\n", o->json, strerror(errno));
 			rc = -1;
 		}
@@ -510,7 +510,7 @@ outputs(const struct opts *o, struct lg_report *r)
 		fprintf(stderr, "lagless-load: --samples %s: %s\n", o->samples, strerror(errno));
 		rc = -1;
 	}
-	if (o->plot && lg_plot_write(r, o->plot) == -1) {
+	if (o->plot && ll_plot_write(r, o->plot) == -1) {
 		fprintf(stderr, "lagless-load: --plot %s: %s\n", o->plot,
 		        errno == ENOENT ? "gnuplot is not installed (Debian: gnuplot-nox)" :
 		        errno == EINVAL ? "the name must end in .png or .svg" : strerror(errno));
@@ -521,7 +521,7 @@ outputs(const struct opts *o, struct lg_report *r)
 		size_t n = strlen(o->plot);
 
 		snprintf(knee, sizeof(knee), "%.*s-knee%s", (int)(n - 4), o->plot, o->plot + n - 4);
-		if (lg_steps_plot(r->steps, knee) == -1) {
+		if (ll_steps_plot(r->steps, knee) == -1) {
 			fprintf(stderr, "lagless-load: --plot %s: %s\n", knee, strerror(errno));
 			rc = -1;
 		} else if (!o->quiet) {
@@ -533,7 +533,7 @@ outputs(const struct opts *o, struct lg_report *r)
 
 /* The idle phase: the cheap routes alone, for their idle p99. Returns the phase's length. */
 static double
-idle_phase(const struct opts *o, struct lg_engine *e)
+idle_phase(const struct opts *o, struct ll_engine *e)
 {
 	unsigned char *active = calloc(o->nroutes, 1);
 	unsigned i, ncheap = 0;
@@ -546,7 +546,7 @@ idle_phase(const struct opts *o, struct lg_engine *e)
 	if (ncheap > 0) {
 		if (!o->quiet)
 			fprintf(stderr, "idle: cheap routes alone for %.1f s\n", o->idle);
-		lg_engine_run(e, LG_PH_IDLE, active, o->idle);
+		ll_engine_run(e, LL_PH_IDLE, active, o->idle);
 	}
 	free(active);
 	return ncheap ? o->idle : 0;
@@ -555,7 +555,7 @@ idle_phase(const struct opts *o, struct lg_engine *e)
 /* One run of every route for seconds, probed before and after; fills r from the engine (its
  * scrapes from p0 on). Returns 0 or -1. */
 static int
-run_phase(const struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless,
+run_phase(const struct opts *o, struct ll_engine *e, struct ll_report *r, int lagless,
           double seconds)
 {
 	static unsigned char *active;  /* static: reachable on every early return (LeakSanitizer) */
@@ -574,7 +574,7 @@ run_phase(const struct opts *o, struct lg_engine *e, struct lg_report *r, int la
 	if (lagless)
 		probe(e, &r->before);
 	memset(active, 1, o->nroutes);
-	if (lg_engine_run(e, LG_PH_RUN, active, seconds) == -1)
+	if (ll_engine_run(e, LL_PH_RUN, active, seconds) == -1)
 		return -1;
 	if (pg.tty)
 		fprintf(stderr, "\n");
@@ -595,37 +595,37 @@ run_phase(const struct opts *o, struct lg_engine *e, struct lg_report *r, int la
 
 /* Step mode: each level in turn, judged on its own; then the knee. Returns 0 or -1. */
 static int
-step_phases(struct opts *o, struct lg_engine *e, struct lg_report *r, int lagless)
+step_phases(struct opts *o, struct ll_engine *e, struct ll_report *r, int lagless)
 {
-	struct lg_steps *st = &o->steps;
+	struct ll_steps *st = &o->steps;
 	char name[32];
 	unsigned k, i;
 
 	st->lagless = lagless;
 	for (k = 0; k < st->n; k++) {
-		struct lg_step *lv = &st->s[k];
+		struct ll_step *lv = &st->s[k];
 
 		for (i = 0; i < e->nroutes; i++)
-			if (lg_steps_stepped(e, i) && (e->routes[i].rps = lg_steps_offer(lv,
+			if (ll_steps_stepped(e, i) && (e->routes[i].rps = ll_steps_offer(lv,
 			                                                 &e->routes[i])) <= 0) {
 				fprintf(stderr, "lagless-load: --steps %gx: %s has no known capacity (give it "
 				        "an Nx rate, capacity=RPS or --capacity)\n", lv->level.value,
 				        e->routes[i].path);
 				exit(2);
 			}
-		if (lg_engine_reset(e, LG_PH_RUN) == -1 || run_phase(o, e, r, lagless, st->seconds))
+		if (ll_engine_reset(e, LL_PH_RUN) == -1 || run_phase(o, e, r, lagless, st->seconds))
 			return -1;
 		lv->t0_s = (double)(e->phase_start - e->origin_ns) / 1e9;
 		lv->t1_s = (double)(e->phase_end - e->origin_ns) / 1e9;
-		lg_report_judge(r);
-		lg_steps_fill(lv, r);
+		ll_report_judge(r);
+		ll_steps_fill(lv, r);
 		if (!o->quiet)
 			fprintf(stderr, "level %s: offered %.1f/s, 2xx %.1f/s, 503 %.1f %%: %s\n",
 			        snprintf(name, sizeof(name), lv->level.relative ? "%gx" : "%g/s",
 			                 lv->level.value) > 0 ? name : "?", lv->offered_rps, lv->ok_rps,
 			        100 * lv->share_503, lv->pass ? "PASS" : "FAIL");
 	}
-	lg_steps_knee(st);
+	ll_steps_knee(st);
 	r->steps = st;
 	r->p0 = r->p1 = 0;    /* the plots span every level */
 	return 0;
@@ -635,8 +635,8 @@ int
 main(int argc, char **argv)
 {
 	static struct opts o;
-	static struct lg_engine e;
-	static struct lg_report r;
+	static struct ll_engine e;
+	static struct ll_report r;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	char hosthdr[300], err[512], prefix[1024];
@@ -644,17 +644,17 @@ main(int argc, char **argv)
 	unsigned i;
 	int lagless, rc;
 
-	static struct lg_scenario sc;
+	static struct ll_scenario sc;
 	char **sargv = NULL;
-	const char *scn = lg_scenario_find(argc, argv);
+	const char *scn = ll_scenario_find(argc, argv);
 
 	defaults(&o);
 	if (scn != NULL) {
-		if (lg_scenario_load(&sc, scn, err, sizeof(err)) == -1) {
+		if (ll_scenario_load(&sc, scn, err, sizeof(err)) == -1) {
 			fprintf(stderr, "lagless-load: %s\n", err);
 			return 2;
 		}
-		if ((sargv = lg_scenario_argv(&sc, &argc, argv)) == NULL)
+		if ((sargv = ll_scenario_argv(&sc, &argc, argv)) == NULL)
 			return 2;
 		argv = sargv;
 		r.scenario = &sc;
@@ -676,7 +676,7 @@ main(int argc, char **argv)
 	if ((o.routes = calloc(o.nroutes, sizeof(*o.routes))) == NULL)
 		return 2;
 	for (i = 0; i < o.nroutes; i++)
-		if (lg_routespec_parse(o.route_args[i], o.arrival, o.seed + i, &o.routes[i], err,
+		if (ll_routespec_parse(o.route_args[i], o.arrival, o.seed + i, &o.routes[i], err,
 		                       sizeof(err)) == -1) {
 			fprintf(stderr, "lagless-load: %s\n", err);
 			return 2;
@@ -691,15 +691,15 @@ main(int argc, char **argv)
 	if (resolve(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
 		return 2;
 	/* a path in the target URL is a prefix of every route's ("http://h/api" + "/users") */
-	if (lg_routespec_url_prefix(o.url, prefix, sizeof(prefix)) == -1) {
+	if (ll_routespec_url_prefix(o.url, prefix, sizeof(prefix)) == -1) {
 		fprintf(stderr, "lagless-load: %s: the URL may have a path (a prefix of every route) "
 		        "but no query or fragment: give those on the routes\n", o.url);
 		return 2;
 	}
 	for (i = 0; i < o.nroutes; i++)
-		if (lg_routespec_prefix(&o.routes[i], prefix) == -1)
+		if (ll_routespec_prefix(&o.routes[i], prefix) == -1)
 			return 2;
-	if (lg_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.headers, o.routes,
+	if (ll_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.headers, o.routes,
 	                   o.nroutes,
 	                   o.max_conns, o.timeout, o.seed, 2000000) == -1) {
 		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
@@ -725,13 +725,13 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (o.steps.n == 0)
-		lg_report_judge(&r);
+		ll_report_judge(&r);
 	if (r.scenario != NULL && o.steps.n == 0)
-		lg_scenario_check(&sc, &r);
+		ll_scenario_check(&sc, &r);
 	rc = outputs(&o, &r);
-	lg_engine_free(&e);
+	ll_engine_free(&e);
 	for (i = 0; i < o.nroutes; i++)
-		lg_routespec_free(&o.routes[i]);
+		ll_routespec_free(&o.routes[i]);
 	free(o.routes);
 	free(o.headers);
 	if (rc == -1)
@@ -739,6 +739,6 @@ main(int argc, char **argv)
 	if (o.steps.n > 0)
 		return o.steps.knee >= 0 ? 0 : 1;
 	if (r.scenario != NULL && sc.nexpect > 0)
-		return lg_scenario_check(&sc, &r) ? 0 : 1;
-	return lg_report_ok(&r) ? 0 : 1;
+		return ll_scenario_check(&sc, &r) ? 0 : 1;
+	return ll_report_ok(&r) ? 0 : 1;
 }

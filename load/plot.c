@@ -47,14 +47,14 @@ gq(FILE *g, const char *s)
 
 /* the samples' axis: the run, or every step level */
 static double
-span(const struct lg_report *r)
+span(const struct ll_report *r)
 {
 	return r->span_s > 0 ? r->span_s : r->duration_s;
 }
 
 /* the named pools of the last scrape (the plot's columns) */
 static unsigned
-npools(const struct lg_report *r)
+npools(const struct ll_report *r)
 {
 	/* one pool (the default) adds nothing to the every-pool panel */
 	return r->e->npoints > 0 && r->e->points[r->e->npoints - 1].m.npools > 1 ?
@@ -62,7 +62,7 @@ npools(const struct lg_report *r)
 }
 
 static const char *
-pool_name(const struct lg_report *r, unsigned k)
+pool_name(const struct ll_report *r, unsigned k)
 {
 	return r->e->points[r->e->npoints - 1].m.pools[k].name;
 }
@@ -78,9 +78,9 @@ ends_with(const char *s, const char *tail)
 /* One data file per route and kind (0: answers other than 503, 1: 503s): "t_s latency_ms".
  * Sets has[] when the file has a point. */
 static int
-write_samples(const struct lg_report *r, const char *dir, int *has)
+write_samples(const struct ll_report *r, const char *dir, int *has)
 {
-	const struct lg_engine *e = r->e;
+	const struct ll_engine *e = r->e;
 	char p[PATH_MAX];
 	unsigned i, k;
 	size_t j;
@@ -93,7 +93,7 @@ write_samples(const struct lg_report *r, const char *dir, int *has)
 			if ((f = fopen(p, "w")) == NULL)
 				return -1;
 			for (j = 0; j < e->nsamples; j++) {
-				const struct lg_sample *s = &e->samples[j];
+				const struct ll_sample *s = &e->samples[j];
 
 				if (s->route != i || (s->status == 503) != (int)k)
 					continue;
@@ -108,9 +108,9 @@ write_samples(const struct lg_report *r, const char *dir, int *has)
 }
 
 static int
-write_server(const struct lg_report *r, const char *dir)
+write_server(const struct ll_report *r, const char *dir)
 {
-	const struct lg_engine *e = r->e;
+	const struct ll_engine *e = r->e;
 	char p[PATH_MAX];
 	FILE *f;
 	size_t i;
@@ -119,7 +119,7 @@ write_server(const struct lg_report *r, const char *dir)
 	if ((f = fopen(p, "w")) == NULL)
 		return -1;
 	for (i = 1; i < e->npoints; i++) {
-		const struct lg_point *pt = &e->points[i];
+		const struct ll_point *pt = &e->points[i];
 
 		/* a scrape without an interval of its own phase starts a new line (blank line) */
 		if (!pt->has_lag) {
@@ -127,8 +127,8 @@ write_server(const struct lg_report *r, const char *dir)
 			continue;
 		}
 		fprintf(f, "%.4f %.6f %.6f %.0f %.0f %.0f %.6f\n", pt->t_s, pt->lag_p99_s * 1e3,
-		        pt->lag_mean_s * 1e3, pt->m.v[LG_SF_QUEUE_DEPTH], pt->m.v[LG_SF_INFLIGHT],
-		        pt->m.v[LG_SF_BUSY], pt->lag_p50_s * 1e3);
+		        pt->lag_mean_s * 1e3, pt->m.v[LL_SF_QUEUE_DEPTH], pt->m.v[LL_SF_INFLIGHT],
+		        pt->m.v[LL_SF_BUSY], pt->lag_p50_s * 1e3);
 	}
 	if (fclose(f) != 0)
 		return -1;
@@ -137,14 +137,14 @@ write_server(const struct lg_report *r, const char *dir)
 	if ((f = fopen(p, "w")) == NULL)
 		return -1;
 	for (i = 0; i < e->npoints; i++) {
-		const struct lg_point *pt = &e->points[i];
+		const struct ll_point *pt = &e->points[i];
 		unsigned k;
 
 		fprintf(f, "%.4f", pt->t_s);
 		for (k = 0; k < npools(r); k++) {
-			const struct lg_scrape_pool *pp = lg_scrape_pool(&pt->m, pool_name(r, k));
+			const struct ll_scrape_pool *pp = ll_scrape_pool(&pt->m, pool_name(r, k));
 
-			fprintf(f, " %.0f %.0f", pp ? pp->v[LG_PF_ACTIVE] : 0, pp ? pp->v[LG_PF_DEPTH] : 0);
+			fprintf(f, " %.0f %.0f", pp ? pp->v[LL_PF_ACTIVE] : 0, pp ? pp->v[LL_PF_DEPTH] : 0);
 		}
 		fputs("\n", f);
 	}
@@ -154,9 +154,9 @@ write_server(const struct lg_report *r, const char *dir)
 /* Offered (requests due), 2xx and 503 per second of the run: of the heavy routes (every route
  * when none is heavy, load/steps.h), and offered of every route. */
 static int
-write_throughput(const struct lg_report *r, const char *dir)
+write_throughput(const struct ll_report *r, const char *dir)
 {
-	const struct lg_engine *e = r->e;
+	const struct ll_engine *e = r->e;
 	unsigned nsec = (unsigned)ceil(span(r)), t;
 	unsigned (*bins)[4] = calloc(nsec + 1, sizeof(*bins));
 	char p[PATH_MAX];
@@ -166,12 +166,12 @@ write_throughput(const struct lg_report *r, const char *dir)
 	if (bins == NULL)
 		return -1;
 	for (i = 0; i < e->nsamples; i++) {
-		const struct lg_sample *sm = &e->samples[i];
+		const struct ll_sample *sm = &e->samples[i];
 
 		if ((t = (unsigned)(sm->due_ns / 1000000000u)) >= nsec)
 			continue;
 		bins[t][3]++;
-		if (!lg_steps_stepped(e, sm->route))
+		if (!ll_steps_stepped(e, sm->route))
 			continue;
 		bins[t][0]++;
 		bins[t][1] += sm->status >= 200 && sm->status < 300;
@@ -189,7 +189,7 @@ write_throughput(const struct lg_report *r, const char *dir)
 }
 
 static void
-throughput_panel(FILE *g, const struct lg_report *r, const char *dir)
+throughput_panel(FILE *g, const struct ll_report *r, const char *dir)
 {
 	unsigned i, heavy = 0;
 
@@ -211,12 +211,12 @@ throughput_panel(FILE *g, const struct lg_report *r, const char *dir)
 
 /* The step levels as dashed lines and their names along the top of every panel */
 static void
-level_marks(FILE *g, const struct lg_report *r)
+level_marks(FILE *g, const struct ll_report *r)
 {
 	unsigned k;
 
 	for (k = 0; r->steps != NULL && k < r->steps->n; k++) {
-		const struct lg_step *lv = &r->steps->s[k];
+		const struct ll_step *lv = &r->steps->s[k];
 
 		fprintf(g, "set arrow %u from %g, graph 0 to %g, graph 1 nohead dt 3 lc rgb "
 		        "'#555555'\nset label %u '%g%s' at %g, graph 0.04 offset 0.5,0 font ',9'\n",
@@ -226,9 +226,9 @@ level_marks(FILE *g, const struct lg_report *r)
 }
 
 static void
-latency_panel(FILE *g, const struct lg_report *r, const char *dir, const int *has)
+latency_panel(FILE *g, const struct ll_report *r, const char *dir, const int *has)
 {
-	const struct lg_engine *e = r->e;
+	const struct ll_engine *e = r->e;
 	const char *sep = "plot ";
 	unsigned i;
 
@@ -259,7 +259,7 @@ latency_panel(FILE *g, const struct lg_report *r, const char *dir, const int *ha
 }
 
 static void
-pools_panel(FILE *g, const struct lg_report *r, const char *dir)
+pools_panel(FILE *g, const struct ll_report *r, const char *dir)
 {
 	const char *sep = "plot ";
 	unsigned k;
@@ -279,7 +279,7 @@ pools_panel(FILE *g, const struct lg_report *r, const char *dir)
 }
 
 static void
-server_panels(FILE *g, const struct lg_report *r, const char *dir)
+server_panels(FILE *g, const struct ll_report *r, const char *dir)
 {
 	/* p50 and p99 interpolated from the buckets' counts of each interval: a loop at 0.1-1 ms
 	 * reads so, where the highest bucket bound drew a flat line at the bound */
@@ -302,7 +302,7 @@ server_panels(FILE *g, const struct lg_report *r, const char *dir)
 }
 
 static int
-write_script(const struct lg_report *r, const char *dir, const char *out, const int *has)
+write_script(const struct ll_report *r, const char *dir, const char *out, const int *has)
 {
 	char p[PATH_MAX];
 	FILE *g;
@@ -341,11 +341,11 @@ run_gnuplot(const char *dir)
 	char script[PATH_MAX];
 
 	fname(script, sizeof(script), "%s/plot.gp", dir);
-	return lg_plot_gnuplot(script);
+	return ll_plot_gnuplot(script);
 }
 
 int
-lg_plot_gnuplot(const char *script)
+ll_plot_gnuplot(const char *script)
 {
 	char *argv[] = { "gnuplot", (char *)script, NULL };
 	pid_t pid;
@@ -393,7 +393,7 @@ cleanup(const char *dir, unsigned nroutes)
 }
 
 int
-lg_plot_write(const struct lg_report *r, const char *path)
+ll_plot_write(const struct ll_report *r, const char *path)
 {
 	const char *tmp = getenv("TMPDIR");
 	char dir[600];

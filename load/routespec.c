@@ -23,13 +23,13 @@ fail(char *err, size_t len, const char *fmt, ...)
 }
 
 int
-lg_routespec_size(const char *s, uint64_t *out)
+ll_routespec_size(const char *s, uint64_t *out)
 {
-	return lg_units_size(s, 1ull << 30, out);
+	return ll_units_size(s, 1ull << 30, out);
 }
 
 static int
-read_file(const char *path, struct lg_route *rt, char *err, size_t errlen)
+read_file(const char *path, struct ll_route *rt, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	long n;
@@ -52,11 +52,11 @@ read_file(const char *path, struct lg_route *rt, char *err, size_t errlen)
 }
 
 static int
-random_body(const char *size, uint64_t seed, struct lg_route *rt, char *err, size_t errlen)
+random_body(const char *size, uint64_t seed, struct ll_route *rt, char *err, size_t errlen)
 {
 	uint64_t n, x = seed, i;
 
-	if (lg_routespec_size(size, &n) == -1)
+	if (ll_routespec_size(size, &n) == -1)
 		return fail(err, errlen, "body=random:%s: a size in bytes like 4096, 64K, 64KB or 1M"
 		            " (at most 1G)",
 		            size);
@@ -76,7 +76,7 @@ random_body(const char *size, uint64_t seed, struct lg_route *rt, char *err, siz
 }
 
 int
-lg_routespec_header(char **list, const char *h, char *err, size_t errlen)
+ll_routespec_header(char **list, const char *h, char *err, size_t errlen)
 {
 	const char *colon = strchr(h, ':'), *v;
 	size_t n, old = *list ? strlen(*list) : 0;
@@ -101,7 +101,7 @@ lg_routespec_header(char **list, const char *h, char *err, size_t errlen)
 }
 
 static int
-option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errlen)
+option(const char *o, uint64_t seed, struct ll_route *rt, char *err, size_t errlen)
 {
 	size_t i;
 
@@ -110,9 +110,9 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 	else if (strcmp(o, "cheap") == 0)
 		rt->heavy = 0;
 	else if (strcmp(o, "poisson") == 0)
-		rt->arrival = LG_ARRIVAL_POISSON;
+		rt->arrival = LL_ARRIVAL_POISSON;
 	else if (strcmp(o, "constant") == 0)
-		rt->arrival = LG_ARRIVAL_CONSTANT;
+		rt->arrival = LL_ARRIVAL_CONSTANT;
 	else if (strncmp(o, "method=", 7) == 0) {
 		for (i = 7; o[i] && i - 7 < sizeof(rt->method_buf) - 1; i++) {
 			if (!isalpha((unsigned char)o[i]))
@@ -125,7 +125,7 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 		rt->method_buf[i - 7] = '\0';
 		rt->method = rt->method_buf;
 	} else if (strncmp(o, "header=", 7) == 0 || strncmp(o, "H=", 2) == 0) {
-		return lg_routespec_header(&rt->headers, o + (o[0] == 'H' ? 2 : 7), err, errlen);
+		return ll_routespec_header(&rt->headers, o + (o[0] == 'H' ? 2 : 7), err, errlen);
 	} else if (strncmp(o, "capacity=", 9) == 0) {
 		char *end;
 
@@ -139,7 +139,7 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 		if (rt->tmpl == NULL)
 			return fail(err, errlen, "keys=@%s: the path has no {key} to put them in",
 			            o + 6);
-		return lg_tmpl_keys(rt->tmpl, o + 6, err, errlen);
+		return ll_tmpl_keys(rt->tmpl, o + 6, err, errlen);
 	} else if (strncmp(o, "body=@", 6) == 0) {
 		return read_file(o + 6, rt, err, errlen);
 	} else if (strncmp(o, "body=random:", 12) == 0) {
@@ -151,8 +151,8 @@ option(const char *o, uint64_t seed, struct lg_route *rt, char *err, size_t errl
 }
 
 int
-lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
-                   struct lg_route *rt, char *err, size_t errlen)
+ll_routespec_parse(const char *arg, enum ll_arrival arrival, uint64_t seed,
+                   struct ll_route *rt, char *err, size_t errlen)
 {
 	char *copy = strdup(arg), *opts, *eq, *o, *save = NULL;
 	int cheap = 0;
@@ -170,15 +170,15 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 	if (copy[0] != '/' || eq == NULL)
 		return fail(err, errlen, "--rate %s: PATH=RATE with PATH starting with /", arg);
 	*eq = '\0';
-	if (lg_sched_parse_rate(eq + 1, &rt->rate) == -1)
+	if (ll_sched_parse_rate(eq + 1, &rt->rate) == -1)
 		return fail(err, errlen, "--rate %s: the rate is N, N/s, N/1s, N/m or N/500ms "
 		            "(requests per period, at most 1e7 per second) or Nx (times the capacity,"
 		            " at most 1000)", arg);
 	rt->heavy = rt->rate.relative;
-	if (lg_tmpl_has(copy)) {
+	if (ll_tmpl_has(copy)) {
 		if ((rt->tmpl = malloc(sizeof(*rt->tmpl))) == NULL)
 			return fail(err, errlen, "out of memory");
-		if (lg_tmpl_parse(rt->tmpl, copy, seed ^ 0x5deece66dull, 0, err, errlen) == -1)
+		if (ll_tmpl_parse(rt->tmpl, copy, seed ^ 0x5deece66dull, 0, err, errlen) == -1)
 			return -1;
 	}
 	for (o = opts ? strtok_r(opts, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save)) {
@@ -193,7 +193,7 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 		unsigned i;
 
 		for (i = 0; i < rt->tmpl->nparts; i++)
-			if (rt->tmpl->parts[i].kind == LG_TP_KEY)
+			if (rt->tmpl->parts[i].kind == LL_TP_KEY)
 				return fail(err, errlen, "--rate %s: {key} needs keys=@FILE", arg);
 	}
 	rt->path = copy;
@@ -201,21 +201,21 @@ lg_routespec_parse(const char *arg, enum lg_arrival arrival, uint64_t seed,
 }
 
 void
-lg_routespec_free(struct lg_route *rt)
+ll_routespec_free(struct ll_route *rt)
 {
 	free(rt->spec);
 	free(rt->body);
 	free(rt->headers);
 	free(rt->prefixed);
 	if (rt->tmpl != NULL)
-		lg_tmpl_free(rt->tmpl);
+		ll_tmpl_free(rt->tmpl);
 	free(rt->tmpl);
 	rt->tmpl = NULL;
 	rt->spec = rt->path = rt->body = rt->headers = rt->prefixed = NULL;
 }
 
 int
-lg_routespec_url(const char *url, char *host, size_t hostlen, char *port, size_t portlen,
+ll_routespec_url(const char *url, char *host, size_t hostlen, char *port, size_t portlen,
                  char *hosthdr, size_t hdrlen)
 {
 	const char *p, *end, *h, *he, *pt = NULL;
@@ -260,7 +260,7 @@ lg_routespec_url(const char *url, char *host, size_t hostlen, char *port, size_t
 }
 
 int
-lg_routespec_url_prefix(const char *url, char *prefix, size_t len)
+ll_routespec_url_prefix(const char *url, char *prefix, size_t len)
 {
 	const char *p, *q;
 	size_t n;
@@ -282,7 +282,7 @@ lg_routespec_url_prefix(const char *url, char *prefix, size_t len)
 }
 
 int
-lg_routespec_prefix(struct lg_route *rt, const char *prefix)
+ll_routespec_prefix(struct ll_route *rt, const char *prefix)
 {
 	if (*prefix == '\0')
 		return 0;
@@ -294,16 +294,16 @@ lg_routespec_prefix(struct lg_route *rt, const char *prefix)
 	if (rt->tmpl != NULL) {
 		/* the template's literal parts point into its own copy: re-parse with the prefix,
 		 * keeping its keys and draws */
-		struct lg_tmpl t;
+		struct ll_tmpl t;
 		char err[256];
 
-		if (lg_tmpl_parse(&t, rt->path, rt->tmpl->rng, rt->tmpl->run, err, sizeof(err)) == -1) {
-			lg_tmpl_free(&t);
+		if (ll_tmpl_parse(&t, rt->path, rt->tmpl->rng, rt->tmpl->run, err, sizeof(err)) == -1) {
+			ll_tmpl_free(&t);
 			return -1;
 		}
 		t.keys = rt->tmpl->keys, t.nkeys = rt->tmpl->nkeys;
 		rt->tmpl->keys = NULL, rt->tmpl->nkeys = 0;
-		lg_tmpl_free(rt->tmpl);
+		ll_tmpl_free(rt->tmpl);
 		*rt->tmpl = t;
 	}
 	return 0;

@@ -71,20 +71,20 @@ word_copy(const char *w, const char *file)
 }
 
 static int
-expectation(struct lg_scenario *sc, char **w, int n, char *err, size_t errlen, unsigned line)
+expectation(struct ll_scenario *sc, char **w, int n, char *err, size_t errlen, unsigned line)
 {
-	struct lg_expect *x;
+	struct ll_expect *x;
 	char *s, *save = NULL;
 	unsigned p, k;
 
 	if (n != 3)
 		return fail(err, errlen, "%s:%u: expect VERDICT pass|fail|n/a", sc->file, line);
-	if (sc->nexpect == LG_SCENARIO_EXPECT)
+	if (sc->nexpect == LL_SCENARIO_EXPECT)
 		return fail(err, errlen, "%s:%u: at most %d expectations", sc->file, line,
-		            LG_SCENARIO_EXPECT);
-	for (p = 0; p < LG_P_COUNT && strcmp(w[1], lg_report_promise_key(p)) != 0; p++)
+		            LL_SCENARIO_EXPECT);
+	for (p = 0; p < LL_P_COUNT && strcmp(w[1], ll_report_promise_key(p)) != 0; p++)
 		;
-	if (p == LG_P_COUNT)
+	if (p == LL_P_COUNT)
 		return fail(err, errlen, "%s:%u: '%s' is not a verdict (cheap_stays_cheap, "
 		            "refusal_is_fast, pool_used_to_capacity, nothing_timed_out)", sc->file,
 		            line, w[1]);
@@ -103,7 +103,7 @@ expectation(struct lg_scenario *sc, char **w, int n, char *err, size_t errlen, u
 }
 
 int
-lg_scenario_load(struct lg_scenario *sc, const char *file, char *err, size_t errlen)
+ll_scenario_load(struct ll_scenario *sc, const char *file, char *err, size_t errlen)
 {
 	FILE *f = fopen(file, "r");
 	char *line = NULL, *w[64];
@@ -130,9 +130,9 @@ lg_scenario_load(struct lg_scenario *sc, const char *file, char *err, size_t err
 			continue;
 		}
 		for (i = 0; i < n && rc == 0; i++) {
-			if (sc->nwords == LG_SCENARIO_WORDS)
+			if (sc->nwords == LL_SCENARIO_WORDS)
 				rc = fail(err, errlen, "%s:%u: at most %d words", file, no,
-				          LG_SCENARIO_WORDS);
+				          LL_SCENARIO_WORDS);
 			else if ((sc->words[sc->nwords] = word_copy(w[i], file)) == NULL)
 				rc = fail(err, errlen, "%s: out of memory", file);
 			else
@@ -145,7 +145,7 @@ lg_scenario_load(struct lg_scenario *sc, const char *file, char *err, size_t err
 }
 
 const char *
-lg_scenario_find(int argc, char **argv)
+ll_scenario_find(int argc, char **argv)
 {
 	int i;
 
@@ -161,7 +161,7 @@ lg_scenario_find(int argc, char **argv)
 }
 
 char **
-lg_scenario_argv(const struct lg_scenario *sc, int *argc, char **argv)
+ll_scenario_argv(const struct ll_scenario *sc, int *argc, char **argv)
 {
 	char **out = calloc((size_t)*argc + sc->nwords + 1, sizeof(*out));
 	int i, n = 0;
@@ -187,13 +187,13 @@ lg_scenario_argv(const struct lg_scenario *sc, int *argc, char **argv)
 }
 
 int
-lg_scenario_check(struct lg_scenario *sc, const struct lg_report *r)
+ll_scenario_check(struct ll_scenario *sc, const struct ll_report *r)
 {
 	unsigned i;
 	int all = 1;
 
 	for (i = 0; i < sc->nexpect; i++) {
-		struct lg_expect *x = &sc->expect[i];
+		struct ll_expect *x = &sc->expect[i];
 
 		x->met = (x->states >> (r->v[x->p].state + 1)) & 1;
 		all &= x->met;
@@ -215,14 +215,14 @@ wanted(FILE *f, unsigned states)
 }
 
 void
-lg_scenario_text(FILE *f, const struct lg_scenario *sc, const struct lg_report *r)
+ll_scenario_text(FILE *f, const struct ll_scenario *sc, const struct ll_report *r)
 {
 	unsigned i;
 
 	for (i = 0; i < sc->nexpect; i++) {
-		const struct lg_expect *x = &sc->expect[i];
+		const struct ll_expect *x = &sc->expect[i];
 
-		fprintf(f, "scenario %s: %s expected ", sc->file, lg_report_promise(x->p));
+		fprintf(f, "scenario %s: %s expected ", sc->file, ll_report_promise(x->p));
 		wanted(f, x->states);
 		fprintf(f, ", got %s: %s\n", state_names[r->v[x->p].state + 1],
 		        x->met ? "met" : "NOT MET");
@@ -230,16 +230,16 @@ lg_scenario_text(FILE *f, const struct lg_scenario *sc, const struct lg_report *
 }
 
 void
-lg_scenario_json(FILE *f, const struct lg_scenario *sc, const struct lg_report *r)
+ll_scenario_json(FILE *f, const struct ll_scenario *sc, const struct ll_report *r)
 {
 	unsigned i;
 
 	fprintf(f, ",\"scenario\":{\"expectations\":[");
 	for (i = 0; i < sc->nexpect; i++) {
-		const struct lg_expect *x = &sc->expect[i];
+		const struct ll_expect *x = &sc->expect[i];
 
 		fprintf(f, "%s{\"verdict\":\"%s\",\"expected\":\"", i ? "," : "",
-		        lg_report_promise_key(x->p));
+		        ll_report_promise_key(x->p));
 		wanted(f, x->states);
 		fprintf(f, "\",\"got\":\"%s\",\"met\":%s}", state_names[r->v[x->p].state + 1],
 		        x->met ? "true" : "false");
@@ -248,7 +248,7 @@ lg_scenario_json(FILE *f, const struct lg_scenario *sc, const struct lg_report *
 }
 
 void
-lg_scenario_free(struct lg_scenario *sc)
+ll_scenario_free(struct ll_scenario *sc)
 {
 	unsigned i;
 

@@ -11,52 +11,52 @@
  *
  * The options go before the command line's, so the command line adds routes and overrides
  * single values. */
-#ifndef LG_LOAD_SCENARIO_H
-#define LG_LOAD_SCENARIO_H
+#ifndef LL_LOAD_SCENARIO_H
+#define LL_LOAD_SCENARIO_H
 
 #include <stdio.h>
 
 #include "load/report.h"
 
-#define LG_SCENARIO_WORDS 256
-#define LG_SCENARIO_EXPECT 8
+#define LL_SCENARIO_WORDS 256
+#define LL_SCENARIO_EXPECT 8
 
-struct lg_expect {
-	enum lg_promise p;
-	unsigned states;             /* bit (state + 1) for each accepted lg_verdict_state */
-	int met;                     /* after lg_scenario_check */
+struct ll_expect {
+	enum ll_promise p;
+	unsigned states;             /* bit (state + 1) for each accepted ll_verdict_state */
+	int met;                     /* after ll_scenario_check */
 };
 
-struct lg_scenario {
+struct ll_scenario {
 	const char *file;
-	char *words[LG_SCENARIO_WORDS];  /* malloc'd, owned */
+	char *words[LL_SCENARIO_WORDS];  /* malloc'd, owned */
 	unsigned nwords;
-	struct lg_expect expect[LG_SCENARIO_EXPECT];
+	struct ll_expect expect[LL_SCENARIO_EXPECT];
 	unsigned nexpect;
 };
 
-/* Reads file into sc (zeroed first; lg_scenario_free releases it). Returns 0, or -1 with a
+/* Reads file into sc (zeroed first; ll_scenario_free releases it). Returns 0, or -1 with a
  * message in err naming the file and line (unreadable, an unclosed quote, an unknown verdict
  * or state, too many words or expectations). */
-int lg_scenario_load(struct lg_scenario *sc, const char *file, char *err, size_t errlen);
+int ll_scenario_load(struct ll_scenario *sc, const char *file, char *err, size_t errlen);
 
 /* argv with the scenario's words put after argv[0], and any --scenario FILE (or
  * --scenario=FILE) taken out: a new malloc'd array of *argc + 1 pointers into argv and sc
  * (free() only the array). NULL on ENOMEM. */
-char **lg_scenario_argv(const struct lg_scenario *sc, int *argc, char **argv);
+char **ll_scenario_argv(const struct ll_scenario *sc, int *argc, char **argv);
 
 /* The FILE of the first --scenario in argv, or NULL. */
-const char *lg_scenario_find(int argc, char **argv);
+const char *ll_scenario_find(int argc, char **argv);
 
 /* Sets each expectation's met from r's verdicts. Returns 1 when every one was met. */
-int lg_scenario_check(struct lg_scenario *sc, const struct lg_report *r);
+int ll_scenario_check(struct ll_scenario *sc, const struct ll_report *r);
 
 /* One line per expectation: wanted, got, met or NOT MET. */
-void lg_scenario_text(FILE *f, const struct lg_scenario *sc, const struct lg_report *r);
+void ll_scenario_text(FILE *f, const struct ll_scenario *sc, const struct ll_report *r);
 
 /* ,"scenario":{...} for the JSON document. */
-void lg_scenario_json(FILE *f, const struct lg_scenario *sc, const struct lg_report *r);
+void ll_scenario_json(FILE *f, const struct ll_scenario *sc, const struct ll_report *r);
 
-void lg_scenario_free(struct lg_scenario *sc);
+void ll_scenario_free(struct ll_scenario *sc);
 
 #endif

@@ -6,30 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[LG_SF_COUNT] = {
-	[LG_SF_QUEUE_DEPTH] = "lagless_queue_depth",
-	[LG_SF_QUEUE_CAPACITY] = "lagless_queue_capacity",
-	[LG_SF_INFLIGHT] = "lagless_inflight_requests",
-	[LG_SF_BUSY] = "lagless_compute_busy",
-	[LG_SF_COMPUTE] = "lagless_compute_processes",
-	[LG_SF_CONNS] = "lagless_connections_open",
-	[LG_SF_REJECTED] = "lagless_jobs_rejected_total",
-	[LG_SF_TIMED_OUT] = "lagless_jobs_timed_out_total",
-	[LG_SF_FAILED] = "lagless_jobs_failed_total",
-	[LG_SF_RESTARTS] = "lagless_process_restarts_total",
-	[LG_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
-	[LG_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
-	[LG_SF_SLOTS] = "lagless_job_slots",
-	[LG_SF_WAIT_SUM] = "lagless_job_queue_wait_seconds_sum",
-	[LG_SF_WAIT_COUNT] = "lagless_job_queue_wait_seconds_count",
+static const char *const names[LL_SF_COUNT] = {
+	[LL_SF_QUEUE_DEPTH] = "lagless_queue_depth",
+	[LL_SF_QUEUE_CAPACITY] = "lagless_queue_capacity",
+	[LL_SF_INFLIGHT] = "lagless_inflight_requests",
+	[LL_SF_BUSY] = "lagless_compute_busy",
+	[LL_SF_COMPUTE] = "lagless_compute_processes",
+	[LL_SF_CONNS] = "lagless_connections_open",
+	[LL_SF_REJECTED] = "lagless_jobs_rejected_total",
+	[LL_SF_TIMED_OUT] = "lagless_jobs_timed_out_total",
+	[LL_SF_FAILED] = "lagless_jobs_failed_total",
+	[LL_SF_RESTARTS] = "lagless_process_restarts_total",
+	[LL_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
+	[LL_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
+	[LL_SF_SLOTS] = "lagless_job_slots",
+	[LL_SF_WAIT_SUM] = "lagless_job_queue_wait_seconds_sum",
+	[LL_SF_WAIT_COUNT] = "lagless_job_queue_wait_seconds_count",
 };
 
-static const char *const pool_names[LG_PF_COUNT] = {
-	[LG_PF_ACTIVE] = NULL,   /* lagless_pool_processes{state="active"}, below */
-	[LG_PF_PROCS] = "lagless_pool_processes",
-	[LG_PF_DEPTH] = "lagless_pool_queue_depth",
-	[LG_PF_QCAP] = "lagless_pool_queue_capacity",
-	[LG_PF_FULL] = "lagless_pool_full_total",
+static const char *const pool_names[LL_PF_COUNT] = {
+	[LL_PF_ACTIVE] = NULL,   /* lagless_pool_processes{state="active"}, below */
+	[LL_PF_PROCS] = "lagless_pool_processes",
+	[LL_PF_DEPTH] = "lagless_pool_queue_depth",
+	[LL_PF_QCAP] = "lagless_pool_queue_capacity",
+	[LL_PF_FULL] = "lagless_pool_full_total",
 };
 
 #define LAG "lagless_loop_lag_seconds"
@@ -82,37 +82,37 @@ label_string(const char *l, const char *e, const char *key, char *out, size_t ca
 
 /* lagless_pool_* series of one pool (worker/poolview.c), kept per pool */
 static void
-pool_sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const char *le,
+pool_sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const char *le,
             double v)
 {
-	char pool[LG_SCRAPE_POOL_NAME], state[16];
+	char pool[LL_SCRAPE_POOL_NAME], state[16];
 	unsigned i, f;
 
 	if (l == NULL || label_string(l, le, "pool", pool, sizeof(pool)) == -1)
 		return;
-	for (f = 0; f < LG_PF_COUNT; f++)
+	for (f = 0; f < LL_PF_COUNT; f++)
 		if (pool_names[f] && strlen(pool_names[f]) == nl && memcmp(pool_names[f], name, nl) == 0)
 			break;
-	if (f == LG_PF_COUNT)
+	if (f == LL_PF_COUNT)
 		return;
 	for (i = 0; i < s->npools; i++)
 		if (strcmp(s->pools[i].name, pool) == 0)
 			break;
 	if (i == s->npools) {
-		if (i == LG_SCRAPE_POOLS)
+		if (i == LL_SCRAPE_POOLS)
 			return;
 		memset(&s->pools[i], 0, sizeof(s->pools[i]));
 		strcpy(s->pools[i].name, pool);
 		s->npools++;
 	}
 	s->pools[i].v[f] += v;
-	if (f == LG_PF_PROCS && label_string(l, le, "state", state, sizeof(state)) == 0 &&
+	if (f == LL_PF_PROCS && label_string(l, le, "state", state, sizeof(state)) == 0 &&
 	    strcmp(state, "active") == 0)
-		s->pools[i].v[LG_PF_ACTIVE] += v;
+		s->pools[i].v[LL_PF_ACTIVE] += v;
 }
 
-const struct lg_scrape_pool *
-lg_scrape_pool(const struct lg_scrape *s, const char *name)
+const struct ll_scrape_pool *
+ll_scrape_pool(const struct ll_scrape *s, const char *name)
 {
 	unsigned i;
 
@@ -123,7 +123,7 @@ lg_scrape_pool(const struct lg_scrape *s, const char *name)
 }
 
 static void
-lag_bucket(struct lg_scrape *s, double le, double v)
+lag_bucket(struct ll_scrape *s, double le, double v)
 {
 	unsigned i;
 
@@ -132,7 +132,7 @@ lag_bucket(struct lg_scrape *s, double le, double v)
 			s->lag_cum[i] += v;
 			return;
 		}
-	if (s->nlag == LG_SCRAPE_LAG_BOUNDS)
+	if (s->nlag == LL_SCRAPE_LAG_BOUNDS)
 		return;
 	/* bounds arrive in ascending order from every worker, so appending keeps them sorted */
 	s->lag_le[s->nlag] = le;
@@ -140,7 +140,7 @@ lag_bucket(struct lg_scrape *s, double le, double v)
 }
 
 static void
-sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const char *le, double v)
+sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const char *le, double v)
 {
 	unsigned i;
 	double bound;
@@ -160,7 +160,7 @@ sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const ch
 		s->lag_sum += v;
 	if (nl == strlen(LAG "_count") && memcmp(name, LAG "_count", nl) == 0)
 		s->lag_count += v;
-	for (i = 0; i < LG_SF_COUNT; i++)
+	for (i = 0; i < LL_SF_COUNT; i++)
 		if (strlen(names[i]) == nl && memcmp(names[i], name, nl) == 0) {
 			s->v[i] += v;
 			s->seen[i] = 1;
@@ -168,7 +168,7 @@ sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const ch
 }
 
 int
-lg_scrape_parse(struct lg_scrape *s, const char *text, size_t len)
+ll_scrape_parse(struct ll_scrape *s, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
 	int any = 0;
@@ -219,7 +219,7 @@ next:
 }
 
 void
-lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double *mean_s,
+ll_scrape_lag_delta(const struct ll_scrape *a, const struct ll_scrape *b, double *mean_s,
                     double *max_s)
 {
 	double dc = b->lag_count - a->lag_count, prev_a = 0, prev_b = 0;
@@ -241,7 +241,7 @@ lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double
 }
 
 double
-lg_scrape_lag_quantile(const struct lg_scrape *a, const struct lg_scrape *b, double q)
+ll_scrape_lag_quantile(const struct ll_scrape *a, const struct ll_scrape *b, double q)
 {
 	double dc = b->lag_count - a->lag_count, want, below = 0;
 	unsigned i;

@@ -26,10 +26,10 @@ static const char level_help[] = "a level is Nx (times each heavy route's capaci
                                  "1000) or a rate (N, N/s, N/1s, 30/m: requests per period)";
 
 static int
-parse_ramp(char *copy, struct lg_steps *st, char *err, size_t errlen)
+parse_ramp(char *copy, struct ll_steps *st, char *err, size_t errlen)
 {
 	char *a = copy, *b = strchr(a, ':'), *c, *end;
-	struct lg_rate from, to;
+	struct ll_rate from, to;
 	long n;
 	unsigned i;
 
@@ -38,13 +38,13 @@ parse_ramp(char *copy, struct lg_steps *st, char *err, size_t errlen)
 	*b++ = '\0';
 	*c++ = '\0';
 	n = strtol(c, &end, 10);
-	if (lg_sched_parse_rate(a, &from) == -1 || lg_sched_parse_rate(b, &to) == -1)
+	if (ll_sched_parse_rate(a, &from) == -1 || ll_sched_parse_rate(b, &to) == -1)
 		return fail(err, errlen, "--ramp %s:%s: %s", a, b, level_help);
 	if (from.relative != to.relative || !(to.value > from.value))
 		return fail(err, errlen, "--ramp %s:%s: both Nx or both rates, rising", a, b);
-	if (end == c || *end != '\0' || n < 2 || n > LG_STEPS_MAX)
+	if (end == c || *end != '\0' || n < 2 || n > LL_STEPS_MAX)
 		return fail(err, errlen, "--ramp ...:%s: N is the number of levels, 2 to %d", c,
-		            LG_STEPS_MAX);
+		            LL_STEPS_MAX);
 	for (i = 0; i < (unsigned)n; i++) {
 		st->s[i].level.relative = from.relative;
 		st->s[i].level.value = from.value + (to.value - from.value) * i / (double)(n - 1);
@@ -54,7 +54,7 @@ parse_ramp(char *copy, struct lg_steps *st, char *err, size_t errlen)
 }
 
 int
-lg_steps_parse(const char *s, int ramp, struct lg_steps *st, char *err, size_t errlen)
+ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t errlen)
 {
 	char *copy = strdup(s), *tok, *save = NULL;
 	int rc = 0;
@@ -69,9 +69,9 @@ lg_steps_parse(const char *s, int ramp, struct lg_steps *st, char *err, size_t e
 		return rc;
 	}
 	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-		if (st->n == LG_STEPS_MAX)
-			rc = fail(err, errlen, "--steps %s: at most %d levels", s, LG_STEPS_MAX);
-		else if (lg_sched_parse_rate(tok, &st->s[st->n].level) == -1)
+		if (st->n == LL_STEPS_MAX)
+			rc = fail(err, errlen, "--steps %s: at most %d levels", s, LL_STEPS_MAX);
+		else if (ll_sched_parse_rate(tok, &st->s[st->n].level) == -1)
 			rc = fail(err, errlen, "--steps %s: '%s': %s", s, tok, level_help);
 		else
 			st->n++;
@@ -83,19 +83,19 @@ lg_steps_parse(const char *s, int ramp, struct lg_steps *st, char *err, size_t e
 }
 
 static double
-capacity(const struct lg_route *rt)
+capacity(const struct ll_route *rt)
 {
 	return rt->capacity_rps > 0 ? rt->capacity_rps : rt->capacity_metrics_rps;
 }
 
 double
-lg_steps_offer(const struct lg_step *k, const struct lg_route *rt)
+ll_steps_offer(const struct ll_step *k, const struct ll_route *rt)
 {
 	return k->level.relative ? k->level.value * capacity(rt) : k->level.value;
 }
 
 int
-lg_steps_stepped(const struct lg_engine *e, unsigned i)
+ll_steps_stepped(const struct ll_engine *e, unsigned i)
 {
 	unsigned j;
 
@@ -108,9 +108,9 @@ lg_steps_stepped(const struct lg_engine *e, unsigned i)
 }
 
 void
-lg_steps_fill(struct lg_step *k, const struct lg_report *r)
+ll_steps_fill(struct ll_step *k, const struct ll_report *r)
 {
-	const struct lg_engine *e = r->e;
+	const struct ll_engine *e = r->e;
 	double answers = 0, n503 = 0, ok = 0;
 	unsigned i;
 
@@ -118,18 +118,18 @@ lg_steps_fill(struct lg_step *k, const struct lg_report *r)
 	k->capacity_rps = 0;
 	k->cheap_p99_ms = -1;
 	for (i = 0; i < e->nroutes; i++) {
-		const struct lg_rstats *st = &e->routes[i].st[LG_PH_RUN];
+		const struct ll_rstats *st = &e->routes[i].st[LL_PH_RUN];
 
-		if (lg_steps_stepped(e, i)) {
+		if (ll_steps_stepped(e, i)) {
 			k->offered_rps += e->routes[i].rps;
 			k->capacity_rps = k->capacity_rps < 0 || e->routes[i].capacity_rps <= 0 ? -1 :
 			                  k->capacity_rps + e->routes[i].capacity_rps;
 			ok += (double)st->ok_in_time;
-			n503 += (double)lg_rstats_count(st, 503, 503);
+			n503 += (double)ll_rstats_count(st, 503, 503);
 			answers += (double)st->all.total;
 		} else {
 			k->cheap_p99_ms = fmax(k->cheap_p99_ms,
-			                       (double)lg_hist_value_at(&st->all, 99) / 1e6);
+			                       (double)ll_hist_value_at(&st->all, 99) / 1e6);
 		}
 	}
 	k->ok_rps = ok / r->duration_s;
@@ -138,13 +138,13 @@ lg_steps_fill(struct lg_step *k, const struct lg_report *r)
 	k->refused_rps = n503 / r->duration_s;
 	k->share_503 = answers > 0 ? n503 / answers : 0;
 	if (r->lagless)
-		lg_report_server_figures(r, &k->sf);
+		ll_report_server_figures(r, &k->sf);
 	memcpy(k->v, r->v, sizeof(k->v));
-	k->pass = lg_report_ok(r);
+	k->pass = ll_report_ok(r);
 }
 
 void
-lg_steps_knee(struct lg_steps *st)
+ll_steps_knee(struct ll_steps *st)
 {
 	unsigned i;
 
@@ -156,14 +156,14 @@ lg_steps_knee(struct lg_steps *st)
 }
 
 static const char *
-level_name(const struct lg_step *k, char *buf, size_t len)
+level_name(const struct ll_step *k, char *buf, size_t len)
 {
 	snprintf(buf, len, k->level.relative ? "%gx" : "%g/s", k->level.value);
 	return buf;
 }
 
 void
-lg_steps_text(FILE *f, const struct lg_steps *st)
+ll_steps_text(FILE *f, const struct ll_steps *st)
 {
 	char name[32];
 	unsigned i, p;
@@ -172,7 +172,7 @@ lg_steps_text(FILE *f, const struct lg_steps *st)
 	fprintf(f, "%-8s %10s %10s %8s %12s %12s %12s %10s  %s\n", "level", "offered/s", "2xx/s",
 	        "503 %", "cheap p99 ms", "lag p99 ms", "lag mean ms", "wait ms", "verdicts");
 	for (i = 0; i < st->n; i++) {
-		const struct lg_step *k = &st->s[i];
+		const struct ll_step *k = &st->s[i];
 
 		fprintf(f, "%-8s %10.1f %10.1f %8.1f ", level_name(k, name, sizeof(name)),
 		        k->offered_rps, k->ok_rps, 100 * k->share_503);
@@ -188,21 +188,21 @@ lg_steps_text(FILE *f, const struct lg_steps *st)
 		fprintf(f, "%s%s\n", k->pass ? "PASS" : "FAIL", (int)i == st->knee ? "  <- knee" : "");
 	}
 	for (i = 0; i < st->n; i++)
-		for (p = 0; p < LG_P_COUNT; p++)
-			if (st->s[i].v[p].state == LG_V_FAIL)
+		for (p = 0; p < LL_P_COUNT; p++)
+			if (st->s[i].v[p].state == LL_V_FAIL)
 				fprintf(f, "level %s: FAIL %s: %s\n", level_name(&st->s[i], name, sizeof(name)),
-				        lg_report_promise(p), st->s[i].v[p].why);
+				        ll_report_promise(p), st->s[i].v[p].why);
 	for (i = 0; i < st->n; i++) {
-		const struct lg_step *k = &st->s[i];
+		const struct ll_step *k = &st->s[i];
 
 		/* flooded, yet the 2xx rate is far from the calibration: the machine changed */
 		if (k->capacity_rps > 0 && k->offered_rps >= k->capacity_rps &&
-		    fabs(k->ok_rps / k->capacity_rps - 1) > LG_REPORT_CALIB_OFF)
+		    fabs(k->ok_rps / k->capacity_rps - 1) > LL_REPORT_CALIB_OFF)
 			fprintf(f, "level %s: WARNING: 2xx at %.1f/s, %.0f %% of the calibrated %.1f/s "
 			        "(more than %.0f %% off): the machine's load changed, so the level was "
 			        "really %.2fx of what the server did\n", level_name(k, name, sizeof(name)),
 			        k->ok_rps, 100 * k->ok_rps / k->capacity_rps, k->capacity_rps,
-			        100 * LG_REPORT_CALIB_OFF, k->ok_rps > 0 ? k->offered_rps / k->ok_rps : 0.0);
+			        100 * LL_REPORT_CALIB_OFF, k->ok_rps > 0 ? k->offered_rps / k->ok_rps : 0.0);
 	}
 	if (st->knee >= 0)
 		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s: the highest level whose "
@@ -213,7 +213,7 @@ lg_steps_text(FILE *f, const struct lg_steps *st)
 }
 
 void
-lg_steps_json(FILE *f, const struct lg_steps *st)
+ll_steps_json(FILE *f, const struct ll_steps *st)
 {
 	unsigned i, p;
 
@@ -224,7 +224,7 @@ lg_steps_json(FILE *f, const struct lg_steps *st)
 		fputs("null", f);
 	fputs(",\"levels\":[", f);
 	for (i = 0; i < st->n; i++) {
-		const struct lg_step *k = &st->s[i];
+		const struct ll_step *k = &st->s[i];
 
 		fprintf(f, "%s{\"level\":%.6g,\"relative\":%s,\"t0_s\":%.4f,\"t1_s\":%.4f,"
 		        "\"offered_per_s\":%.6g,\"ok_per_s\":%.6g,\"refused_per_s\":%.6g,"
@@ -243,16 +243,16 @@ lg_steps_json(FILE *f, const struct lg_steps *st)
 		else
 			fputs(",\"server\":null", f);
 		fprintf(f, ",\"pass\":%s,\"verdicts\":{", k->pass ? "true" : "false");
-		for (p = 0; p < LG_P_COUNT; p++)
-			fprintf(f, "%s\"%s\":%s", p ? "," : "", lg_report_promise_key(p),
-			        k->v[p].state == LG_V_NA ? "null" : k->v[p].state ? "true" : "false");
+		for (p = 0; p < LL_P_COUNT; p++)
+			fprintf(f, "%s\"%s\":%s", p ? "," : "", ll_report_promise_key(p),
+			        k->v[p].state == LL_V_NA ? "null" : k->v[p].state ? "true" : "false");
 		fputs("}}", f);
 	}
 	fputs("]}", f);
 }
 
 static void
-plot_script(FILE *g, const struct lg_steps *st, const char *dat, const char *out)
+plot_script(FILE *g, const struct ll_steps *st, const char *dat, const char *out)
 {
 	double xmax = 0;
 	char name[32];
@@ -270,7 +270,7 @@ plot_script(FILE *g, const struct lg_steps *st, const char *dat, const char *out
 	        "set xrange [0:%g]\nset yrange [0:%g]\n", out, st->seconds, xmax * 1.1 + 1,
 	        xmax * 1.1 + 1);
 	if (st->knee >= 0) {
-		const struct lg_step *k = &st->s[st->knee];
+		const struct ll_step *k = &st->s[st->knee];
 
 		fprintf(g, "set arrow 1 from %g, graph 0 to %g, graph 1 nohead lw 2 dt 2 lc rgb "
 		        "'#2ca02c'\nset label 1 'knee: %s, %.1f/s' at %g, graph 0.95 offset 1,0 "
@@ -287,7 +287,7 @@ plot_script(FILE *g, const struct lg_steps *st, const char *dat, const char *out
 }
 
 int
-lg_steps_plot(const struct lg_steps *st, const char *path)
+ll_steps_plot(const struct ll_steps *st, const char *path)
 {
 	const char *tmp = getenv("TMPDIR");
 	char dir[600], dat[PATH_MAX], gp[PATH_MAX];
@@ -310,7 +310,7 @@ lg_steps_plot(const struct lg_steps *st, const char *path)
 			        st->s[i].refused_rps, !st->s[i].pass);
 		plot_script(g, st, dat, path);
 		if (fclose(d) == 0 && fclose(g) == 0)
-			rc = lg_plot_gnuplot(gp);
+			rc = ll_plot_gnuplot(gp);
 		d = g = NULL;
 	}
 	saved = errno;

@@ -5,17 +5,17 @@
  * level passing again above a failed one, on a busy machine, does not move it). One row per level: offered and
  * achieved 2xx per second, the 503 share, the cheap routes' p99, the server's loop lag and
  * queue wait. */
-#ifndef LG_LOAD_STEPS_H
-#define LG_LOAD_STEPS_H
+#ifndef LL_LOAD_STEPS_H
+#define LL_LOAD_STEPS_H
 
 #include <stdio.h>
 
 #include "load/report.h"
 
-#define LG_STEPS_MAX 32
+#define LL_STEPS_MAX 32
 
-struct lg_step {
-	struct lg_rate level;        /* Nx: times each heavy route's capacity; else per second */
+struct ll_step {
+	struct ll_rate level;        /* Nx: times each heavy route's capacity; else per second */
 	double t0_s, t1_s;           /* the level's schedule on the run's axis (samples, scrapes) */
 	double offered_rps;          /* the stepped routes' offer, summed */
 	double capacity_rps;         /* their calibrated capacity, summed (0: some unknown) */
@@ -23,14 +23,14 @@ struct lg_step {
 	double refused_rps;          /* their 503s, per second */
 	double share_503;            /* 503s of their answers, 0..1 */
 	double cheap_p99_ms;         /* the worst cheap route's p99; < 0 without a cheap route */
-	struct lg_server_figures sf; /* lagless only (zero otherwise) */
-	struct lg_verdict v[LG_P_COUNT];
+	struct ll_server_figures sf; /* lagless only (zero otherwise) */
+	struct ll_verdict v[LL_P_COUNT];
 	int pass;                    /* no verdict failed */
 };
 
-struct lg_steps {
+struct ll_steps {
 	unsigned n;
-	struct lg_step s[LG_STEPS_MAX];
+	struct ll_step s[LL_STEPS_MAX];
 	double seconds;              /* each level's length */
 	int knee;                    /* index of the highest passing level, -1 when none passed */
 	int lagless;
@@ -39,30 +39,30 @@ struct lg_steps {
 /* Parses "0.5x,1x,1.5x,2x,3x" (levels, each Nx or a rate as --rate takes it) or, with ramp set,
  * "FROM:TO:N" (N levels evenly from FROM to TO, both Nx or both rates; N in [2, 32]) into st
  * (zeroed first). Returns 0, or -1 with a message in err. */
-int lg_steps_parse(const char *s, int ramp, struct lg_steps *st, char *err, size_t errlen);
+int ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t errlen);
 
 /* Offer of level k to route rt: Nx times its capacity, or the level's rate. Returns requests
  * per second, or 0 when an Nx level meets a route of unknown capacity. */
-double lg_steps_offer(const struct lg_step *k, const struct lg_route *rt);
+double ll_steps_offer(const struct ll_step *k, const struct ll_route *rt);
 
 /* 1 when route i is stepped: heavy, or any route when none is heavy. */
-int lg_steps_stepped(const struct lg_engine *e, unsigned i);
+int ll_steps_stepped(const struct ll_engine *e, unsigned i);
 
 /* Fills level k's row from r, the report of its run (judged; r->p0/p1 its scrapes). */
-void lg_steps_fill(struct lg_step *k, const struct lg_report *r);
+void ll_steps_fill(struct ll_step *k, const struct ll_report *r);
 
 /* Sets st->knee from the rows: levels in the order given, which parse keeps rising for a ramp
  * and the user for a list. */
-void lg_steps_knee(struct lg_steps *st);
+void ll_steps_knee(struct ll_steps *st);
 
 /* The table of levels, each level's failed verdicts, and the knee. */
-void lg_steps_text(FILE *f, const struct lg_steps *st);
+void ll_steps_text(FILE *f, const struct ll_steps *st);
 
 /* ,"steps":{...} for the JSON document (docs/LOAD.md). */
-void lg_steps_json(FILE *f, const struct lg_steps *st);
+void ll_steps_json(FILE *f, const struct ll_steps *st);
 
 /* Achieved 2xx/s and 503/s against offered per level, the y = x line and the knee marked, to
- * path (.png or .svg) by gnuplot. Returns 0, or -1 with errno as lg_plot_write. */
-int lg_steps_plot(const struct lg_steps *st, const char *path);
+ * path (.png or .svg) by gnuplot. Returns 0, or -1 with errno as ll_plot_write. */
+int ll_steps_plot(const struct ll_steps *st, const char *path);
 
 #endif

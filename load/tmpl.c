@@ -23,17 +23,17 @@ fail(char *err, size_t len, const char *fmt, ...)
 }
 
 int
-lg_tmpl_has(const char *path)
+ll_tmpl_has(const char *path)
 {
 	return strchr(path, '{') != NULL;
 }
 
-static struct lg_tmpl_part *
-part(struct lg_tmpl *t, enum lg_tmpl_kind kind)
+static struct ll_tmpl_part *
+part(struct ll_tmpl *t, enum ll_tmpl_kind kind)
 {
-	struct lg_tmpl_part *p;
+	struct ll_tmpl_part *p;
 
-	if (t->nparts == LG_TMPL_PARTS)
+	if (t->nparts == LL_TMPL_PARTS)
 		return NULL;
 	p = &t->parts[t->nparts++];
 	p->kind = kind;
@@ -42,16 +42,16 @@ part(struct lg_tmpl *t, enum lg_tmpl_kind kind)
 
 /* The placeholder in [s, e) (without braces) as a part. */
 static int
-placeholder(struct lg_tmpl *t, const char *s, size_t n, char *err, size_t errlen)
+placeholder(struct ll_tmpl *t, const char *s, size_t n, char *err, size_t errlen)
 {
-	struct lg_tmpl_part *p;
+	struct ll_tmpl_part *p;
 	char arg[64], *end;
 	double v;
 
 	if ((n == 3 && memcmp(s, "seq", 3) == 0) || (n == 3 && memcmp(s, "key", 3) == 0) ||
 	    (n == 3 && memcmp(s, "run", 3) == 0)) {
-		if ((p = part(t, s[0] == 's' ? LG_TP_SEQ : s[0] == 'k' ? LG_TP_KEY : LG_TP_RUN)) == NULL)
-			return fail(err, errlen, "at most %d template parts", LG_TMPL_PARTS);
+		if ((p = part(t, s[0] == 's' ? LL_TP_SEQ : s[0] == 'k' ? LL_TP_KEY : LL_TP_RUN)) == NULL)
+			return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 		return 0;
 	}
 	if (n > 5 && n - 5 < sizeof(arg) && (memcmp(s, "rand:", 5) == 0 ||
@@ -67,8 +67,8 @@ placeholder(struct lg_tmpl *t, const char *s, size_t n, char *err, size_t errlen
 		    (rnd ? !(v >= 1 && v <= 1e12 && v == (double)(uint64_t)v) : !(v >= 0 && v <= 1)))
 			return fail(err, errlen, rnd ? "{rand:%s}: N is a whole number of keys in "
 			            "[1, 1e12]" : "{hit:%s}: R is a hit ratio in [0, 1]", arg);
-		if ((p = part(t, rnd ? LG_TP_RAND : LG_TP_HIT)) == NULL)
-			return fail(err, errlen, "at most %d template parts", LG_TMPL_PARTS);
+		if ((p = part(t, rnd ? LL_TP_RAND : LL_TP_HIT)) == NULL)
+			return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 		p->arg = v;
 		return 0;
 	}
@@ -77,11 +77,11 @@ placeholder(struct lg_tmpl *t, const char *s, size_t n, char *err, size_t errlen
 }
 
 int
-lg_tmpl_parse(struct lg_tmpl *t, const char *path, uint64_t seed, uint64_t run, char *err,
+ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, char *err,
               size_t errlen)
 {
 	const char *s;
-	struct lg_tmpl_part *p;
+	struct ll_tmpl_part *p;
 
 	memset(t, 0, sizeof(*t));
 	t->rng = seed;
@@ -93,8 +93,8 @@ lg_tmpl_parse(struct lg_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 		size_t n = open ? (size_t)(open - s) : strlen(s);
 
 		if (n > 0 || (open && open[1] == '{')) {
-			if ((p = part(t, LG_TP_LIT)) == NULL)
-				return fail(err, errlen, "at most %d template parts", LG_TMPL_PARTS);
+			if ((p = part(t, LL_TP_LIT)) == NULL)
+				return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 			p->lit = s;
 			p->len = n + (open && open[1] == '{');   /* "{{": the first brace is literal */
 		}
@@ -114,7 +114,7 @@ lg_tmpl_parse(struct lg_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 }
 
 int
-lg_tmpl_keys(struct lg_tmpl *t, const char *file, char *err, size_t errlen)
+ll_tmpl_keys(struct ll_tmpl *t, const char *file, char *err, size_t errlen)
 {
 	FILE *f = fopen(file, "r");
 	char *line = NULL;
@@ -164,7 +164,7 @@ put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 }
 
 long
-lg_tmpl_expand(struct lg_tmpl *t, char *out, size_t cap)
+ll_tmpl_expand(struct ll_tmpl *t, char *out, size_t cap)
 {
 	size_t len = 0;
 	unsigned i;
@@ -172,24 +172,24 @@ lg_tmpl_expand(struct lg_tmpl *t, char *out, size_t cap)
 	uint64_t seq = t->seq++;
 
 	for (i = 0; i < t->nparts; i++) {
-		const struct lg_tmpl_part *p = &t->parts[i];
+		const struct ll_tmpl_part *p = &t->parts[i];
 		const char *s = num;
 		size_t n;
 
 		switch (p->kind) {
-		case LG_TP_LIT: s = p->lit, n = p->len; break;
-		case LG_TP_SEQ: n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, seq); break;
-		case LG_TP_RUN: n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, t->run); break;
-		case LG_TP_RAND: {
-			uint64_t k = (uint64_t)(lg_sched_uniform(&t->rng) * p->arg);
+		case LL_TP_LIT: s = p->lit, n = p->len; break;
+		case LL_TP_SEQ: n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, seq); break;
+		case LL_TP_RUN: n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, t->run); break;
+		case LL_TP_RAND: {
+			uint64_t k = (uint64_t)(ll_sched_uniform(&t->rng) * p->arg);
 
 			n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, k < p->arg ? k : k - 1);
 			break;
 		}
-		case LG_TP_HIT:
+		case LL_TP_HIT:
 			/* a miss is a key never drawn before: 1, 2, 3, ... ("0" is the hot key) */
 			n = (size_t)snprintf(num, sizeof(num), "%" PRIu64,
-			                     lg_sched_uniform(&t->rng) <= p->arg ? 0 : ++t->misses);
+			                     ll_sched_uniform(&t->rng) <= p->arg ? 0 : ++t->misses);
 			break;
 		default:
 			if (t->nkeys == 0) {
@@ -209,7 +209,7 @@ lg_tmpl_expand(struct lg_tmpl *t, char *out, size_t cap)
 }
 
 void
-lg_tmpl_free(struct lg_tmpl *t)
+ll_tmpl_free(struct ll_tmpl *t)
 {
 	size_t i;
 

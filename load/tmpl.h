@@ -12,50 +12,50 @@
  *   {{         a literal {
  *
  * Draws come from a seeded generator: the same --seed, the same sequence. */
-#ifndef LG_LOAD_TMPL_H
-#define LG_LOAD_TMPL_H
+#ifndef LL_LOAD_TMPL_H
+#define LL_LOAD_TMPL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define LG_TMPL_PARTS 32
+#define LL_TMPL_PARTS 32
 
-enum lg_tmpl_kind { LG_TP_LIT, LG_TP_SEQ, LG_TP_RAND, LG_TP_HIT, LG_TP_KEY, LG_TP_RUN };
+enum ll_tmpl_kind { LL_TP_LIT, LL_TP_SEQ, LL_TP_RAND, LL_TP_HIT, LL_TP_KEY, LL_TP_RUN };
 
-struct lg_tmpl_part {
-	enum lg_tmpl_kind kind;
-	const char *lit;             /* LG_TP_LIT: into the template's copy */
+struct ll_tmpl_part {
+	enum ll_tmpl_kind kind;
+	const char *lit;             /* LL_TP_LIT: into the template's copy */
 	size_t len;
 	double arg;                  /* N of {rand:N}, R of {hit:R} */
 };
 
-struct lg_tmpl {
+struct ll_tmpl {
 	char *text;                  /* the template's copy, owned */
 	unsigned nparts;
-	struct lg_tmpl_part parts[LG_TMPL_PARTS];
+	struct ll_tmpl_part parts[LL_TMPL_PARTS];
 	char **keys;                 /* lines of keys=@FILE, owned */
 	size_t nkeys, next_key;
 	uint64_t seq, misses, rng, run;
 };
 
 /* 1 when path holds a placeholder (a '{'). */
-int lg_tmpl_has(const char *path);
+int ll_tmpl_has(const char *path);
 
-/* Parses path into t (zeroed first; lg_tmpl_free releases it). seed starts the draws, run is
+/* Parses path into t (zeroed first; ll_tmpl_free releases it). seed starts the draws, run is
  * the {run} value. Returns 0, or -1 with a message in err (unknown placeholder, N or R out of
  * range, unclosed '{', too many parts, out of memory). */
-int lg_tmpl_parse(struct lg_tmpl *t, const char *path, uint64_t seed, uint64_t run, char *err,
+int ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, char *err,
                   size_t errlen);
 
 /* Reads the keys of {key}, one a line (blank lines skipped, CR LF or LF) from file. A key may
  * not hold a space or a control byte (it goes into the request line as it is). Returns 0, or
  * -1 with a message in err. */
-int lg_tmpl_keys(struct lg_tmpl *t, const char *file, char *err, size_t errlen);
+int ll_tmpl_keys(struct ll_tmpl *t, const char *file, char *err, size_t errlen);
 
 /* The next request's path into out (NUL-terminated, cap bytes). Returns its length, or -1 with
  * errno ENOSPC when it does not fit, EINVAL when {key} has no keys. */
-long lg_tmpl_expand(struct lg_tmpl *t, char *out, size_t cap);
+long ll_tmpl_expand(struct ll_tmpl *t, char *out, size_t cap);
 
-void lg_tmpl_free(struct lg_tmpl *t);
+void ll_tmpl_free(struct ll_tmpl *t);
 
 #endif

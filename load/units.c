@@ -49,7 +49,7 @@ plain_number(const char *s, char **end, double *v)
 }
 
 int
-lg_units_duration(const char *s, double default_unit_s, double *seconds)
+ll_units_duration(const char *s, double default_unit_s, double *seconds)
 {
 	double total = 0, v, u;
 	char *end;
@@ -79,7 +79,7 @@ bad:
 }
 
 int
-lg_units_rate(const char *s, double *per_s)
+ll_units_rate(const char *s, double *per_s)
 {
 	double n, period = 1;
 	char *end;
@@ -94,7 +94,7 @@ lg_units_rate(const char *s, double *per_s)
 		/* a bare unit is one of it: "30/m" is "30/1m" */
 		if ((k = time_unit(p, &u)) > 0 && p[k] == '\0')
 			period = u;
-		else if (lg_units_duration(p, 1, &period) == -1 || !isalpha((unsigned char)
+		else if (ll_units_duration(p, 1, &period) == -1 || !isalpha((unsigned char)
 		         p[strlen(p) - 1]))
 			goto bad;
 	} else if (*end != '\0') {
@@ -110,7 +110,7 @@ bad:
 }
 
 int
-lg_units_size(const char *s, uint64_t max, uint64_t *bytes)
+ll_units_size(const char *s, uint64_t max, uint64_t *bytes)
 {
 	static const struct { const char *name; unsigned shift; } sfx[] = {
 		{ "", 0 }, { "k", 10 }, { "kb", 10 }, { "kib", 10 }, { "m", 20 }, { "mb", 20 },

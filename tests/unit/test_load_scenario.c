@@ -32,7 +32,7 @@ write_file(const char *name, const char *text)
 static void
 test_load_and_argv(void **state)
 {
-	struct lg_scenario sc;
+	struct ll_scenario sc;
 	char err[256], abody[300];
 	const char *path;
 	char *argv[] = { "lagless-load", "--scenario", "x.scn", "-q", "http://h", NULL };
@@ -49,7 +49,7 @@ test_load_and_argv(void **state)
 	    "\n"
 	    "expect cheap_stays_cheap pass\n"
 	    "expect refusal_is_fast n/a|pass\n");
-	assert_int_equal(lg_scenario_load(&sc, path, err, sizeof(err)), 0);
+	assert_int_equal(ll_scenario_load(&sc, path, err, sizeof(err)), 0);
 	assert_int_equal(sc.nwords, 8);
 	assert_string_equal(sc.words[0], "--rate");
 	assert_string_equal(sc.words[1], "/ping=100");
@@ -58,9 +58,9 @@ test_load_and_argv(void **state)
 	assert_string_equal(sc.words[5], "10s");
 	assert_string_equal(sc.words[7], "X-Token: a b");
 	assert_int_equal(sc.nexpect, 2);
-	assert_int_equal(sc.expect[0].p, LG_P_CHEAP);
-	assert_string_equal(lg_scenario_find(argc, argv), "x.scn");
-	out = lg_scenario_argv(&sc, &argc, argv);
+	assert_int_equal(sc.expect[0].p, LL_P_CHEAP);
+	assert_string_equal(ll_scenario_find(argc, argv), "x.scn");
+	out = ll_scenario_argv(&sc, &argc, argv);
 	assert_int_equal(argc, 1 + 8 + 2);
 	assert_string_equal(out[0], "lagless-load");
 	assert_string_equal(out[1], "--rate");
@@ -68,27 +68,27 @@ test_load_and_argv(void **state)
 	assert_string_equal(out[10], "http://h");
 	assert_null(out[11]);
 	free(out);
-	lg_scenario_free(&sc);
+	ll_scenario_free(&sc);
 }
 
 static void
 test_check(void **state)
 {
-	struct lg_scenario sc;
-	struct lg_report r;
+	struct ll_scenario sc;
+	struct ll_report r;
 	char err[256];
 	const char *path = write_file("b.scn", "expect cheap_stays_cheap pass\n"
 	                                        "expect refusal_is_fast n/a|pass\n");
 
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(lg_scenario_load(&sc, path, err, sizeof(err)), 0);
-	r.v[LG_P_CHEAP].state = LG_V_PASS;
-	r.v[LG_P_REFUSAL].state = LG_V_NA;
-	assert_int_equal(lg_scenario_check(&sc, &r), 1);
-	r.v[LG_P_REFUSAL].state = LG_V_FAIL;
-	assert_int_equal(lg_scenario_check(&sc, &r), 0);
+	assert_int_equal(ll_scenario_load(&sc, path, err, sizeof(err)), 0);
+	r.v[LL_P_CHEAP].state = LL_V_PASS;
+	r.v[LL_P_REFUSAL].state = LL_V_NA;
+	assert_int_equal(ll_scenario_check(&sc, &r), 1);
+	r.v[LL_P_REFUSAL].state = LL_V_FAIL;
+	assert_int_equal(ll_scenario_check(&sc, &r), 0);
 	assert_true(sc.expect[0].met && !sc.expect[1].met);
-	lg_scenario_free(&sc);
+	ll_scenario_free(&sc);
 }
 
 static void
@@ -100,19 +100,19 @@ test_errors(void **state)
 		{ "expect cheap_stays_cheap maybe\n", "not pass, fail or n/a" },
 		{ "expect cheap_stays_cheap\n", "expect VERDICT" },
 	};
-	struct lg_scenario sc;
+	struct ll_scenario sc;
 	char err[256];
 	unsigned i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *path = write_file("c.scn", bad[i][0]);
 
-		assert_int_equal(lg_scenario_load(&sc, path, err, sizeof(err)), -1);
+		assert_int_equal(ll_scenario_load(&sc, path, err, sizeof(err)), -1);
 		assert_non_null(strstr(err, bad[i][1]));
 		assert_non_null(strstr(err, "c.scn:1"));
-		lg_scenario_free(&sc);
+		ll_scenario_free(&sc);
 	}
-	assert_int_equal(lg_scenario_load(&sc, "/nonexistent/x.scn", err, sizeof(err)), -1);
+	assert_int_equal(ll_scenario_load(&sc, "/nonexistent/x.scn", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "--scenario /nonexistent/x.scn"));
 	unlink(write_file("a.scn", ""));
 	unlink(write_file("b.scn", ""));

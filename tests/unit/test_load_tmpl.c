@@ -17,39 +17,39 @@
 static void
 test_seq_and_literals(void **state)
 {
-	struct lg_tmpl t;
+	struct ll_tmpl t;
 	char out[128], err[256];
 
-	assert_true(lg_tmpl_has("/a{seq}"));
-	assert_false(lg_tmpl_has("/a"));
-	assert_int_equal(lg_tmpl_parse(&t, "/item/{seq}?run={run}&j={{x}", 1, 77, err,
+	assert_true(ll_tmpl_has("/a{seq}"));
+	assert_false(ll_tmpl_has("/a"));
+	assert_int_equal(ll_tmpl_parse(&t, "/item/{seq}?run={run}&j={{x}", 1, 77, err,
 	                               sizeof(err)), 0);
-	assert_int_equal(lg_tmpl_expand(&t, out, sizeof(out)), strlen("/item/0?run=77&j={x}"));
+	assert_int_equal(ll_tmpl_expand(&t, out, sizeof(out)), strlen("/item/0?run=77&j={x}"));
 	assert_string_equal(out, "/item/0?run=77&j={x}");
-	lg_tmpl_expand(&t, out, sizeof(out));
+	ll_tmpl_expand(&t, out, sizeof(out));
 	assert_string_equal(out, "/item/1?run=77&j={x}");
 	/* too small a buffer */
 	errno = 0;
-	assert_int_equal(lg_tmpl_expand(&t, out, 8), -1);
+	assert_int_equal(ll_tmpl_expand(&t, out, 8), -1);
 	assert_int_equal(errno, ENOSPC);
-	lg_tmpl_free(&t);
+	ll_tmpl_free(&t);
 }
 
 /* {rand:N}: N distinct keys, each drawn, none outside [0, N), reproducible from the seed */
 static void
 test_rand_keys(void **state)
 {
-	struct lg_tmpl t, u;
+	struct ll_tmpl t, u;
 	char out[64], again[64], err[256];
 	unsigned seen[10] = { 0 }, i, distinct = 0;
 
-	assert_int_equal(lg_tmpl_parse(&t, "/k{rand:10}", 5, 0, err, sizeof(err)), 0);
-	assert_int_equal(lg_tmpl_parse(&u, "/k{rand:10}", 5, 0, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_parse(&t, "/k{rand:10}", 5, 0, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_parse(&u, "/k{rand:10}", 5, 0, err, sizeof(err)), 0);
 	for (i = 0; i < 2000; i++) {
 		unsigned k;
 
-		lg_tmpl_expand(&t, out, sizeof(out));
-		lg_tmpl_expand(&u, again, sizeof(again));
+		ll_tmpl_expand(&t, out, sizeof(out));
+		ll_tmpl_expand(&u, again, sizeof(again));
 		assert_string_equal(out, again);
 		assert_int_equal(sscanf(out, "/k%u", &k), 1);
 		assert_true(k < 10);
@@ -60,21 +60,21 @@ test_rand_keys(void **state)
 		assert_true(seen[i] > 120 && seen[i] < 280);   /* 200 expected, sd ~13 */
 	}
 	assert_int_equal(distinct, 10);
-	lg_tmpl_free(&t);
-	lg_tmpl_free(&u);
+	ll_tmpl_free(&t);
+	ll_tmpl_free(&u);
 }
 
 /* {hit:R}: the hot key "0" about R of the time, every other draw a key not seen before */
 static void
 test_hit_ratio(void **state)
 {
-	struct lg_tmpl t;
+	struct ll_tmpl t;
 	char out[64], err[256];
 	unsigned i, hot = 0, last = 0, k;
 
-	assert_int_equal(lg_tmpl_parse(&t, "/c?k={hit:0.9}", 3, 0, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_parse(&t, "/c?k={hit:0.9}", 3, 0, err, sizeof(err)), 0);
 	for (i = 0; i < 10000; i++) {
-		lg_tmpl_expand(&t, out, sizeof(out));
+		ll_tmpl_expand(&t, out, sizeof(out));
 		assert_int_equal(sscanf(out, "/c?k=%u", &k), 1);
 		if (k == 0) {
 			hot++;
@@ -84,39 +84,39 @@ test_hit_ratio(void **state)
 		last = k;
 	}
 	assert_true(hot > 8850 && hot < 9150);   /* 9000 expected, sd 30 */
-	lg_tmpl_free(&t);
+	ll_tmpl_free(&t);
 }
 
 static void
 test_keys_file(void **state)
 {
 	char path[] = "/tmp/test_load_tmpl.XXXXXX", out[64], err[256];
-	struct lg_tmpl t;
+	struct ll_tmpl t;
 	int fd = mkstemp(path);
 	FILE *f = fdopen(fd, "w");
 
 	fputs("alpha\r\n\nbeta\ngamma", f);
 	fclose(f);
-	assert_int_equal(lg_tmpl_parse(&t, "/u/{key}", 1, 0, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_parse(&t, "/u/{key}", 1, 0, err, sizeof(err)), 0);
 	errno = 0;
-	assert_int_equal(lg_tmpl_expand(&t, out, sizeof(out)), -1);   /* no keys yet */
-	assert_int_equal(lg_tmpl_keys(&t, path, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_expand(&t, out, sizeof(out)), -1);   /* no keys yet */
+	assert_int_equal(ll_tmpl_keys(&t, path, err, sizeof(err)), 0);
 	assert_int_equal(t.nkeys, 3);
-	lg_tmpl_expand(&t, out, sizeof(out));
+	ll_tmpl_expand(&t, out, sizeof(out));
 	assert_string_equal(out, "/u/alpha");
-	lg_tmpl_expand(&t, out, sizeof(out));
-	lg_tmpl_expand(&t, out, sizeof(out));
+	ll_tmpl_expand(&t, out, sizeof(out));
+	ll_tmpl_expand(&t, out, sizeof(out));
 	assert_string_equal(out, "/u/gamma");
-	lg_tmpl_expand(&t, out, sizeof(out));
+	ll_tmpl_expand(&t, out, sizeof(out));
 	assert_string_equal(out, "/u/alpha");   /* from the first again */
-	lg_tmpl_free(&t);
+	ll_tmpl_free(&t);
 	f = fopen(path, "w");
 	fputs("has space\n", f);
 	fclose(f);
-	assert_int_equal(lg_tmpl_parse(&t, "/u/{key}", 1, 0, err, sizeof(err)), 0);
-	assert_int_equal(lg_tmpl_keys(&t, path, err, sizeof(err)), -1);
+	assert_int_equal(ll_tmpl_parse(&t, "/u/{key}", 1, 0, err, sizeof(err)), 0);
+	assert_int_equal(ll_tmpl_keys(&t, path, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "line 1"));
-	lg_tmpl_free(&t);
+	ll_tmpl_free(&t);
 	unlink(path);
 }
 
@@ -127,15 +127,15 @@ test_errors(void **state)
 		"/x{nope}", "/x{rand:0}", "/x{rand:1.5}", "/x{rand:}", "/x{hit:1.5}", "/x{hit:-0.1}",
 		"/x{seq", "/x{rand:1e13}",
 	};
-	struct lg_tmpl t;
+	struct ll_tmpl t;
 	char err[256];
 	unsigned i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		assert_int_equal(lg_tmpl_parse(&t, bad[i], 1, 0, err, sizeof(err)), -1);
+		assert_int_equal(ll_tmpl_parse(&t, bad[i], 1, 0, err, sizeof(err)), -1);
 		assert_true(err[0] != '\0');
-		lg_tmpl_free(&t);
+		ll_tmpl_free(&t);
 	}
 }
 
