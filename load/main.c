@@ -15,6 +15,7 @@
 #include <netdb.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,22 @@ number(const char *opt, const char *s, double lo, double hi)
 	return v;
 }
 
+static void check_args(struct opts *o, const char *url);
+
+/* "lagless-load: " and the message on stderr, exit 2 (bad usage). */
+static void __attribute__((noreturn, format(printf, 1, 2)))
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lagless-load: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
 static void
 parse_args(struct opts *o, int argc, char **argv)
 {
@@ -175,19 +192,15 @@ parse_args(struct opts *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "r:d:c:H:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			if (o->nroutes == 64) {
-				fprintf(stderr, "lagless-load: at most 64 routes\n");
-				exit(2);
-			}
+			if (o->nroutes == 64)
+				die("at most 64 routes");
 			o->route_args[o->nroutes++] = optarg;
 			break;
 		case 'd': o->duration = duration("duration", optarg, 1, 0.1, 86400); break;
 		case 'c': o->max_conns = (unsigned)number("max-conns", optarg, 1, 1000000); break;
 		case O_ARRIVAL:
-			if (ll_sched_parse_arrival(optarg, &o->arrival) == -1) {
-				fprintf(stderr, "lagless-load: --arrival constant|poisson\n");
-				exit(2);
-			}
+			if (ll_sched_parse_arrival(optarg, &o->arrival) == -1)
+				die("--arrival constant|poisson");
 			break;
 		case O_IDLE: o->idle = duration("idle", optarg, 1, 0, 3600); break;
 		case O_CALIB: o->calibrate = duration("calibrate", optarg, 1, 0.5, 3600); break;
@@ -200,10 +213,8 @@ parse_args(struct opts *o, int argc, char **argv)
 			o->scrape_ms = 1e3 * duration("scrape-ms", optarg, 1e-3, 0.010, 60);
 			break;
 		case 'H':
-			if (ll_routespec_header(&o->headers, optarg, err, sizeof(err)) == -1) {
-				fprintf(stderr, "lagless-load: -H: %s\n", err);
-				exit(2);
-			}
+			if (ll_routespec_header(&o->headers, optarg, err, sizeof(err)) == -1)
+				die("-H: %s", err);
 			break;
 		case O_NO_SCRAPE: o->scrape = 0; break;
 		case O_JSON: o->json = optarg; break;
@@ -229,22 +240,26 @@ parse_args(struct opts *o, int argc, char **argv)
 		usage(stderr);
 		exit(2);
 	}
-	o->url = argv[optind];
+	check_args(o, argv[optind]);
+}
+
+/* What parse_args cannot check option by option: the plot's name, the step levels. */
+static void
+check_args(struct opts *o, const char *url)
+{
+	char err[512];
+
+	o->url = url;
 	if (o->steps_arg != NULL &&
-	    ll_steps_parse(o->steps_arg, o->ramp, &o->steps, err, sizeof(err)) == -1) {
-		fprintf(stderr, "lagless-load: %s\n", err);
-		exit(2);
-	}
+	    ll_steps_parse(o->steps_arg, o->ramp, &o->steps, err, sizeof(err)) == -1)
+		die("%s", err);
 	o->steps.seconds = o->step_s;
 	if (o->plot != NULL) {
 		size_t n = strlen(o->plot);
 
 		if (n < 5 || (strcmp(o->plot + n - 4, ".png") != 0 &&
-		              strcmp(o->plot + n - 4, ".svg") != 0)) {
-			fprintf(stderr, "lagless-load: --plot %s: the name must end in .png or .svg\n",
-			        o->plot);
-			exit(2);
-		}
+		              strcmp(o->plot + n - 4, ".svg") != 0))
+			die("--plot %s: the name must end in .png or .svg", o->plot);
 	}
 }
 
@@ -387,16 +402,58 @@ spread(struct ll_route *rt, const struct ll_engine *e, double measured_s)
 	rt->capacity_sd_rps = n > 1 ? sqrt(fmax(0, (sq - n * mean * mean) / (n - 1))) : 0;
 }
 
+/* Measures route i's capacity by a closed loop at saturation; against lagless also from its
+ * metrics, with a warning when the answers came from a cache. Exits 2 without a 2xx. */
+static void
+calibrate_route(struct opts *o, struct ll_engine *e, unsigned i, int lagless,
+                const struct ll_scrape *m)
+{
+	struct ll_route *rt = &e->routes[i];
+	struct ll_scrape a, b;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned conc = o->calib_conns;
+	double warm = fmin(1.0, o->calibrate / 3), jobs;
+	int seen;
+	char got[256];
+
+	if (conc == 0)
+		conc = lagless && m->v[LL_SF_SLOTS] >= 1 ? (unsigned)m->v[LL_SF_SLOTS]
+		                                          : (unsigned)(2 * (ncpu > 1 ? ncpu : 2));
+	if (!o->quiet)
+		fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
+		        o->calibrate);
+	seen = lagless && probe(e, &a) == 1;
+	rt->capacity_rps = ll_engine_calibrate(e, i, conc, o->calibrate, warm);
+	spread(rt, e, o->calibrate - warm);
+	seen = seen && probe(e, &b) == 1;
+	jobs = seen ? b.v[LL_SF_RUN_COUNT] - a.v[LL_SF_RUN_COUNT] : 0;
+	if (jobs > 0 && b.v[LL_SF_RUN_SUM] > a.v[LL_SF_RUN_SUM])
+		/* C processes each finishing one job per mean run time */
+		rt->capacity_metrics_rps = b.v[LL_SF_COMPUTE] * jobs /
+		    (b.v[LL_SF_RUN_SUM] - a.v[LL_SF_RUN_SUM]);
+	/* A route with a coalesce rule answers most requests from its cache or a shared job:
+	 * the saturation rate is then the cache's, not the pool's. */
+	if (seen && rt->capacity_rps > 0 &&
+	    (jobs <= 0 || rt->capacity_rps > 4 * jobs / o->calibrate))
+		fprintf(stderr, "lagless-load: warning: calibrating %s: %.1f answers/s but %.0f jobs "
+		        "ran in %.1f s (server metrics): most answers came from the cache or a shared "
+		        "job (X-Cache), not the pool; vary the route's key or give --capacity\n",
+		        rt->path, rt->capacity_rps, jobs > 0 ? jobs : 0, o->calibrate);
+	if (rt->capacity_rps <= 0) {
+		fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation (it "
+		        "answered %s); give --capacity\n", rt->path, rt->st[LL_PH_CALIBRATE].ncodes ?
+		        ll_report_statuses(&rt->st[LL_PH_CALIBRATE], got, sizeof(got)) : "nothing");
+		exit(2);
+	}
+}
+
 static void
 calibrate(struct opts *o, struct ll_engine *e, int lagless, const struct ll_scrape *m)
 {
-	struct ll_scrape a, b;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned i, conc;
+	unsigned i;
 
 	for (i = 0; i < e->nroutes; i++) {
 		struct ll_route *rt = &e->routes[i];
-
 		double given = rt->capacity_given > 0 ? rt->capacity_given : o->capacity;
 
 		if (!rt->rate.relative) {
@@ -405,47 +462,10 @@ calibrate(struct opts *o, struct ll_engine *e, int lagless, const struct ll_scra
 				rt->capacity_rps = given;
 			continue;
 		}
-		if (given > 0) {
+		if (given > 0)
 			rt->capacity_rps = given;
-		} else {
-			conc = o->calib_conns;
-			if (conc == 0)
-				conc = lagless && m->v[LL_SF_SLOTS] >= 1 ? (unsigned)m->v[LL_SF_SLOTS]
-				                                          : (unsigned)(2 * (ncpu > 1 ? ncpu : 2));
-			if (!o->quiet)
-				fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
-				        o->calibrate);
-			int seen = lagless && probe(e, &a) == 1;
-			double jobs;
-
-			rt->capacity_rps = ll_engine_calibrate(e, i, conc, o->calibrate,
-			                                       fmin(1.0, o->calibrate / 3));
-			spread(rt, e, o->calibrate - fmin(1.0, o->calibrate / 3));
-			seen = seen && probe(e, &b) == 1;
-			jobs = seen ? b.v[LL_SF_RUN_COUNT] - a.v[LL_SF_RUN_COUNT] : 0;
-			if (jobs > 0 && b.v[LL_SF_RUN_SUM] > a.v[LL_SF_RUN_SUM])
-				/* C processes each finishing one job per mean run time */
-				rt->capacity_metrics_rps = b.v[LL_SF_COMPUTE] * jobs /
-				    (b.v[LL_SF_RUN_SUM] - a.v[LL_SF_RUN_SUM]);
-			/* A route with a coalesce rule answers most requests from its cache or a
-			 * shared job: the saturation rate is then the cache's, not the pool's. */
-			if (seen && rt->capacity_rps > 0 &&
-			    (jobs <= 0 || rt->capacity_rps > 4 * jobs / o->calibrate))
-				fprintf(stderr, "lagless-load: warning: calibrating %s: %.1f answers/s but "
-				        "%.0f jobs ran in %.1f s (server metrics): most answers came from "
-				        "the cache or a shared job (X-Cache), not the pool; vary the "
-				        "route's key or give --capacity\n", rt->path, rt->capacity_rps,
-				        jobs > 0 ? jobs : 0, o->calibrate);
-			if (rt->capacity_rps <= 0) {
-				char got[256];
-
-				fprintf(stderr, "lagless-load: calibrating %s: no 2xx answer at saturation "
-				        "(it answered %s); give --capacity\n", rt->path,
-				        rt->st[LL_PH_CALIBRATE].ncodes ? ll_report_statuses(
-				        &rt->st[LL_PH_CALIBRATE], got, sizeof(got)) : "nothing");
-				exit(2);
-			}
-		}
+		else
+			calibrate_route(o, e, i, lagless, m);
 		rt->rps = rt->rate.value * rt->capacity_rps;
 		if (!o->quiet)
 			fprintf(stderr, "%s: capacity %.1f/s, offering %gx = %.1f/s\n", rt->path,
@@ -631,6 +651,74 @@ step_phases(struct opts *o, struct ll_engine *e, struct ll_report *r, int lagles
 	return 0;
 }
 
+static int
+pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) == -1) {
+		fprintf(stderr, "lagless-load: --cpu %d: %s\n", cpu, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The routes from their arguments, the target resolved, and the URL's path put before every
+ * route's. Returns 0, or -1 after saying why. */
+static int
+setup_routes(struct opts *o, struct sockaddr_storage *ss, socklen_t *sslen, char *hosthdr,
+             size_t hdrlen)
+{
+	char err[512], prefix[1024];
+	unsigned i;
+
+	if ((o->routes = calloc(o->nroutes, sizeof(*o->routes))) == NULL)
+		return -1;
+	for (i = 0; i < o->nroutes; i++) {
+		if (ll_routespec_parse(o->route_args[i], o->arrival, o->seed + i, &o->routes[i], err,
+		                       sizeof(err)) == -1) {
+			fprintf(stderr, "lagless-load: %s\n", err);
+			return -1;
+		}
+		if (o->routes[i].tmpl != NULL) {
+			/* {run}: new for every process, so its key is cold at the start of each run */
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			o->routes[i].tmpl->run = (uint64_t)ts.tv_sec * 1000000u +
+			                         (uint64_t)ts.tv_nsec / 1000u;
+		}
+	}
+	if (resolve(o, ss, sslen, hosthdr, hdrlen) == -1)
+		return -1;
+	/* a path in the target URL is a prefix of every route's ("http://h/api" + "/users") */
+	if (ll_routespec_url_prefix(o->url, prefix, sizeof(prefix)) == -1) {
+		fprintf(stderr, "lagless-load: %s: the URL may have a path (a prefix of every route) "
+		        "but no query or fragment: give those on the routes\n", o->url);
+		return -1;
+	}
+	for (i = 0; i < o->nroutes; i++)
+		if (ll_routespec_prefix(&o->routes[i], prefix) == -1)
+			return -1;
+	return 0;
+}
+
+/* 0 or 1: step mode, a knee was found; a scenario, every expectation met; else no verdict
+ * failed. */
+static int
+exit_status(const struct opts *o, const struct ll_report *r, struct ll_scenario *sc)
+{
+	if (o->steps.n > 0)
+		return o->steps.knee >= 0 ? 0 : 1;
+	if (r->scenario != NULL && sc->nexpect > 0)
+		return ll_scenario_check(sc, r) ? 0 : 1;
+	return ll_report_ok(r) ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -639,21 +727,18 @@ main(int argc, char **argv)
 	static struct ll_report r;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	char hosthdr[300], err[512], prefix[1024];
+	static struct ll_scenario sc;
+	char hosthdr[300], err[512];
 	ev_signal sigint;
 	unsigned i;
 	int lagless, rc;
-
-	static struct ll_scenario sc;
 	char **sargv = NULL;
 	const char *scn = ll_scenario_find(argc, argv);
 
 	defaults(&o);
 	if (scn != NULL) {
-		if (ll_scenario_load(&sc, scn, err, sizeof(err)) == -1) {
-			fprintf(stderr, "lagless-load: %s\n", err);
-			return 2;
-		}
+		if (ll_scenario_load(&sc, scn, err, sizeof(err)) == -1)
+			die("%s", err);
 		if ((sargv = ll_scenario_argv(&sc, &argc, argv)) == NULL)
 			return 2;
 		argv = sargv;
@@ -663,67 +748,27 @@ main(int argc, char **argv)
 	free(sargv);   /* the options point into the scenario's words, not into this array */
 	signal(SIGPIPE, SIG_IGN);
 	(void)prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the due time, not 50 us after */
-	if (o.cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set) == -1) {
-			fprintf(stderr, "lagless-load: --cpu %d: %s\n", o.cpu, strerror(errno));
-			return 2;
-		}
-	}
-	if ((o.routes = calloc(o.nroutes, sizeof(*o.routes))) == NULL)
+	if (pin(o.cpu) == -1)
 		return 2;
-	for (i = 0; i < o.nroutes; i++)
-		if (ll_routespec_parse(o.route_args[i], o.arrival, o.seed + i, &o.routes[i], err,
-		                       sizeof(err)) == -1) {
-			fprintf(stderr, "lagless-load: %s\n", err);
-			return 2;
-		} else if (o.routes[i].tmpl != NULL) {
-			/* {run}: new for every process, so its key is cold at the start of each run */
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			o.routes[i].tmpl->run = (uint64_t)ts.tv_sec * 1000000u +
-			                        (uint64_t)ts.tv_nsec / 1000u;
-		}
-	if (resolve(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
+	if (setup_routes(&o, &ss, &sslen, hosthdr, sizeof(hosthdr)) == -1)
 		return 2;
-	/* a path in the target URL is a prefix of every route's ("http://h/api" + "/users") */
-	if (ll_routespec_url_prefix(o.url, prefix, sizeof(prefix)) == -1) {
-		fprintf(stderr, "lagless-load: %s: the URL may have a path (a prefix of every route) "
-		        "but no query or fragment: give those on the routes\n", o.url);
-		return 2;
-	}
-	for (i = 0; i < o.nroutes; i++)
-		if (ll_routespec_prefix(&o.routes[i], prefix) == -1)
-			return 2;
 	if (ll_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.headers, o.routes,
-	                   o.nroutes,
-	                   o.max_conns, o.timeout, o.seed, 2000000) == -1) {
-		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
-		return 2;
-	}
+	                   o.nroutes, o.max_conns, o.timeout, o.seed, 2000000) == -1)
+		die("%s", strerror(errno));
 	sig_engine = &e;
 	ev_signal_init(&sigint, on_sigint, SIGINT);
 	ev_signal_start(e.loop, &sigint);
 	ev_unref(e.loop);  /* the signal watcher alone does not keep a phase running */
-	lagless = probe(&e, &r.before);
-	if (lagless == -1) {
-		fprintf(stderr, "lagless-load: %s: cannot connect or no answer\n", o.url);
-		return 2;
-	}
+	if ((lagless = probe(&e, &r.before)) == -1)
+		die("%s: cannot connect or no answer", o.url);
 	if (!o.quiet && !lagless)
 		fprintf(stderr, "%s is not lagless (no lagless /metrics): server-side figures will be "
 		        "n/a\n", o.url);
 	calibrate(&o, &e, lagless, &r.before);
 	r.idle_s = idle_phase(&o, &e);
 	if ((o.steps.n > 0 ? step_phases(&o, &e, &r, lagless) :
-	     run_phase(&o, &e, &r, lagless, o.duration)) == -1) {
-		fprintf(stderr, "lagless-load: %s\n", strerror(errno));
-		return 2;
-	}
+	     run_phase(&o, &e, &r, lagless, o.duration)) == -1)
+		die("%s", strerror(errno));
 	if (o.steps.n == 0)
 		ll_report_judge(&r);
 	if (r.scenario != NULL && o.steps.n == 0)
@@ -734,11 +779,5 @@ main(int argc, char **argv)
 		ll_routespec_free(&o.routes[i]);
 	free(o.routes);
 	free(o.headers);
-	if (rc == -1)
-		return 2;
-	if (o.steps.n > 0)
-		return o.steps.knee >= 0 ? 0 : 1;
-	if (r.scenario != NULL && sc.nexpect > 0)
-		return ll_scenario_check(&sc, &r) ? 0 : 1;
-	return ll_report_ok(&r) ? 0 : 1;
+	return rc == -1 ? 2 : exit_status(&o, &r, &sc);
 }
