@@ -32,19 +32,22 @@ time_unit(const char *s, double *sec)
 	return 0;
 }
 
-/* A non-negative decimal number, digits and one point only: no sign, space, exponent, "inf"
- * or hex that strtod alone would take. */
+/* A non-negative decimal number, with an exponent if any ("1e-300"): no sign, space, "inf",
+ * "nan" or hex that strtod alone would take. */
 static int
 plain_number(const char *s, char **end, double *v)
 {
-	size_t n = strspn(s, "0123456789.");
+	const char *p;
 
-	if (n == 0 || strspn(s, ".") == n || memchr(s, '.', n) != memrchr(s, '.', n))
+	if (!isdigit((unsigned char)*s) && !(*s == '.' && isdigit((unsigned char)s[1])))
 		return -1;
 	errno = 0;
 	*v = strtod(s, end);
-	if (errno != 0 || *end != s + n || !isfinite(*v))
+	if (errno != 0 || *end == s || !isfinite(*v) || *v < 0)
 		return -1;
+	for (p = s; p < *end; p++)
+		if (!isdigit((unsigned char)*p) && strchr(".eE+-", *p) == NULL)
+			return -1;   /* "0x10" */
 	return 0;
 }
 

@@ -17,7 +17,7 @@ test_parse_rate(void **state)
 {
 	static const char *const bad[] = {
 		"", "x", "2xx", "-1", "0", "0x", "abc", "1e8", "2x5", "2 x", " 2", "+2", "1001x",
-		"nan", "inf", "5/0s", "5/", "10/s/s", "5/q", "5/3", "0x10", "1e3", "5/-1s",
+		"nan", "inf", "5/0s", "5/", "10/s/s", "5/q", "5/3", "0x10", "5/-1s",
 	};
 	struct ll_rate r;
 	unsigned i;
