@@ -177,6 +177,7 @@ bench:
 	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS) $(LOAD_BIN) \
 	    $(MODULES)
 	BENCH_STRICT=$(BENCH_STRICT) $(PYTHON) bench/run.py --bin $(abspath $(BIN)) \
+	    --load $(abspath $(LOAD_BIN)) \
 	    --client $(abspath $(BENCH_CLIENT)) --out $(abspath $(OBJDIR)/bench/results.json) \
 	    --modcall $(abspath $(BENCH_MODCALL)) --test-modules $(abspath $(OBJDIR)/tests/modules) \
 	    --bare $(abspath $(BENCH_BARE))

@@ -24,6 +24,7 @@ import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_pools  # noqa: E402
 import bench_python  # noqa: E402
+import bench_scenarios  # noqa: E402
 import bench_module  # noqa: E402
 import bench_throughput  # noqa: E402
 from common import Lagless, log, sizing  # noqa: E402
@@ -34,7 +35,9 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10", help="comma-separated benchmark numbers")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11",
+                   help="comma-separated benchmark numbers")
+    p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
     p.add_argument("--modcall", default="", help="the bench/modcall client binary (8)")
@@ -105,6 +108,9 @@ def main():
         log("")
     if "10" in only:
         results += bench_python.run(cfg, sz)
+        log("")
+    if "11" in only:
+        results += bench_scenarios.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

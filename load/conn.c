@@ -12,21 +12,21 @@
 #include "common/clock.h"
 
 const char *
-lg_lconn_err_name(int code)
+ll_lconn_err_name(int code)
 {
 	switch (code) {
-	case LG_LERR_CONNECT: return "connect";
-	case LG_LERR_IO: return "io";
-	case LG_LERR_PARSE: return "parse";
-	case LG_LERR_TIMEOUT: return "timeout";
+	case LL_LERR_CONNECT: return "connect";
+	case LL_LERR_IO: return "io";
+	case LL_LERR_PARSE: return "parse";
+	case LL_LERR_TIMEOUT: return "timeout";
 	default: return "error";
 	}
 }
 
 static void
-finish(struct lg_lconn *c, int status)
+finish(struct ll_lconn *c, int status)
 {
-	struct lg_lreq *r = c->req;
+	struct ll_lreq *r = c->req;
 
 	ev_timer_stop(c->loop, &c->timer);
 	c->req = NULL;
@@ -38,29 +38,29 @@ finish(struct lg_lconn *c, int status)
 }
 
 static void
-shut(struct lg_lconn *c, int status)
+shut(struct ll_lconn *c, int status)
 {
-	if (c->state == LG_LC_CLOSED)
+	if (c->state == LL_LC_CLOSED)
 		return;
 	ev_io_stop(c->loop, &c->io);
 	ev_timer_stop(c->loop, &c->timer);
 	close(c->fd);
 	c->fd = -1;
-	c->state = LG_LC_CLOSED;
+	c->state = LL_LC_CLOSED;
 	finish(c, status);
 	c->ops->closed(c);
 }
 
 void
-lg_lconn_close(struct lg_lconn *c)
+ll_lconn_close(struct ll_lconn *c)
 {
-	shut(c, LG_LERR_IO);
+	shut(c, LL_LERR_IO);
 }
 
 /* Watches c for events. ev_io_set would flag the fd as new and cost an epoll_ctl(2) on every
  * change; ev_io_modify keeps the fd, and an unchanged mask costs nothing. */
 static void
-want(struct lg_lconn *c, int events)
+want(struct ll_lconn *c, int events)
 {
 	if (ev_is_active(&c->io) && (c->io.events & (EV_READ | EV_WRITE)) == events)
 		return;
@@ -70,9 +70,9 @@ want(struct lg_lconn *c, int events)
 }
 
 static void
-write_some(struct lg_lconn *c)
+write_some(struct ll_lconn *c)
 {
-	struct lg_lreq *r = c->req;
+	struct ll_lreq *r = c->req;
 	struct iovec v[2];
 	size_t skip = c->written, total = r->iov[0].iov_len + r->iov[1].iov_len;
 	int n = 0, i;
@@ -96,7 +96,7 @@ write_some(struct lg_lconn *c)
 			want(c, EV_READ | EV_WRITE);
 			return;
 		}
-		shut(c, LG_LERR_IO);
+		shut(c, LL_LERR_IO);
 		return;
 	}
 	c->written += (size_t)w;
@@ -104,7 +104,7 @@ write_some(struct lg_lconn *c)
 }
 
 static void
-read_some(struct lg_lconn *c)
+read_some(struct ll_lconn *c)
 {
 	ssize_t n = read(c->fd, c->rbuf, sizeof(c->rbuf));
 	long used;
@@ -112,16 +112,16 @@ read_some(struct lg_lconn *c)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (c->req == NULL) {   /* idle: the server closed, or sent what nobody asked for */
-		shut(c, LG_LERR_IO);
+		shut(c, LL_LERR_IO);
 		return;
 	}
 	if (n <= 0) {
-		shut(c, n == 0 && lg_resp_eof(&c->resp) == 0 ? c->resp.status : LG_LERR_IO);
+		shut(c, n == 0 && ll_resp_eof(&c->resp) == 0 ? c->resp.status : LL_LERR_IO);
 		return;
 	}
-	used = lg_resp_feed(&c->resp, c->rbuf, (size_t)n);
+	used = ll_resp_feed(&c->resp, c->rbuf, (size_t)n);
 	if (used < 0 || (c->resp.complete && used != n)) {
-		shut(c, LG_LERR_PARSE);
+		shut(c, LL_LERR_PARSE);
 		return;
 	}
 	if (!c->resp.complete)
@@ -131,7 +131,7 @@ read_some(struct lg_lconn *c)
 		shut(c, c->resp.status);
 		return;
 	}
-	c->state = LG_LC_IDLE;
+	c->state = LL_LC_IDLE;
 	want(c, EV_READ);
 	finish(c, c->resp.status);
 }
@@ -139,17 +139,17 @@ read_some(struct lg_lconn *c)
 static void
 on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct lg_lconn *c = w->data;
+	struct ll_lconn *c = w->data;
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (c->state == LG_LC_CONNECTING && (revents & EV_WRITE)) {
+	if (c->state == LL_LC_CONNECTING && (revents & EV_WRITE)) {
 		if (c->connect_errno != 0 ||
 		    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1 || err != 0) {
-			shut(c, LG_LERR_CONNECT);
+			shut(c, LL_LERR_CONNECT);
 			return;
 		}
-		c->state = c->req != NULL ? LG_LC_BUSY : LG_LC_IDLE;
+		c->state = c->req != NULL ? LL_LC_BUSY : LL_LC_IDLE;
 		if (c->req == NULL) {
 			want(c, EV_READ);
 			return;
@@ -158,7 +158,7 @@ on_io(struct ev_loop *loop, ev_io *w, int revents)
 	if ((revents & EV_WRITE) && c->req != NULL &&
 	    c->written < c->req->iov[0].iov_len + c->req->iov[1].iov_len) {
 		write_some(c);
-		if (c->state == LG_LC_CLOSED)
+		if (c->state == LL_LC_CLOSED)
 			return;
 	}
 	if (revents & EV_READ)
@@ -168,12 +168,12 @@ on_io(struct ev_loop *loop, ev_io *w, int revents)
 static void
 on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	shut(w->data, LG_LERR_TIMEOUT);
+	shut(w->data, LL_LERR_TIMEOUT);
 }
 
 int
-lg_lconn_open(struct lg_lconn *c, struct ev_loop *loop, const struct sockaddr *addr,
-              socklen_t addrlen, double timeout_s, const struct lg_lconn_ops *ops, void *ctx)
+ll_lconn_open(struct ll_lconn *c, struct ev_loop *loop, const struct sockaddr *addr,
+              socklen_t addrlen, double timeout_s, const struct ll_lconn_ops *ops, void *ctx)
 {
 	int one = 1;
 	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -181,13 +181,13 @@ lg_lconn_open(struct lg_lconn *c, struct ev_loop *loop, const struct sockaddr *a
 	if (fd == -1)
 		return -1;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	memset(c, 0, offsetof(struct lg_lconn, rbuf));
+	memset(c, 0, offsetof(struct ll_lconn, rbuf));
 	c->loop = loop;
 	c->fd = fd;
 	c->ops = ops;
 	c->ctx = ctx;
 	c->timeout_s = timeout_s;
-	c->state = LG_LC_CONNECTING;
+	c->state = LL_LC_CONNECTING;
 	ev_io_init(&c->io, on_io, fd, EV_WRITE);
 	c->io.data = c;
 	ev_timer_init(&c->timer, on_timeout, timeout_s, 0);
@@ -201,16 +201,16 @@ lg_lconn_open(struct lg_lconn *c, struct ev_loop *loop, const struct sockaddr *a
 }
 
 void
-lg_lconn_send(struct lg_lconn *c, struct lg_lreq *r)
+ll_lconn_send(struct ll_lconn *c, struct ll_lreq *r)
 {
 	c->req = r;
 	c->written = 0;
 	r->sent_ns = 0;
-	lg_resp_init(&c->resp, r->head_method, r->body, r->body_cap);
+	ll_resp_init(&c->resp, r->head_method, r->body, r->body_cap);
 	ev_timer_set(&c->timer, c->timeout_s, 0);
 	ev_timer_start(c->loop, &c->timer);
-	if (c->state == LG_LC_CONNECTING)
+	if (c->state == LL_LC_CONNECTING)
 		return;
-	c->state = LG_LC_BUSY;
+	c->state = LL_LC_BUSY;
 	write_some(c);
 }

@@ -5,55 +5,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/version.h"
 
-static void conn_done(struct lg_lconn *c, struct lg_lreq *r);
-static void conn_closed(struct lg_lconn *c);
-static const struct lg_lconn_ops pool_ops = { conn_done, conn_closed };
+static void conn_done(struct ll_lconn *c, struct ll_lreq *r);
+static void conn_closed(struct ll_lconn *c);
+static const struct ll_lconn_ops pool_ops = { conn_done, conn_closed };
 
 static int
-stats_init(struct lg_rstats *s)
+stats_init(struct ll_rstats *s)
 {
 	memset(s, 0, sizeof(*s));
-	return lg_hist_init(&s->all) == 0 && lg_hist_init(&s->send_lag) == 0 ? 0 : -1;
+	return ll_hist_init(&s->all) == 0 && ll_hist_init(&s->send_lag) == 0 ? 0 : -1;
 }
 
 static void
-stats_free(struct lg_rstats *s)
+stats_free(struct ll_rstats *s)
 {
 	unsigned i;
 
 	for (i = 0; i < s->ncodes; i++)
-		lg_hist_free(&s->by_code[i]);
-	lg_hist_free(&s->all);
-	lg_hist_free(&s->send_lag);
+		ll_hist_free(&s->by_code[i]);
+	ll_hist_free(&s->all);
+	ll_hist_free(&s->send_lag);
 }
 
 static void
-stats_record(struct lg_rstats *s, int code, uint64_t ns)
+stats_record(struct ll_rstats *s, int code, uint64_t ns)
 {
 	unsigned i;
 
-	lg_hist_record(&s->all, ns);
+	ll_hist_record(&s->all, ns);
 	for (i = 0; i < s->ncodes; i++)
 		if (s->codes[i] == code)
 			break;
 	if (i == s->ncodes) {
-		if (i == LG_MAX_STATUSES || lg_hist_init(&s->by_code[i]) == -1) {
+		if (i == LL_MAX_STATUSES || ll_hist_init(&s->by_code[i]) == -1) {
 			s->other++;
 			return;
 		}
 		s->codes[s->ncodes++] = code;
 	}
-	lg_hist_record(&s->by_code[i], ns);
+	ll_hist_record(&s->by_code[i], ns);
 }
 
 uint64_t
-lg_rstats_count(const struct lg_rstats *s, int lo, int hi)
+ll_rstats_count(const struct ll_rstats *s, int lo, int hi)
 {
 	uint64_t n = 0;
 	unsigned i;
@@ -65,30 +66,52 @@ lg_rstats_count(const struct lg_rstats *s, int lo, int hi)
 }
 
 void
-lg_rstats_merge(const struct lg_rstats *s, int lo, int hi, struct lg_hist *out)
+ll_rstats_merge(const struct ll_rstats *s, int lo, int hi, struct ll_hist *out)
 {
 	unsigned i;
 
-	lg_hist_reset(out);
+	ll_hist_reset(out);
 	for (i = 0; i < s->ncodes; i++)
 		if (s->codes[i] >= lo && s->codes[i] <= hi)
-			lg_hist_merge(out, &s->by_code[i]);
+			ll_hist_merge(out, &s->by_code[i]);
 }
 
-static char *
-build_head(const char *method, const char *path, const char *host, size_t body_len,
-           size_t *len)
+/* 1 when the header list hs ("Name: value\r\n"...) has a field called name */
+static int
+has_header(const char *hs, const char *name)
 {
-	char *p = NULL;
+	size_t n = strlen(name);
+
+	for (; hs != NULL && *hs; hs = strstr(hs, "\r\n") + 2)
+		if (strncasecmp(hs, name, n) == 0 && hs[n] == ':')
+			return 1;
+	return 0;
+}
+
+/* The request head: the given headers (global, then the route's) replace the generator's own
+ * Host, User-Agent and Content-Type when they name them. */
+static char *
+build_head(const char *method, const char *path, const char *host, const char *global,
+           const char *own, size_t body_len, size_t *len)
+{
+	int body = body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0;
+	char *p = NULL, cl[48] = "";
 	int n;
 
-	if (body_len > 0 || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0)
-		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n"
-		             "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n\r\n",
-		             method, path, host, LG_VERSION, body_len);
-	else
-		n = asprintf(&p, "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: lagless-load/%s\r\n\r\n",
-		             method, path, host, LG_VERSION);
+	if (!global)
+		global = "";
+	if (!own)
+		own = "";
+	if (body)
+		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", body_len);
+	n = asprintf(&p, "%s %s HTTP/1.1\r\n%s%s%s%s%s%s%s%s%s\r\n", method, path,
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : "Host: ",
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : host,
+	             has_header(global, "Host") || has_header(own, "Host") ? "" : "\r\n",
+	             has_header(global, "User-Agent") || has_header(own, "User-Agent") ? "" :
+	             "User-Agent: lagless-load/" LG_VERSION "\r\n",
+	             body && !has_header(global, "Content-Type") && !has_header(own, "Content-Type")
+	             ? "Content-Type: application/octet-stream\r\n" : "", cl, global, own, "");
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -96,8 +119,9 @@ build_head(const char *method, const char *path, const char *host, size_t body_l
 }
 
 int
-lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrlen,
-               const char *host, struct lg_route *routes, unsigned n, unsigned max_conns,
+ll_engine_init(struct ll_engine *e, const struct sockaddr *addr, socklen_t addrlen,
+               const char *host, const char *headers, struct ll_route *routes, unsigned n,
+               unsigned max_conns,
                double timeout_s, uint64_t seed, size_t max_samples)
 {
 	unsigned i, ph;
@@ -108,6 +132,7 @@ lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrl
 	memcpy(&e->addr, addr, addrlen);
 	e->addrlen = addrlen;
 	e->host = host;
+	e->headers = headers;
 	e->routes = routes;
 	e->nroutes = n;
 	e->max_conns = max_conns;
@@ -121,11 +146,12 @@ lg_engine_init(struct lg_engine *e, const struct sockaddr *addr, socklen_t addrl
 	if (e->loop == NULL || e->active == NULL || e->samples == NULL)
 		goto nomem;
 	for (i = 0; i < n; i++) {
-		routes[i].head = build_head(routes[i].method, routes[i].path, host,
-		                            routes[i].body_len, &routes[i].head_len);
+		routes[i].head = build_head(routes[i].method, routes[i].path, host, e->headers,
+		                            routes[i].headers, routes[i].body_len,
+		                            &routes[i].head_len);
 		if (routes[i].head == NULL)
 			goto nomem;
-		for (ph = 0; ph < LG_PH_COUNT; ph++)
+		for (ph = 0; ph < LL_PH_COUNT; ph++)
 			if (stats_init(&routes[i].st[ph]) == -1)
 				goto nomem;
 	}
@@ -140,17 +166,17 @@ nomem:
 	return -1;
 }
 
-static void close_idle(struct lg_engine *e);
+static void close_idle(struct ll_engine *e);
 
 void
-lg_engine_free(struct lg_engine *e)
+ll_engine_free(struct ll_engine *e)
 {
 	unsigned i, ph;
 
 	close_idle(e);
 	for (i = 0; i < e->nroutes; i++) {
 		free(e->routes[i].head);
-		for (ph = 0; ph < LG_PH_COUNT; ph++)
+		for (ph = 0; ph < LL_PH_COUNT; ph++)
 			stats_free(&e->routes[i].st[ph]);
 	}
 	if (e->timerfd != -1)
@@ -165,7 +191,7 @@ lg_engine_free(struct lg_engine *e)
 /* ---- connections and dispatch */
 
 static void
-idle_push(struct lg_engine *e, struct lg_lconn *c)
+idle_push(struct ll_engine *e, struct ll_lconn *c)
 {
 	c->prev = NULL;
 	c->next = e->idle;
@@ -175,7 +201,7 @@ idle_push(struct lg_engine *e, struct lg_lconn *c)
 }
 
 static void
-idle_remove(struct lg_engine *e, struct lg_lconn *c)
+idle_remove(struct ll_engine *e, struct ll_lconn *c)
 {
 	if (c->prev)
 		c->prev->next = c->next;
@@ -186,17 +212,17 @@ idle_remove(struct lg_engine *e, struct lg_lconn *c)
 	c->prev = c->next = NULL;
 }
 
-static void finish_req(struct lg_engine *e, struct lg_lreq *r);
+static void finish_req(struct ll_engine *e, struct ll_lreq *r);
 
 static void
-start_on_new(struct lg_engine *e, struct lg_lreq *r)
+start_on_new(struct ll_engine *e, struct ll_lreq *r)
 {
-	struct lg_lconn *c = malloc(sizeof(*c));
+	struct ll_lconn *c = malloc(sizeof(*c));
 
-	if (c == NULL || lg_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen,
+	if (c == NULL || ll_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen,
 	                               e->timeout_s, &pool_ops, e) == -1) {
 		free(c);
-		r->status = LG_LERR_CONNECT;
+		r->status = LL_LERR_CONNECT;
 		r->sent_ns = r->end_ns = lg_now_ns();
 		finish_req(e, r);
 		return;
@@ -205,17 +231,17 @@ start_on_new(struct lg_engine *e, struct lg_lreq *r)
 	e->opened++;
 	if (e->nconns > e->peak_conns)
 		e->peak_conns = e->nconns;
-	lg_lconn_send(c, r);
+	ll_lconn_send(c, r);
 }
 
 static void
-dispatch(struct lg_engine *e, struct lg_lreq *r)
+dispatch(struct ll_engine *e, struct ll_lreq *r)
 {
-	struct lg_lconn *c = e->idle;
+	struct ll_lconn *c = e->idle;
 
 	if (c != NULL) {
 		idle_remove(e, c);
-		lg_lconn_send(c, r);
+		ll_lconn_send(c, r);
 		return;
 	}
 	if (e->nconns < e->max_conns) {
@@ -232,10 +258,10 @@ dispatch(struct lg_engine *e, struct lg_lreq *r)
 		e->peak_pending = e->npending;
 }
 
-static struct lg_lreq *
-pend_pop(struct lg_engine *e)
+static struct ll_lreq *
+pend_pop(struct ll_engine *e)
 {
-	struct lg_lreq *r = e->pend_head;
+	struct ll_lreq *r = e->pend_head;
 
 	if (r != NULL) {
 		e->pend_head = r->next;
@@ -247,15 +273,15 @@ pend_pop(struct lg_engine *e)
 }
 
 static void
-issue(struct lg_engine *e, unsigned route, uint64_t due)
+issue(struct ll_engine *e, unsigned route, uint64_t due)
 {
-	struct lg_route *rt = &e->routes[route];
-	struct lg_lreq *r = calloc(1, sizeof(*r));
+	struct ll_route *rt = &e->routes[route];
+	struct ll_lreq *r = calloc(1, sizeof(*r));
 
 	rt->st[e->phase].issued++;
 	e->outstanding++;
 	if (r == NULL) {
-		struct lg_lreq tmp = { .route = route, .due_ns = due, .status = LG_LERR_CONNECT };
+		struct ll_lreq tmp = { .route = route, .due_ns = due, .status = LL_LERR_CONNECT };
 
 		tmp.sent_ns = tmp.end_ns = lg_now_ns();
 		stats_record(&rt->st[e->phase], tmp.status, tmp.end_ns - due);
@@ -266,6 +292,22 @@ issue(struct lg_engine *e, unsigned route, uint64_t due)
 	r->due_ns = due;
 	r->iov[0].iov_base = rt->head;
 	r->iov[0].iov_len = rt->head_len;
+	if (rt->tmpl != NULL) {
+		/* a head of its own: the template's next path (a new key, a hit or a miss) */
+		char path[4096];
+		size_t len;
+
+		if (ll_tmpl_expand(rt->tmpl, path, sizeof(path)) < 0 ||
+		    (r->own_head = build_head(rt->method, path, e->host, e->headers, rt->headers,
+		                              rt->body_len, &len)) == NULL) {
+			r->status = LL_LERR_CONNECT;
+			r->sent_ns = r->end_ns = lg_now_ns();
+			finish_req(e, r);
+			return;
+		}
+		r->iov[0].iov_base = r->own_head;
+		r->iov[0].iov_len = len;
+	}
 	r->iov[1].iov_base = rt->body;
 	r->iov[1].iov_len = rt->body_len;
 	r->head_method = strcmp(rt->method, "HEAD") == 0;
@@ -273,22 +315,22 @@ issue(struct lg_engine *e, unsigned route, uint64_t due)
 }
 
 static void
-finish_req(struct lg_engine *e, struct lg_lreq *r)
+finish_req(struct ll_engine *e, struct ll_lreq *r)
 {
-	struct lg_route *rt = &e->routes[r->route];
-	struct lg_rstats *st = &rt->st[e->phase];
+	struct ll_route *rt = &e->routes[r->route];
+	struct ll_rstats *st = &rt->st[e->phase];
 	uint64_t lat = r->end_ns > r->due_ns ? r->end_ns - r->due_ns : 0;
 	uint64_t now;
 
 	stats_record(st, r->status, lat);
 	if (r->status >= 200 && r->status < 300 && r->end_ns <= e->phase_end)
 		st->ok_in_time++;
-	lg_hist_record(&st->send_lag, r->sent_ns > r->due_ns ? r->sent_ns - r->due_ns : 0);
-	if (e->phase == LG_PH_RUN) {
+	ll_hist_record(&st->send_lag, r->sent_ns > r->due_ns ? r->sent_ns - r->due_ns : 0);
+	if (e->phase == LL_PH_RUN) {
 		if (e->nsamples < e->samples_cap) {
-			struct lg_sample *s = &e->samples[e->nsamples++];
+			struct ll_sample *s = &e->samples[e->nsamples++];
 
-			s->due_ns = r->due_ns - e->phase_start;
+			s->due_ns = r->due_ns - e->origin_ns;
 			s->latency_ns = lat;
 			s->status = r->status;
 			s->route = r->route;
@@ -296,10 +338,17 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 			e->samples_dropped++;
 		}
 	}
-	if (e->phase == LG_PH_CALIBRATE && r->status >= 200 && r->status < 300 &&
-	    r->end_ns >= e->warm_end && r->end_ns <= e->phase_end)
+	if (e->phase == LL_PH_CALIBRATE && r->status >= 200 && r->status < 300 &&
+	    r->end_ns >= e->warm_end && r->end_ns <= e->phase_end) {
+		uint64_t bin = (r->end_ns - e->warm_end) / (uint64_t)(LL_CALIB_BIN_S * 1e9);
+
 		e->calib_ok++;
+		if (bin < LL_CALIB_BINS)
+			e->calib_bins[bin]++;
+	}
 	e->outstanding--;
+	free(r->own_head);
+	r->own_head = NULL;
 	now = lg_now_ns();
 	if ((int)r->route == e->closed_route && now < e->phase_end) {
 		unsigned route = r->route;
@@ -314,26 +363,26 @@ finish_req(struct lg_engine *e, struct lg_lreq *r)
 }
 
 static void
-conn_done(struct lg_lconn *c, struct lg_lreq *r)
+conn_done(struct ll_lconn *c, struct ll_lreq *r)
 {
-	struct lg_engine *e = c->ctx;
-	struct lg_lreq *next;
+	struct ll_engine *e = c->ctx;
+	struct ll_lreq *next;
 
 	finish_req(e, r);
-	if (c->state != LG_LC_IDLE)
+	if (c->state != LL_LC_IDLE)
 		return;   /* closing: conn_closed follows */
 	next = pend_pop(e);
 	if (next != NULL)
-		lg_lconn_send(c, next);
+		ll_lconn_send(c, next);
 	else
 		idle_push(e, c);
 }
 
 static void
-conn_closed(struct lg_lconn *c)
+conn_closed(struct ll_lconn *c)
 {
-	struct lg_engine *e = c->ctx;
-	struct lg_lreq *next;
+	struct ll_engine *e = c->ctx;
+	struct ll_lreq *next;
 
 	idle_remove(e, c);
 	free(c);
@@ -345,16 +394,16 @@ conn_closed(struct lg_lconn *c)
 }
 
 static void
-close_idle(struct lg_engine *e)
+close_idle(struct ll_engine *e)
 {
 	while (e->idle != NULL)
-		lg_lconn_close(e->idle);
+		ll_lconn_close(e->idle);
 }
 
 /* ---- schedules */
 
 static void
-arm(struct lg_engine *e)
+arm(struct ll_engine *e)
 {
 	struct itimerspec its = { 0 };
 	uint64_t next = UINT64_MAX;
@@ -362,8 +411,8 @@ arm(struct lg_engine *e)
 
 	for (i = 0; e->scheduling && i < e->nroutes; i++)
 		if (e->active[i] && (int)i != e->closed_route &&
-		    lg_sched_peek(&e->routes[i].sched) < next)
-			next = lg_sched_peek(&e->routes[i].sched);
+		    ll_sched_peek(&e->routes[i].sched) < next)
+			next = ll_sched_peek(&e->routes[i].sched);
 	/* Wake at the end of the phase at the latest: a route whose next request is due after it
 	 * (a low rate) must not hold the phase open until the stop timer. */
 	if (next > e->phase_end)
@@ -378,7 +427,7 @@ arm(struct lg_engine *e)
 static void
 on_tick(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct lg_engine *e = w->data;
+	struct ll_engine *e = w->data;
 	uint64_t expirations, now = lg_now_ns();
 	unsigned i;
 
@@ -386,12 +435,12 @@ on_tick(struct ev_loop *loop, ev_io *w, int revents)
 	if (!e->scheduling)
 		return;
 	for (i = 0; i < e->nroutes; i++) {
-		struct lg_sched *s = &e->routes[i].sched;
+		struct ll_sched *s = &e->routes[i].sched;
 
 		if (!e->active[i] || (int)i == e->closed_route)
 			continue;
-		while (lg_sched_peek(s) <= now && lg_sched_peek(s) < e->phase_end)
-			issue(e, i, lg_sched_take(s));
+		while (ll_sched_peek(s) <= now && ll_sched_peek(s) < e->phase_end)
+			issue(e, i, ll_sched_take(s));
 	}
 	if (now >= e->phase_end) {
 		e->scheduling = 0;
@@ -404,30 +453,33 @@ on_tick(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- /metrics scraping during the run */
 
-static void scrape_closed(struct lg_lconn *c);
-static void scrape_done(struct lg_lconn *c, struct lg_lreq *r);
-static const struct lg_lconn_ops scrape_ops = { scrape_done, scrape_closed };
+static void scrape_closed(struct ll_lconn *c);
+static void scrape_done(struct ll_lconn *c, struct ll_lreq *r);
+static const struct ll_lconn_ops scrape_ops = { scrape_done, scrape_closed };
 
 static void
-scrape_closed(struct lg_lconn *c)
+scrape_closed(struct ll_lconn *c)
 {
-	struct lg_engine *e = c->ctx;
+	struct ll_engine *e = c->ctx;
 
 	e->scrape_open = 0;
 }
 
 static void
-scrape_done(struct lg_lconn *c, struct lg_lreq *r)
+scrape_done(struct ll_lconn *c, struct ll_lreq *r)
 {
-	struct lg_engine *e = c->ctx;
-	struct lg_point *p, *prev;
+	struct ll_engine *e = c->ctx;
+	struct ll_point *p, *prev;
 
 	e->scrape_busy = 0;
-	if (r->status != 200 || e->phase != LG_PH_RUN)
+	/* only scrapes of the scheduled run count: one answered while the last requests drain
+	 * would put the drain's figures (or the next phase's) into the run's maxima */
+	if (r->status != 200 || e->phase != LL_PH_RUN || (r->sent_ns + r->end_ns) / 2 >
+	    e->phase_end)
 		return;
 	if (e->npoints == e->points_cap) {
 		size_t cap = e->points_cap ? e->points_cap * 2 : 256;
-		struct lg_point *np = realloc(e->points, cap * sizeof(*np));
+		struct ll_point *np = realloc(e->points, cap * sizeof(*np));
 
 		if (np == NULL)
 			return;
@@ -437,13 +489,16 @@ scrape_done(struct lg_lconn *c, struct lg_lreq *r)
 	p = &e->points[e->npoints];
 	memset(p, 0, sizeof(*p));
 	/* the scrape is placed at the middle of its exchange, on the samples' axis */
-	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->phase_start) / 1e9;
-	if (lg_scrape_parse(&p->m, e->scrape_buf, c->resp.body_len < e->scrape_cap ?
+	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->origin_ns) / 1e9;
+	p->seg = e->nruns - 1;
+	if (ll_scrape_parse(&p->m, e->scrape_buf, c->resp.body_len < e->scrape_cap ?
 	                    c->resp.body_len : e->scrape_cap - 1) == -1 || c->resp.body_cut)
 		return;
-	if (e->npoints > 0) {
-		prev = &e->points[e->npoints - 1];
-		lg_scrape_lag_delta(&prev->m, &p->m, &p->lag_mean_s, &p->lag_max_s);
+	if (e->npoints > 0 && (prev = &e->points[e->npoints - 1])->seg == p->seg) {
+		p->has_lag = 1;
+		ll_scrape_lag_delta(&prev->m, &p->m, &p->lag_mean_s, &p->lag_max_s);
+		p->lag_p50_s = ll_scrape_lag_quantile(&prev->m, &p->m, 0.5);
+		p->lag_p99_s = ll_scrape_lag_quantile(&prev->m, &p->m, 0.99);
 	}
 	e->npoints++;
 }
@@ -451,16 +506,16 @@ scrape_done(struct lg_lconn *c, struct lg_lreq *r)
 static void
 on_scrape(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct lg_engine *e = w->data;
+	struct ll_engine *e = w->data;
 
 	if (e->scrape_busy)
 		return;
 	if (!e->scrape_open) {
-		if (lg_lconn_open(&e->scrape_conn, loop, (struct sockaddr *)&e->addr, e->addrlen,
+		if (ll_lconn_open(&e->scrape_conn, loop, (struct sockaddr *)&e->addr, e->addrlen,
 		                  e->timeout_s, &scrape_ops, e) == -1)
 			return;
 		e->scrape_open = 1;
-	} else if (e->scrape_conn.state != LG_LC_IDLE) {
+	} else if (e->scrape_conn.state != LL_LC_IDLE) {
 		return;
 	}
 	memset(&e->scrape_req, 0, sizeof(e->scrape_req));
@@ -469,16 +524,16 @@ on_scrape(struct ev_loop *loop, ev_timer *w, int revents)
 	e->scrape_req.body = e->scrape_buf;
 	e->scrape_req.body_cap = e->scrape_cap;
 	e->scrape_busy = 1;
-	lg_lconn_send(&e->scrape_conn, &e->scrape_req);
+	ll_lconn_send(&e->scrape_conn, &e->scrape_req);
 }
 
 static int
-scrape_setup(struct lg_engine *e)
+scrape_setup(struct ll_engine *e)
 {
 	size_t len;
 
 	if (e->scrape_head == NULL) {
-		e->scrape_head = build_head("GET", "/metrics", e->host, 0, &len);
+		e->scrape_head = build_head("GET", "/metrics", e->host, e->headers, NULL, 0, &len);
 		e->scrape_cap = 4u << 20;
 		e->scrape_buf = malloc(e->scrape_cap);
 		if (e->scrape_head == NULL || e->scrape_buf == NULL) {
@@ -497,7 +552,7 @@ scrape_setup(struct lg_engine *e)
 static void
 on_progress(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct lg_engine *e = w->data;
+	struct ll_engine *e = w->data;
 
 	e->progress(e, e->progress_ctx);
 }
@@ -510,7 +565,7 @@ on_stop(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 static void
-run_loop(struct lg_engine *e, double seconds)
+run_loop(struct ll_engine *e, double seconds)
 {
 	e->scheduling = 1;
 	e->phase_end = e->phase_start + (uint64_t)(seconds * 1e9);
@@ -531,10 +586,10 @@ run_loop(struct lg_engine *e, double seconds)
 	/* past the stop timer, requests still waiting for a connection are timeouts, and those
 	 * on a connection end by their own timeout */
 	while (e->outstanding > 0) {
-		struct lg_lreq *r;
+		struct ll_lreq *r;
 
 		while ((r = pend_pop(e)) != NULL) {
-			r->status = LG_LERR_TIMEOUT;
+			r->status = LL_LERR_TIMEOUT;
 			r->sent_ns = r->end_ns = lg_now_ns();
 			finish_req(e, r);
 		}
@@ -548,8 +603,23 @@ run_loop(struct lg_engine *e, double seconds)
 		e->progress(e, e->progress_ctx);
 }
 
+int
+ll_engine_reset(struct ll_engine *e, enum ll_phase ph)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		stats_free(&e->routes[i].st[ph]);
+		if (stats_init(&e->routes[i].st[ph]) == -1) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 void
-lg_engine_stop(struct lg_engine *e)
+ll_engine_stop(struct ll_engine *e)
 {
 	uint64_t now = lg_now_ns();
 
@@ -560,7 +630,7 @@ lg_engine_stop(struct lg_engine *e)
 }
 
 int
-lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active,
+ll_engine_run(struct ll_engine *e, enum ll_phase ph, const unsigned char *active,
               double seconds)
 {
 	unsigned i;
@@ -569,35 +639,40 @@ lg_engine_run(struct lg_engine *e, enum lg_phase ph, const unsigned char *active
 	e->closed_route = -1;
 	/* a short lead so the first requests are not late before the loop even runs */
 	e->phase_start = lg_now_ns() + 5 * LG_NS_PER_MS;
+	if (ph == LL_PH_RUN) {
+		if (e->nruns++ == 0)
+			e->origin_ns = e->phase_start;
+	}
 	for (i = 0; i < e->nroutes; i++) {
 		e->active[i] = active[i];
 		if (active[i])
-			lg_sched_init(&e->routes[i].sched, e->routes[i].arrival, e->routes[i].rps,
+			ll_sched_init(&e->routes[i].sched, e->routes[i].arrival, e->routes[i].rps,
 			              e->phase_start, e->seed + 0x9e3779b9u * (i + 1) + ph);
 	}
-	if (ph == LG_PH_RUN && e->scrape_on && scrape_setup(e) == -1)
+	if (ph == LL_PH_RUN && e->scrape_on && scrape_setup(e) == -1)
 		return -1;
 	run_loop(e, seconds);
-	if (ph == LG_PH_RUN && e->scrape_on) {
+	if (ph == LL_PH_RUN && e->scrape_on) {
 		ev_timer_stop(e->loop, &e->scrape_timer);
 		if (e->scrape_open)
-			lg_lconn_close(&e->scrape_conn);
+			ll_lconn_close(&e->scrape_conn);
 	}
 	return 0;
 }
 
 double
-lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double seconds,
+ll_engine_calibrate(struct ll_engine *e, unsigned r, unsigned conc, double seconds,
                     double warm)
 {
 	unsigned i;
 	uint64_t now;
 
-	e->phase = LG_PH_CALIBRATE;
+	e->phase = LL_PH_CALIBRATE;
 	memset(e->active, 0, e->nroutes);
 	e->active[r] = 1;
 	e->closed_route = (int)r;
 	e->calib_ok = 0;
+	memset(e->calib_bins, 0, sizeof(e->calib_bins));
 	e->phase_start = now = lg_now_ns();
 	e->warm_end = now + (uint64_t)(warm * 1e9);
 	e->phase_end = now + (uint64_t)(seconds * 1e9);
@@ -612,41 +687,41 @@ lg_engine_calibrate(struct lg_engine *e, unsigned r, unsigned conc, double secon
 /* ---- one-off requests */
 
 static void
-fetch_done(struct lg_lconn *c, struct lg_lreq *r)
+fetch_done(struct ll_lconn *c, struct ll_lreq *r)
 {
 	ev_break(c->loop, EVBREAK_ONE);
 }
 
 static void
-fetch_closed(struct lg_lconn *c)
+fetch_closed(struct ll_lconn *c)
 {
 }
 
 int
-lg_engine_fetch(struct lg_engine *e, const char *path, char *buf, size_t cap)
+ll_engine_fetch(struct ll_engine *e, const char *path, char *buf, size_t cap)
 {
-	static const struct lg_lconn_ops ops = { fetch_done, fetch_closed };
-	struct lg_lconn *c = malloc(sizeof(*c));
-	struct lg_lreq r;
+	static const struct ll_lconn_ops ops = { fetch_done, fetch_closed };
+	struct ll_lconn *c = malloc(sizeof(*c));
+	struct ll_lreq r;
 	size_t len;
-	char *head = build_head("GET", path, e->host, 0, &len);
+	char *head = build_head("GET", path, e->host, e->headers, NULL, 0, &len);
 
 	if (c == NULL || head == NULL) {
 		free(c);
 		free(head);
-		return LG_LERR_CONNECT;
+		return LL_LERR_CONNECT;
 	}
 	memset(&r, 0, sizeof(r));
-	r.status = LG_LERR_IO;
+	r.status = LL_LERR_IO;
 	r.iov[0].iov_base = head;
 	r.iov[0].iov_len = len;
 	r.body = buf;
 	r.body_cap = cap;
-	if (lg_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen, e->timeout_s,
+	if (ll_lconn_open(c, e->loop, (struct sockaddr *)&e->addr, e->addrlen, e->timeout_s,
 	                  &ops, e) == 0) {
-		lg_lconn_send(c, &r);
+		ll_lconn_send(c, &r);
 		ev_run(e->loop, 0);
-		lg_lconn_close(c);
+		ll_lconn_close(c);
 	}
 	free(c);
 	free(head);

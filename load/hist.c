@@ -6,47 +6,47 @@
 #include <string.h>
 
 unsigned
-lg_hist_index(uint64_t v)
+ll_hist_index(uint64_t v)
 {
 	unsigned e;
 
-	if (v < LG_HIST_EXACT)
+	if (v < LL_HIST_EXACT)
 		return (unsigned)v;
-	if (v >> LG_HIST_TOP_EXP)
-		return LG_HIST_BUCKETS - 1;
+	if (v >> LL_HIST_TOP_EXP)
+		return LL_HIST_BUCKETS - 1;
 	e = 63u - (unsigned)__builtin_clzll(v);          /* 11 .. 35 */
-	return LG_HIST_EXACT + (e - 11) * LG_HIST_HALF +
-	       (unsigned)((v >> (e - 10)) - LG_HIST_HALF);
+	return LL_HIST_EXACT + (e - 11) * LL_HIST_HALF +
+	       (unsigned)((v >> (e - 10)) - LL_HIST_HALF);
 }
 
 uint64_t
-lg_hist_lowest(unsigned i)
+ll_hist_lowest(unsigned i)
 {
 	unsigned e, sub;
 
-	if (i < LG_HIST_EXACT)
+	if (i < LL_HIST_EXACT)
 		return i;
-	e = 11 + (i - LG_HIST_EXACT) / LG_HIST_HALF;
-	sub = LG_HIST_HALF + (i - LG_HIST_EXACT) % LG_HIST_HALF;
+	e = 11 + (i - LL_HIST_EXACT) / LL_HIST_HALF;
+	sub = LL_HIST_HALF + (i - LL_HIST_EXACT) % LL_HIST_HALF;
 	return (uint64_t)sub << (e - 10);
 }
 
 uint64_t
-lg_hist_highest(unsigned i)
+ll_hist_highest(unsigned i)
 {
 	unsigned e;
 
-	if (i < LG_HIST_EXACT)
+	if (i < LL_HIST_EXACT)
 		return i;
-	e = 11 + (i - LG_HIST_EXACT) / LG_HIST_HALF;
-	return lg_hist_lowest(i) + ((uint64_t)1 << (e - 10)) - 1;
+	e = 11 + (i - LL_HIST_EXACT) / LL_HIST_HALF;
+	return ll_hist_lowest(i) + ((uint64_t)1 << (e - 10)) - 1;
 }
 
 int
-lg_hist_init(struct lg_hist *h)
+ll_hist_init(struct ll_hist *h)
 {
 	memset(h, 0, sizeof(*h));
-	h->counts = calloc(LG_HIST_BUCKETS, sizeof(*h->counts));
+	h->counts = calloc(LL_HIST_BUCKETS, sizeof(*h->counts));
 	if (h->counts == NULL) {
 		errno = ENOMEM;
 		return -1;
@@ -56,16 +56,16 @@ lg_hist_init(struct lg_hist *h)
 }
 
 void
-lg_hist_free(struct lg_hist *h)
+ll_hist_free(struct ll_hist *h)
 {
 	free(h->counts);
 	memset(h, 0, sizeof(*h));
 }
 
 void
-lg_hist_reset(struct lg_hist *h)
+ll_hist_reset(struct ll_hist *h)
 {
-	memset(h->counts, 0, LG_HIST_BUCKETS * sizeof(*h->counts));
+	memset(h->counts, 0, LL_HIST_BUCKETS * sizeof(*h->counts));
 	h->total = 0;
 	h->sum = 0;
 	h->min = UINT64_MAX;
@@ -73,9 +73,9 @@ lg_hist_reset(struct lg_hist *h)
 }
 
 void
-lg_hist_record(struct lg_hist *h, uint64_t v)
+ll_hist_record(struct ll_hist *h, uint64_t v)
 {
-	h->counts[lg_hist_index(v)]++;
+	h->counts[ll_hist_index(v)]++;
 	h->total++;
 	h->sum += (double)v;
 	if (v < h->min)
@@ -85,13 +85,13 @@ lg_hist_record(struct lg_hist *h, uint64_t v)
 }
 
 void
-lg_hist_merge(struct lg_hist *dst, const struct lg_hist *src)
+ll_hist_merge(struct ll_hist *dst, const struct ll_hist *src)
 {
 	unsigned i;
 
 	if (src->total == 0)
 		return;
-	for (i = 0; i < LG_HIST_BUCKETS; i++)
+	for (i = 0; i < LL_HIST_BUCKETS; i++)
 		dst->counts[i] += src->counts[i];
 	dst->total += src->total;
 	dst->sum += src->sum;
@@ -102,7 +102,7 @@ lg_hist_merge(struct lg_hist *dst, const struct lg_hist *src)
 }
 
 uint64_t
-lg_hist_value_at(const struct lg_hist *h, double pct)
+ll_hist_value_at(const struct ll_hist *h, double pct)
 {
 	uint64_t rank, seen = 0, v;
 	unsigned i;
@@ -119,19 +119,19 @@ lg_hist_value_at(const struct lg_hist *h, double pct)
 		rank++;
 	if (rank == 0)
 		rank = 1;
-	for (i = 0; i < LG_HIST_BUCKETS; i++) {
+	for (i = 0; i < LL_HIST_BUCKETS; i++) {
 		seen += h->counts[i];
 		if (seen >= rank)
 			break;
 	}
-	if (i >= LG_HIST_BUCKETS - 1)
+	if (i >= LL_HIST_BUCKETS - 1)
 		return h->max;   /* the top bucket also holds everything above 2^36 ns */
-	v = lg_hist_highest(i);
+	v = ll_hist_highest(i);
 	return v > h->max ? h->max : v;
 }
 
 double
-lg_hist_mean(const struct lg_hist *h)
+ll_hist_mean(const struct ll_hist *h)
 {
 	return h->total ? h->sum / (double)h->total : 0;
 }

@@ -6,52 +6,52 @@
  * error of any reported value is below 0.1 % (HdrHistogram with 3 significant digits uses the
  * same 2048-entry sub-bucket layout). Larger values are counted in the top bucket and the
  * exact maximum is kept beside it. Recording is O(1) with no allocation. */
-#ifndef LG_LOAD_HIST_H
-#define LG_LOAD_HIST_H
+#ifndef LL_LOAD_HIST_H
+#define LL_LOAD_HIST_H
 
 #include <stdint.h>
 
-#define LG_HIST_EXACT   2048u                      /* values below are counted exactly */
-#define LG_HIST_HALF    1024u                      /* sub-buckets per power of two above */
-#define LG_HIST_TOP_EXP 36                         /* 2^36 ns = 68.7 s, beyond 60 s */
-#define LG_HIST_BUCKETS (LG_HIST_EXACT + (LG_HIST_TOP_EXP - 11) * LG_HIST_HALF)
+#define LL_HIST_EXACT   2048u                      /* values below are counted exactly */
+#define LL_HIST_HALF    1024u                      /* sub-buckets per power of two above */
+#define LL_HIST_TOP_EXP 36                         /* 2^36 ns = 68.7 s, beyond 60 s */
+#define LL_HIST_BUCKETS (LL_HIST_EXACT + (LL_HIST_TOP_EXP - 11) * LL_HIST_HALF)
 
-struct lg_hist {
-	uint64_t *counts;     /* LG_HIST_BUCKETS counters, owned */
+struct ll_hist {
+	uint64_t *counts;     /* LL_HIST_BUCKETS counters, owned */
 	uint64_t total;       /* values recorded */
 	double sum;           /* of the values in ns, for the mean (exact to 2^53) */
 	uint64_t min, max;    /* exact; min is UINT64_MAX while empty */
 };
 
 /* Allocates the counters (about 220 KiB) of an empty histogram. Returns 0, or -1 with errno
- * ENOMEM. Free with lg_hist_free. */
-int lg_hist_init(struct lg_hist *h);
+ * ENOMEM. Free with ll_hist_free. */
+int ll_hist_init(struct ll_hist *h);
 
 /* Frees the counters; h may then be initialised again. Safe on a zeroed struct. */
-void lg_hist_free(struct lg_hist *h);
+void ll_hist_free(struct ll_hist *h);
 
 /* Empties h, keeping its storage. */
-void lg_hist_reset(struct lg_hist *h);
+void ll_hist_reset(struct ll_hist *h);
 
 /* Counts one value v in nanoseconds (0 counts as 0; above 2^36 ns in the top bucket). */
-void lg_hist_record(struct lg_hist *h, uint64_t v);
+void ll_hist_record(struct ll_hist *h, uint64_t v);
 
 /* Adds every count of src to dst (both initialised). */
-void lg_hist_merge(struct lg_hist *dst, const struct lg_hist *src);
+void ll_hist_merge(struct ll_hist *dst, const struct ll_hist *src);
 
 /* The value at percentile pct (0..100) in ns by nearest rank: the smallest recorded value v such
  * that at least pct % of the values are <= v, reported as the highest value its bucket holds
  * (never an underestimate; HdrHistogram's highestEquivalentValue) and at most the exact max.
  * pct 100 is the exact max, pct 0 the exact min. Returns 0 on an empty histogram. */
-uint64_t lg_hist_value_at(const struct lg_hist *h, double pct);
+uint64_t ll_hist_value_at(const struct ll_hist *h, double pct);
 
 /* Mean of the recorded values in ns, 0 when empty. */
-double lg_hist_mean(const struct lg_hist *h);
+double ll_hist_mean(const struct ll_hist *h);
 
 /* Bucket arithmetic, exported for the tests: the index of v, and the lowest and highest values
  * of bucket i. */
-unsigned lg_hist_index(uint64_t v);
-uint64_t lg_hist_lowest(unsigned i);
-uint64_t lg_hist_highest(unsigned i);
+unsigned ll_hist_index(uint64_t v);
+uint64_t ll_hist_lowest(unsigned i);
+uint64_t ll_hist_highest(unsigned i);
 
 #endif

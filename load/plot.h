@@ -2,8 +2,8 @@
  * run's time axis per route (log scale, 503s marked), and against lagless the loop lag and the
  * queue depth, in-flight requests and busy compute processes beneath on the same axis. PNG
  * (pngcairo) or SVG, chosen by the file name's ending. */
-#ifndef LG_LOAD_PLOT_H
-#define LG_LOAD_PLOT_H
+#ifndef LL_LOAD_PLOT_H
+#define LL_LOAD_PLOT_H
 
 #include "load/report.h"
 
@@ -11,6 +11,10 @@
  * temporary directory under $TMPDIR (or /tmp), removed afterwards. Returns 0, or -1 with errno
  * EINVAL (another ending), ENOENT (gnuplot not installed), EIO (gnuplot failed; its messages
  * are on stderr), or what creating the files failed with. */
-int lg_plot_write(const struct lg_report *r, const char *path);
+int ll_plot_write(const struct ll_report *r, const char *path);
+
+/* Runs gnuplot on script and waits for it. Returns 0, or -1 with errno ENOENT (gnuplot not
+ * installed), EIO (it failed; its messages are on stderr) or the posix_spawnp(3) error. */
+int ll_plot_gnuplot(const char *script);
 
 #endif

@@ -6,7 +6,7 @@
 static int
 on_headers_complete(http_parser *p)
 {
-	struct lg_resp *r = p->data;
+	struct ll_resp *r = p->data;
 
 	r->status = p->status_code;
 	if (p->status_code >= 100 && p->status_code < 200 && p->status_code != 101)
@@ -19,7 +19,7 @@ on_headers_complete(http_parser *p)
 static int
 on_body(http_parser *p, const char *at, size_t len)
 {
-	struct lg_resp *r = p->data;
+	struct ll_resp *r = p->data;
 
 	if (r->body != NULL && r->body_cap > 0) {
 		size_t used = r->body_len < r->body_cap - 1 ? r->body_len : r->body_cap - 1;
@@ -38,7 +38,7 @@ on_body(http_parser *p, const char *at, size_t len)
 static int
 on_message_complete(http_parser *p)
 {
-	struct lg_resp *r = p->data;
+	struct ll_resp *r = p->data;
 
 	if (!r->head_done)
 		return 0;  /* the end of an interim 1xx */
@@ -55,7 +55,7 @@ static const http_parser_settings settings = {
 };
 
 void
-lg_resp_init(struct lg_resp *r, int head_request, char *body, size_t cap)
+ll_resp_init(struct ll_resp *r, int head_request, char *body, size_t cap)
 {
 	memset(r, 0, sizeof(*r));
 	http_parser_init(&r->parser, HTTP_RESPONSE);
@@ -68,7 +68,7 @@ lg_resp_init(struct lg_resp *r, int head_request, char *body, size_t cap)
 }
 
 long
-lg_resp_feed(struct lg_resp *r, const char *buf, size_t len)
+ll_resp_feed(struct ll_resp *r, const char *buf, size_t len)
 {
 	size_t n;
 
@@ -87,7 +87,7 @@ lg_resp_feed(struct lg_resp *r, const char *buf, size_t len)
 }
 
 int
-lg_resp_eof(struct lg_resp *r)
+ll_resp_eof(struct ll_resp *r)
 {
 	if (r->complete)
 		return 0;

@@ -5,15 +5,15 @@
  * Incremental: feed bytes as they arrive. One response per request (no pipelining): the parser
  * pauses at the end of a message, and bytes after it are an error. Framing follows RFC 9112
  * section 6.3: no body for a HEAD request, 1xx, 204 and 304; Content-Length; chunked; else
- * everything until the server closes (lg_resp_eof). An interim 1xx response is skipped. */
-#ifndef LG_LOAD_RESP_H
-#define LG_LOAD_RESP_H
+ * everything until the server closes (ll_resp_eof). An interim 1xx response is skipped. */
+#ifndef LL_LOAD_RESP_H
+#define LL_LOAD_RESP_H
 
 #include <http_parser.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct lg_resp {
+struct ll_resp {
 	http_parser parser;
 	int status;         /* status code once the head is in, else 0 */
 	int head_done;      /* the final (non-1xx) header section was parsed */
@@ -29,14 +29,14 @@ struct lg_resp {
 
 /* Readies r for the response to one request. head_request: the request was HEAD. body/cap:
  * where to copy the body (NUL-terminated), or NULL/0 to count it only. */
-void lg_resp_init(struct lg_resp *r, int head_request, char *body, size_t cap);
+void ll_resp_init(struct ll_resp *r, int head_request, char *body, size_t cap);
 
 /* Feeds len bytes. Returns the bytes consumed (all of them while the response is incomplete;
  * fewer when it completed inside buf) or -1 with r->error set on a parse error. */
-long lg_resp_feed(struct lg_resp *r, const char *buf, size_t len);
+long ll_resp_feed(struct ll_resp *r, const char *buf, size_t len);
 
 /* The server closed the connection. Returns 0 when that completes the response (a body
  * delimited by the close, or a response already complete), -1 when it was cut short. */
-int lg_resp_eof(struct lg_resp *r);
+int ll_resp_eof(struct ll_resp *r);
 
 #endif

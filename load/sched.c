@@ -1,33 +1,32 @@
 /* Constant and Poisson request schedules (load/sched.h). */
 #include "load/sched.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "load/units.h"
+
 int
-lg_sched_parse_rate(const char *s, struct lg_rate *r)
+ll_sched_parse_rate(const char *s, struct ll_rate *r)
 {
+	size_t n = s ? strlen(s) : 0;
 	char *end;
 	double v;
 
-	if (s == NULL || *s == '\0' || *s == ' ' || *s == '+' || *s == '-')
-		goto bad;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || !isfinite(v) || v <= 0)
-		goto bad;
-	if (strcmp(end, "x") == 0) {
-		if (v > 1000)
+	if (n >= 2 && s[n - 1] == 'x' && isdigit((unsigned char)s[0])) {
+		errno = 0;
+		v = strtod(s, &end);
+		if (errno != 0 || end != s + n - 1 || !isfinite(v) || v <= 0 || v > 1000)
 			goto bad;
 		r->value = v;
 		r->relative = 1;
 		return 0;
 	}
-	if (*end != '\0' && strcmp(end, "/s") != 0)
-		goto bad;
-	if (v > 1e7)
+	/* "500", "500/s", "500/1s", "30/m", "100/500ms" (load/units.h) */
+	if (ll_units_rate(s, &v) == -1 || !(v > 0) || v > 1e7)
 		goto bad;
 	r->value = v;
 	r->relative = 0;
@@ -38,12 +37,12 @@ bad:
 }
 
 int
-lg_sched_parse_arrival(const char *s, enum lg_arrival *a)
+ll_sched_parse_arrival(const char *s, enum ll_arrival *a)
 {
 	if (strcmp(s, "constant") == 0)
-		*a = LG_ARRIVAL_CONSTANT;
+		*a = LL_ARRIVAL_CONSTANT;
 	else if (strcmp(s, "poisson") == 0)
-		*a = LG_ARRIVAL_POISSON;
+		*a = LL_ARRIVAL_POISSON;
 	else {
 		errno = EINVAL;
 		return -1;
@@ -52,7 +51,7 @@ lg_sched_parse_arrival(const char *s, enum lg_arrival *a)
 }
 
 double
-lg_sched_uniform(uint64_t *x)
+ll_sched_uniform(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
 
@@ -75,18 +74,18 @@ due_at(uint64_t start_ns, double offset_ns)
 }
 
 static void
-advance(struct lg_sched *s)
+advance(struct ll_sched *s)
 {
-	if (s->arrival == LG_ARRIVAL_CONSTANT) {
+	if (s->arrival == LL_ARRIVAL_CONSTANT) {
 		s->next_ns = due_at(s->start_ns, (double)s->n * 1e9 / s->rate);
 		return;
 	}
-	s->acc_s += -log(lg_sched_uniform(&s->rng)) / s->rate;
+	s->acc_s += -log(ll_sched_uniform(&s->rng)) / s->rate;
 	s->next_ns = due_at(s->start_ns, s->acc_s * 1e9);
 }
 
 void
-lg_sched_init(struct lg_sched *s, enum lg_arrival arrival, double rate, uint64_t start_ns,
+ll_sched_init(struct ll_sched *s, enum ll_arrival arrival, double rate, uint64_t start_ns,
               uint64_t seed)
 {
 	memset(s, 0, sizeof(*s));
@@ -98,13 +97,13 @@ lg_sched_init(struct lg_sched *s, enum lg_arrival arrival, double rate, uint64_t
 }
 
 uint64_t
-lg_sched_peek(const struct lg_sched *s)
+ll_sched_peek(const struct ll_sched *s)
 {
 	return s->next_ns;
 }
 
 uint64_t
-lg_sched_take(struct lg_sched *s)
+ll_sched_take(struct ll_sched *s)
 {
 	uint64_t t = s->next_ns;
 

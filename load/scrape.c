@@ -6,20 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[LG_SF_COUNT] = {
-	[LG_SF_QUEUE_DEPTH] = "lagless_queue_depth",
-	[LG_SF_QUEUE_CAPACITY] = "lagless_queue_capacity",
-	[LG_SF_INFLIGHT] = "lagless_inflight_requests",
-	[LG_SF_BUSY] = "lagless_compute_busy",
-	[LG_SF_COMPUTE] = "lagless_compute_processes",
-	[LG_SF_CONNS] = "lagless_connections_open",
-	[LG_SF_REJECTED] = "lagless_jobs_rejected_total",
-	[LG_SF_TIMED_OUT] = "lagless_jobs_timed_out_total",
-	[LG_SF_FAILED] = "lagless_jobs_failed_total",
-	[LG_SF_RESTARTS] = "lagless_process_restarts_total",
-	[LG_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
-	[LG_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
-	[LG_SF_SLOTS] = "lagless_job_slots",
+static const char *const names[LL_SF_COUNT] = {
+	[LL_SF_QUEUE_DEPTH] = "lagless_queue_depth",
+	[LL_SF_QUEUE_CAPACITY] = "lagless_queue_capacity",
+	[LL_SF_INFLIGHT] = "lagless_inflight_requests",
+	[LL_SF_BUSY] = "lagless_compute_busy",
+	[LL_SF_COMPUTE] = "lagless_compute_processes",
+	[LL_SF_CONNS] = "lagless_connections_open",
+	[LL_SF_REJECTED] = "lagless_jobs_rejected_total",
+	[LL_SF_TIMED_OUT] = "lagless_jobs_timed_out_total",
+	[LL_SF_FAILED] = "lagless_jobs_failed_total",
+	[LL_SF_RESTARTS] = "lagless_process_restarts_total",
+	[LL_SF_RUN_SUM] = "lagless_job_run_seconds_sum",
+	[LL_SF_RUN_COUNT] = "lagless_job_run_seconds_count",
+	[LL_SF_SLOTS] = "lagless_job_slots",
+	[LL_SF_WAIT_SUM] = "lagless_job_queue_wait_seconds_sum",
+	[LL_SF_WAIT_COUNT] = "lagless_job_queue_wait_seconds_count",
+};
+
+static const char *const pool_names[LL_PF_COUNT] = {
+	[LL_PF_ACTIVE] = NULL,   /* lagless_pool_processes{state="active"}, below */
+	[LL_PF_PROCS] = "lagless_pool_processes",
+	[LL_PF_DEPTH] = "lagless_pool_queue_depth",
+	[LL_PF_QCAP] = "lagless_pool_queue_capacity",
+	[LL_PF_FULL] = "lagless_pool_full_total",
 };
 
 #define LAG "lagless_loop_lag_seconds"
@@ -49,8 +59,71 @@ label_number(const char *l, const char *e, const char *key, double *out)
 	return -1;
 }
 
+/* The string value of label key in labels [l, e) into out; 0 when found. */
+static int
+label_string(const char *l, const char *e, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key), n;
+	const char *p;
+
+	for (p = l; p + kl + 2 <= e; p++)
+		if ((p == l || p[-1] == ',' || p[-1] == '{') && memcmp(p, key, kl) == 0 &&
+		    p[kl] == '=' && p[kl + 1] == '"') {
+			const char *v = p + kl + 2, *q = memchr(v, '"', (size_t)(e - v));
+
+			if (q == NULL || (n = (size_t)(q - v)) >= cap)
+				return -1;
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+	return -1;
+}
+
+/* lagless_pool_* series of one pool (worker/poolview.c), kept per pool */
 static void
-lag_bucket(struct lg_scrape *s, double le, double v)
+pool_sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const char *le,
+            double v)
+{
+	char pool[LL_SCRAPE_POOL_NAME], state[16];
+	unsigned i, f;
+
+	if (l == NULL || label_string(l, le, "pool", pool, sizeof(pool)) == -1)
+		return;
+	for (f = 0; f < LL_PF_COUNT; f++)
+		if (pool_names[f] && strlen(pool_names[f]) == nl && memcmp(pool_names[f], name, nl) == 0)
+			break;
+	if (f == LL_PF_COUNT)
+		return;
+	for (i = 0; i < s->npools; i++)
+		if (strcmp(s->pools[i].name, pool) == 0)
+			break;
+	if (i == s->npools) {
+		if (i == LL_SCRAPE_POOLS)
+			return;
+		memset(&s->pools[i], 0, sizeof(s->pools[i]));
+		strcpy(s->pools[i].name, pool);
+		s->npools++;
+	}
+	s->pools[i].v[f] += v;
+	if (f == LL_PF_PROCS && label_string(l, le, "state", state, sizeof(state)) == 0 &&
+	    strcmp(state, "active") == 0)
+		s->pools[i].v[LL_PF_ACTIVE] += v;
+}
+
+const struct ll_scrape_pool *
+ll_scrape_pool(const struct ll_scrape *s, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < s->npools; i++)
+		if (strcmp(s->pools[i].name, name) == 0)
+			return &s->pools[i];
+	return NULL;
+}
+
+static void
+lag_bucket(struct ll_scrape *s, double le, double v)
 {
 	unsigned i;
 
@@ -59,7 +132,7 @@ lag_bucket(struct lg_scrape *s, double le, double v)
 			s->lag_cum[i] += v;
 			return;
 		}
-	if (s->nlag == LG_SCRAPE_LAG_BOUNDS)
+	if (s->nlag == LL_SCRAPE_LAG_BOUNDS)
 		return;
 	/* bounds arrive in ascending order from every worker, so appending keeps them sorted */
 	s->lag_le[s->nlag] = le;
@@ -67,7 +140,7 @@ lag_bucket(struct lg_scrape *s, double le, double v)
 }
 
 static void
-sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const char *le, double v)
+sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const char *le, double v)
 {
 	unsigned i;
 	double bound;
@@ -79,11 +152,15 @@ sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const ch
 			lag_bucket(s, bound, v);
 		return;
 	}
+	if (nl > 13 && memcmp(name, "lagless_pool_", 13) == 0) {
+		pool_sample(s, name, nl, l, le, v);
+		return;
+	}
 	if (nl == strlen(LAG "_sum") && memcmp(name, LAG "_sum", nl) == 0)
 		s->lag_sum += v;
 	if (nl == strlen(LAG "_count") && memcmp(name, LAG "_count", nl) == 0)
 		s->lag_count += v;
-	for (i = 0; i < LG_SF_COUNT; i++)
+	for (i = 0; i < LL_SF_COUNT; i++)
 		if (strlen(names[i]) == nl && memcmp(names[i], name, nl) == 0) {
 			s->v[i] += v;
 			s->seen[i] = 1;
@@ -91,7 +168,7 @@ sample(struct lg_scrape *s, const char *name, size_t nl, const char *l, const ch
 }
 
 int
-lg_scrape_parse(struct lg_scrape *s, const char *text, size_t len)
+ll_scrape_parse(struct ll_scrape *s, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len;
 	int any = 0;
@@ -142,7 +219,7 @@ next:
 }
 
 void
-lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double *mean_s,
+ll_scrape_lag_delta(const struct ll_scrape *a, const struct ll_scrape *b, double *mean_s,
                     double *max_s)
 {
 	double dc = b->lag_count - a->lag_count, prev_a = 0, prev_b = 0;
@@ -161,4 +238,28 @@ lg_scrape_lag_delta(const struct lg_scrape *a, const struct lg_scrape *b, double
 		if (gained > 0)
 			*max_s = isinf(b->lag_le[i]) && i > 0 ? b->lag_le[i - 1] : b->lag_le[i];
 	}
+}
+
+double
+ll_scrape_lag_quantile(const struct ll_scrape *a, const struct ll_scrape *b, double q)
+{
+	double dc = b->lag_count - a->lag_count, want, below = 0;
+	unsigned i;
+
+	if (dc <= 0 || a->nlag != b->nlag || b->nlag == 0)
+		return 0;
+	want = q * dc;
+	for (i = 0; i < b->nlag; i++) {
+		double cum = b->lag_cum[i] - a->lag_cum[i];   /* samples at or below bound i */
+		double lo = i > 0 ? b->lag_le[i - 1] : 0, hi = b->lag_le[i];
+
+		if (cum >= want && cum > below) {
+			if (isinf(hi))
+				return lo;
+			return lo + (hi - lo) * (want - below) / (cum - below);
+		}
+		below = cum;
+	}
+	return isinf(b->lag_le[b->nlag - 1]) && b->nlag > 1 ? b->lag_le[b->nlag - 2]
+	                                                    : b->lag_le[b->nlag - 1];
 }

@@ -381,3 +381,258 @@ def test_calibration_against_a_cached_route_warns(start_server):
                              "0.5", "--calibrate", "1", "--json", "-",
                              "http://127.0.0.1:%d" % plain.port])
     assert "capacity" in err and "most answers came from" not in err, err
+
+
+def test_habits_durations_rates_headers_prefix(test_server):
+    """What users type from habit works: durations with units, vegeta rates, a method in lower
+    case, -H and header= (curl style), and a path in the target URL as every route's prefix
+    (it was silently dropped). Errors still name the option, the range and the unit."""
+    srv = test_server()
+    rc, out, err = run_load(["--rate", "/only=20/1s,method=get", "--rate", "/need-header=60/m",
+                             "--rate", "/need-header?r=2=10,header=X-Token: nope",
+                             "-H", "X-Token: secret", "-d", "1500ms", "--idle", "0s",
+                             "--timeout", "5s", "--json", "-",
+                             "http://127.0.0.1:%d/api/" % srv.port])
+    assert rc == 0, err
+    only, hdr, wrong = json.loads(out)["routes"]
+    assert only["path"] == "/api/only" and only["method"] == "GET"
+    assert [s["status"] for s in only["statuses"]] == ["200"] and only["issued"] == 30
+    assert hdr["rate_per_s"] == 1 and hdr["issued"] == 2
+    # /api/need-header is a 404 there: the prefix goes before every route
+    assert [s["status"] for s in hdr["statuses"]] == ["404"], hdr
+    rc, out, err = run_load(["--rate", "/need-header=10", "--rate",
+                             "/need-header?x=1=10,header=X-Token: secret", "-d", "1s",
+                             "--idle", "0", "--json", "-", "http://127.0.0.1:%d" % srv.port])
+    plain, own = json.loads(out)["routes"]
+    assert [s["status"] for s in plain["statuses"]] == ["401"]
+    assert [s["status"] for s in own["statuses"]] == ["200"]
+    for args, words in ((["-d", "10x"], ["--duration 10x", "not a duration", "s]"]),
+                        (["--scrape-ms", "5"], ["--scrape-ms 5", "10 ms", "milliseconds"]),
+                        (["--rate", "/y=5/q"], ["requests per period", "per second"]),
+                        (["-H", "no colon"], ["-H", "Name: value"]),
+                        (["--rate", "/y=1,body=random:2GB"], ["at most 1G", "bytes"])):
+        rc, out, err = run_load(["--rate", "/x=5"] + args + ["http://127.0.0.1:%d" % srv.port],
+                                timeout=30)
+        assert rc == 2, (args, err)
+        for w in words:
+            assert w in err, (args, w, err)
+
+
+@pytest.mark.timeout(120)
+def test_steps_find_the_known_knee(test_server, tmp_path):
+    """A stand-in server that serves /knee at exactly 40 per second and queues the rest: step
+    levels 0.5x, 1x and 2x of that capacity pass, pass, and fail ("queued, not refused"), so
+    the knee is 1x; 2x gets 40 2xx/s, not 80. The same server refusing at once what it cannot
+    do passes every level of a ramp, and its 503 share grows with the offer."""
+    srv = test_server("--knee-rps", "40")
+    png = str(tmp_path / "steps.png")
+    rc, out, err = run_load(["--rate", "/fast=20", "--rate", "/knee=1x,capacity=40",
+                             "--steps", "0.5x,1x,2x", "--step-duration", "2.5s", "--idle", "1",
+                             "--cheap-slack-ms", "250", "--timeout", "20s", "--json", "-",
+                             "--plot", png, "http://127.0.0.1:%d" % srv.port])
+    doc = json.loads(out)
+    st = doc["steps"]
+    lv = st["levels"]
+    assert [round(l["offered_per_s"]) for l in lv] == [20, 40, 80]
+    assert [l["pass"] for l in lv] == [True, True, False], err
+    assert lv[2]["verdicts"]["refusal_is_fast"] is False
+    assert st["knee"] == 1 and rc == 0, err
+    assert 0.9 * 20 <= lv[0]["ok_per_s"] <= 20.5
+    assert 30 <= lv[2]["ok_per_s"] <= 42, lv[2]     # the server's 40/s, not the 80 offered
+    assert all(l["share_503"] == 0 for l in lv)
+    assert lv[0]["t1_s"] <= lv[1]["t0_s"] and abs(lv[0]["t1_s"] - lv[0]["t0_s"] - 2.5) < 0.01
+    assert "<- knee" in err or "knee: level 1x" in err
+    knee_png = str(tmp_path / "steps-knee.png")
+    for p in (png, knee_png):
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", p
+    # refusing beyond its capacity (503 at once): every level passes, the knee is the top one
+    ref = test_server("--knee-rps", "40", "--knee-refuse", "2")
+    rc, out, err = run_load(["--rate", "/knee=1,heavy,capacity=40", "--ramp", "20/s:80/s:3",
+                             "--step-duration", "2s", "--idle", "0", "--fast-ms", "250",
+                             "--json", "-", "http://127.0.0.1:%d" % ref.port])
+    st = json.loads(out)["steps"]
+    assert [round(l["offered_per_s"]) for l in st["levels"]] == [20, 50, 80]
+    assert [l["pass"] for l in st["levels"]] == [True, True, True], err
+    assert st["knee"] == 2 and rc == 0
+    shares = [l["share_503"] for l in st["levels"]]
+    assert shares[0] < 0.05 and 0.05 < shares[1] < shares[2] < 0.75, shares
+
+
+@pytest.mark.timeout(150)
+def test_steps_against_lagless(start_server, tmp_path):
+    """Step levels against the real server: each level has its own scrapes (loop lag from the
+    bucket counts, queue wait), the 503 share rises with the offer, and the time plot and
+    the knee plot are drawn."""
+    srv = start_server(*lagless_args())
+    png = str(tmp_path / "run.png")
+    rc, out, err = run_load(["--rate", "/ping=50", "--rate", "/heavy?iterations=20000000=1x",
+                             "--steps", "0.5x,3x", "--step-duration", "2s", "--idle", "1",
+                             "--calibrate", "2", "--fast-ms", "250", "--cheap-slack-ms", "250",
+                             "--capacity-share", "0.5", "--json", "-", "--plot", png,
+                             "http://127.0.0.1:%d" % srv.port], timeout=120)
+    assert rc in (0, 1), err
+    doc = json.loads(out)
+    lv = doc["steps"]["levels"]
+    assert abs(lv[1]["offered_per_s"] - 6 * lv[0]["offered_per_s"]) < 0.01 * lv[1]["offered_per_s"]
+    assert lv[1]["share_503"] > 0.3 and lv[1]["verdicts"]["refusal_is_fast"] is True, lv[1]
+    for l in lv:
+        assert l["server"]["lag_p99_ms"] >= l["server"]["lag_mean_ms"] * 0 and \
+            l["server"]["lag_p99_ms"] <= l["server"]["lag_bound_ms"] + 1e-9, l
+        assert l["server"]["queue_wait_mean_ms"] >= 0
+    # every scrape of a level lies inside it, none from the drain after it
+    scr = doc["server"]["scrapes"]
+    assert scr and all(any(l["t0_s"] - 0.05 <= s["t_s"] <= l["t1_s"] for l in lv) for s in scr)
+    for p in (png, str(tmp_path / "run-knee.png")):
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", p
+
+
+POOLS_CONF = """
+[pool slow]
+compute = 1
+queue = 2
+oversubscribe = yes
+
+[pool fast]
+compute = 1
+queue = 4
+oversubscribe = yes
+
+[route /slow]
+methods = GET
+kind = heavy
+pool = slow
+
+[route /fast]
+methods = GET
+kind = heavy
+pool = fast
+"""
+
+
+@pytest.mark.timeout(150)
+def test_pool_used_to_capacity_judged_per_pool(start_server, tmp_path):
+    """The bulkhead: pool slow flooded (20/s of jobs of 0.2 s or more against one process and
+    two queue places; --capacity 2 says so without a calibration, which a busy machine can make
+    come out so low that 3x of it did not flood the pool) beside pool fast serving a trickle.
+    The flooded pool's processes were busy, which passes; averaged over every compute process
+    (three: default, slow, fast) the busy share was about a third and the verdict failed."""
+    conf = tmp_path / "pools.conf"
+    conf.write_text(POOLS_CONF)
+    srv = start_server("-c", str(conf), "--loop-workers", "2", "--deadline-ms", "60000")
+    assert len(srv.wait_children("compute", 3, timeout=10)) == 3
+    png = str(tmp_path / "pools.png")
+    rc, out, err = run_load(["--rate", "/slow?iterations=20000000=20,heavy", "--capacity", "2",
+                             "--rate", "/fast?iterations=100000=5,cheap", "-d", "4",
+                             "--idle", "1", "--capacity-share", "0.6",
+                             "--cheap-slack-ms", "250", "--fast-ms", "250", "--json", "-",
+                             "--plot", png, "http://127.0.0.1:%d" % srv.port], timeout=120)
+    doc = json.loads(out)
+    v = doc["verdicts"]["pool_used_to_capacity"]
+    assert v["pass"] is True, (v, err)
+    assert "pool slow: flooded" in v["why"] and "pool fast: busy" in v["why"], v
+    assert "not flooded" in v["why"].split("pool fast")[1], v
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def metric(port, name):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    return sum(float(l.split()[-1]) for l in text.splitlines()
+               if l.startswith(name + " ") or l.startswith(name + "{"))
+
+
+@pytest.mark.timeout(90)
+def test_templates_load_a_cache_with_chosen_keys(start_server, tmp_path):
+    """A coalescing route with a TTL cache, loaded through path templates: {rand:5} gives at
+    most 5 distinct keys (so at most 5 jobs ran for 150 requests), {hit:0.8} a cache hit ratio
+    of about 0.8, {key} the keys of a file in turn (3 keys, 3 jobs)."""
+    srv = start_server("--compute-workers", "1", "--loop-workers", "1", "--coalesce",
+                       "/heavy ttl=60000 query=iterations,k")
+    url = "http://127.0.0.1:%d" % srv.port
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k=r{rand:5}=50", "-d", "3",
+                             "--idle", "0", "--json", "-", url])
+    assert rc == 0, err
+    r, = json.loads(out)["routes"]
+    assert [s["status"] for s in r["statuses"]] == ["200"] and r["issued"] == 150
+    jobs = metric(srv.port, "lagless_coalesce_jobs_total")
+    assert 1 <= jobs <= 5, jobs
+    h0, m0 = metric(srv.port, "lagless_cache_hits_total"), metric(srv.port,
+                                                                "lagless_cache_misses_total")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k=h{hit:0.8}=200", "-d", "2",
+                             "--idle", "0", "-q", url])
+    assert rc == 0, err
+    hits = metric(srv.port, "lagless_cache_hits_total") - h0
+    misses = metric(srv.port, "lagless_cache_misses_total") - m0
+    assert hits + misses == 400, (hits, misses)
+    assert 0.7 <= hits / 400 <= 0.88, (hits, misses)    # 0.8 expected, sd 0.02
+    keys = tmp_path / "keys.txt"
+    keys.write_text("alpha\nbeta\ngamma\n")
+    j0 = metric(srv.port, "lagless_coalesce_jobs_total")
+    rc, out, err = run_load(["--rate", "/heavy?iterations=1000&k={key}=30,keys=@%s" % keys,
+                             "-d", "1", "--idle", "0", "-q", url])
+    assert rc == 0, err
+    assert metric(srv.port, "lagless_coalesce_jobs_total") - j0 == 3
+
+
+@pytest.mark.timeout(90)
+def test_calibration_spread_drift_and_non_2xx(test_server):
+    """The calibration reports its spread; a server whose rate halves after the calibration
+    (the machine's load changed) gets a warning that the 1.5x offer was really about 3x; a
+    route that answers only 404 is reported with that status, at calibration and in the run."""
+    srv = test_server("--knee-rps", "40", "--knee-halve-after", "2.2")
+    rc, out, err = run_load(["--rate", "/knee=1.5x", "--calibrate", "2", "--calibrate-conns",
+                             "4", "-d", "2", "--idle", "0", "--timeout", "20", "--json", "-",
+                             "http://127.0.0.1:%d" % srv.port])
+    route, = json.loads(out)["routes"]
+    cal = route["calibration"]
+    assert 30 <= route["capacity_per_s"] <= 42, route
+    assert cal["windows"] >= 2 and cal["min_per_s"] <= cal["max_per_s"]
+    assert 0.9 * cal["min_per_s"] <= route["capacity_per_s"] <= 1.1 * cal["max_per_s"], cal
+    assert "calibration spread" in err, err
+    assert cal["off"] is True and cal["run_over_capacity"] < 0.8, cal
+    assert "WARNING: 2xx at" in err and "the machine's load changed" in err, err
+    rc, out, err = run_load(["--rate", "/nothing=2x", "--calibrate", "1", "-d", "1",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc == 2 and "no 2xx answer at saturation (it answered 404 x " in err, err
+    rc, out, err = run_load(["--rate", "/nothing=10", "-d", "1", "--idle", "0",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert "/nothing: no 2xx answer at all: 404 x 10" in out, out
+
+
+SCENARIOS = os.path.join(REPO_ROOT, "load", "scenarios")
+
+
+@pytest.mark.timeout(120)
+def test_scenarios_run_as_they_are(start_server, tmp_path):
+    """load/scenarios/ as a user runs them: the cache stampede against a coalescing lagless
+    meets its expectations (one job for 100 requests on a cold key), and the background
+    experiment against lagless --inline-heavy does not (the probes wait behind the heavy
+    calls): exit 1 and a NOT MET line."""
+    srv = start_server("--compute-workers", "1", "--coalesce",
+                       "/heavy ttl=10000 query=iterations,k")
+    j0 = metric(srv.port, "lagless_coalesce_jobs_total")
+    rc, out, err = run_load(["--scenario", os.path.join(SCENARIOS, "cache-stampede.scn"),
+                             "--json", "-", "http://127.0.0.1:%d" % srv.port])
+    doc = json.loads(out)
+    assert rc == 0, err
+    assert all(e["met"] for e in doc["scenario"]["expectations"]), doc["scenario"]
+    route, = doc["routes"]
+    assert [s["status"] for s in route["statuses"]] == ["200"] and route["issued"] == 100
+    assert metric(srv.port, "lagless_coalesce_jobs_total") - j0 == 1
+    bad = start_server("--inline-heavy", "--loop-workers", "1", "--compute-workers", "1")
+    rc, out, err = run_load(["--scenario", os.path.join(SCENARIOS, "four-heavy-calls.scn"),
+                             "http://127.0.0.1:%d" % bad.port])
+    assert rc == 1, (out, err)
+    assert "cheap stays cheap expected pass, got fail: NOT MET" in out, out
+    # a broken file says where
+    broken = tmp_path / "bad.scn"
+    broken.write_text("--rate /ping=10\nexpect cheap pass\n")
+    rc, out, err = run_load(["--scenario", str(broken), "http://127.0.0.1:%d" % bad.port],
+                            timeout=30)
+    assert rc == 2 and "bad.scn:2: 'cheap' is not a verdict" in err, (out, err)

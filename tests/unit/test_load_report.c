@@ -1,5 +1,6 @@
 /* Unit tests for load/report.c: the verdict rules of lagless-load on hand-made results (cheap
  * p99 against idle, fast refusal, queued-not-refused, the pool at capacity, timeouts). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,26 +13,26 @@
 
 /* n results of code, each ms milliseconds, into s (codes table kept in step with engine.c) */
 static void
-put(struct lg_rstats *s, int code, unsigned n, double ms)
+put(struct ll_rstats *s, int code, unsigned n, double ms)
 {
 	unsigned i, k;
 
 	for (k = 0; k < s->ncodes && s->codes[k] != code; k++)
 		;
 	if (k == s->ncodes) {
-		assert_int_equal(lg_hist_init(&s->by_code[k]), 0);
+		assert_int_equal(ll_hist_init(&s->by_code[k]), 0);
 		s->codes[s->ncodes++] = code;
 	}
 	for (i = 0; i < n; i++) {
-		lg_hist_record(&s->by_code[k], (uint64_t)(ms * 1e6));
-		lg_hist_record(&s->all, (uint64_t)(ms * 1e6));
+		ll_hist_record(&s->by_code[k], (uint64_t)(ms * 1e6));
+		ll_hist_record(&s->all, (uint64_t)(ms * 1e6));
 	}
 }
 
 struct fixture {
-	struct lg_route routes[2];  /* 0: /ping cheap, 1: /heavy heavy */
-	struct lg_engine e;
-	struct lg_report r;
+	struct ll_route routes[2];  /* 0: /ping cheap, 1: /heavy heavy */
+	struct ll_engine e;
+	struct ll_report r;
 };
 
 static int
@@ -48,9 +49,9 @@ setup(void **state)
 	f.routes[1].rps = 20;
 	f.routes[1].capacity_rps = 10;
 	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LG_PH_COUNT; ph++) {
-			assert_int_equal(lg_hist_init(&f.routes[i].st[ph].all), 0);
-			assert_int_equal(lg_hist_init(&f.routes[i].st[ph].send_lag), 0);
+		for (ph = 0; ph < LL_PH_COUNT; ph++) {
+			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].all), 0);
+			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].send_lag), 0);
 		}
 	f.e.routes = f.routes;
 	f.e.nroutes = 2;
@@ -73,13 +74,13 @@ teardown(void **state)
 	unsigned i, ph, k;
 
 	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LG_PH_COUNT; ph++) {
-			struct lg_rstats *s = &f->routes[i].st[ph];
+		for (ph = 0; ph < LL_PH_COUNT; ph++) {
+			struct ll_rstats *s = &f->routes[i].st[ph];
 
 			for (k = 0; k < s->ncodes; k++)
-				lg_hist_free(&s->by_code[k]);
-			lg_hist_free(&s->all);
-			lg_hist_free(&s->send_lag);
+				ll_hist_free(&s->by_code[k]);
+			ll_hist_free(&s->all);
+			ll_hist_free(&s->send_lag);
 		}
 	return 0;
 }
@@ -88,11 +89,11 @@ teardown(void **state)
 static void
 good_run(struct fixture *f)
 {
-	put(&f->routes[0].st[LG_PH_IDLE], 200, 200, 0.5);
-	put(&f->routes[0].st[LG_PH_RUN], 200, 1000, 1.5);
-	put(&f->routes[1].st[LG_PH_RUN], 200, 95, 150);
-	put(&f->routes[1].st[LG_PH_RUN], 503, 105, 1);
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 95;
+	put(&f->routes[0].st[LL_PH_IDLE], 200, 200, 0.5);
+	put(&f->routes[0].st[LL_PH_RUN], 200, 1000, 1.5);
+	put(&f->routes[1].st[LL_PH_RUN], 200, 95, 150);
+	put(&f->routes[1].st[LL_PH_RUN], 503, 105, 1);
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 95;
 }
 
 static void
@@ -101,13 +102,13 @@ test_all_pass(void **state)
 	struct fixture *f = *state;
 
 	good_run(f);
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_PASS);
-	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_PASS);
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
-	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_PASS);
-	assert_true(lg_report_ok(&f->r));
-	assert_non_null(strstr(f->r.v[LG_P_TIMEOUTS].why, "not lagless"));
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CHEAP].state, LL_V_PASS);
+	assert_int_equal(f->r.v[LL_P_REFUSAL].state, LL_V_PASS);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_PASS);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_PASS);
+	assert_true(ll_report_ok(&f->r));
+	assert_non_null(strstr(f->r.v[LL_P_TIMEOUTS].why, "not lagless"));
 }
 
 static void
@@ -117,10 +118,10 @@ test_cheap_slow_fails(void **state)
 
 	good_run(f);
 	/* 2 % of /ping at 5 ms: p99 5 ms > 2 x 0.5 + 1 */
-	put(&f->routes[0].st[LG_PH_RUN], 200, 21, 5);
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_FAIL);
-	assert_false(lg_report_ok(&f->r));
+	put(&f->routes[0].st[LL_PH_RUN], 200, 21, 5);
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CHEAP].state, LL_V_FAIL);
+	assert_false(ll_report_ok(&f->r));
 }
 
 static void
@@ -129,9 +130,9 @@ test_slow_refusal_fails(void **state)
 	struct fixture *f = *state;
 
 	good_run(f);
-	put(&f->routes[1].st[LG_PH_RUN], 503, 10, 80);   /* > 1 % of the 503s at 80 ms */
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_FAIL);
+	put(&f->routes[1].st[LL_PH_RUN], 503, 10, 80);   /* > 1 % of the 503s at 80 ms */
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_REFUSAL].state, LL_V_FAIL);
 }
 
 static void
@@ -140,14 +141,14 @@ test_queued_not_refused(void **state)
 	struct fixture *f = *state;
 
 	/* 2x offered, no 503, only the capacity's worth answered in time: queued */
-	put(&f->routes[1].st[LG_PH_RUN], 200, 200, 3000);
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 100;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_FAIL);
-	assert_non_null(strstr(f->r.v[LG_P_REFUSAL].why, "queued, not refused"));
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
+	put(&f->routes[1].st[LL_PH_RUN], 200, 200, 3000);
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 100;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_REFUSAL].state, LL_V_FAIL);
+	assert_non_null(strstr(f->r.v[LL_P_REFUSAL].why, "queued, not refused"));
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_PASS);
 	/* the cheap route has no idle phase: that verdict is n/a, not a pass */
-	assert_int_equal(f->r.v[LG_P_CHEAP].state, LG_V_NA);
+	assert_int_equal(f->r.v[LL_P_CHEAP].state, LL_V_NA);
 }
 
 static void
@@ -156,11 +157,11 @@ test_kept_up_is_na(void **state)
 	struct fixture *f = *state;
 
 	/* no 503 but all 200 answered at the offered rate: the capacity was underestimated */
-	put(&f->routes[1].st[LG_PH_RUN], 200, 200, 100);
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 200;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_REFUSAL].state, LG_V_NA);
-	assert_non_null(strstr(f->r.v[LG_P_REFUSAL].why, "offer more"));
+	put(&f->routes[1].st[LL_PH_RUN], 200, 200, 100);
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 200;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_REFUSAL].state, LL_V_NA);
+	assert_non_null(strstr(f->r.v[LL_P_REFUSAL].why, "offer more"));
 }
 
 static void
@@ -169,13 +170,13 @@ test_pool_idle_fails(void **state)
 	struct fixture *f = *state;
 
 	good_run(f);
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 50;   /* 5/s against a capacity of 10/s */
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 50;   /* 5/s against a capacity of 10/s */
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_FAIL);
 	/* below the capacity the promise is not tested */
 	f->routes[1].rps = 5;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_NA);
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_NA);
 }
 
 /* Against lagless the pool's busy gauge decides: a slow machine completing fewer jobs still
@@ -184,29 +185,120 @@ static void
 test_pool_busy_by_gauge(void **state)
 {
 	struct fixture *f = *state;
-	struct lg_point pts[4];
+	struct ll_point pts[4];
 	unsigned i;
 
 	good_run(f);
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 30;   /* 3/s against a capacity of 10/s */
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 30;   /* 3/s against a capacity of 10/s */
 	memset(pts, 0, sizeof(pts));
 	for (i = 0; i < 4; i++) {
-		pts[i].m.v[LG_SF_COMPUTE] = 2;
-		pts[i].m.v[LG_SF_BUSY] = 2;
+		pts[i].m.v[LL_SF_COMPUTE] = 2;
+		pts[i].m.v[LL_SF_BUSY] = 2;
 	}
 	f->e.points = pts;
 	f->e.npoints = 4;
 	f->r.lagless = 1;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_PASS);
-	assert_non_null(strstr(f->r.v[LG_P_CAPACITY].why, "busy 100 %"));
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_PASS);
+	assert_non_null(strstr(f->r.v[LL_P_CAPACITY].why, "busy 100 %"));
 	for (i = 0; i < 4; i++)
-		pts[i].m.v[LG_SF_BUSY] = i == 0;   /* busy 1 of 8 samples */
-	f->routes[1].st[LG_PH_RUN].ok_in_time = 100;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_CAPACITY].state, LG_V_FAIL);
+		pts[i].m.v[LL_SF_BUSY] = i == 0;   /* busy 1 of 8 samples */
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 100;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_FAIL);
 	f->e.points = NULL;
 	f->e.npoints = 0;
+}
+
+static void
+set_pool(struct ll_scrape *m, unsigned k, const char *name, double active, double procs,
+         double depth, double qcap, double full)
+{
+	strcpy(m->pools[k].name, name);
+	m->pools[k].v[LL_PF_ACTIVE] = active;
+	m->pools[k].v[LL_PF_PROCS] = procs;
+	m->pools[k].v[LL_PF_DEPTH] = depth;
+	m->pools[k].v[LL_PF_QCAP] = qcap;
+	m->pools[k].v[LL_PF_FULL] = full;
+	if (m->npools < k + 1)
+		m->npools = k + 1;
+}
+
+/* Named pools are judged one by one: the flooded batch pool busy 100 % beside an idle fast
+ * pool passes (averaged over every compute process it read 50 % and failed); the flooded pool
+ * idling half the time fails, whatever the other pool does. */
+static void
+test_pool_per_pool(void **state)
+{
+	struct fixture *f = *state;
+	struct ll_point pts[4];
+	unsigned i;
+
+	good_run(f);
+	memset(pts, 0, sizeof(pts));
+	for (i = 0; i < 4; i++) {
+		pts[i].m.v[LL_SF_COMPUTE] = 4;
+		pts[i].m.v[LL_SF_BUSY] = 2;
+		set_pool(&pts[i].m, 0, "batch", 2, 2, 4, 4, 10.0 * i);
+		set_pool(&pts[i].m, 1, "fast", 0, 2, 0, 4, 0);
+	}
+	f->e.points = pts;
+	f->e.npoints = 4;
+	f->r.lagless = f->r.have_scrapes = 1;
+	f->r.before = pts[0].m;
+	f->r.after = pts[3].m;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_PASS);
+	assert_non_null(strstr(f->r.v[LL_P_CAPACITY].why, "pool batch: flooded"));
+	assert_non_null(strstr(f->r.v[LL_P_CAPACITY].why, "pool fast: busy 0 %, not flooded"));
+	for (i = 0; i < 4; i++)
+		pts[i].m.pools[0].v[LL_PF_ACTIVE] = i % 2;   /* batch busy 1 of 2, half the time */
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_FAIL);
+	/* no pool flooded and the offer kept up with: the capacity was underestimated, n/a */
+	for (i = 0; i < 4; i++) {
+		pts[i].m.pools[0].v[LL_PF_DEPTH] = 0;
+		pts[i].m.pools[0].v[LL_PF_FULL] = 0;
+	}
+	f->r.before = pts[0].m;
+	f->r.after = pts[3].m;
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 200;     /* 20/s: all of the offer */
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_NA);
+	assert_non_null(strstr(f->r.v[LL_P_CAPACITY].why, "underestimated"));
+	/* ... and not kept up with: the work waited elsewhere (on the loop); the busiest pool,
+	 * busy half the time, fails */
+	f->routes[1].st[LL_PH_RUN].ok_in_time = 95;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_CAPACITY].state, LL_V_FAIL);
+	f->e.points = NULL;
+	f->e.npoints = 0;
+}
+
+/* The run's 2xx rate against the calibration: more than 20 % off warns, within does not; a
+ * route not flooded or not calibrated is not compared. */
+static void
+test_calibration_off(void **state)
+{
+	struct fixture *f = *state;
+	struct ll_route *h = &f->routes[1];
+	char buf[128];
+
+	good_run(f);
+	h->capacity_windows = 4;
+	h->st[LL_PH_RUN].ok_in_time = 95;                 /* 9.5/s against 10/s */
+	assert_true(ll_report_calibration_off(&f->r, h) == 0);
+	h->st[LL_PH_RUN].ok_in_time = 70;                 /* 7/s: 30 % off */
+	assert_true(fabs(ll_report_calibration_off(&f->r, h) - 0.7) < 1e-9);
+	h->st[LL_PH_RUN].ok_in_time = 130;                /* 13/s: 30 % off the other way */
+	assert_true(fabs(ll_report_calibration_off(&f->r, h) - 1.3) < 1e-9);
+	h->rps = 5;                                       /* below the capacity: not compared */
+	assert_true(ll_report_calibration_off(&f->r, h) == 0);
+	h->rps = 20;
+	h->capacity_windows = 0;                          /* --capacity given: nothing to compare */
+	assert_true(ll_report_calibration_off(&f->r, h) == 0);
+	assert_string_equal(ll_report_statuses(&h->st[LL_PH_RUN], buf, sizeof(buf)),
+	                    "200 x 95, 503 x 105");
 }
 
 static void
@@ -215,25 +307,25 @@ test_timeouts_fail(void **state)
 	struct fixture *f = *state;
 
 	good_run(f);
-	put(&f->routes[1].st[LG_PH_RUN], LG_LERR_TIMEOUT, 1, 10000);
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+	put(&f->routes[1].st[LL_PH_RUN], LL_LERR_TIMEOUT, 1, 10000);
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_FAIL);
 	teardown(state);
 	setup(state);
 	f = *state;
 	good_run(f);
-	put(&f->routes[1].st[LG_PH_RUN], 504, 1, 30000);
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+	put(&f->routes[1].st[LL_PH_RUN], 504, 1, 30000);
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_FAIL);
 	/* against lagless, a job past its deadline on the server fails it too */
 	teardown(state);
 	setup(state);
 	f = *state;
 	good_run(f);
 	f->r.lagless = f->r.have_scrapes = 1;
-	f->r.after.v[LG_SF_TIMED_OUT] = 2;
-	lg_report_judge(&f->r);
-	assert_int_equal(f->r.v[LG_P_TIMEOUTS].state, LG_V_FAIL);
+	f->r.after.v[LL_SF_TIMED_OUT] = 2;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_FAIL);
 }
 
 int
@@ -247,6 +339,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_kept_up_is_na, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_idle_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_busy_by_gauge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_per_pool, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_calibration_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
 	};
 

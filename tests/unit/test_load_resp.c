@@ -12,19 +12,19 @@
 #include "load/resp.h"
 
 static long
-feed_str(struct lg_resp *r, const char *s)
+feed_str(struct ll_resp *r, const char *s)
 {
-	return lg_resp_feed(r, s, strlen(s));
+	return ll_resp_feed(r, s, strlen(s));
 }
 
 static void
 test_content_length(void **state)
 {
 	const char *msg = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-	struct lg_resp r;
+	struct ll_resp r;
 	char body[16];
 
-	lg_resp_init(&r, 0, body, sizeof(body));
+	ll_resp_init(&r, 0, body, sizeof(body));
 	assert_int_equal(feed_str(&r, msg), (long)strlen(msg));
 	assert_true(r.complete);
 	assert_int_equal(r.status, 200);
@@ -38,13 +38,13 @@ static void
 test_byte_at_a_time(void **state)
 {
 	const char *msg = "HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nX: y\r\n\r\nabc";
-	struct lg_resp r;
+	struct ll_resp r;
 	size_t i;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	for (i = 0; i < strlen(msg); i++) {
 		assert_false(r.complete);
-		assert_int_equal(lg_resp_feed(&r, msg + i, 1), 1);
+		assert_int_equal(ll_resp_feed(&r, msg + i, 1), 1);
 	}
 	assert_true(r.complete);
 	assert_int_equal(r.status, 404);
@@ -54,10 +54,10 @@ test_byte_at_a_time(void **state)
 static void
 test_chunked(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 	char body[32];
 
-	lg_resp_init(&r, 0, body, sizeof(body));
+	ll_resp_init(&r, 0, body, sizeof(body));
 	assert_true(feed_str(&r, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nwiki") > 0);
 	assert_false(r.complete);
 	assert_true(feed_str(&r, "\r\n5\r\npedia\r\n0\r\n\r\n") > 0);
@@ -69,12 +69,12 @@ test_chunked(void **state)
 static void
 test_close_delimited(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nsome bytes") > 0);
 	assert_false(r.complete);
-	assert_int_equal(lg_resp_eof(&r), 0);
+	assert_int_equal(ll_resp_eof(&r), 0);
 	assert_true(r.complete);
 	assert_false(r.keep_alive);
 	assert_int_equal(r.body_len, 10);
@@ -85,9 +85,9 @@ test_lagless_refusal_closes(void **state)
 {
 	const char *msg = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
 	                  "Connection: close\r\nContent-Length: 12\r\n\r\nqueue full\r\n";
-	struct lg_resp r;
+	struct ll_resp r;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_int_equal(feed_str(&r, msg), (long)strlen(msg));
 	assert_true(r.complete);
 	assert_int_equal(r.status, 503);
@@ -97,18 +97,18 @@ test_lagless_refusal_closes(void **state)
 static void
 test_bodiless(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 
 	/* HEAD: the Content-Length describes the GET's body, none follows */
-	lg_resp_init(&r, 1, NULL, 0);
+	ll_resp_init(&r, 1, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n") > 0);
 	assert_true(r.complete);
 	assert_int_equal(r.body_len, 0);
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 204 No Content\r\n\r\n") > 0);
 	assert_true(r.complete);
 	assert_true(r.keep_alive);
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 304 Not Modified\r\nContent-Length: 7\r\n\r\n") > 0);
 	assert_true(r.complete);
 }
@@ -116,9 +116,9 @@ test_bodiless(void **state)
 static void
 test_interim_skipped(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 100 Continue\r\n\r\n") > 0);
 	assert_false(r.complete);
 	assert_true(feed_str(&r, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n") > 0);
@@ -129,13 +129,13 @@ test_interim_skipped(void **state)
 static void
 test_http10(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n") > 0);
 	assert_true(r.complete);
 	assert_false(r.keep_alive);
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
 	                         "Content-Length: 0\r\n\r\n") > 0);
 	assert_true(r.keep_alive);
@@ -145,30 +145,30 @@ static void
 test_errors(void **state)
 {
 	const char *two = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\n";
-	struct lg_resp r;
+	struct ll_resp r;
 
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_int_equal(feed_str(&r, "<html>hello</html>\r\n"), -1);
 	assert_true(r.error);
 	/* cut short: the server closed inside the body */
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc") > 0);
-	assert_int_equal(lg_resp_eof(&r), -1);
+	assert_int_equal(ll_resp_eof(&r), -1);
 	assert_false(r.complete);
 	/* bytes after the response (nothing was pipelined): fewer consumed than given */
-	lg_resp_init(&r, 0, NULL, 0);
+	ll_resp_init(&r, 0, NULL, 0);
 	assert_true(feed_str(&r, two) < (long)strlen(two));
 	assert_true(r.complete);
-	assert_int_equal(lg_resp_feed(&r, "x", 1), -1);
+	assert_int_equal(ll_resp_feed(&r, "x", 1), -1);
 }
 
 static void
 test_body_cut(void **state)
 {
-	struct lg_resp r;
+	struct ll_resp r;
 	char body[4];
 
-	lg_resp_init(&r, 0, body, sizeof(body));
+	ll_resp_init(&r, 0, body, sizeof(body));
 	assert_true(feed_str(&r, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nabcdef") > 0);
 	assert_true(r.complete);
 	assert_true(r.body_cut);

@@ -17,24 +17,33 @@ test_parse_rate(void **state)
 {
 	static const char *const bad[] = {
 		"", "x", "2xx", "-1", "0", "0x", "abc", "1e8", "2x5", "2 x", " 2", "+2", "1001x",
-		"nan", "inf", "5/m", "5/", "10/s/s",
+		"nan", "inf", "5/0s", "5/", "10/s/s", "5/q", "5/3", "0x10", "5/-1s",
 	};
-	struct lg_rate r;
+	struct ll_rate r;
 	unsigned i;
 
-	assert_int_equal(lg_sched_parse_rate("500", &r), 0);
+	assert_int_equal(ll_sched_parse_rate("500", &r), 0);
 	assert_true(r.value == 500 && !r.relative);
-	assert_int_equal(lg_sched_parse_rate("500/s", &r), 0);
+	assert_int_equal(ll_sched_parse_rate("500/s", &r), 0);
 	assert_true(r.value == 500 && !r.relative);
-	assert_int_equal(lg_sched_parse_rate("12.5", &r), 0);
+	assert_int_equal(ll_sched_parse_rate("12.5", &r), 0);
 	assert_true(r.value == 12.5 && !r.relative);
-	assert_int_equal(lg_sched_parse_rate("2x", &r), 0);
+	/* vegeta's frequency/period */
+	assert_int_equal(ll_sched_parse_rate("500/1s", &r), 0);
+	assert_true(r.value == 500 && !r.relative);
+	assert_int_equal(ll_sched_parse_rate("30/m", &r), 0);
+	assert_true(fabs(r.value - 0.5) < 1e-12 && !r.relative);
+	assert_int_equal(ll_sched_parse_rate("30/2m", &r), 0);
+	assert_true(fabs(r.value - 0.25) < 1e-12);
+	assert_int_equal(ll_sched_parse_rate("100/500ms", &r), 0);
+	assert_true(fabs(r.value - 200) < 1e-9);
+	assert_int_equal(ll_sched_parse_rate("2x", &r), 0);
 	assert_true(r.value == 2 && r.relative);
-	assert_int_equal(lg_sched_parse_rate("0.5x", &r), 0);
+	assert_int_equal(ll_sched_parse_rate("0.5x", &r), 0);
 	assert_true(r.value == 0.5 && r.relative);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		errno = 0;
-		assert_int_equal(lg_sched_parse_rate(bad[i], &r), -1);
+		assert_int_equal(ll_sched_parse_rate(bad[i], &r), -1);
 		assert_int_equal(errno, EINVAL);
 	}
 }
@@ -42,25 +51,25 @@ test_parse_rate(void **state)
 static void
 test_parse_arrival(void **state)
 {
-	enum lg_arrival a;
+	enum ll_arrival a;
 
-	assert_int_equal(lg_sched_parse_arrival("constant", &a), 0);
-	assert_int_equal(a, LG_ARRIVAL_CONSTANT);
-	assert_int_equal(lg_sched_parse_arrival("poisson", &a), 0);
-	assert_int_equal(a, LG_ARRIVAL_POISSON);
-	assert_int_equal(lg_sched_parse_arrival("Poisson", &a), -1);
+	assert_int_equal(ll_sched_parse_arrival("constant", &a), 0);
+	assert_int_equal(a, LL_ARRIVAL_CONSTANT);
+	assert_int_equal(ll_sched_parse_arrival("poisson", &a), 0);
+	assert_int_equal(a, LL_ARRIVAL_POISSON);
+	assert_int_equal(ll_sched_parse_arrival("Poisson", &a), -1);
 }
 
 static void
 test_constant_no_drift(void **state)
 {
-	struct lg_sched s;
+	struct ll_sched s;
 	uint64_t start = 5000000000ull, t = 0, i;
 
-	lg_sched_init(&s, LG_ARRIVAL_CONSTANT, 3000, start, 1);
-	assert_int_equal(lg_sched_peek(&s), start);
+	ll_sched_init(&s, LL_ARRIVAL_CONSTANT, 3000, start, 1);
+	assert_int_equal(ll_sched_peek(&s), start);
 	for (i = 0; i <= 3000000; i++) {
-		t = lg_sched_take(&s);
+		t = ll_sched_take(&s);
 		/* request i is due at start + i / rate, to the nanosecond, however many came first */
 		assert_true(t == start + (uint64_t)((double)i * 1e9 / 3000));
 	}
@@ -70,19 +79,19 @@ test_constant_no_drift(void **state)
 static void
 test_poisson_statistics(void **state)
 {
-	struct lg_sched s;
+	struct ll_sched s;
 	const double rate = 1000;
 	const unsigned n = 200000;
 	uint64_t prev, t, start = 1000;
 	double sum = 0, sumsq = 0, over_mean = 0;
 	unsigned i, win[2000] = { 0 };
 
-	lg_sched_init(&s, LG_ARRIVAL_POISSON, rate, start, 42);
+	ll_sched_init(&s, LL_ARRIVAL_POISSON, rate, start, 42);
 	prev = start;
 	for (i = 0; i < n; i++) {
 		double gap;
 
-		t = lg_sched_take(&s);
+		t = ll_sched_take(&s);
 		assert_true(t >= prev);
 		gap = (double)(t - prev) / 1e9;
 		sum += gap;
@@ -115,14 +124,14 @@ test_poisson_statistics(void **state)
 static void
 test_poisson_seeded(void **state)
 {
-	struct lg_sched a, b, c;
+	struct ll_sched a, b, c;
 	unsigned i, same = 1, differ = 0;
 
-	lg_sched_init(&a, LG_ARRIVAL_POISSON, 50, 0, 7);
-	lg_sched_init(&b, LG_ARRIVAL_POISSON, 50, 0, 7);
-	lg_sched_init(&c, LG_ARRIVAL_POISSON, 50, 0, 8);
+	ll_sched_init(&a, LL_ARRIVAL_POISSON, 50, 0, 7);
+	ll_sched_init(&b, LL_ARRIVAL_POISSON, 50, 0, 7);
+	ll_sched_init(&c, LL_ARRIVAL_POISSON, 50, 0, 8);
 	for (i = 0; i < 100; i++) {
-		uint64_t x = lg_sched_take(&a), y = lg_sched_take(&b), z = lg_sched_take(&c);
+		uint64_t x = ll_sched_take(&a), y = ll_sched_take(&b), z = ll_sched_take(&c);
 
 		same &= x == y;
 		differ += x != z;
@@ -138,7 +147,7 @@ test_uniform_range(void **state)
 	unsigned i;
 
 	for (i = 0; i < 100000; i++) {
-		double u = lg_sched_uniform(&x);
+		double u = ll_sched_uniform(&x);
 
 		assert_true(u > 0 && u <= 1);
 	}

@@ -1,0 +1,326 @@
+/* Step mode: levels, their rows, the knee, its table, JSON and plot (load/steps.h). */
+#include "load/steps.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load/plot.h"
+
+static int
+fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char level_help[] = "a level is Nx (times each heavy route's capacity, at most "
+                                 "1000) or a rate (N, N/s, N/1s, 30/m: requests per period)";
+
+static int
+parse_ramp(char *copy, struct ll_steps *st, char *err, size_t errlen)
+{
+	char *a = copy, *b = strchr(a, ':'), *c, *end;
+	struct ll_rate from, to;
+	long n;
+	unsigned i;
+
+	if (b == NULL || (c = strchr(b + 1, ':')) == NULL)
+		return fail(err, errlen, "--ramp %s: FROM:TO:N, e.g. 0.5x:3x:6", copy);
+	*b++ = '\0';
+	*c++ = '\0';
+	n = strtol(c, &end, 10);
+	if (ll_sched_parse_rate(a, &from) == -1 || ll_sched_parse_rate(b, &to) == -1)
+		return fail(err, errlen, "--ramp %s:%s: %s", a, b, level_help);
+	if (from.relative != to.relative || !(to.value > from.value))
+		return fail(err, errlen, "--ramp %s:%s: both Nx or both rates, rising", a, b);
+	if (end == c || *end != '\0' || n < 2 || n > LL_STEPS_MAX)
+		return fail(err, errlen, "--ramp ...:%s: N is the number of levels, 2 to %d", c,
+		            LL_STEPS_MAX);
+	for (i = 0; i < (unsigned)n; i++) {
+		st->s[i].level.relative = from.relative;
+		st->s[i].level.value = from.value + (to.value - from.value) * i / (double)(n - 1);
+	}
+	st->n = (unsigned)n;
+	return 0;
+}
+
+int
+ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t errlen)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int rc = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->knee = -1;
+	if (copy == NULL)
+		return fail(err, errlen, "out of memory");
+	if (ramp) {
+		rc = parse_ramp(copy, st, err, errlen);
+		free(copy);
+		return rc;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+		if (st->n == LL_STEPS_MAX)
+			rc = fail(err, errlen, "--steps %s: at most %d levels", s, LL_STEPS_MAX);
+		else if (ll_sched_parse_rate(tok, &st->s[st->n].level) == -1)
+			rc = fail(err, errlen, "--steps %s: '%s': %s", s, tok, level_help);
+		else
+			st->n++;
+	}
+	free(copy);
+	if (rc == 0 && st->n == 0)
+		rc = fail(err, errlen, "--steps: no level (e.g. 0.5x,1x,1.5x,2x,3x)");
+	return rc;
+}
+
+static double
+capacity(const struct ll_route *rt)
+{
+	return rt->capacity_rps > 0 ? rt->capacity_rps : rt->capacity_metrics_rps;
+}
+
+double
+ll_steps_offer(const struct ll_step *k, const struct ll_route *rt)
+{
+	return k->level.relative ? k->level.value * capacity(rt) : k->level.value;
+}
+
+int
+ll_steps_stepped(const struct ll_engine *e, unsigned i)
+{
+	unsigned j;
+
+	if (e->routes[i].heavy)
+		return 1;
+	for (j = 0; j < e->nroutes; j++)
+		if (e->routes[j].heavy)
+			return 0;
+	return 1;
+}
+
+void
+ll_steps_fill(struct ll_step *k, const struct ll_report *r)
+{
+	const struct ll_engine *e = r->e;
+	double answers = 0, n503 = 0, ok = 0;
+	unsigned i;
+
+	k->offered_rps = 0;
+	k->capacity_rps = 0;
+	k->cheap_p99_ms = -1;
+	for (i = 0; i < e->nroutes; i++) {
+		const struct ll_rstats *st = &e->routes[i].st[LL_PH_RUN];
+
+		if (ll_steps_stepped(e, i)) {
+			k->offered_rps += e->routes[i].rps;
+			k->capacity_rps = k->capacity_rps < 0 || e->routes[i].capacity_rps <= 0 ? -1 :
+			                  k->capacity_rps + e->routes[i].capacity_rps;
+			ok += (double)st->ok_in_time;
+			n503 += (double)ll_rstats_count(st, 503, 503);
+			answers += (double)st->all.total;
+		} else {
+			k->cheap_p99_ms = fmax(k->cheap_p99_ms,
+			                       (double)ll_hist_value_at(&st->all, 99) / 1e6);
+		}
+	}
+	k->ok_rps = ok / r->duration_s;
+	if (k->capacity_rps < 0)
+		k->capacity_rps = 0;
+	k->refused_rps = n503 / r->duration_s;
+	k->share_503 = answers > 0 ? n503 / answers : 0;
+	if (r->lagless)
+		ll_report_server_figures(r, &k->sf);
+	memcpy(k->v, r->v, sizeof(k->v));
+	k->pass = ll_report_ok(r);
+}
+
+void
+ll_steps_knee(struct ll_steps *st)
+{
+	unsigned i;
+
+	/* the levels pass from the lowest up to the knee: a level that passes again above a failed
+	 * one (a quiet moment of a busy machine) does not move it */
+	st->knee = -1;
+	for (i = 0; i < st->n && st->s[i].pass; i++)
+		st->knee = (int)i;
+}
+
+static const char *
+level_name(const struct ll_step *k, char *buf, size_t len)
+{
+	snprintf(buf, len, k->level.relative ? "%gx" : "%g/s", k->level.value);
+	return buf;
+}
+
+void
+ll_steps_text(FILE *f, const struct ll_steps *st)
+{
+	char name[32];
+	unsigned i, p;
+
+	fprintf(f, "steps: %u levels of %.1f s each\n", st->n, st->seconds);
+	fprintf(f, "%-8s %10s %10s %8s %12s %12s %12s %10s  %s\n", "level", "offered/s", "2xx/s",
+	        "503 %", "cheap p99 ms", "lag p99 ms", "lag mean ms", "wait ms", "verdicts");
+	for (i = 0; i < st->n; i++) {
+		const struct ll_step *k = &st->s[i];
+
+		fprintf(f, "%-8s %10.1f %10.1f %8.1f ", level_name(k, name, sizeof(name)),
+		        k->offered_rps, k->ok_rps, 100 * k->share_503);
+		if (k->cheap_p99_ms >= 0)
+			fprintf(f, "%12.3f ", k->cheap_p99_ms);
+		else
+			fprintf(f, "%12s ", "n/a");
+		if (st->lagless)
+			fprintf(f, "%12.3f %12.3f %10.3f  ", k->sf.lag_p99_ms, k->sf.lag_mean_ms,
+			        k->sf.wait_mean_ms);
+		else
+			fprintf(f, "%12s %12s %10s  ", "n/a", "n/a", "n/a");
+		fprintf(f, "%s%s\n", k->pass ? "PASS" : "FAIL", (int)i == st->knee ? "  <- knee" : "");
+	}
+	for (i = 0; i < st->n; i++)
+		for (p = 0; p < LL_P_COUNT; p++)
+			if (st->s[i].v[p].state == LL_V_FAIL)
+				fprintf(f, "level %s: FAIL %s: %s\n", level_name(&st->s[i], name, sizeof(name)),
+				        ll_report_promise(p), st->s[i].v[p].why);
+	for (i = 0; i < st->n; i++) {
+		const struct ll_step *k = &st->s[i];
+
+		/* flooded, yet the 2xx rate is far from the calibration: the machine changed */
+		if (k->capacity_rps > 0 && k->offered_rps >= k->capacity_rps &&
+		    fabs(k->ok_rps / k->capacity_rps - 1) > LL_REPORT_CALIB_OFF)
+			fprintf(f, "level %s: WARNING: 2xx at %.1f/s, %.0f %% of the calibrated %.1f/s "
+			        "(more than %.0f %% off): the machine's load changed, so the level was "
+			        "really %.2fx of what the server did\n", level_name(k, name, sizeof(name)),
+			        k->ok_rps, 100 * k->ok_rps / k->capacity_rps, k->capacity_rps,
+			        100 * LL_REPORT_CALIB_OFF, k->ok_rps > 0 ? k->offered_rps / k->ok_rps : 0.0);
+	}
+	if (st->knee >= 0)
+		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s: the highest level whose "
+		        "verdicts all pass, as every level below it does\n", level_name(&st->s[st->knee], name, sizeof(name)),
+		        st->s[st->knee].offered_rps, st->s[st->knee].ok_rps);
+	else
+		fprintf(f, "knee: none (no level passed every verdict): start lower\n");
+}
+
+void
+ll_steps_json(FILE *f, const struct ll_steps *st)
+{
+	unsigned i, p;
+
+	fprintf(f, ",\"steps\":{\"seconds\":%.6g,\"knee\":", st->seconds);
+	if (st->knee >= 0)
+		fprintf(f, "%d", st->knee);
+	else
+		fputs("null", f);
+	fputs(",\"levels\":[", f);
+	for (i = 0; i < st->n; i++) {
+		const struct ll_step *k = &st->s[i];
+
+		fprintf(f, "%s{\"level\":%.6g,\"relative\":%s,\"t0_s\":%.4f,\"t1_s\":%.4f,"
+		        "\"offered_per_s\":%.6g,\"ok_per_s\":%.6g,\"refused_per_s\":%.6g,"
+		        "\"share_503\":%.6g,\"capacity_per_s\":%.6g,\"cheap_p99_ms\":", i ? "," : "",
+		        k->level.value, k->level.relative ? "true" : "false", k->t0_s, k->t1_s,
+		        k->offered_rps, k->ok_rps, k->refused_rps, k->share_503, k->capacity_rps);
+		if (k->cheap_p99_ms >= 0)
+			fprintf(f, "%.6g", k->cheap_p99_ms);
+		else
+			fputs("null", f);
+		if (st->lagless)
+			fprintf(f, ",\"server\":{\"lag_p99_ms\":%.6g,\"lag_bound_ms\":%.6g,"
+			        "\"lag_mean_ms\":%.6g,\"queue_wait_mean_ms\":%.6g,\"queue_depth_max\":%.6g}",
+			        k->sf.lag_p99_ms, k->sf.lag_bound_ms, k->sf.lag_mean_ms,
+			        k->sf.wait_mean_ms, k->sf.depth_max);
+		else
+			fputs(",\"server\":null", f);
+		fprintf(f, ",\"pass\":%s,\"verdicts\":{", k->pass ? "true" : "false");
+		for (p = 0; p < LL_P_COUNT; p++)
+			fprintf(f, "%s\"%s\":%s", p ? "," : "", ll_report_promise_key(p),
+			        k->v[p].state == LL_V_NA ? "null" : k->v[p].state ? "true" : "false");
+		fputs("}}", f);
+	}
+	fputs("]}", f);
+}
+
+static void
+plot_script(FILE *g, const struct ll_steps *st, const char *dat, const char *out)
+{
+	double xmax = 0;
+	char name[32];
+	unsigned i;
+
+	for (i = 0; i < st->n; i++)
+		xmax = fmax(xmax, fmax(st->s[i].offered_rps, st->s[i].ok_rps));
+	if (strlen(out) > 4 && strcmp(out + strlen(out) - 4, ".svg") == 0)
+		fputs("set terminal svg size 900,600 dynamic font 'sans,11' background '#ffffff'\n", g);
+	else
+		fputs("set terminal pngcairo size 900,600 font 'sans,10'\n", g);
+	fprintf(g, "set output '%s'\nset grid\nset key top left opaque box\n"
+	        "set title 'lagless-load steps: achieved against offered, %.1f s per level'\n"
+	        "set xlabel 'offered per second (stepped routes)'\nset ylabel 'answers per second'\n"
+	        "set xrange [0:%g]\nset yrange [0:%g]\n", out, st->seconds, xmax * 1.1 + 1,
+	        xmax * 1.1 + 1);
+	if (st->knee >= 0) {
+		const struct ll_step *k = &st->s[st->knee];
+
+		fprintf(g, "set arrow 1 from %g, graph 0 to %g, graph 1 nohead lw 2 dt 2 lc rgb "
+		        "'#2ca02c'\nset label 1 'knee: %s, %.1f/s' at %g, graph 0.95 offset 1,0 "
+		        "tc rgb '#2ca02c'\n", k->offered_rps, k->offered_rps,
+		        level_name(k, name, sizeof(name)), k->offered_rps, k->offered_rps);
+	} else {
+		fputs("set label 1 'no level passed every verdict' at graph 0.3, 0.9\n", g);
+	}
+	fprintf(g, "plot x with lines dt 3 lc rgb '#7f7f7f' title 'achieved = offered', \\\n"
+	        "  '%s' using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title '2xx/s', \\\n"
+	        "  '' using 1:3 with linespoints pt 2 lw 1.5 lc rgb '#d62728' title '503/s', \\\n"
+	        "  '' using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2.5 lw 2 lc rgb '#d62728' "
+	        "title 'a verdict failed'\n", dat);
+}
+
+int
+ll_steps_plot(const struct ll_steps *st, const char *path)
+{
+	const char *tmp = getenv("TMPDIR");
+	char dir[600], dat[PATH_MAX], gp[PATH_MAX];
+	FILE *d = NULL, *g = NULL;
+	unsigned i;
+	int rc = -1, saved;
+
+	if (strchr(path, '\'') != NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s/lagless-load.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(dat, sizeof(dat), "%s/steps.dat", dir);
+	snprintf(gp, sizeof(gp), "%s/steps.gp", dir);
+	if ((d = fopen(dat, "w")) != NULL && (g = fopen(gp, "w")) != NULL) {
+		for (i = 0; i < st->n; i++)
+			fprintf(d, "%.6f %.6f %.6f %d\n", st->s[i].offered_rps, st->s[i].ok_rps,
+			        st->s[i].refused_rps, !st->s[i].pass);
+		plot_script(g, st, dat, path);
+		if (fclose(d) == 0 && fclose(g) == 0)
+			rc = ll_plot_gnuplot(gp);
+		d = g = NULL;
+	}
+	saved = errno;
+	if (d)
+		fclose(d);
+	if (g)
+		fclose(g);
+	unlink(dat);
+	unlink(gp);
+	rmdir(dir);
+	errno = saved;
+	return rc;
+}
