@@ -236,3 +236,75 @@ lg_arena_release_pages(struct lg_arena *a, uint32_t i)
 	return fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 	    (off_t)(lg_arena_in_off(a, i) + a->keep), (off_t)(a->in_cap - a->keep + a->out_cap));
 }
+
+/* Adds n bytes to shm_charged unless that passes the budget. */
+static int
+charge(struct lg_master_page *mp, uint64_t n)
+{
+	uint64_t budget = atomic_load(&mp->shm_budget), cur = atomic_load(&mp->shm_charged);
+
+	do {
+		if (budget != 0 && budget != UINT64_MAX && (cur > budget || n > budget - cur)) {
+			errno = ENOMEM;
+			return -1;
+		}
+	} while (!atomic_compare_exchange_weak(&mp->shm_charged, &cur, cur + n));
+	return 0;
+}
+
+/* Charges region bytes [0, upto) of slot i where *have bytes (at least floor) are paid. */
+static int
+charge_region(struct lg_arena *a, uint32_t i, uint64_t upto, uint64_t cap, uint64_t floor,
+    uint64_t *have)
+{
+	uint64_t paid = *have > floor ? *have : floor;
+
+	if (upto > cap || round_page(upto, &upto) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (upto <= paid)
+		return 0;
+	if (charge(a->master, upto - paid) == -1)
+		return -1;
+	*have = upto;
+	atomic_fetch_add(&a->slots[i].charged, upto - paid);
+	return 0;
+}
+
+int
+lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto)
+{
+	if (i >= a->nslots)
+		return errno = EINVAL, -1;
+	return charge_region(a, i, upto, a->in_cap, a->keep, &a->slots[i].in_charged);
+}
+
+int
+lg_arena_charge_out(struct lg_arena *a, uint32_t i, uint64_t upto)
+{
+	if (i >= a->nslots)
+		return errno = EINVAL, -1;
+	return charge_region(a, i, upto, a->out_cap, 0, &a->slots[i].out_charged);
+}
+
+void
+lg_arena_uncharge(struct lg_arena *a, uint32_t i)
+{
+	struct lg_slot *s = &a->slots[i];
+	uint64_t n = atomic_exchange(&s->charged, 0), cur = atomic_load(&a->master->shm_charged);
+
+	s->in_charged = s->out_charged = 0;
+	while (!atomic_compare_exchange_weak(&a->master->shm_charged, &cur, cur > n ? cur - n : 0))
+		;
+}
+
+void
+lg_arena_recount(struct lg_arena *a)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < a->nslots; i++)
+		sum += atomic_load(&a->slots[i].charged);
+	atomic_store(&a->master->shm_charged, sum);
+}

@@ -269,10 +269,16 @@ struct lg_master_page {
 	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
 	struct lg_pool_page pools[LG_SHM_POOLS];
-	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS];
+	/* memory budget (master/memsize.h, shm/arena.h lg_arena_charge) */
+	_Atomic uint64_t mem_limit;     /* bytes the server may use; UINT64_MAX = unknown */
+	_Atomic uint64_t shm_budget;    /* transit bytes that may be backed at once; 0 or
+	                                 * UINT64_MAX = no bound */
+	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
+	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */
+	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    752 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS,
+    784 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 
@@ -292,7 +298,12 @@ struct lg_slot {
 	uint64_t touched;               /* bytes dirtied in the regions since the last hole punch */
 	uint64_t trim_seen;             /* master only: (gen << 1 | 1) when the last trim pass saw
 	                                 * the slot FREE at that generation, else 0 */
-	uint8_t pad[32];
+	/* Memory budget: bytes of each region beyond the kept view counted in the master page's
+	 * shm_charged, and their sum (the holder of the slot's current stage writes them; the
+	 * master zeroes them after punching the pages out). */
+	uint64_t in_charged, out_charged;
+	_Atomic uint64_t charged;
+	uint8_t pad[8];
 };
 _Static_assert(sizeof(struct lg_slot) == 128, "slot is two cache lines");
 
