@@ -269,7 +269,8 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
-	if (plan_respawn(c, lg_now_ns(), job_death) == -1) {
+	/* An OOM kill of an idle compute process is no start-up fault either. */
+	if (plan_respawn(c, lg_now_ns(), job_death || oom) == -1) {
 		log_error("%s[%u] died %u times in a row within %llu ms of starting, before taking "
 		    "any job; giving up", lg_gen_role_name(c->role), c->index, c->quick_deaths,
 		    (unsigned long long)(QUICK_DEATH_NS / LG_NS_PER_MS));

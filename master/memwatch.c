@@ -74,9 +74,22 @@ lg_memwatch_tick(struct lg_gen *g, uint64_t now, uint64_t *next)
 int
 lg_memwatch_oom_killed(struct lg_gen *g)
 {
-	long long n = lg_memsize_oom_kills(g->mw.events);
+	struct lg_sizing *s = malloc(sizeof(*s));
+	long long n;
 
-	if (n < 0)
+	/* The server may have been moved into another cgroup since the last reading: the counter
+	 * that counts is the one of the cgroup it is in now. A new one's count so far is taken
+	 * as this death's (a fresh cgroup's counter starts at 0). */
+	if (s != NULL) {
+		lg_sizing_reread(getenv("LAGLESS_SYSROOT"), s);
+		if (strcmp(s->mem.events, g->mw.events) != 0) {
+			follow(g, s->mem.events);
+			if (g->mw.seen > 0)
+				g->mw.seen--;
+		}
+		free(s);
+	}
+	if ((n = lg_memsize_oom_kills(g->mw.events)) < 0)
 		return 0;
 	if (g->mw.seen < 0 || n < g->mw.seen) {
 		g->mw.seen = n; /* first readable value, or another counter: a new baseline */

@@ -27,7 +27,9 @@ void lg_memwatch_tick(struct lg_gen *g, uint64_t now, uint64_t *next);
 
 /* A compute process of g died of SIGKILL the master did not send: 1 when the OOM-kill counter
  * rose past what earlier deaths accounted for (this death takes one), else 0. The counter
- * rises in the kernel before the victim can exit (mm/oom_kill.c __oom_kill_process). */
+ * rises in the kernel before the victim can exit (mm/oom_kill.c __oom_kill_process). The
+ * cgroup is looked up again first: a server moved into another one since the last tick takes
+ * that one's counter, and its count so far, if any, as this death's. */
 int lg_memwatch_oom_killed(struct lg_gen *g);
 
 /* Writes adj to /proc/self/oom_score_adj (proc(5): -1000..1000; the kernel's OOM killer
