@@ -125,6 +125,9 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	/* The file is zero-filled, so slots are FREE/gen 0 already; only non-zero defaults remain. */
 	for (uint32_t i = 0; i < nprocs; i++)
 		atomic_store(&a->procs[i].job, LG_NO_JOB);
+	/* No memory bound until the master publishes one (lg_gen_decide_memory). */
+	atomic_store(&a->master->mem_limit, UINT64_MAX);
+	atomic_store(&a->master->shm_budget, UINT64_MAX);
 	return 0;
 fail_mapped:
 	saved = errno;
@@ -244,7 +247,7 @@ charge(struct lg_master_page *mp, uint64_t n)
 	uint64_t budget = atomic_load(&mp->shm_budget), cur = atomic_load(&mp->shm_charged);
 
 	do {
-		if (budget != 0 && budget != UINT64_MAX && (cur > budget || n > budget - cur)) {
+		if (budget != UINT64_MAX && (cur > budget || n > budget - cur)) {
 			errno = ENOMEM;
 			return -1;
 		}

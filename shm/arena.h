@@ -140,8 +140,9 @@ int lg_arena_keep(struct lg_arena *a, uint64_t len);
  * back: lg_arena_charge_in for the input region's first upto bytes (beyond the kept request
  * view), lg_arena_charge_out for the output region's. A slot reused before its pages were
  * punched pays only for what it backs beyond them. Returns 0, or -1 with errno ENOMEM when the
- * charge would take the master page's shm_charged past shm_budget (0 or UINT64_MAX: no bound;
- * nothing is charged then), EINVAL for upto past the region. The caller answers 503. Order:
+ * charge would take the master page's shm_charged past shm_budget (UINT64_MAX, as
+ * lg_arena_create leaves it: no bound, the charge is only counted; 0: nothing beyond the kept
+ * view may be backed), EINVAL for upto past the region. The caller answers 503. Order:
  * the global counter first (one compare-and-swap), then the slot's fields; a process killed
  * between the two leaves the counter high until the master recounts (lg_arena_recount). */
 int lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto);

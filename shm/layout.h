@@ -271,7 +271,7 @@ struct lg_master_page {
 	struct lg_pool_page pools[LG_SHM_POOLS];
 	/* memory budget (master/memsize.h, shm/arena.h lg_arena_charge) */
 	_Atomic uint64_t mem_limit;     /* bytes the server may use; UINT64_MAX = unknown */
-	_Atomic uint64_t shm_budget;    /* transit bytes that may be backed at once; 0 or
+	_Atomic uint64_t shm_budget;    /* transit bytes that may be backed at once;
 	                                 * UINT64_MAX = no bound */
 	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
 	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */

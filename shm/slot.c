@@ -181,7 +181,7 @@ budget_tight(const struct lg_arena *a)
 {
 	uint64_t budget = atomic_load(&a->master->shm_budget);
 
-	return budget != 0 && budget != UINT64_MAX &&
+	return budget != UINT64_MAX &&
 	    atomic_load(&a->master->shm_charged) > budget / 2;
 }
 

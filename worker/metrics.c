@@ -278,11 +278,11 @@ read_cpu_stat(const char *path, struct lg_cpu_stat *out)
 		lg_metrics_parse_cpu_stat(text, (size_t)n, out);
 }
 
-/* A byte count, or +Inf for "no bound" (UINT64_MAX; a budget of 0 is none too). */
+/* A byte count, or +Inf for "no bound" (UINT64_MAX). */
 static void
 bytes_gauge(struct lg_buf *b, const char *name, uint64_t v)
 {
-	if (v == UINT64_MAX || v == 0)
+	if (v == UINT64_MAX)
 		P("%s +Inf\n", name);
 	else
 		P("%s %" PRIu64 "\n", name, v);

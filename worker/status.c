@@ -54,7 +54,7 @@ sizing(struct lg_buf *b, const struct lg_master_page *mp)
 static void
 bytes_or_null(struct lg_buf *b, const char *key, uint64_t v)
 {
-	if (v == UINT64_MAX || v == 0)
+	if (v == UINT64_MAX)
 		P("\"%s\":null,", key);
 	else
 		P("\"%s\":%" PRIu64 ",", key, v);
