@@ -194,7 +194,7 @@ def upload(port, body, timeout=60):
             except OSError:
                 pass  # refused part-way (503 and close): the answer is still readable
             return read_response(s).status
-    except OSError as e:
+    except (OSError, EOFError) as e:  # EOFError: closed before a whole answer (a loop died)
         return type(e).__name__
 
 
