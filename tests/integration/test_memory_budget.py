@@ -22,7 +22,6 @@ and the second answered 502s and reset connections without one 503."""
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
