@@ -255,40 +255,56 @@ charge(struct lg_master_page *mp, uint64_t n)
 	return 0;
 }
 
-/* Charges region bytes [0, upto) of slot i where *have bytes (at least floor) are paid. */
+/* Bytes slot i must be charged to hold region bytes [0, upto) (page-rounded) when *have (at
+ * least floor) are paid; -1 (EINVAL) past cap. */
 static int
-charge_region(struct lg_arena *a, uint32_t i, uint64_t upto, uint64_t cap, uint64_t floor,
-    uint64_t *have)
+owed(uint64_t upto, uint64_t cap, uint64_t floor, uint64_t have, uint64_t *extent,
+    uint64_t *delta)
 {
-	uint64_t paid = *have > floor ? *have : floor;
+	uint64_t paid = have > floor ? have : floor;
 
-	if (upto > cap || round_page(upto, &upto) == -1) {
+	if (upto > cap || round_page(upto, extent) == -1) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (upto <= paid)
-		return 0;
-	if (charge(a->master, upto - paid) == -1)
+	*delta = *extent > paid ? *extent - paid : 0;
+	return 0;
+}
+
+int
+lg_arena_charge(struct lg_arena *a, uint32_t i, uint64_t in_upto, uint64_t out_upto)
+{
+	struct lg_slot *s;
+	uint64_t in_ext, out_ext, din, dout;
+
+	if (i >= a->nslots)
+		return errno = EINVAL, -1;
+	s = &a->slots[i];
+	if (owed(in_upto, a->in_cap, a->keep, s->in_charged, &in_ext, &din) == -1 ||
+	    owed(out_upto, a->out_cap, 0, s->out_charged, &out_ext, &dout) == -1)
 		return -1;
-	*have = upto;
-	atomic_fetch_add(&a->slots[i].charged, upto - paid);
+	if (din + dout == 0)
+		return 0;
+	if (charge(a->master, din + dout) == -1)
+		return -1;
+	if (din > 0)
+		s->in_charged = in_ext;
+	if (dout > 0)
+		s->out_charged = out_ext;
+	atomic_fetch_add(&s->charged, din + dout);
 	return 0;
 }
 
 int
 lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto)
 {
-	if (i >= a->nslots)
-		return errno = EINVAL, -1;
-	return charge_region(a, i, upto, a->in_cap, a->keep, &a->slots[i].in_charged);
+	return lg_arena_charge(a, i, upto, 0);
 }
 
 int
 lg_arena_charge_out(struct lg_arena *a, uint32_t i, uint64_t upto)
 {
-	if (i >= a->nslots)
-		return errno = EINVAL, -1;
-	return charge_region(a, i, upto, a->out_cap, 0, &a->slots[i].out_charged);
+	return lg_arena_charge(a, i, 0, upto);
 }
 
 void

@@ -148,6 +148,10 @@ int lg_arena_keep(struct lg_arena *a, uint64_t len);
 int lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto);
 int lg_arena_charge_out(struct lg_arena *a, uint32_t i, uint64_t upto);
 
+/* Both at once, all or nothing: the input region's first in_upto bytes and the output
+ * region's first out_upto. A refused job then holds no charge for the part that fitted. */
+int lg_arena_charge(struct lg_arena *a, uint32_t i, uint64_t in_upto, uint64_t out_upto);
+
 /* Gives slot i's charge back (its pages were just punched: lg_arena_release_pages). Master
  * only, while the slot is RECLAIMING. */
 void lg_arena_uncharge(struct lg_arena *a, uint32_t i);

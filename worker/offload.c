@@ -257,21 +257,20 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 }
 
 /* Charges a Content-Length body and the output bound of its kind for that input to the memory
- * budget (shm/arena.h), so a job that cannot be backed whole is refused before any byte is
- * backed: two uploads charged for their input alone could otherwise each wait for the output
- * the other holds. The compute process then finds its output paid. Returns 0 or -1. */
+ * budget (shm/arena.h), both or neither, so a job that cannot be backed whole is refused before
+ * any byte is backed and holds nothing: input charged alone held budget for jobs that could
+ * never get their output. The compute process then finds its output paid. Returns 0 or -1. */
 static int
 charge_whole(struct lg_conn *c)
 {
 	struct lg_arena *a = c->w->env->arena;
 	uint64_t need;
 
-	if (lg_arena_charge_in(a, (uint32_t)c->slot, c->body_off + c->body_need) == -1)
-		return -1;
+	/* inline: the output is charged where it runs; too large: 413, nothing to back */
 	if (c->run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->kind, (uint32_t)c->arg,
 	    c->body_need, a->out_cap, &need) == -1)
-		return 0; /* inline: charged where it runs; too large: 413, nothing to back */
-	return lg_arena_charge_out(a, (uint32_t)c->slot, need);
+		need = 0;
+	return lg_arena_charge(a, (uint32_t)c->slot, c->body_off + c->body_need, need);
 }
 
 int
