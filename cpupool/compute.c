@@ -53,6 +53,12 @@ run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t star
 		return LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
 	if (too_large)
 		need = LG_OUT_META;
+	/* Within the memory budget (shm/arena.h) before backing: beyond it, 503 memory. */
+	if (lg_arena_charge_out(a, m->slot, need) == -1) {
+		log_debug("%llu output bytes for slot %u are over the shared-memory budget",
+		    (unsigned long long)need, m->slot);
+		return LG_JOB_NO_SPACE;
+	}
 	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need) == -1) {
 		log_warn("cannot back %llu output bytes for slot %u: %s",
 		    (unsigned long long)need, m->slot, strerror(errno));

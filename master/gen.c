@@ -80,6 +80,8 @@ publish_sizing(struct lg_gen *g, pid_t master_pid, const struct lg_gen *prev)
 	snprintf(mp->rounding, sizeof(mp->rounding), "%s",
 	    sz->rounding == LG_ROUND_CEIL ? "ceil" : "floor");
 	cpu_stat_path(mp->cpu_stat, sizeof(mp->cpu_stat), sz);
+	atomic_store(&mp->mem_limit, sz->mem.limit);
+	atomic_store(&mp->shm_budget, sz->mem.budget);
 }
 
 /* The pool pages: each pool's part of the slot table and of the child table, its slow-job
@@ -271,6 +273,39 @@ check_fsize(uint64_t arena, uint64_t cache, char *err, size_t errlen)
 	return -1;
 }
 
+/* Flight buckets for n transit buffers: many more than jobs that can be in flight, so two
+ * keys rarely share one (shm/flight.h: the table is direct-mapped); 512 bytes each. */
+static uint32_t
+flight_entries(uint32_t nslots)
+{
+	return 16 * nslots < 1024 ? 1024 : 16 * nslots;
+}
+
+void
+lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz)
+{
+	struct arena_shape s;
+	uint64_t fixed = 0, keep = LG_VIEW_BOUND(cfg->max_head);
+	int caching = 0, cmax = 0;
+
+	arena_shape(cfg, sz, &s);
+	/* Everything but the regions (header, pages, stats, tokens; plus one guard page per
+	 * slot, never backed: a few KiB of slack), the request views kept backed, the flights. */
+	if (lg_arena_size(s.nslots, s.nprocs, 0, 0, s.nroutes, s.nkinds, &fixed) == -1)
+		fixed = 0;
+	keep = (keep + LG_PAGE - 1) & ~(uint64_t)(LG_PAGE - 1);
+	fixed += (uint64_t)s.nslots * keep + (uint64_t)flight_entries(s.nslots) * 512u;
+	for (uint32_t i = 0; cfg->reg != NULL && i < cfg->reg->nroutes; i++) {
+		const struct lg_policy *p = &cfg->reg->routes[i].coal;
+
+		caching |= p->ttl_ms || p->stale_ms || p->negative_ttl_ms;
+	}
+	for (int p = 0; p < (sz->npools >= 1 ? sz->npools : 1); p++)
+		cmax += sz->pool_compute_max[p] > sz->pool_compute[p] ? sz->pool_compute_max[p] :
+		    sz->pool_compute[p];
+	lg_memsize_decide(&sz->mem, cfg, sz->loop_workers, cmax, fixed, caching);
+}
+
 int
 lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char *err,
     size_t errlen)
@@ -336,10 +371,8 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 		log_error("cannot create the channels: %s", strerror(errno));
 		goto fail;
 	}
-	/* Many more flight buckets than jobs that can be in flight, so two keys rarely share
-	 * one (shm/flight.h: the table is direct-mapped); 512 bytes each, backed at once. */
-	if (lg_flight_create_table(&g->flights, 16 * g->arena.nslots < 1024 ? 1024 :
-	    16 * g->arena.nslots) == -1 ||
+	/* The flight table is backed at once (counted in the memory budget's fixed part). */
+	if (lg_flight_create_table(&g->flights, flight_entries(g->arena.nslots)) == -1 ||
 	    lg_cache_create(&g->cache, cfg->cache_bytes, cfg->cache_max_entry, g->nloops) == -1) {
 		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
 		goto fail;
@@ -349,6 +382,7 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	make_rows(g);
 	publish_pools(g);
 	publish_sizing(g, master_pid, prev);
+	lg_memwatch_start(g);
 	log_info("generation %u: %u loop worker(s), %d compute, %d job slots (%d running + %d "
 	    "queued open), %u transit buffers, arena of %llu MiB virtual%s", id, g->nloops,
 	    sz->compute_workers, sz->compute_workers + sz->queue_capacity, sz->compute_workers,

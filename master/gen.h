@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "master/modprobe.h"
+#include "master/memwatch.h"
 #include "master/resize.h"
 #include "master/sizing.h"
 #include "shm/arena.h"
@@ -58,6 +59,7 @@ struct lg_gen {
 	uint64_t next_trim;
 	struct lg_resize rs;       /* live resize state (master/resize.c) */
 	struct lg_modprobe probes; /* retries of failed module inits (master/modprobe.c) */
+	struct lg_memwatch mw;     /* memory limit and OOM kills (master/memwatch.c) */
 	struct lg_gen *next;       /* the master's list: newest first */
 };
 
@@ -83,6 +85,12 @@ void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
 /* Transit buffers of a generation with njobs job slots (C + Q): --transit-buffers, or 4 x
  * njobs when it is 0; never fewer than njobs. */
 uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
+
+/* Decides sz->mem (master/memsize.h) for cfg: the budget of transit bytes backed at once,
+ * given the shared memory the arena cfg and sz imply keeps backed whatever the load (its
+ * pages, the request views, the flight table) and the cache when a route caches. Call after
+ * lg_sizing_decide. */
+void lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz);
 
 /* Whether the arena lg_gen_create would map for cfg sized by sz fits (lg_arena_size, the same
  * shape lg_gen_create uses). Returns 0, or -1 with a message naming the settings that decide

@@ -119,6 +119,7 @@ main(int argc, char **argv)
 		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
+	lg_gen_decide_memory(&cfg, &sz);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?

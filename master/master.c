@@ -32,7 +32,7 @@
 #define CRASH_LOOP_LIMIT   10                     /* quick deaths in a row before giving up */
 #define JOB_BACKOFF_MIN_NS (10 * LG_NS_PER_MS)     /* respawn after a job killed a young process */
 #define JOB_BACKOFF_MAX_NS (1000 * LG_NS_PER_MS)
-#define TRIM_PERIOD_NS     (1000 * LG_NS_PER_MS)
+#define TRIM_PERIOD_NS     (250 * LG_NS_PER_MS)  /* pages of a free slot back in 0.25-0.5 s */
 #define TRIM_MIN_BYTES     (1u << 20)             /* punch regions of slots that used >= 1 MiB */
 #define MAX_GENS           4                      /* running + retiring generations at once */
 
@@ -76,11 +76,12 @@ page_of(struct lg_gen *g, struct lg_child *c)
 	return &g->arena.procs[c - g->children];
 }
 
-/* A compute process died: fail the job it was running (or had taken from the channel), and
- * tell the owner loop so its client gets 502 now instead of waiting for the deadline. Returns 1
- * when the process had a job (its death is that job's doing), 0 when it was idle. */
+/* A compute process died: fail the job it was running (or had taken from the channel) with st
+ * (CRASHED: 502; NO_SPACE for an OOM kill: 503), and tell the owner loop so its client is
+ * answered now instead of at the deadline. Returns 1 when the process had a job, 0 when it
+ * was idle. */
 static int
-reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page)
+reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page, enum lg_job_status st)
 {
 	uint64_t job = atomic_exchange(&page->job, LG_NO_JOB);
 	uint64_t now = lg_now_ns();
@@ -89,15 +90,15 @@ reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page)
 		return 0;
 	uint32_t slot = (uint32_t)(job >> 32), gen = (uint32_t)job;
 	struct lg_slot *s = &g->arena.slots[slot];
-	int r = lg_slot_finish(s, gen, LG_JOB_CRASHED, now);
+	int r = lg_slot_finish(s, gen, st, now);
 
 	if (r == -1 && lg_slot_start(s, gen, 0, now) == 0) /* died between naming and starting */
-		r = lg_slot_finish(s, gen, LG_JOB_CRASHED, now);
+		r = lg_slot_finish(s, gen, st, now);
 	if (r != 1)
 		return 1;
 	uint32_t owner = lg_slot_owner(atomic_load(&s->word));
 	struct lg_msg done = { .type = LG_MSG_DONE, .slot = slot, .gen = gen,
-	    .status = LG_JOB_CRASHED };
+	    .status = st };
 	if (owner >= g->nloops || lg_chan_send(g->ch.done[owner][1], &done, MSG_DONTWAIT) == -1)
 		log_warn("cannot tell loop %u that slot %u failed: %s", owner, slot, strerror(errno));
 	return 1;
@@ -238,7 +239,7 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 {
 	struct lg_proc_page *page = page_of(g, c);
 	uint32_t kind = atomic_load(&page->job_kind), state = atomic_load(&page->state);
-	int n, job_death = 0;
+	int n, job_death = 0, oom = 0;
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
@@ -248,7 +249,13 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		log_warn("%s[%u] pid=%d left processes of its jobs behind; killed them",
 		    lg_gen_role_name(c->role), c->index, (int)c->pid);
 	if (c->role == LG_ROLE_COMPUTE) {
-		job_death = reclaim_compute_job(g, page);
+		/* The OOM killer's SIGKILL: the memory of the whole cgroup ran out, not the job's
+		 * fault (503 memory, never charged to its kind). */
+		oom = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !c->killed_by_us &&
+		    lg_memwatch_oom_killed(g);
+		job_death = reclaim_compute_job(g, page, oom ? LG_JOB_NO_SPACE : LG_JOB_CRASHED);
+		if (oom)
+			lg_stats_add(&g->arena.master->oom_kills, 1);
 	} else {
 		if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
 			log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
@@ -257,6 +264,7 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 			    c->index);
 		lg_cache_reclaim_pid(&g->cache, (int32_t)c->pid);
 	}
+	lg_arena_recount(&g->arena); /* a charge it made but had not recorded in its slot */
 	if (!m->stopping && !g->retiring && lg_resize_exited(g, c, state)) {
 		log_info("compute[%u] pid=%d retired after its job (live resize)", c->index,
 		    (int)c->pid);
@@ -279,7 +287,11 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	else
 		log_exit(m, g, c, "%s[%u] pid=%d exited with status %d", lg_gen_role_name(c->role),
 		    c->index, (int)c->pid, WEXITSTATUS(status));
-	if (job_death && !c->killed_by_us && !m->stopping)
+	if (oom)
+		log_warn("compute[%u] pid=%d was killed by the OOM killer (the memory cgroup's "
+		    "oom_kill counter rose) running a %s job: 503 for its client, not charged to the "
+		    "kind", c->index, (int)c->pid, kind_name(g, kind));
+	else if (job_death && !c->killed_by_us && !m->stopping)
 		charge_kind(g, c, kind, lg_now_ns());
 	char who[32];
 	snprintf(who, sizeof(who), "%s[%u]", lg_gen_role_name(c->role), c->index);
@@ -289,8 +301,9 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	c->pid = 0;
 	if (m->stopping || g->retiring)
 		return;
-	/* A loop that requests reached got to serve: its death is some request's fault. */
-	int served = job_death || init_death || (c->role == LG_ROLE_LOOP &&
+	/* A loop that requests reached got to serve: its death is some request's fault; an
+	 * OOM kill of an idle compute process is no start-up fault either. */
+	int served = job_death || init_death || oom || (c->role == LG_ROLE_LOOP &&
 	    atomic_load(&page->begun) != c->begun_at_start);
 	if (plan_respawn(c, lg_now_ns(), served) == -1) {
 		log_error("%s[%u] died %u times in a row within %llu ms of starting, before %s; "
@@ -578,6 +591,7 @@ reload(struct master *m, int notified)
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
+	lg_gen_decide_memory(&cfg, &sz);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		refuse_reload(m, notified, err);
@@ -761,6 +775,7 @@ housekeeping(struct lg_gen *g, uint64_t now, uint64_t *next)
 			lg_slot_trim(&g->arena, i, TRIM_MIN_BYTES);
 		/* Expired cache entries go here, off the loops' hot path (shm/cache.h). */
 		lg_cache_sweep(&g->cache, now);
+		lg_memwatch_tick(g, now, next);
 		g->next_trim = now + TRIM_PERIOD_NS;
 		/* st_blocks counts the pages the sparse memfd really holds (stat(2)). */
 		if (fstat(g->arena.fd, &st) == 0)
@@ -1036,6 +1051,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	    .more = { .admin = -1 }, .argc = argc, .argv = argv, .next_id = 1 };
 	int timeout;
 
+	lg_memwatch_score(-900); /* the OOM killer takes compute processes first, the master last */
 	if (setup(&m, cfg, sz) == -1) {
 		teardown(&m);
 		return 1;

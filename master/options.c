@@ -192,6 +192,15 @@ static const struct opt opts[] = {
 	{ "compute-max-rss", K_SIZE, F(compute_max_rss), 0, 1ull << 50, "0", "BYTES",
 	  "replace a compute process whose private memory (RssAnon) passed this after a job; 0 = "
 	  "never" },
+	{ "memory-limit", K_SIZE, F(memory_limit), 0, 1ull << 50, "0", "BYTES",
+	  "memory the server may use, instead of the tightest cgroup limit (memory.max, "
+	  "memory.high, v1 memory.limit_in_bytes) or MemTotal; 0 = measure" },
+	{ "memory-reserve", K_SIZE, F(memory_reserve), 0, 1ull << 50, "0", "BYTES",
+	  "part of the memory limit left to the processes' own memory; 0 = 32M + 8M per loop "
+	  "worker + max(compute-memory, 24M) per compute process" },
+	{ "shm-budget", K_SIZE, F(shm_budget), 0, 1ull << 50, "0", "BYTES",
+	  "request bodies and results backed in shared memory at once; 0 = the memory limit less "
+	  "the reserve, the fixed shared memory and the cache; beyond it 503 (reason memory)" },
 	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
 	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
 	  "any woken task preempts a job at once (a machine with nothing but lagless)" },

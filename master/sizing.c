@@ -41,7 +41,7 @@ struct hier {
  * exactly one hierarchy, so the files of an unbound one are simply absent and reading all three
  * is safe. */
 struct hiers {
-	struct hier v1cpu, v1cpuset, v2;
+	struct hier v1cpu, v1cpuset, v1mem, v2;
 	int v1_lines, v2_lines;  /* /proc/self/cgroup named a v1 / the v2 hierarchy */
 };
 
@@ -136,6 +136,10 @@ parse_cgroup_line(char *line, struct hiers *h)
 	if (has_element(ctl, "cpuset")) {
 		h->v1cpuset.found = 1;
 		copy_str(h->v1cpuset.path, sizeof(h->v1cpuset.path), path);
+	}
+	if (has_element(ctl, "memory")) {
+		h->v1mem.found = 1;
+		copy_str(h->v1mem.path, sizeof(h->v1mem.path), path);
 	}
 	return 0;
 }
@@ -239,6 +243,8 @@ parse_mount_line(char *line, struct hiers *h)
 			offer_mount(&h->v1cpu, field[3], field[4]);
 		if (has_element(super, "cpuset"))
 			offer_mount(&h->v1cpuset, field[3], field[4]);
+		if (has_element(super, "memory"))
+			offer_mount(&h->v1mem, field[3], field[4]);
 	}
 	return 0;
 }
@@ -248,7 +254,7 @@ parse_mount_line(char *line, struct hiers *h)
  * closest directory we can trust, so leaf is the mount point too; likewise, after a warning,
  * when the leaf directory does not exist. */
 static void
-resolve_dirs(const char *sysroot, struct lg_sizing *s, struct hier *h)
+resolve_dirs(const char *sysroot, struct lg_sizing *s, struct hier *h, int quiet)
 {
 	const char *rel = "";
 	struct stat st;
@@ -265,7 +271,8 @@ resolve_dirs(const char *sysroot, struct lg_sizing *s, struct hier *h)
 		return;
 	}
 	if (stat(h->leaf, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		warn_file(s, h->leaf, "cgroup directory missing");
+		if (!quiet)
+			warn_file(s, h->leaf, "cgroup directory missing");
 		copy_str(h->leaf, sizeof(h->leaf), h->top);
 	}
 	h->usable = 1;
@@ -374,6 +381,23 @@ walk_quota(const char *sysroot, struct lg_sizing *s, const struct hier *h, int v
 	}
 }
 
+static void
+warn_cb(void *ctx, const char *path, const char *why)
+{
+	warn_file(ctx, path, why);
+}
+
+/* The memory limit, on the hierarchy the memory controller is bound to (v1 in hybrid mode, else
+ * v2: both walks are safe, the files of an unbound one are absent). */
+static void
+walk_memory(const char *sysroot, struct lg_sizing *s, const struct hiers *h)
+{
+	if (h->v1mem.usable)
+		lg_memsize_walk(&s->mem, h->v1mem.leaf, h->v1mem.top, strlen(sysroot), 0, warn_cb, s);
+	if (h->v2.usable)
+		lg_memsize_walk(&s->mem, h->v2.leaf, h->v2.top, strlen(sysroot), 1, warn_cb, s);
+}
+
 /* Reads one cpulist file; returns the count, or -1 (with a warning unless the file is absent
  * and quiet is set). An empty cpuset is treated as corrupt: a cgroup holding us has CPUs. */
 static int
@@ -469,6 +493,8 @@ sizing_read(const char *sysroot, struct lg_sizing *s, int quiet)
 	s->queue_capacity = -1;
 	copy_str(s->cgroup_version, sizeof(s->cgroup_version), "none");
 	read_online(sysroot, s);
+	lg_memsize_init(&s->mem);
+	lg_memsize_read_meminfo(sysroot, &s->mem); /* absent in a fixture: MemTotal unknown */
 	/* A fixture tree cannot describe our own affinity mask, so with a sysroot it is left out. */
 	if (sysroot[0] == '\0')
 		s->affinity = read_affinity();
@@ -486,12 +512,14 @@ sizing_read(const char *sysroot, struct lg_sizing *s, int quiet)
 		copy_str(s->cgroup_version, sizeof(s->cgroup_version), h->v1_lines && h->v2_lines ?
 		    "hybrid" : h->v1_lines ? "v1" : "v2");
 		each_line(sysroot, "/proc/self/mountinfo", s, parse_mount_line, h);
-		resolve_dirs(sysroot, s, &h->v2);
-		resolve_dirs(sysroot, s, &h->v1cpu);
-		resolve_dirs(sysroot, s, &h->v1cpuset);
+		resolve_dirs(sysroot, s, &h->v2, 0);
+		resolve_dirs(sysroot, s, &h->v1cpu, 0);
+		resolve_dirs(sysroot, s, &h->v1cpuset, 0);
+		resolve_dirs(sysroot, s, &h->v1mem, 1); /* no memory controller there: no limit */
 		walk_quota(sysroot, s, &h->v2, 1);
 		walk_quota(sysroot, s, &h->v1cpu, 0);
 		read_cpusets(s, h);
+		walk_memory(sysroot, s, h);
 	}
 	free(h);
 }
@@ -716,6 +744,11 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 		    "\"queue\":%d,\"oversubscribe\":%s}%s", i ? "," : ",\"pools\":[",
 		    s->pool_name[i], s->pool_compute[i], s->pool_queue[i],
 		    s->pool_over[i] ? "true" : "false", i == s->npools - 1 ? "]" : "");
+	if (n >= 0 && (size_t)n < cap) {
+		int k = lg_memsize_json(&s->mem, buf + n, cap - (size_t)n);
+
+		n = k < 0 ? -1 : n + k;
+	}
 	char note[256];
 	if (n >= 0 && (size_t)n < cap && lg_sizing_note(s, note, sizeof(note)))
 		n += snprintf(buf + n, cap - (size_t)n, ",\"note\":\"%s\"", note);

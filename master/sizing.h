@@ -14,6 +14,7 @@
 #define LG_MASTER_SIZING_H
 
 #include "common/config.h"
+#include "master/memsize.h"
 
 struct lg_sizing {
 	/* inputs; -1 (or quota < 0) when not known */
@@ -40,9 +41,11 @@ struct lg_sizing {
 	char pool_name[LG_MAX_POOLS][LG_POOL_NAME];
 	int pool_over[LG_MAX_POOLS]; /* the pool oversubscribes (not counted against the budget) */
 	int pool_compute_max[LG_MAX_POOLS], pool_queue_max[LG_MAX_POOLS]; /* room for a resize */
+	struct lg_memsize mem;    /* memory limit (read here) and budget (lg_gen_decide_memory) */
 };
 
-/* Reads every input under sysroot (NULL or "" means the real root) into *s and clears the
+/* Reads every input under sysroot (NULL or "" means the real root) into *s, the memory limit
+ * too (s->mem: MemTotal and the memory cgroup path, master/memsize.h), and clears the
  * decision fields. Never fails: a missing, unreadable or corrupt file (a zero or negative period,
  * garbage text) is logged once as a warning, counted in s->warnings, and that input skipped. */
 void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
@@ -84,8 +87,8 @@ void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
 /* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),
  * quota_source (string or null), cgroup, rounding ("floor"/"ceil"), cpus_override (number or
  * null), budget, loop_workers, compute_workers, queue_capacity, live_resize (boolean),
- * compute_max, queue_max, warnings, and with named pools "pools": [{name, compute, queue,
- * oversubscribe}]) into buf of cap bytes,
+ * compute_max, queue_max, warnings, the memory keys of lg_memsize_json, and with named pools
+ * "pools": [{name, compute, queue, oversubscribe}]) into buf of cap bytes,
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
 

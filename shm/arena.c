@@ -125,6 +125,9 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	/* The file is zero-filled, so slots are FREE/gen 0 already; only non-zero defaults remain. */
 	for (uint32_t i = 0; i < nprocs; i++)
 		atomic_store(&a->procs[i].job, LG_NO_JOB);
+	/* No memory bound until the master publishes one (lg_gen_decide_memory). */
+	atomic_store(&a->master->mem_limit, UINT64_MAX);
+	atomic_store(&a->master->shm_budget, UINT64_MAX);
 	return 0;
 fail_mapped:
 	saved = errno;
@@ -235,4 +238,92 @@ lg_arena_release_pages(struct lg_arena *a, uint32_t i)
 {
 	return fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 	    (off_t)(lg_arena_in_off(a, i) + a->keep), (off_t)(a->in_cap - a->keep + a->out_cap));
+}
+
+/* Adds n bytes to shm_charged unless that passes the budget. */
+static int
+charge(struct lg_master_page *mp, uint64_t n)
+{
+	uint64_t budget = atomic_load(&mp->shm_budget), cur = atomic_load(&mp->shm_charged);
+
+	do {
+		if (budget != UINT64_MAX && (cur > budget || n > budget - cur)) {
+			errno = ENOMEM;
+			return -1;
+		}
+	} while (!atomic_compare_exchange_weak(&mp->shm_charged, &cur, cur + n));
+	return 0;
+}
+
+/* Bytes slot i must be charged to hold region bytes [0, upto) (page-rounded) when *have (at
+ * least floor) are paid; -1 (EINVAL) past cap. */
+static int
+owed(uint64_t upto, uint64_t cap, uint64_t floor, uint64_t have, uint64_t *extent,
+    uint64_t *delta)
+{
+	uint64_t paid = have > floor ? have : floor;
+
+	if (upto > cap || round_page(upto, extent) == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	*delta = *extent > paid ? *extent - paid : 0;
+	return 0;
+}
+
+int
+lg_arena_charge(struct lg_arena *a, uint32_t i, uint64_t in_upto, uint64_t out_upto)
+{
+	struct lg_slot *s;
+	uint64_t in_ext, out_ext, din, dout;
+
+	if (i >= a->nslots)
+		return errno = EINVAL, -1;
+	s = &a->slots[i];
+	if (owed(in_upto, a->in_cap, a->keep, s->in_charged, &in_ext, &din) == -1 ||
+	    owed(out_upto, a->out_cap, 0, s->out_charged, &out_ext, &dout) == -1)
+		return -1;
+	if (din + dout == 0)
+		return 0;
+	if (charge(a->master, din + dout) == -1)
+		return -1;
+	if (din > 0)
+		s->in_charged = in_ext;
+	if (dout > 0)
+		s->out_charged = out_ext;
+	atomic_fetch_add(&s->charged, din + dout);
+	return 0;
+}
+
+int
+lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto)
+{
+	return lg_arena_charge(a, i, upto, 0);
+}
+
+int
+lg_arena_charge_out(struct lg_arena *a, uint32_t i, uint64_t upto)
+{
+	return lg_arena_charge(a, i, 0, upto);
+}
+
+void
+lg_arena_uncharge(struct lg_arena *a, uint32_t i)
+{
+	struct lg_slot *s = &a->slots[i];
+	uint64_t n = atomic_exchange(&s->charged, 0), cur = atomic_load(&a->master->shm_charged);
+
+	s->in_charged = s->out_charged = 0;
+	while (!atomic_compare_exchange_weak(&a->master->shm_charged, &cur, cur > n ? cur - n : 0))
+		;
+}
+
+void
+lg_arena_recount(struct lg_arena *a)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < a->nslots; i++)
+		sum += atomic_load(&a->slots[i].charged);
+	atomic_store(&a->master->shm_charged, sum);
 }

@@ -134,6 +134,33 @@ int lg_arena_protect_inputs(struct lg_arena *a);
  * exceeds in_cap). */
 int lg_arena_keep(struct lg_arena *a, uint64_t len);
 
+/* The memory budget (issue 18): bytes of the regions that may be backed at once, so the memfd
+ * never grows past what the memory limit leaves for it (its pages are not freed by killing
+ * any process: the master holds the file). Before backing, a slot's user charges what it will
+ * back: lg_arena_charge_in for the input region's first upto bytes (beyond the kept request
+ * view), lg_arena_charge_out for the output region's. A slot reused before its pages were
+ * punched pays only for what it backs beyond them. Returns 0, or -1 with errno ENOMEM when the
+ * charge would take the master page's shm_charged past shm_budget (UINT64_MAX, as
+ * lg_arena_create leaves it: no bound, the charge is only counted; 0: nothing beyond the kept
+ * view may be backed), EINVAL for upto past the region. The caller answers 503. Order:
+ * the global counter first (one compare-and-swap), then the slot's fields; a process killed
+ * between the two leaves the counter high until the master recounts (lg_arena_recount). */
+int lg_arena_charge_in(struct lg_arena *a, uint32_t i, uint64_t upto);
+int lg_arena_charge_out(struct lg_arena *a, uint32_t i, uint64_t upto);
+
+/* Both at once, all or nothing: the input region's first in_upto bytes and the output
+ * region's first out_upto. A refused job then holds no charge for the part that fitted. */
+int lg_arena_charge(struct lg_arena *a, uint32_t i, uint64_t in_upto, uint64_t out_upto);
+
+/* Gives slot i's charge back (its pages were just punched: lg_arena_release_pages). Master
+ * only, while the slot is RECLAIMING. */
+void lg_arena_uncharge(struct lg_arena *a, uint32_t i);
+
+/* Sets shm_charged to the sum of the slots' charges (the master, after a process died: a
+ * charge it made but had not yet recorded in its slot is returned). A charge another process
+ * is making at that instant may be missed until its slot is punched. */
+void lg_arena_recount(struct lg_arena *a);
+
 /* Gives slot i's region pages back to the kernel (hole punch), so a finished 64 MiB job stops
  * costing 64 MiB; the first a->keep bytes of the input region stay. Call only while the slot is
  * RECLAIMING (nobody else touches it). Returns 0 or -1 with errno from fallocate(2). */

@@ -300,11 +300,17 @@ struct lg_master_page {
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
 	struct lg_pool_page pools[LG_SHM_POOLS];
 	struct lg_module_health modules[LG_MODULE_HEALTH];
-	uint8_t reserved[LG_PAGE - 752 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS -
+	/* memory budget (master/memsize.h, shm/arena.h lg_arena_charge) */
+	_Atomic uint64_t mem_limit;     /* bytes the server may use; UINT64_MAX = unknown */
+	_Atomic uint64_t shm_budget;    /* transit bytes that may be backed at once;
+	                                 * UINT64_MAX = no bound */
+	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
+	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */
+	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS -
 	    32 * LG_MODULE_HEALTH];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    752 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS + 32 * LG_MODULE_HEALTH,
+    784 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS + 32 * LG_MODULE_HEALTH,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 
@@ -333,8 +339,14 @@ struct lg_slot {
 	_Atomic uint32_t cut_client;    /* owner loop: tag of the address whose slow upload it cut
 	                                 * last, refused a buffer until cut_until_ns */
 	_Atomic uint64_t cut_until_ns;
+	/* Memory budget: bytes of each region beyond the kept view counted in the master page's
+	 * shm_charged, and their sum (the holder of the slot's current stage writes them; the
+	 * master zeroes them after punching the pages out). */
+	uint64_t in_charged, out_charged;
+	_Atomic uint64_t charged;
+	uint8_t pad[40];
 };
-_Static_assert(sizeof(struct lg_slot) == 128, "slot is two cache lines");
+_Static_assert(sizeof(struct lg_slot) == 192, "slot is three cache lines");
 
 #define LG_MAX_LOOPS 65535 /* the owner field of the slot word is 24 bits; keep it sane */
 

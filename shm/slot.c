@@ -176,6 +176,15 @@ lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner)
 	return n;
 }
 
+static int
+budget_tight(const struct lg_arena *a)
+{
+	uint64_t budget = atomic_load(&a->master->shm_budget);
+
+	return budget != UINT64_MAX &&
+	    atomic_load(&a->master->shm_charged) > budget / 2;
+}
+
 int
 lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 {
@@ -185,12 +194,16 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 	uint64_t seen = ((uint64_t)g << 1) | 1;
 	int rc, saved;
 
-	if (lg_slot_state(w) != LG_SLOT_FREE || s->touched < min_bytes) {
+	if (lg_slot_state(w) != LG_SLOT_FREE || (s->touched < min_bytes &&
+	    atomic_load(&s->charged) == 0)) {
 		s->trim_seen = 0;
 		return 0;
 	}
-	if (s->trim_seen != seen) {
-		/* Freed since the last pass: note it, punch next time if still unclaimed. */
+	/* Freed since the last pass: note it, punch next time if still unclaimed. Unless the
+	 * memory budget is half spent and the slot holds a charge: then its pages go now (claims
+	 * that are refused keep bumping the generation of the first free slots, which would
+	 * otherwise keep their charge forever, and a claim skips a RECLAIMING slot). */
+	if (s->trim_seen != seen && !(atomic_load(&s->charged) > 0 && budget_tight(a))) {
 		s->trim_seen = seen;
 		return 0;
 	}
@@ -199,6 +212,8 @@ lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes)
 	rc = lg_arena_release_pages(a, i);
 	saved = errno;
 	s->touched = 0;
+	if (rc == 0)
+		lg_arena_uncharge(a, i); /* the pages are gone: so is their charge */
 	lg_slot_move(s, g, LG_SLOT_RECLAIMING, LG_SLOT_FREE);
 	errno = saved;
 	return rc == 0 ? 1 : -1;

@@ -65,12 +65,15 @@ int lg_slot_finish(struct lg_slot *s, uint32_t gen, enum lg_job_status st, uint6
  * Returns how many slots were touched. */
 int lg_slot_reclaim_owner(struct lg_arena *a, uint32_t owner);
 
-/* Master, once per trim period: if slot i dirtied at least min_bytes and has stayed FREE and
+/* Master, once per trim period: if slot i dirtied at least min_bytes (or holds a memory charge,
+ * shm/arena.h lg_arena_charge_in, given back with its pages) and has stayed FREE and
  * unclaimed since the previous call (same generation), moves it FREE -> RECLAIMING, punches its
  * pages out and moves it back to FREE. A slot freed since the previous call is only noted: it
  * may be claimed again any moment, and a claim skips a RECLAIMING slot, so punching it would
  * answer 503 below capacity (and re-fault the pages at once). So the pages of an idle slot come
- * back one to two periods after its last job. Returns 1 if pages were released, 0 if there was
+ * back one to two periods after its last job; a slot holding a memory charge while more than
+ * half the budget is charged is punched at the first pass that sees it FREE. Returns 1 if
+ * pages were released, 0 if there was
  * nothing to do, the slot was busy or freed too recently, -1 with errno from fallocate(2)
  * (the slot is FREE again). Only one process (the master) may call it. */
 int lg_slot_trim(struct lg_arena *a, uint32_t i, uint64_t min_bytes);

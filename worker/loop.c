@@ -239,6 +239,21 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 		ev_break(ev, EVBREAK_ALL);
 }
 
+/* A loop worker holds every connection it serves: under memory pressure the OOM killer is to
+ * take a compute process (oom_score_adj 1000, one job lost) long before it (proc(5)
+ * oom_score_adj; the master sits lower still at -900, inherited until this write). Without
+ * CAP_SYS_RESOURCE a value below the inherited one is refused: then it stays as it was. */
+static void
+lower_oom_score(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "-500", 4) != 4)
+		log_debug("cannot set oom_score_adj to -500: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Grows this process's descriptor table once, to room for max_conns connections plus the
  * descriptors a loop holds besides (64), bounded by RLIMIT_NOFILE. The kernel doubles the table
  * when a new descriptor passes its end (64, 128, 256, ...), and in a process whose threads
@@ -312,6 +327,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	if (setsockopt(env->listen_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
 	presize_fd_table(env->listen_fd, env->cfg->max_conns);
+	lower_oom_score();
 	if (lg_backing_start(&w->backing, w->ev, env->arena->fd, env->arena->base,
 	    lg_offload_backed, w) == -1)
 		return -1;

@@ -302,6 +302,34 @@ read_cpu_stat(const char *path, struct lg_cpu_stat *out)
 		lg_metrics_parse_cpu_stat(text, (size_t)n, out);
 }
 
+/* A byte count, or +Inf for "no bound" (UINT64_MAX). */
+static void
+bytes_gauge(struct lg_buf *b, const char *name, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		P("%s +Inf\n", name);
+	else
+		P("%s %" PRIu64 "\n", name, v);
+}
+
+/* The memory budget (master/memsize.h) and what is charged against it. */
+static void
+memory_families(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	family(b, "lagless_memory_limit_bytes", "gauge",
+	    "Memory the server may use: the tightest cgroup limit, MemTotal or --memory-limit.");
+	bytes_gauge(b, "lagless_memory_limit_bytes", atomic_load(&mp->mem_limit));
+	family(b, "lagless_shm_budget_bytes", "gauge",
+	    "Request bodies and results that may be backed in shared memory at once.");
+	bytes_gauge(b, "lagless_shm_budget_bytes", atomic_load(&mp->shm_budget));
+	family(b, "lagless_shm_charged_bytes", "gauge",
+	    "Bytes charged against the shared-memory budget now (given back with the pages).");
+	P("lagless_shm_charged_bytes %" PRIu64 "\n", atomic_load(&mp->shm_charged));
+	family(b, "lagless_oom_kills_total", "counter",
+	    "Compute processes killed by the kernel's OOM killer (503 memory, not charged to a kind).");
+	P("lagless_oom_kills_total %" PRIu64 "\n", atomic_load(&mp->oom_kills));
+}
+
 static void
 sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_ns)
 {
@@ -349,6 +377,7 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 	family(b, "lagless_shm_bytes_in_use", "gauge",
 	    "Bytes of the shared-memory arena backed by memory (refreshed each second).");
 	P("lagless_shm_bytes_in_use %" PRIu64 "\n", atomic_load(&mp->shm_bytes));
+	memory_families(b, mp);
 	family(b, "lagless_ready", "gauge", "1 when /ready answers 200.");
 	P("lagless_ready %d\n", atomic_load(&mp->ready) && !atomic_load(&mp->stopping));
 	(void)now_ns;

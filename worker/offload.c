@@ -63,6 +63,10 @@ back_async(struct lg_conn *c, uint64_t upto)
 		upto = room;
 	if (c->backing_wait || upto <= c->reserved)
 		return 0;
+	/* Within the memory budget first (a chunked body's next window; a Content-Length body
+	 * was charged whole at head time): beyond it, 503 before anything is backed. */
+	if (lg_arena_charge_in(a, (uint32_t)c->slot, c->body_off + upto) == -1)
+		return -1;
 	struct lg_backing_msg m = {
 		.slot = (uint32_t)c->slot, .gen = c->gen, .upto = upto,
 		.off = lg_arena_in_off(a, (uint32_t)c->slot) + from,
@@ -259,6 +263,23 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	return 0;
 }
 
+/* Charges a Content-Length body and the output bound of its kind for that input to the memory
+ * budget (shm/arena.h), both or neither, so a job that cannot be backed whole is refused before
+ * any byte is backed and holds nothing: input charged alone held budget for jobs that could
+ * never get their output. The compute process then finds its output paid. Returns 0 or -1. */
+static int
+charge_whole(struct lg_conn *c)
+{
+	struct lg_arena *a = c->w->env->arena;
+	uint64_t need;
+
+	/* inline: the output is charged where it runs; too large: 413, nothing to back */
+	if (c->run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->kind, (uint32_t)c->arg,
+	    c->body_need, a->out_cap, &need) == -1)
+		need = 0;
+	return lg_arena_charge(a, (uint32_t)c->slot, c->body_off + c->body_need, need);
+}
+
 int
 lg_offload_start(struct lg_conn *c)
 {
@@ -267,7 +288,9 @@ lg_offload_start(struct lg_conn *c)
 		 * with the head stay in rbuf until it is, then the rest is read directly into the
 		 * slot's input region (lg_offload_body_window asks for more ahead of it). */
 		c->head_body = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
-		if (back_async(c, c->head_body + RESERVE_AHEAD) == -1)
+		/* The whole body must fit the memory budget, decided before any byte is backed
+		 * or read into shared memory (issue 18). */
+		if (charge_whole(c) == -1 || back_async(c, c->head_body + RESERVE_AHEAD) == -1)
 			return refuse_memory(c);
 		c->state = LG_CONN_BODY;
 		return 0;
@@ -639,11 +662,13 @@ run_here(struct lg_conn *c)
 	} else if (lg_registry_out_need(reg, c->kind, (uint32_t)c->arg, c->body_got, a->out_cap,
 	    &need) == -1) {
 		/* refused without running: clear the metadata a previous job left */
-		st = lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?
+		st = lg_arena_charge_out(a, slot, LG_OUT_META) == -1 ||
+		    lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?
 		    LG_JOB_NO_SPACE : LG_JOB_TOO_LARGE;
 		if (st == LG_JOB_TOO_LARGE)
 			memset(lg_arena_out(a, slot), 0, sizeof(struct lg_out_meta));
-	} else if (lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
+	} else if (lg_arena_charge_out(a, slot, need) == -1 ||
+	    lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
 		st = LG_JOB_NO_SPACE;
 	} else {
 		struct lg_job_in j = { c->kind, (uint32_t)c->arg, lg_arena_in(a, slot), a->in_cap,

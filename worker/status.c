@@ -50,6 +50,28 @@ sizing(struct lg_buf *b, const struct lg_master_page *mp)
 	    atomic_load(&mp->compute_workers), atomic_load(&mp->queue_capacity));
 }
 
+/* A byte count, or null for "no bound". */
+static void
+bytes_or_null(struct lg_buf *b, const char *key, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		P("\"%s\":null,", key);
+	else
+		P("\"%s\":%" PRIu64 ",", key, v);
+}
+
+/* The memory budget (master/memsize.h): the limit, the transit budget, what is charged now,
+ * what the arena holds, and OOM kills of compute processes. */
+static void
+memory(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	P("\"memory\":{");
+	bytes_or_null(b, "limit", atomic_load(&mp->mem_limit));
+	bytes_or_null(b, "shm_budget", atomic_load(&mp->shm_budget));
+	P("\"shm_charged\":%" PRIu64 ",\"shm_in_use\":%" PRIu64 ",\"oom_kills\":%" PRIu64 "},",
+	    atomic_load(&mp->shm_charged), atomic_load(&mp->shm_bytes), atomic_load(&mp->oom_kills));
+}
+
 /* Live resize (master/resize.c): whether the counts follow the budget, how often it changed,
  * and the processes started and retired for it. */
 static void
@@ -217,6 +239,7 @@ lg_status_render(struct lg_buf *b, const struct lg_arena *a,
 	    lg_status_ready(mp, draining) ? "true" : "false",
 	    atomic_load(&mp->stopping) || draining ? "true" : "false");
 	sizing(b, mp);
+	memory(b, mp);
 	resize(b, mp);
 	admission(b, mp);
 	slots_and_queue(b, a, names, nloops, now_ns);

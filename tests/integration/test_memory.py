@@ -1,6 +1,8 @@
 """Memory pressure in a real memory cgroup (cgroup v1 memory controller, a child of the test's own
 cgroup): a compute process that allocates without bound is OOM-killed and costs only its request
-(502), and shared memory that cannot be backed is a 503 instead of SIGBUS or a hung loop.
+(503, reason memory: an OOM kill is the cgroup's memory running out, not charged to the kind),
+and shared memory that cannot be backed is a 503 instead of SIGBUS or a hung loop. The memory
+budget (test_memory_budget.py) keeps uploads from reaching the limit at all.
 
 Skipped with the reason when no writable v1 memory hierarchy is available (cgroup v2 only, or
 no permission to create a child cgroup)."""
@@ -118,7 +120,7 @@ def move_server(cg, srv):
 
 
 @pytest.mark.timeout(90)
-def test_oom_killed_compute_gives_502_and_is_replaced(start_server, memcg):
+def test_oom_killed_compute_gives_503_and_is_replaced(start_server, memcg):
     cg = memcg(256 * MIB)
     srv = start_server("--enable-test-jobs", "1", "--compute-workers", "2", "--deadline-ms", "60000")
     before = srv.wait_children("compute", 2)
@@ -131,7 +133,10 @@ def test_oom_killed_compute_gives_502_and_is_replaced(start_server, memcg):
     t0 = time.monotonic()
     r = get(srv.port, "/test/alloc", timeout=60)  # without bound
     elapsed = time.monotonic() - t0
-    assert r.status == 502, r
+    # told from a crash by the cgroup's oom_kill counter (the server was moved into the cgroup
+    # after start-up: the master looks its cgroup up again at the death)
+    assert r.status == 503, r
+    assert r.header("retry-after") == "1", r.headers
     assert elapsed < 30, elapsed
     assert re.search(r"oom_kill [1-9]", cg.read("memory.oom_control")), cg.read("memory.oom_control")
     # the OOM killer chose a compute process (oom_score_adj 1000), not a loop or the master
@@ -140,6 +145,7 @@ def test_oom_killed_compute_gives_502_and_is_replaced(start_server, memcg):
     after = srv.wait_children("compute", 2, timeout=5)
     assert len(after) == 2 and len(set(after) - set(before)) == 1, (before, after)
     assert re.search(r"compute\[\d\] pid=\d+ killed by signal 9\b", srv.log()), srv.log()
+    assert re.search(r"compute\[\d\] pid=\d+ was killed by the OOM killer", srv.log()), srv.log()
     assert get(srv.port, "/ping", timeout=5).status == 200
     r = get(srv.port, "/heavy?iterations=1000", timeout=10)
     assert r.status == 200 and r.json()["result"] == heavy_result(1000), r
@@ -151,7 +157,11 @@ def test_shared_memory_pressure_is_503_not_sigbus(start_server, memcg):
     # process until memory frees up, so a loop that read a body into unbacked shared memory would
     # hang; fallocate(2) fails with ENOMEM instead, and that must become a 503.
     cg = memcg(128 * MIB, oom_kill_disable=True)
-    srv = start_server("--compute-workers", "1", "--max-body", "256M", "--deadline-ms", "20000")
+    # A memory budget far above the limit, so the refusal below is fallocate(2)'s: the last
+    # line of defence when the budget is set wrong (--shm-budget) or something else in the
+    # cgroup took the memory. The budget's own refusals: test_memory_budget.py.
+    srv = start_server("--compute-workers", "1", "--max-body", "256M", "--deadline-ms", "20000",
+                       "--shm-budget", "1G")
     if asan_shadow_faults(srv.pid, 1):
         # The refused upload leaves the cgroup at its limit until the master trims it; with the
         # OOM killer off, any page fault there waits. An ASan build faults on nearly every
@@ -333,10 +343,12 @@ def test_loop_thread_does_not_fault_in_job_output(start_server):
 def test_oom_kills_in_a_row_never_stop_the_server(start_server, memcg):
     """Issue 10 item 1: with the OOM killer taking a compute process on every job, the master
     once counted each death as a crash loop and exited 1 after about 20 s. Deaths of processes
-    that had a job are the jobs' failures: the server keeps respawning and serving."""
+    that had a job are the jobs' failures: the server keeps respawning and serving. Issue 18:
+    an OOM kill is the cgroup's memory running out, answered 503 and never charged to the kind
+    (--quarantine-deaths stays at its default of 5 here: test-alloc is never quarantined)."""
     cg = memcg(160 * MIB)
     srv = start_server("--enable-test-jobs", "1", "--compute-workers", "2", "--deadline-ms",
-                       "30000", "--quarantine-deaths", "0")
+                       "30000")
     move_server(cg, srv)
     statuses, lock, stop = [], threading.Lock(), threading.Event()
 
@@ -360,12 +372,14 @@ def test_oom_kills_in_a_row_never_stop_the_server(start_server, memcg):
     for t in threads:
         t.join(45)
     assert srv.running(), "the server exited under repeated OOM kills\n%s" % srv.log()[-3000:]
-    assert statuses and set(statuses) <= {502}, statuses
+    assert statuses and set(statuses) <= {503}, statuses
     assert len(statuses) >= 10, statuses
     assert re.search(r"oom_kill [1-9]", cg.read("memory.oom_control"))
     text = get(srv.port, "/metrics").body.decode()
-    m = re.search(r'^lagless_job_process_deaths_total\{kind="test-alloc"\} (\d+)$', text, re.M)
+    m = re.search(r'^lagless_oom_kills_total (\d+)$', text, re.M)
     assert m and int(m.group(1)) >= 10, text
+    assert not re.search(r'^lagless_job_process_deaths_total\{kind="test-alloc"\} [1-9]', text,
+                         re.M), text
     assert srv.wait_children("compute", 2, timeout=10), srv.log()
     r = get(srv.port, "/heavy?iterations=1000", timeout=10)
     assert r.status == 200 and r.json()["result"] == heavy_result(1000), r

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -359,6 +360,63 @@ test_reserve(void **state)
 
 /* Writing one byte past an output region faults on its guard page (in any process forked from
  * the creator) instead of reaching the next slot's input region. */
+/* The memory budget (issue 18): charges are bounded by shm_budget, counted once per page a
+ * slot may back, given back by lg_arena_uncharge, and rebuilt from the slots by a recount. */
+static void
+test_charge(void **state)
+{
+	struct lg_arena a;
+	_Atomic uint64_t *charged;
+
+	(void)state;
+	assert_int_equal(lg_arena_create(&a, 3, 1, 4 * MIB, 4 * MIB), 0);
+	charged = &a.master->shm_charged;
+	/* as created: no bound, charges only counted */
+	assert_int_equal(atomic_load(&a.master->shm_budget), UINT64_MAX);
+	assert_int_equal(lg_arena_charge_in(&a, 0, 3 * MIB), 0);
+	assert_int_equal(atomic_load(charged), 3 * MIB);
+	lg_arena_uncharge(&a, 0);
+	assert_int_equal(atomic_load(charged), 0);
+
+	assert_int_equal(lg_arena_keep(&a, 2 * LG_PAGE), 0);
+	atomic_store(&a.master->shm_budget, 5 * MIB);
+	/* the kept view is paid for already; the rest rounds up to pages */
+	assert_int_equal(lg_arena_charge_in(&a, 0, LG_PAGE), 0);
+	assert_int_equal(atomic_load(charged), 0);
+	assert_int_equal(lg_arena_charge_in(&a, 0, 2 * MIB + 1), 0);
+	assert_int_equal(atomic_load(charged), 2 * MIB + LG_PAGE - 2 * LG_PAGE);
+	/* asking again for what the slot holds costs nothing; more costs the difference */
+	assert_int_equal(lg_arena_charge_in(&a, 0, MIB), 0);
+	assert_int_equal(lg_arena_charge_out(&a, 0, MIB), 0);
+	assert_int_equal(atomic_load(charged), 3 * MIB - LG_PAGE);
+	/* past the budget: ENOMEM, nothing charged */
+	errno = 0;
+	assert_int_equal(lg_arena_charge_in(&a, 1, 3 * MIB), -1);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(atomic_load(charged), 3 * MIB - LG_PAGE);
+	assert_int_equal(a.slots[1].charged, 0);
+	assert_int_equal(lg_arena_charge_out(&a, 1, 2 * MIB), 0); /* exactly to the budget */
+	assert_int_equal(atomic_load(charged), 5 * MIB - LG_PAGE);
+	errno = 0;
+	assert_int_equal(lg_arena_charge_out(&a, 2, 2 * LG_PAGE), -1);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(lg_arena_charge_in(&a, 0, 5 * MIB), -1); /* past the region */
+	assert_int_equal(errno, EINVAL);
+	/* a charge leaked by a process killed before it reached its slot is recounted away */
+	atomic_fetch_add(charged, 7 * LG_PAGE);
+	lg_arena_recount(&a);
+	assert_int_equal(atomic_load(charged), 5 * MIB - LG_PAGE);
+	lg_arena_uncharge(&a, 0);
+	assert_int_equal(atomic_load(charged), 2 * MIB);
+	assert_true(a.slots[0].charged == 0 && a.slots[0].in_charged == 0);
+	assert_int_equal(lg_arena_charge_out(&a, 2, 2 * LG_PAGE), 0); /* room again */
+	/* a budget of 0: nothing beyond the kept view */
+	atomic_store(&a.master->shm_budget, 0);
+	assert_int_equal(lg_arena_charge_in(&a, 0, LG_PAGE), 0);
+	assert_int_equal(lg_arena_charge_in(&a, 0, 3 * LG_PAGE), -1);
+	lg_arena_destroy(&a);
+}
+
 static void
 test_guard_page_after_output(void **state)
 {
@@ -402,6 +460,7 @@ main(void)
 		cmocka_unit_test(test_release_pages),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_reserve),
+		cmocka_unit_test(test_charge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,11 @@ static const struct fixture_case cases[] = {
 	{ "missing_proc", "none", 16, -1, -1, "", 16, 16, 1 },
 	{ "missing_cgroup_dir", "v1", 16, 16, 2, V1_CPU "/cpu.cfs_quota_us", 2, 2, 1 },
 	{ "missing_online", "v2", -1, -1, 3, SVC_MAX, 3, 3, 1 },
+	/* memory limits (their values: tests/unit/test_memsize.c) */
+	{ "v2_memory_high", "v2", 16, -1, -1, "", 16, 16, 0 },
+	{ "v2_memory_max", "v2", 16, -1, -1, "", 16, 16, 0 },
+	{ "corrupt_v2_memory", "v2", 16, -1, -1, "", 16, 16, 1 },
+	{ "v1_memory_nested", "hybrid", 2, 2, -1, "", 2, 2, 0 },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -255,7 +260,8 @@ check_json(const struct lg_sizing *s)
 	static const char *const keys[] = { "online", "affinity", "cpuset", "quota",
 		"quota_source", "cgroup", "rounding", "cpus_override", "budget", "loop_workers",
 		"compute_workers", "queue_capacity", "live_resize", "compute_max", "queue_max",
-		"warnings" };
+		"warnings", "memory_total", "memory_cgroup_limit", "memory_limit", "memory_reserve",
+		"shm_fixed", "shm_cache", "shm_budget", "memory_limit_source" };
 	char buf[4096];
 	struct jobj o;
 	int n = lg_sizing_json(s, buf, sizeof(buf));

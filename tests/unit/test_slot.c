@@ -446,6 +446,40 @@ test_trim(void **state)
 	assert_int_equal(a->slots[busy].touched, a->out_cap);
 }
 
+/* A slot's memory charge goes back with its pages; while more than half the budget is
+ * charged, a free slot holding a charge is punched at the first pass (issue 18: refused claims
+ * kept bumping the first free slots' generation, so their charge was never given back). */
+static void
+test_trim_gives_back_the_charge(void **state)
+{
+	struct lg_arena *a = *state;
+	uint32_t gen;
+	int i = make(a, 1, LG_SLOT_CLAIMED, &gen);
+
+	atomic_store(&a->master->shm_budget, 4 * a->in_cap);
+	assert_int_equal(lg_arena_charge_in(a, (uint32_t)i, LG_PAGE), 0);
+	memset(lg_arena_in(a, i), 0x44, LG_PAGE);
+	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	/* a quarter of the budget: the usual rule, noted first, punched at the next pass even
+	 * though it dirtied less than min_bytes (it holds a charge) */
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, a->in_cap), 0);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, a->in_cap), 1);
+	assert_int_equal(atomic_load(&a->master->shm_charged), 0);
+	assert_int_equal(a->slots[i].charged, 0);
+	assert_int_equal(lg_arena_in(a, i)[0], 0);
+
+	/* more than half the budget charged: punched at the first pass that sees it free */
+	claim_this(a, i, &gen);
+	assert_int_equal(lg_arena_charge_in(a, (uint32_t)i, a->in_cap), 0);
+	assert_int_equal(lg_arena_charge_out(a, (uint32_t)i, a->out_cap), 0);
+	atomic_store(&a->master->shm_budget, a->in_cap + a->out_cap);
+	assert_true(atomic_load(&a->master->shm_charged) > (a->in_cap + a->out_cap) / 2);
+	assert_int_equal(lg_slot_release(&a->slots[i], gen), LG_SLOT_FREE);
+	assert_int_equal(lg_slot_trim(a, (uint32_t)i, a->in_cap), 1);
+	assert_int_equal(atomic_load(&a->master->shm_charged), 0);
+	atomic_store(&a->master->shm_budget, UINT64_MAX);
+}
+
 static void
 test_census(void **state)
 {
@@ -758,6 +792,7 @@ main(void)
 		T(test_slot_limit),
 		T(test_pools_never_borrow),
 		T(test_trim),
+		T(test_trim_gives_back_the_charge),
 		T(test_trim_skips_a_slot_reused_since_the_last_pass),
 		T(test_census),
 		T(test_job_slots_apart_from_buffers),
