@@ -197,8 +197,10 @@ def test_build_stage_provides_every_included_header():
     srcs = [f for d in ("common", "shm", "master", "worker", "cpupool", "kinds", "load")
             for f in glob.glob(os.path.join(REPO_ROOT, d, "*.c"))]
     srcs += glob.glob(os.path.join(REPO_ROOT, "modules", "*", "*.c"))
-    vips = subprocess.run(["pkg-config", "--cflags", "vips"], capture_output=True, text=True,
-                          timeout=30).stdout.split()
+    # the modules' own flags: libvips's, and the embeddable CPython's (modules/python)
+    vips = [flag for pkg in ("vips", "python3-embed")
+            for flag in subprocess.run(["pkg-config", "--cflags", pkg], capture_output=True,
+                                       text=True, timeout=30).stdout.split()]
     for src in srcs:
         # -M lists system headers too (the build's -MMD leaves them out)
         r = subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-I" + REPO_ROOT,
