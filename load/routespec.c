@@ -9,18 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "load/err.h"
 #include "load/units.h"
-
-static int
-fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int
 ll_routespec_size(const char *s, uint64_t *out)
@@ -35,16 +25,16 @@ read_file(const char *path, struct ll_route *rt, char *err, size_t errlen)
 	long n;
 
 	if (f == NULL)
-		return fail(err, errlen, "body=@%s: %s", path, strerror(errno));
+		return ll_fail(err, errlen, "body=@%s: %s", path, strerror(errno));
 	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
 	    n > (1l << 30)) {
 		fclose(f);
-		return fail(err, errlen, "body=@%s: not a regular file of at most 1G", path);
+		return ll_fail(err, errlen, "body=@%s: not a regular file of at most 1G", path);
 	}
 	rt->body = malloc(n ? (size_t)n : 1);
 	if (rt->body == NULL || fread(rt->body, 1, (size_t)n, f) != (size_t)n) {
 		fclose(f);
-		return fail(err, errlen, "body=@%s: cannot read", path);
+		return ll_fail(err, errlen, "body=@%s: cannot read", path);
 	}
 	fclose(f);
 	rt->body_len = (size_t)n;
@@ -57,12 +47,12 @@ random_body(const char *size, uint64_t seed, struct ll_route *rt, char *err, siz
 	uint64_t n, x = seed, i;
 
 	if (ll_routespec_size(size, &n) == -1)
-		return fail(err, errlen, "body=random:%s: a size in bytes like 4096, 64K, 64KB or 1M"
+		return ll_fail(err, errlen, "body=random:%s: a size in bytes like 4096, 64K, 64KB or 1M"
 		            " (at most 1G)",
 		            size);
 	rt->body = malloc(n ? n : 1);
 	if (rt->body == NULL)
-		return fail(err, errlen, "body=random:%s: out of memory", size);
+		return ll_fail(err, errlen, "body=random:%s: out of memory", size);
 	for (i = 0; i < n; i++) {
 		/* splitmix64, one byte per step: incompressible, reproducible from the seed */
 		uint64_t z = (x += 0x9e3779b97f4a7c15ull);
@@ -86,15 +76,15 @@ ll_routespec_header(char **list, const char *h, char *err, size_t errlen)
 	if (colon == NULL || colon == h ||
 	    strspn(h, "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
 	              "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != (size_t)(colon - h))
-		return fail(err, errlen, "header '%s': Name: value, the name a token (RFC 9110 5.1)",
+		return ll_fail(err, errlen, "header '%s': Name: value, the name a token (RFC 9110 5.1)",
 		            h);
 	for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
 		;
 	if (strpbrk(v, "\r\n") != NULL)
-		return fail(err, errlen, "header '%s': no CR or LF in the value", h);
+		return ll_fail(err, errlen, "header '%s': no CR or LF in the value", h);
 	n = (size_t)(colon - h) + 2 + strlen(v) + 2;
 	if ((nl = realloc(*list, old + n + 1)) == NULL)
-		return fail(err, errlen, "header '%s': out of memory", h);
+		return ll_fail(err, errlen, "header '%s': out of memory", h);
 	snprintf(nl + old, n + 1, "%.*s: %s\r\n", (int)(colon - h), h, v);
 	*list = nl;
 	return 0;
@@ -120,7 +110,7 @@ option(const char *o, uint64_t seed, struct ll_route *rt, char *err, size_t errl
 			rt->method_buf[i - 7] = (char)toupper((unsigned char)o[i]);
 		}
 		if (o[i] != '\0' || i == 7)
-			return fail(err, errlen, "method=%s: letters, at most %zu (e.g. POST or post)",
+			return ll_fail(err, errlen, "method=%s: letters, at most %zu (e.g. POST or post)",
 			            o + 7, sizeof(rt->method_buf) - 1);
 		rt->method_buf[i - 7] = '\0';
 		rt->method = rt->method_buf;
@@ -133,11 +123,11 @@ option(const char *o, uint64_t seed, struct ll_route *rt, char *err, size_t errl
 		rt->capacity_given = strtod(o + 9, &end);
 		if (errno != 0 || end == o + 9 || *end != '\0' || !(rt->capacity_given >= 0.001 &&
 		    rt->capacity_given <= 1e7))
-			return fail(err, errlen, "capacity=%s: requests per second in [0.001, 1e7]",
+			return ll_fail(err, errlen, "capacity=%s: requests per second in [0.001, 1e7]",
 			            o + 9);
 	} else if (strncmp(o, "keys=@", 6) == 0) {
 		if (rt->tmpl == NULL)
-			return fail(err, errlen, "keys=@%s: the path has no {key} to put them in",
+			return ll_fail(err, errlen, "keys=@%s: the path has no {key} to put them in",
 			            o + 6);
 		return ll_tmpl_keys(rt->tmpl, o + 6, err, errlen);
 	} else if (strncmp(o, "body=@", 6) == 0) {
@@ -145,7 +135,7 @@ option(const char *o, uint64_t seed, struct ll_route *rt, char *err, size_t errl
 	} else if (strncmp(o, "body=random:", 12) == 0) {
 		return random_body(o + 12, seed, rt, err, errlen);
 	} else {
-		return fail(err, errlen, "unknown route option '%s'", o);
+		return ll_fail(err, errlen, "unknown route option '%s'", o);
 	}
 	return 0;
 }
@@ -161,23 +151,23 @@ ll_routespec_parse(const char *arg, enum ll_arrival arrival, uint64_t seed,
 	rt->method = "GET";
 	rt->arrival = arrival;
 	if (copy == NULL)
-		return fail(err, errlen, "out of memory");
+		return ll_fail(err, errlen, "out of memory");
 	rt->spec = copy;
 	opts = strchr(copy, ',');
 	if (opts != NULL)
 		*opts++ = '\0';
 	eq = strrchr(copy, '=');
 	if (copy[0] != '/' || eq == NULL)
-		return fail(err, errlen, "--rate %s: PATH=RATE with PATH starting with /", arg);
+		return ll_fail(err, errlen, "--rate %s: PATH=RATE with PATH starting with /", arg);
 	*eq = '\0';
 	if (ll_sched_parse_rate(eq + 1, &rt->rate) == -1)
-		return fail(err, errlen, "--rate %s: the rate is N, N/s, N/1s, N/m or N/500ms "
+		return ll_fail(err, errlen, "--rate %s: the rate is N, N/s, N/1s, N/m or N/500ms "
 		            "(requests per period, at most 1e7 per second) or Nx (times the capacity,"
 		            " at most 1000)", arg);
 	rt->heavy = rt->rate.relative;
 	if (ll_tmpl_has(copy)) {
 		if ((rt->tmpl = malloc(sizeof(*rt->tmpl))) == NULL)
-			return fail(err, errlen, "out of memory");
+			return ll_fail(err, errlen, "out of memory");
 		if (ll_tmpl_parse(rt->tmpl, copy, seed ^ 0x5deece66dull, 0, err, errlen) == -1)
 			return -1;
 	}
@@ -188,13 +178,13 @@ ll_routespec_parse(const char *arg, enum ll_arrival arrival, uint64_t seed,
 			return -1;
 	}
 	if (cheap && rt->rate.relative)
-		return fail(err, errlen, "--rate %s: an Nx route is heavy by definition", arg);
+		return ll_fail(err, errlen, "--rate %s: an Nx route is heavy by definition", arg);
 	if (rt->tmpl != NULL && rt->tmpl->nkeys == 0) {
 		unsigned i;
 
 		for (i = 0; i < rt->tmpl->nparts; i++)
 			if (rt->tmpl->parts[i].kind == LL_TP_KEY)
-				return fail(err, errlen, "--rate %s: {key} needs keys=@FILE", arg);
+				return ll_fail(err, errlen, "--rate %s: {key} needs keys=@FILE", arg);
 	}
 	rt->path = copy;
 	return 0;

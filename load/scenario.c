@@ -6,16 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
+#include "load/err.h"
 
 static const char *const state_names[] = { "n/a", "fail", "pass" };   /* state + 1 */
 
@@ -78,14 +69,14 @@ expectation(struct ll_scenario *sc, char **w, int n, char *err, size_t errlen, u
 	unsigned p, k;
 
 	if (n != 3)
-		return fail(err, errlen, "%s:%u: expect VERDICT pass|fail|n/a", sc->file, line);
+		return ll_fail(err, errlen, "%s:%u: expect VERDICT pass|fail|n/a", sc->file, line);
 	if (sc->nexpect == LL_SCENARIO_EXPECT)
-		return fail(err, errlen, "%s:%u: at most %d expectations", sc->file, line,
+		return ll_fail(err, errlen, "%s:%u: at most %d expectations", sc->file, line,
 		            LL_SCENARIO_EXPECT);
 	for (p = 0; p < LL_P_COUNT && strcmp(w[1], ll_report_promise_key(p)) != 0; p++)
 		;
 	if (p == LL_P_COUNT)
-		return fail(err, errlen, "%s:%u: '%s' is not a verdict (cheap_stays_cheap, "
+		return ll_fail(err, errlen, "%s:%u: '%s' is not a verdict (cheap_stays_cheap, "
 		            "refusal_is_fast, pool_used_to_capacity, nothing_timed_out)", sc->file,
 		            line, w[1]);
 	x = &sc->expect[sc->nexpect];
@@ -95,7 +86,7 @@ expectation(struct ll_scenario *sc, char **w, int n, char *err, size_t errlen, u
 		for (k = 0; k < 3 && strcmp(s, state_names[k]) != 0; k++)
 			;
 		if (k == 3)
-			return fail(err, errlen, "%s:%u: '%s' is not pass, fail or n/a", sc->file, line, s);
+			return ll_fail(err, errlen, "%s:%u: '%s' is not pass, fail or n/a", sc->file, line, s);
 		x->states |= 1u << k;
 	}
 	sc->nexpect++;
@@ -114,12 +105,12 @@ ll_scenario_load(struct ll_scenario *sc, const char *file, char *err, size_t err
 	memset(sc, 0, sizeof(*sc));
 	sc->file = file;
 	if (f == NULL)
-		return fail(err, errlen, "--scenario %s: %s", file, strerror(errno));
+		return ll_fail(err, errlen, "--scenario %s: %s", file, strerror(errno));
 	while (rc == 0 && getline(&line, &cap, f) >= 0) {
 		line[strcspn(line, "\r\n")] = '\0';
 		no++;
 		if ((n = split(line, w, 64)) < 0) {
-			rc = fail(err, errlen, "%s:%u: %s", file, no, n == -1 ? "a quote is not closed"
+			rc = ll_fail(err, errlen, "%s:%u: %s", file, no, n == -1 ? "a quote is not closed"
 			          : "too many words on a line");
 			break;
 		}
@@ -131,10 +122,10 @@ ll_scenario_load(struct ll_scenario *sc, const char *file, char *err, size_t err
 		}
 		for (i = 0; i < n && rc == 0; i++) {
 			if (sc->nwords == LL_SCENARIO_WORDS)
-				rc = fail(err, errlen, "%s:%u: at most %d words", file, no,
+				rc = ll_fail(err, errlen, "%s:%u: at most %d words", file, no,
 				          LL_SCENARIO_WORDS);
 			else if ((sc->words[sc->nwords] = word_copy(w[i], file)) == NULL)
-				rc = fail(err, errlen, "%s: out of memory", file);
+				rc = ll_fail(err, errlen, "%s: out of memory", file);
 			else
 				sc->nwords++;
 		}

@@ -9,18 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "load/err.h"
 #include "load/plot.h"
-
-static int
-fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static const char level_help[] = "a level is Nx (times each heavy route's capacity, at most "
                                  "1000) or a rate (N, N/s, N/1s, 30/m: requests per period)";
@@ -34,16 +24,16 @@ parse_ramp(char *copy, struct ll_steps *st, char *err, size_t errlen)
 	unsigned i;
 
 	if (b == NULL || (c = strchr(b + 1, ':')) == NULL)
-		return fail(err, errlen, "--ramp %s: FROM:TO:N, e.g. 0.5x:3x:6", copy);
+		return ll_fail(err, errlen, "--ramp %s: FROM:TO:N, e.g. 0.5x:3x:6", copy);
 	*b++ = '\0';
 	*c++ = '\0';
 	n = strtol(c, &end, 10);
 	if (ll_sched_parse_rate(a, &from) == -1 || ll_sched_parse_rate(b, &to) == -1)
-		return fail(err, errlen, "--ramp %s:%s: %s", a, b, level_help);
+		return ll_fail(err, errlen, "--ramp %s:%s: %s", a, b, level_help);
 	if (from.relative != to.relative || !(to.value > from.value))
-		return fail(err, errlen, "--ramp %s:%s: both Nx or both rates, rising", a, b);
+		return ll_fail(err, errlen, "--ramp %s:%s: both Nx or both rates, rising", a, b);
 	if (end == c || *end != '\0' || n < 2 || n > LL_STEPS_MAX)
-		return fail(err, errlen, "--ramp ...:%s: N is the number of levels, 2 to %d", c,
+		return ll_fail(err, errlen, "--ramp ...:%s: N is the number of levels, 2 to %d", c,
 		            LL_STEPS_MAX);
 	for (i = 0; i < (unsigned)n; i++) {
 		st->s[i].level.relative = from.relative;
@@ -62,7 +52,7 @@ ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t e
 	memset(st, 0, sizeof(*st));
 	st->knee = -1;
 	if (copy == NULL)
-		return fail(err, errlen, "out of memory");
+		return ll_fail(err, errlen, "out of memory");
 	if (ramp) {
 		rc = parse_ramp(copy, st, err, errlen);
 		free(copy);
@@ -70,15 +60,15 @@ ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t e
 	}
 	for (tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
 		if (st->n == LL_STEPS_MAX)
-			rc = fail(err, errlen, "--steps %s: at most %d levels", s, LL_STEPS_MAX);
+			rc = ll_fail(err, errlen, "--steps %s: at most %d levels", s, LL_STEPS_MAX);
 		else if (ll_sched_parse_rate(tok, &st->s[st->n].level) == -1)
-			rc = fail(err, errlen, "--steps %s: '%s': %s", s, tok, level_help);
+			rc = ll_fail(err, errlen, "--steps %s: '%s': %s", s, tok, level_help);
 		else
 			st->n++;
 	}
 	free(copy);
 	if (rc == 0 && st->n == 0)
-		rc = fail(err, errlen, "--steps: no level (e.g. 0.5x,1x,1.5x,2x,3x)");
+		rc = ll_fail(err, errlen, "--steps: no level (e.g. 0.5x,1x,1.5x,2x,3x)");
 	return rc;
 }
 

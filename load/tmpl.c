@@ -9,18 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "load/err.h"
 #include "load/sched.h"
-
-static int
-fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int
 ll_tmpl_has(const char *path)
@@ -51,7 +41,7 @@ placeholder(struct ll_tmpl *t, const char *s, size_t n, char *err, size_t errlen
 	if ((n == 3 && memcmp(s, "seq", 3) == 0) || (n == 3 && memcmp(s, "key", 3) == 0) ||
 	    (n == 3 && memcmp(s, "run", 3) == 0)) {
 		if ((p = part(t, s[0] == 's' ? LL_TP_SEQ : s[0] == 'k' ? LL_TP_KEY : LL_TP_RUN)) == NULL)
-			return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
+			return ll_fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 		return 0;
 	}
 	if (n > 5 && n - 5 < sizeof(arg) && (memcmp(s, "rand:", 5) == 0 ||
@@ -65,14 +55,14 @@ placeholder(struct ll_tmpl *t, const char *s, size_t n, char *err, size_t errlen
 		v = strtod(arg, &end);
 		if (errno != 0 || end == arg || *end != '\0' ||
 		    (rnd ? !(v >= 1 && v <= 1e12 && v == (double)(uint64_t)v) : !(v >= 0 && v <= 1)))
-			return fail(err, errlen, rnd ? "{rand:%s}: N is a whole number of keys in "
+			return ll_fail(err, errlen, rnd ? "{rand:%s}: N is a whole number of keys in "
 			            "[1, 1e12]" : "{hit:%s}: R is a hit ratio in [0, 1]", arg);
 		if ((p = part(t, rnd ? LL_TP_RAND : LL_TP_HIT)) == NULL)
-			return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
+			return ll_fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 		p->arg = v;
 		return 0;
 	}
-	return fail(err, errlen, "{%.*s}: a placeholder is {seq}, {rand:N}, {hit:R}, {key} or "
+	return ll_fail(err, errlen, "{%.*s}: a placeholder is {seq}, {rand:N}, {hit:R}, {key} or "
 	            "{run} ({{ for a literal {)", (int)n, s);
 }
 
@@ -87,14 +77,14 @@ ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 	t->rng = seed;
 	t->run = run;
 	if ((t->text = strdup(path)) == NULL)
-		return fail(err, errlen, "out of memory");
+		return ll_fail(err, errlen, "out of memory");
 	for (s = t->text; *s;) {
 		const char *open = strchr(s, '{'), *close;
 		size_t n = open ? (size_t)(open - s) : strlen(s);
 
 		if (n > 0 || (open && open[1] == '{')) {
 			if ((p = part(t, LL_TP_LIT)) == NULL)
-				return fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
+				return ll_fail(err, errlen, "at most %d template parts", LL_TMPL_PARTS);
 			p->lit = s;
 			p->len = n + (open && open[1] == '{');   /* "{{": the first brace is literal */
 		}
@@ -105,7 +95,7 @@ ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 			continue;
 		}
 		if ((close = strchr(open, '}')) == NULL)
-			return fail(err, errlen, "%s: a '{' without its '}' ({{ for a literal {)", path);
+			return ll_fail(err, errlen, "%s: a '{' without its '}' ({{ for a literal {)", path);
 		if (placeholder(t, open + 1, (size_t)(close - open - 1), err, errlen) == -1)
 			return -1;
 		s = close + 1;
@@ -123,7 +113,7 @@ ll_tmpl_keys(struct ll_tmpl *t, const char *file, char *err, size_t errlen)
 	int rc = 0;
 
 	if (f == NULL)
-		return fail(err, errlen, "keys=@%s: %s", file, strerror(errno));
+		return ll_fail(err, errlen, "keys=@%s: %s", file, strerror(errno));
 	while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
 		char **nk;
 
@@ -135,19 +125,19 @@ ll_tmpl_keys(struct ll_tmpl *t, const char *file, char *err, size_t errlen)
 			if (line[i] == ' ' || iscntrl((unsigned char)line[i]))
 				break;
 		if (i < (size_t)n)
-			rc = fail(err, errlen, "keys=@%s: line %zu: a key has no space or control byte "
+			rc = ll_fail(err, errlen, "keys=@%s: line %zu: a key has no space or control byte "
 			          "(it goes into the request line; percent-encode it)", file, t->nkeys + 1);
 		else if ((nk = realloc(t->keys, (t->nkeys + 1) * sizeof(*nk))) == NULL)
-			rc = fail(err, errlen, "keys=@%s: out of memory", file);
+			rc = ll_fail(err, errlen, "keys=@%s: out of memory", file);
 		else if ((t->keys = nk, nk[t->nkeys] = strdup(line)) == NULL)
-			rc = fail(err, errlen, "keys=@%s: out of memory", file);
+			rc = ll_fail(err, errlen, "keys=@%s: out of memory", file);
 		else
 			t->nkeys++;
 	}
 	free(line);
 	fclose(f);
 	if (rc == 0 && t->nkeys == 0)
-		rc = fail(err, errlen, "keys=@%s: no key in the file", file);
+		rc = ll_fail(err, errlen, "keys=@%s: no key in the file", file);
 	return rc;
 }
 
