@@ -348,7 +348,9 @@ def test_oom_kill_not_charged_to_the_kind(cgroup_server):
     counter: the client gets 503 (memory), the kind is not charged, the next /heavy runs."""
     cg, srv = cgroup_server(160 * MIB, "--compute-workers", "1", "--quarantine-deaths", "1",
                             "--deadline-ms", "60000")
-    loops = srv.children("loop")
+    # every loop named (a loop still renaming itself after fork is not yet "lagless-loop")
+    nloops = get(srv.port, "/status").json()["sizing"]["loop_workers"]
+    loops = srv.wait_children("loop", nloops)
     n = heavy_iterations_for(srv.port, 4)
     result = {}
 
