@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/value.h"
 #include "kinds/registry.h"
 #include "master/modules.h"
 
@@ -192,29 +193,6 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	return 0;
 }
 
-static int
-parse_size(const char *v, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	x = strtoull(v, &end, 10);
-	if (*end && !end[1]) {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; end++; break;
-		case 'm': case 'M': mul = 1ull << 20; end++; break;
-		case 'g': case 'G': mul = 1ull << 30; end++; break;
-		}
-	}
-	if (*end || x > max / mul)
-		return -1;
-	*out = x * mul;
-	return 0;
-}
-
 /* "content-type, x-user" into rt->fields (lower case). */
 static int
 parse_fields(const char *v, struct lg_route_def *rt)
@@ -246,6 +224,7 @@ static int
 route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_def *rt,
     const struct lg_config *cfg, int *off, const char **why)
 {
+	static char msg[160]; /* *why of a value the one grammar refuses (common/value.h) */
 	const char *k = kv->key, *v = kv->value;
 	const struct lg_kind *kind;
 
@@ -279,12 +258,14 @@ route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_d
 		return 1;
 	}
 	if (strcmp(k, "deadline_ms") == 0) {
-		*why = "expected a whole number of milliseconds from 1 to 86400000";
-		return parse_size(v, 86400000, &rt->deadline_ms) == 0 && rt->deadline_ms ? 1 : -1;
+		*why = msg;
+		return lg_value_duration_ms(v, 1, 86400000, &rt->deadline_ms, msg, sizeof(msg)) == 0 ?
+		    1 : -1;
 	}
 	if (strcmp(k, "max_body") == 0) {
-		*why = "expected bytes (K/M/G suffixes), at most the server's max_body";
-		return parse_size(v, cfg->max_body, &rt->max_body) == 0 ? 1 : -1;
+		*why = msg; /* at most the server's max-body */
+		return lg_value_size(v, 0, cfg->max_body, &rt->max_body, msg, sizeof(msg)) == 0 ? 1 :
+		    -1;
 	}
 	if (strcmp(k, "fields") == 0) {
 		*why = "expected at most 16 header field names, ',' separated";
@@ -308,11 +289,8 @@ route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_d
 		return -1;
 	}
 	if (strcmp(k, "off") == 0) {
-		*why = "expected yes or no";
-		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
-			return -1;
-		*off = strcasecmp(v, "yes") == 0;
-		return 1;
+		*why = msg;
+		return lg_value_bool(v, off, msg, sizeof(msg)) == 0 ? 1 : -1;
 	}
 	return 0;
 }
@@ -574,11 +552,14 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 	/* A default route removed with off = yes stays removed: hold its path while the
 	 * defaults are added, then drop the placeholder. */
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++)
+		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++) {
+			int off = 0;
+
 			if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
-			    strcasecmp(s->secs[i].kv[j].value, "yes") == 0 &&
+			    lg_value_bool(s->secs[i].kv[j].value, &off, NULL, 0) == 0 && off &&
 			    hold_off(r, s->secs[i].name, err, cap) == -1)
 				return -1;
+		}
 	for (size_t i = 0; !cfg->demo_routes && i < sizeof(demo_paths) / sizeof(demo_paths[0]); i++)
 		if (hold_off(r, demo_paths[i], err, cap) == -1)
 			return -1;
