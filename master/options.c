@@ -16,6 +16,7 @@
 #include "common/cidr.h"
 #include "common/log.h"
 #include "common/strdist.h"
+#include "common/value.h"
 #include "kinds/builtin.h"
 #include "master/master.h"
 #include "master/site.h"
@@ -25,6 +26,7 @@ enum kind {
 	K_LISTEN,   /* listeners: the first TCP one into listen_addr + port, others listen_more */
 	K_INT,      /* int field, decimal in [min, max] */
 	K_U64,      /* uint64_t field, decimal in [min, max] */
+	K_MS,       /* uint64_t milliseconds, decimal in [min, max] */
 	K_SIZE,     /* uint64_t bytes, K/M/G binary suffixes */
 	K_CPUS,     /* double CPUs, 0 = measure */
 	K_ROUNDING, /* floor | ceil */
@@ -76,14 +78,14 @@ static const struct opt opts[] = {
 	{ "max-discard", K_SIZE, F(max_discard), 0, 1ull << 30, "64K", "BYTES",
 	  "largest body read and dropped to keep the connection open after a refusal (503 for a "
 	  "full queue, 404, 405) or by a route that takes none; a longer one closes it" },
-	{ "deadline-ms", K_U64, F(deadline_ms), 1, 86400000, "30000", "MS",
+	{ "deadline-ms", K_MS, F(deadline_ms), 1, 86400000, "30000", "MS",
 	  "per offloaded job, queue wait included; 504 past it" },
-	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
+	{ "drain-timeout-ms", K_MS, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
 	  "graceful stop: time left to in-flight requests" },
-	{ "drain-delay-ms", K_U64, F(drain_delay_ms), 0, 3600000, "0", "MS",
+	{ "drain-delay-ms", K_MS, F(drain_delay_ms), 0, 3600000, "0", "MS",
 	  "graceful stop: after SIGTERM, /ready answers 503 at once but new connections are still "
 	  "served this long (while a load balancer stops sending), then the drain begins" },
-	{ "kill-grace-ms", K_U64, F(kill_grace_ms), 0, 60000, "200", "MS",
+	{ "kill-grace-ms", K_MS, F(kill_grace_ms), 0, 60000, "200", "MS",
 	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
 	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
 	  "open connections per loop worker" },
@@ -93,18 +95,18 @@ static const struct opt opts[] = {
 	  "request-target length, at most 8192; 414 above it" },
 	{ "max-fields", K_INT, F(max_fields), 1, 10000, "100", "N",
 	  "header field lines; 431 above it" },
-	{ "head-timeout-ms", K_U64, F(head_timeout_ms), 1, 86400000, "10000", "MS",
+	{ "head-timeout-ms", K_MS, F(head_timeout_ms), 1, 86400000, "10000", "MS",
 	  "time to receive a whole request head (from its first byte, or accept); 408" },
-	{ "body-timeout-ms", K_U64, F(body_timeout_ms), 1, 86400000, "15000", "MS",
+	{ "body-timeout-ms", K_MS, F(body_timeout_ms), 1, 86400000, "15000", "MS",
 	  "longest silence while a request body arrives; 408" },
-	{ "body-deadline-ms", K_U64, F(body_deadline_ms), 1, 86400000, "60000", "MS",
+	{ "body-deadline-ms", K_MS, F(body_deadline_ms), 1, 86400000, "60000", "MS",
 	  "whole body of an offloaded request, which holds a job slot; 408" },
-	{ "request-deadline-ms", K_U64, F(request_deadline_ms), 0, 86400000, "0", "MS",
+	{ "request-deadline-ms", K_MS, F(request_deadline_ms), 0, 86400000, "0", "MS",
 	  "whole request (head, body and trailers) from its first byte, on every path (also a "
 	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
-	{ "keepalive-timeout-ms", K_U64, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
+	{ "keepalive-timeout-ms", K_MS, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
 	  "idle time between requests before the connection is closed" },
-	{ "write-timeout-ms", K_U64, F(write_timeout_ms), 1, 86400000, "30000", "MS",
+	{ "write-timeout-ms", K_MS, F(write_timeout_ms), 1, 86400000, "30000", "MS",
 	  "longest stall of a response write before the connection is closed" },
 	{ "transit-buffers", K_INT, F(transit_buffers), 0, 100000, "0", "N",
 	  "request bodies and results held in shared memory at once (each takes a buffer from the "
@@ -129,9 +131,9 @@ static const struct opt opts[] = {
 	{ "pid-file", K_PATH, F(pid_file), 0, sizeof(((struct lg_config *)0)->pid_file), "",
 	  "FILE", "write the master's pid to FILE (removed at exit), and each reload's outcome to "
 	  "FILE.reload, for lagless -s reload" },
-	{ "lag-interval-ms", K_U64, F(lag_interval_ms), 1, 60000, "10", "MS",
+	{ "lag-interval-ms", K_MS, F(lag_interval_ms), 1, 60000, "10", "MS",
 	  "loop-lag probe period" },
-	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
+	{ "slow-callback-ms", K_MS, F(slow_callback_ms), 0, 3600000, "50", "MS",
 	  "log a loop callback that runs longer, naming its request; 0 = off" },
 	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
 	  "log one line per response (method, path, status, bytes, times, client, query, "
@@ -150,19 +152,19 @@ static const struct opt opts[] = {
 	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
 	  "serve the built-in kinds' routes /heavy, /compress, /decompress, /hash and /verify; no "
 	  "in production: only the routes [route] sections declare, and the loop's own" },
-	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
+	{ "stuck-loop-ms", K_MS, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
 	  "replace a loop worker whose heartbeat is this old" },
 	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
 	  "running job of a departed client: finish or kill" },
 	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
 	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
 	  "(503 for it); 0 = never" },
-	{ "quarantine-ms", K_U64, F(quarantine_ms), 1, 86400000, "10000", "MS",
+	{ "quarantine-ms", K_MS, F(quarantine_ms), 1, 86400000, "10000", "MS",
 	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
-	{ "queue-wait-target-ms", K_U64, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
+	{ "queue-wait-target-ms", K_MS, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
 	  "admission by queue wait (CoDel): while the shortest wait over an interval stays above "
 	  "this, new jobs get 503 at once and queued ones waiting longer are shed; 0 = off" },
-	{ "queue-wait-interval-ms", K_U64, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
+	{ "queue-wait-interval-ms", K_MS, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
 	  "the CoDel interval (at least the target); a queued job may wait this long while not "
 	  "overloaded" },
 	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
@@ -222,13 +224,13 @@ static const struct pool_opt pool_opts[] = {
 	  "compute-workers" },
 	{ { "queue", K_INT, PF(queue), 0, 100000, NULL, "N",
 	    "waiting jobs beyond the running ones (default 2 x compute)" }, "queue" },
-	{ { "deadline-ms", K_U64, PF(deadline_ms), 1, 86400000, NULL, "MS",
+	{ { "deadline-ms", K_MS, PF(deadline_ms), 1, 86400000, NULL, "MS",
 	    "per job, queue wait included" }, "deadline-ms" },
 	{ { "on-client-gone", K_GONE, PF(on_client_gone), 0, 0, NULL, "finish|kill",
 	    "running job of a departed client" }, "on-client-gone" },
-	{ { "queue-wait-target-ms", K_U64, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
+	{ { "queue-wait-target-ms", K_MS, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
 	    "CoDel target; 0 = off" }, "queue-wait-target-ms" },
-	{ { "queue-wait-interval-ms", K_U64, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
+	{ { "queue-wait-interval-ms", K_MS, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
 	    "CoDel interval" }, "queue-wait-interval-ms" },
 	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
 	    "nice(2) increment of its compute processes (default 5; weighs only under policy "
@@ -250,68 +252,6 @@ static const struct pool_opt pool_opts[] = {
 };
 
 #define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
-
-/* Parses a decimal with an optional binary K/M/G suffix when suffixes is set. */
-static int
-parse_u64(const char *s, uint64_t min, uint64_t max, int suffixes, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	if (suffixes && *end != '\0' && end[1] == '\0') {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; end++; break;
-		case 'm': case 'M': mul = 1ull << 20; end++; break;
-		case 'g': case 'G': mul = 1ull << 30; end++; break;
-		}
-	}
-	if (*end != '\0' || v > max / mul || v * mul < min)
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
-/* Stores 1 for yes/true/on/1, 0 for no/false/off/0 (any case) in *out and returns 0;
- * returns -1 for anything else. */
-static int
-parse_bool(const char *v, int *out)
-{
-	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no",
-	    "false", "off", "0" };
-
-	for (int i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
-			*out = strcasecmp(v, yes[i]) == 0;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* "idle", "batch" or "normal" into SCHED_IDLE, SCHED_BATCH or SCHED_OTHER (sched(7)); -1 for
- * anything else. */
-static int
-parse_policy(const char *v, int *out)
-{
-	static const struct { const char *name; int policy; } names[] = {
-		{ "idle", SCHED_IDLE }, { "batch", SCHED_BATCH }, { "normal", SCHED_OTHER },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(v, names[i].name) == 0) {
-			*out = names[i].policy;
-			return 0;
-		}
-	}
-	return -1;
-}
 
 /* "N" (a count in [min, max]; clears the share) or "P%" (a share of the CPU budget, 0 < P <=
  * 10000 percent, up to two decimals; clears the count). Returns 0, or -1 with a reason. */
@@ -342,127 +282,221 @@ parse_count(const struct opt *o, const char *v, int *count, double *share, const
 		*count = 0;
 		return 0;
 	}
-	if (parse_u64(v, o->min, o->max, 0, &u) == -1)
+	if (lg_value_uint(v, o->min, o->max, &u, NULL, 0) == -1)
 		return -1;
 	*count = (int)u;
 	*share = 0;
 	return 0;
 }
 
-/* K_CIDRS: the list as given, once lg_cidr_parse accepts it. */
+/* The setters, one per kind (nginx's ngx_conf_set_*_slot): each applies value v of option o
+ * to the struct at base (a struct lg_config, or a struct lg_pool_cfg for a [pool] key) and
+ * returns 0, or -1 with *why saying what was expected. Numbers, sizes, durations and booleans
+ * are the one grammar of common/value.h; *why may point at the static msg (the master parses
+ * its configuration on one thread). */
+static char msg[200];
+
 static int
-set_cidrs(const struct opt *o, const char *v, char *base)
+set_listen(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
+	    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
+	    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
+	return lg_listen_parse(v, (struct lg_config *)base, 0);
+}
+
+static int
+set_int(const struct opt *o, const char *v, char *base, const char **why)
+{
+	uint64_t u;
+
+	*why = msg;
+	if (lg_value_uint(v, o->min, o->max, &u, msg, sizeof(msg)) == -1)
+		return -1;
+	*(int *)(base + o->off) = (int)u;
+	return 0;
+}
+
+static int
+set_u64(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = msg;
+	return lg_value_uint(v, o->min, o->max, (uint64_t *)(base + o->off), msg, sizeof(msg));
+}
+
+static int
+set_ms(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = msg;
+	return lg_value_duration_ms(v, o->min, o->max, (uint64_t *)(base + o->off), msg,
+	    sizeof(msg));
+}
+
+static int
+set_size(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = msg;
+	return lg_value_size(v, o->min, o->max, (uint64_t *)(base + o->off), msg, sizeof(msg));
+}
+
+static int
+set_bool(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = msg;
+	return lg_value_bool(v, (int *)(base + o->off), msg, sizeof(msg));
+}
+
+static int
+set_compute(const struct opt *o, const char *v, char *base, const char **why)
+{
+	struct lg_config *cfg = (struct lg_config *)base;
+
+	return parse_count(o, v, &cfg->compute_workers, &cfg->compute_share, why);
+}
+
+static int
+set_pool_compute(const struct opt *o, const char *v, char *base, const char **why)
+{
+	struct lg_pool_cfg *p = (struct lg_pool_cfg *)base;
+
+	return parse_count(o, v, &p->compute, &p->share, why);
+}
+
+/* A decimal number of CPUs in [0, max]; strtod alone would take hex, inf and nan. */
+static int
+set_cpus(const struct opt *o, const char *v, char *base, const char **why)
+{
+	char *end;
+	double d;
+
+	*why = "expected a decimal number of CPUs up to 1024, or 0 to measure";
+	if (v[strspn(v, "0123456789.")] != '\0')
+		return -1;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
+		return -1;
+	*(double *)(base + o->off) = d;
+	return 0;
+}
+
+/* One of a list of words, each stored as its int value (enums included). */
+struct word { const char *name; int value; };
+
+static int
+set_word(const struct opt *o, const char *v, char *base, const struct word *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v, w[i].name) == 0) {
+			*(int *)(base + o->off) = w[i].value;
+			return 0;
+		}
+	return -1;
+}
+
+static int
+set_rounding(const struct opt *o, const char *v, char *base, const char **why)
+{
+	static const struct word w[] = { { "floor", LG_ROUND_FLOOR }, { "ceil", LG_ROUND_CEIL } };
+
+	_Static_assert(sizeof(enum lg_cpu_rounding) == sizeof(int), "stored as an int");
+	*why = "expected floor or ceil";
+	return set_word(o, v, base, w, 2);
+}
+
+static int
+set_gone(const struct opt *o, const char *v, char *base, const char **why)
+{
+	static const struct word w[] = { { "finish", LG_GONE_FINISH }, { "kill", LG_GONE_KILL } };
+
+	_Static_assert(sizeof(enum lg_client_gone) == sizeof(int), "stored as an int");
+	*why = "expected finish or kill";
+	return set_word(o, v, base, w, 2);
+}
+
+/* sched(7) policies. */
+static int
+set_sched(const struct opt *o, const char *v, char *base, const char **why)
+{
+	static const struct word w[] = { { "idle", SCHED_IDLE }, { "batch", SCHED_BATCH },
+	    { "normal", SCHED_OTHER } };
+
+	*why = "expected idle, batch or normal";
+	return set_word(o, v, base, w, 3);
+}
+
+static int
+set_loglevel(const struct opt *o, const char *v, char *base, const char **why)
+{
+	int lvl = lg_log_parse_level(v);
+
+	*why = "expected error, warn, info or debug";
+	if (lvl == -1)
+		return -1;
+	*(int *)(base + o->off) = lvl;
+	return 0;
+}
+
+static int
+set_path(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = "path too long";
+	if (strlen(v) >= o->max)
+		return -1;
+	memcpy(base + o->off, v, strlen(v) + 1);
+	return 0;
+}
+
+static int
+set_rules(const struct opt *o, const char *v, char *base, const char **why)
+{
+	struct lg_policies ps;
+
+	*why = "rules too long";
+	if (strlen(v) >= o->max)
+		return -1;
+	if (lg_policy_parse(v, &ps, msg, sizeof(msg)) == -1) {
+		*why = msg;
+		return -1;
+	}
+	memcpy(base + o->off, v, strlen(v) + 1);
+	return 0;
+}
+
+/* The list as given, once lg_cidr_parse accepts it. */
+static int
+set_cidrs(const struct opt *o, const char *v, char *base, const char **why)
 {
 	struct lg_cidr ranges[LG_CIDR_MAX];
 
+	*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
 	if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
 		return -1;
 	memcpy(base + o->off, v, strlen(v) + 1);
 	return 0;
 }
 
-/* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
+static int
+set_addr(const struct opt *o, const char *v, char *base, const char **why)
+{
+	*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
+	return lg_listen_parse_addr(v, base + o->off, o->max);
+}
+
+static int (*const setters[])(const struct opt *, const char *, char *, const char **) = {
+	[K_LISTEN] = set_listen, [K_INT] = set_int, [K_U64] = set_u64, [K_MS] = set_ms,
+	[K_SIZE] = set_size, [K_CPUS] = set_cpus, [K_ROUNDING] = set_rounding,
+	[K_LOGLEVEL] = set_loglevel, [K_PATH] = set_path, [K_BOOL] = set_bool,
+	[K_GONE] = set_gone, [K_SCHED] = set_sched, [K_COMPUTE] = set_compute,
+	[K_POOL_COMPUTE] = set_pool_compute, [K_RULES] = set_rules, [K_CIDRS] = set_cidrs,
+	[K_ADDR] = set_addr,
+};
+
+/* Applies one value to obj (cfg, or a pool's struct). Returns 0, or -1 with a reason. */
 static int
 set_value(const struct opt *o, const char *v, void *obj, const char **why)
 {
-	char *base = obj, *end;
-	uint64_t u;
-	double d;
-	int lvl;
-
-	switch (o->kind) {
-	case K_LISTEN:
-		*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
-		    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
-		    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
-		return lg_listen_parse(v, obj, 0);
-	case K_INT:
-	case K_U64:
-	case K_SIZE: {
-		static char range[96];
-
-		snprintf(range, sizeof(range), "expected a whole number from %llu to %llu%s",
-		    (unsigned long long)o->min, (unsigned long long)o->max,
-		    o->kind == K_SIZE ? " bytes, with an optional K, M or G suffix" : "");
-		*why = range;
-		if (parse_u64(v, o->min, o->max, o->kind == K_SIZE, &u) == -1)
-			return -1;
-		if (o->kind == K_INT)
-			*(int *)(base + o->off) = (int)u;
-		else
-			*(uint64_t *)(base + o->off) = u;
-		return 0;
-	}
-	case K_COMPUTE:
-		return parse_count(o, v, &((struct lg_config *)obj)->compute_workers,
-		    &((struct lg_config *)obj)->compute_share, why);
-	case K_POOL_COMPUTE:
-		return parse_count(o, v, &((struct lg_pool_cfg *)obj)->compute,
-		    &((struct lg_pool_cfg *)obj)->share, why);
-	case K_CPUS:
-		*why = "expected a decimal number of CPUs up to 1024, or 0 to measure";
-		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */
-			return -1;
-		errno = 0;
-		d = strtod(v, &end);
-		if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
-			return -1;
-		*(double *)(base + o->off) = d;
-		return 0;
-	case K_ROUNDING:
-		*why = "expected floor or ceil";
-		if (strcmp(v, "floor") && strcmp(v, "ceil"))
-			return -1;
-		*(enum lg_cpu_rounding *)(base + o->off) = strcmp(v, "ceil") == 0 ? LG_ROUND_CEIL :
-		    LG_ROUND_FLOOR;
-		return 0;
-	case K_PATH:
-		*why = "path too long";
-		if (strlen(v) >= o->max)
-			return -1;
-		memcpy(base + o->off, v, strlen(v) + 1);
-		return 0;
-	case K_RULES: {
-		static char rerr[160];
-		struct lg_policies ps;
-
-		*why = "rules too long";
-		if (strlen(v) >= o->max)
-			return -1;
-		if (lg_policy_parse(v, &ps, rerr, sizeof(rerr)) == -1) {
-			*why = rerr;
-			return -1;
-		}
-		memcpy(base + o->off, v, strlen(v) + 1);
-		return 0;
-	}
-	case K_ADDR:
-		*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
-		return lg_listen_parse_addr(v, base + o->off, o->max);
-	case K_CIDRS:
-		*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
-		return set_cidrs(o, v, base);
-	case K_BOOL:
-		*why = "expected yes, no, true, false, on, off, 1 or 0";
-		return parse_bool(v, (int *)(base + o->off));
-	case K_GONE:
-		*why = "expected finish or kill";
-		if (strcmp(v, "finish") && strcmp(v, "kill"))
-			return -1;
-		*(enum lg_client_gone *)(base + o->off) = strcmp(v, "kill") == 0 ? LG_GONE_KILL :
-		    LG_GONE_FINISH;
-		return 0;
-	case K_SCHED:
-		*why = "expected idle, batch or normal";
-		return parse_policy(v, (int *)(base + o->off));
-	case K_LOGLEVEL:
-		*why = "expected error, warn, info or debug";
-		if ((lvl = lg_log_parse_level(v)) == -1)
-			return -1;
-		*(int *)(base + o->off) = lvl;
-		return 0;
-	}
-	return -1;
+	return setters[o->kind](o, v, obj, why);
 }
 
 static int resolve_pools(struct lg_config *cfg, char *err, size_t cap);
@@ -589,6 +623,13 @@ pool_key(struct lg_config *cfg, const char *section, const char *name, const cha
 		if (*a != '\0' || *b != '\0')
 			continue;
 		p->given |= 1u << k;
+		if (po->o.kind == K_POOL_COMPUTE && strspn(value, "0") == strlen(value)) {
+			/* compute-workers = 0 sizes from the CPU budget, so [pool default] compute = 0
+			 * was taken as max(1, budget - 1) in silence: a pool's count is refused */
+			*why = "a pool runs at least 1 compute process (to size the default pool from "
+			    "the CPU budget, leave compute out of [pool default])";
+			return -1;
+		}
 		if (p == &cfg->pools[0] && po->global != NULL)
 			return set_value(find_opt(po->global, '-'), value, cfg, why);
 		return set_value(&po->o, value, p, why);
