@@ -1,10 +1,8 @@
 #include "master/options.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,49 +11,19 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "common/cidr.h"
 #include "common/log.h"
 #include "common/strdist.h"
-#include "common/value.h"
 #include "kinds/builtin.h"
 #include "master/master.h"
+#include "master/optset.h"
 #include "master/site.h"
 #include "common/policy.h"
 
-enum kind {
-	K_LISTEN,   /* listeners: the first TCP one into listen_addr + port, others listen_more */
-	K_INT,      /* int field, decimal in [min, max] */
-	K_U64,      /* uint64_t field, decimal in [min, max] */
-	K_MS,       /* uint64_t milliseconds, decimal in [min, max] */
-	K_SIZE,     /* uint64_t bytes, K/M/G binary suffixes */
-	K_CPUS,     /* double CPUs, 0 = measure */
-	K_ROUNDING, /* floor | ceil */
-	K_LOGLEVEL, /* error | warn | info | debug */
-	K_PATH,     /* char[max] file path; "" = none */
-	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
-	K_GONE,     /* finish | kill */
-	K_SCHED,    /* int scheduling policy: idle | batch | normal (sched(7)) */
-	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
-	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
-	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
-	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
-	K_ADDR,     /* char[max] one TCP listener, normalized to ADDR:PORT ("" none) */
-};
-
-struct opt {
-	const char *name;   /* flag; file key and environment name are derived from it */
-	enum kind kind;
-	size_t off;         /* offsetof(struct lg_config, field) */
-	uint64_t min, max;
-	const char *def;    /* default, parsed like any other value */
-	const char *arg;    /* placeholder in --help */
-	const char *help;
-};
 
 #define F(field) offsetof(struct lg_config, field)
 #define PF(field) offsetof(struct lg_pool_cfg, field)
 
-static const struct opt opts[] = {
+static const struct lg_opt opts[] = {
 	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
 	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
 	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
@@ -214,7 +182,7 @@ static const struct opt opts[] = {
  * [pool default] stands for (so flags and environment still override it), or the value an
  * unset key of any pool takes; NULL: the key exists per pool only. */
 struct pool_opt {
-	struct opt o;
+	struct lg_opt o;
 	const char *global;
 };
 
@@ -253,252 +221,6 @@ static const struct pool_opt pool_opts[] = {
 
 #define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
 
-/* "N" (a count in [min, max]; clears the share) or "P%" (a share of the CPU budget, 0 < P <=
- * 10000 percent, up to two decimals; clears the count). Returns 0, or -1 with a reason. */
-static int
-parse_count(const struct opt *o, const char *v, int *count, double *share, const char **why)
-{
-	static char range[128];
-	size_t n = strlen(v);
-	uint64_t u;
-
-	snprintf(range, sizeof(range), "expected a whole number from %llu to %llu, or a share of "
-	    "the CPU budget such as 50%% or 150%%", (unsigned long long)o->min,
-	    (unsigned long long)o->max);
-	*why = range;
-	if (n > 1 && v[n - 1] == '%') {
-		char num[32], *end;
-		double d;
-
-		if (n - 1 >= sizeof(num) || v[strspn(v, "0123456789.")] != '%')
-			return -1;
-		memcpy(num, v, n - 1);
-		num[n - 1] = '\0';
-		errno = 0;
-		d = strtod(num, &end);
-		if (errno || *end || end == num || !(d > 0 && d <= 10000))
-			return -1;
-		*share = d / 100.0;
-		*count = 0;
-		return 0;
-	}
-	if (lg_value_uint(v, o->min, o->max, &u, NULL, 0) == -1)
-		return -1;
-	*count = (int)u;
-	*share = 0;
-	return 0;
-}
-
-/* The setters, one per kind (nginx's ngx_conf_set_*_slot): each applies value v of option o
- * to the struct at base (a struct lg_config, or a struct lg_pool_cfg for a [pool] key) and
- * returns 0, or -1 with *why saying what was expected. Numbers, sizes, durations and booleans
- * are the one grammar of common/value.h; *why may point at the static msg (the master parses
- * its configuration on one thread). */
-static char msg[200];
-
-static int
-set_listen(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
-	    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
-	    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
-	return lg_listen_parse(v, (struct lg_config *)base, 0);
-}
-
-static int
-set_int(const struct opt *o, const char *v, char *base, const char **why)
-{
-	uint64_t u;
-
-	*why = msg;
-	if (lg_value_uint(v, o->min, o->max, &u, msg, sizeof(msg)) == -1)
-		return -1;
-	*(int *)(base + o->off) = (int)u;
-	return 0;
-}
-
-static int
-set_u64(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = msg;
-	return lg_value_uint(v, o->min, o->max, (uint64_t *)(base + o->off), msg, sizeof(msg));
-}
-
-static int
-set_ms(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = msg;
-	return lg_value_duration_ms(v, o->min, o->max, (uint64_t *)(base + o->off), msg,
-	    sizeof(msg));
-}
-
-static int
-set_size(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = msg;
-	return lg_value_size(v, o->min, o->max, (uint64_t *)(base + o->off), msg, sizeof(msg));
-}
-
-static int
-set_bool(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = msg;
-	return lg_value_bool(v, (int *)(base + o->off), msg, sizeof(msg));
-}
-
-static int
-set_compute(const struct opt *o, const char *v, char *base, const char **why)
-{
-	struct lg_config *cfg = (struct lg_config *)base;
-
-	return parse_count(o, v, &cfg->compute_workers, &cfg->compute_share, why);
-}
-
-static int
-set_pool_compute(const struct opt *o, const char *v, char *base, const char **why)
-{
-	struct lg_pool_cfg *p = (struct lg_pool_cfg *)base;
-
-	return parse_count(o, v, &p->compute, &p->share, why);
-}
-
-/* A decimal number of CPUs in [0, max]; strtod alone would take hex, inf and nan. */
-static int
-set_cpus(const struct opt *o, const char *v, char *base, const char **why)
-{
-	char *end;
-	double d;
-
-	*why = "expected a decimal number of CPUs up to 1024, or 0 to measure";
-	if (v[strspn(v, "0123456789.")] != '\0')
-		return -1;
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
-		return -1;
-	*(double *)(base + o->off) = d;
-	return 0;
-}
-
-/* One of a list of words, each stored as its int value (enums included). */
-struct word { const char *name; int value; };
-
-static int
-set_word(const struct opt *o, const char *v, char *base, const struct word *w, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v, w[i].name) == 0) {
-			*(int *)(base + o->off) = w[i].value;
-			return 0;
-		}
-	return -1;
-}
-
-static int
-set_rounding(const struct opt *o, const char *v, char *base, const char **why)
-{
-	static const struct word w[] = { { "floor", LG_ROUND_FLOOR }, { "ceil", LG_ROUND_CEIL } };
-
-	_Static_assert(sizeof(enum lg_cpu_rounding) == sizeof(int), "stored as an int");
-	*why = "expected floor or ceil";
-	return set_word(o, v, base, w, 2);
-}
-
-static int
-set_gone(const struct opt *o, const char *v, char *base, const char **why)
-{
-	static const struct word w[] = { { "finish", LG_GONE_FINISH }, { "kill", LG_GONE_KILL } };
-
-	_Static_assert(sizeof(enum lg_client_gone) == sizeof(int), "stored as an int");
-	*why = "expected finish or kill";
-	return set_word(o, v, base, w, 2);
-}
-
-/* sched(7) policies. */
-static int
-set_sched(const struct opt *o, const char *v, char *base, const char **why)
-{
-	static const struct word w[] = { { "idle", SCHED_IDLE }, { "batch", SCHED_BATCH },
-	    { "normal", SCHED_OTHER } };
-
-	*why = "expected idle, batch or normal";
-	return set_word(o, v, base, w, 3);
-}
-
-static int
-set_loglevel(const struct opt *o, const char *v, char *base, const char **why)
-{
-	int lvl = lg_log_parse_level(v);
-
-	*why = "expected error, warn, info or debug";
-	if (lvl == -1)
-		return -1;
-	*(int *)(base + o->off) = lvl;
-	return 0;
-}
-
-static int
-set_path(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = "path too long";
-	if (strlen(v) >= o->max)
-		return -1;
-	memcpy(base + o->off, v, strlen(v) + 1);
-	return 0;
-}
-
-static int
-set_rules(const struct opt *o, const char *v, char *base, const char **why)
-{
-	struct lg_policies ps;
-
-	*why = "rules too long";
-	if (strlen(v) >= o->max)
-		return -1;
-	if (lg_policy_parse(v, &ps, msg, sizeof(msg)) == -1) {
-		*why = msg;
-		return -1;
-	}
-	memcpy(base + o->off, v, strlen(v) + 1);
-	return 0;
-}
-
-/* The list as given, once lg_cidr_parse accepts it. */
-static int
-set_cidrs(const struct opt *o, const char *v, char *base, const char **why)
-{
-	struct lg_cidr ranges[LG_CIDR_MAX];
-
-	*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
-	if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
-		return -1;
-	memcpy(base + o->off, v, strlen(v) + 1);
-	return 0;
-}
-
-static int
-set_addr(const struct opt *o, const char *v, char *base, const char **why)
-{
-	*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
-	return lg_listen_parse_addr(v, base + o->off, o->max);
-}
-
-static int (*const setters[])(const struct opt *, const char *, char *, const char **) = {
-	[K_LISTEN] = set_listen, [K_INT] = set_int, [K_U64] = set_u64, [K_MS] = set_ms,
-	[K_SIZE] = set_size, [K_CPUS] = set_cpus, [K_ROUNDING] = set_rounding,
-	[K_LOGLEVEL] = set_loglevel, [K_PATH] = set_path, [K_BOOL] = set_bool,
-	[K_GONE] = set_gone, [K_SCHED] = set_sched, [K_COMPUTE] = set_compute,
-	[K_POOL_COMPUTE] = set_pool_compute, [K_RULES] = set_rules, [K_CIDRS] = set_cidrs,
-	[K_ADDR] = set_addr,
-};
-
-/* Applies one value to obj (cfg, or a pool's struct). Returns 0, or -1 with a reason. */
-static int
-set_value(const struct opt *o, const char *v, void *obj, const char **why)
-{
-	return setters[o->kind](o, v, obj, why);
-}
-
 static int resolve_pools(struct lg_config *cfg, char *err, size_t cap);
 
 void
@@ -509,7 +231,7 @@ lg_options_defaults(struct lg_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].def != NULL)
-			set_value(&opts[i], opts[i].def, cfg, &why);
+			lg_optset_apply(&opts[i], opts[i].def, cfg, &why);
 	cfg->queue_capacity = -1;
 	cfg->backlog = 4096;
 	cfg->compute_nice = 5;
@@ -518,7 +240,7 @@ lg_options_defaults(struct lg_config *cfg)
 	resolve_pools(cfg, NULL, 0); /* the default pool alone cannot fail */
 }
 
-static const struct opt *
+static const struct lg_opt *
 find_opt(const char *name, char dash)
 {
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -631,8 +353,8 @@ pool_key(struct lg_config *cfg, const char *section, const char *name, const cha
 			return -1;
 		}
 		if (p == &cfg->pools[0] && po->global != NULL)
-			return set_value(find_opt(po->global, '-'), value, cfg, why);
-		return set_value(&po->o, value, p, why);
+			return lg_optset_apply(find_opt(po->global, '-'), value, cfg, why);
+		return lg_optset_apply(&po->o, value, p, why);
 	}
 	*why = "unknown key of a [pool] section";
 	return -1;
@@ -645,7 +367,7 @@ static int
 file_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct file_ctx *fc = user;
-	const struct opt *o;
+	const struct lg_opt *o;
 	const char *why = "unknown key";
 
 	char swhy[200];
@@ -677,7 +399,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
 		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "
 		    "or none)";
-	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
+	else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {
 		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
@@ -726,7 +448,7 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 
 /* name = LAGLESS_ + the flag upper-cased, '-' as '_' (64 bytes). */
 static void
-env_name(const struct opt *o, char name[64])
+env_name(const struct lg_opt *o, char name[64])
 {
 	size_t n = strlen(strcpy(name, "LAGLESS_"));
 
@@ -772,7 +494,7 @@ load_env(struct lg_config *cfg, char *err, size_t cap)
 		const char *v, *why;
 
 		env_name(&opts[i], name);
-		if ((v = getenv(name)) != NULL && set_value(&opts[i], v, cfg, &why) == -1) {
+		if ((v = getenv(name)) != NULL && lg_optset_apply(&opts[i], v, cfg, &why) == -1) {
 			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
 			return -1;
 		}
@@ -865,7 +587,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 	optind = 0; /* GNU: full re-initialisation, so a reload can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:c:s:thV", lo, NULL)) != -1) {
-		const struct opt *o = c == 'p' ? find_opt("port", '-') :
+		const struct lg_opt *o = c == 'p' ? find_opt("port", '-') :
 		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
 		const char *why;
 
@@ -887,11 +609,11 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 		} else if (o != NULL && o->kind == K_LISTEN && nlisten++ > 0) {
 			/* a repeated --listen adds listeners (it replaced the first in silence) */
 			if (lg_listen_parse(optarg, cfg, 1) == -1) {
-				set_value(o, "", cfg, &why); /* only for the reason text */
+				lg_optset_apply(o, "", cfg, &why); /* only for the reason text */
 				snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
 				return -1;
 			}
-		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
+		} else if (o != NULL && lg_optset_apply(o, optarg ? optarg : "yes", cfg, &why) == -1) {
 			snprintf(err, cap, "--%s '%s': %s", o->name, optarg ? optarg : "", why);
 			return -1;
 		}
