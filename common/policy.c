@@ -1,4 +1,5 @@
 #include "common/policy.h"
+#include "common/value.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,54 +31,23 @@ names(const char *v, char out[][LG_POLICY_NAME], unsigned *n, int lower)
 	return 0;
 }
 
+/* The one grammar (common/value.h): durations in ms up to a year, sizes with K/M/G. */
 static int
 ms(const char *v, uint64_t *out)
 {
-	char *end;
-	unsigned long long x;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno || *end || x > 86400000ull * 365)
-		return -1;
-	*out = x;
-	return 0;
+	return lg_value_duration_ms(v, 0, 86400000ull * 365, out, NULL, 0);
 }
 
-/* BYTES with an optional K or M suffix, at most LG_POLICY_BODY_MAX_MAX. */
 static int
 bytes(const char *v, uint64_t *out)
 {
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (*end == 'k' || *end == 'K')
-		mul = 1u << 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1u << 20, end++;
-	if (errno || *end || x > LG_POLICY_BODY_MAX_MAX / mul)
-		return -1;
-	*out = x * mul;
-	return 0;
+	return lg_value_size(v, 0, LG_POLICY_BODY_MAX_MAX, out, NULL, 0);
 }
 
 static int
 onoff(const char *v, int *out)
 {
-	if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "1") == 0)
-		*out = 1;
-	else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0 || strcmp(v, "0") == 0)
-		*out = 0;
-	else
-		return -1;
-	return 0;
+	return lg_value_bool(v, out, NULL, 0);
 }
 
 static int
@@ -140,7 +110,7 @@ static const struct setting {
 	int (*set)(struct lg_policy *p, const char *v);
 	const char *expect;
 } settings[] = {
-	{ "coalesce", "coalesce", set_coalesce, "expected on or off" },
+	{ "coalesce", "coalesce", set_coalesce, "expected yes, no, true, false, on, off, 1 or 0" },
 	{ "ttl", "ttl_ms", set_ttl, "expected a whole number of milliseconds" },
 	{ "stale", "stale_ms", set_stale, "expected a whole number of milliseconds" },
 	{ "negative-ttl", "negative_ttl_ms", set_negative,
@@ -150,7 +120,7 @@ static const struct setting {
 	{ "headers", "key_headers", set_headers, "expected at most 8 header names, ',' "
 	    "separated, each under 32 bytes" },
 	{ "credentials", "credentials", set_credentials, "expected bypass or key" },
-	{ "body-max", "key_body_max", set_body_max, "expected bytes (K or M suffix), at most 64M" },
+	{ "body-max", "key_body_max", set_body_max, "expected bytes (K, M or G suffix), at most 64M" },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 

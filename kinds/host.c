@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/query.h"
+#include "common/value.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -114,29 +115,17 @@ host_query(const struct lagless_request *rq, const char *name, size_t *len)
 	return lg_query_param(rq->query, rq->query_len, name, len);
 }
 
+/* A query argument: a whole number of the one grammar (common/value.h), no suffix. */
 static int
-parse_uint(const char *v, size_t len, int suffixes, uint64_t min, uint64_t max, uint64_t *out)
+query_number(const char *v, size_t len, uint64_t min, uint64_t max, uint64_t *out)
 {
-	uint64_t x = 0, mul = 1;
+	char num[32];
 
-	if (suffixes && len > 1) {
-		switch (v[len - 1]) {
-		case 'k': case 'K': mul = 1ull << 10; len--; break;
-		case 'm': case 'M': mul = 1ull << 20; len--; break;
-		case 'g': case 'G': mul = 1ull << 30; len--; break;
-		}
-	}
-	if (len == 0 || len > 20)
+	if (len >= sizeof(num))
 		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
-			return -1;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	if (x > UINT64_MAX / mul || x * mul < min || x * mul > max)
-		return -1;
-	*out = x * mul;
-	return 0;
+	memcpy(num, v, len);
+	num[len] = '\0';
+	return lg_value_uint(num, min, max, out, NULL, 0);
 }
 
 static int
@@ -154,11 +143,11 @@ host_query_uint(const struct lagless_request *rq, const char *name, uint64_t def
 		return 0;
 	}
 	if (memchr(v, '%', len) == NULL)
-		return parse_uint(v, len, 0, min, max, out);
+		return query_number(v, len, min, max, out);
 	/* "%31%30" is "10" (RFC 3986 section 6.2.2.2): decoded, then the same rule */
 	if ((n = lg_query_decode(v, len, dec, sizeof(dec))) < 0)
 		return -1;
-	return parse_uint(dec, (size_t)n, 0, min, max, out);
+	return query_number(dec, (size_t)n, min, max, out);
 }
 
 static const char *
@@ -203,7 +192,8 @@ host_conf_uint(const struct lagless_conf *conf, const char *key, uint64_t def, u
 		*out = def;
 		return 0;
 	}
-	return parse_uint(v, strlen(v), 1, min, max, out);
+	/* a module's key is a size of the one grammar: K/M/G suffixes as everywhere */
+	return lg_value_size(v, min, max, out, NULL, 0);
 }
 
 const struct lagless_host lg_host = {

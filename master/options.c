@@ -1,10 +1,8 @@
 #include "master/options.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,47 +11,19 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "common/cidr.h"
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
 #include "master/master.h"
+#include "master/optset.h"
 #include "master/site.h"
 #include "common/policy.h"
 
-enum kind {
-	K_LISTEN,   /* listeners: the first TCP one into listen_addr + port, others listen_more */
-	K_INT,      /* int field, decimal in [min, max] */
-	K_U64,      /* uint64_t field, decimal in [min, max] */
-	K_SIZE,     /* uint64_t bytes, K/M/G binary suffixes */
-	K_CPUS,     /* double CPUs, 0 = measure */
-	K_ROUNDING, /* floor | ceil */
-	K_LOGLEVEL, /* error | warn | info | debug */
-	K_PATH,     /* char[max] file path; "" = none */
-	K_BOOL,     /* int 0/1: yes|no|true|false|on|off|1|0; a bare --flag means yes */
-	K_GONE,     /* finish | kill */
-	K_SCHED,    /* int scheduling policy: idle | batch | normal (sched(7)) */
-	K_COMPUTE,  /* compute_workers "N", or compute_share "P%" of the CPU budget */
-	K_POOL_COMPUTE, /* the same for a struct lg_pool_cfg: compute, share */
-	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
-	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
-	K_ADDR,     /* char[max] one TCP listener, normalized to ADDR:PORT ("" none) */
-};
-
-struct opt {
-	const char *name;   /* flag; file key and environment name are derived from it */
-	enum kind kind;
-	size_t off;         /* offsetof(struct lg_config, field) */
-	uint64_t min, max;
-	const char *def;    /* default, parsed like any other value */
-	const char *arg;    /* placeholder in --help */
-	const char *help;
-};
 
 #define F(field) offsetof(struct lg_config, field)
 #define PF(field) offsetof(struct lg_pool_cfg, field)
 
-static const struct opt opts[] = {
+static const struct lg_opt opts[] = {
 	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
 	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
 	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
@@ -76,14 +46,14 @@ static const struct opt opts[] = {
 	{ "max-discard", K_SIZE, F(max_discard), 0, 1ull << 30, "64K", "BYTES",
 	  "largest body read and dropped to keep the connection open after a refusal (503 for a "
 	  "full queue, 404, 405) or by a route that takes none; a longer one closes it" },
-	{ "deadline-ms", K_U64, F(deadline_ms), 1, 86400000, "30000", "MS",
+	{ "deadline-ms", K_MS, F(deadline_ms), 1, 86400000, "30000", "MS",
 	  "per offloaded job, queue wait included; 504 past it" },
-	{ "drain-timeout-ms", K_U64, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
+	{ "drain-timeout-ms", K_MS, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
 	  "graceful stop: time left to in-flight requests" },
-	{ "drain-delay-ms", K_U64, F(drain_delay_ms), 0, 3600000, "0", "MS",
+	{ "drain-delay-ms", K_MS, F(drain_delay_ms), 0, 3600000, "0", "MS",
 	  "graceful stop: after SIGTERM, /ready answers 503 at once but new connections are still "
 	  "served this long (while a load balancer stops sending), then the drain begins" },
-	{ "kill-grace-ms", K_U64, F(kill_grace_ms), 0, 60000, "200", "MS",
+	{ "kill-grace-ms", K_MS, F(kill_grace_ms), 0, 60000, "200", "MS",
 	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
 	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
 	  "open connections per loop worker" },
@@ -93,18 +63,18 @@ static const struct opt opts[] = {
 	  "request-target length, at most 8192; 414 above it" },
 	{ "max-fields", K_INT, F(max_fields), 1, 10000, "100", "N",
 	  "header field lines; 431 above it" },
-	{ "head-timeout-ms", K_U64, F(head_timeout_ms), 1, 86400000, "10000", "MS",
+	{ "head-timeout-ms", K_MS, F(head_timeout_ms), 1, 86400000, "10000", "MS",
 	  "time to receive a whole request head (from its first byte, or accept); 408" },
-	{ "body-timeout-ms", K_U64, F(body_timeout_ms), 1, 86400000, "15000", "MS",
+	{ "body-timeout-ms", K_MS, F(body_timeout_ms), 1, 86400000, "15000", "MS",
 	  "longest silence while a request body arrives; 408" },
-	{ "body-deadline-ms", K_U64, F(body_deadline_ms), 1, 86400000, "60000", "MS",
+	{ "body-deadline-ms", K_MS, F(body_deadline_ms), 1, 86400000, "60000", "MS",
 	  "whole body of an offloaded request, which holds a job slot; 408" },
-	{ "request-deadline-ms", K_U64, F(request_deadline_ms), 0, 86400000, "0", "MS",
+	{ "request-deadline-ms", K_MS, F(request_deadline_ms), 0, 86400000, "0", "MS",
 	  "whole request (head, body and trailers) from its first byte, on every path (also a "
 	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
-	{ "keepalive-timeout-ms", K_U64, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
+	{ "keepalive-timeout-ms", K_MS, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
 	  "idle time between requests before the connection is closed" },
-	{ "write-timeout-ms", K_U64, F(write_timeout_ms), 1, 86400000, "30000", "MS",
+	{ "write-timeout-ms", K_MS, F(write_timeout_ms), 1, 86400000, "30000", "MS",
 	  "longest stall of a response write before the connection is closed" },
 	{ "transit-buffers", K_INT, F(transit_buffers), 0, 100000, "0", "N",
 	  "request bodies and results held in shared memory at once (each takes a buffer from the "
@@ -129,9 +99,9 @@ static const struct opt opts[] = {
 	{ "pid-file", K_PATH, F(pid_file), 0, sizeof(((struct lg_config *)0)->pid_file), "",
 	  "FILE", "write the master's pid to FILE (removed at exit), and each reload's outcome to "
 	  "FILE.reload, for lagless -s reload" },
-	{ "lag-interval-ms", K_U64, F(lag_interval_ms), 1, 60000, "10", "MS",
+	{ "lag-interval-ms", K_MS, F(lag_interval_ms), 1, 60000, "10", "MS",
 	  "loop-lag probe period" },
-	{ "slow-callback-ms", K_U64, F(slow_callback_ms), 0, 3600000, "50", "MS",
+	{ "slow-callback-ms", K_MS, F(slow_callback_ms), 0, 3600000, "50", "MS",
 	  "log a loop callback that runs longer, naming its request; 0 = off" },
 	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
 	  "log one line per response (method, path, status, bytes, times, client, query, "
@@ -150,19 +120,19 @@ static const struct opt opts[] = {
 	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
 	  "serve the built-in kinds' routes /heavy, /compress, /decompress, /hash and /verify; no "
 	  "in production: only the routes [route] sections declare, and the loop's own" },
-	{ "stuck-loop-ms", K_U64, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
+	{ "stuck-loop-ms", K_MS, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
 	  "replace a loop worker whose heartbeat is this old" },
 	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
 	  "running job of a departed client: finish or kill" },
 	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
 	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
 	  "(503 for it); 0 = never" },
-	{ "quarantine-ms", K_U64, F(quarantine_ms), 1, 86400000, "10000", "MS",
+	{ "quarantine-ms", K_MS, F(quarantine_ms), 1, 86400000, "10000", "MS",
 	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
-	{ "queue-wait-target-ms", K_U64, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
+	{ "queue-wait-target-ms", K_MS, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
 	  "admission by queue wait (CoDel): while the shortest wait over an interval stays above "
 	  "this, new jobs get 503 at once and queued ones waiting longer are shed; 0 = off" },
-	{ "queue-wait-interval-ms", K_U64, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
+	{ "queue-wait-interval-ms", K_MS, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
 	  "the CoDel interval (at least the target); a queued job may wait this long while not "
 	  "overloaded" },
 	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
@@ -212,7 +182,7 @@ static const struct opt opts[] = {
  * [pool default] stands for (so flags and environment still override it), or the value an
  * unset key of any pool takes; NULL: the key exists per pool only. */
 struct pool_opt {
-	struct opt o;
+	struct lg_opt o;
 	const char *global;
 };
 
@@ -222,13 +192,13 @@ static const struct pool_opt pool_opts[] = {
 	  "compute-workers" },
 	{ { "queue", K_INT, PF(queue), 0, 100000, NULL, "N",
 	    "waiting jobs beyond the running ones (default 2 x compute)" }, "queue" },
-	{ { "deadline-ms", K_U64, PF(deadline_ms), 1, 86400000, NULL, "MS",
+	{ { "deadline-ms", K_MS, PF(deadline_ms), 1, 86400000, NULL, "MS",
 	    "per job, queue wait included" }, "deadline-ms" },
 	{ { "on-client-gone", K_GONE, PF(on_client_gone), 0, 0, NULL, "finish|kill",
 	    "running job of a departed client" }, "on-client-gone" },
-	{ { "queue-wait-target-ms", K_U64, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
+	{ { "queue-wait-target-ms", K_MS, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
 	    "CoDel target; 0 = off" }, "queue-wait-target-ms" },
-	{ { "queue-wait-interval-ms", K_U64, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
+	{ { "queue-wait-interval-ms", K_MS, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
 	    "CoDel interval" }, "queue-wait-interval-ms" },
 	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
 	    "nice(2) increment of its compute processes (default 5; weighs only under policy "
@@ -251,220 +221,6 @@ static const struct pool_opt pool_opts[] = {
 
 #define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
 
-/* Parses a decimal with an optional binary K/M/G suffix when suffixes is set. */
-static int
-parse_u64(const char *s, uint64_t min, uint64_t max, int suffixes, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	if (suffixes && *end != '\0' && end[1] == '\0') {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; end++; break;
-		case 'm': case 'M': mul = 1ull << 20; end++; break;
-		case 'g': case 'G': mul = 1ull << 30; end++; break;
-		}
-	}
-	if (*end != '\0' || v > max / mul || v * mul < min)
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
-/* Stores 1 for yes/true/on/1, 0 for no/false/off/0 (any case) in *out and returns 0;
- * returns -1 for anything else. */
-static int
-parse_bool(const char *v, int *out)
-{
-	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no",
-	    "false", "off", "0" };
-
-	for (int i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
-			*out = strcasecmp(v, yes[i]) == 0;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* "idle", "batch" or "normal" into SCHED_IDLE, SCHED_BATCH or SCHED_OTHER (sched(7)); -1 for
- * anything else. */
-static int
-parse_policy(const char *v, int *out)
-{
-	static const struct { const char *name; int policy; } names[] = {
-		{ "idle", SCHED_IDLE }, { "batch", SCHED_BATCH }, { "normal", SCHED_OTHER },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(v, names[i].name) == 0) {
-			*out = names[i].policy;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* "N" (a count in [min, max]; clears the share) or "P%" (a share of the CPU budget, 0 < P <=
- * 10000 percent, up to two decimals; clears the count). Returns 0, or -1 with a reason. */
-static int
-parse_count(const struct opt *o, const char *v, int *count, double *share, const char **why)
-{
-	static char range[128];
-	size_t n = strlen(v);
-	uint64_t u;
-
-	snprintf(range, sizeof(range), "expected a whole number from %llu to %llu, or a share of "
-	    "the CPU budget such as 50%% or 150%%", (unsigned long long)o->min,
-	    (unsigned long long)o->max);
-	*why = range;
-	if (n > 1 && v[n - 1] == '%') {
-		char num[32], *end;
-		double d;
-
-		if (n - 1 >= sizeof(num) || v[strspn(v, "0123456789.")] != '%')
-			return -1;
-		memcpy(num, v, n - 1);
-		num[n - 1] = '\0';
-		errno = 0;
-		d = strtod(num, &end);
-		if (errno || *end || end == num || !(d > 0 && d <= 10000))
-			return -1;
-		*share = d / 100.0;
-		*count = 0;
-		return 0;
-	}
-	if (parse_u64(v, o->min, o->max, 0, &u) == -1)
-		return -1;
-	*count = (int)u;
-	*share = 0;
-	return 0;
-}
-
-/* K_CIDRS: the list as given, once lg_cidr_parse accepts it. */
-static int
-set_cidrs(const struct opt *o, const char *v, char *base)
-{
-	struct lg_cidr ranges[LG_CIDR_MAX];
-
-	if (strlen(v) >= o->max || lg_cidr_parse(v, ranges) == -1)
-		return -1;
-	memcpy(base + o->off, v, strlen(v) + 1);
-	return 0;
-}
-
-/* Applies one value to cfg. Returns 0, or -1 with a reason in why. */
-static int
-set_value(const struct opt *o, const char *v, void *obj, const char **why)
-{
-	char *base = obj, *end;
-	uint64_t u;
-	double d;
-	int lvl;
-
-	switch (o->kind) {
-	case K_LISTEN:
-		*why = "expected listeners separated by blanks, each [ADDR:]PORT (an IPv4 address, a "
-		    "bracketed IPv6 one or a host name that resolves, and a port 0..65535) or "
-		    "unix:/path[,mode=0660][,owner=USER[:GROUP]] (existing user and group), at most 8";
-		return lg_listen_parse(v, obj, 0);
-	case K_INT:
-	case K_U64:
-	case K_SIZE: {
-		static char range[96];
-
-		snprintf(range, sizeof(range), "expected a whole number from %llu to %llu%s",
-		    (unsigned long long)o->min, (unsigned long long)o->max,
-		    o->kind == K_SIZE ? " bytes, with an optional K, M or G suffix" : "");
-		*why = range;
-		if (parse_u64(v, o->min, o->max, o->kind == K_SIZE, &u) == -1)
-			return -1;
-		if (o->kind == K_INT)
-			*(int *)(base + o->off) = (int)u;
-		else
-			*(uint64_t *)(base + o->off) = u;
-		return 0;
-	}
-	case K_COMPUTE:
-		return parse_count(o, v, &((struct lg_config *)obj)->compute_workers,
-		    &((struct lg_config *)obj)->compute_share, why);
-	case K_POOL_COMPUTE:
-		return parse_count(o, v, &((struct lg_pool_cfg *)obj)->compute,
-		    &((struct lg_pool_cfg *)obj)->share, why);
-	case K_CPUS:
-		*why = "expected a decimal number of CPUs up to 1024, or 0 to measure";
-		if (v[strspn(v, "0123456789.")] != '\0') /* strtod would take hex, inf, nan */
-			return -1;
-		errno = 0;
-		d = strtod(v, &end);
-		if (errno || *end || end == v || !(d >= 0 && d <= (double)o->max))
-			return -1;
-		*(double *)(base + o->off) = d;
-		return 0;
-	case K_ROUNDING:
-		*why = "expected floor or ceil";
-		if (strcmp(v, "floor") && strcmp(v, "ceil"))
-			return -1;
-		*(enum lg_cpu_rounding *)(base + o->off) = strcmp(v, "ceil") == 0 ? LG_ROUND_CEIL :
-		    LG_ROUND_FLOOR;
-		return 0;
-	case K_PATH:
-		*why = "path too long";
-		if (strlen(v) >= o->max)
-			return -1;
-		memcpy(base + o->off, v, strlen(v) + 1);
-		return 0;
-	case K_RULES: {
-		static char rerr[160];
-		struct lg_policies ps;
-
-		*why = "rules too long";
-		if (strlen(v) >= o->max)
-			return -1;
-		if (lg_policy_parse(v, &ps, rerr, sizeof(rerr)) == -1) {
-			*why = rerr;
-			return -1;
-		}
-		memcpy(base + o->off, v, strlen(v) + 1);
-		return 0;
-	}
-	case K_ADDR:
-		*why = "expected ADDR:PORT (an IPv4 address, a bracketed IPv6 one or a host name)";
-		return lg_listen_parse_addr(v, base + o->off, o->max);
-	case K_CIDRS:
-		*why = "expected up to 16 addresses or ADDR/BITS ranges, IPv4 or IPv6";
-		return set_cidrs(o, v, base);
-	case K_BOOL:
-		*why = "expected yes, no, true, false, on, off, 1 or 0";
-		return parse_bool(v, (int *)(base + o->off));
-	case K_GONE:
-		*why = "expected finish or kill";
-		if (strcmp(v, "finish") && strcmp(v, "kill"))
-			return -1;
-		*(enum lg_client_gone *)(base + o->off) = strcmp(v, "kill") == 0 ? LG_GONE_KILL :
-		    LG_GONE_FINISH;
-		return 0;
-	case K_SCHED:
-		*why = "expected idle, batch or normal";
-		return parse_policy(v, (int *)(base + o->off));
-	case K_LOGLEVEL:
-		*why = "expected error, warn, info or debug";
-		if ((lvl = lg_log_parse_level(v)) == -1)
-			return -1;
-		*(int *)(base + o->off) = lvl;
-		return 0;
-	}
-	return -1;
-}
-
 static int resolve_pools(struct lg_config *cfg, char *err, size_t cap);
 
 void
@@ -475,7 +231,7 @@ lg_options_defaults(struct lg_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].def != NULL)
-			set_value(&opts[i], opts[i].def, cfg, &why);
+			lg_optset_apply(&opts[i], opts[i].def, cfg, &why);
 	cfg->queue_capacity = -1;
 	cfg->backlog = 4096;
 	cfg->compute_nice = 5;
@@ -484,7 +240,7 @@ lg_options_defaults(struct lg_config *cfg)
 	resolve_pools(cfg, NULL, 0); /* the default pool alone cannot fail */
 }
 
-static const struct opt *
+static const struct lg_opt *
 find_opt(const char *name, char dash)
 {
 	for (size_t i = 0; i < NOPTS; i++) {
@@ -589,9 +345,16 @@ pool_key(struct lg_config *cfg, const char *section, const char *name, const cha
 		if (*a != '\0' || *b != '\0')
 			continue;
 		p->given |= 1u << k;
+		if (po->o.kind == K_POOL_COMPUTE && strspn(value, "0") == strlen(value)) {
+			/* compute-workers = 0 sizes from the CPU budget, so [pool default] compute = 0
+			 * was taken as max(1, budget - 1) in silence: a pool's count is refused */
+			*why = "a pool runs at least 1 compute process (to size the default pool from "
+			    "the CPU budget, leave compute out of [pool default])";
+			return -1;
+		}
 		if (p == &cfg->pools[0] && po->global != NULL)
-			return set_value(find_opt(po->global, '-'), value, cfg, why);
-		return set_value(&po->o, value, p, why);
+			return lg_optset_apply(find_opt(po->global, '-'), value, cfg, why);
+		return lg_optset_apply(&po->o, value, p, why);
 	}
 	*why = "unknown key of a [pool] section";
 	return -1;
@@ -604,7 +367,7 @@ static int
 file_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct file_ctx *fc = user;
-	const struct opt *o;
+	const struct lg_opt *o;
 	const char *why = "unknown key";
 
 	char swhy[200];
@@ -636,7 +399,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
 		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "
 		    "or none)";
-	else if ((o = find_opt(name, '_')) != NULL && set_value(o, value, fc->cfg, &why) == 0)
+	else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {
 		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
@@ -685,7 +448,7 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 
 /* name = LAGLESS_ + the flag upper-cased, '-' as '_' (64 bytes). */
 static void
-env_name(const struct opt *o, char name[64])
+env_name(const struct lg_opt *o, char name[64])
 {
 	size_t n = strlen(strcpy(name, "LAGLESS_"));
 
@@ -731,7 +494,7 @@ load_env(struct lg_config *cfg, char *err, size_t cap)
 		const char *v, *why;
 
 		env_name(&opts[i], name);
-		if ((v = getenv(name)) != NULL && set_value(&opts[i], v, cfg, &why) == -1) {
+		if ((v = getenv(name)) != NULL && lg_optset_apply(&opts[i], v, cfg, &why) == -1) {
 			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
 			return -1;
 		}
@@ -824,7 +587,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 	optind = 0; /* GNU: full re-initialisation, so a reload can parse again */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:c:s:thV", lo, NULL)) != -1) {
-		const struct opt *o = c == 'p' ? find_opt("port", '-') :
+		const struct lg_opt *o = c == 'p' ? find_opt("port", '-') :
 		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
 		const char *why;
 
@@ -846,11 +609,11 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 		} else if (o != NULL && o->kind == K_LISTEN && nlisten++ > 0) {
 			/* a repeated --listen adds listeners (it replaced the first in silence) */
 			if (lg_listen_parse(optarg, cfg, 1) == -1) {
-				set_value(o, "", cfg, &why); /* only for the reason text */
+				lg_optset_apply(o, "", cfg, &why); /* only for the reason text */
 				snprintf(err, cap, "--%s '%s': %s", o->name, optarg, why);
 				return -1;
 			}
-		} else if (o != NULL && set_value(o, optarg ? optarg : "yes", cfg, &why) == -1) {
+		} else if (o != NULL && lg_optset_apply(o, optarg ? optarg : "yes", cfg, &why) == -1) {
 			snprintf(err, cap, "--%s '%s': %s", o->name, optarg ? optarg : "", why);
 			return -1;
 		}

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/value.h"
 #include "kinds/registry.h"
 #include "master/modules.h"
 
@@ -192,29 +193,6 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	return 0;
 }
 
-static int
-parse_size(const char *v, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (*v < '0' || *v > '9')
-		return -1;
-	x = strtoull(v, &end, 10);
-	if (*end && !end[1]) {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; end++; break;
-		case 'm': case 'M': mul = 1ull << 20; end++; break;
-		case 'g': case 'G': mul = 1ull << 30; end++; break;
-		}
-	}
-	if (*end || x > max / mul)
-		return -1;
-	*out = x * mul;
-	return 0;
-}
-
 /* "content-type, x-user" into rt->fields (lower case). */
 static int
 parse_fields(const char *v, struct lg_route_def *rt)
@@ -241,79 +219,133 @@ parse_fields(const char *v, struct lg_route_def *rt)
 	return 0;
 }
 
+/* The route keys the host reads itself, one setter each (as master/optset.c for the
+ * server's): 0 taken, -1 bad with *why. A route's numbers, sizes and booleans are the one
+ * grammar of common/value.h; *why may point at msg (the master reads on one thread). */
+struct route_in {
+	const struct lg_registry *r;
+	struct lg_route_def *rt;
+	const struct lg_config *cfg;
+	int *off;
+};
+
+static char msg[160];
+
+static int
+key_methods(const struct route_in *in, const char *v, const char **why)
+{
+	*why = "expected a list of GET, HEAD, POST, PUT, DELETE, PATCH";
+	return (in->rt->methods = lg_registry_methods(v)) ? 0 : -1;
+}
+
+static int
+key_kind(const struct route_in *in, const char *v, const char **why)
+{
+	const struct lg_kind *kind = lg_registry_find(in->r, v);
+
+	*why = "unknown kind (lagless -t lists the routes; a module's kinds are module.kind)";
+	if (kind == NULL)
+		return -1;
+	in->rt->kind = kind->id;
+	return 0;
+}
+
+static int
+key_handler(const struct route_in *in, const char *v, const char **why)
+{
+	static const char *const handlers[] = { "ping", "health", "ready", "metrics", "status",
+	    NULL };
+
+	*why = "expected ping, health, ready, metrics or status";
+	for (const char *const *h = handlers; *h; h++)
+		if (strcmp(v, *h) == 0) {
+			snprintf(in->rt->handler, sizeof(in->rt->handler), "%s", v);
+			return 0;
+		}
+	return -1;
+}
+
+static int
+key_where(const struct route_in *in, const char *v, const char **why)
+{
+	*why = "expected pool or loop";
+	if (strcmp(v, "pool") && strcmp(v, "loop"))
+		return -1;
+	in->rt->where = strcmp(v, "loop") == 0 ? LAGLESS_WHERE_LOOP : LAGLESS_WHERE_POOL;
+	return 0;
+}
+
+static int
+key_deadline(const struct route_in *in, const char *v, const char **why)
+{
+	*why = msg;
+	return lg_value_duration_ms(v, 1, 86400000, &in->rt->deadline_ms, msg, sizeof(msg));
+}
+
+static int
+key_max_body(const struct route_in *in, const char *v, const char **why)
+{
+	*why = msg; /* at most the server's max-body */
+	return lg_value_size(v, 0, in->cfg->max_body, &in->rt->max_body, msg, sizeof(msg));
+}
+
+static int
+key_fields(const struct route_in *in, const char *v, const char **why)
+{
+	*why = "expected at most 16 header field names, ',' separated";
+	return parse_fields(v, in->rt);
+}
+
+static int
+key_ctype(const struct route_in *in, const char *v, const char **why)
+{
+	*why = "expected a media type of visible ASCII, under 128 bytes";
+	if (strlen(v) >= sizeof(in->rt->ctype) || v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~/;= \"")] != '\0')
+		return -1;
+	snprintf(in->rt->ctype, sizeof(in->rt->ctype), "%s", v);
+	return 0;
+}
+
+static int
+key_pool(const struct route_in *in, const char *v, const char **why)
+{
+	*why = "unknown pool (declare it with a [pool NAME] section)";
+	for (int i = 0; i < in->cfg->npools; i++)
+		if (strcmp(in->cfg->pools[i].name, v) == 0) {
+			in->rt->pool = (uint32_t)i;
+			return 0;
+		}
+	return -1;
+}
+
+static int
+key_off(const struct route_in *in, const char *v, const char **why)
+{
+	*why = msg;
+	return lg_value_bool(v, in->off, msg, sizeof(msg));
+}
+
+static const struct {
+	const char *key;
+	int (*set)(const struct route_in *in, const char *v, const char **why);
+} route_keys[] = {
+	{ "methods", key_methods }, { "kind", key_kind }, { "handler", key_handler },
+	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
+	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
+	{ "off", key_off },
+};
+
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
 static int
 route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_def *rt,
     const struct lg_config *cfg, int *off, const char **why)
 {
-	const char *k = kv->key, *v = kv->value;
-	const struct lg_kind *kind;
+	const struct route_in in = { r, rt, cfg, off };
 
-	if (strcmp(k, "methods") == 0) {
-		*why = "expected a list of GET, HEAD, POST, PUT, DELETE, PATCH";
-		return (rt->methods = lg_registry_methods(v)) ? 1 : -1;
-	}
-	if (strcmp(k, "kind") == 0) {
-		*why = "unknown kind (lagless -t lists the routes; a module's kinds are module.kind)";
-		if ((kind = lg_registry_find(r, v)) == NULL)
-			return -1;
-		rt->kind = kind->id;
-		return 1;
-	}
-	if (strcmp(k, "handler") == 0) {
-		static const char *const handlers[] = { "ping", "health", "ready", "metrics",
-		    "status", NULL };
-		*why = "expected ping, health, ready, metrics or status";
-		for (const char *const *h = handlers; *h; h++)
-			if (strcmp(v, *h) == 0) {
-				snprintf(rt->handler, sizeof(rt->handler), "%s", v);
-				return 1;
-			}
-		return -1;
-	}
-	if (strcmp(k, "where") == 0) {
-		*why = "expected pool or loop";
-		if (strcmp(v, "pool") && strcmp(v, "loop"))
-			return -1;
-		rt->where = strcmp(v, "loop") == 0 ? LAGLESS_WHERE_LOOP : LAGLESS_WHERE_POOL;
-		return 1;
-	}
-	if (strcmp(k, "deadline_ms") == 0) {
-		*why = "expected a whole number of milliseconds from 1 to 86400000";
-		return parse_size(v, 86400000, &rt->deadline_ms) == 0 && rt->deadline_ms ? 1 : -1;
-	}
-	if (strcmp(k, "max_body") == 0) {
-		*why = "expected bytes (K/M/G suffixes), at most the server's max_body";
-		return parse_size(v, cfg->max_body, &rt->max_body) == 0 ? 1 : -1;
-	}
-	if (strcmp(k, "fields") == 0) {
-		*why = "expected at most 16 header field names, ',' separated";
-		return parse_fields(v, rt) == 0 ? 1 : -1;
-	}
-	if (strcmp(k, "content_type") == 0) {
-		*why = "expected a media type of visible ASCII, under 128 bytes";
-		if (strlen(v) >= sizeof(rt->ctype) || v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~/;= \"")] != '\0')
-			return -1;
-		snprintf(rt->ctype, sizeof(rt->ctype), "%s", v);
-		return 1;
-	}
-	if (strcmp(k, "pool") == 0) {
-		*why = "unknown pool (declare it with a [pool NAME] section)";
-		for (int i = 0; i < cfg->npools; i++)
-			if (strcmp(cfg->pools[i].name, v) == 0) {
-				rt->pool = (uint32_t)i;
-				return 1;
-			}
-		return -1;
-	}
-	if (strcmp(k, "off") == 0) {
-		*why = "expected yes or no";
-		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
-			return -1;
-		*off = strcasecmp(v, "yes") == 0;
-		return 1;
-	}
+	for (size_t i = 0; i < sizeof(route_keys) / sizeof(route_keys[0]); i++)
+		if (strcmp(kv->key, route_keys[i].key) == 0)
+			return route_keys[i].set(&in, kv->value, why) == 0 ? 1 : -1;
 	return 0;
 }
 
@@ -574,11 +606,14 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 	/* A default route removed with off = yes stays removed: hold its path while the
 	 * defaults are added, then drop the placeholder. */
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++)
+		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++) {
+			int off = 0;
+
 			if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&
-			    strcasecmp(s->secs[i].kv[j].value, "yes") == 0 &&
+			    lg_value_bool(s->secs[i].kv[j].value, &off, NULL, 0) == 0 && off &&
 			    hold_off(r, s->secs[i].name, err, cap) == -1)
 				return -1;
+		}
 	for (size_t i = 0; !cfg->demo_routes && i < sizeof(demo_paths) / sizeof(demo_paths[0]); i++)
 		if (hold_off(r, demo_paths[i], err, cap) == -1)
 			return -1;

@@ -74,7 +74,8 @@ def test_route_keys_are_not_given_to_the_kind_and_show_in_t(tmp_path):
 
 BAD = [
     ("[route /heavy]\nkind = heavy\nttl_ms = soon\n", 3, "ttl_ms", "milliseconds"),
-    ("[route /heavy]\nkind = heavy\n\ncoalesce = maybe\n", 4, "coalesce", "on or off"),
+    ("[route /heavy]\nkind = heavy\n\ncoalesce = maybe\n", 4, "coalesce",
+     "yes, no, true, false, on, off, 1 or 0"),
     ("[route /heavy]\nkind = heavy\ncredentials = share\n", 3, "credentials", "bypass or key"),
     ("[route /heavy]\nkind = heavy\nkey_body_max = 1G\n", 3, "key_body_max", "at most 64M"),
     ("[route /heavy]\nkind = heavy\nkey_query = " + ",".join("p%d" % i for i in range(9)) + "\n",

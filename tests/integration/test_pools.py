@@ -174,6 +174,24 @@ def test_t_refuses_oversubscription_and_prints_the_split(tmp_path):
     assert p.returncode == 1 and "unknown pool" in p.stderr, p.stderr
 
 
+@pytest.mark.timeout(30)
+def test_t_refuses_a_pool_of_no_compute_process(tmp_path):
+    # [pool default] compute = 0 stood for --compute-workers 0 and was taken as
+    # max(1, budget - 1) without a word (issue 19): a pool's count is refused at 0
+    for text in ("[pool default]\ncompute = 0\n", "[pool x]\nnice = 3\ncompute = 0\n"):
+        conf = write_conf(tmp_path, text)
+        p = subprocess.run([LAGLESS_BIN, "-t", "-c", conf, "--cpus", "4"], capture_output=True,
+                           text=True, timeout=20)
+        line = text.count("\n")
+        assert p.returncode == 1, p
+        assert "%s:%d: key 'compute'" % (conf, line) in p.stderr, p.stderr
+        assert "at least 1 compute process" in p.stderr, p.stderr
+    conf = write_conf(tmp_path, "[pool default]\ncompute = 2\n")
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", conf, "--cpus", "4"], capture_output=True,
+                       text=True, timeout=20)
+    assert p.returncode == 0 and '"compute_workers":2,' in p.stdout, p
+
+
 def test_pool_lists_its_routes(start_server, tmp_path):
     """routes = lets a pool take default routes without declaring them."""
     srv = start_server("-c", write_conf(tmp_path, "[pool p]\ncompute = 1\nroutes = /heavy\n"

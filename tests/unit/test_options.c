@@ -283,6 +283,49 @@ test_switches(void **state)
 	unlink(path);
 }
 
+/* Issue 19: one grammar of values wherever they are written, and each refusal names the
+ * file, the line and the key. */
+static void
+test_one_grammar(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	struct { const char *text, *want, *why; } bad[] = {
+		/* was taken as compute-workers = 0, max(1, budget - 1), in silence */
+		{ "[pool default]\ncompute = 0\n", ":2: key 'compute'", "at least 1 compute" },
+		{ "[pool fast]\ncompute = 00\n", ":2: key 'compute'", "at least 1 compute" },
+		/* a route's deadline took size suffixes: 1K was 1024 ms */
+		{ "[route /heavy]\nkind = heavy\ndeadline_ms = 1K\n", ":3: key 'deadline_ms'",
+		    "milliseconds" },
+		{ "[route /heavy]\nkind = heavy\noff = maybe\n", ":3: key 'off'",
+		    "yes, no, true, false, on, off, 1 or 0" },
+		{ "max_body = 18446744073709551616\n", ":1: key 'max_body'", "K, M or G" },
+		{ "drain_delay_ms = 5s\n", ":1: key 'drain_delay_ms'", "milliseconds" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *path = write_file(bad[i].text);
+		char *argv[] = { "lagless", "-c", path, NULL };
+
+		assert_int_equal(load(&cfg, &cmd, 3, argv), -1);
+		assert_non_null(strstr(err, path));
+		assert_non_null(strstr(err, bad[i].want));
+		assert_non_null(strstr(err, bad[i].why));
+		unlink(path);
+	}
+	/* coalesce = true was refused while inline_heavy = true was taken */
+	char *path = write_file("cache_bytes = 8m\ninline_heavy = TRUE\n[route /heavy]\n"
+	    "kind = heavy\ncoalesce = true\nttl_ms = 100\nkey_body_max = 1k\n");
+	char *argv[] = { "lagless", "-c", path, "--max-head", "8k", NULL };
+
+	setenv("LAGLESS_MAX_BODY", "2g", 1);
+	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
+	unsetenv("LAGLESS_MAX_BODY");
+	assert_true(cfg.cache_bytes == 8u << 20 && cfg.inline_heavy == 1);
+	assert_true(cfg.max_head == 8192 && cfg.max_body == 2ull << 30);
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -297,6 +340,7 @@ main(void)
 		cmocka_unit_test(test_file_errors_name_line_and_key),
 		cmocka_unit_test(test_example_round_trips_to_defaults),
 		cmocka_unit_test(test_switches),
+		cmocka_unit_test(test_one_grammar),
 	};
 
 	alarm(10);

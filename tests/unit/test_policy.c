@@ -56,10 +56,12 @@ test_body_max(void **state)
 	assert_int_equal(ps.p[1].body_max, 0); /* every request with a body runs alone */
 	assert_int_equal(ps.p[2].body_max, LG_POLICY_BODY_MAX_MAX);
 	assert_int_equal(ps.p[3].body_max, 1000);
-	/* over the bound, a unit it does not know, or no number */
+	/* over the bound (G is the one grammar's suffix too, but 1G is over it), a unit it does
+	 * not know, or no number */
 	assert_int_equal(lg_policy_parse("/a body-max=65M", &ps, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "body-max=65M"));
 	assert_int_equal(lg_policy_parse("/a body-max=1G", &ps, err, sizeof(err)), -1);
+	assert_int_equal(lg_policy_parse("/a body-max=0G", &ps, err, sizeof(err)), 0);
 	assert_int_equal(lg_policy_parse("/a body-max=K", &ps, err, sizeof(err)), -1);
 	assert_int_equal(lg_policy_parse("/a body-max=1KB", &ps, err, sizeof(err)), -1);
 }
@@ -112,6 +114,14 @@ test_route_keys(void **state)
 	assert_int_equal(p.credentials_in_key, 1);
 	assert_int_equal(p.body_max, 8u << 20);
 	assert_int_equal(p.coalesce, 0);
+	/* one boolean vocabulary (common/value.h): true was refused here while accepted by the
+	 * server's own keys */
+	assert_int_equal(lg_policy_route_key(&p, "coalesce", "true", &why), 1);
+	assert_int_equal(p.coalesce, 1);
+	assert_int_equal(lg_policy_route_key(&p, "coalesce", "No", &why), 1);
+	assert_int_equal(p.coalesce, 0);
+	assert_int_equal(lg_policy_route_key(&p, "coalesce", "maybe", &why), -1);
+	assert_non_null(strstr(why, "yes, no, true, false, on, off, 1 or 0"));
 	/* not a coalescing key: the caller's (a kind's key, or the route's own) */
 	assert_int_equal(lg_policy_route_key(&p, "ttl", "5", &why), 0);
 	assert_int_equal(lg_policy_route_key(&p, "deadline_ms", "5", &why), 0);
