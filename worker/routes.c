@@ -15,13 +15,14 @@
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "stats/coalesce_metrics.h"
+#include "stats/metrics.h"
+#include "stats/procstat.h"
+#include "stats/status.h"
 #include "worker/coalesce.h"
-#include "worker/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
-#include "worker/status.h"
 #include "worker/loop.h"
-#include "worker/procstat.h"
 
 /* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
