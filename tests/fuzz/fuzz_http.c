@@ -165,7 +165,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	w.pending = calloc(arena.nslots, sizeof(*w.pending));
 	if (w.ev == NULL || w.pending == NULL || lg_router_build(&w) == -1)
 		abort();
-	lg_registry_init_process(&reg, 1);
+	lg_registry_init_process(&reg, 1, NULL);
 	return 0;
 }
 
