@@ -1,5 +1,5 @@
 /* HTTP/1.1 response parsing for the load generator, over nodejs http-parser (Debian
- * libhttp-parser-dev) in HTTP_RESPONSE mode. The server's worker/http.h parses requests only
+ * libhttp-parser-dev) in HTTP_RESPONSE mode. The server's http/http.h parses requests only
  * and is strict where a client must be lenient, so it is not reused here.
  *
  * Incremental: feed bytes as they arrive. One response per request (no pipelining): the parser

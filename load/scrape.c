@@ -80,7 +80,7 @@ label_string(const char *l, const char *e, const char *key, char *out, size_t ca
 	return -1;
 }
 
-/* lagless_pool_* series of one pool (worker/poolview.c), kept per pool */
+/* lagless_pool_* series of one pool (stats/poolview.c), kept per pool */
 static void
 pool_sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const char *le,
             double v)

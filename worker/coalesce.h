@@ -59,8 +59,4 @@ int lg_coal_key(const struct lg_conn *c, char *key, size_t *len);
 /* Whether c's request carries a body (chunked, or a Content-Length over 0). */
 int lg_coal_has_body(const struct lg_conn *c);
 
-/* Appends the single-flight and cache families of /metrics (Prometheus text 0.0.4) to b.
- * Returns 0, or -1 when b overflowed. */
-int lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca);
-
 #endif

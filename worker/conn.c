@@ -242,6 +242,23 @@ lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const c
 	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
 }
 
+struct lg_pool *
+lg_conn_pool(struct lg_worker *w)
+{
+	if (w->pool.size == 0) /* two kept blocks: sporadic traffic maps nothing */
+		lg_pool_init(&w->pool, sizeof(struct lg_conn), 2);
+	return &w->pool;
+}
+
+void
+lg_conn_gone(struct lg_worker *w)
+{
+	w->nconns--;
+	lg_obs_conns(w);
+	if (w->draining && w->nconns == 0)
+		ev_break(w->ev, EVBREAK_ALL);
+}
+
 void
 lg_conn_close(struct lg_conn *c)
 {

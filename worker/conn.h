@@ -18,7 +18,7 @@
 
 #include "common/pool.h"
 #include "worker/backing.h"
-#include "worker/http.h"
+#include "http/http.h"
 #include "worker/loop.h"
 
 #define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure

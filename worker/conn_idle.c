@@ -72,15 +72,6 @@ idle_free(struct lg_conn_idle *s)
 	free(s);
 }
 
-void
-lg_conn_gone(struct lg_worker *w)
-{
-	w->nconns--;
-	lg_obs_conns(w);
-	if (w->draining && w->nconns == 0)
-		ev_break(w->ev, EVBREAK_ALL);
-}
-
 /* Idle limit, first head deadline or drain: a connection with nothing of a request received is
  * closed without an answer. */
 static void
@@ -92,14 +83,6 @@ idle_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	close(s->fd);
 	idle_free(s);
 	lg_conn_gone(w);
-}
-
-struct lg_pool *
-lg_conn_pool(struct lg_worker *w)
-{
-	if (w->pool.size == 0) /* two kept blocks: sporadic traffic maps nothing */
-		lg_pool_init(&w->pool, sizeof(struct lg_conn), 2);
-	return &w->pool;
 }
 
 /* Bytes (or EOF) on an idle connection: it takes a struct lg_conn from the pool and reads. */

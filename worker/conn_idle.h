@@ -1,5 +1,7 @@
-/* Between worker/conn.c (a busy connection's I/O) and worker/conn_idle.c (idle connections and
- * the pool of struct lg_conn blocks); nothing else includes this. */
+/* Between worker/conn.c (a busy connection's I/O, the pool of struct lg_conn blocks and the
+ * connection count) and worker/conn_idle.c (idle connections); nothing else includes this.
+ * Calls go one way: conn_idle.c calls into conn.c (lg_conn_pool, lg_conn_gone, lg_conn_wake),
+ * conn.c calls nothing of conn_idle.c. */
 #ifndef LG_WORKER_CONN_IDLE_H
 #define LG_WORKER_CONN_IDLE_H
 
@@ -17,10 +19,11 @@ lg_conn_io_move(ev_io *io, void (*cb)(struct ev_loop *, ev_io *, int), int fd, i
 	io->events = events;
 }
 
-/* The loop worker's pool of struct lg_conn blocks, set up on first use. */
+/* The loop worker's pool of struct lg_conn blocks, set up on first use (worker/conn.c). */
 struct lg_pool *lg_conn_pool(struct lg_worker *w);
 
-/* A connection of w (busy or idle) is gone: counts it, and ends a drain that is complete. */
+/* A connection of w (busy or idle) is gone: counts it, and ends a drain that is complete
+ * (worker/conn.c). */
 void lg_conn_gone(struct lg_worker *w);
 
 /* Bytes (or EOF) arrived on idle connection fd: c (a pool block) becomes its struct lg_conn, with

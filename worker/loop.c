@@ -20,12 +20,12 @@
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/fairshare.h"
-#include "worker/metrics.h"
+#include "stats/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
 #include "worker/routes.h"
-#include "worker/status.h"
-#include "worker/procstat.h"
+#include "stats/status.h"
+#include "stats/procstat.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */

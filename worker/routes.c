@@ -16,12 +16,10 @@
 #include "shm/slot.h"
 #include "shm/stats.h"
 #include "worker/coalesce.h"
-#include "worker/metrics.h"
+#include "worker/inline.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
-#include "worker/status.h"
 #include "worker/loop.h"
-#include "worker/procstat.h"
 
 /* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
@@ -29,174 +27,6 @@ struct lg_route {
 	int (*handler)(struct lg_conn *c); /* a loop handler, or NULL for a kind */
 	unsigned row;                      /* statistics row */
 };
-
-static int
-route_ping(struct lg_conn *c)
-{
-	return lg_conn_respond(c, 200, "text/plain", NULL, "ok", 2);
-}
-
-static int route_health(struct lg_conn *c);
-
-static int
-route_ready(struct lg_conn *c)
-{
-	if (lg_status_ready(c->w->env->arena->master, c->w->draining))
-		return lg_conn_respond(c, 200, "text/plain", NULL, "ready\n", 6);
-	return lg_conn_respond(c, 503, "text/plain", NULL, "not ready\n", 10);
-}
-
-/* The loop's render buffer, or a heap copy of the same size while a previous rendering is still
- * being written to another client. Handed to the connection, which gives it back once written. */
-static char *
-render_buffer(struct lg_worker *w)
-{
-	if (!w->render_busy) {
-		w->render_busy = 1;
-		return w->render;
-	}
-	return malloc(w->render_cap);
-}
-
-/* The renderers' labels: every route row, and the kind names by kind number. */
-static void
-stats_names(const struct lg_worker *w, struct lg_stats_names *nm)
-{
-	*nm = (struct lg_stats_names){ w->nrows, w->row_names, w->env->cfg->reg->nkinds,
-	    w->kind_names };
-}
-
-static int
-route_rendered(struct lg_conn *c, int metrics)
-{
-	struct lg_stats_names nm;
-	struct lg_worker *w = c->w;
-	struct lg_buf b;
-	char *p = render_buffer(w);
-	int r;
-
-	if (p == NULL)
-		return lg_conn_error(c, 500, 0, NULL);
-	c->wbody_owned = p;
-	lg_buf_init(&b, p, w->render_cap);
-	stats_names(w, &nm);
-	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
-	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
-	if (r == 0 && metrics)
-		r = lg_coal_render_metrics(&b, w->env->cache);
-	if (r == 0 && metrics)
-		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
-	if (r == -1) {
-		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
-		    w->render_cap);
-		return lg_conn_error(c, 500, 0, NULL);
-	}
-	return lg_conn_respond(c, 200, metrics ? LG_METRICS_CTYPE : "application/json", NULL, p,
-	    b.len);
-}
-
-static int
-route_metrics(struct lg_conn *c)
-{
-	return route_rendered(c, 1);
-}
-
-static int
-route_status(struct lg_conn *c)
-{
-	return route_rendered(c, 0);
-}
-
-/* Parses a decimal integer parameter in [min, max], or def when absent. */
-static int
-uint_param(const struct lg_http_req *r, const char *name, uint64_t def, uint64_t min,
-    uint64_t max, uint64_t *out)
-{
-	size_t len;
-	const char *v = lg_http_query_param(r, name, &len);
-	uint64_t x = 0;
-
-	if (v == NULL) {
-		*out = def;
-		return 0;
-	}
-	if (len == 0 || len > 20)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
-			return -1;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	if (x < min || x > max)
-		return -1;
-	*out = x;
-	return 0;
-}
-
-/* Test only: blocks this loop worker for ?ms= milliseconds (default 1000, at most 10 min), the
- * way a buggy handler would, so the master's stuck-loop detection is exercised for real. */
-static int
-route_test_block(struct lg_conn *c)
-{
-	uint64_t ms;
-	struct timespec ts;
-
-	if (uint_param(&c->http.req, "ms", 1000, 0, 600000, &ms) == -1)
-		return lg_conn_error(c, 400, 0, NULL);
-	log_warn("blocking the loop for %llu ms on request (--enable-test-jobs)",
-	    (unsigned long long)ms);
-	ts.tv_sec = (time_t)(ms / 1000);
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-	return lg_conn_respond(c, 200, "text/plain", NULL, "unblocked", 9);
-}
-
-/* "routes":{"/ping":n,...}: requests that reached each handler, summed over every loop
- * worker's proc page. Returns the bytes written to buf (at most cap - 1). */
-static size_t
-route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, size_t cap)
-{
-	size_t len = 0;
-
-	for (unsigned i = 0; i < w->nroutes && i < a->stat_routes; i++) {
-		uint64_t sum = 0;
-
-		for (uint32_t p = 0; p < a->nprocs; p++)
-			if (a->procs[p].role == 1)
-				sum += atomic_load(&lg_arena_route_stats(a, p, i)->hits);
-		int n = snprintf(buf + len, cap - len, "%s\"%s\":%" PRIu64, i ? "," : "",
-		    w->routes[i].def->path, sum);
-		if (n < 0 || (size_t)n >= cap - len)
-			break;
-		len += (size_t)n;
-	}
-	return len;
-}
-
-static int
-route_health(struct lg_conn *c)
-{
-	const struct lg_loop_env *env = c->w->env;
-	struct lg_arena *a = env->arena;
-	/* job slots open now: C + Q summed over the pools; in use: every valid token */
-	uint32_t n[8], open = atomic_load(&a->master->compute_workers) +
-	    atomic_load(&a->master->queue_capacity), used = lg_jobslot_in_use(&a->jobs, a);
-	char body[4096], hits[3072];
-	int len;
-
-	lg_slot_census(a, n);
-	route_hits_json(c->w, a, hits, sizeof(hits));
-	/* "slots" are the job slots (admission), "transit_buffers" the bodies and results held. */
-	len = snprintf(body, sizeof(body),
-	    "{\"status\":\"ok\",\"worker\":%u,\"pid\":%d,\"connections\":%d,"
-	    "\"slots\":{\"total\":%u,\"free\":%u,\"queued\":%u,\"running\":%u},"
-	    "\"transit_buffers\":{\"total\":%u,\"free\":%u},\"routes\":{%s}}\n",
-	    env->index, (int)atomic_load(&env->page->pid), c->w->nconns, open,
-	    used < open ? open - used : 0, n[LG_SLOT_QUEUED], n[LG_SLOT_RUNNING], a->nslots,
-	    n[LG_SLOT_FREE] + n[LG_SLOT_RECLAIMING], hits);
-	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
-}
 
 static int
 method_bit(unsigned m)
@@ -254,21 +84,6 @@ static int
 is_asterisk(const struct lg_http_req *r)
 {
 	return r->method == HTTP_OPTIONS && r->path_len == 1 && r->path[0] == '*';
-}
-
-/* 200 with Allow listing every method some route serves, and OPTIONS itself (RFC 9110 section
- * 9.3.7); no body, so Content-Length: 0. */
-static int
-route_options_any(struct lg_conn *c)
-{
-	uint32_t set = 0;
-	char list[64], allow[96];
-
-	for (unsigned i = 0; i < c->w->nroutes; i++)
-		set |= c->w->routes[i].def->methods;
-	lg_registry_methods_str(set, list, sizeof(list));
-	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", list, list[0] ? ", " : "");
-	return lg_conn_respond(c, 200, NULL, allow, NULL, 0);
 }
 
 static int
@@ -547,7 +362,7 @@ lg_route_dispatch(struct lg_conn *c)
 		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
 	}
 	if (c->route == NULL && is_asterisk(r))
-		return route_options_any(c);
+		return lg_inline_options_any(c);
 	if (c->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(c->route, r->method)) {
@@ -583,14 +398,6 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.gone = lg_offload_client_gone,
 };
 
-static const struct {
-	const char *name;
-	int (*fn)(struct lg_conn *c);
-} handlers[] = {
-	{ "ping", route_ping }, { "health", route_health }, { "ready", route_ready },
-	{ "metrics", route_metrics }, { "status", route_status }, { "test-block", route_test_block },
-};
-
 int
 lg_router_build(struct lg_worker *w)
 {
@@ -614,9 +421,7 @@ lg_router_build(struct lg_worker *w)
 
 		rt->def = &reg->routes[i];
 		rt->row = i;
-		for (size_t k = 0; k < sizeof(handlers) / sizeof(handlers[0]); k++)
-			if (strcmp(rt->def->handler, handlers[k].name) == 0)
-				rt->handler = handlers[k].fn;
+		rt->handler = lg_inline_handler(rt->def->handler);
 		if (rt->def->kind == 0 && rt->handler == NULL) {
 			errno = EINVAL;
 			return -1;

@@ -1,7 +1,7 @@
 /* libFuzzer harness for a loop worker's request path. Each input is one client's bytes:
  *
  * 1. Through lg_http_* alone, whole and in pieces cut by the input's first byte, with hooks
- *    that accept every body: the framing check (worker/frame.c) and http-parser must never
+ *    that accept every body: the framing check (http/frame.c) and http-parser must never
  *    disagree (h->disagree), nothing is consumed past what was presented, and the split and
  *    whole runs must reach the same verdict.
  * 2. Through the real connection layer: a loop worker (struct lg_worker with a libev loop, a
@@ -24,7 +24,7 @@
 #include "shm/channel.h"
 #include "shm/slot.h"
 #include "worker/conn.h"
-#include "worker/http.h"
+#include "http/http.h"
 #include "worker/offload.h"
 #include "worker/routes.h"
 

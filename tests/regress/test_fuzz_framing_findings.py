@@ -6,7 +6,7 @@ http-parser 2.9.4 refused, so the two disagreed (fail-closed 400, but a gap in t
 * HTAB after a chunk size (BWS by RFC 9112 grammar) is refused by http-parser.
 
 The first is now refused by the framing check itself. The second is accepted as BWS since
-(http-parser is shown SP in its place, worker/http.c), and this input is refused by the check
+(http-parser is shown SP in its place, http/http.c), and this input is refused by the check
 for what follows the HTAB, a bare LF. Both: 400, closed, and no disagreement logged."""
 import os
 

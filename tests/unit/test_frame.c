@@ -1,4 +1,4 @@
-/* Unit tests for worker/frame.c, the strict framing check: a table of heads and bodies with the
+/* Unit tests for http/frame.c, the strict framing check: a table of heads and bodies with the
  * verdict each must get, fed whole and one byte at a time (bytes the check did not take are
  * presented again, as a connection's buffer does). */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "worker/frame.h"
+#include "http/frame.h"
 
 static const struct lg_http_limits lim = { 1024, 64, 8, 0 };
 

@@ -1,4 +1,4 @@
-/* Unit tests for worker/http.c: the glue over http-parser 2.9.4.
+/* Unit tests for http/http.c: the glue over http-parser 2.9.4.
  *
  * Every request is parsed from a heap copy of exactly its bytes, so ASan reports any read past
  * what the glue was given. Most requests are parsed twice, whole and one byte at a time, because
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "worker/http.h"
+#include "http/http.h"
 
 /* What the hooks saw; the hooks are the only window on what the worker would be told. */
 struct cap {

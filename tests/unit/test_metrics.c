@@ -1,4 +1,4 @@
-/* Unit tests for worker/metrics.c (and the /status renderer beside it): a real arena with pages
+/* Unit tests for stats/metrics.c (and the /status renderer beside it): a real arena with pages
  * written the way the processes write them, rendered and checked line by line. */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -15,8 +15,8 @@
 #include "shm/arena.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
-#include "worker/metrics.h"
-#include "worker/status.h"
+#include "stats/metrics.h"
+#include "stats/status.h"
 
 #define MS 1000000ull
 #define NLOOPS 2

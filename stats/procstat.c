@@ -1,4 +1,4 @@
-#include "worker/procstat.h"
+#include "stats/procstat.h"
 
 #include <dirent.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-#include "worker/http.h"
+#include "http/http.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -253,7 +253,7 @@ static const struct lg_http_limits default_limits = {
 void
 lg_http_init(struct lg_http *h, const struct lg_http_limits *lim)
 {
-	/* worker/frame.c enforces the configured head limit to the byte; the parser's own limit
+	/* http/frame.c enforces the configured head limit to the byte; the parser's own limit
 	 * (process-wide, always set to the same value) is only a backstop above any setting. */
 	http_parser_set_max_header_size(LG_HTTP_HEAD_CAP + 4096);
 	memset(h, 0, offsetof(struct lg_http, req));

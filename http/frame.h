@@ -5,13 +5,13 @@
  * targets and values. Where two parsers could read one byte stream as different messages, a
  * request can be smuggled past whichever of them is in front (RFC 9112 section 11.2). This
  * module reads the same bytes to the letter of RFC 9112 and decides the message framing itself;
- * worker/http.c then feeds http-parser only bytes this module accepted and cross-checks that both
+ * http/http.c then feeds http-parser only bytes this module accepted and cross-checks that both
  * agree on where each message ends. docs/HTTP.md lists which rule rejects what.
  *
  * Incremental: the request line is checked once whole (the caller keeps unconsumed bytes and
  * presents them again with more), the header section and the body byte by byte as they come. */
-#ifndef LG_WORKER_FRAME_H
-#define LG_WORKER_FRAME_H
+#ifndef LG_HTTP_FRAME_H
+#define LG_HTTP_FRAME_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,15 +4,15 @@
  *
  * One request at a time: the parser pauses after each complete message (and on a rejected head),
  * so pipelined requests are answered strictly in order (RFC 9112 section 9.3.2). */
-#ifndef LG_WORKER_HTTP_H
-#define LG_WORKER_HTTP_H
+#ifndef LG_HTTP_HTTP_H
+#define LG_HTTP_HTTP_H
 
 #include <http_parser.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "worker/frame.h"
+#include "http/frame.h"
 
 /* Default limits (a production server's picks; --max-uri, --max-head, --max-fields change them) */
 #define LG_HTTP_MAX_TARGET 8192   /* request-target bytes; longer -> 414 (RFC 9112 section 3) */
@@ -74,7 +74,7 @@ enum lg_http_head_action {
 struct lg_http {
 	http_parser parser;
 	const struct lg_http_limits *lim; /* borrowed; defaults unless given to lg_http_init */
-	struct lg_frame frame;     /* the strict framing check (worker/frame.h) */
+	struct lg_frame frame;     /* the strict framing check (http/frame.h) */
 	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
 	const char *why;           /* the rule behind status, static text (NULL when a hook set it) */
 	int disagree;              /* the framing check and http-parser disagreed (a bug: 400) */
@@ -108,7 +108,7 @@ void lg_http_next(struct lg_http *h);
  * it again, followed by newer bytes, on the next call (a request line is taken only whole, so 0
  * is a normal answer while one arrives). Sets h->complete when a message is complete,
  * h->rejected when on_head rejected it, or h->status on an error: 400 for bad syntax or
- * ambiguous framing (worker/frame.h, docs/HTTP.md), 414 for a long target, 417 for an unknown
+ * ambiguous framing (http/frame.h, docs/HTTP.md), 414 for a long target, 417 for an unknown
  * expectation, 431 for a long head or too many fields, 501 for an unknown method or transfer
  * coding, 505 for an HTTP version other than 1.0 or 1.1. After an error or a rejection the
  * connection must be answered and closed. */

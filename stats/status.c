@@ -1,4 +1,4 @@
-#include "worker/status.h"
+#include "stats/status.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include "shm/codel.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
-#include "worker/poolview.h"
+#include "stats/poolview.h"
 
 #define P(...) lg_buf_printf(b, __VA_ARGS__)
 

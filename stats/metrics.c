@@ -1,4 +1,4 @@
-#include "worker/metrics.h"
+#include "stats/metrics.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/version.h"
-#include "worker/poolview.h"
+#include "stats/poolview.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
 

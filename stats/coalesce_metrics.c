@@ -1,8 +1,8 @@
-/* The single-flight and cache families of /metrics (worker/coalesce.h). */
+/* The single-flight and cache families of /metrics (stats/coalesce_metrics.h). */
+#include "stats/coalesce_metrics.h"
+
 #include <inttypes.h>
 #include <stddef.h>
-
-#include "worker/coalesce.h"
 
 /* One counter family summed over the loop rows. */
 static void

@@ -2,8 +2,8 @@
  * (prometheus.io/docs/instrumenting/exposition_formats), summed over every proc page plus the
  * master page, so any loop worker answers for all processes. Rendering reads shared memory
  * only, plus the cgroup's cpu.stat file; it allocates nothing (the caller owns the buffer). */
-#ifndef LG_WORKER_METRICS_H
-#define LG_WORKER_METRICS_H
+#ifndef LG_STATS_METRICS_H
+#define LG_STATS_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>

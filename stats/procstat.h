@@ -2,8 +2,8 @@
  * process_cpu_seconds_total, process_open_fds, ...: prometheus.io/docs/instrumenting/
  * writing_clientlibs/#process-metrics), here for every process of the server, labelled by
  * role and index, read from /proc at scrape time. */
-#ifndef LG_WORKER_PROCSTAT_H
-#define LG_WORKER_PROCSTAT_H
+#ifndef LG_STATS_PROCSTAT_H
+#define LG_STATS_PROCSTAT_H
 
 #include <stddef.h>
 #include <stdint.h>

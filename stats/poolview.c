@@ -1,4 +1,4 @@
-#include "worker/poolview.h"
+#include "stats/poolview.h"
 
 #include <inttypes.h>
 

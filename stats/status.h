@@ -1,7 +1,7 @@
 /* GET /status (JSON for people and scripts, in the spirit of PHP-FPM's status page) and the
  * /ready decision. Both read only shared memory, so any loop worker answers for the server. */
-#ifndef LG_WORKER_STATUS_H
-#define LG_WORKER_STATUS_H
+#ifndef LG_STATS_STATUS_H
+#define LG_STATS_STATUS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "worker/frame.h"
+#include "http/frame.h"
 
 #include <http_parser.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * pool (processes idle / active / total, queue depth and capacity, the largest depth seen, how
  * often the pool was full, slow jobs, restarts), plus the pool's queue-wait admission. Depends
  * on shm/ and common/ only. */
-#ifndef LG_WORKER_POOLVIEW_H
-#define LG_WORKER_POOLVIEW_H
+#ifndef LG_STATS_POOLVIEW_H
+#define LG_STATS_POOLVIEW_H
 
 #include <stdint.h>
 

@@ -1,0 +1,19 @@
+/* The inline handlers of the loop worker (docs/ARCHITECTURE.md "Loop worker"): the routes it
+ * answers itself on the loop, without a job (/ping, /health, /ready, /metrics, /status, the
+ * test-only test-block), and OPTIONS * (RFC 9112 section 3.2.4). Each answers through the
+ * connection's respond API (worker/conn.h) and returns 0, or -1 when the connection was closed. */
+#ifndef LG_WORKER_INLINE_H
+#define LG_WORKER_INLINE_H
+
+#include "worker/conn.h"
+
+/* The handler a route's `handler = name` names ("ping", "health", "ready", "metrics",
+ * "status", "test-block"), or NULL for a name there is none for. Static functions, no
+ * ownership. */
+int (*lg_inline_handler(const char *name))(struct lg_conn *c);
+
+/* OPTIONS *: 200 with Allow listing every method some route serves, and OPTIONS itself
+ * (RFC 9110 section 9.3.7), no body. */
+int lg_inline_options_any(struct lg_conn *c);
+
+#endif
