@@ -28,8 +28,11 @@ RELEASE = "bookworm"
 
 
 def make_print(target):
-    r = subprocess.run(["make", "-s", target], cwd=REPO_ROOT, capture_output=True, text=True,
-                       timeout=60)
+    # Under `make test` this make is a sub-make of a sub-make, which prints "Entering
+    # directory" lines on stdout: --no-print-directory, and none of the outer make's flags.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "-s", "--no-print-directory", target], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, "make %s: %s" % (target, r.stderr)
     return r.stdout.split()
 
