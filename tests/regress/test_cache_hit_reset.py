@@ -79,26 +79,50 @@ def test_reset_on_cache_hit_kills_no_loop(start_server):
     assert srv.running()
 
 
+def park_then_reset(port, payload, count, before, timeout=30.0):
+    """Opens count connections that each send payload (a request for a key in flight), waits
+    until the server counts them all as coalesced waiters (lagless_coalesced_waiters_total at
+    least before + count), then resets every one at once (SO_LINGER 0). Waiting for the parks
+    makes each reset meet a parked waiter: a reset sent right after the request can arrive
+    before a busy loop has read it, and is then only a reset of an idle connection."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = connect(port, timeout=timeout)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.sendall(payload)
+            socks.append(s)
+        parked = wait_until(lambda: metric(port, "lagless_coalesced_waiters_total")
+                            >= before + count, timeout=timeout)
+    finally:
+        for s in socks:
+            s.close()
+    return parked
+
+
 @pytest.mark.timeout(180)
 def test_reset_on_coalesced_wait_and_miss_kills_no_loop(start_server):
     srv = start_server("--loop-workers", "2", "--compute-workers", "1", "--coalesce",
                        "/heavy ttl=600000 query=iterations")
     loops = srv.wait_children("loop", 2)
-    # long enough that every reset of a round arrives while it runs, on a loaded machine too
-    n = heavy_iterations_for(srv.port, 2.0)
-    # A job in flight that the resets join (coalesced waits, each leaving at once); then the
-    # last waiter leaves. A distinct key per round keeps the first request a miss.
+    # long enough that every waiter of a round parks while it runs, on a loaded machine too;
+    # the round does not wait for it: the last waiter's leaving cancels it
+    n = heavy_iterations_for(srv.port, 5.0)
+    # A job in flight that waiters join and leave by a reset (coalesced waits); then the last
+    # waiter leaves. A distinct key per round keeps the first request a miss.
     for i in range(4):
         path = "/heavy?iterations=%d" % (n + i)
+        req = ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode()
         assert wait_jobs(srv.port, running=0, queued=0, timeout=30)
         holder = connect(srv.port, timeout=60)
-        holder.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+        holder.sendall(req)
         assert wait_jobs(srv.port, running=1, timeout=30)
         joined = metric(srv.port, "lagless_coalesced_waiters_total")
-        errors = resets_from_threads(srv.port, ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
-                                                % path).encode(), 40, threads=2)
+        assert park_then_reset(srv.port, req, 20, joined), srv.log()[-3000:]
+        # resets right after the request too: each meets a parked waiter or a request not
+        # yet read, whichever the loop's timing gives
+        errors = resets_from_threads(srv.port, req, 20, threads=2)
         assert errors == [], errors[:5]
-        assert metric(srv.port, "lagless_coalesced_waiters_total") > joined
         holder.close()  # the last waiter leaves: the running job's answer has no taker
         # and misses that are reset: each owns its key's flight and leaves it
         assert wait_jobs(srv.port, running=0, queued=0, timeout=30)
