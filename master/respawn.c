@@ -196,12 +196,15 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t 
 	h->recent = 0;
 }
 
-static void
-on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int status)
+/* What row c of g leaves behind once dead: its proc page (the master's now), the processes its
+ * jobs forked, the job it ran (compute) or the slots, flights and cache entries it held (loop).
+ * Sets *oom when the OOM killer took a compute process. Returns 1 when a compute process had a
+ * job (reclaim_compute_job), else 0. */
+static int
+reclaim_child(struct lg_gen *g, struct lg_child *c, struct lg_proc_page *page, int status,
+    int *oom)
 {
-	struct lg_proc_page *page = page_of(g, c);
-	uint32_t kind = atomic_load(&page->job_kind), state = atomic_load(&page->state);
-	int n, job_death = 0, oom = 0;
+	int n, job_death = 0;
 
 	atomic_store(&page->pid, 0);
 	atomic_store(&page->state, LG_PROC_DOWN); /* the writer is dead; the entry is ours now */
@@ -213,10 +216,10 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	if (c->role == LG_ROLE_COMPUTE) {
 		/* The OOM killer's SIGKILL: the memory of the whole cgroup ran out, not the job's
 		 * fault (503 memory, never charged to its kind). */
-		oom = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !c->killed_by_us &&
+		*oom = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !c->killed_by_us &&
 		    lg_memwatch_oom_killed(g);
-		job_death = reclaim_compute_job(g, page, oom ? LG_JOB_NO_SPACE : LG_JOB_CRASHED);
-		if (oom)
+		job_death = reclaim_compute_job(g, page, *oom ? LG_JOB_NO_SPACE : LG_JOB_CRASHED);
+		if (*oom)
 			lg_stats_add(&g->arena.master->oom_kills, 1);
 	} else {
 		if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
@@ -227,11 +230,21 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		lg_cache_reclaim_pid(&g->cache, (int32_t)c->pid);
 	}
 	lg_arena_recount(&g->arena); /* a charge it made but had not recorded in its slot */
+	return job_death;
+}
+
+/* The exits that are no failure: a compute process a live resize retired after its job
+ * (state: its page's state before it died), or one that recycled itself and is replaced at
+ * once. Returns 1 when c's exit was one (c->pid is then 0), else 0. */
+static int
+planned_exit(struct master *m, struct lg_gen *g, struct lg_child *c, uint32_t state, int status,
+    int job_death)
+{
 	if (!m->stopping && !g->retiring && lg_resize_exited(g, c, state)) {
 		log_info("compute[%u] pid=%d retired after its job (live resize)", c->index,
 		    (int)c->pid);
 		c->pid = 0;
-		return;
+		return 1;
 	}
 	if (c->role == LG_ROLE_COMPUTE && !job_death && WIFEXITED(status) &&
 	    WEXITSTATUS(status) == LG_COMPUTE_RECYCLE && !m->stopping && !g->retiring) {
@@ -241,8 +254,17 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		c->quick_deaths = 0;
 		c->backoff_ns = 0;
 		c->respawn_at = lg_now_ns();
-		return;
+		return 1;
 	}
+	return 0;
+}
+
+/* Logs how c died; a job death that was neither an OOM kill nor a kill of ours is charged to
+ * the job's kind (charge_kind). */
+static void
+log_death(struct master *m, struct lg_gen *g, const struct lg_child *c, int status,
+    uint32_t kind, int job_death, int oom)
+{
 	if (WIFSIGNALED(status))
 		log_exit(m, g, c, "%s[%u] pid=%d killed by signal %d", lg_gen_role_name(c->role),
 		    c->index, (int)c->pid, WTERMSIG(status));
@@ -255,6 +277,19 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 		    "kind", c->index, (int)c->pid, kind_name(g, kind));
 	else if (job_death && !c->killed_by_us && !m->stopping)
 		charge_kind(g, c, kind, lg_now_ns());
+}
+
+static void
+on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int status)
+{
+	struct lg_proc_page *page = page_of(g, c);
+	uint32_t kind = atomic_load(&page->job_kind), state = atomic_load(&page->state);
+	int job_death, oom = 0;
+
+	job_death = reclaim_child(g, c, page, status, &oom);
+	if (planned_exit(m, g, c, state, status, job_death))
+		return;
+	log_death(m, g, c, status, kind, job_death, oom);
 	char who[32];
 	snprintf(who, sizeof(who), "%s[%u]", lg_gen_role_name(c->role), c->index);
 	/* A death inside a module's init is that module's (its routes answer 503), not a
