@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
+
 /* Whole CPUs from a fractional count: floor or ceil, never below 1, never above
  * LG_SIZING_MAX_CPUS. Done by hand on the capped value, not with floor(3)/ceil(3), so the module
  * needs no libm. */
@@ -171,25 +173,21 @@ json_number(char *out, size_t cap, double v)
 		snprintf(out, cap, "null");
 }
 
-/* v as a JSON string (RFC 8259 section 7), or null when empty; out holds 6 bytes per input
- * byte plus 3. */
+/* v as a JSON string (RFC 8259 section 7, common/buf.h lg_buf_json_chars), or null when
+ * empty, into out (cap bytes; 6 per input byte plus 3 always fit). */
 static void
-json_string(char *out, const char *v)
+json_string(char *out, size_t cap, const char *v)
 {
+	struct lg_buf b;
+
 	if (v[0] == '\0') {
-		strcpy(out, "null");
+		snprintf(out, cap, "null");
 		return;
 	}
-	*out++ = '"';
-	for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			out += sprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			out += sprintf(out, "\\u%04x", *p);
-		else
-			*out++ = (char)*p;
-	}
-	strcpy(out, "\"");
+	lg_buf_init(&b, out, cap);
+	lg_buf_printf(&b, "\"");
+	lg_buf_json_chars(&b, v, strlen(v));
+	lg_buf_printf(&b, "\"");
 }
 
 int
@@ -202,7 +200,7 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 	json_number(over, sizeof(over), s->cpus_override);
 	/* Bounded in case the caller filled the struct itself. */
 	snprintf(ver, sizeof(ver), "%s", s->cgroup_version[0] != '\0' ? s->cgroup_version : "none");
-	json_string(src, s->quota_source);
+	json_string(src, sizeof(src), s->quota_source);
 	n = snprintf(buf, cap, "{\"online\":%d,\"affinity\":%d,\"cpuset\":%d,\"quota\":%s,"
 	    "\"quota_source\":%s,\"cgroup\":\"%s\",\"rounding\":\"%s\",\"cpus_override\":%s,"
 	    "\"budget\":%d,\"loop_workers\":%d,\"compute_workers\":%d,\"queue_capacity\":%d,"

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "shm/zone.h"
 
@@ -127,9 +126,8 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	return 0;
 fail_mapped:
 	saved = errno;
-	munmap(a->base, a->size);
+	lg_zone_unmap(a->base, a->size, a->fd);
 	a->base = NULL;
-	close(a->fd);
 	a->fd = -1;
 	errno = saved;
 	return -1;
@@ -148,8 +146,7 @@ lg_arena_destroy(struct lg_arena *a)
 	 * stdin (or whatever the process opened first), not ours to close. */
 	if (a->base == NULL)
 		return;
-	munmap(a->base, a->size);
-	close(a->fd);
+	lg_zone_unmap(a->base, a->size, a->fd);
 	a->base = NULL;
 	a->fd = -1;
 }

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -113,8 +112,7 @@ lg_cache_destroy(struct lg_cache *c)
 {
 	if (c->base == NULL)
 		return;
-	munmap(c->base, c->size);
-	close(c->fd);
+	lg_zone_unmap(c->base, c->size, c->fd);
 	c->base = NULL;
 	c->fd = -1;
 }

@@ -2,8 +2,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "shm/zone.h"
 
@@ -55,8 +53,7 @@ lg_flight_destroy_table(struct lg_flight_table *t)
 {
 	if (t->e == NULL)
 		return;
-	munmap(t->e, t->size);
-	close(t->fd);
+	lg_zone_unmap(t->e, t->size, t->fd);
 	t->e = NULL;
 	t->fd = -1;
 }

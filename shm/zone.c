@@ -30,3 +30,10 @@ fail:
 	errno = saved;
 	return -1;
 }
+
+void
+lg_zone_unmap(void *base, uint64_t size, int fd)
+{
+	munmap(base, size);
+	close(fd);
+}

@@ -14,4 +14,8 @@
  * NULL: nothing is left open. */
 int lg_zone_map(const char *name, uint64_t size, uint64_t backed, int *fd, unsigned char **base);
 
+/* Unmaps a zone (base, size bytes, as lg_zone_map made it) and closes fd. The caller clears
+ * its own fields. */
+void lg_zone_unmap(void *base, uint64_t size, int fd);
+
 #endif
