@@ -9,13 +9,19 @@
  * never limits, and are ignored.
  *
  * Every /proc and /sys path is prefixed with the sysroot (env LAGLESS_SYSROOT, "" by default) so
- * tests can point the reader at fixture trees. */
+ * tests can point the reader at fixture trees.
+ *
+ * Two files: master/sizing_read.c reads the inputs (lg_sizing_read, lg_sizing_reread,
+ * lg_sizing_parse_cpulist), master/sizing.c decides from them (the rest). */
 #ifndef LG_MASTER_SIZING_H
 #define LG_MASTER_SIZING_H
 
 #include "common/config.h"
 #include "master/memsize.h"
-#include "master/sizing_read.h"
+
+/* Highest CPU id a cpulist may name (CONFIG_NR_CPUS tops out at 8192 on x86-64 with MAXSMP;
+ * twice that leaves room). Also caps --cpus so int arithmetic cannot overflow. */
+#define LG_SIZING_MAX_CPUS 16384
 
 struct lg_sizing {
 	/* inputs; -1 (or quota < 0) when not known */
@@ -44,6 +50,16 @@ struct lg_sizing {
 	int pool_compute_max[LG_MAX_POOLS], pool_queue_max[LG_MAX_POOLS]; /* room for a resize */
 	struct lg_memsize mem;    /* memory limit (read here) and budget (lg_gen_decide_memory) */
 };
+
+/* Reads every input under sysroot (NULL or "" means the real root) into *s, the memory limit
+ * too (s->mem: MemTotal and the memory cgroup path, master/memsize.h), and clears the
+ * decision fields. Never fails: a missing, unreadable or corrupt file (a zero or negative period,
+ * garbage text) is logged once as a warning, counted in s->warnings, and that input skipped. */
+void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
+
+/* lg_sizing_read without the log lines (warnings are still counted): for the master's
+ * re-reading once a second, which would otherwise repeat a warning each time. */
+void lg_sizing_reread(const char *sysroot, struct lg_sizing *s);
 
 /* Compute processes and queue capacity for a budget of `budget` whole CPUs (>= 1) under the
  * settings in cfg (NULL: defaults): C is cfg->compute_workers when given, else
@@ -87,5 +103,9 @@ int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
  * budget rounds up to 1 (the processes then share less than a CPU). Writes it into buf (cap
  * bytes, no quote or backslash in it: the JSON carries it as "note") and returns 1, else 0. */
 int lg_sizing_note(const struct lg_sizing *s, char *buf, size_t cap);
+
+/* Parses a Linux CPU list ("0-3,8-11", "5", "") as in cpuset(7) "List format".
+ * Returns the CPU count (0 for an empty list), or -1 with errno EINVAL on malformed input. */
+int lg_sizing_parse_cpulist(const char *text);
 
 #endif

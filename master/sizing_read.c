@@ -8,7 +8,7 @@
  * (cgroup-v2.rst "Resource Distribution Models: Limits", sched-bwc.rst "Hierarchical
  * considerations"). Everything above the mount point is invisible to us, which inside a container
  * is the host's business. */
-#include "master/sizing_read.h"
+#include "master/sizing.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "master/sizing.h"
 
 /* One cgroup hierarchy as seen by this process. */
 struct hier {
