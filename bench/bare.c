@@ -108,6 +108,59 @@ static void serve(int lfd, const char *answer, size_t len)
 	}
 }
 
+/* A listening TCP socket on 127.0.0.1:port (0: any free port), non-blocking; prints
+ * "port=N" on stdout. Returns the descriptor, or -1 after perror. */
+static int
+listen_loopback(int port)
+{
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof sa;
+
+	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4096) != 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
+		perror("bare: listen");
+		return -1;
+	}
+	printf("port=%d\n", ntohs(sa.sin_port));
+	fflush(stdout);
+	return lfd;
+}
+
+/* Forks `workers` processes serving lfd with the fixed answer (len bytes), and with hog one
+ * more that only burns CPU at nice 5. They die with the parent (PR_SET_PDEATHSIG). Returns 0,
+ * or -1 after perror when a fork failed. */
+static int
+start_workers(int lfd, int workers, int hog, const char *answer, size_t len)
+{
+	pid_t parent = getpid();
+
+	for (int i = 0; i < workers + hog; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
+			if (i == workers) {  /* the hog: nice 5, as lagless runs compute processes */
+				(void)prctl(PR_SET_NAME, "bare-hog");
+				(void)setpriority(PRIO_PROCESS, 0, 5);
+				for (;;)
+					spin(1000000000L);
+			}
+			serve(lfd, answer, len);
+		}
+		if (pid < 0) {
+			perror("bare: fork");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -136,44 +189,15 @@ int main(int argc, char **argv)
 			"[--spin-ns 0..1000000] [--hog]\n");
 		return 2;
 	}
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t sl = sizeof sa;
+	int lfd = listen_loopback(port);
 
-	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4096) != 0 ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) {
-		perror("bare: listen");
+	if (lfd < 0)
 		return 1;
-	}
-	printf("port=%d\n", ntohs(sa.sin_port));
-	fflush(stdout);
 	const char *answer = status == 200 ? ANSWER_200 : ANSWER_503;
 	size_t len = status == 200 ? sizeof ANSWER_200 - 1 : sizeof ANSWER_503 - 1;
-	pid_t parent = getpid();
 
-	for (int i = 0; i < workers + hog; i++) {
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getppid() != parent)
-				_exit(0);
-			if (i == workers) {  /* the hog: nice 5, as lagless runs compute processes */
-				(void)prctl(PR_SET_NAME, "bare-hog");
-				(void)setpriority(PRIO_PROCESS, 0, 5);
-				for (;;)
-					spin(1000000000L);
-			}
-			serve(lfd, answer, len);
-		}
-		if (pid < 0) {
-			perror("bare: fork");
-			return 1;
-		}
-	}
+	if (start_workers(lfd, workers, hog, answer, len) == -1)
+		return 1;
 	close(lfd);
 	sigset_t set;
 	int sig;

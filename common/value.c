@@ -57,8 +57,11 @@ number(const char *s, size_t len, uint64_t mul, uint64_t min, uint64_t max, uint
 	return 0;
 }
 
-int
-lg_value_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t cap)
+/* A whole number s (no suffix) in [min, max], refused as `what`: lg_value_uint and
+ * lg_value_duration_ms. */
+static int
+whole(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t cap,
+    const char *what)
 {
 	size_t len = 0;
 
@@ -66,20 +69,20 @@ lg_value_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *er
 		len++;
 	if (number(s, len, 1, min, max, out) == 0)
 		return 0;
-	return fail(errno, err, cap, "a whole number", min, max, "");
+	return fail(errno, err, cap, what, min, max, "");
+}
+
+int
+lg_value_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err, size_t cap)
+{
+	return whole(s, min, max, out, err, cap, "a whole number");
 }
 
 int
 lg_value_duration_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *err,
     size_t cap)
 {
-	size_t len = 0;
-
-	while (s[len] != '\0')
-		len++;
-	if (number(s, len, 1, min, max, out) == 0)
-		return 0;
-	return fail(errno, err, cap, "a whole number of milliseconds", min, max, "");
+	return whole(s, min, max, out, err, cap, "a whole number of milliseconds");
 }
 
 int

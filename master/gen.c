@@ -329,6 +329,37 @@ lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char
 	return -1;
 }
 
+/* The shared memory and channels of g: the arena of shape s with its request views backed, the
+ * channels, the flight table and the cache. Returns 0, or -1 with the error logged (what was
+ * made stays in g for lg_gen_destroy). */
+static int
+create_shared(struct lg_gen *g, const struct lg_config *cfg, const struct arena_shape *s)
+{
+	if (lg_arena_create_sized(&g->arena, s->nslots, g->nchildren, s->in_cap, s->out_cap,
+	    s->nroutes, s->nkinds) == -1) {
+		log_error("cannot create the shared-memory arena: %s", strerror(errno));
+		return -1;
+	}
+	/* The request views' pages stay backed, so claiming a slot needs no fallocate(2) on a
+	 * loop thread (shm/arena.h). */
+	if (lg_arena_keep(&g->arena, LG_VIEW_BOUND(cfg->max_head)) == -1) {
+		log_error("cannot back %u request views of %zu bytes (--max-head): %s",
+		    s->nslots, (size_t)LG_VIEW_BOUND(cfg->max_head), strerror(errno));
+		return -1;
+	}
+	if (lg_channels_create(&g->ch, g->nloops, g->npools) == -1) {
+		log_error("cannot create the channels: %s", strerror(errno));
+		return -1;
+	}
+	/* The flight table is backed at once (counted in the memory budget's fixed part). */
+	if (lg_flight_create_table(&g->flights, flight_entries(g->arena.nslots)) == -1 ||
+	    lg_cache_create(&g->cache, cfg->cache_bytes, cfg->cache_max_entry, g->nloops) == -1) {
+		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 struct lg_gen *
 lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *sz,
     pid_t master_pid, const struct lg_gen *prev)
@@ -355,28 +386,8 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	}
 	g->nchildren = g->nloops + g->ncompute;
 	arena_shape(cfg, &g->sz, &s);
-	if (lg_arena_create_sized(&g->arena, s.nslots, g->nchildren, s.in_cap, s.out_cap,
-	    s.nroutes, s.nkinds) == -1) {
-		log_error("cannot create the shared-memory arena: %s", strerror(errno));
+	if (create_shared(g, cfg, &s) == -1)
 		goto fail;
-	}
-	/* The request views' pages stay backed, so claiming a slot needs no fallocate(2) on a
-	 * loop thread (shm/arena.h). */
-	if (lg_arena_keep(&g->arena, LG_VIEW_BOUND(cfg->max_head)) == -1) {
-		log_error("cannot back %u request views of %zu bytes (--max-head): %s",
-		    s.nslots, (size_t)LG_VIEW_BOUND(cfg->max_head), strerror(errno));
-		goto fail;
-	}
-	if (lg_channels_create(&g->ch, g->nloops, g->npools) == -1) {
-		log_error("cannot create the channels: %s", strerror(errno));
-		goto fail;
-	}
-	/* The flight table is backed at once (counted in the memory budget's fixed part). */
-	if (lg_flight_create_table(&g->flights, flight_entries(g->arena.nslots)) == -1 ||
-	    lg_cache_create(&g->cache, cfg->cache_bytes, cfg->cache_max_entry, g->nloops) == -1) {
-		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
-		goto fail;
-	}
 	if ((g->children = calloc(g->nchildren, sizeof(*g->children))) == NULL)
 		goto fail;
 	make_rows(g);

@@ -195,12 +195,24 @@ lg_listen_parse_addr(const char *v, char *out, size_t cap)
 	return 0;
 }
 
+/* Closes fd, a socket that failed to be set up, keeping errno (the caller's error). Returns
+ * -1. */
+static int
+close_failed(int fd)
+{
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
 int
 lg_master_listen(const char *addr, int port, int backlog, int *bound)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd, one = 1, saved;
+	int fd, one = 1;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
@@ -228,10 +240,7 @@ lg_master_listen(const char *addr, int port, int backlog, int *bound)
 	    ((struct sockaddr_in6 *)&ss)->sin6_port);
 	return fd;
 fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return -1;
+	return close_failed(fd);
 }
 
 /* A socket file at path that no server accepts on (connect(2) is refused) is left over from a
@@ -317,10 +326,7 @@ listen_unix(const char *spec, int backlog, char *shown, size_t cap)
 	}
 	return fd;
 fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return -1;
+	return close_failed(fd);
 }
 
 int

@@ -73,6 +73,91 @@ explain_queue_wait(const struct lg_config *cfg)
 	}
 }
 
+/* The first steps of the command: the options (a refusal exits 2 for a usage error, with the
+ * hint, else 1, as lagless(8) says), --help, --example and --version, then the error log.
+ * Returns -1 to go on, else the exit status for main. */
+static int
+load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cmd)
+{
+	char err[512];
+
+	if (lg_options_load(argc, argv, cfg, cmd, err, sizeof(err)) == -1) {
+		/* A wrong flag is a usage error (2, with the hint); a configuration the file, the
+		 * environment or a module refuses is a failed start (1), as lagless(8) says. */
+		fprintf(stderr, "lagless: %s\n%s", err, cmd->test_config ? "configuration test failed\n" :
+		    cmd->signal ? "configuration test failed; reload not sent\n" :
+		    cmd->usage_error ? "try 'lagless --help'\n" : "");
+		return cmd->test_config || cmd->signal ? 1 : cmd->usage_error ? 2 : 1;
+	}
+	if (cmd->help) {
+		lg_options_usage(stdout);
+		return 0;
+	}
+	if (cmd->print_example) {
+		lg_options_example(stdout);
+		return 0;
+	}
+	if (cmd->version) {
+		printf("lagless %s\n", LG_VERSION);
+		return 0;
+	}
+	lg_log_level = cfg->log_level;
+	if (cmd->test_config && error_log_unusable(cfg->error_log)) {
+		fprintf(stderr, "lagless: cannot write the error log %s: %m\n"
+		    "configuration test failed\n", cfg->error_log);
+		lg_registry_free(cfg->reg);
+		return 1;
+	}
+	if (!cmd->print_sizing && !cmd->test_config && !cmd->signal && lg_log_open(cfg->error_log) == -1) {
+		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg->error_log);
+		lg_registry_free(cfg->reg);
+		return 1;
+	}
+	if (!cmd->print_sizing)
+		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
+	return -1;
+}
+
+/* Reads the machine and decides the sizing (CPU and memory) into *sz. Returns -1 to go on, or
+ * 1 (the exit status) when the pools or the arena do not fit, said on stderr. */
+static int
+decide_sizing(const struct lg_config *cfg, const struct lg_command *cmd, struct lg_sizing *sz)
+{
+	char err[512];
+
+	lg_sizing_read(getenv("LAGLESS_SYSROOT"), sz);
+	lg_sizing_decide(sz, cfg);
+	lg_gen_decide_memory(cfg, sz);
+	if (lg_sizing_check_pools(sz, cfg, err, sizeof(err)) == -1 ||
+	    lg_gen_check_arena(cfg, sz, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless: %s\n%s", err, cmd->test_config ?
+		    "configuration test failed\n" : cmd->signal ?
+		    "configuration test failed; reload not sent\n" : "");
+		return 1;
+	}
+	return -1;
+}
+
+/* --print-sizing and -t: the sizing JSON on stdout (note: a warning about it, or NULL), and
+ * for -t the queue-wait advice, the registry and the verdict. Frees cfg->reg. Returns 0. */
+static int
+print_sizing(struct lg_config *cfg, const struct lg_command *cmd, const char *json,
+    const char *note)
+{
+	if (cmd->test_config)
+		explain_queue_wait(cfg);
+	if (note != NULL)
+		fprintf(stderr, "lagless: warning: %s\n", note);
+	printf("%s\n", json);
+	if (cmd->test_config)
+		lg_registry_print(cfg->reg, stdout);
+	if (cmd->test_config)
+		fprintf(stderr, "lagless: configuration %s is valid\n",
+		    cmd->config_path ? cmd->config_path : "(flags and environment only)");
+	lg_registry_free(cfg->reg);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -80,64 +165,23 @@ main(int argc, char **argv)
 	struct lg_command cmd;
 	struct lg_sizing sz;
 	char json[4096], err[512];
+	int rc;
 
 	close_inherited_fds();
 	lg_log_set_role("master", 0);
-	if (lg_options_load(argc, argv, &cfg, &cmd, err, sizeof(err)) == -1) {
-		/* A wrong flag is a usage error (2, with the hint); a configuration the file, the
-		 * environment or a module refuses is a failed start (1), as lagless(8) says. */
-		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ? "configuration test failed\n" :
-		    cmd.signal ? "configuration test failed; reload not sent\n" :
-		    cmd.usage_error ? "try 'lagless --help'\n" : "");
-		return cmd.test_config || cmd.signal ? 1 : cmd.usage_error ? 2 : 1;
-	}
-	if (cmd.help) {
-		lg_options_usage(stdout);
-		return 0;
-	}
-	if (cmd.print_example) {
-		lg_options_example(stdout);
-		return 0;
-	}
-	if (cmd.version) {
-		printf("lagless %s\n", LG_VERSION);
-		return 0;
-	}
-	lg_log_level = cfg.log_level;
-	if (cmd.test_config && error_log_unusable(cfg.error_log)) {
-		fprintf(stderr, "lagless: cannot write the error log %s: %m\n"
-		    "configuration test failed\n", cfg.error_log);
-		lg_registry_free(cfg.reg);
-		return 1;
-	}
-	if (!cmd.print_sizing && !cmd.test_config && !cmd.signal && lg_log_open(cfg.error_log) == -1) {
-		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg.error_log);
-		lg_registry_free(cfg.reg);
-		return 1;
-	}
-	if (!cmd.print_sizing)
-		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
-	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
-	lg_sizing_decide(&sz, &cfg);
-	lg_gen_decide_memory(&cfg, &sz);
-	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
-	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
-		fprintf(stderr, "lagless: %s\n%s", err, cmd.test_config ?
-		    "configuration test failed\n" : cmd.signal ?
-		    "configuration test failed; reload not sent\n" : "");
-		return 1;
-	}
+	if ((rc = load_options(argc, argv, &cfg, &cmd)) >= 0)
+		return rc;
+	if ((rc = decide_sizing(&cfg, &cmd, &sz)) >= 0)
+		return rc;
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
 	if (cmd.run_kind != NULL) {
-		int rc = lg_runkind_main(&cfg, cmd.run_kind);
-
+		rc = lg_runkind_main(&cfg, cmd.run_kind);
 		lg_registry_free(cfg.reg);
 		return rc;
 	}
 	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
-		int rc = lg_ctl_reload(&cfg);
-
+		rc = lg_ctl_reload(&cfg);
 		lg_registry_free(cfg.reg);
 		return rc;
 	}
@@ -148,20 +192,8 @@ main(int argc, char **argv)
 	}
 	char note[256];
 	int noted = lg_sizing_note(&sz, note, sizeof(note));
-	if (cmd.test_config)
-		explain_queue_wait(&cfg);
-	if (cmd.print_sizing || cmd.test_config) {
-		if (noted)
-			fprintf(stderr, "lagless: warning: %s\n", note);
-		printf("%s\n", json);
-		if (cmd.test_config)
-			lg_registry_print(cfg.reg, stdout);
-		if (cmd.test_config)
-			fprintf(stderr, "lagless: configuration %s is valid\n",
-			    cmd.config_path ? cmd.config_path : "(flags and environment only)");
-		lg_registry_free(cfg.reg);
-		return 0;
-	}
+	if (cmd.print_sizing || cmd.test_config)
+		return print_sizing(&cfg, &cmd, json, noted ? note : NULL);
 	log_info("lagless %s sizing: %s", LG_VERSION, json);
 	if (noted)
 		log_warn("%s", note);

@@ -60,21 +60,32 @@ lg_pidfile_write(const char *path, pid_t pid)
 	return replace_file(path, line, (size_t)n);
 }
 
-int
-lg_pidfile_read(const char *path, pid_t *pid)
+/* The first line of the file at path into buf (cap bytes, the newline kept when it fits).
+ * Returns 0, or -1 with errno from fopen(3), or EINVAL for an empty file. */
+static int
+first_line(const char *path, char *buf, size_t cap)
 {
-	char buf[32], *end;
 	FILE *f = fopen(path, "re");
-	long v;
 
 	if (f == NULL)
 		return -1;
-	if (fgets(buf, sizeof(buf), f) == NULL) {
+	if (fgets(buf, (int)cap, f) == NULL) {
 		fclose(f);
 		errno = EINVAL;
 		return -1;
 	}
 	fclose(f);
+	return 0;
+}
+
+int
+lg_pidfile_read(const char *path, pid_t *pid)
+{
+	char buf[32], *end;
+	long v;
+
+	if (first_line(path, buf, sizeof(buf)) == -1)
+		return -1;
 	errno = 0;
 	v = strtol(buf, &end, 10);
 	if (errno || end == buf || (*end != '\n' && *end != '\0') || v <= 0 || v > INT_MAX) {
@@ -122,16 +133,10 @@ lg_pidfile_get_outcome(const char *path, struct lg_reload_outcome *o)
 {
 	char rel[PATH_MAX], line[512], word[16];
 	int from, used = 0;
-	FILE *f;
 
-	if (outcome_path(path, rel, sizeof(rel)) == -1 || (f = fopen(rel, "re")) == NULL)
+	if (outcome_path(path, rel, sizeof(rel)) == -1 ||
+	    first_line(rel, line, sizeof(line)) == -1)
 		return -1;
-	if (fgets(line, sizeof(line), f) == NULL) {
-		fclose(f);
-		errno = EINVAL;
-		return -1;
-	}
-	fclose(f);
 	line[strcspn(line, "\n")] = '\0';
 	if (sscanf(line, "%" SCNu64 " %d %15s %n", &o->seq, &from, word, &used) != 3 ||
 	    (strcmp(word, "ok") != 0 && strcmp(word, "refused") != 0)) {

@@ -349,6 +349,42 @@ route_key(const struct lg_registry *r, const struct lg_kv *kv, struct lg_route_d
 	return 0;
 }
 
+/* A route section's definition before its keys: the path (a trailing '*' makes it a prefix),
+ * where it was declared, and the server-wide deadline and body limit. */
+static void
+route_init(struct lg_route_def *rt, const char *file, const struct section *sec,
+    const struct lg_config *cfg)
+{
+	size_t plen = strlen(sec->name);
+
+	memset(rt, 0, sizeof(*rt));
+	rt->prefix = sec->name[plen - 1] == '*';
+	snprintf(rt->path, sizeof(rt->path), "%.*s", (int)(plen - (size_t)rt->prefix), sec->name);
+	snprintf(rt->file, sizeof(rt->file), "%s", file);
+	rt->line = sec->line;
+	rt->where = LAGLESS_WHERE_POOL;
+	rt->deadline_ms = cfg->deadline_ms;
+	rt->max_body = cfg->max_body;
+	lg_policy_init(&rt->coal, rt->path);
+}
+
+/* off = yes: removes the default route rt->path. Returns 0, or -1 with err (cap bytes) when rt
+ * names no default route. */
+static int
+route_off(struct lg_registry *r, const char *file, const struct section *sec,
+    const struct lg_route_def *rt, char *err, size_t cap)
+{
+	/* Nothing else can be removed: a mistyped path would otherwise remove nothing in
+	 * silence. */
+	if (rt->prefix || !lg_registry_is_default(rt->path))
+		for (unsigned i = 0; i < sec->nkv; i++)
+			if (strcmp(sec->kv[i].key, "off") == 0)
+				return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes a "
+				    "default route, and this is none (lagless -t lists them)");
+	lg_registry_remove_route(r, rt->path);
+	return 0;
+}
+
 static int
 add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
@@ -356,20 +392,11 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
 	    "max_body", "fields", "content_type", "off", "pool", NULL };
 	struct lg_route_def rt;
-	size_t plen = strlen(sec->name);
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */
 	char why[400];
 
-	memset(&rt, 0, sizeof(rt));
-	rt.prefix = sec->name[plen - 1] == '*';
-	snprintf(rt.path, sizeof(rt.path), "%.*s", (int)(plen - (size_t)rt.prefix), sec->name);
-	snprintf(rt.file, sizeof(rt.file), "%s", file);
-	rt.line = sec->line;
-	rt.where = LAGLESS_WHERE_POOL;
-	rt.deadline_ms = cfg->deadline_ms;
-	rt.max_body = cfg->max_body;
-	lg_policy_init(&rt.coal, rt.path);
+	route_init(&rt, file, sec, cfg);
 	for (unsigned i = 0; i < sec->nkv; i++) {
 		const char *w = "bad value";
 		int taken = route_key(r, &sec->kv[i], &rt, cfg, &off, &w);
@@ -386,17 +413,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
 		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
 		    "coalesce (its job runs at once on the loop that read it)");
-	if (off) {
-		/* Nothing else can be removed: a mistyped path would otherwise remove nothing in
-		 * silence. */
-		if (rt.prefix || !lg_registry_is_default(rt.path))
-			for (unsigned i = 0; i < sec->nkv; i++)
-				if (strcmp(sec->kv[i].key, "off") == 0)
-					return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes a "
-					    "default route, and this is none (lagless -t lists them)");
-		lg_registry_remove_route(r, rt.path);
-		return 0;
-	}
+	if (off)
+		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
 		rt.methods = rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
 	if (split_conf(sec, own, 1, &rt.conf) == -1) {

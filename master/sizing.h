@@ -9,12 +9,19 @@
  * never limits, and are ignored.
  *
  * Every /proc and /sys path is prefixed with the sysroot (env LAGLESS_SYSROOT, "" by default) so
- * tests can point the reader at fixture trees. */
+ * tests can point the reader at fixture trees.
+ *
+ * Two files: master/sizing_read.c reads the inputs (lg_sizing_read, lg_sizing_reread,
+ * lg_sizing_parse_cpulist), master/sizing.c decides from them (the rest). */
 #ifndef LG_MASTER_SIZING_H
 #define LG_MASTER_SIZING_H
 
 #include "common/config.h"
 #include "master/memsize.h"
+
+/* Highest CPU id a cpulist may name (CONFIG_NR_CPUS tops out at 8192 on x86-64 with MAXSMP;
+ * twice that leaves room). Also caps --cpus so int arithmetic cannot overflow. */
+#define LG_SIZING_MAX_CPUS 16384
 
 struct lg_sizing {
 	/* inputs; -1 (or quota < 0) when not known */

@@ -4,7 +4,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
+
+#include "shm/zone.h"
 
 static int
 round_page(uint64_t n, uint64_t *out)
@@ -97,15 +98,9 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 		errno = EOVERFLOW;
 		return -1;
 	}
-	if ((a->fd = memfd_create("lagless-arena", MFD_CLOEXEC)) == -1)
+	/* Sparse: regions are backed when used (lg_arena_reserve, lg_arena_keep: shm/arena.h). */
+	if (lg_zone_map("lagless-arena", h.total_size, 0, &a->fd, &a->base) == -1)
 		return -1;
-	if (ftruncate(a->fd, (off_t)h.total_size) == -1)
-		goto fail;
-	a->base = mmap(NULL, h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
-	if (a->base == MAP_FAILED) {
-		a->base = NULL;
-		goto fail;
-	}
 	a->size = h.total_size;
 	a->in_cap = h.in_cap;
 	a->out_cap = h.out_cap;
@@ -131,13 +126,8 @@ lg_arena_create_sized(struct lg_arena *a, uint32_t nslots, uint32_t nprocs, uint
 	return 0;
 fail_mapped:
 	saved = errno;
-	munmap(a->base, a->size);
+	lg_zone_unmap(a->base, a->size, a->fd);
 	a->base = NULL;
-	errno = saved;
-fail:
-	/* Only the memfd is open here. */
-	saved = errno;
-	close(a->fd);
 	a->fd = -1;
 	errno = saved;
 	return -1;
@@ -156,8 +146,7 @@ lg_arena_destroy(struct lg_arena *a)
 	 * stdin (or whatever the process opened first), not ours to close. */
 	if (a->base == NULL)
 		return;
-	munmap(a->base, a->size);
-	close(a->fd);
+	lg_zone_unmap(a->base, a->size, a->fd);
 	a->base = NULL;
 	a->fd = -1;
 }

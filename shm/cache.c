@@ -3,11 +3,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "shm/zone.h"
 
 #define CACHE_MAGIC 0x4c474348u /* "LGCH" */
 #define HDR_BYTES   4096u
@@ -85,7 +85,6 @@ int
 lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t nloops)
 {
 	struct lg_cache_hdr h = { .magic = CACHE_MAGIC, .nloops = nloops, .bytes = bytes };
-	int saved;
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
@@ -94,32 +93,18 @@ lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t
 		return -1;
 	}
 	c->size = plan(&h, bytes, max_value, nloops);
-	if ((c->fd = memfd_create("lagless-cache", MFD_CLOEXEC)) == -1)
-		return -1;
-	if (ftruncate(c->fd, (off_t)c->size) == -1)
-		goto fail;
 	/* The header, the counters and every entry header are backed now (lookups and the sweep
 	 * read them; a fault past a memory cgroup's limit would kill or block the reader); data is
 	 * backed entry by entry when stored (lg_cache_store). */
-	if (fallocate(c->fd, 0, 0, (off_t)(h.nclasses ? h.cls[0].off : c->size)) == -1)
-		goto fail;
-	c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-	if (c->base == MAP_FAILED) {
-		c->base = NULL;
-		goto fail;
-	}
+	if (lg_zone_map("lagless-cache", c->size, h.nclasses ? h.cls[0].off : c->size, &c->fd,
+	    &c->base) == -1)
+		return -1;
 	c->hdr = (struct lg_cache_hdr *)c->base;
 	if (getrandom(&h.key_seed, sizeof(h.key_seed), GRND_NONBLOCK) != sizeof(h.key_seed))
 		h.key_seed = lg_now_ns() ^ ((uint64_t)getpid() << 32); /* no entropy yet (early boot) */
 	*c->hdr = h;
 	c->ctr = (struct lg_cache_counters *)(c->base + h.counters_off);
 	return 0;
-fail:
-	saved = errno;
-	close(c->fd);
-	c->fd = -1;
-	errno = saved;
-	return -1;
 }
 
 void
@@ -127,8 +112,7 @@ lg_cache_destroy(struct lg_cache *c)
 {
 	if (c->base == NULL)
 		return;
-	munmap(c->base, c->size);
-	close(c->fd);
+	lg_zone_unmap(c->base, c->size, c->fd);
 	c->base = NULL;
 	c->fd = -1;
 }

@@ -55,14 +55,23 @@ judge(struct lg_codel *c, const struct lg_codel_params *p, uint64_t now,
 		atomic_fetch_add(&c->overloaded_intervals, 1);
 }
 
-int
-lg_codel_refuse(struct lg_codel *c, const struct lg_codel_params *p, uint64_t now_ns,
+/* Admission by queue wait is on for p (it has a target): judges the interval (judge) and
+ * returns 1; off: returns 0 and touches nothing. */
+static int
+active(struct lg_codel *c, const struct lg_codel_params *p, uint64_t now,
     lg_codel_floor_fn *floor, void *arg)
 {
 	if (p->target_ns == 0)
 		return 0;
-	judge(c, p, now_ns, floor, arg);
-	if (!atomic_load(&c->overloaded))
+	judge(c, p, now, floor, arg);
+	return 1;
+}
+
+int
+lg_codel_refuse(struct lg_codel *c, const struct lg_codel_params *p, uint64_t now_ns,
+    lg_codel_floor_fn *floor, void *arg)
+{
+	if (!active(c, p, now_ns, floor, arg) || !atomic_load(&c->overloaded))
 		return 0;
 	atomic_fetch_add(&c->refused, 1);
 	return 1;
@@ -74,9 +83,8 @@ lg_codel_shed(struct lg_codel *c, const struct lg_codel_params *p, uint64_t wait
 {
 	uint64_t limit;
 
-	if (p->target_ns == 0)
+	if (!active(c, p, now_ns, floor, arg))
 		return 0;
-	judge(c, p, now_ns, floor, arg);
 	limit = atomic_load(&c->overloaded) ? p->target_ns : p->interval_ns;
 	if (wait_ns <= limit)
 		return 0;
@@ -90,9 +98,8 @@ lg_codel_sample(struct lg_codel *c, const struct lg_codel_params *p, uint64_t wa
 {
 	uint64_t cur;
 
-	if (p->target_ns == 0)
+	if (!active(c, p, now_ns, floor, arg))
 		return;
-	judge(c, p, now_ns, floor, arg);
 	if (wait_ns == NO_SAMPLE)
 		wait_ns--;
 	cur = atomic_load(&c->min_wait_ns);

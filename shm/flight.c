@@ -1,10 +1,9 @@
 #include "shm/flight.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+
+#include "shm/zone.h"
 
 /* A bucket in CLAIMING for our hash is re-read this many times before giving up: the creator
  * writes at most LG_FLIGHT_KEY_MAX bytes, well under a microsecond unless it was preempted. */
@@ -27,6 +26,7 @@ mkword(uint32_t gen, uint32_t st, uint32_t mask)
 int
 lg_flight_create_table(struct lg_flight_table *t, uint32_t entries)
 {
+	unsigned char *base;
 	uint32_t n = 64;
 
 	memset(t, 0, sizeof(*t));
@@ -38,28 +38,14 @@ lg_flight_create_table(struct lg_flight_table *t, uint32_t entries)
 	while (n < entries)
 		n <<= 1;
 	t->size = (size_t)n * sizeof(struct lg_flight);
-	if ((t->fd = memfd_create("lagless-flights", MFD_CLOEXEC)) == -1)
-		return -1;
-	if (ftruncate(t->fd, (off_t)t->size) == -1)
-		goto fail;
 	/* Backed now, not at the first fault: a page fault past a memory cgroup's limit is an
 	 * OOM kill or, with the cgroup's OOM killer off, a loop worker blocked until memory frees
 	 * (the arena backs its regions with fallocate(2) for the same reason). */
-	if (fallocate(t->fd, 0, 0, (off_t)t->size) == -1)
-		goto fail;
-	t->e = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
-	if (t->e == MAP_FAILED) {
-		t->e = NULL;
-		goto fail;
-	}
+	if (lg_zone_map("lagless-flights", t->size, t->size, &t->fd, &base) == -1)
+		return -1;
+	t->e = (struct lg_flight *)(void *)base;
 	t->n = n;
 	return 0;
-fail:;
-	int saved = errno;
-	close(t->fd);
-	t->fd = -1;
-	errno = saved;
-	return -1;
 }
 
 void
@@ -67,8 +53,7 @@ lg_flight_destroy_table(struct lg_flight_table *t)
 {
 	if (t->e == NULL)
 		return;
-	munmap(t->e, t->size);
-	close(t->fd);
+	lg_zone_unmap(t->e, t->size, t->fd);
 	t->e = NULL;
 	t->fd = -1;
 }

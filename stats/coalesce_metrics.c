@@ -20,6 +20,37 @@ counter(struct lg_buf *b, const struct lg_cache *ca, size_t off, const char *nam
 
 #define CTR(f) offsetof(struct lg_cache_counters, f)
 
+/* The counter families, each summed over the loop rows, in /metrics order. */
+static const struct family {
+	size_t off;
+	const char *name, *help;
+} families[] = {
+	{ CTR(hits), "lagless_cache_hits_total",
+	  "Answers served fresh from the cache." },
+	{ CTR(misses), "lagless_cache_misses_total",
+	  "Requests of cached or coalescing routes not answered from the cache." },
+	{ CTR(stale), "lagless_cache_stale_total",
+	  "Stale answers served while a background job refreshed them." },
+	{ CTR(coalesced), "lagless_coalesced_waiters_total",
+	  "Requests parked on another request's job instead of starting their own." },
+	{ CTR(jobs), "lagless_coalesce_jobs_total",
+	  "Jobs started by routes with a coalesce rule (misses, refreshes and requests run alone)." },
+	{ CTR(stored), "lagless_cache_stores_total",
+	  "Answers written to the cache." },
+	{ CTR(evictions), "lagless_cache_evictions_total",
+	  "Live cache entries replaced by newer ones (LRU within a set)." },
+	{ CTR(too_large), "lagless_cache_too_large_total",
+	  "Answers over --cache-max-entry, not stored (other loops' waiters ran their own job)." },
+	{ CTR(busy), "lagless_coalesce_busy_total",
+	  "Requests run alone because another key held their single-flight bucket." },
+	{ CTR(refreshes), "lagless_cache_refreshes_total",
+	  "Background refreshes started by stale answers." },
+	{ CTR(cancelled), "lagless_coalesce_cancelled_total",
+	  "Coalesced jobs cancelled because every waiter left." },
+	{ CTR(body_alone), "lagless_coalesce_body_too_large_total",
+	  "Requests run alone because their body was over the rule's body-max." },
+};
+
 int
 lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca)
 {
@@ -27,28 +58,8 @@ lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca)
 
 	if (ca == NULL || ca->hdr == NULL)
 		return 0;
-	counter(b, ca, CTR(hits), "lagless_cache_hits_total", "Answers served fresh from the cache.");
-	counter(b, ca, CTR(misses), "lagless_cache_misses_total",
-	    "Requests of cached or coalescing routes not answered from the cache.");
-	counter(b, ca, CTR(stale), "lagless_cache_stale_total",
-	    "Stale answers served while a background job refreshed them.");
-	counter(b, ca, CTR(coalesced), "lagless_coalesced_waiters_total",
-	    "Requests parked on another request's job instead of starting their own.");
-	counter(b, ca, CTR(jobs), "lagless_coalesce_jobs_total",
-	    "Jobs started by routes with a coalesce rule (misses, refreshes and requests run alone).");
-	counter(b, ca, CTR(stored), "lagless_cache_stores_total", "Answers written to the cache.");
-	counter(b, ca, CTR(evictions), "lagless_cache_evictions_total",
-	    "Live cache entries replaced by newer ones (LRU within a set).");
-	counter(b, ca, CTR(too_large), "lagless_cache_too_large_total",
-	    "Answers over --cache-max-entry, not stored (other loops' waiters ran their own job).");
-	counter(b, ca, CTR(busy), "lagless_coalesce_busy_total",
-	    "Requests run alone because another key held their single-flight bucket.");
-	counter(b, ca, CTR(refreshes), "lagless_cache_refreshes_total",
-	    "Background refreshes started by stale answers.");
-	counter(b, ca, CTR(cancelled), "lagless_coalesce_cancelled_total",
-	    "Coalesced jobs cancelled because every waiter left.");
-	counter(b, ca, CTR(body_alone), "lagless_coalesce_body_too_large_total",
-	    "Requests run alone because their body was over the rule's body-max.");
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		counter(b, ca, families[i].off, families[i].name, families[i].help);
 	for (uint32_t i = 0; i < ca->hdr->nloops; i++)
 		saved += atomic_load(&ca->ctr[i].hits) + atomic_load(&ca->ctr[i].stale) +
 		    atomic_load(&ca->ctr[i].coalesced);

@@ -252,15 +252,13 @@ admin_allows(const struct lg_conn *c, const struct lg_route *rt)
 	return lg_loop_admin_conn(c->fd) ? i < 5 : i < 3 || i == 5;
 }
 
-int
-lg_route_head(struct lg_http *h, void *conn)
+/* A new request head on c: its route (NULL for none, or one the admin listener rule hides),
+ * its metrics row and label, its body limit, and the per-request state of the last one
+ * cleared. */
+static void
+route_begin(struct lg_conn *c, const struct lg_http_req *r)
 {
-	struct lg_conn *c = conn;
-	const struct lg_http_req *r = &h->req;
 	const struct lg_config *cfg = c->w->env->cfg;
-	const struct lg_route_def *d;
-	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
-	    r->content_length > 0);
 
 	c->route = find_route(c->w, r);
 	if (c->route != NULL && !admin_allows(c, c->route))
@@ -273,6 +271,19 @@ lg_route_head(struct lg_http *h, void *conn)
 	c->refuse_status = 0;
 	c->reject_extra[0] = '\0';
 	c->max_body = c->route && c->route->def->kind ? c->route->def->max_body : cfg->max_body;
+}
+
+int
+lg_route_head(struct lg_http *h, void *conn)
+{
+	struct lg_conn *c = conn;
+	const struct lg_http_req *r = &h->req;
+	const struct lg_config *cfg = c->w->env->cfg;
+	const struct lg_route_def *d;
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+
+	route_begin(c, r);
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->max_body)
 		return reject(c, 413);

@@ -1,0 +1,150 @@
+/* SIGHUP (master/ only): the configuration read again and a new generation started beside the
+ * running one, deferred while MAX_GENS are alive, and the outcome reported to `lagless -s
+ * reload` and to systemd. */
+#include "master/reload.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "master/gen.h"
+#include "master/notify.h"
+#include "master/options.h"
+#include "master/pidfile.h"
+#include "master/respawn.h"
+#include "master/state.h"
+
+static void reload_done(struct master *m, int notified);
+
+/* The answer to the SIGHUP of m->reload_from: PATH.reload for `lagless -s reload`, and a
+ * refusal also in every STATUS= line to systemd until a reload succeeds. */
+void
+lg_reload_outcome(struct master *m, int ok, const char *text)
+{
+	struct lg_reload_outcome o = { .seq = ++m->reload_seq, .from = m->reload_from, .ok = ok };
+
+	snprintf(o.text, sizeof(o.text), "%s", text);
+	snprintf(m->reload_error, sizeof(m->reload_error), "%s", ok ? "" : text);
+	if (m->pid_file[0] && lg_pidfile_put_outcome(m->pid_file, &o) == -1)
+		log_error("cannot write %s.reload: %s", m->pid_file, strerror(errno));
+	if (!ok && !m->stopping && lg_master_serving(m)->ready)
+		lg_master_send_status(m, 0);
+}
+
+static void
+refuse_reload(struct master *m, int notified, const char *why)
+{
+	log_error("reload refused, keeping the running configuration: %s", why);
+	lg_reload_outcome(m, 0, why);
+	reload_done(m, notified);
+}
+
+static int
+same_listen(const struct lg_config *a, const struct lg_config *b)
+{
+	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
+	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
+	    strcmp(a->admin_listen, b->admin_listen) == 0;
+}
+
+static int
+count_gens(const struct master *m)
+{
+	int n = 0;
+
+	for (const struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		n++;
+	return n;
+}
+
+/* A reload that will not start a generation after RELOADING=1 was sent (a deferred one): READY=1
+ * with the status line, so systemd leaves the reloading state. */
+static void
+reload_done(struct master *m, int notified)
+{
+	if (notified && lg_master_serving(m)->ready)
+		lg_master_send_status(m, 1);
+}
+
+/* SIGHUP: read the configuration again; if it is valid, start a new generation beside the
+ * running one (the retirement of the old one waits until the new one accepts, so no
+ * connection is refused). An invalid configuration changes nothing. While MAX_GENS
+ * generations are alive (older ones still draining) the request is remembered, not lost:
+ * run_timers applies it once one has gone, reading the configuration then, so repeated
+ * requests coalesce into the latest configuration (issue 10 item 4). notified: RELOADING=1 was
+ * already sent for this request. */
+void
+lg_reload(struct master *m, int notified)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	struct lg_sizing sz;
+	struct lg_gen *g;
+	char err[512];
+	int ngens = count_gens(m);
+
+	if (m->stopping || m->drain_at) {
+		log_warn("SIGHUP ignored: stopping");
+		lg_reload_outcome(m, 0, "the server is stopping");
+		return;
+	}
+	if (ngens >= MAX_GENS) {
+		if (!m->reload_pending)
+			lg_notify_reloading();
+		log_warn("reload deferred: %d generations alive (limit %d, older ones still "
+		    "draining); it takes effect with the configuration read once one has gone%s",
+		    ngens, MAX_GENS, m->reload_pending ? " (coalesced with the pending one)" : "");
+		m->reload_pending = 1;
+		return;
+	}
+	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
+		refuse_reload(m, notified, err);
+		return;
+	}
+	if (!same_listen(&cfg, &m->gens->cfg)) {
+		log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
+		    m->gens->cfg.listen_addr, m->gens->cfg.port);
+		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
+		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
+		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
+		cfg.port = m->gens->cfg.port;
+	}
+	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
+	lg_sizing_decide(&sz, &cfg);
+	lg_gen_decide_memory(&cfg, &sz);
+	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
+	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
+		refuse_reload(m, notified, err);
+		return;
+	}
+	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
+		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
+	lg_log_level = cfg.log_level;
+	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
+		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
+		    strerror(errno));
+		refuse_reload(m, notified, err);
+		return;
+	}
+	m->reload_gen = m->next_id++;
+	if (!notified)
+		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
+	g->next = m->gens;
+	m->gens = g;
+	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
+	    g->id, sz.budget, sz.loop_workers, sz.compute_workers, sz.queue_capacity);
+	lg_respawn_spawn_all(m, g);
+}
+
+/* A deferred SIGHUP: applied as soon as fewer than MAX_GENS generations are alive. */
+void
+lg_reload_apply_pending(struct master *m)
+{
+	if (!m->reload_pending || m->stopping || m->drain_at || count_gens(m) >= MAX_GENS)
+		return;
+	m->reload_pending = 0;
+	log_info("applying the deferred reload");
+	lg_reload(m, 1);
+}

@@ -1,0 +1,23 @@
+/* SIGHUP reload and its outcome (master/ only, master/reload.c). */
+#ifndef LG_MASTER_RELOAD_H
+#define LG_MASTER_RELOAD_H
+
+struct master;
+
+/* SIGHUP: reads the configuration again from m->argc/m->argv; a valid one starts a new
+ * generation beside the running ones (m->gens, newest first), an invalid one changes nothing
+ * and is reported (lg_reload_outcome). While MAX_GENS generations are alive the request is
+ * deferred (m->reload_pending) for lg_reload_apply_pending. notified: RELOADING=1 was already
+ * sent to systemd for this request. */
+void lg_reload(struct master *m, int notified);
+
+/* A deferred reload, applied once fewer than MAX_GENS generations are alive and the master is
+ * not stopping; nothing otherwise. */
+void lg_reload_apply_pending(struct master *m);
+
+/* The answer to the SIGHUP of m->reload_from: ok 1 (text names the generation) or 0 (text
+ * says why, kept in m->reload_error for systemd's STATUS= line until a reload succeeds),
+ * written to PATH.reload beside --pid-file for `lagless -s reload`. */
+void lg_reload_outcome(struct master *m, int ok, const char *text);
+
+#endif

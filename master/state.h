@@ -1,0 +1,50 @@
+/* The master's one record (master/ only): what master.c, respawn.c and reload.c share, and
+ * the two answers each of them asks of it (master/state.c). */
+#ifndef LG_MASTER_STATE_H
+#define LG_MASTER_STATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "master/master.h"
+
+struct lg_gen;
+
+#define MAX_GENS           4                      /* running + retiring generations at once */
+
+struct master {
+	pid_t pid;
+	int listen_fd;
+	int sigfd;
+	int argc;              /* the command line, parsed again on SIGHUP */
+	char **argv;
+	struct lg_gen *gens;   /* newest first; gens is the current one unless it is retiring */
+	uint32_t next_id;
+	int stopping;          /* 0 running, 1 graceful drain, 2 immediate */
+	int exit_code;
+	uint64_t watchdog_ns;  /* systemd watchdog interval; 0 when off */
+	uint64_t next_watchdog;
+	uint64_t next_status;
+	int reload_pending;    /* a SIGHUP that found MAX_GENS alive; applied once one has gone */
+	uint64_t drain_at;     /* --drain-delay-ms: when the delayed graceful stop begins; 0 none */
+	char pid_file[256];    /* --pid-file at start-up ("" none); a reload does not move it */
+	struct lg_listeners more; /* the listeners after listen_fd, and the admin one */
+	uint64_t reload_seq;   /* reload outcomes written so far */
+	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
+	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
+	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
+	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role
+	 * keeps crashing: respawn.c never calls back into the file that calls it. */
+	void (*stop)(struct master *m, int how);
+};
+
+/* The generation that answers for the server: the newest ready one not retiring, else the
+ * newest (m->gens). Never NULL while m->gens is not. */
+struct lg_gen *lg_master_serving(struct master *m);
+
+/* Sends systemd the status line of the serving generation (lg_gen_status_line), with the
+ * reason the last reload was refused appended: READY=1 with it when ready, else STATUS= only
+ * (master/notify.h; nothing when not run by systemd). */
+void lg_master_send_status(struct master *m, int ready);
+
+#endif
