@@ -44,12 +44,19 @@ static const char STORE[] =
     "if ARGV[3] ~= '0' then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end "
     "redis.call('DEL', KEYS[2]) redis.call('PUBLISH', ARGV[4], ARGV[5]) return 1";
 
+/* KEYS[1] lease; ARGV[1] token, ARGV[2] ms: a live leader extends its own lease (one that
+ * stopped, or whose loop died, cannot: then it is taken over). 1 extended, 0 not ours. */
+static const char RENEW[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+
 struct lg_cflight {
 	struct lg_cflight *prev, *next;
 	struct lg_cluster *k;
 	struct lg_lflight *f;
 	struct lg_redis_op op;
 	ev_timer lease;              /* follower: the leader's lease ends */
+	ev_timer renew;              /* leader: extends its lease while its job runs */
 	char tag[33];                /* hex XXH3-128 of the key: the {hash tag} */
 	char token[112];
 	uint64_t lease_ms;
@@ -188,6 +195,39 @@ follow(struct lg_cflight *cf, uint64_t pttl_ms)
 }
 
 static void
+renew_done(struct lg_redis_op *op, const struct redisReply *reply)
+{
+	struct lg_cflight *cf = op->data;
+
+	if (reply != NULL && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0) {
+		log_warn("lease of key {%s} lost while its job ran: its store will be refused",
+		    cf->tag);
+		ev_timer_stop(cf->k->w->ev, &cf->renew);
+	}
+}
+
+/* Every third of the lease, while the job runs: a job longer than the lease keeps it, and
+ * only a leader that cannot run (stopped, dead) loses it. */
+static void
+renew_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_cflight *cf = t->data;
+	char v[160], l[160], ch[160], ms[24];
+	const char *argv[6] = { "EVAL", RENEW, "1", l, cf->token, ms };
+	size_t lens[6];
+
+	if (cf->op.t != NULL)
+		return; /* the last one has not answered yet */
+	key_names(cf->k, cf->tag, v, l, ch, sizeof(v));
+	snprintf(ms, sizeof(ms), "%" PRIu64, cf->lease_ms);
+	for (int i = 0; i < 6; i++)
+		lens[i] = strlen(argv[i]);
+	cf->op.done = renew_done;
+	cf->op.data = cf;
+	lg_redis_cmd(cf->k->r, &cf->op, 6, argv, lens); /* not ready: the lease may pass */
+}
+
+static void
 acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 {
 	struct lg_cflight *cf = op->data;
@@ -205,6 +245,8 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 		lg_stats_add(cf->waits > 0 ? &k->ctr->taken_over : &k->ctr->won, 1);
 		cf->leader = 1;
 		cf->waiting = 0;
+		ev_timer_set(&cf->renew, (double)cf->lease_ms / 3000., (double)cf->lease_ms / 3000.);
+		ev_timer_start(k->w->ev, &cf->renew);
 		k->ops.run(cf->f); /* may drop the flight, and cf with it */
 	} else if (reply->type == REDIS_REPLY_INTEGER && reply->integer < 0) {
 		if (cf->waits == 0)
@@ -294,6 +336,7 @@ send_store(struct lg_cflight *cf, const char *value, size_t len, const char *ttl
 	size_t lens[10];
 
 	cf->done = 1;
+	ev_timer_stop(cf->k->w->ev, &cf->renew);
 	if (s == NULL)
 		return; /* the lease ends by itself */
 	s->k = cf->k;
@@ -355,6 +398,7 @@ lg_cluster_drop(struct lg_lflight *f)
 	f->cl = NULL;
 	lg_redis_cancel(&cf->op);
 	ev_timer_stop(k->w->ev, &cf->lease);
+	ev_timer_stop(k->w->ev, &cf->renew);
 	if (cf->leader && !cf->done)
 		send_store(cf, "", 0, "0"); /* the followers ask again at once */
 	if (cf->prev)
@@ -385,6 +429,8 @@ lg_cluster_begin(struct lg_lflight *f, uint64_t deadline_ms)
 	cf->lease_ms = k->cfg->redis_lease_ms < deadline_ms ? k->cfg->redis_lease_ms : deadline_ms;
 	ev_timer_init(&cf->lease, lease_cb, 1., 0.);
 	cf->lease.data = cf;
+	ev_timer_init(&cf->renew, renew_cb, 1., 1.);
+	cf->renew.data = cf;
 	if (acquire(cf) == -1) {
 		free(cf);
 		return -1;
