@@ -35,7 +35,7 @@
 static const char ACQUIRE[] =
     "local v = redis.call('GET', KEYS[1]) if v then return v end "
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
-    "return -1 - redis.call('PTTL', KEYS[2])";
+    "local t = redis.call('PTTL', KEYS[2]) if t < 0 then t = 0 end return -1 - t";
 /* KEYS as above; ARGV[1] token, ARGV[2] value, ARGV[3] ttl ms ("0": a release, no value),
  * ARGV[4] channel, ARGV[5] message. Only the lease's holder stores: the fencing of a leader
  * paused past its lease. 1 stored (or released), 0 refused. */

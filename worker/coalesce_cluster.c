@@ -30,11 +30,18 @@ lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
 }
 
 /* Runs f's job on this replica: in the slot one of its waiters holds (the first request's,
- * or one with a body), else in a slot claimed now; 503 to every waiter when there is none. */
+ * or one with a body), else in a slot claimed now; 503 to every waiter when there is none.
+ * With no waiter left on this loop (others wait elsewhere) the other loops are told to
+ * dispatch again (one of them becomes the key's owner). */
 static void
 run(struct lg_lflight *f)
 {
 	struct lg_conn *c = f->waiters;
+
+	if (c == NULL) {
+		lg_coal_end_flight(f, 0, NULL, NULL, NULL, 0, 0); /* WAKE_RETRY */
+		return;
+	}
 
 	while (c != NULL && c->slot < 0)
 		c = c->fl_next;
