@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "shm/arena.h"
 #include "shm/stats.h"
 #include "worker/coalesce_int.h"
 #include "worker/loop.h"
@@ -28,6 +29,8 @@
 #define FOLLOWER_READ_MS 1000u
 #define LEASE_MARGIN_MS 5u   /* a follower asks again this long after the lease's end */
 #define MAX_WAITS 3          /* waits per flight (at most two take-overs), then local */
+#define LEASE_MIN_MS 50u     /* the shortest lease derived from run times */
+#define LEASE_COLD_MS 2000u  /* the lease of a kind that has not run here yet */
 
 /* KEYS[1] value, KEYS[2] lease; ARGV[1] token, ARGV[2] lease ms. The value (a hit), else the
  * lease taken (1), else minus one more than the lease's time to live in ms (a follower waits
@@ -410,8 +413,38 @@ lg_cluster_drop(struct lg_lflight *f)
 	free(cf);
 }
 
+/* The lease for a job of kind: --redis-lease-ms, or when 0 twice the kind's p99 run time on
+ * this replica (the upper bound of the bucket of its run-time histogram holding the 99th
+ * percentile, summed over the compute processes), at least LEASE_MIN_MS, LEASE_COLD_MS before
+ * the kind has run here; never past the route's deadline. */
+static uint64_t
+lease_for(const struct lg_cluster *k, uint32_t kind, uint64_t deadline_ms)
+{
+	const struct lg_arena *a = k->w->env->arena;
+	uint64_t n[LG_STATS_BOUNDS + 1] = { 0 }, count = 0, seen = 0, ms = k->cfg->redis_lease_ms;
+
+	for (uint32_t p = k->w->env->nloops; ms == 0 && kind < a->stat_kinds && p < a->nprocs;
+	    p++)
+		for (unsigned i = 0; i <= LG_STATS_BOUNDS; i++) {
+			uint64_t v = atomic_load_explicit(&lg_arena_kind_stats(a, p, kind)->run.bucket[i],
+			    memory_order_relaxed);
+
+			n[i] += v;
+			count += v;
+		}
+	for (unsigned i = 0; ms == 0 && count > 0 && i <= LG_STATS_BOUNDS; i++)
+		if ((seen += n[i]) * 100 >= count * 99)
+			ms = 2 * lg_stats_time_bounds[i < LG_STATS_BOUNDS ? i : LG_STATS_BOUNDS - 1] /
+			    LG_NS_PER_MS;
+	if (ms == 0)
+		ms = count > 0 ? LEASE_MIN_MS : LEASE_COLD_MS;
+	if (ms < LEASE_MIN_MS)
+		ms = LEASE_MIN_MS;
+	return ms < deadline_ms ? ms : deadline_ms;
+}
+
 int
-lg_cluster_begin(struct lg_lflight *f, uint64_t deadline_ms)
+lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms)
 {
 	struct lg_cluster *k = the;
 	struct lg_cflight *cf;
@@ -426,7 +459,7 @@ lg_cluster_begin(struct lg_lflight *f, uint64_t deadline_ms)
 	snprintf(cf->token, sizeof(cf->token), "%s:%" PRIu64, k->id, ++k->seq);
 	cf->k = k;
 	cf->f = f;
-	cf->lease_ms = k->cfg->redis_lease_ms < deadline_ms ? k->cfg->redis_lease_ms : deadline_ms;
+	cf->lease_ms = lease_for(k, kind, deadline_ms);
 	ev_timer_init(&cf->lease, lease_cb, 1., 0.);
 	cf->lease.data = cf;
 	ev_timer_init(&cf->renew, renew_cb, 1., 1.);

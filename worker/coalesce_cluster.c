@@ -21,7 +21,7 @@ lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
 	f->owner = 1;
 	f->deadline_ms = c->deadline_ms;
 	f->ctype = c->ctype;
-	if (lg_cluster_begin(f, c->deadline_ms) == -1) {
+	if (lg_cluster_begin(f, c->kind, c->deadline_ms) == -1) {
 		lg_coal_drop_flight(f); /* start_owner makes it again */
 		return -1;
 	}

@@ -333,3 +333,36 @@ def test_cluster_scope_without_redis_is_local(start_server):
     assert [r.status for r in got] == [200] * 5
     assert jobs(srv) == 1
     assert "lagless_cluster_" not in get(srv.port, "/metrics").body.decode()
+
+
+@pytest.mark.timeout(120)
+def test_lease_from_the_kinds_run_time(start_server, redis):
+    a = replica(start_server, redis, lease_ms=0)
+
+    def lease_pttls(call):
+        seen = []
+        while call.is_alive() and len(seen) < 15:
+            keys = redis.cmd("KEYS", "lagless:*:l")
+            t = redis.cmd("PTTL", keys[0]) if keys else None
+            if t is not None and t >= 0:
+                seen.append(t)
+            time.sleep(0.05)
+        return seen
+
+    # before the kind has run here: the cold lease, 2 s (renewed every third of it)
+    c = Call(get, a.port, "/test/sleep?ms=1200", timeout=60)
+    c.start()
+    seen = lease_pttls(c)
+    assert c.get(60).status == 200
+    assert seen and max(seen) > 500 and max(seen) <= 2000, seen
+    # a fresh replica learns from three short jobs (their p99 bucket: 0.25 s): a 500 ms lease,
+    # renewed while a longer job runs past it
+    b = replica(start_server, redis, lease_ms=0)
+    for i in range(3):
+        assert get(b.port, "/test/sleep?ms=%d" % (150 + i), timeout=60).status == 200
+    c = Call(get, b.port, "/test/sleep?ms=1300", timeout=60)
+    c.start()
+    seen = lease_pttls(c)
+    assert c.get(60).status == 200
+    assert seen and max(seen) <= 500, seen
+    assert metric(b.port, "lagless_cluster_stores_total") == 4
