@@ -158,9 +158,8 @@ static const struct lg_opt opts[] = {
 	  "after a Redis error, lost connection or command over budget, cluster keys stay local "
 	  "this long before Redis is tried again" },
 	{ "redis-lease-ms", K_MS, F(redis_lease_ms), 0, 86400000, "0", "MS",
-	  "the lease a replica takes on a cold cluster key while it runs the job, renewed every "
-	  "third of it while the job runs (others take it over when it ends); 0 = twice the "
-	  "kind's p99 run time here (2000 before it ran); at most the route's deadline" },
+	  "lease on a cold cluster key, renewed while its job runs; 0 = twice the kind's p99 "
+	  "run time (2000 before it ran); at most the route's deadline" },
 	{ "redis-prefix", K_PATH, F(redis_prefix), 0, sizeof(((struct lg_config *)0)->redis_prefix),
 	  "lagless:", "TEXT", "prefix of every Redis key and channel" },
 	{ "cluster-max-value", K_SIZE, F(cluster_max_value), 0, 512ull << 20, "1M", "BYTES",
