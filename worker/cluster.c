@@ -65,6 +65,8 @@ struct lg_cflight {
 	uint64_t lease_ms;
 	int waits;                   /* follower waits so far */
 	int waiting;                 /* parked on another replica's lease */
+	int published;               /* its PUBLISH came while a script was in flight (the two
+	                              * connections do not order against each other) */
 	int leader, done;            /* holds the lease; stored or released it */
 };
 
@@ -123,6 +125,7 @@ acquire(struct lg_cflight *cf)
 		lens[i] = strlen(argv[i]);
 	cf->op.done = acquire_done;
 	cf->op.data = cf;
+	cf->published = 0;
 	return lg_redis_cmd(cf->k->r, &cf->op, 7, argv, lens);
 }
 
@@ -188,6 +191,13 @@ follow(struct lg_cflight *cf, uint64_t pttl_ms)
 	}
 	if (++cf->waits > MAX_WAITS) {
 		local(cf);
+		return;
+	}
+	if (cf->published) {
+		/* the leader stored (or gave up) after our script ran: at once, not at the lease's
+		 * end */
+		if (acquire(cf) == -1)
+			local(cf);
 		return;
 	}
 	if (pttl_ms > cf->lease_ms)
@@ -282,8 +292,11 @@ on_message(void *arg, const char *payload, size_t len)
 	struct lg_cluster *k = arg;
 
 	for (struct lg_cflight *cf = k->list; cf != NULL; cf = cf->next)
-		if (cf->waiting && len == strlen(cf->tag) && memcmp(payload, cf->tag, len) == 0) {
-			again(cf);
+		if (!cf->leader && len == strlen(cf->tag) && memcmp(payload, cf->tag, len) == 0) {
+			if (cf->waiting)
+				again(cf);
+			else if (cf->op.t != NULL)
+				cf->published = 1; /* follow() asks again at once */
 			return; /* one flight per key per loop */
 		}
 }
