@@ -162,7 +162,8 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 		    o[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && o[2].via.u64 < 600 &&
 		    o[3].type == MSGPACK_OBJECT_STR && o[3].via.str.size < sizeof(ctype) &&
 		    o[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-		    o[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER && o[6].type == MSGPACK_OBJECT_BIN) {
+		    o[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+		    o[6].type == MSGPACK_OBJECT_BIN) {
 			uint64_t age = now > o[4].via.u64 ? now - o[4].via.u64 : 0;
 			uint64_t left = o[5].via.u64 > age ? o[5].via.u64 - age : 0;
 
@@ -258,7 +259,9 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 		lg_stats_add(cf->waits > 0 ? &k->ctr->taken_over : &k->ctr->won, 1);
 		cf->leader = 1;
 		cf->waiting = 0;
-		ev_timer_set(&cf->renew, (double)cf->lease_ms / 3000., (double)cf->lease_ms / 3000.);
+		double third = (double)cf->lease_ms / 3000.;
+
+		ev_timer_set(&cf->renew, third, third);
 		ev_timer_start(k->w->ev, &cf->renew);
 		k->ops.run(cf->f); /* may drop the flight, and cf with it */
 	} else if (reply->type == REDIS_REPLY_INTEGER && reply->integer < 0) {
@@ -439,16 +442,16 @@ lease_for(const struct lg_cluster *k, uint32_t kind, uint64_t deadline_ms)
 	for (uint32_t p = k->w->env->nloops; ms == 0 && kind < a->stat_kinds && p < a->nprocs;
 	    p++)
 		for (unsigned i = 0; i <= LG_STATS_BOUNDS; i++) {
-			uint64_t v = atomic_load_explicit(&lg_arena_kind_stats(a, p, kind)->run.bucket[i],
-			    memory_order_relaxed);
+			const struct lg_kind_stats *ks = lg_arena_kind_stats(a, p, kind);
+			uint64_t v = atomic_load_explicit(&ks->run.bucket[i], memory_order_relaxed);
 
 			n[i] += v;
 			count += v;
 		}
 	for (unsigned i = 0; ms == 0 && count > 0 && i <= LG_STATS_BOUNDS; i++)
 		if ((seen += n[i]) * 100 >= count * 99)
-			ms = 2 * lg_stats_time_bounds[i < LG_STATS_BOUNDS ? i : LG_STATS_BOUNDS - 1] /
-			    LG_NS_PER_MS;
+			ms = 2 * lg_stats_time_bounds[i < LG_STATS_BOUNDS ? i : LG_STATS_BOUNDS - 1]
+			    / LG_NS_PER_MS;
 	if (ms == 0)
 		ms = count > 0 ? LEASE_MIN_MS : LEASE_COLD_MS;
 	if (ms < LEASE_MIN_MS)

@@ -117,8 +117,8 @@ lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct l
 /* Answers c with body b, shared with the other connections answered from it (c takes a
  * reference); 503 when b is NULL (it could not be allocated). */
 int
-lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint64_t age_s,
-    int with_age, struct lg_body *b)
+lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
+    uint64_t age_s, int with_age, struct lg_body *b)
 {
 	char extra[160];
 	int n;
@@ -164,7 +164,8 @@ answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *
 	c->queue_ns = c->run_ns = 0;
 	if (c->slot >= 0)
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
-	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1, b);
+	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u,
+	    1, b);
 	lg_body_unref(b);
 	return rc;
 }
@@ -333,8 +334,8 @@ lg_coal_deadline(struct lg_conn *c)
 /* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
  * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
 void
-lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, int status,
-    const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
+lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
+    int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
 {
 	struct lg_msg wake = { .type = LG_MSG_WAKE, .slot = ref->idx, .gen = ref->gen,
 	    .status = (uint32_t)(OK(status) && m == NULL ? WAKE_ALONE : status),
@@ -459,16 +460,17 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	/* Only a kind-level error may be kept, and only for the negative TTL, and never over
 	 * the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */
 	int kept = ((code >= 400 && code <= 499) || code == 500) && !f->background &&
-	    f->pol->negative_ttl_ms > 0 && lg_coal_store(f, key, klen, hash, code, "text/plain", text,
-	    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+	    f->pol->negative_ttl_ms > 0 && lg_coal_store(f, key, klen, hash, code, "text/plain",
+	    text, strlen(text), f->pol->negative_ttl_ms, &m) == 0;
 
 	if (kept && f->cl != NULL)
-		lg_cluster_store(f, code, "text/plain", text, strlen(text), f->pol->negative_ttl_ms);
+		lg_cluster_store(f, code, "text/plain", text, strlen(text),
+		    f->pol->negative_ttl_ms);
 	/* The waiters of other loops read the kind's message from the kept entry, else from one
 	 * made for them (end_flight has them ask again when there is neither). */
 	if (!kept && mlen && others_wait(f))
-		kept = lg_coal_store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg, mlen,
-		    MESSAGE_TTL_MS, &m) == 0;
+		kept = lg_coal_store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg,
+		    mlen, MESSAGE_TTL_MS, &m) == 0;
 	/* The owner's own waiters get the kind's message in any case. */
 	struct lg_body *b = mlen ? lg_body_new(mlen) : NULL;
 
@@ -507,7 +509,8 @@ finish(struct lg_lflight *f, uint64_t word)
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
-	int shared = lg_coal_store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms, &m) == 0;
+	int shared = lg_coal_store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms,
+	    &m) == 0;
 
 	if (f->cl != NULL)
 		lg_cluster_store(f, code, ctype, body, len, f->pol->ttl_ms);
@@ -606,7 +609,8 @@ start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 		if (f == NULL)
 			lg_offload_release(c);
 		/* Anyone who joined meanwhile is told 503 too. */
-		lg_coal_broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0, 0);
+		lg_coal_broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0,
+		    0);
 		if (f != NULL)
 			lg_coal_drop_flight(f);
 		return background ? 0 : refuse(c, "miss");
@@ -722,7 +726,8 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		struct lg_body *b;
 
 		lg_offload_release(c);
-		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status, &m, 0, 0);
+		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status,
+		    &m, 0, 0);
 		if ((b = cached_body(w, &m)) != NULL)
 			return answer_cached(c, &m, b, "hit", &w->coal->ctr->hits);
 		return run_alone(c);

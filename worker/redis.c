@@ -228,7 +228,8 @@ on_disconnect(const redisAsyncContext *ac, int status)
 		trip(r, "command connection lost");
 	} else if (ac == r->sub) {
 		/* The subscription alone (CLIENT KILL TYPE pubsub, say): made again at once, and
-		 * its waiters re-read when it is back (hooks.ready); new keys are local meanwhile. */
+		 * its waiters re-read when it is back (hooks.ready); new keys are local
+		 * meanwhile. */
 		r->sub = NULL;
 		r->subscribed = 0;
 		atomic_store(&r->ctr->up, 0);
