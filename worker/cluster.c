@@ -28,17 +28,19 @@
  * followers woken by its PUBLISH to read it. */
 #define FOLLOWER_READ_MS 1000u
 #define LEASE_MARGIN_MS 5u   /* a follower asks again this long after the lease's end */
-#define MAX_WAITS 3          /* waits per flight (at most two take-overs), then local */
-#define LEASE_MIN_MS 50u     /* the shortest lease derived from run times */
+#define MAX_CHANGES 2        /* new lease holders seen while following, then local */
+#define LEASE_MIN_MS 200u    /* the shortest lease derived from run times */
 #define LEASE_COLD_MS 2000u  /* the lease of a kind that has not run here yet */
 
 /* KEYS[1] value, KEYS[2] lease; ARGV[1] token, ARGV[2] lease ms. The value (a hit), else the
- * lease taken (1), else minus one more than the lease's time to live in ms (a follower waits
- * that long at most). One script, so no leader can store between a GET and a SET NX. */
+ * lease taken (1), else the holder's token and the lease's time to live in ms (a follower waits
+ * that long at most; a new holder means the last one died). One script, so no leader can store
+ * between a GET and a SET NX. */
 static const char ACQUIRE[] =
     "local v = redis.call('GET', KEYS[1]) if v then return v end "
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
-    "local t = redis.call('PTTL', KEYS[2]) if t < 0 then t = 0 end return -1 - t";
+    "local t = redis.call('PTTL', KEYS[2]) if t < 0 then t = 0 end "
+    "return {redis.call('GET', KEYS[2]) or '', t}";
 /* KEYS as above; ARGV[1] token, ARGV[2] value, ARGV[3] ttl ms ("0": a release, no value),
  * ARGV[4] channel, ARGV[5] message. Only the lease's holder stores: the fencing of a leader
  * paused past its lease. 1 stored (or released), 0 refused. */
@@ -64,6 +66,8 @@ struct lg_cflight {
 	char token[112];
 	uint64_t lease_ms;
 	int waits;                   /* follower waits so far */
+	int changes;                 /* new lease holders seen since the first */
+	char holder[112];            /* the lease's holder when last asked */
 	int waiting;                 /* parked on another replica's lease */
 	int published;               /* its PUBLISH came while a script was in flight (the two
 	                              * connections do not order against each other) */
@@ -179,21 +183,27 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 	return rc;
 }
 
-/* Another replica holds the lease for about pttl_ms more: wait for its PUBLISH, or for the
- * lease's end (then ask again: take it over if the leader died). */
+/* Another replica (token holder, len bytes) holds the lease for about pttl_ms more: wait for
+ * its PUBLISH, or for the lease's end (then ask again: take it over if the leader died). A
+ * leader renewing its lease is waited for as long as it runs (its deadline bounds it); after
+ * MAX_CHANGES new holders (leaders that died in turn) the key is computed here. */
 static void
-follow(struct lg_cflight *cf, uint64_t pttl_ms)
+follow(struct lg_cflight *cf, const char *holder, size_t len, uint64_t pttl_ms)
 {
 	struct lg_cluster *k = cf->k;
 
-	if (cf->waits == 0) {
+	if (len >= sizeof(cf->holder))
+		len = sizeof(cf->holder) - 1;
+	if (cf->waits++ == 0) {
 		lg_stats_add(&k->ctr->lost, 1);
 		lg_stats_add(&k->ctr->waits, 1);
-	}
-	if (++cf->waits > MAX_WAITS) {
+	} else if ((strlen(cf->holder) != len || memcmp(cf->holder, holder, len) != 0) &&
+	    ++cf->changes > MAX_CHANGES) {
 		local(cf);
 		return;
 	}
+	memcpy(cf->holder, holder, len);
+	cf->holder[len] = '\0';
 	if (cf->published) {
 		/* the leader stored (or gave up) after our script ran: at once, not at the lease's
 		 * end */
@@ -255,7 +265,8 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 			local(cf);
 		}
 	} else if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) {
-		lg_stats_add(&k->ctr->misses, 1);
+		if (cf->waits == 0)
+			lg_stats_add(&k->ctr->misses, 1);
 		lg_stats_add(cf->waits > 0 ? &k->ctr->taken_over : &k->ctr->won, 1);
 		cf->leader = 1;
 		cf->waiting = 0;
@@ -264,10 +275,13 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 		ev_timer_set(&cf->renew, third, third);
 		ev_timer_start(k->w->ev, &cf->renew);
 		k->ops.run(cf->f); /* may drop the flight, and cf with it */
-	} else if (reply->type == REDIS_REPLY_INTEGER && reply->integer < 0) {
+	} else if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+	    reply->element[0]->type == REDIS_REPLY_STRING &&
+	    reply->element[1]->type == REDIS_REPLY_INTEGER) {
 		if (cf->waits == 0)
 			lg_stats_add(&k->ctr->misses, 1);
-		follow(cf, (uint64_t)(-1 - reply->integer));
+		follow(cf, reply->element[0]->str, reply->element[0]->len,
+		    (uint64_t)reply->element[1]->integer);
 	} else {
 		local(cf);
 	}

@@ -354,15 +354,29 @@ def test_lease_from_the_kinds_run_time(start_server, redis):
     c.start()
     seen = lease_pttls(c)
     assert c.get(60).status == 200
-    assert seen and max(seen) > 500 and max(seen) <= 2000, seen
-    # a fresh replica learns from three short jobs (their p99 bucket: 0.25 s): a 500 ms lease,
-    # renewed while a longer job runs past it
+    assert seen and max(seen) > 1000 and max(seen) <= 2000, seen
+    # a fresh replica learns from three short jobs (their p99 bucket: 0.1 s, or a few more on a
+    # loaded machine): a lease of 200 ms (the floor) to 1 s, renewed while a longer job runs
+    # past it
     b = replica(start_server, redis, lease_ms=0)
     for i in range(3):
-        assert get(b.port, "/test/sleep?ms=%d" % (150 + i), timeout=60).status == 200
+        assert get(b.port, "/test/sleep?ms=%d" % (50 + i), timeout=60).status == 200
     c = Call(get, b.port, "/test/sleep?ms=1300", timeout=60)
     c.start()
     seen = lease_pttls(c)
     assert c.get(60).status == 200
-    assert seen and max(seen) <= 500, seen
+    assert seen and max(seen) <= 1000, seen
     assert metric(b.port, "lagless_cluster_stores_total") == 4
+
+
+@pytest.mark.timeout(120)
+def test_followers_wait_as_long_as_the_leader_renews(start_server, redis):
+    # A 200 ms lease and a 1.5 s job: the leader renews its lease seven times; its followers
+    # see the same holder each time and keep waiting (they once gave up after three waits and
+    # ran the job themselves: one job per replica, found by benchmark 12).
+    srvs = [replica(start_server, redis, lease_ms=200) for _ in range(3)]
+    got = fire([(srvs[i % 3].port, "/test/sleep?ms=1500") for i in range(30)])
+    assert [r.status for r in got] == [200] * 30
+    assert sum(jobs(s) for s in srvs) == 1, [jobs(s) for s in srvs]
+    assert total(srvs, "lagless_cluster_local_total") == 0
+    assert total(srvs, "lagless_cluster_leases_taken_over_total") == 0
