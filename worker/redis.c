@@ -263,7 +263,8 @@ connect_sub(struct lg_redis *r)
 {
 	if ((r->sub = open_ctx(r)) == NULL)
 		return -1;
-	if (redisAsyncCommand(r->sub, on_sub, r, "PSUBSCRIBE %s", r->pattern) != REDIS_OK) {
+	if (redisAsyncCommand(r->sub, on_sub, r, "PSUBSCRIBE %b", r->pattern,
+	    strlen(r->pattern)) != REDIS_OK) {
 		redisAsyncContext *ac = r->sub;
 
 		r->sub = NULL;
