@@ -101,13 +101,6 @@ def run_scope(binary, redis, scope, tag):
                            100)
         # a job is counted when it starts: every one has by the last answer
         jobs = sum(metric(s.port, "lagless_coalesce_jobs_total") for s in srvs) - before
-        if os.environ.get("BENCH_DEBUG"):
-            for s in srvs:
-                log("   debug %s" % " ".join("%s=%g" % (n, metric(s.port, "lagless_cluster_" + n))
-                    for n in ("breaker_trips_total", "local_total", "leases_won_total",
-                              "leases_lost_total", "hits_total", "follower_waits_total",
-                              "leases_taken_over_total", "redis_rtt_seconds_sum")))
-                log("   log: %s" % s.log()[-600:].replace("\n", " | "))
         return dict(summary(got), calls=int(jobs))
     finally:
         for s in srvs:
