@@ -382,3 +382,24 @@ def test_followers_wait_as_long_as_the_leader_renews(start_server, redis):
     assert sum(jobs(s) for s in srvs) == 1, [jobs(s) for s in srvs]
     assert total(srvs, "lagless_cluster_local_total") == 0
     assert total(srvs, "lagless_cluster_leases_taken_over_total") == 0
+
+
+@pytest.mark.timeout(120)
+def test_route_section_scope_and_the_value_bound(start_server, redis, tmp_path):
+    # scope = cluster as a key of the route's section; an answer over --cluster-max-value is
+    # not stored in Redis (the lease is given back, and the other replica runs its own job)
+    conf = tmp_path / "site.conf"
+    conf.write_text("[route /shared]\nkind = test-sleep\nmethods = GET\nttl_ms = 60000\n"
+                    "scope = cluster\n")
+    a, b = [replica(start_server, redis, "-c", str(conf), "--cluster-max-value", "4")
+            for _ in range(2)]
+    r = get(a.port, "/shared?ms=100", timeout=30)
+    assert r.status == 200 and r.header("X-Cache") == "miss" and r.body == b"slept 100 ms\n"
+    assert metric(a.port, "lagless_cluster_leases_won_total") == 1
+    assert wait_until(lambda: metric(a.port, "lagless_cluster_too_large_total") == 1, 10)
+    assert redis.cmd("KEYS", "lagless:*:v") == []
+    assert wait_until(lambda: redis.cmd("KEYS", "lagless:*:l") == [], 10)
+    assert get(b.port, "/shared?ms=100", timeout=30).header("X-Cache") == "miss"
+    assert jobs(a) == 1 and jobs(b) == 1
+    # still a local hit on each
+    assert get(a.port, "/shared?ms=100").header("X-Cache") == "hit"
