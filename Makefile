@@ -26,21 +26,22 @@ OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
            -Wno-unused-parameter -I. -Iinclude -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
 LDFLAGS += $(SANFLAGS)
-LDLIBS  := -lev -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
+LDLIBS  := -lev -lhiredis -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
 
 # The Debian packages (Debian 12) that build the binaries and modules: the image's build stage
 # installs exactly these (make print-build-pkgs), and so does CI, with the rest of DEB_PKGS.
 BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser-dev libzstd-dev \
-              libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev libpython3.11-dev
+              libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev libpython3.11-dev \
+              libhiredis-dev
 # What the built binaries and modules need to run: the image's runtime stage installs exactly
 # these (make print-runtime-pkgs; curl for its HEALTHCHECK). tests/integration/test_image.py
 # checks that every shared library they link comes from one of them (or from libc6).
 RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
-                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 curl
+                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 curl
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus wrk clang libclang-rt-dev gnuplot-nox \
-            mmdebstrap python3-yaml python3-pil python3-numpy
+            mmdebstrap python3-yaml python3-pil python3-numpy redis-server
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
 # FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
 BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn

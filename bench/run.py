@@ -18,6 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_argon2  # noqa: E402
+import bench_cluster  # noqa: E402
 import bench_conn  # noqa: E402
 import bench_coalesce  # noqa: E402
 import bench_latency  # noqa: E402
@@ -35,7 +36,7 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11",
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12",
                    help="comma-separated benchmark numbers")
     p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
@@ -111,6 +112,9 @@ def main():
         log("")
     if "11" in only:
         results += bench_scenarios.run(cfg, sz)
+        log("")
+    if "12" in only:
+        results += bench_cluster.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

@@ -91,6 +91,13 @@ struct lg_config {
 	uint64_t cache_bytes;      /* shared-memory cache budget */
 	uint64_t cache_max_entry;  /* largest answer stored */
 	int cache_jitter_pct;      /* TTL jitter, percent */
+	/* the cluster scope's shared store (worker/redis.c, worker/cluster.c) */
+	char redis[256];           /* "unix:/path" or "IP:PORT" of Redis; "" = none (all local) */
+	uint64_t redis_budget_ms;  /* connect, and each command: past it the breaker opens */
+	uint64_t redis_breaker_ms; /* how long an open breaker keeps every key local */
+	uint64_t redis_lease_ms;   /* a leader's lease, at most the route's deadline */
+	char redis_prefix[64];     /* of every Redis key and channel */
+	uint64_t cluster_max_value; /* largest answer stored in Redis, bytes */
 	int enable_test_jobs;      /* 1: serve the /test/ fault-injection routes (never in production) */
 	int quarantine_deaths;     /* compute deaths by one job kind within quarantine_ms that
 	                            * quarantine it; 0 = never */

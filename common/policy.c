@@ -96,6 +96,17 @@ set_credentials(struct lg_policy *p, const char *v)
 	return 0;
 }
 
+/* scope=local|cluster: a cluster key is shared across replicas through Redis (--redis,
+ * worker/cluster.c, docs/CACHE.md "Across replicas"); without --redis it is local. */
+static int
+set_scope(struct lg_policy *p, const char *v)
+{
+	if (strcmp(v, "local") != 0 && strcmp(v, "cluster") != 0)
+		return -1;
+	p->cluster = strcmp(v, "cluster") == 0;
+	return 0;
+}
+
 static int
 set_body_max(struct lg_policy *p, const char *v)
 {
@@ -121,6 +132,7 @@ static const struct setting {
 	    "separated, each under 32 bytes" },
 	{ "credentials", "credentials", set_credentials, "expected bypass or key" },
 	{ "body-max", "key_body_max", set_body_max, "expected bytes (K, M or G suffix), at most 64M" },
+	{ "scope", "scope", set_scope, "expected local or cluster" },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 

@@ -18,6 +18,8 @@
  *                        those values in the key
  *   body-max=BYTES       largest request body hashed into the key (K/M suffixes; default
  *                        LG_POLICY_BODY_MAX); a longer body runs its own job, uncached
+ *   scope=local|cluster  cluster: one job per key across every replica sharing --redis
+ *                        (worker/cluster.c); local (the default): this server only
  *
  * The key is always the method (HEAD as GET) and the path, then the listed parameters and
  * headers in the order listed, to which the route adds every query parameter its kind reads and
@@ -51,6 +53,7 @@ struct lg_policy {
 	int query_set;          /* the rule named its query parameters (query=, key_query) */
 	int credentials_in_key;
 	uint64_t body_max;      /* bytes of body hashed into the key, at most */
+	int cluster;            /* scope=cluster: shared across replicas through --redis */
 };
 
 struct lg_policies {
@@ -63,6 +66,7 @@ struct lg_policies {
  *
  *   coalesce = on|off   ttl_ms = MS   stale_ms = MS   negative_ttl_ms = MS
  *   key_query = a, b    key_headers = a, b   credentials = bypass|key   key_body_max = BYTES
+ *   scope = local|cluster
  *
  * A route with any of them has a rule; the others keep their defaults. */
 

@@ -149,6 +149,21 @@ static const struct lg_opt opts[] = {
 	{ "cache-jitter-pct", K_INT, F(cache_jitter_pct), 0, 100, "10", "PCT",
 	  "TTLs are shortened by up to this share at random, so entries filled together do not "
 	  "expire together" },
+	{ "redis", K_REDIS, F(redis), 0, sizeof(((struct lg_config *)0)->redis), "",
+	  "unix:/PATH|ADDR:PORT", "Redis shared by the replicas for rules with scope=cluster "
+	  "(docs/CACHE.md, \"Across replicas\"); \"\" = none: every rule is local" },
+	{ "redis-budget-ms", K_MS, F(redis_budget_ms), 1, 60000, "5", "MS",
+	  "time allowed to connect to Redis, and to each command; past it the breaker opens" },
+	{ "redis-breaker-ms", K_MS, F(redis_breaker_ms), 1, 3600000, "1000", "MS",
+	  "after a Redis error, lost connection or command over budget, cluster keys stay local "
+	  "this long before Redis is tried again" },
+	{ "redis-lease-ms", K_MS, F(redis_lease_ms), 0, 86400000, "0", "MS",
+	  "lease on a cold cluster key, renewed while its job runs; 0 = twice the kind's p99 "
+	  "run time (2000 before it ran); at most the route's deadline" },
+	{ "redis-prefix", K_PATH, F(redis_prefix), 0, sizeof(((struct lg_config *)0)->redis_prefix),
+	  "lagless:", "TEXT", "prefix of every Redis key and channel" },
+	{ "cluster-max-value", K_SIZE, F(cluster_max_value), 0, 512ull << 20, "1M", "BYTES",
+	  "largest answer stored in Redis for other replicas (larger ones stay local)" },
 	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
 	  "serve the /test/ fault-injection routes (never in production)" },
 	{ "max-output", K_SIZE, F(max_output), 0, 1ull << 40, "0", "BYTES",

@@ -243,13 +243,29 @@ set_addr(const struct lg_opt *o, const char *v, char *base, const char **why)
 	return lg_listen_parse_addr(v, base + o->off, o->max);
 }
 
+/* A Redis address: unix:/path (absolute), or HOST:PORT resolved now (in the master, at
+ * start-up), so a loop worker connects to a numeric address without a blocking resolver. */
+static int
+set_redis(const struct lg_opt *o, const char *v, char *base, const char **why)
+{
+	*why = "expected unix:/absolute/path or ADDR:PORT (an IPv4 address, a bracketed IPv6 one "
+	    "or a host name), or \"\" for none";
+	if (strncmp(v, "unix:", 5) == 0) {
+		if (v[5] != '/' || strlen(v) >= o->max)
+			return -1;
+		memcpy(base + o->off, v, strlen(v) + 1);
+		return 0;
+	}
+	return lg_listen_parse_addr(v, base + o->off, o->max);
+}
+
 static int (*const setters[])(const struct lg_opt *, const char *, char *, const char **) = {
 	[K_LISTEN] = set_listen, [K_INT] = set_int, [K_U64] = set_u64, [K_MS] = set_ms,
 	[K_SIZE] = set_size, [K_CPUS] = set_cpus, [K_ROUNDING] = set_rounding,
 	[K_LOGLEVEL] = set_loglevel, [K_PATH] = set_path, [K_BOOL] = set_bool,
 	[K_GONE] = set_gone, [K_SCHED] = set_sched, [K_COMPUTE] = set_compute,
 	[K_POOL_COMPUTE] = set_pool_compute, [K_RULES] = set_rules, [K_CIDRS] = set_cidrs,
-	[K_ADDR] = set_addr,
+	[K_ADDR] = set_addr, [K_REDIS] = set_redis,
 };
 
 int

@@ -25,6 +25,7 @@ enum lg_opt_kind {
 	K_RULES,    /* char[max] coalesce rules, checked by lg_policy_parse (common/policy.h) */
 	K_CIDRS,    /* char[max] address ranges, checked by lg_cidr_parse (common/cidr.h) */
 	K_ADDR,     /* char[max] one TCP listener, normalized to ADDR:PORT ("" none) */
+	K_REDIS,    /* char[max] unix:/path, or ADDR:PORT resolved here to a numeric address */
 };
 
 struct lg_opt {

@@ -60,6 +60,33 @@ struct lg_cache_entry {
 _Static_assert(sizeof(struct lg_cache_entry) == 128, "cache entry header is two cache lines");
 
 /* Per loop worker (one writer each, lg_stats_add-style updates); /metrics sums the rows. */
+/* Round-trip buckets of the Redis histogram, upper bounds in microseconds (the last: +Inf). */
+#define LG_CLUSTER_RTT_BUCKETS 10
+#define LG_CLUSTER_RTT_BOUNDS_US { 250, 500, 1000, 2000, 5000, 10000, 25000, 100000, 1000000 }
+
+/* One loop worker's counters of the cluster scope (worker/cluster.c, stats/cluster_metrics.c):
+ * 32 words. */
+struct lg_cluster_counters {
+	_Atomic uint64_t hits;        /* answered from the value in Redis */
+	_Atomic uint64_t misses;      /* Redis had no value: a lease was tried */
+	_Atomic uint64_t won;         /* leases taken on a cold key (this replica ran the job) */
+	_Atomic uint64_t lost;        /* leases held by another replica: this one followed */
+	_Atomic uint64_t taken_over;  /* leases taken after waiting on another replica's */
+	_Atomic uint64_t waits;       /* follower waits (one per key per loop) */
+	_Atomic uint64_t stored;      /* values stored by the token-checked script */
+	_Atomic uint64_t refused;     /* late stores refused: the lease was no longer ours */
+	_Atomic uint64_t local;       /* cluster keys computed locally (breaker, errors, give-up) */
+	_Atomic uint64_t trips;       /* breaker trips */
+	_Atomic uint64_t open;        /* gauge: 1 while this loop's breaker keeps keys local */
+	_Atomic uint64_t up;          /* gauge: 1 while both connections are ready */
+	_Atomic uint64_t too_large;   /* answers over cluster-max-value, not stored in Redis */
+	_Atomic uint64_t rtt_sum_us;  /* round trips: sum, count, buckets */
+	_Atomic uint64_t rtt_count;
+	_Atomic uint64_t rtt[LG_CLUSTER_RTT_BUCKETS];
+	uint64_t pad[7];
+};
+_Static_assert(sizeof(struct lg_cluster_counters) == 256, "cluster counters: 32 words");
+
 struct lg_cache_counters {
 	_Atomic uint64_t hits;        /* answered fresh from the cache */
 	_Atomic uint64_t misses;      /* looked up, not found fresh: a job ran or was joined */
@@ -74,8 +101,9 @@ struct lg_cache_counters {
 	_Atomic uint64_t cancelled;   /* coalesced jobs cancelled: every waiter left */
 	_Atomic uint64_t body_alone;  /* requests run alone: body over the rule's body-max */
 	uint64_t pad[4];
+	struct lg_cluster_counters cl; /* the cluster scope's (worker/cluster.c) */
 };
-_Static_assert(sizeof(struct lg_cache_counters) == 128, "counter row is two cache lines");
+_Static_assert(sizeof(struct lg_cache_counters) == 384, "counter row is six cache lines");
 
 struct lg_cache_class {
 	uint64_t size;              /* bytes of key + value room per entry (its header is apart) */

@@ -17,11 +17,12 @@
 #include "shm/stats.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
+#include "worker/coalesce_int.h"
+#include "worker/cluster.h"
 
 /* WAKE status values below 100 (an HTTP status otherwise). */
 #define WAKE_RETRY 0   /* the flight ended without an answer to share: dispatch again */
 #define WAKE_ALONE 1   /* the answer could not be shared (too large): run an own job */
-#define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
 /* A failed flight's message for the waiters of other loops is stored under the key's hash
  * changed by this (a lookup never finds it, and it never replaces the key's answer), kept
  * long enough for them to read it. */
@@ -30,27 +31,6 @@
 /* A background refresh holds its key's gate for its deadline and this margin (a loop killed
  * with it held lets it go then). */
 #define REFRESH_LEASE_MS 1000u
-
-/* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
- * parked connections. */
-struct lg_lflight {
-	struct lg_lflight *next;
-	struct lg_worker *w;
-	struct lg_flight_ref ref;
-	int owner, background;
-	int gated;                    /* background: holds the refresh gate of stale entry
-	                               * (stale_idx, stale_seq) (lg_cache_refresh_take) */
-	uint32_t stale_idx;
-	uint64_t stale_seq;
-	int slot;
-	uint32_t slot_gen;
-	struct lg_conn *waiters;
-	unsigned nwait;
-	const struct lg_policy *pol;
-	uint64_t deadline_ms;         /* owner: the route's job deadline */
-	const char *ctype;            /* owner: the route's content type (registry storage) */
-	ev_timer deadline;            /* owner: the job's deadline */
-};
 
 struct lg_coal {
 	struct lg_lflight *list;
@@ -72,7 +52,7 @@ lg_coal_setup(struct lg_worker *w)
 	}
 	k->ctr = env->cache != NULL ? lg_cache_row(env->cache, env->index) : NULL;
 	w->coal = k;
-	return 0;
+	return lg_cluster_setup(w, &lg_coal_cluster_ops);
 }
 
 int
@@ -96,8 +76,8 @@ count(struct lg_conn *c, _Atomic uint64_t *field)
 /* A job slot for c's job: the transit buffer it already holds (a request with a body, claimed
  * at head time, its body in it), else the router's claim. A request with a body that no longer
  * holds its buffer (it went to a background refresh) cannot run again: -1, answered 503. */
-static int
-job_slot(struct lg_conn *c)
+int
+lg_coal_job_slot(struct lg_conn *c)
 {
 	if (c->slot >= 0)
 		return 0;
@@ -119,8 +99,8 @@ refuse(struct lg_conn *c, const char *label)
 /* Answers c with a failed flight's status and b, the kind's message (c takes a reference), or
  * the reason phrase when b is NULL: every waiter of the flight, on every loop, is answered so
  * (lg_conn_error's body and closing rule, the timing and X-Cache of a shared answer). */
-static int
-answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b)
+int
+lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b)
 {
 	char extra[160], text[64];
 
@@ -136,9 +116,9 @@ answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *
 
 /* Answers c with body b, shared with the other connections answered from it (c takes a
  * reference); 503 when b is NULL (it could not be allocated). */
-static int
-answer(struct lg_conn *c, int status, const char *ctype, const char *label, uint64_t age_s,
-    int with_age, struct lg_body *b)
+int
+lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
+    uint64_t age_s, int with_age, struct lg_body *b)
 {
 	char extra[160];
 	int n;
@@ -184,7 +164,8 @@ answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *
 	c->queue_ns = c->run_ns = 0;
 	if (c->slot >= 0)
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
-	rc = answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u, 1, b);
+	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u,
+	    1, b);
 	lg_body_unref(b);
 	return rc;
 }
@@ -200,8 +181,9 @@ find(struct lg_coal *k, uint32_t idx, uint32_t gen)
 
 static void deadline_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
-static struct lg_lflight *
-add_flight(struct lg_worker *w, const struct lg_flight_ref *ref, const struct lg_policy *pol)
+struct lg_lflight *
+lg_coal_add_flight(struct lg_worker *w, const struct lg_flight_ref *ref,
+    const struct lg_policy *pol)
 {
 	struct lg_lflight *f = calloc(1, sizeof(*f));
 
@@ -218,8 +200,8 @@ add_flight(struct lg_worker *w, const struct lg_flight_ref *ref, const struct lg
 	return f;
 }
 
-static void
-drop_flight(struct lg_lflight *f)
+void
+lg_coal_drop_flight(struct lg_lflight *f)
 {
 	struct lg_coal *k = f->w->coal;
 
@@ -229,13 +211,15 @@ drop_flight(struct lg_lflight *f)
 			break;
 		}
 	ev_timer_stop(f->w->ev, &f->deadline);
+	if (f->cl != NULL)
+		lg_cluster_drop(f); /* a lease still held is given back */
 	if (f->owner && f->slot >= 0 && k->by_slot[f->slot] == f)
 		k->by_slot[f->slot] = NULL;
 	free(f);
 }
 
-static void
-park(struct lg_conn *c, struct lg_lflight *f, const char *label)
+void
+lg_coal_park(struct lg_conn *c, struct lg_lflight *f, const char *label)
 {
 	c->fl = f;
 	c->fl_label = label;
@@ -251,8 +235,8 @@ park(struct lg_conn *c, struct lg_lflight *f, const char *label)
 	ev_timer_start(c->w->ev, &c->timer);
 }
 
-static void
-unpark(struct lg_conn *c)
+void
+lg_coal_unpark(struct lg_conn *c)
 {
 	struct lg_lflight *f = c->fl;
 
@@ -282,6 +266,10 @@ cancel_job(struct lg_lflight *f)
 	struct lg_worker *w = f->w;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)f->slot, .gen = f->slot_gen };
 
+	if (f->slot < 0) { /* a cluster key still asking Redis: no job yet */
+		lg_coal_drop_flight(f);
+		return;
+	}
 	lg_stats_add(&w->coal->ctr->cancelled, 1);
 	if (lg_slot_release(&w->env->arena->slots[f->slot], f->slot_gen) == LG_SLOT_ABANDONED &&
 	    w->env->cfg->on_client_gone == LG_GONE_KILL &&
@@ -289,7 +277,7 @@ cancel_job(struct lg_lflight *f)
 		log_error("cannot ask the master to kill the runner of slot %d: %s", f->slot,
 		    strerror(errno));
 	log_info("every waiter of a coalesced job left: job on slot %d cancelled", f->slot);
-	drop_flight(f);
+	lg_coal_drop_flight(f);
 }
 
 /* c leaves its flight (gone, deadline, answered otherwise). The last waiter of the server
@@ -301,7 +289,7 @@ leave(struct lg_conn *c)
 	struct lg_worker *w = c->w;
 	int r;
 
-	unpark(c);
+	lg_coal_unpark(c);
 	if (f->nwait > 0 || f->background)
 		return;
 	r = lg_flight_leave(w->env->flights, &f->ref, w->env->index);
@@ -314,7 +302,7 @@ leave(struct lg_conn *c)
 		struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = f->ref.idx, .gen = f->ref.gen };
 		send_to_loop(w, f->ref.owner, &m);
 	}
-	drop_flight(f);
+	lg_coal_drop_flight(f);
 }
 
 void
@@ -345,9 +333,9 @@ lg_coal_deadline(struct lg_conn *c)
  * parked connections with status and body, and drops f. */
 /* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
  * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
-static void
-broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, int status,
-    const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
+void
+lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
+    int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
 {
 	struct lg_msg wake = { .type = LG_MSG_WAKE, .slot = ref->idx, .gen = ref->gen,
 	    .status = (uint32_t)(OK(status) && m == NULL ? WAKE_ALONE : status),
@@ -363,15 +351,15 @@ broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask, in
  * broadcast); then f's own parked connections are answered with status and body b (each takes
  * a reference): a 2xx's answer (NULL: 503), or a failed job's own message (NULL: the reason
  * phrase), and f is dropped. Never called from inside one of f's connections' own dispatch. */
-static void
-end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, const char *ctype,
-    struct lg_body *b, uint64_t queue_ns, uint64_t run_ns)
+void
+lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
+    const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns)
 {
 	struct lg_worker *w = f->w;
 
 	/* A failure whose message the other loops cannot read is theirs to ask again for. */
 	if (f->owner)
-		broadcast(w, &f->ref, lg_flight_complete(w->env->flights, &f->ref),
+		lg_coal_broadcast(w, &f->ref, lg_flight_complete(w->env->flights, &f->ref),
 		    !OK(status) && b != NULL && m == NULL ? WAKE_RETRY : status, m, queue_ns, run_ns);
 	/* A refresh that did not replace the stale answer failed: the next one waits (an
 	 * answer stored meanwhile changed the entry, and then nothing is done). */
@@ -382,26 +370,26 @@ end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m, cons
 		const char *label = c->fl_label;
 		int rc;
 
-		unpark(c);
+		lg_coal_unpark(c);
 		if (c->slot >= 0)
 			lg_offload_release(c); /* answered from the shared job: the body is not needed */
 		c->queue_ns = queue_ns;
 		c->run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
 		if (OK(status))
-			rc = answer(c, status, ctype, label, 0, 0, b);
+			rc = lg_coal_answer(c, status, ctype, label, 0, 0, b);
 		else
-			rc = answer_failed(c, status, label, b);
+			rc = lg_coal_answer_failed(c, status, label, b);
 		lg_obs_unit_end(w);
 		if (rc == 0)
 			lg_conn_resume(c);
 	}
-	drop_flight(f);
+	lg_coal_drop_flight(f);
 }
 
 /* Stores an answer for f's key; returns 0 with *m, or -1 (not shareable through the cache). */
-static int
-store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
+int
+lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
     const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m)
 {
 	struct lg_worker *w = f->w;
@@ -434,8 +422,8 @@ others_wait(struct lg_lflight *f)
 }
 
 /* The key of owner flight f, read back from its shared entry (constant while it is live). */
-static const char *
-flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
+const char *
+lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash)
 {
 	const struct lg_flight *e = &f->w->env->flights->e[f->ref.idx];
 
@@ -460,7 +448,7 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	struct lg_cache_meta m;
 	size_t klen;
 	uint64_t hash;
-	const char *key = flight_key(f, &klen, &hash);
+	const char *key = lg_coal_flight_key(f, &klen, &hash);
 
 	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
 	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
@@ -472,20 +460,24 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	/* Only a kind-level error may be kept, and only for the negative TTL, and never over
 	 * the stale answer a refresh was for (RFC 5861 section 4: stale-if-error). */
 	int kept = ((code >= 400 && code <= 499) || code == 500) && !f->background &&
-	    f->pol->negative_ttl_ms > 0 && store(f, key, klen, hash, code, "text/plain", text,
-	    strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+	    f->pol->negative_ttl_ms > 0 && lg_coal_store(f, key, klen, hash, code, "text/plain",
+	    text, strlen(text), f->pol->negative_ttl_ms, &m) == 0;
+
+	if (kept && f->cl != NULL)
+		lg_cluster_store(f, code, "text/plain", text, strlen(text),
+		    f->pol->negative_ttl_ms);
 	/* The waiters of other loops read the kind's message from the kept entry, else from one
 	 * made for them (end_flight has them ask again when there is neither). */
 	if (!kept && mlen && others_wait(f))
-		kept = store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg, mlen,
-		    MESSAGE_TTL_MS, &m) == 0;
+		kept = lg_coal_store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg,
+		    mlen, MESSAGE_TTL_MS, &m) == 0;
 	/* The owner's own waiters get the kind's message in any case. */
 	struct lg_body *b = mlen ? lg_body_new(mlen) : NULL;
 
 	if (b != NULL)
 		memcpy(b->data, msg, mlen);
 	lg_slot_release(s, f->slot_gen); /* the message is copied; end_flight frees f */
-	end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
+	lg_coal_end_flight(f, code, kept ? &m : NULL, NULL, b, q, r);
 	lg_body_unref(b);
 }
 
@@ -501,7 +493,7 @@ finish(struct lg_lflight *f, uint64_t word)
 	struct lg_cache_meta m;
 	size_t klen;
 	uint64_t hash;
-	const char *key = flight_key(f, &klen, &hash);
+	const char *key = lg_coal_flight_key(f, &klen, &hash);
 	char tmp[192];
 
 	w->coal->by_slot[f->slot] = NULL;
@@ -517,7 +509,11 @@ finish(struct lg_lflight *f, uint64_t word)
 		return;
 	}
 	/* Stored before the flight ends: a request arriving after it finds the answer. */
-	int shared = store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms, &m) == 0;
+	int shared = lg_coal_store(f, key, klen, hash, code, ctype, body, len, f->pol->ttl_ms,
+	    &m) == 0;
+
+	if (f->cl != NULL)
+		lg_cluster_store(f, code, ctype, body, len, f->pol->ttl_ms);
 	uint32_t gen = f->slot_gen; /* end_flight frees f */
 	/* One copy for every waiter here (none for a background refresh): the slot is released
 	 * at once, not when the slowest of them has read its answer. */
@@ -525,7 +521,7 @@ finish(struct lg_lflight *f, uint64_t word)
 
 	if (b != NULL)
 		memcpy(b->data, body, len);
-	end_flight(f, code, shared ? &m : NULL, ctype, b, q, r);
+	lg_coal_end_flight(f, code, shared ? &m : NULL, ctype, b, q, r);
 	lg_body_unref(b);
 	lg_slot_release(s, gen); /* every own waiter has its reference to b */
 }
@@ -569,26 +565,21 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 		    strerror(errno));
 	for (struct lg_conn *c = f->waiters; c != NULL; c = c->fl_next)
 		atomic_fetch_add(&w->env->page->timed_out, 1);
-	end_flight(f, 504, NULL, NULL, NULL, 0, 0);
+	lg_coal_end_flight(f, 504, NULL, NULL, NULL, 0, 0);
 }
 
 /* c has claimed a job slot (c->slot, c->gen) for the job of new owner flight ref: sends it and
  * hands the slot over to the flight; c is parked on it unless this is a background refresh.
  * Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh never
  * answers c: 0, with the slot given back when the job could not be sent. */
-static int
-start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
+int
+lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 {
 	struct lg_worker *w = c->w;
-	struct lg_lflight *f = add_flight(w, ref, c->pol);
 
-	if (f == NULL || lg_offload_send(c) == -1) {
+	if (lg_offload_send(c) == -1) {
 		lg_offload_release(c);
-		/* Anyone who joined meanwhile is told 503 too. */
-		broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0, 0);
-		if (f != NULL)
-			drop_flight(f);
-		return background ? 0 : refuse(c, "miss");
+		return -1;
 	}
 	f->owner = 1;
 	f->slot = c->slot;
@@ -603,8 +594,27 @@ start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 	lg_stats_add(&w->coal->ctr->jobs, 1);
 	ev_timer_set(&f->deadline, f->deadline_ms / 1000., 0.);
 	ev_timer_start(w->ev, &f->deadline);
-	if (!background)
-		park(c, f, "miss");
+	if (!background && !parked)
+		lg_coal_park(c, f, "miss");
+	return 0;
+}
+
+static int
+start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
+{
+	struct lg_worker *w = c->w;
+	struct lg_lflight *f = lg_coal_add_flight(w, ref, c->pol);
+
+	if (f == NULL || lg_coal_own(c, f, background, 0) == -1) {
+		if (f == NULL)
+			lg_offload_release(c);
+		/* Anyone who joined meanwhile is told 503 too. */
+		lg_coal_broadcast(w, ref, lg_flight_complete(w->env->flights, ref), 503, NULL, 0,
+		    0);
+		if (f != NULL)
+			lg_coal_drop_flight(f);
+		return background ? 0 : refuse(c, "miss");
+	}
 	return 0;
 }
 
@@ -614,7 +624,7 @@ run_alone(struct lg_conn *c)
 {
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
 	c->coal_alone = 1; /* its answer says X-Cache: bypass (worker/offload.c) */
-	if (job_slot(c) == -1)
+	if (lg_coal_job_slot(c) == -1)
 		return refuse(c, "bypass");
 	c->coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
@@ -639,7 +649,7 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
 	    (c->deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;
-	if (job_slot(c) == -1) {
+	if (lg_coal_job_slot(c) == -1) {
 		lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
 		return;
 	}
@@ -672,7 +682,7 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
 	struct lg_lflight *f = find(c->w->coal, ref->idx, ref->gen);
 
-	if (f == NULL && (f = add_flight(c->w, ref, c->pol)) == NULL) {
+	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, c->pol)) == NULL) {
 		if (lg_flight_leave(c->w->env->flights, ref, c->w->env->index) == 1) {
 			struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref->idx, .gen = ref->gen };
 			send_to_loop(c->w, ref->owner, &m);
@@ -680,7 +690,7 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 		return refuse(c, "coalesced");
 	}
 	lg_stats_add(&c->w->coal->ctr->coalesced, 1);
-	park(c, f, "coalesced");
+	lg_coal_park(c, f, "coalesced");
 	return 0;
 }
 
@@ -694,7 +704,7 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	struct lg_cache_meta m;
 	int rc;
 
-	if (job_slot(c) == -1)
+	if (lg_coal_job_slot(c) == -1)
 		return refuse(c, "miss");
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
@@ -716,12 +726,15 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		struct lg_body *b;
 
 		lg_offload_release(c);
-		broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status, &m, 0, 0);
+		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status,
+		    &m, 0, 0);
 		if ((b = cached_body(w, &m)) != NULL)
 			return answer_cached(c, &m, b, "hit", &w->coal->ctr->hits);
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
+	if (c->pol->cluster && lg_cluster_ready(w) && lg_coal_cluster_begin(c, &ref) == 0)
+		return 0; /* parked while Redis is asked (worker/coalesce_cluster.c) */
 	return start_owner(c, &ref, 0);
 }
 
@@ -787,7 +800,7 @@ retry_all(struct lg_lflight *f, int alone)
 	struct lg_conn *list = f->waiters;
 
 	f->waiters = NULL;
-	drop_flight(f);
+	lg_coal_drop_flight(f);
 	while (list != NULL) {
 		struct lg_conn *c = list;
 
@@ -826,7 +839,7 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 			retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
 			return;
 		}
-		end_flight(f, (int)m->status, NULL, NULL, b, m->queue_ns, m->run_ns);
+		lg_coal_end_flight(f, (int)m->status, NULL, NULL, b, m->queue_ns, m->run_ns);
 		lg_body_unref(b);
 		return;
 	}
@@ -836,7 +849,7 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
 		return;
 	}
-	end_flight(f, (int)meta.status, NULL, meta.ctype, b, m->queue_ns, m->run_ns);
+	lg_coal_end_flight(f, (int)meta.status, NULL, meta.ctype, b, m->queue_ns, m->run_ns);
 	lg_body_unref(b);
 }
 

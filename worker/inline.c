@@ -16,6 +16,7 @@
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
+#include "stats/cluster_metrics.h"
 #include "stats/coalesce_metrics.h"
 #include "stats/metrics.h"
 #include "stats/procstat.h"
@@ -74,6 +75,8 @@ route_rendered(struct lg_conn *c, int metrics)
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == 0 && metrics)
 		r = lg_coal_render_metrics(&b, w->env->cache);
+	if (r == 0 && metrics && w->env->cfg->redis[0])
+		r = lg_cluster_render_metrics(&b, w->env->cache);
 	if (r == 0 && metrics)
 		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
 	if (r == -1) {

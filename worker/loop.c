@@ -311,7 +311,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
 	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
 	    w->kind_names };
-	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 8192; /* + worker/coalesce.c's */
+	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
 	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
 	if (w->render_cap < lg_status_bound(env->arena->nprocs))
 		w->render_cap = lg_status_bound(env->arena->nprocs);

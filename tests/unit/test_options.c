@@ -249,6 +249,39 @@ test_example_round_trips_to_defaults(void **state)
 	unlink(path);
 }
 
+/* --redis (issue 22): a unix socket path, or an address resolved at load time (the loop workers
+ * connect without a resolver); its file key and environment form as every option's. */
+static void
+test_redis_address(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *unix_sock[] = { "lagless", "--redis", "unix:/run/redis.sock", "--redis-budget-ms",
+	    "20", NULL };
+	char *inet[] = { "lagless", "--redis", "127.0.0.1:6379", NULL };
+	const char *bad[] = { "unix:run/redis.sock", "unix:", "nonsense", "1.2.3.4:70000" };
+
+	assert_int_equal(load(&cfg, &cmd, 5, unix_sock), 0);
+	assert_string_equal(cfg.redis, "unix:/run/redis.sock");
+	assert_int_equal(cfg.redis_budget_ms, 20);
+	assert_int_equal(load(&cfg, &cmd, 3, inet), 0);
+	assert_string_equal(cfg.redis, "127.0.0.1:6379");
+	assert_int_equal(cfg.redis_budget_ms, 5); /* the default: a few ms */
+	assert_string_equal(cfg.redis_prefix, "lagless:");
+	assert_true(cfg.cluster_max_value == 1u << 20);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "lagless", "--redis", (char *)bad[i], NULL };
+
+		assert_int_equal(load(&cfg, &cmd, 3, argv), -1);
+		assert_non_null(strstr(err, "--redis"));
+	}
+	setenv("LAGLESS_REDIS", "unix:/tmp/r.sock", 1);
+	char *none[] = { "lagless", NULL };
+	assert_int_equal(load(&cfg, &cmd, 1, none), 0);
+	unsetenv("LAGLESS_REDIS");
+	assert_string_equal(cfg.redis, "unix:/tmp/r.sock");
+}
+
 /* Switches: a bare flag means yes, =no turns it off, file and environment take yes/no words. */
 static void
 test_switches(void **state)
@@ -340,6 +373,7 @@ main(void)
 		cmocka_unit_test(test_file_errors_name_line_and_key),
 		cmocka_unit_test(test_example_round_trips_to_defaults),
 		cmocka_unit_test(test_switches),
+		cmocka_unit_test(test_redis_address),
 		cmocka_unit_test(test_one_grammar),
 	};
 

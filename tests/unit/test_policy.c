@@ -106,6 +106,11 @@ test_route_keys(void **state)
 	assert_int_equal(lg_policy_route_key(&p, "credentials", "key", &why), 1);
 	assert_int_equal(lg_policy_route_key(&p, "key_body_max", "8M", &why), 1);
 	assert_int_equal(lg_policy_route_key(&p, "coalesce", "off", &why), 1);
+	assert_int_equal(p.cluster, 0); /* local by default */
+	assert_int_equal(lg_policy_route_key(&p, "scope", "cluster", &why), 1);
+	assert_int_equal(p.cluster, 1);
+	assert_int_equal(lg_policy_route_key(&p, "scope", "everywhere", &why), -1);
+	assert_string_equal(why, "expected local or cluster");
 	assert_true(p.ttl_ms == 5000 && p.stale_ms == 2000 && p.negative_ttl_ms == 100);
 	assert_int_equal(p.nquery, 2);
 	assert_string_equal(p.query[1], "h");
@@ -173,6 +178,21 @@ test_key_names_and_description(void **state)
 	assert_int_equal(strlen(d), 39);
 }
 
+/* scope=cluster in a --coalesce rule (issue 22); the default is local. */
+static void
+test_scope_word(void **state)
+{
+	struct lg_policies ps;
+	char err[200];
+
+	assert_int_equal(lg_policy_parse("/a scope=cluster ttl=5; /b ttl=5; /c scope=local", &ps,
+	    err, sizeof(err)), 0);
+	assert_int_equal(ps.p[0].cluster, 1);
+	assert_int_equal(ps.p[1].cluster, 0);
+	assert_int_equal(ps.p[2].cluster, 0);
+	assert_int_equal(lg_policy_parse("/a scope=global", &ps, err, sizeof(err)), -1);
+}
+
 int
 main(void)
 {
@@ -182,6 +202,7 @@ main(void)
 		cmocka_unit_test(test_route_keys),
 		cmocka_unit_test(test_errors_name_the_fault),
 		cmocka_unit_test(test_key_names_and_description),
+		cmocka_unit_test(test_scope_word),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,70 @@
+/* Single-flight internals shared by worker/coalesce.c and worker/coalesce_cluster.c (the
+ * cluster scope's hooks): the loop's record of a flight and the steps that answer it. Private to
+ * the coalescing module; worker/coalesce.h is its interface. */
+#ifndef LG_WORKER_COALESCE_INT_H
+#define LG_WORKER_COALESCE_INT_H
+
+#include "shm/cache.h"
+#include "shm/flight.h"
+#include "worker/conn.h"
+
+#define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
+
+struct lg_cflight;
+
+/* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
+ * parked connections. */
+struct lg_lflight {
+	struct lg_lflight *next;
+	struct lg_worker *w;
+	struct lg_flight_ref ref;
+	int owner, background;
+	int gated;                    /* background: holds the refresh gate of stale entry
+	                               * (stale_idx, stale_seq) (lg_cache_refresh_take) */
+	uint32_t stale_idx;
+	uint64_t stale_seq;
+	int slot;
+	uint32_t slot_gen;
+	struct lg_conn *waiters;
+	unsigned nwait;
+	const struct lg_policy *pol;
+	uint64_t deadline_ms;         /* owner: the route's job deadline */
+	const char *ctype;            /* owner: the route's content type (registry storage) */
+	ev_timer deadline;            /* owner: the job's deadline */
+	struct lg_cflight *cl;        /* owner of a cluster-scoped key: its Redis state
+	                               * (worker/cluster.c), NULL when local */
+};
+
+/* The helpers of worker/coalesce.c (see their comments there). */
+int lg_coal_job_slot(struct lg_conn *c);
+int lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b);
+int lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
+    uint64_t age_s, int with_age, struct lg_body *b);
+struct lg_lflight *lg_coal_add_flight(struct lg_worker *w, const struct lg_flight_ref *ref,
+    const struct lg_policy *pol);
+void lg_coal_drop_flight(struct lg_lflight *f);
+void lg_coal_park(struct lg_conn *c, struct lg_lflight *f, const char *label);
+void lg_coal_unpark(struct lg_conn *c);
+void lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
+    int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns);
+void lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
+    const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns);
+int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
+    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
+const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash);
+/* c (holding job slot c->slot) sends its job and hands the slot to owner flight f (which
+ * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,
+ * or -1 when the job could not be sent (c's slot given back; nothing answered). */
+int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked);
+
+/* The cluster scope's hooks (worker/coalesce_cluster.c). */
+
+/* c, holding a job slot, created flight ref for a cluster-scoped key (Redis ready): parks c on a
+ * new owner flight and asks Redis. Returns 0, or -1 when it could not (nothing changed: run
+ * the key locally, start_owner). */
+int lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref);
+
+/* What worker/cluster.c calls back (lg_cluster_setup). */
+extern const struct lg_cluster_ops lg_coal_cluster_ops;
+
+#endif
