@@ -274,6 +274,9 @@ struct file_ctx {
 	struct lg_site_src *site; /* [route] and [module] sections */
 	FILE *fp;
 	int line;          /* of the line inih last read */
+	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
+	size_t lcap;
+	int bad_line;      /* read_line refused a line (why, why_line say which) */
 	char why[400];     /* the first error of a handler, formatted */
 	int why_line;      /* the line of that error */
 	struct seen_key { char key[96]; int line; } seen[256]; /* top-level and [pool] keys */
@@ -304,16 +307,36 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 	return 0;
 }
 
-/* inih's reader (fgets-like), counting lines so that route and module keys keep theirs. */
+/* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
+ * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
+ * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
+ * such a line is refused here (fc->bad_line, the reason in fc->why) and reading stops. The
+ * flag and environment forms of an option have no such limit. */
 static char *
 read_line(char *buf, int size, void *stream)
 {
 	struct file_ctx *fc = stream;
-	char *r = fgets(buf, size, fc->fp);
+	ssize_t n = getline(&fc->lbuf, &fc->lcap, fc->fp);
+	const char *why = NULL;
 
-	if (r != NULL)
-		fc->line++;
-	return r;
+	if (n <= 0)
+		return NULL;
+	fc->line++;
+	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
+		why = "a NUL byte in the line";
+	else if (n > size - 1)
+		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
+		    "LAGLESS_ environment variable)";
+	if (why != NULL) {
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), why, size - 2);
+			fc->why_line = fc->line;
+		}
+		fc->bad_line = 1;
+		return NULL;
+	}
+	memcpy(buf, fc->lbuf, (size_t)n + 1);
+	return buf;
 }
 
 /* The pool named by section "pool NAME" (NAME: 1-31 of a-z 0-9 _ -), created on first use;
@@ -448,6 +471,9 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 		line = ini_parse_stream(read_line, &fc, file_handler, &fc);
 	if (fc.fp != NULL)
 		fclose(fc.fp);
+	free(fc.lbuf);
+	if (fc.bad_line && (line == 0 || line > fc.why_line))
+		line = fc.why_line;
 	if (line == 0)
 		return 0;
 	if (line < 0)
