@@ -895,6 +895,7 @@ run_timers(struct master *m)
 
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
+			lg_offered_tick(g->offered, &g->offered_due, &g->arena, now, &next);
 			if (!m->stopping)
 				lg_modprobe_tick(&g->probes, g->cfg.reg, g->arena.master, now, &next,
 				    fds, 2);
