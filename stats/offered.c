@@ -109,7 +109,7 @@ lg_offered_metrics(struct lg_buf *b, const struct lg_arena *a)
 int
 lg_offered_weight(double load, int last)
 {
-	int target = load <= 1.0 ? 100 : (int)(100.0 / load + 0.5);
+	int target = load <= 1.0 ? 100 : (int)(100.0 / (load * load) + 0.5);
 
 	if (target < LG_WEIGHT_MIN)
 		target = LG_WEIGHT_MIN;

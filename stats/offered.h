@@ -71,8 +71,11 @@ void lg_offered_metrics(struct lg_buf *b, const struct lg_arena *a);
 #define LG_WEIGHT_BAND 15
 
 /* The agent weight, percent of the configured one (haproxy configuration manual 5.2
- * "agent-check": "NN%"): 100 up to an offered load of 1.0, then 100 / load, at least
- * LG_WEIGHT_MIN. Damped against last (the weight reported before; <= 0: none): a change smaller
+ * "agent-check": "NN%"): 100 up to an offered load of 1.0, then 100 / load^2, at least
+ * LG_WEIGHT_MIN. The square: when every replica is past saturation, weights of 100 / load
+ * would settle the shares at the square root of the capacity ratios (share ~ sqrt(capacity)),
+ * the square settles them at the 2/3 power, nearer proportional, without the oscillation an
+ * integrating controller risks between one-second checks. Damped against last (the weight reported before; <= 0: none): a change smaller
  * than LG_WEIGHT_BAND % of last keeps last, so a load that wobbles around a value does not
  * make weights oscillate between checks; below a load of 0.9 it is 100 again. */
 int lg_offered_weight(double load, int last);

@@ -120,12 +120,13 @@ test_weight_curve(void **state)
 	(void)state;
 	assert_int_equal(lg_offered_weight(0.0, 0), 100);
 	assert_int_equal(lg_offered_weight(1.0, 0), 100);
-	assert_int_equal(lg_offered_weight(2.0, 0), 50);
-	assert_int_equal(lg_offered_weight(4.0, 0), 25);
+	assert_int_equal(lg_offered_weight(1.25, 0), 64);
+	assert_int_equal(lg_offered_weight(2.0, 0), 25);
+	assert_int_equal(lg_offered_weight(3.0, 0), 11);
 	assert_int_equal(lg_offered_weight(1000.0, 0), LG_WEIGHT_MIN);
 }
 
-/* Hysteresis: a load wobbling between 1.9 and 2.1 keeps the weight it had; a real change
+/* Hysteresis: a load wobbling between 1.95 and 2.05 keeps the weight it had; a real change
  * moves it; well below full it returns to 100. */
 static void
 test_weight_damped(void **state)
@@ -134,14 +135,16 @@ test_weight_damped(void **state)
 
 	(void)state;
 	for (int i = 0; i < 10; i++) {
-		w = lg_offered_weight(i % 2 ? 1.9 : 2.1, w);
-		assert_int_equal(w, 50);
+		w = lg_offered_weight(i % 2 ? 1.95 : 2.05, w);
+		assert_int_equal(w, 25);
 	}
+	w = lg_offered_weight(1.5, w);
+	assert_int_equal(w, 44);
 	w = lg_offered_weight(4.0, w);
-	assert_int_equal(w, 25);
+	assert_int_equal(w, LG_WEIGHT_MIN);
 	w = lg_offered_weight(0.95, w);
 	assert_int_equal(w, 100);
-	w = lg_offered_weight(1.1, w);
+	w = lg_offered_weight(1.05, w);
 	assert_int_equal(w, 100);
 	w = lg_offered_weight(0.5, 88);
 	assert_int_equal(w, 100);
