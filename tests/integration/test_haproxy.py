@@ -211,3 +211,23 @@ def test_unequal_capacity_small_replica_gets_less(rig):
             assert w < 80, after["r1"]
             assert s < 0.8 * rr_share, (s, rr_share, total)
         hp.stop()
+
+
+@pytest.mark.timeout(90)
+def test_key_affinity_backend_keeps_a_key_on_one_replica(rig):
+    """The reference be_keyed backend (balance uri whole, hash-type consistent): every request
+    for one URI lands on the same replica, where single-flight can collapse them; different
+    keys spread over the replicas."""
+    reps, hp = rig((1, 1, 1))
+    assert wait_until(lambda: hp.all_up(3, "be_keyed"), 30), hp.stats("be_keyed")
+
+    def deltas(send):
+        before = {k: int(v["stot"]) for k, v in hp.stats("be_keyed").items()}
+        send()
+        after = hp.stats("be_keyed")
+        return {k: int(v["stot"]) - before[k] for k, v in after.items()}
+
+    d = deltas(lambda: [get(hp.port, "/thumbnail/cat.jpg?w=64") for _ in range(20)])
+    assert sorted(d.values()) == [0, 0, 20], d
+    d = deltas(lambda: [get(hp.port, "/thumbnail/%d.jpg?w=64" % i) for i in range(60)])
+    assert sum(d.values()) == 60 and sum(1 for v in d.values() if v > 0) >= 2, d
