@@ -52,6 +52,7 @@ struct lg_config {
 	char listen_more[LG_LISTEN_MAX][160];
 	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
 	char agent_listen[80];     /* "ADDR:PORT" of the HAProxy agent (master/agent.h); "" none */
+	int agent_maxconn;         /* > 0: the agent says maxconn:(job slots + this); 0 not sent */
 	int loop_workers;          /* L; 0 = from the sizing decision */
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */

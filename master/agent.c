@@ -19,6 +19,7 @@ lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg)
 
 	ag->fd = -1;
 	ag->weight = 0;
+	ag->maxconn = cfg->agent_maxconn;
 	if (cfg->agent_listen[0] == '\0')
 		return 0;
 	if ((ag->fd = lg_master_listen_spec(cfg->agent_listen, 128, shown, sizeof(shown))) == -1) {
@@ -32,19 +33,24 @@ lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg)
 }
 
 size_t
-lg_agent_line(struct lg_agent *ag, int draining, double load, char *buf, size_t cap)
+lg_agent_line(struct lg_agent *ag, int draining, double load, uint32_t slots, char *buf,
+    size_t cap)
 {
+	char maxconn[32] = "";
 	int n;
 
 	ag->weight = lg_offered_weight(load, ag->weight);
-	n = snprintf(buf, cap, "%s %d%%\n", draining ? "drain" : "ready", ag->weight);
+	if (ag->maxconn > 0)
+		snprintf(maxconn, sizeof(maxconn), " maxconn:%llu",
+		    (unsigned long long)slots + (unsigned long long)ag->maxconn);
+	n = snprintf(buf, cap, "%s %d%%%s\n", draining ? "drain" : "ready", ag->weight, maxconn);
 	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
 void
 lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, int draining)
 {
-	char line[32], sink[256];
+	char line[64], sink[256];
 	size_t len = 0;
 
 	for (int i = 0; ag->fd >= 0 && i < AGENT_BATCH; i++) {
@@ -53,7 +59,9 @@ lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, int draining)
 		if (fd == -1)
 			return; /* EAGAIN, or a transient error: the next readiness retries */
 		if (len == 0)
-			len = lg_agent_line(ag, draining, lg_offered_max(a), line, sizeof(line));
+			len = lg_agent_line(ag, draining, lg_offered_max(a),
+			    atomic_load(&a->master->compute_workers) +
+			    atomic_load(&a->master->queue_capacity), line, sizeof(line));
 		(void)send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		/* Read what the peer sent (agent-send) so the close sends FIN, not RST. */
 		for (int k = 0; k < 4 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)

@@ -20,6 +20,7 @@
 struct lg_agent {
 	int fd;      /* the listener, -1 none */
 	int weight;  /* the weight last reported, percent; 0 none yet */
+	int maxconn; /* --agent-maxconn: 0 none, else added to the job slots */
 };
 
 /* Opens cfg->agent_listen (nothing when it is ""), logging the address. Returns 0, or -1 with
@@ -27,9 +28,12 @@ struct lg_agent {
 int lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg);
 
 /* Formats the agent's line for a replica (draining: 1 while stopping) whose largest smoothed
- * offered load is load, damped against ag->weight (updated): "ready 100%\n", "drain 40%\n".
- * Returns the length written into buf (cap bytes, NUL-terminated). */
-size_t lg_agent_line(struct lg_agent *ag, int draining, double load, char *buf, size_t cap);
+ * offered load is load, damped against ag->weight (updated): "ready 100%\n", "drain 40%\n";
+ * with ag->maxconn > 0, " maxconn:N" (N = slots + ag->maxconn; slots: the job slots, compute
+ * processes + queue capacity) before the newline. Returns the length written into buf (cap
+ * bytes, NUL-terminated). */
+size_t lg_agent_line(struct lg_agent *ag, int draining, double load, uint32_t slots, char *buf,
+    size_t cap);
 
 /* Accepts what is queued on ag->fd (at most a batch) and answers each connection with the line
  * for a (the serving generation's arena) and draining, then closes it. Non-blocking: a peer

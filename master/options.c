@@ -34,6 +34,9 @@ static const struct lg_opt opts[] = {
 	{ "agent-listen", K_ADDR, F(agent_listen), 0, sizeof(((struct lg_config *)0)->agent_listen),
 	  "", "ADDR:PORT", "HAProxy agent-check listener (the master's): one line, ready|drain and "
 	  "a weight NN% from the offered load; \"\" = none" },
+	{ "agent-maxconn", K_INT, F(agent_maxconn), 0, 1000000, "0", "N",
+	  "N > 0: the agent also says maxconn:(job slots + N), HAProxy's per-server limit; "
+	  "0 = not sent" },
 	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
 	  "event-loop processes; 0 = the CPU budget" },
 	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",

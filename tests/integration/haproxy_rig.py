@@ -15,7 +15,7 @@ from conftest import REPO_ROOT, Server, get, wait_until
 
 HAPROXY = "/usr/sbin/haproxy"
 REFERENCE = os.path.join(REPO_ROOT, "deploy", "haproxy.cfg")
-AGENT_LINE_RE = re.compile(rb"^(ready|drain) (\d+)%\n$")
+AGENT_LINE_RE = re.compile(rb"^(ready|drain) (\d+)%( maxconn:\d+)?\n$")
 
 
 def free_port():

@@ -75,6 +75,12 @@ def test_agent_line_format_and_drain_state(tmp_path):
         assert r.srv.proc.wait(30) == 0
     finally:
         r.stop()
+    # --agent-maxconn: maxconn:(job slots + N); 1 compute process + a queue of 2 = 3 slots
+    r = Replica(str(tmp_path / "m"), compute=1, queue=2, extra=["--agent-maxconn", "30"]).start()
+    try:
+        assert agent_line(r.agent_port) == b"ready 100% maxconn:33\n"
+    finally:
+        r.stop()
 
 
 @pytest.mark.timeout(150)
