@@ -196,14 +196,17 @@ def test_unequal_capacity_small_replica_gets_less(rig):
                 # weights in force: measure from here
             else:
                 assert wait_until(lambda: stream.count() >= 50, 30)
-            before = hp.stats()
+            before, t_before = hp.stats(), time.monotonic()
             assert wait_until(lambda: sum(int(v["stot"]) - int(before[k]["stot"])
                                           for k, v in hp.stats().items()) >= 300, 60)
             after = hp.stats()
+            t_end = time.monotonic()
         finally:
-            stream.stop()
+            results = stream.stop()
+        window = [r for t, r in results if t_before <= t <= t_end]
+        client_503 = sum(1 for r in window if r == 503) / max(1, len(window))
         s, total = share(before, after, "r1")
-        print(phase, s, total, {k: (v["weight"], int(v["stot"]) - int(before[k]["stot"]),
+        print(phase, s, total, "client 503 share %.3f" % client_503, {k: (v["weight"], int(v["stot"]) - int(before[k]["stot"]),
                                     int(v["hrsp_5xx"]) - int(before[k]["hrsp_5xx"]))
                                 for k, v in after.items()},
               [agent_weight(r.agent_port) for r in reps],
