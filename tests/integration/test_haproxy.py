@@ -240,3 +240,23 @@ def test_key_affinity_backend_keeps_a_key_on_one_replica(rig):
     assert sorted(d.values()) == [0, 0, 20], d
     d = deltas(lambda: [get(hp.port, "/thumbnail/%d.jpg?w=64" % i) for i in range(60)])
     assert sum(d.values()) == 60 and sum(1 for v in d.values() if v > 0) >= 2, d
+
+
+@pytest.mark.timeout(60)
+def test_reload_keeps_the_agent_ready(tmp_path):
+    """A SIGHUP reload starts a generation and retires the old one while the replica keeps
+    serving: the agent says ready throughout (a drain would take it out of rotation)."""
+    r = Replica(str(tmp_path / "r"), compute=1).start()
+    try:
+        lines = []
+        os.kill(r.srv.pid, signal.SIGHUP)
+
+        def poll():
+            lines.append(agent_line(r.agent_port))
+            return "generation 1 retired" in r.srv.log()
+
+        assert wait_until(poll, 30, interval=0.02), r.srv.log()[-2000:]
+        lines += [agent_line(r.agent_port) for _ in range(5)]  # and after the retirement
+        assert all(v.startswith(b"ready ") for v in lines), lines
+    finally:
+        r.stop()
