@@ -40,8 +40,8 @@ RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g
                 libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 curl
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
-            python3-pytest-timeout curl systemd prometheus wrk clang libclang-rt-dev gnuplot-nox \
-            mmdebstrap python3-yaml python3-pil python3-numpy redis-server
+            python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
+            gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
 # FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
 BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn

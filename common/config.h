@@ -51,6 +51,8 @@ struct lg_config {
 #define LG_LISTEN_MAX 8
 	char listen_more[LG_LISTEN_MAX][160];
 	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
+	char agent_listen[80];     /* "ADDR:PORT" of the HAProxy agent (master/agent.h); "" none */
+	int agent_maxconn;         /* > 0: the agent says maxconn:(job slots + this); 0 not sent */
 	int loop_workers;          /* L; 0 = from the sizing decision */
 	int compute_workers;       /* C; 0 = from the sizing decision (or compute_share) */
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */
@@ -65,7 +67,9 @@ struct lg_config {
 	                            * refusal (503, 404, 405) or by an inline route; more: close */
 	uint64_t deadline_ms;      /* per offloaded job, queue wait included; past it 504 */
 	uint64_t drain_timeout_ms; /* SIGTERM: time allowed for in-flight requests */
-	uint64_t drain_delay_ms;   /* SIGTERM: /ready 503 but still accepting this long first */
+	uint64_t drain_delay_ms;   /* SIGTERM: /ready 503 but still accepting this long first;
+	                            * LG_DRAIN_DELAY_AUTO: unset (master/agent.h decides) */
+#define LG_DRAIN_DELAY_AUTO UINT64_MAX
 	char pid_file[256];        /* the master's pid, and PATH.reload the last reload's outcome */
 	uint64_t kill_grace_ms;    /* SIGTERM -> SIGKILL grace for a compute process past deadline */
 	int max_conns;             /* open connections per loop worker */

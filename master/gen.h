@@ -17,6 +17,7 @@
 #include "shm/cache.h"
 #include "shm/channel.h"
 #include "shm/flight.h"
+#include "stats/offered.h"
 
 enum lg_role { LG_ROLE_LOOP = 1, LG_ROLE_COMPUTE = 2 };
 
@@ -60,6 +61,8 @@ struct lg_gen {
 	struct lg_resize rs;       /* live resize state (master/resize.c) */
 	struct lg_modprobe probes; /* retries of failed module inits (master/modprobe.c) */
 	struct lg_memwatch mw;     /* memory limit and OOM kills (master/memwatch.c) */
+	struct lg_offered offered[LG_SHM_POOLS]; /* offered-load smoothing (stats/offered.h) */
+	uint64_t offered_due;      /* next offered-load sample */
 	struct lg_gen *next;       /* the master's list: newest first */
 };
 

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "master/agent.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/pidfile.h"
@@ -89,7 +90,7 @@ begin_stop(struct master *m, int how)
 static void
 stop_signal(struct master *m)
 {
-	uint64_t delay = m->gens->cfg.drain_delay_ms * LG_NS_PER_MS;
+	uint64_t delay = lg_agent_drain_delay_ms(&m->gens->cfg) * LG_NS_PER_MS;
 
 	if (m->stopping || m->drain_at || delay == 0) {
 		m->drain_at = 0;
@@ -98,7 +99,7 @@ stop_signal(struct master *m)
 	}
 	m->drain_at = lg_now_ns() + delay;
 	log_info("graceful stop in %llu ms (--drain-delay-ms): /ready answers 503, still accepting",
-	    (unsigned long long)m->gens->cfg.drain_delay_ms);
+	    (unsigned long long)lg_agent_drain_delay_ms(&m->gens->cfg));
 	lg_notify_stopping();
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		atomic_store(&g->arena.master->stopping, 1);
@@ -419,6 +420,7 @@ run_timers(struct master *m)
 
 			check_heartbeats(g, now, &next);
 			housekeeping(g, now, &next);
+			lg_offered_tick(g->offered, &g->offered_due, &g->arena, now, &next);
 			if (!m->stopping)
 				lg_modprobe_tick(&g->probes, g->cfg.reg, g->arena.master, now, &next,
 				    fds, 2);
@@ -537,7 +539,7 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		log_error("signalfd: %s", strerror(errno));
 		return -1;
 	}
-	if (open_listener(m, cfg) == -1)
+	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, cfg) == -1)
 		return -1;
 	if (cfg->pid_file[0] && lg_pidfile_write(cfg->pid_file, m->pid) == -1) {
 		log_error("cannot write the pid file %s: %s", cfg->pid_file, strerror(errno));
@@ -556,6 +558,7 @@ teardown(struct master *m)
 	if (m->listen_fd >= 0)
 		close(m->listen_fd);
 	lg_listeners_close(&m->more);
+	lg_agent_close(&m->agent);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
 	if (m->pid_file[0])
@@ -572,7 +575,7 @@ int
 lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv)
 {
 	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1,
-	    .more = { .admin = -1 }, .argc = argc, .argv = argv, .next_id = 1,
+	    .more = { .admin = -1 }, .agent = { .fd = -1 }, .argc = argc, .argv = argv, .next_id = 1,
 	    .stop = begin_stop };
 	int timeout;
 
@@ -583,22 +586,26 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	}
 	lg_respawn_spawn_all(&m, m.gens);
 	while ((timeout = run_timers(&m)) != -2) {
-		struct pollfd pfd[1 + MAX_GENS];
+		struct pollfd pfd[2 + MAX_GENS];
 		struct lg_gen *owner[1 + MAX_GENS];
-		nfds_t n = 1;
+		nfds_t n = 1, agent;
 
 		pfd[0] = (struct pollfd){ .fd = m.sigfd, .events = POLLIN };
 		for (struct lg_gen *g = m.gens; g != NULL && n < 1 + MAX_GENS; g = g->next) {
 			owner[n] = g;
 			pfd[n++] = (struct pollfd){ .fd = g->ch.ctl[1], .events = POLLIN };
 		}
+		agent = n;
+		pfd[n++] = (struct pollfd){ .fd = m.agent.fd, .events = POLLIN }; /* -1: ignored */
 		if (poll(pfd, n, timeout) == -1 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
 		}
 		/* Control headers first: reading signals may destroy nothing, but keep the order
 		 * that cannot touch a generation freed in this round. */
-		for (nfds_t i = 1; i < n; i++)
+		if (pfd[agent].revents)
+			lg_agent_serve(&m.agent, &lg_master_serving(&m)->arena, m.stopping || m.drain_at);
+		for (nfds_t i = 1; i < agent; i++)
 			if (pfd[i].revents)
 				read_ctl(owner[i]);
 		if (pfd[0].revents)

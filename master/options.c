@@ -31,6 +31,12 @@ static const struct lg_opt opts[] = {
 	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
 	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
 	  "the others then no longer answer for /metrics and /status; \"\" = none" },
+	{ "agent-listen", K_ADDR, F(agent_listen), 0, sizeof(((struct lg_config *)0)->agent_listen),
+	  "", "ADDR:PORT", "HAProxy agent-check listener (the master's): one line, ready|drain and "
+	  "a weight NN% from the offered load; \"\" = none" },
+	{ "agent-maxconn", K_INT, F(agent_maxconn), 0, 1000000, "0", "N",
+	  "N > 0: the agent also says maxconn:(job slots + N), HAProxy's per-server limit; "
+	  "0 = not sent" },
 	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
 	  "event-loop processes; 0 = the CPU budget" },
 	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",
@@ -50,9 +56,9 @@ static const struct lg_opt opts[] = {
 	  "per offloaded job, queue wait included; 504 past it" },
 	{ "drain-timeout-ms", K_MS, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
 	  "graceful stop: time left to in-flight requests" },
-	{ "drain-delay-ms", K_MS, F(drain_delay_ms), 0, 3600000, "0", "MS",
-	  "graceful stop: after SIGTERM, /ready answers 503 at once but new connections are still "
-	  "served this long (while a load balancer stops sending), then the drain begins" },
+	{ "drain-delay-ms", K_MS, F(drain_delay_ms), 0, 3600000, NULL, "MS",
+	  "graceful stop: after SIGTERM, /ready 503 and agent drain at once, still serving this "
+	  "long (a load balancer stops sending), then the drain; unset: 2500 with agent, else 0" },
 	{ "kill-grace-ms", K_MS, F(kill_grace_ms), 0, 60000, "200", "MS",
 	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
 	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
@@ -248,6 +254,7 @@ lg_options_defaults(struct lg_config *cfg)
 		if (opts[i].def != NULL)
 			lg_optset_apply(&opts[i], opts[i].def, cfg, &why);
 	cfg->queue_capacity = -1;
+	cfg->drain_delay_ms = LG_DRAIN_DELAY_AUTO;
 	cfg->backlog = 4096;
 	cfg->compute_nice = 5;
 	cfg->npools = 1;

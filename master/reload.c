@@ -46,7 +46,8 @@ same_listen(const struct lg_config *a, const struct lg_config *b)
 {
 	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
 	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
-	    strcmp(a->admin_listen, b->admin_listen) == 0;
+	    strcmp(a->admin_listen, b->admin_listen) == 0 &&
+	    strcmp(a->agent_listen, b->agent_listen) == 0;
 }
 
 static int
@@ -109,6 +110,7 @@ lg_reload(struct master *m, int notified)
 		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
 		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
 		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
+		memcpy(cfg.agent_listen, m->gens->cfg.agent_listen, sizeof(cfg.agent_listen));
 		cfg.port = m->gens->cfg.port;
 	}
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);

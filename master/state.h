@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "master/agent.h"
 #include "master/master.h"
 
 struct lg_gen;
@@ -33,6 +34,7 @@ struct master {
 	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
 	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
+	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role
 	 * keeps crashing: respawn.c never calls back into the file that calls it. */
 	void (*stop)(struct master *m, int how);

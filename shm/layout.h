@@ -138,7 +138,9 @@ struct lg_pool_page {
 	struct lg_codel codel;            /* queue-wait admission (shm/codel.h) */
 	_Atomic uint32_t target_warned;   /* 1 once a job ran far longer than the queue-wait
 	                                   * target (logged once, cpupool/compute.c) */
-	uint8_t pad[12];
+	_Atomic uint32_t offered_milli;   /* smoothed offered load x 1000 (stats/offered.h; the
+	                                   * master is the one writer) */
+	uint8_t pad[8];
 };
 _Static_assert(sizeof(struct lg_pool_page) == 192, "pool page layout");
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/version.h"
+#include "stats/offered.h"
 #include "stats/poolview.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -435,6 +436,7 @@ queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 
 	lg_slot_census(a, n);
 	lg_poolview_metrics(b, a);
+	lg_offered_metrics(b, a);
 	family(b, "lagless_queue_depth", "gauge", "Jobs waiting for a compute process.");
 	P("lagless_queue_depth %u\n", n[LG_SLOT_QUEUED]);
 	family(b, "lagless_queue_capacity", "gauge",
