@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "master/gen.h"
 #include "master/master.h"
 #include "stats/offered.h"
 
@@ -27,6 +28,7 @@ lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg)
 		    strerror(errno));
 		return -1;
 	}
+	lg_gen_set_master_only(ag->fd);
 	log_info("HAProxy agent on %s (drain delay %llu ms)", shown,
 	    (unsigned long long)lg_agent_drain_delay_ms(cfg));
 	return 0;
@@ -77,6 +79,7 @@ lg_agent_close(struct lg_agent *ag)
 	if (ag->fd >= 0)
 		close(ag->fd);
 	ag->fd = -1;
+	lg_gen_set_master_only(-1);
 }
 
 uint64_t

@@ -430,6 +430,8 @@ reopen_log_handler(int sig)
 	errno = saved;
 }
 
+static int master_only_fd = -1; /* lg_gen_set_master_only */
+
 /* In the freshly forked child: drop the master's signal set-up and every other generation's
  * resources, so a retired generation's memory is not kept alive by a new process. */
 static void
@@ -438,6 +440,8 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 	sigset_t none;
 
 	close(sigfd);
+	if (master_only_fd >= 0)
+		close(master_only_fd);
 	for (struct lg_gen *o = all; o != NULL; o = o->next) {
 		if (o == g)
 			continue;
@@ -463,6 +467,12 @@ void
 lg_gen_set_admin(int fd)
 {
 	admin_fd = fd;
+}
+
+void
+lg_gen_set_master_only(int fd)
+{
+	master_only_fd = fd;
 }
 
 void

@@ -115,6 +115,10 @@ void lg_gen_set_listeners(const int *fds, int n);
 /* The admin listener (--admin-listen; -1 none), handed to loop workers the same way. */
 void lg_gen_set_admin(int fd);
 
+/* A descriptor only the master serves (the --agent-listen socket; -1 none): every child closes
+ * it right after fork, so no loop or compute process holds the agent's port open. */
+void lg_gen_set_master_only(int fd);
+
 /* Forks the process of row c of g. The child keeps only what its role needs: the listen socket
  * (loop workers), its own channel ends, g's arena; every other generation in the list `all` is
  * closed in the child, and sigfd too. On fork failure, schedules a retry. */

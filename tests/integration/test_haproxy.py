@@ -265,3 +265,43 @@ def test_reload_keeps_the_agent_ready(tmp_path):
         assert all(v.startswith(b"ready ") for v in lines), lines
     finally:
         r.stop()
+
+
+def socket_inodes(pid):
+    out = set()
+    d = "/proc/%d/fd" % pid
+    for name in os.listdir(d):
+        try:
+            link = os.readlink(os.path.join(d, name))
+        except OSError:
+            continue  # closed meanwhile
+        if link.startswith("socket:["):
+            out.add(link[8:-1])
+    return out
+
+
+def listen_inode(port):
+    """The inode of the TCP socket listening on 127.0.0.1:port (/proc/net/tcp, state 0A)."""
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == "0100007F:%04X" % port and f[3] == "0A":
+            return f[9]
+    return None
+
+
+@pytest.mark.timeout(60)
+def test_only_the_master_holds_the_agent_socket(tmp_path):
+    """The master serves the agent; the loops and compute processes forked from it closed the
+    agent listener (they held it open, unused, before: a port kept by a child that outlives a
+    master would stay bound)."""
+    r = Replica(str(tmp_path / "r"), compute=2).start()
+    try:
+        assert AGENT_LINE_RE.match(agent_line(r.agent_port))
+        inode = listen_inode(r.agent_port)
+        assert inode is not None
+        assert inode in socket_inodes(r.srv.pid)
+        kids = r.srv.wait_children("loop", 1) + r.srv.wait_children("compute", 2)
+        for pid in kids:
+            assert inode not in socket_inodes(pid), pid
+    finally:
+        r.stop()
