@@ -146,25 +146,33 @@ route_test_block(struct lg_conn *c)
 }
 
 /* "routes":{"/ping":n,...}: requests that reached each handler, summed over every loop
- * worker's proc page. Returns the bytes written to buf (at most cap - 1). */
+ * worker's proc page, each path a JSON string (RFC 8259 section 7: a route path may hold '"'
+ * or '\\'). Returns the bytes written to buf (at most cap - 1; a route that does not fit is
+ * left out whole). */
 static size_t
 route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, size_t cap)
 {
-	size_t len = 0;
+	struct lg_buf b;
 
+	lg_buf_init(&b, buf, cap);
 	for (unsigned i = 0; i < w->nroutes && i < a->stat_routes; i++) {
+		const char *path = w->env->cfg->reg->routes[i].path;
+		size_t mark = b.len;
 		uint64_t sum = 0;
 
 		for (uint32_t p = 0; p < a->nprocs; p++)
 			if (a->procs[p].role == 1)
 				sum += atomic_load(&lg_arena_route_stats(a, p, i)->hits);
-		int n = snprintf(buf + len, cap - len, "%s\"%s\":%" PRIu64, i ? "," : "",
-		    w->env->cfg->reg->routes[i].path, sum);
-		if (n < 0 || (size_t)n >= cap - len)
+		lg_buf_printf(&b, "%s\"", i ? "," : "");
+		lg_buf_json_chars(&b, path, strlen(path));
+		lg_buf_printf(&b, "\":%" PRIu64, sum);
+		if (b.overflow) {
+			b.len = mark;
+			buf[mark] = '\0';
 			break;
-		len += (size_t)n;
+		}
 	}
-	return len;
+	return b.len;
 }
 
 static int
