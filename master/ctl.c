@@ -36,6 +36,11 @@ lg_ctl_reload(const struct lg_config *cfg)
 		    cfg->pid_file, strerror(errno));
 		return 2;
 	}
+	if (!lg_pidfile_is_master(pid)) {
+		fprintf(stderr, "lagless: the pid file %s names pid %d, which is not a running lagless "
+		    "master (a stale file?)\n", cfg->pid_file, (int)pid);
+		return 2;
+	}
 	if (lg_pidfile_get_outcome(cfg->pid_file, &o) == 0)
 		before = o.seq;
 	if (kill(pid, SIGHUP) == -1) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -521,7 +522,9 @@ static int
 setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 {
 	sigset_t set;
+	pid_t other;
 
+	prctl(PR_SET_NAME, LG_MASTER_COMM); /* whatever the binary is called: lg_pidfile_is_master */
 	raise_fd_limit(cfg, sz);
 
 	/* Signals become readable events (signalfd(2)); blocked signals are also delivered to
@@ -541,6 +544,12 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 	}
 	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, cfg) == -1)
 		return -1;
+	if (cfg->pid_file[0] && lg_pidfile_read(cfg->pid_file, &other) == 0 && other != m->pid &&
+	    lg_pidfile_is_master(other)) {
+		log_error("the pid file %s names a running master (pid %d): stop it, or give this "
+		    "server another --pid-file", cfg->pid_file, (int)other);
+		return -1;
+	}
 	if (cfg->pid_file[0] && lg_pidfile_write(cfg->pid_file, m->pid) == -1) {
 		log_error("cannot write the pid file %s: %s", cfg->pid_file, strerror(errno));
 		return -1;

@@ -96,6 +96,18 @@ lg_pidfile_read(const char *path, pid_t *pid)
 	return 0;
 }
 
+int
+lg_pidfile_is_master(pid_t pid)
+{
+	char path[64], comm[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (first_line(path, comm, sizeof(comm)) == -1)
+		return 0;
+	comm[strcspn(comm, "\n")] = '\0';
+	return strcmp(comm, LG_MASTER_COMM) == 0;
+}
+
 void
 lg_pidfile_remove(const char *path, pid_t pid)
 {

@@ -29,6 +29,14 @@ void lg_pidfile_remove(const char *path, pid_t pid);
  * that does not hold a positive decimal pid). */
 int lg_pidfile_read(const char *path, pid_t *pid);
 
+/* Is pid a running lagless master? The master names itself "lagless" (prctl PR_SET_NAME, at
+ * start-up) and its children take other names, so /proc/PID/comm (proc(5)) tells it from an
+ * unrelated process that got a stale pid file's pid. Returns 1 or 0 (no such process, or
+ * another program). */
+int lg_pidfile_is_master(pid_t pid);
+
+#define LG_MASTER_COMM "lagless" /* the master's process name (/proc/PID/comm) */
+
 /* Replaces path.reload with *o. Returns 0, or -1 with errno. */
 int lg_pidfile_put_outcome(const char *path, const struct lg_reload_outcome *o);
 

@@ -138,3 +138,32 @@ def test_unit_exec_reload_reports_a_refused_configuration(start_server, tmp_path
     assert r.returncode == 0, r.stderr
     assert "ready: generation 2" in srv.log()
     assert pid_in(pidf) == srv.pid, "ExecStart= writes no pid file"
+
+
+@pytest.mark.timeout(60)
+def test_stale_pid_file_signals_nothing_and_a_live_one_is_not_taken(start_server, tmp_path):
+    """Regression (hostile trial): `-s reload` sent SIGHUP to whatever pid a stale pid file named
+    (it killed an unrelated process), and a second server given the same --pid-file took the
+    live master's file and removed it at its exit, leaving that master unreachable."""
+    pidf = tmp_path / "lagless.pid"
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        pidf.write_text("%d\n" % other.pid)
+        r = reload_cmd("--pid-file", str(pidf))
+        assert r.returncode == 2, r.stderr
+        assert "not a running lagless master" in r.stderr, r.stderr
+        assert other.poll() is None, "the unrelated process was signalled"
+    finally:
+        other.kill()
+        other.wait()
+    pidf.unlink()
+    srv = start_server("--pid-file", str(pidf), "--compute-workers", "1")
+    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5), pidf
+    second = subprocess.run([LAGLESS_BIN, "--listen", "127.0.0.1:0", "--pid-file", str(pidf),
+                             "--compute-workers", "1"], capture_output=True, text=True,
+                            timeout=30)
+    assert second.returncode != 0, second.stderr
+    assert "names a running master (pid %d)" % srv.pid in second.stderr, second.stderr
+    assert pid_in(pidf) == srv.pid
+    r = reload_cmd("--pid-file", str(pidf))
+    assert r.returncode == 0, r.stderr
