@@ -201,5 +201,5 @@ thumb_exit(const struct lagless_host *h, void *state)
 	vips_shutdown();
 }
 
-LAGLESS_MODULE_HOOKS("thumbnail", "1.0.0", NULL, thumb_init, thumb_exit,
+LAGLESS_MODULE_HOOKS("thumbnail", "1.0.0", (.init = thumb_init, .exit = thumb_exit),
     LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg", .check = thumb_check));

@@ -150,7 +150,7 @@ init(const struct lagless_host *h, const struct lagless_conf *conf, void **state
 	return 0;
 }
 
-LAGLESS_MODULE_HOOKS("faults", "1.0", check, init, NULL,
+LAGLESS_MODULE_HOOKS("faults", "1.0", (.check = check, .init = init),
     LAGLESS_KIND("crash", crash),
     LAGLESS_KIND("segv", segv),
     LAGLESS_KIND("spin", spin),
