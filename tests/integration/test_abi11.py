@@ -113,3 +113,56 @@ def test_a_module_of_abi_1_0_loads_and_runs(start_server, tmp_path):
     bad.write_text(ABI10_CONF.format(path=mod("abi10_upper")) + "typo = 1\n")
     p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(bad)], capture_output=True, timeout=30)
     assert p.returncode == 1 and b"unknown key typo" in p.stderr, p.stderr
+
+
+EXAMPLES = os.environ.get("LAGLESS_MODULES", "")
+
+
+def example(name):
+    path = os.path.join(EXAMPLES, name + ".so")
+    if not os.path.isfile(path):
+        pytest.skip("%s not built (make modules)" % path)
+    return path
+
+
+UPPER_CONF = """[module upper]
+path = {path}
+
+[route /u]
+methods = POST
+kind = upper.upper
+{key}
+"""
+
+
+@pytest.mark.timeout(60)
+def test_declared_route_keys_are_parsed_once_at_t_with_file_line_and_key(tmp_path):
+    cases = (("max_len = 1X", 7, "max_len", "K, M or G suffix"),
+             ("max_len = 0", 7, "max_len", "from 1"),
+             ("max_lem = 1K", 7, "max_lem", "unknown key"))
+    for key, line, name, why in cases:
+        conf = tmp_path / "u.conf"
+        conf.write_text(UPPER_CONF.format(path=example("upper"), key=key))
+        p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=30)
+        err = p.stderr.decode()
+        assert p.returncode == 1, (key, err)
+        assert str(conf) in err and "line %d" % line in err and name in err and why in err, err
+    conf = tmp_path / "ok.conf"
+    conf.write_text(UPPER_CONF.format(path=example("upper"), key="max_len = 16k"))
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.timeout(60)
+def test_a_module_kinds_declared_query_and_route_keys_at_run_time(start_server, tmp_path):
+    conf = tmp_path / "u.conf"
+    conf.write_text(UPPER_CONF.format(path=example("upper"), key="max_len = 4"))
+    srv = start_server("-c", str(conf), "--compute-workers", "1")
+    # the host's declared check: the reason names the argument
+    check_400(request(srv.port, "POST", "/u?skip=abc", body=b"ab"), "skip: expected")
+    # valid for the host, refused by the kind (more than the input)
+    r = request(srv.port, "POST", "/u?skip=9", body=b"ab")
+    assert r.status == 400 and b"skip must be" in r.body, r
+    # the route struct reached the kind: max_len = 4
+    assert request(srv.port, "POST", "/u?skip=1", body=b"abcd").body == b"aBCD"
+    assert request(srv.port, "POST", "/u", body=b"abcde").status == 413
