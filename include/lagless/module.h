@@ -17,7 +17,13 @@
  *   - nkinds or kind_size is over the host's bounds (1024 kinds, 4096 bytes), or the
  *     descriptor or the kinds[] array (nkinds * kind_size bytes) does not lie inside the
  *     module's loaded image;
- *   - a kind has no name or no run function, or its name clashes with another kind.
+ *   - one of its strings (signature, name, version, a kind's name or ctype, a declared
+ *     parameter's name, default or choices) does not lie, NUL-terminated, inside that image,
+ *     nor a declaration array (ABI 1.1);
+ *   - a kind has no name or no run function, or its name clashes with another kind;
+ *   - a kind's declared parameters (ABI 1.1) are malformed: a bad name, a name twice, an
+ *     unknown type, min over max, an enum without choices, a default its own declaration
+ *     refuses, a route key whose value does not fit the route struct at its offset.
  *
  * Compatibility rules (what lets either side grow without breaking the other):
  *   - Fields are only ever APPENDED to the structs of this header within one major version.

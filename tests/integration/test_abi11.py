@@ -166,3 +166,13 @@ def test_a_module_kinds_declared_query_and_route_keys_at_run_time(start_server, 
     # the route struct reached the kind: max_len = 4
     assert request(srv.port, "POST", "/u?skip=1", body=b"abcd").body == b"aBCD"
     assert request(srv.port, "POST", "/u", body=b"abcde").status == 413
+
+
+@pytest.mark.timeout(30)
+def test_a_descriptor_string_outside_the_image_is_refused(tmp_path):
+    conf = tmp_path / "l.conf"
+    conf.write_text("[module liar]\npath = %s\n" % mod("liar_string"))
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=20)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    assert mod("liar_string") in err and "does not lie inside the module's loaded image" in err
