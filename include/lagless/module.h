@@ -283,9 +283,10 @@ struct lagless_host {
  *   SIZE    a whole number with an optional k/K, m/M, g/G suffix (2^10, 2^20, 2^30) in
  *           [min, max] bytes; uint64_t
  *   BOOL    yes/no, true/false, on/off, 1/0 in any case; int (1 or 0)
- *   STRING  any text of min..max bytes (max 0: no bound); const char * (NUL-terminated, valid
- *           for the life of the process)
+ *   STRING  any text of min..max bytes; const char * (NUL-terminated, valid for the life of
+ *           the process)
  *   ENUM    one of choices[] (a NULL-terminated list); int, the index of the choice
+ * max 0 is no upper bound (UINT, SIZE, STRING); min and max are inclusive.
  * def is the default, written in the same grammar ("128", "16M", "yes", "jpeg"); NULL: the
  * value is zero (NULL for a STRING) when absent, for the kind to give its own meaning.
  * offset is where the value goes in the kind's route struct (offsetof; route keys only). */
@@ -300,15 +301,15 @@ enum lagless_param_type {
 struct lagless_param {
 	const char *name;           /* [a-z0-9_-]+ */
 	uint32_t type;              /* enum lagless_param_type */
-	uint32_t offset;            /* route keys: byte offset of the value in the route struct */
 	uint64_t min, max;          /* UINT, SIZE: the range; STRING: the length range */
 	const char *def;            /* the default, as text; NULL: zero */
 	const char *const *choices; /* ENUM: the accepted words, NULL-terminated */
+	uint32_t offset;            /* route keys: byte offset of the value in the route struct */
 };
 
-/* Declarations, as designated initializers of a struct lagless_param. */
-#define LAGLESS_PARAM(pname, ptype, ...) \
-	{ .name = (pname), .type = LAGLESS_PARAM_##ptype, __VA_ARGS__ }
+/* A declaration: LAGLESS_PARAM("width", UINT, .min = 1, .max = 4096, .def = "128"), the type
+ * without its LAGLESS_PARAM_ prefix, then designated initializers of struct lagless_param. */
+#define LAGLESS_PARAM(pname, ...) { .name = (pname), .type = LAGLESS_PARAM_##__VA_ARGS__ }
 
 /* run: the job. Returns an enum lagless_status. */
 typedef int (*lagless_run_fn)(const struct lagless_request *rq, struct lagless_output *out);
@@ -333,20 +334,21 @@ struct lagless_kind {
 	    char *err, size_t errlen);
 	const void *data;       /* handed to run as rq->kind_data (lets one run serve kinds) */
 	/* ---- ABI 1.1 (a kind of a 1.0 module reads as all zero here) ---- */
-	uint32_t param_size;    /* sizeof(struct lagless_param) as built (LAGLESS_KIND sets it) */
-	uint32_t nquery_params; /* entries of query_params */
 	/* The query arguments run reads. The loop worker checks a request's query against them
 	 * before the job takes a queue slot: a malformed or out-of-range argument is a 400 at
 	 * once, with a short reason, whatever the pool's state. An argument not declared here is
 	 * passed through unchecked. Also the names a coalescing key takes (docs/CACHE.md). */
 	const struct lagless_param *query_params;
-	uint32_t nroute_params; /* entries of route_params */
-	uint32_t route_size;    /* bytes of the kind's route struct */
+	uint32_t nquery_params; /* entries of query_params */
 	/* The route keys the kind takes. The host refuses any other key of the route's section,
 	 * parses these once at start-up / lagless -t / reload (errors name the file, line and
 	 * key) into a zeroed struct of route_size bytes per route, which run gets as rq->route.
 	 * check, if any, still runs after it (for rules between keys). */
 	const struct lagless_param *route_params;
+	uint32_t nroute_params; /* entries of route_params */
+	uint32_t route_size;    /* bytes of the kind's route struct */
+	uint32_t param_size;    /* sizeof(struct lagless_param) as built (LAGLESS_KIND sets it):
+	                         * the stride of both arrays */
 };
 
 /* The module descriptor, the exported symbol. The first four fields keep their place in every
@@ -383,7 +385,7 @@ struct lagless_module {
 
 /* One kind: LAGLESS_KIND("upper", upper_run, .ctype = "text/plain", .where = ...). */
 #define LAGLESS_KIND(kname, ...) \
-	{ .name = (kname), .param_size = (uint32_t)sizeof(struct lagless_param), .run = __VA_ARGS__ }
+	{ .name = (kname), .run = __VA_ARGS__, .param_size = (uint32_t)sizeof(struct lagless_param) }
 
 /* A kind's declared parameters from an array of LAGLESS_PARAM(...), inside LAGLESS_KIND:
  *   LAGLESS_KIND("k", run, LAGLESS_QUERY(k_query), LAGLESS_ROUTE(k_keys, struct k_route)) */
