@@ -407,8 +407,10 @@ lg_route_dispatch(struct lg_conn *c)
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
-		if (c->refuse_status == 400 && c->route && query_bad(c, r, why, sizeof(why)))
+		if (c->refuse_status == 400 && c->route && query_bad(c, r, why, sizeof(why))) {
+			lg_obs_route_hit(c); /* the route answered it, without a job */
 			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
+		}
 		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
 	}
 	if (c->route == NULL && is_asterisk(r))

@@ -176,3 +176,13 @@ def test_a_descriptor_string_outside_the_image_is_refused(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 1, err
     assert mod("liar_string") in err and "does not lie inside the module's loaded image" in err
+
+
+@pytest.mark.timeout(30)
+def test_a_declared_query_argument_joins_the_coalescing_key(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text(UPPER_CONF.format(path=example("upper"), key="ttl_ms = 1000"))
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=20)
+    assert p.returncode == 0, p.stderr   # a 1.0 module kind would need key_query = ...
+    keys = [line for line in p.stdout.decode().splitlines() if line.strip().startswith("key:")]
+    assert any("skip" in line for line in keys), p.stdout

@@ -58,4 +58,4 @@ check(const struct lagless_host *h, const struct lagless_conf *conf, char *err, 
 
 LAGLESS_MODULE_HOOKS("abi10", "1.0.0", NULL, init, NULL,
     LAGLESS_KIND("upper", run, .ctype = "text/plain", .check = check,
-        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
+        .flags = LAGLESS_KIND_CACHEABLE, .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
