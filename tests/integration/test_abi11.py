@@ -186,3 +186,20 @@ def test_a_declared_query_argument_joins_the_coalescing_key(tmp_path):
     assert p.returncode == 0, p.stderr   # a 1.0 module kind would need key_query = ...
     keys = [line for line in p.stdout.decode().splitlines() if line.strip().startswith("key:")]
     assert any("skip" in line for line in keys), p.stdout
+
+
+@pytest.mark.timeout(60)
+def test_run_kind_checks_the_declared_query_and_fills_route_defaults(tmp_path):
+    def run(*args, query="", stdin=b""):
+        env = dict(os.environ, LAGLESS_RUN_QUERY=query)
+        return subprocess.run([LAGLESS_BIN, *args], capture_output=True, timeout=30, env=env,
+                              input=stdin)
+    r = run("--run-kind", "heavy", query="iterations=abc")
+    assert r.returncode == 1 and b"iterations: expected a whole number" in r.stderr, r.stderr
+    r = run("--run-kind", "heavy", query="iterations=1000")
+    assert r.returncode == 0 and b'"iterations":1000' in r.stdout, r.stderr
+    # a module kind with declared route keys and no route for it: the declared defaults
+    conf = tmp_path / "k.conf"
+    conf.write_text("[module upper]\npath = %s\n" % example("upper"))
+    r = run("-c", str(conf), "--run-kind", "upper.upper", query="skip=1", stdin=b"abc")
+    assert r.returncode == 0 and r.stdout == b"aBC", r.stderr
