@@ -113,6 +113,12 @@ $(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h include/lagles
 	$(CC) $(MOD_CFLAGS) -fvisibility=hidden $$(pkg-config --cflags python3-embed) -o $@ \
 	    $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)
 
+# A module of ABI 1.0 against the frozen 1.0 header: a newer host must keep loading it.
+$(OBJDIR)/tests/modules/abi10_%.so: tests/modules/abi10_%.c tests/modules/abi1_0/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -pedantic -O1 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+	    -Itests/modules/abi1_0 $(SANFLAGS) -o $@ $<
+
 $(OBJDIR)/tests/modules/%.so: tests/modules/%.c include/lagless/module.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 -pedantic -O1 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \

@@ -280,24 +280,42 @@ verify_run(const struct lagless_request *rq, struct lagless_output *out)
 	return LAGLESS_OK;
 }
 
+/* The query arguments each run reads, declared (ABI 1.1): the loop refuses a bad one with 400
+ * before the job is queued; run still reads them itself (and checks what depends on more
+ * than one, like a level in the chosen codec's range). */
+static const char *const codecs[] = { "zstd", "gzip", NULL };
+static const struct lagless_param heavy_query[] = {
+	LAGLESS_PARAM("iterations", UINT, .max = LG_HEAVY_MAX_N, .def = "60000000"),
+};
+static const struct lagless_param compress_query[] = {
+	LAGLESS_PARAM("codec", ENUM, .choices = codecs, .def = "zstd"),
+	LAGLESS_PARAM("level", UINT, .min = 1, .max = 19),
+};
+static const struct lagless_param decompress_query[] = {
+	LAGLESS_PARAM("codec", ENUM, .choices = codecs, .def = "zstd"),
+};
+_Static_assert(LG_HEAVY_DEFAULT_N == 60000000ull, "heavy's declared default");
+
+#define QUERY(arr) .param_size = sizeof(struct lagless_param), LAGLESS_QUERY(arr)
+
 static const struct lagless_kind kinds[] = {
 	{ .name = "heavy", .run = heavy_run, .ctype = "application/json",
 	  .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP, .flags = LAGLESS_KIND_CACHEABLE,
-	  .max_output = LG_HEAVY_JSON_MAX, .check = no_keys_check },
+	  .max_output = LG_HEAVY_JSON_MAX, .check = no_keys_check, QUERY(heavy_query) },
 	{ .name = "compress", .run = compress_run, .ctype = "application/zstd",
-	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = compress_size, .check = no_keys_check },
+	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = compress_size, .check = no_keys_check,
+	  QUERY(compress_query) },
 	{ .name = "decompress", .run = decompress_run, .ctype = "application/octet-stream",
 	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = decompress_size,
-	  .check = decompress_check },
+	  .check = decompress_check, QUERY(decompress_query) },
 	{ .name = "hash", .run = hash_run, .ctype = "text/plain",
 	  .max_output = LG_ARGON2_PHC_MAX, .check = hash_check },
 	{ .name = "verify", .run = verify_run, .ctype = "application/json",
 	  .max_output = 32, .check = verify_check },
 };
 
-/* What each run above reads with host->query / query_uint. */
+/* What the runs above that declare no query arguments read (none). */
 const struct lg_kind_query lg_builtin_query[] = {
-	{ "heavy", "iterations" }, { "compress", "codec,level" }, { "decompress", "codec" },
 	{ "hash", "" }, { "verify", "" }, { NULL, NULL },
 };
 
@@ -333,8 +351,9 @@ const char lg_builtin_example[] =
     "; keep a kind's own error (4xx, 500) this long; 502, 503, 504 are never kept\n"
     ";negative_ttl_ms = 0\n"
     "; query parameters and request headers in the key besides those the kind reads (heavy:\n"
-    "; iterations; compress: codec, level; decompress: codec) and the route's fields; a\n"
-    "; module's kind must list its own here (default none; for example:)\n"
+    "; iterations; compress: codec, level; decompress: codec; a module's kind: those it\n"
+    "; declares) and the route's fields; a module kind that declares none (module ABI 1.0)\n"
+    "; must list its own here (default none; for example:)\n"
     ";key_query = iterations\n;key_headers = accept\n"
     "; Authorization, Proxy-Authorization or Cookie: never shared (bypass), or shared with\n"
     "; the same values (key)\n"

@@ -24,10 +24,9 @@ lg_host_set_module(const char *name)
 }
 
 static void
-host_log(int level, const char *fmt, ...)
+host_vlog(int level, const char *fmt, va_list ap)
 {
 	char msg[900];
-	va_list ap;
 
 	if (level < LAGLESS_LOG_ERROR)
 		level = LAGLESS_LOG_ERROR;
@@ -35,10 +34,18 @@ host_log(int level, const char *fmt, ...)
 		level = LAGLESS_LOG_DEBUG;
 	if (lg_log_level < level)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	lg_log_write(level, current_module, "%s", msg);
+}
+
+static void
+host_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	host_vlog(level, fmt, ap);
+	va_end(ap);
 }
 
 static void *
@@ -212,6 +219,7 @@ const struct lagless_host lg_host = {
 	.conf_get = lg_conf_get,
 	.conf_at = host_conf_at,
 	.conf_uint = host_conf_uint,
+	.vlog = host_vlog,
 };
 
 static size_t
@@ -327,7 +335,7 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 		.input = r->in_len ? r->in : (const unsigned char *)"", .input_len = r->in_len,
 		.fields = v->fields, .nfields = v->nfields, .conf = r->conf,
 		.state = r->state, .kind_data = r->kind_data, .deadline_ns = r->deadline_ns,
-		.enqueue_ns = r->enqueue_ns, .start_ns = r->start_ns,
+		.enqueue_ns = r->enqueue_ns, .start_ns = r->start_ns, .route = r->route,
 	};
 	struct lagless_output out = {
 		.size = sizeof(out), .data = r->region + LG_OUT_META,

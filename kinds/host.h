@@ -94,6 +94,7 @@ struct lg_run {
 	unsigned char *region;      /* output region: metadata, then body */
 	size_t region_cap;          /* bytes of it (> LG_OUT_META) */
 	uint64_t deadline_ns, enqueue_ns, start_ns;
+	const void *route;          /* the route's parsed keys (rq->route), or NULL */
 };
 
 /* Runs one job: clears the metadata, builds the request and output views, calls run and checks

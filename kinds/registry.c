@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "shm/layout.h"
 #include "kinds/builtin.h"
+#include "kinds/params.h"
 #include "kinds/testjobs.h"
 
 /* The modules compiled into lagless, registered before any loaded one, with the query
@@ -19,8 +20,14 @@ static const struct {
 
 /* Sizes of the descriptors of ABI 1.0: the least a module may hand over. */
 #define UNBOUNDED_AHEAD (1u << 20) /* output backed beyond the input for a kind with no bound */
-#define MODULE_SIZE_1_0 sizeof(struct lagless_module) /* freeze as a number at ABI 1.1 */
-#define KIND_SIZE_1_0   sizeof(struct lagless_kind)
+#define MODULE_SIZE_1_0 (offsetof(struct lagless_module, exit) + sizeof(void (*)(void)))
+#define KIND_SIZE_1_0   (offsetof(struct lagless_kind, data) + sizeof(const void *))
+#define PARAM_SIZE_1_1  sizeof(struct lagless_param) /* the first struct lagless_param */
+#define PARAM_SIZE_MAX  1024u
+#define PARAMS_MAX      64u   /* declared parameters of one kind, each list */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(MODULE_SIZE_1_0 == 80 && KIND_SIZE_1_0 == 64, "the ABI 1.0 sizes (LP64)");
+#endif
 
 static int
 grow(void **arr, uint32_t n, size_t elem)
@@ -45,6 +52,8 @@ builtin_query(struct lg_registry *r, uint32_t first, const struct lg_kind_query 
 
 		while (q[j].kind != NULL && strcmp(q[j].kind, r->kinds[i].name) != 0)
 			j++;
+		if (q[j].kind == NULL && r->kinds[i].query != NULL)
+			continue; /* it declares them (ABI 1.1) */
 		if (q[j].kind == NULL) {
 			snprintf(err, cap, "built-in kind %s does not say its query parameters "
 			    "(kinds/builtin.h)", r->kinds[i].name);
@@ -130,12 +139,76 @@ check_abi(const struct lagless_module *m, const char *path, char *err, size_t ca
 	return 0;
 }
 
+static void
+drop_params(struct lg_kind *k)
+{
+	free(k->qparams);
+	free(k->rparams);
+	free(k->qnames);
+}
+
+/* n declarations of stride bytes at src, copied to the host's struct (zero-extended) into
+ * *dst and checked (kinds/params.h). */
+static int
+copy_params(const void *src, uint32_t n, uint32_t stride, int route, uint32_t route_size,
+    struct lagless_param **dst, char *err, size_t cap)
+{
+	char why[200];
+
+	if (src == NULL || n == 0)
+		return 0;
+	if (n > PARAMS_MAX || stride < PARAM_SIZE_1_1 || stride > PARAM_SIZE_MAX) {
+		snprintf(err, cap, "declares %u parameters of %u bytes (at most %u of %zu..%u)", n,
+		    stride, PARAMS_MAX, (size_t)PARAM_SIZE_1_1, PARAM_SIZE_MAX);
+		return -1;
+	}
+	if ((*dst = calloc(n, sizeof(**dst))) == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(&(*dst)[i], (const char *)src + (size_t)i * stride,
+		    stride < sizeof(**dst) ? stride : sizeof(**dst));
+	if (lg_params_valid(*dst, n, route, route_size, why, sizeof(why)) == -1) {
+		snprintf(err, cap, "%s %s", route ? "route key" : "query", why);
+		return -1;
+	}
+	return 0;
+}
+
+/* The ABI 1.1 declarations of row's kind; its query names become row->query. */
+static int
+take_params(struct lg_kind *row, char *err, size_t cap)
+{
+	const struct lagless_kind *d = &row->desc;
+	size_t len;
+
+	if (copy_params(d->query_params, d->nquery_params, d->param_size, 0, 0, &row->qparams,
+	    err, cap) == -1 || copy_params(d->route_params, d->nroute_params, d->param_size, 1,
+	    d->route_size, &row->rparams, err, cap) == -1)
+		return -1;
+	row->nqparams = row->qparams ? d->nquery_params : 0;
+	row->nrparams = row->rparams ? d->nroute_params : 0;
+	row->route_size = d->route_params != NULL || d->route_size ? d->route_size : 0;
+	if (row->qparams == NULL)
+		return 0;
+	len = (size_t)row->nqparams * LG_NAME_MAX;
+	if ((row->qnames = malloc(len)) == NULL ||
+	    lg_params_names(row->qparams, row->nqparams, row->qnames, len) == -1) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	row->query = row->qnames;
+	return 0;
+}
+
 static int
 add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint32_t mod,
     char *err, size_t cap)
 {
 	const struct lg_module *m = &r->modules[mod];
 	struct lg_kind row;
+	char why[256];
 
 	memset(&row, 0, sizeof(row));
 	memcpy(&row.desc, k, ksize < sizeof(row.desc) ? ksize : sizeof(row.desc));
@@ -144,16 +217,24 @@ add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint
 		    m->path[0] ? m->path : "(built in)", m->name);
 		return -1;
 	}
+	if (take_params(&row, why, sizeof(why)) == -1) {
+		drop_params(&row);
+		snprintf(err, cap, "%s: module %s, kind %s: %s", m->path[0] ? m->path : "(built in)",
+		    m->name, row.desc.name, why);
+		return -1;
+	}
 	if (m->handle == NULL)
 		snprintf(row.name, sizeof(row.name), "%s", row.desc.name);
 	else
 		snprintf(row.name, sizeof(row.name), "%s.%s", m->name, row.desc.name);
 	if (lg_registry_find(r, row.name) != NULL) {
+		drop_params(&row);
 		snprintf(err, cap, "%s: kind %s of module %s clashes with a kind already registered",
 		    m->path[0] ? m->path : "(built in)", row.name, m->name);
 		return -1;
 	}
 	if (grow((void **)&r->kinds, r->nkinds, sizeof(*r->kinds)) == -1) {
+		drop_params(&row);
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
@@ -227,8 +308,12 @@ lg_registry_free(struct lg_registry *r)
 		return;
 	for (uint32_t i = 0; i < r->nmodules; i++)
 		free((void *)r->modules[i].conf.kv);
-	for (uint32_t i = 0; i < r->nroutes; i++)
+	for (uint32_t i = 0; i < r->nroutes; i++) {
 		free((void *)r->routes[i].conf.kv);
+		free(r->routes[i].kconf);
+	}
+	for (uint32_t i = 1; i < r->nkinds; i++)
+		drop_params(&r->kinds[i]);
 	free(r->modules);
 	free(r->kinds);
 	free(r->routes);
@@ -252,12 +337,41 @@ lg_registry_kind(const struct lg_registry *r, uint32_t id)
 	return id > 0 && id < r->nkinds ? &r->kinds[id] : NULL;
 }
 
+/* A kind's declared route keys (ABI 1.1), parsed once into a new route struct at rt->kconf. */
+static int
+route_keys(const struct lg_kind *k, const struct lg_route_def *rt, void **kconf, char *err,
+    size_t cap)
+{
+	char why[512];
+	int line = 0;
+
+	if (k->route_size == 0 && k->rparams == NULL)
+		return 0;
+	if ((*kconf = calloc(1, k->route_size ? k->route_size : 1)) == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	if (lg_params_parse_route(k->rparams, k->nrparams, &rt->conf, *kconf, k->route_size,
+	    &line, why, sizeof(why)) == -1) {
+		free(*kconf);
+		*kconf = NULL;
+		if (line > 0)
+			snprintf(err, cap, "route %s: kind %s: line %d: key %s", rt->path, k->name,
+			    line, why);
+		else
+			snprintf(err, cap, "route %s: kind %s: key %s", rt->path, k->name, why);
+		return -1;
+	}
+	return 0;
+}
+
 int
 lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char *err,
     size_t cap)
 {
 	const struct lg_kind *k = lg_registry_kind(r, rt->kind);
 	char why[256] = "";
+	void *kconf = NULL;
 
 	for (uint32_t i = 0; i < r->nroutes; i++)
 		if (strcmp(r->routes[i].path, rt->path) == 0 && r->routes[i].prefix == rt->prefix &&
@@ -274,11 +388,14 @@ lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char
 			    rt->where == LAGLESS_WHERE_LOOP ? "loop" : "pool");
 			return -1;
 		}
+		if (route_keys(k, rt, &kconf, err, cap) == -1)
+			return -1;
 		lg_host_set_module(r->modules[k->module].name);
 		int bad = k->desc.check != NULL &&
 		    k->desc.check(&lg_host, &rt->conf, why, sizeof(why)) != 0;
 		lg_host_set_module(NULL);
 		if (bad) {
+			free(kconf);
 			snprintf(err, cap, "route %s: kind %s: %s", rt->path, k->name,
 			    why[0] ? why : "configuration refused");
 			return -1;
@@ -288,10 +405,12 @@ lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char
 		return -1;
 	}
 	if (grow((void **)&r->routes, r->nroutes, sizeof(*r->routes)) == -1) {
+		free(kconf);
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	r->routes[r->nroutes++] = *rt;
+	r->routes[r->nroutes] = *rt;
+	r->routes[r->nroutes++].kconf = kconf;
 	return 0;
 }
 
@@ -300,6 +419,7 @@ lg_registry_remove_route(struct lg_registry *r, const char *path)
 {
 	for (uint32_t i = 0; i < r->nroutes; i++)
 		if (strcmp(r->routes[i].path, path) == 0) {
+			free(r->routes[i].kconf);
 			memmove(&r->routes[i], &r->routes[i + 1],
 			    (r->nroutes - i - 1) * sizeof(*r->routes));
 			r->nroutes--;
@@ -634,6 +754,6 @@ lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t
 		return LG_JOB_ERROR;
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    &r->routes[j->route].conf, &v, j->in + v.len, j->in_len, j->out, j->out_cap,
-	    j->deadline_ns, j->enqueue_ns, j->start_ns };
+	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf };
 	return lg_host_run(&run, out_len);
 }

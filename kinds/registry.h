@@ -54,8 +54,16 @@ struct lg_kind {
 	uint32_t module;            /* index into the registry's modules */
 	uint32_t id;                /* its index in kinds[] */
 	const char *query;          /* the query parameters its run reads, a comma list ("" for
-	                             * none; kinds/builtin.h), NULL when unknown (a loaded module's:
-	                             * the ABI cannot say them yet); static storage */
+	                             * none; kinds/builtin.h), NULL when unknown (a module kind
+	                             * that declares none); static storage or qnames */
+	/* ABI 1.1 declarations (kinds/params.h), copied from the module at the host's stride
+	 * (heap, freed with the registry); NULL and 0 for a kind that declares none. */
+	struct lagless_param *qparams;
+	uint32_t nqparams;
+	struct lagless_param *rparams;
+	uint32_t nrparams;
+	uint32_t route_size;        /* bytes of its route struct; 0: it takes no declared keys */
+	char *qnames;               /* the comma list of qparams' names (query points to it) */
 };
 
 struct lg_route_def {
@@ -73,6 +81,8 @@ struct lg_route_def {
 	int test_only;              /* only with --enable-test-jobs */
 	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
 	struct lagless_conf conf;   /* the kind's keys */
+	void *kconf;                /* those keys parsed into the kind's route struct (route_size
+	                             * bytes, heap, the registry's) when it declares them, or NULL */
 	int has_coal;               /* coal is its single-flight and cache rule (docs/CACHE.md) */
 	struct lg_policy coal;      /* from its section's coalescing keys or a --coalesce rule */
 	int coal_line;              /* line of its first coalescing key, 0 for a rule */
@@ -113,8 +123,10 @@ const struct lg_kind *lg_registry_find(const struct lg_registry *r, const char *
 const struct lg_kind *lg_registry_kind(const struct lg_registry *r, uint32_t id);
 
 /* Adds a route (copied). Refuses a path already routed with an overlapping method set, a kind
- * route whose where the kind does not allow, and calls the kind's check hook with the route's
- * keys. Returns 0, or -1 with a message in err. */
+ * route whose where the kind does not allow, parses the route's keys into the kind's route
+ * struct when it declares them (ABI 1.1; an undeclared or invalid key is refused, the message
+ * naming the key and its line), and calls the kind's check hook with the route's keys. The
+ * registry owns rt->kconf from then on. Returns 0, or -1 with a message in err. */
 int lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char *err,
     size_t cap);
 

@@ -142,6 +142,7 @@ struct range_q {
 	uintptr_t p;
 	size_t n;
 	int found, inside;
+	size_t avail;               /* bytes from p to the end of the segment holding it */
 };
 
 static int
@@ -158,29 +159,114 @@ range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		uintptr_t lo = (uintptr_t)(info->dlpi_addr + ph->p_vaddr);
 
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && q->p >= lo &&
-		    q->p - lo <= ph->p_memsz && q->n <= ph->p_memsz - (q->p - lo))
+		    q->p - lo <= ph->p_memsz && q->n <= ph->p_memsz - (q->p - lo)) {
 			q->inside = 1;
+			q->avail = ph->p_memsz - (q->p - lo);
+		}
 	}
 	return 1;
 }
 
+/* Whether n bytes at p lie inside one readable segment of handle's image; the bytes left in
+ * that segment from p into *avail when given. */
 static int
-in_image(void *handle, const void *p, size_t n)
+in_image_avail(void *handle, const void *p, size_t n, size_t *avail)
 {
 	struct link_map *lm = NULL;
-	struct range_q q = { 0, (uintptr_t)p, n, 0, 0 };
+	struct range_q q = { 0, (uintptr_t)p, n, 0, 0, 0 };
 
 	if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == -1 || lm == NULL)
 		return 0;
 	q.base = lm->l_addr;
 	dl_iterate_phdr(range_cb, &q);
+	if (avail != NULL)
+		*avail = q.avail;
 	return q.found && q.inside;
+}
+
+static int
+in_image(void *handle, const void *p, size_t n)
+{
+	return in_image_avail(handle, p, n, NULL);
+}
+
+#define STR_MAX 4096 /* bytes a descriptor string may take, its NUL included */
+
+/* A descriptor string: NULL (when optional), or NUL-terminated inside one readable segment of
+ * the image, within STR_MAX bytes. */
+static int
+str_ok(void *handle, const char *s, int optional)
+{
+	size_t avail = 0;
+
+	if (s == NULL)
+		return optional;
+	if (!in_image_avail(handle, s, 1, &avail))
+		return 0;
+	return memchr(s, '\0', avail < STR_MAX ? avail : STR_MAX) != NULL;
+}
+
+/* The ABI 1.1 declarations of kind k: each array inside the image, each name, default and
+ * enum choice a string of the image. A stride the registry will refuse is not followed. */
+static int
+params_ok(void *handle, const struct lagless_kind *k, const struct lagless_param *arr,
+    uint32_t n)
+{
+	if (arr == NULL || n == 0)
+		return 1;
+	if (k->param_size < sizeof(struct lagless_param) || k->param_size > 1024 || n > 64)
+		return 1; /* the registry names it */
+	if (!in_image(handle, arr, (size_t)n * k->param_size))
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lagless_param *p = (const void *)((const char *)arr +
+		    (size_t)i * k->param_size);
+		size_t c = 0;
+
+		if (!str_ok(handle, p->name, 0) || !str_ok(handle, p->def, 1))
+			return 0;
+		for (; p->choices != NULL; c++)
+			if (c >= 64 || !in_image(handle, &p->choices[c], sizeof(char *)))
+				return 0;
+			else if (p->choices[c] == NULL)
+				break;
+			else if (!str_ok(handle, p->choices[c], 0))
+				return 0;
+	}
+	return 1;
+}
+
+/* Every string and declaration array of m (whose kinds[] is known to lie in the image). */
+static int
+strings_ok(void *handle, const struct lagless_module *m, const char **what)
+{
+	*what = "signature, name or version";
+	if (!str_ok(handle, m->signature, 1) || !str_ok(handle, m->name, 1) ||
+	    !str_ok(handle, m->version, 1))
+		return 0;
+	for (uint32_t i = 0; m->kinds != NULL && i < m->nkinds; i++) {
+		struct lagless_kind k;
+
+		memset(&k, 0, sizeof(k));
+		memcpy(&k, (const char *)m->kinds + (size_t)i * m->kind_size,
+		    m->kind_size < sizeof(k) ? m->kind_size : sizeof(k));
+		*what = "kind name or content type";
+		if (!str_ok(handle, k.name, 1) || !str_ok(handle, k.ctype, 1))
+			return 0;
+		*what = "kind's declared parameters";
+		if (!params_ok(handle, &k, k.query_params, k.nquery_params) ||
+		    !params_ok(handle, &k, k.route_params, k.nroute_params))
+			return 0;
+	}
+	return 1;
 }
 
 int
 lg_modules_check_image(void *handle, const struct lagless_module *m, const char *path,
     char *err, size_t cap)
 {
+	const char *what;
+
 	if (!in_image(handle, m, sizeof(*m))) {
 		snprintf(err, cap, "%s: the %s descriptor (%zu bytes) does not lie inside the "
 		    "module's loaded image; not loaded", path, LAGLESS_MODULE_SYMBOL, sizeof(*m));
@@ -194,11 +280,16 @@ lg_modules_check_image(void *handle, const struct lagless_module *m, const char 
 		    m->nkinds, m->kind_size, LG_MODULE_NKINDS_MAX, LG_MODULE_KIND_SIZE_MAX);
 		return -1;
 	}
-	if (m->kinds != NULL &&
+	if (m->kinds != NULL && m->kind_size > 0 &&
 	    !in_image(handle, m->kinds, (size_t)m->nkinds * m->kind_size)) {
 		snprintf(err, cap, "%s: module descriptor says %u kinds of %u bytes, but that kinds[] "
 		    "array does not lie inside the module's loaded image (nkinds larger than the "
 		    "array?); not loaded", path, m->nkinds, m->kind_size);
+		return -1;
+	}
+	if (!strings_ok(handle, m, &what)) {
+		snprintf(err, cap, "%s: a string of the module descriptor (%s) does not lie inside "
+		    "the module's loaded image or has no NUL there; not loaded", path, what);
 		return -1;
 	}
 	return 0;

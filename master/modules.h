@@ -23,8 +23,10 @@ int lg_modules_open(const char *path, void **handle, const struct lagless_module
 /* Checks, before anything reads kinds[], that the descriptor m of the module opened as handle
  * and (when its magic and ABI major are lagless's) its whole kinds[] array (nkinds * kind_size
  * bytes, each bounded by LG_MODULE_*_MAX) lie inside readable loaded segments of that module
- * (dlinfo(3) link map + dl_iterate_phdr(3)): a lying descriptor is refused, never followed.
- * Returns 0, or -1 with one line in err naming path. */
+ * (dlinfo(3) link map + dl_iterate_phdr(3)), and so do its strings (signature, name, version,
+ * each kind's name and content type, NUL-terminated there) and the ABI 1.1 declaration arrays
+ * with their strings: a lying descriptor is refused, never followed. Returns 0, or -1 with one
+ * line in err naming path. */
 int lg_modules_check_image(void *handle, const struct lagless_module *m, const char *path,
     char *err, size_t cap);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "kinds/params.h"
 #include "kinds/registry.h"
 #include "shm/layout.h"
 
@@ -39,6 +40,39 @@ read_all(uint64_t max, size_t *len)
 	return buf;
 }
 
+/* The first route of kind k into *rt (NULL for none); the declared query arguments checked as
+ * the loop checks them (a bad one is the 400 the server answers before queueing), and with no
+ * route, the kind's route struct from its declared defaults into *defs (heap, the caller
+ * frees). Returns 0, or -1 (printed). */
+static int
+kind_args(const struct lg_registry *r, const struct lg_kind *k, const struct lg_route_def **rt,
+    const struct lg_view *v, void **defs)
+{
+	char why[512];
+	int line;
+
+	for (uint32_t i = 0; i < r->nroutes && *rt == NULL; i++)
+		if (r->routes[i].kind == k->id)
+			*rt = &r->routes[i];
+
+	if (lg_params_check_query(k->qparams, k->nqparams, v->query, v->query_len, why,
+	    sizeof(why)) == -1) {
+		fprintf(stderr, "lagless: kind %s: bad input: %s\n", k->name, why);
+		return -1;
+	}
+	if (*rt != NULL || k->route_size == 0)
+		return 0;
+	if ((*defs = calloc(1, k->route_size)) == NULL ||
+	    lg_params_parse_route(k->rparams, k->nrparams, NULL, *defs, k->route_size, &line,
+	    why, sizeof(why)) == -1) {
+		fprintf(stderr, "lagless: kind %s: %s\n", k->name, *defs ? why : "out of memory");
+		free(*defs);
+		*defs = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 int
 lg_runkind_main(const struct lg_config *cfg, const char *name)
 {
@@ -51,17 +85,19 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	size_t in_len, region_cap;
 	unsigned char *in, *region;
 	uint64_t out_len, now = lg_now_ns();
+	void *defs = NULL;          /* the kind's route struct from its defaults, with no route */
 	int st;
 
 	if (k == NULL) {
 		fprintf(stderr, "lagless: unknown kind %s\n", name);
 		return 2;
 	}
-	for (uint32_t i = 0; i < r->nroutes && rt == NULL; i++)
-		if (r->routes[i].kind == k->id)
-			rt = &r->routes[i];
-	if ((in = read_all(cfg->max_body, &in_len)) == NULL)
+	if (kind_args(r, k, &rt, &v, &defs) == -1)
 		return 1;
+	if ((in = read_all(cfg->max_body, &in_len)) == NULL) {
+		free(defs);
+		return 1;
+	}
 	/* The output region the server gives the job (master/gen.c): sized from max_body, not
 	 * from this input, or a kind whose answer is larger than its input (decompress) would
 	 * get 413 here for what the server answers. Untouched pages cost nothing. */
@@ -72,13 +108,15 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	if (region == MAP_FAILED) {
 		perror("lagless: mmap");
 		free(in);
+		free(defs);
 		return 1;
 	}
 	lg_registry_init_process(r, 0, NULL);
 	const struct lg_module *m = &r->modules[k->module];
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,
-	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now };
+	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now,
+	    rt ? rt->kconf : defs };
 	st = m->ready ? lg_host_run(&run, &out_len) : LG_JOB_ERROR;
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	if (st == LG_JOB_OK) {
@@ -93,5 +131,6 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	lg_registry_exit_process(r);
 	munmap(region, region_cap);
 	free(in);
+	free(defs);
 	return st == LG_JOB_OK ? 0 : 1;
 }

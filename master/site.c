@@ -564,9 +564,10 @@ rule_key(const struct lg_registry *r, struct lg_route_def *d, char *err, size_t 
 		return -1;
 	}
 	if (k->query == NULL && !d->coal.query_set) {
-		snprintf(err, cap, "%s: kind %s is a module's, whose query parameters lagless cannot "
-		    "know: name every one it reads in the rule (key_query = a, b, or query=a,b; "
-		    "empty when it reads none)", where, k->name);
+		snprintf(err, cap, "%s: kind %s is a module's that does not declare its query "
+		    "parameters (module ABI 1.1 query_params), so lagless cannot know them: name "
+		    "every one it reads in the rule (key_query = a, b, or query=a,b; empty when it "
+		    "reads none)", where, k->name);
 		return -1;
 	}
 	int bad = k->query != NULL && add_names(&d->coal, 0, k->query) == -1;

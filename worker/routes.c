@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "kinds/params.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -192,6 +193,39 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 	return reject(c, 405);
 }
 
+/* The query arguments c's kind declares (ABI 1.1, kinds/params.h) checked against r's query:
+ * 1 with a short reason in why (cap bytes, "iterations: expected ...\n") when one is malformed
+ * or out of range, else 0. A table walk over the kind's declaration, no per-kind code. */
+static int
+query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
+{
+	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, c->route->def->kind);
+	size_t n;
+
+	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
+	    r->query, r->query ? r->query_len : 0, why, cap - 1) == 0)
+		return 0;
+	n = strlen(why);
+	why[n] = '\n';
+	why[n + 1] = '\0';
+	return 1;
+}
+
+/* A bad query argument: 400 before the job claims a slot or a coalescing key, whatever the
+ * pool's state (issue: a malformed argument used to wait behind running jobs for the compute
+ * process to refuse it). Answered at dispatch (the reason is found again there) behind any
+ * pipelined request, the body read and dropped; or at once, closing, when the body is not
+ * worth reading. */
+static int
+refuse_query(struct lg_conn *c, const struct lg_http_req *r)
+{
+	c->reject_extra[0] = '\0';
+	if (!discard_ok(c, r))
+		return reject(c, 400);
+	c->refuse_status = 400;
+	return LG_HTTP_BODY_PARSER;
+}
+
 /* The request view the kind sees: method, path, raw query and the route's listed fields. */
 static void
 request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_view *v)
@@ -299,6 +333,9 @@ lg_route_head(struct lg_http *h, void *conn)
 		return LG_HTTP_BODY_PARSER;
 	}
 	d = c->route->def;
+	char why[256];
+	if (query_bad(c, r, why, sizeof(why)))
+		return refuse_query(c, r);
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
 	    lg_now_ns());
 	if (left > 0) {
@@ -370,6 +407,10 @@ lg_route_dispatch(struct lg_conn *c)
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
+		if (c->refuse_status == 400 && c->route && query_bad(c, r, why, sizeof(why))) {
+			lg_obs_route_hit(c); /* the route answered it, without a job */
+			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
+		}
 		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
 	}
 	if (c->route == NULL && is_asterisk(r))

@@ -17,7 +17,13 @@
  *   - nkinds or kind_size is over the host's bounds (1024 kinds, 4096 bytes), or the
  *     descriptor or the kinds[] array (nkinds * kind_size bytes) does not lie inside the
  *     module's loaded image;
- *   - a kind has no name or no run function, or its name clashes with another kind.
+ *   - one of its strings (signature, name, version, a kind's name or ctype, a declared
+ *     parameter's name, default or choices) does not lie, NUL-terminated, inside that image,
+ *     nor a declaration array (ABI 1.1);
+ *   - a kind has no name or no run function, or its name clashes with another kind;
+ *   - a kind's declared parameters (ABI 1.1) are malformed: a bad name, a name twice, an
+ *     unknown type, min over max, an enum without choices, a default its own declaration
+ *     refuses, a route key whose value does not fit the route struct at its offset.
  *
  * Compatibility rules (what lets either side grow without breaking the other):
  *   - Fields are only ever APPENDED to the structs of this header within one major version.
@@ -70,6 +76,7 @@
 #define LAGLESS_MODULE_H
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,7 +85,7 @@ extern "C" {
 #endif
 
 #define LAGLESS_ABI_MAJOR 1
-#define LAGLESS_ABI_MINOR 0
+#define LAGLESS_ABI_MINOR 1
 #define LAGLESS_MODULE_MAGIC  0x4c474d44u   /* "LGMD" */
 #define LAGLESS_MODULE_SYMBOL "lagless_module"
 
@@ -187,6 +194,10 @@ struct lagless_request {
 	uint64_t enqueue_ns;               /* CLOCK_MONOTONIC when the job was queued */
 	uint64_t start_ns;                 /* CLOCK_MONOTONIC when this process started it (the
 	                                    * queue wait is start_ns - enqueue_ns) */
+	/* ---- ABI 1.1 ---- */
+	const void *route;                 /* the route's keys parsed by the host into the kind's
+	                                    * route struct (lagless_kind.route_params), NULL when
+	                                    * the kind declares none */
 };
 
 #define LAGLESS_MAX_FIELDS 16          /* header fields a route may list */
@@ -255,7 +266,50 @@ struct lagless_host {
 	 * absent. Returns 0, or -1 when present but invalid. */
 	int (*conf_uint)(const struct lagless_conf *conf, const char *key, uint64_t def,
 	    uint64_t min, uint64_t max, uint64_t *out);
+	/* ---- ABI 1.1 ---- */
+	/* log with a va_list (a module's own printf-like wrapper, a library's log callback). */
+	void (*vlog)(int level, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+	    __attribute__((format(printf, 2, 0)))
+#endif
+	    ;
 };
+
+/* ABI 1.1: one declared parameter of a kind, a query argument or a route key
+ * (lagless_kind.query_params, .route_params), as nginx's ngx_command_t declares a directive.
+ * Values are read with the host's one grammar (docs/MODULES.md "Values"):
+ *   UINT    a whole number (decimal digits; a query argument may be percent-encoded) in
+ *           [min, max]; stored as uint64_t
+ *   SIZE    a whole number with an optional k/K, m/M, g/G suffix (2^10, 2^20, 2^30) in
+ *           [min, max] bytes; uint64_t
+ *   BOOL    yes/no, true/false, on/off, 1/0 in any case; int (1 or 0)
+ *   STRING  any text of min..max bytes; const char * (NUL-terminated, valid for the life of
+ *           the process)
+ *   ENUM    one of choices[] (a NULL-terminated list); int, the index of the choice
+ * max 0 is no upper bound (UINT, SIZE, STRING); min and max are inclusive.
+ * def is the default, written in the same grammar ("128", "16M", "yes", "jpeg"); NULL: the
+ * value is zero (NULL for a STRING) when absent, for the kind to give its own meaning.
+ * offset is where the value goes in the kind's route struct (offsetof; route keys only). */
+enum lagless_param_type {
+	LAGLESS_PARAM_UINT = 1,
+	LAGLESS_PARAM_SIZE = 2,
+	LAGLESS_PARAM_BOOL = 3,
+	LAGLESS_PARAM_STRING = 4,
+	LAGLESS_PARAM_ENUM = 5,
+};
+
+struct lagless_param {
+	const char *name;           /* [a-z0-9_-]+ */
+	uint32_t type;              /* enum lagless_param_type */
+	uint64_t min, max;          /* UINT, SIZE: the range; STRING: the length range */
+	const char *def;            /* the default, as text; NULL: zero */
+	const char *const *choices; /* ENUM: the accepted words, NULL-terminated */
+	uint32_t offset;            /* route keys: byte offset of the value in the route struct */
+};
+
+/* A declaration: LAGLESS_PARAM("width", UINT, .min = 1, .max = 4096, .def = "128"), the type
+ * without its LAGLESS_PARAM_ prefix, then designated initializers of struct lagless_param. */
+#define LAGLESS_PARAM(pname, ...) { .name = (pname), .type = LAGLESS_PARAM_##__VA_ARGS__ }
 
 /* run: the job. Returns an enum lagless_status. */
 typedef int (*lagless_run_fn)(const struct lagless_request *rq, struct lagless_output *out);
@@ -279,6 +333,22 @@ struct lagless_kind {
 	int (*check)(const struct lagless_host *host, const struct lagless_conf *route_conf,
 	    char *err, size_t errlen);
 	const void *data;       /* handed to run as rq->kind_data (lets one run serve kinds) */
+	/* ---- ABI 1.1 (a kind of a 1.0 module reads as all zero here) ---- */
+	/* The query arguments run reads. The loop worker checks a request's query against them
+	 * before the job takes a queue slot: a malformed or out-of-range argument is a 400 at
+	 * once, with a short reason, whatever the pool's state. An argument not declared here is
+	 * passed through unchecked. Also the names a coalescing key takes (docs/CACHE.md). */
+	const struct lagless_param *query_params;
+	uint32_t nquery_params; /* entries of query_params */
+	/* The route keys the kind takes. The host refuses any other key of the route's section,
+	 * parses these once at start-up / lagless -t / reload (errors name the file, line and
+	 * key) into a zeroed struct of route_size bytes per route, which run gets as rq->route.
+	 * check, if any, still runs after it (for rules between keys). */
+	const struct lagless_param *route_params;
+	uint32_t nroute_params; /* entries of route_params */
+	uint32_t route_size;    /* bytes of the kind's route struct */
+	uint32_t param_size;    /* sizeof(struct lagless_param) as built (LAGLESS_KIND sets it):
+	                         * the stride of both arrays */
 };
 
 /* The module descriptor, the exported symbol. The first four fields keep their place in every
@@ -314,23 +384,38 @@ struct lagless_module {
 #endif
 
 /* One kind: LAGLESS_KIND("upper", upper_run, .ctype = "text/plain", .where = ...). */
-#define LAGLESS_KIND(kname, ...) { .name = (kname), .run = __VA_ARGS__ }
+#define LAGLESS_KIND(kname, ...) \
+	{ .name = (kname), .run = __VA_ARGS__, .param_size = (uint32_t)sizeof(struct lagless_param) }
 
-/* The module descriptor with hooks (each may be NULL) and a list of LAGLESS_KIND(...). */
-#define LAGLESS_MODULE_HOOKS(mname, mversion, check_fn, init_fn, exit_fn, ...)              \
+/* A kind's declared parameters from an array of LAGLESS_PARAM(...), inside LAGLESS_KIND:
+ *   LAGLESS_KIND("k", run, LAGLESS_QUERY(k_query), LAGLESS_ROUTE(k_keys, struct k_route)) */
+#define LAGLESS_NELEM_(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
+#define LAGLESS_QUERY(arr) .query_params = (arr), .nquery_params = LAGLESS_NELEM_(arr)
+#define LAGLESS_ROUTE(arr, type) \
+	.route_params = (arr), .nroute_params = LAGLESS_NELEM_(arr), \
+	.route_size = (uint32_t)sizeof(type)
+
+#define LAGLESS_UNPAREN_(...) __VA_ARGS__
+
+/* The module descriptor with hooks and a list of LAGLESS_KIND(...). hooks is a parenthesised
+ * list of designated initializers of struct lagless_module, () for none:
+ *   LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
+ *       LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg")); */
+#define LAGLESS_MODULE_HOOKS(mname, mversion, hooks, ...)                                    \
 	static const struct lagless_kind lagless_module_kinds_[] = { __VA_ARGS__ };          \
 	extern LAGLESS_EXPORT const struct lagless_module lagless_module;                   \
 	LAGLESS_EXPORT const struct lagless_module lagless_module = {                       \
-		LAGLESS_MODULE_MAGIC, LAGLESS_ABI_MAJOR, LAGLESS_ABI_MINOR,                  \
-		(uint32_t)sizeof(struct lagless_module), (uint32_t)sizeof(struct lagless_kind), \
-		(uint32_t)(sizeof(lagless_module_kinds_) / sizeof(lagless_module_kinds_[0])),   \
-		LAGLESS_SIGNATURE, (mname), (mversion), lagless_module_kinds_,               \
-		(check_fn), (init_fn), (exit_fn) }
+		.magic = LAGLESS_MODULE_MAGIC, .abi_major = LAGLESS_ABI_MAJOR,               \
+		.abi_minor = LAGLESS_ABI_MINOR, .size = (uint32_t)sizeof(struct lagless_module), \
+		.kind_size = (uint32_t)sizeof(struct lagless_kind),                          \
+		.nkinds = LAGLESS_NELEM_(lagless_module_kinds_),                             \
+		.signature = LAGLESS_SIGNATURE, .name = (mname), .version = (mversion),      \
+		.kinds = lagless_module_kinds_, LAGLESS_UNPAREN_ hooks }
 
 /* The module descriptor without hooks:
  *   LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain")); */
 #define LAGLESS_MODULE(mname, mversion, ...) \
-	LAGLESS_MODULE_HOOKS(mname, mversion, NULL, NULL, NULL, __VA_ARGS__)
+	LAGLESS_MODULE_HOOKS(mname, mversion, (), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

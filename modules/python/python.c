@@ -492,5 +492,5 @@ py_run(const struct lagless_request *rq, struct lagless_output *out)
 
 /* Pool only: Python on the loop would stall every connection of that loop worker, which is
  * what lagless exists to prevent; the host refuses where = loop for this kind. */
-LAGLESS_MODULE_HOOKS("python", "1.0.0", module_check, py_init, py_exit,
+LAGLESS_MODULE_HOOKS("python", "1.0.0", (.check = module_check, .init = py_init, .exit = py_exit),
     LAGLESS_KIND("call", py_run, .check = call_check, .where = LAGLESS_WHERE_POOL));

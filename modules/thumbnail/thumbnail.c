@@ -16,6 +16,7 @@
  * turned off, so nothing of one job stays in memory for the next, and its concurrency set to 1:
  * the pool already runs one job per CPU. libvips keeps its idle worker thread between jobs;
  * it runs no code outside run, and the process can still be killed at any instant. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <vips/vips.h>
@@ -23,56 +24,65 @@
 #include <lagless/module.h>
 
 #define MAX_SIDE 16384u /* pixels, a thumbnail's width or height */
+#define MAX_SIDE_S "16384"
+
+/* The route's keys, parsed once by the host at start-up / lagless -t (ABI 1.1) from the
+ * declarations below: run gets them as rq->route, never parses them itself. */
+struct thumb_route {
+	uint64_t width, height;     /* height 0: the width */
+	uint64_t quality, max_pixels;
+	int format;                 /* index in formats[]: jpeg, webp, jpg */
+};
+
+static const char *const formats[] = { "jpeg", "webp", "jpg", NULL };
+
+static const struct lagless_param route_keys[] = {
+	LAGLESS_PARAM("width", UINT, .min = 1, .max = MAX_SIDE, .def = "128",
+	    .offset = offsetof(struct thumb_route, width)),
+	LAGLESS_PARAM("height", UINT, .min = 1, .max = MAX_SIDE,
+	    .offset = offsetof(struct thumb_route, height)),
+	LAGLESS_PARAM("format", ENUM, .choices = formats, .def = "jpeg",
+	    .offset = offsetof(struct thumb_route, format)),
+	LAGLESS_PARAM("quality", UINT, .min = 1, .max = 100, .def = "80",
+	    .offset = offsetof(struct thumb_route, quality)),
+	LAGLESS_PARAM("max_pixels", SIZE, .min = 1, .def = "40000000",
+	    .offset = offsetof(struct thumb_route, max_pixels)),
+};
+
+/* The query arguments, checked by the host before the job is queued (a bad one is a 400 at
+ * once); run reads them knowing they are valid. */
+static const struct lagless_param query_args[] = {
+	LAGLESS_PARAM("width", UINT, .min = 1, .max = MAX_SIDE),
+	LAGLESS_PARAM("height", UINT, .min = 1, .max = MAX_SIDE),
+	LAGLESS_PARAM("format", ENUM, .choices = formats),
+};
 
 struct thumb_args {
 	uint64_t width, height, quality, max_pixels;
 	int webp;
 };
 
-static const char *const route_keys[] = { "width", "height", "format", "quality",
-    "max_pixels" };
-
-/* "jpeg" or "webp" (len bytes) into *webp. 0 or -1. */
-static int
-parse_format(const char *v, size_t len, int *webp)
-{
-	if (len == 4 && (memcmp(v, "jpeg", 4) == 0 || memcmp(v, "webp", 4) == 0)) {
-		*webp = v[0] == 'w';
-		return 0;
-	}
-	if (len == 3 && memcmp(v, "jpg", 3) == 0) {
-		*webp = 0;
-		return 0;
-	}
-	return -1;
-}
-
-/* The route's values (already checked by thumb_check), then the query's over them. */
+/* The route's values, then the query's over them (a query width alone sets the height too). */
 static int
 thumb_args(const struct lagless_request *rq, struct lagless_output *out, struct thumb_args *a)
 {
 	const struct lagless_host *h = rq->host;
-	const char *f = h->conf_get(rq->conf, "format");
-	uint64_t w, hh;
+	const struct thumb_route *rt = rq->route;
+	uint64_t hh = rt->height ? rt->height : rt->width;
+	const char *f;
 	size_t len;
 
-	h->conf_uint(rq->conf, "width", 128, 1, MAX_SIDE, &w);
-	h->conf_uint(rq->conf, "height", w, 1, MAX_SIDE, &hh);
-	h->conf_uint(rq->conf, "quality", 80, 1, 100, &a->quality);
-	h->conf_uint(rq->conf, "max_pixels", 40000000, 1, UINT64_MAX, &a->max_pixels);
-	a->webp = 0;
-	if (f != NULL)
-		parse_format(f, strlen(f), &a->webp);
-	if (h->query_uint(rq, "width", w, 1, MAX_SIDE, &a->width) == -1 ||
+	a->quality = rt->quality;
+	a->max_pixels = rt->max_pixels;
+	a->webp = rt->format == 1;
+	if (h->query_uint(rq, "width", rt->width, 1, MAX_SIDE, &a->width) == -1 ||
 	    h->query_uint(rq, "height", h->query(rq, "width", &len) ? a->width : hh, 1, MAX_SIDE,
 	    &a->height) == -1) {
-		h->set_message(out, "width and height must be integers in 1..%u\n", MAX_SIDE);
+		h->set_message(out, "width and height must be integers in 1.." MAX_SIDE_S "\n");
 		return -1;
 	}
-	if ((f = h->query(rq, "format", &len)) != NULL && parse_format(f, len, &a->webp) == -1) {
-		h->set_message(out, "format must be jpeg or webp\n");
-		return -1;
-	}
+	if ((f = h->query(rq, "format", &len)) != NULL)
+		a->webp = len == 4 && memcmp(f, "webp", 4) == 0;
 	return 0;
 }
 
@@ -148,42 +158,6 @@ thumb_run(const struct lagless_request *rq, struct lagless_output *out)
 }
 
 static int
-thumb_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
-    size_t errlen)
-{
-	const char *key, *value, *f = h->conf_get(conf, "format");
-	uint64_t v;
-	int webp;
-
-	for (size_t i = 0; h->conf_at(conf, i, &key, &value) == 0; i++) {
-		size_t j = 0;
-
-		while (j < sizeof(route_keys) / sizeof(route_keys[0]) && strcmp(key, route_keys[j]))
-			j++;
-		if (j == sizeof(route_keys) / sizeof(route_keys[0])) {
-			snprintf(err, errlen, "unknown key %s (thumbnail knows width, height, "
-			    "format, quality, max_pixels)", key);
-			return -1;
-		}
-	}
-	if (h->conf_uint(conf, "width", 1, 1, MAX_SIDE, &v) == -1 ||
-	    h->conf_uint(conf, "height", 1, 1, MAX_SIDE, &v) == -1) {
-		snprintf(err, errlen, "width and height must be in 1..%u", MAX_SIDE);
-		return -1;
-	}
-	if (h->conf_uint(conf, "quality", 80, 1, 100, &v) == -1 ||
-	    h->conf_uint(conf, "max_pixels", 1, 1, UINT64_MAX, &v) == -1) {
-		snprintf(err, errlen, "quality must be in 1..100, max_pixels a positive count");
-		return -1;
-	}
-	if (f != NULL && parse_format(f, strlen(f), &webp) == -1) {
-		snprintf(err, errlen, "format must be jpeg or webp");
-		return -1;
-	}
-	return 0;
-}
-
-static int
 thumb_init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
 {
 	if (VIPS_INIT("lagless-thumbnail") != 0) {
@@ -201,5 +175,6 @@ thumb_exit(const struct lagless_host *h, void *state)
 	vips_shutdown();
 }
 
-LAGLESS_MODULE_HOOKS("thumbnail", "1.0.0", NULL, thumb_init, thumb_exit,
-    LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg", .check = thumb_check));
+LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
+    LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg", LAGLESS_QUERY(query_args),
+        LAGLESS_ROUTE(route_keys, struct thumb_route)));

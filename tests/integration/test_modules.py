@@ -130,7 +130,7 @@ def test_configuration_errors_name_file_line_and_key(tmp_path):
 def test_module_load_errors(tmp_path):
     conf, err = error_of(tmp_path, "[module badabi]\npath = %s\n" % mod("badabi"))
     assert "%s:2: key 'path'" % conf in err and mod("badabi") in err
-    assert "module compiled with module ABI 2.0, lagless has ABI 1.0" in err
+    assert "module compiled with module ABI 2.0, lagless has ABI 1.1" in err
     conf, err = error_of(tmp_path, "[module nosym]\npath = %s\n" % mod("nosym"))
     assert "no lagless_module symbol" in err
     conf, err = error_of(tmp_path, "[module clash]\npath = %s\n" % mod("clash"))

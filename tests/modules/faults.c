@@ -1,6 +1,7 @@
 /* A test module: kinds that misbehave the ways a user's code can (tests/integration/
  * test_modules.py), plus one that echoes the request view. Built by `make` for the tests. */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,17 +141,28 @@ echo_check(const struct lagless_host *h, const struct lagless_conf *conf, char *
 	return 0;
 }
 
+/* A module's own printf-like log wrapper, through host->vlog (ABI 1.1). */
+static void
+say(const struct lagless_host *h, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	h->vlog(LAGLESS_LOG_INFO, fmt, ap);
+	va_end(ap);
+}
+
 static int
 init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
 {
 	(void)conf;
 	(void)state;
 	inited = 1;
-	h->log(LAGLESS_LOG_INFO, "faults module initialised");
+	say(h, "faults module %s", "initialised");
 	return 0;
 }
 
-LAGLESS_MODULE_HOOKS("faults", "1.0", check, init, NULL,
+LAGLESS_MODULE_HOOKS("faults", "1.0", (.check = check, .init = init),
     LAGLESS_KIND("crash", crash),
     LAGLESS_KIND("segv", segv),
     LAGLESS_KIND("spin", spin),

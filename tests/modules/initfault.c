@@ -29,6 +29,6 @@ init(const struct lagless_host *h, const struct lagless_conf *conf, void **state
 	return -1;
 }
 
-LAGLESS_MODULE_HOOKS("initfault", "1.0", NULL, init, NULL,
+LAGLESS_MODULE_HOOKS("initfault", "1.0", (.init = init),
     LAGLESS_KIND("hello", hello, .ctype = "text/plain",
         .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));

@@ -1,0 +1,42 @@
+/* A kind's declared parameters (module ABI 1.1, include/lagless/module.h struct lagless_param):
+ * the query arguments its run reads and the route keys it takes, as data. One table walk for
+ * every kind, built-in or loaded, with the one grammar of common/value.h: the registry checks
+ * the declarations when it adds a kind, parses a route's keys into the kind's route struct once
+ * (start-up, lagless -t, reload), and the loop worker checks a request's query before the job
+ * takes a queue slot (worker/routes.c). Depends on common/ only. */
+#ifndef LG_KINDS_PARAMS_H
+#define LG_KINDS_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lagless/module.h>
+
+#include "kinds/host.h"
+
+/* Checks n declarations: each name [a-z0-9_-]+ and unique, a known type, min <= max (max 0 is
+ * no bound), an ENUM with at least one choice, a default the parameter itself accepts, and for
+ * route keys (route_size > 0 or route set) the value's bytes inside route_size at its offset.
+ * Returns 0, or -1 with a reason naming the parameter in err (cap bytes). */
+int lg_params_valid(const struct lagless_param *p, uint32_t n, int route, uint32_t route_size,
+    char *err, size_t cap);
+
+/* Checks the raw query q (qlen bytes, not decoded) against n declarations: every declared
+ * argument present must parse (percent-decoded first, RFC 3986 section 2.1) and lie in range.
+ * Undeclared arguments are not looked at. Returns 0, or -1 with a short reason in err
+ * ("iterations: expected a whole number from 0 to 1000000000000"). No allocation. */
+int lg_params_check_query(const struct lagless_param *p, uint32_t n, const char *q,
+    size_t qlen, char *err, size_t cap);
+
+/* Parses the route keys conf against n declarations into dst (size bytes, zeroed here): each
+ * declared key from its value or its default, every undeclared key refused. Returns 0, or -1
+ * with a reason naming the key in err and that key's configuration line in *line (0 when the
+ * reason is not one key's). STRING values point into conf, which must outlive dst. */
+int lg_params_parse_route(const struct lagless_param *p, uint32_t n,
+    const struct lagless_conf *conf, void *dst, size_t size, int *line, char *err, size_t cap);
+
+/* The names of n declarations as a comma list into buf (cap bytes): "codec,level", "" for
+ * none. Returns 0, or -1 when it does not fit. */
+int lg_params_names(const struct lagless_param *p, uint32_t n, char *buf, size_t cap);
+
+#endif

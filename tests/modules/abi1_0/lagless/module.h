@@ -1,0 +1,341 @@
+/* FROZEN: the module ABI 1.0 header exactly as lagless 1.0 shipped it (include/lagless/
+ * module.h before ABI 1.1), for tests/modules/abi10_*.c. Never edit. */
+/* lagless/module.h: the stable C ABI between lagless and a job module (a shared object that
+ * adds job kinds). C99, no lagless-internal type; a module links no lagless symbol.
+ *
+ * THE CONTRACT
+ *
+ * A module exports one data symbol, `lagless_module` (LAGLESS_MODULE_SYMBOL), a struct
+ * lagless_module, most easily defined with LAGLESS_MODULE(...) or LAGLESS_MODULE_HOOKS(...)
+ * below. lagless opens the file with dlopen(RTLD_NOW | RTLD_LOCAL) in the master before it
+ * forks, reads the descriptor and refuses the module, naming the file and both values, when:
+ *   - magic is not LAGLESS_MODULE_MAGIC;
+ *   - abi_major differs from the host's LAGLESS_ABI_MAJOR;
+ *   - abi_minor is newer than the host's LAGLESS_ABI_MINOR (the module may use fields the host
+ *     does not fill);
+ *   - size is smaller than the descriptor of ABI 1.0 or kind_size smaller than the kind of 1.0;
+ *   - signature differs from the host's LAGLESS_SIGNATURE (pointer, size_t, long, int widths and
+ *     byte order: a module built for another machine model);
+ *   - nkinds or kind_size is over the host's bounds (1024 kinds, 4096 bytes), or the
+ *     descriptor or the kinds[] array (nkinds * kind_size bytes) does not lie inside the
+ *     module's loaded image;
+ *   - a kind has no name or no run function, or its name clashes with another kind.
+ *
+ * Compatibility rules (what lets either side grow without breaking the other):
+ *   - Fields are only ever APPENDED to the structs of this header within one major version.
+ *     Each struct a module hands over says its own size (lagless_module.size, .kind_size); the
+ *     host reads only the fields inside that size and treats the rest as zero/NULL.
+ *   - Each struct the host hands over (lagless_host, lagless_request, lagless_output) begins
+ *     with its size and is never smaller than the module's build of it, because the host
+ *     refuses a module of a newer minor: a module may use every field of its own header.
+ *   - Enum values and constants below are never renumbered within a major.
+ *
+ * Life cycle of a module, in the host's processes:
+ *   0. master, at dlopen, before the ABI check (before the descriptor is read): the constructors
+ *      (__attribute__((constructor)), C++ static initialisers, those of libraries it links) run
+ *      in the master, even for a module that is then refused. They must do nothing but
+ *      initialise static data: no thread, file, socket, signal handler or library set-up (the
+ *      master forks every process; do such work in init, after fork).
+ *   1. master, at `lagless -t`, start-up and each SIGHUP, before any fork: dlopen, validate the
+ *      descriptor, then call check(module config) and, for every route that uses one of its
+ *      kinds, kind.check(route config). A failure is reported with the configuration file, line
+ *      and key and fails -t / start-up, or leaves the running server untouched on SIGHUP.
+ *   2. every process that may run the module's kinds (compute processes; loop workers too when a
+ *      route runs a kind where=loop), once after fork: init(module config, &state). It is also
+ *      run once in a short-lived child at `lagless -t`, and in such a child to retry an init
+ *      that failed or crashed (the module's routes answer 503 meanwhile; after a successful
+ *      retry each process runs init again before its next job of the module).
+ *   3. per job: kind.run(request, output), in a compute process (where=pool, the default) or
+ *      inline on a loop worker (where=loop, for work of a few microseconds; timed, and one over
+ *      its budget is named in the slow-callback warning and counted in the metrics).
+ *   4. at a graceful process exit: exit(state). A process killed (deadline, crash) calls nothing.
+ *   The host never dlclose()s a module a live process may still run; a reload loads changed
+ *   files into the new generation of processes.
+ *
+ * What run may and may not do (docs/MODULES.md has the reasons):
+ *   - It reads rq->input in place (input_len bytes in shared memory; do not write to it) and
+ *     writes its answer into out->data (out->cap bytes at most), setting out->len. Everything it
+ *     gets is valid only until it returns; keep no pointer to it.
+ *   - No thread that outlives run, no signal handler, no fork without exec, no change to the
+ *     process's signal mask, limits or working directory, no exit(): the process is shared by
+ *     the next jobs and may be killed at any instant (deadline), losing only the current job.
+ *   - Memory is limited per compute process (a host setting); past it malloc fails, which the
+ *     kind should answer with LAGLESS_ERROR. Time is limited by the route's deadline: past it the
+ *     client gets 504 and the process is killed. rq->deadline_ns lets a long kind stop early.
+ *   - Writing past out->data + out->cap hits a guard page (the process dies, the client gets
+ *     502); it can never reach another job's memory.
+ *   - A crash (abort, SIGSEGV) costs this one request a 502; the process is replaced.
+ *
+ * Build: cc -shared -fPIC $(pkg-config --cflags lagless) -o upper.so upper.c
+ */
+#ifndef LAGLESS_MODULE_H
+#define LAGLESS_MODULE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LAGLESS_ABI_MAJOR 1
+#define LAGLESS_ABI_MINOR 0
+#define LAGLESS_MODULE_MAGIC  0x4c474d44u   /* "LGMD" */
+#define LAGLESS_MODULE_SYMBOL "lagless_module"
+
+/* The machine model a module was built for, as nginx's NGX_MODULE_SIGNATURE records it: widths
+ * of pointer, size_t, long and int, and byte order. A module whose string differs is refused. */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+#define LAGLESS_SIG_P_ "p8"
+#elif UINTPTR_MAX == 0xffffffffu
+#define LAGLESS_SIG_P_ "p4"
+#else
+#define LAGLESS_SIG_P_ "p?"
+#endif
+#if SIZE_MAX == 0xffffffffffffffffu
+#define LAGLESS_SIG_Z_ "z8"
+#elif SIZE_MAX == 0xffffffffu
+#define LAGLESS_SIG_Z_ "z4"
+#else
+#define LAGLESS_SIG_Z_ "z?"
+#endif
+#if LONG_MAX == 0x7fffffffffffffffl
+#define LAGLESS_SIG_L_ "l8"
+#else
+#define LAGLESS_SIG_L_ "l4"
+#endif
+#if INT_MAX == 0x7fffffff
+#define LAGLESS_SIG_I_ "i4"
+#else
+#define LAGLESS_SIG_I_ "i?"
+#endif
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && \
+    __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LAGLESS_SIG_E_ "be"
+#else
+#define LAGLESS_SIG_E_ "le"
+#endif
+#define LAGLESS_SIGNATURE \
+	"lagless1:" LAGLESS_SIG_P_ "," LAGLESS_SIG_Z_ "," LAGLESS_SIG_L_ "," LAGLESS_SIG_I_ "," \
+	LAGLESS_SIG_E_
+
+/* What run returns. The host maps it to the HTTP answer. */
+enum lagless_status {
+	LAGLESS_OK = 0,         /* out->len bytes of out->data are the body; status 200 unless
+	                         * set_status chose another 2xx */
+	LAGLESS_BAD_INPUT = 1,  /* the request is wrong: 400 (or the 4xx given to set_status), body
+	                         * the short message given to set_message */
+	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500 */
+	LAGLESS_TOO_LARGE = 3,  /* the answer would not fit out->cap, or the input is over a limit
+	                         * of the kind (a decompression bomb): 413 */
+};
+
+/* Log levels for host->log, most severe first. */
+enum lagless_log_level {
+	LAGLESS_LOG_ERROR = 0,
+	LAGLESS_LOG_WARN = 1,
+	LAGLESS_LOG_INFO = 2,
+	LAGLESS_LOG_DEBUG = 3,
+};
+
+/* Where a kind may run (lagless_kind.where is a set of these bits; 0 means POOL only). The
+ * route chooses one of the allowed places (where = pool|loop in the configuration). */
+#define LAGLESS_WHERE_POOL 0x1u  /* a compute process: isolated, killable at the deadline */
+#define LAGLESS_WHERE_LOOP 0x2u  /* inline on the loop worker: microseconds of work only */
+
+/* lagless_kind.flags */
+#define LAGLESS_KIND_CACHEABLE 0x1u /* the answer is a pure function of the input, the raw
+                                     * query, the listed header fields and the route config:
+                                     * the host may cache it or share one run among identical
+                                     * concurrent requests */
+
+/* Configuration keys of a [module name] section (module check/init) or of a [route /path]
+ * section (the route's kind config: every key the host does not know itself). Opaque; read it
+ * with host->conf_get / conf_at / conf_uint. Valid for the life of the process. */
+struct lagless_conf;
+
+/* One request header field the route lists (fields = a, b in its section). name is the field
+ * name as the route lists it (lower case); value is the field value with surrounding white space
+ * removed. Both are also NUL-terminated. A field the client did not send is absent. */
+struct lagless_field {
+	const char *name;
+	size_t name_len;
+	const char *value;
+	size_t value_len;
+};
+
+struct lagless_host;
+
+/* The request view a kind gets. Every pointer is valid only until run returns. Every string is
+ * NUL-terminated as well as counted. */
+struct lagless_request {
+	size_t size;                       /* sizeof(struct lagless_request) of the host */
+	const struct lagless_host *host;   /* the function table, also given to check/init */
+	const char *method;                /* "GET", "POST", ... */
+	size_t method_len;
+	const char *path;                  /* the request path, without the query: "/upper" */
+	size_t path_len;
+	const char *query;                 /* raw query after '?', not decoded; "" when none */
+	size_t query_len;
+	const unsigned char *input;        /* the request body, in place (shared memory; read only) */
+	size_t input_len;                  /* bytes; never over the route's max_body */
+	const struct lagless_field *fields; /* the route's listed header fields the client sent */
+	size_t nfields;                    /* at most LAGLESS_MAX_FIELDS */
+	const struct lagless_conf *conf;   /* the route's kind config keys */
+	void *state;                       /* what the module's init stored, or NULL */
+	const void *kind_data;             /* the kind descriptor's data pointer */
+	uint64_t deadline_ns;              /* CLOCK_MONOTONIC past which the client gets 504 */
+	uint64_t enqueue_ns;               /* CLOCK_MONOTONIC when the job was queued */
+	uint64_t start_ns;                 /* CLOCK_MONOTONIC when this process started it (the
+	                                    * queue wait is start_ns - enqueue_ns) */
+};
+
+#define LAGLESS_MAX_FIELDS 16          /* header fields a route may list */
+
+/* The output region of the job. The kind writes up to cap bytes at data and sets len (or
+ * appends with host->write, which keeps len). Anything over cap is never sent; writing past
+ * data + cap faults on a guard page. */
+struct lagless_output {
+	size_t size;                       /* sizeof(struct lagless_output) of the host */
+	unsigned char *data;               /* the job's output region (shared memory) */
+	size_t cap;                        /* bytes the kind may write at data; host->alloc lowers it */
+	size_t len;                        /* bytes of answer at data, set by the kind */
+	void *host_private;                /* the host's; never touch */
+};
+
+/* The host's function table. Functions taking rq or out are valid only inside run, with the
+ * rq/out run was given; the others in every hook. */
+struct lagless_host {
+	size_t size;                       /* sizeof(struct lagless_host) of the host */
+	uint32_t abi_major, abi_minor;     /* the host's LAGLESS_ABI_MAJOR / MINOR */
+	/* One log line on the host's error log, prefixed with the module's name, at level (enum
+	 * lagless_log_level); lines under the configured level are dropped. printf format. */
+	void (*log)(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+	    __attribute__((format(printf, 2, 3)))
+#endif
+	    ;
+	/* n bytes of scratch memory, 16-byte aligned, valid until run returns; taken from the top
+	 * of the job's output region, so out->cap shrinks by at least n. NULL when it does not fit.
+	 * Never free it. */
+	void *(*alloc)(struct lagless_output *out, size_t n);
+	/* Appends n bytes at out->data + out->len. Returns 0, or -1 (nothing written) when it would
+	 * pass out->cap. */
+	int (*write)(struct lagless_output *out, const void *p, size_t n);
+	/* The HTTP status of the answer: a 2xx with LAGLESS_OK, a 4xx with LAGLESS_BAD_INPUT.
+	 * Returns 0, or -1 for a code outside 200-299 and 400-499. */
+	int (*set_status)(struct lagless_output *out, int http_status);
+	/* The Content-Type of this answer, over the route's and the kind's (copied; at most 127
+	 * bytes of visible ASCII). Returns 0 or -1. */
+	int (*set_ctype)(struct lagless_output *out, const char *ctype);
+	/* A short message (at most 255 bytes after formatting, cut there) sent as the body of a
+	 * 4xx or 500 answer instead of the default text. Returns 0. */
+	int (*set_message)(struct lagless_output *out, const char *fmt, ...)
+#if defined(__GNUC__)
+	    __attribute__((format(printf, 2, 3)))
+#endif
+	    ;
+	/* The raw (not percent-decoded) value of query parameter name, its length in *len; NULL
+	 * when absent. Not NUL-terminated. */
+	const char *(*query)(const struct lagless_request *rq, const char *name, size_t *len);
+	/* Query parameter name as a decimal integer in [min, max], def when absent: 0 into *out,
+	 * or -1 when present but not such an integer (answer LAGLESS_BAD_INPUT). Percent-encoded
+	 * digits are decoded first ("%31%30" is 10; RFC 3986 section 6.2.2.2). */
+	int (*query_uint)(const struct lagless_request *rq, const char *name, uint64_t def,
+	    uint64_t min, uint64_t max, uint64_t *out);
+	/* The value of a listed header field (name case-insensitive), its length in *len; NULL
+	 * when the client did not send it or the route does not list it. */
+	const char *(*header)(const struct lagless_request *rq, const char *name, size_t *len);
+	/* The value of configuration key (NUL-terminated), NULL when absent. */
+	const char *(*conf_get)(const struct lagless_conf *conf, const char *key);
+	/* The i-th key/value pair of conf (to refuse unknown keys in check). Returns 0, or -1 past
+	 * the last. */
+	int (*conf_at)(const struct lagless_conf *conf, size_t i, const char **key,
+	    const char **value);
+	/* Key as an unsigned integer in [min, max] (suffixes K, M, G = 1024^n accepted), def when
+	 * absent. Returns 0, or -1 when present but invalid. */
+	int (*conf_uint)(const struct lagless_conf *conf, const char *key, uint64_t def,
+	    uint64_t min, uint64_t max, uint64_t *out);
+};
+
+/* run: the job. Returns an enum lagless_status. */
+typedef int (*lagless_run_fn)(const struct lagless_request *rq, struct lagless_output *out);
+
+/* One job kind. Only name and run are required. */
+struct lagless_kind {
+	const char *name;       /* [a-z0-9_-]+, unique in the module; routes say module.name */
+	lagless_run_fn run;
+	const char *ctype;      /* default Content-Type of a LAGLESS_OK answer; NULL:
+	                         * application/octet-stream (a route's content_type overrides) */
+	uint32_t where;         /* LAGLESS_WHERE_* bits allowed; 0 = POOL only */
+	uint32_t flags;         /* LAGLESS_KIND_* */
+	uint64_t max_output;    /* bytes this kind ever writes; 0 = no own bound */
+	/* Optional: the most output bytes for input_len bytes of input under this route config
+	 * (e.g. ZSTD_compressBound). The host backs that much of the output region before run and
+	 * answers 413 without running the job when it is over the region's capacity. */
+	uint64_t (*output_size)(uint64_t input_len, const struct lagless_conf *conf);
+	/* Optional, master side, before fork: checks the route config keys of a route that uses
+	 * this kind. Returns 0, or -1 with a message in err (errlen bytes, NUL-terminated) that the
+	 * host prints with the file, line and route. */
+	int (*check)(const struct lagless_host *host, const struct lagless_conf *route_conf,
+	    char *err, size_t errlen);
+	const void *data;       /* handed to run as rq->kind_data (lets one run serve kinds) */
+};
+
+/* The module descriptor, the exported symbol. The first four fields keep their place in every
+ * ABI major so the host can always read enough to refuse a mismatch. */
+struct lagless_module {
+	uint32_t magic;         /* LAGLESS_MODULE_MAGIC */
+	uint32_t abi_major;     /* LAGLESS_ABI_MAJOR the module was built with */
+	uint32_t abi_minor;     /* LAGLESS_ABI_MINOR the module was built with */
+	uint32_t size;          /* sizeof(struct lagless_module) as the module was built */
+	uint32_t kind_size;     /* sizeof(struct lagless_kind) as the module was built: the
+	                         * stride of kinds[] */
+	uint32_t nkinds;
+	const char *signature;  /* LAGLESS_SIGNATURE */
+	const char *name;       /* [a-z0-9_-]+, the [module name] of the configuration */
+	const char *version;    /* free text, shown by lagless -t and /status */
+	const struct lagless_kind *kinds; /* nkinds entries of kind_size bytes */
+	/* Optional, master side, before fork (so lagless -t reports it): checks the [module]
+	 * section's keys. Returns 0, or -1 with a message in err. */
+	int (*check)(const struct lagless_host *host, const struct lagless_conf *conf, char *err,
+	    size_t errlen);
+	/* Optional, once per process after fork, before its first job: may set *state (handed to
+	 * every run as rq->state). Returns 0, or -1 (logged once; the module's routes then answer
+	 * 503 until a retry in a child succeeds; a crash here is treated the same). */
+	int (*init)(const struct lagless_host *host, const struct lagless_conf *conf, void **state);
+	/* Optional, at a graceful process exit. */
+	void (*exit)(const struct lagless_host *host, void *state);
+};
+
+#if defined(__GNUC__)
+#define LAGLESS_EXPORT __attribute__((visibility("default")))
+#else
+#define LAGLESS_EXPORT
+#endif
+
+/* One kind: LAGLESS_KIND("upper", upper_run, .ctype = "text/plain", .where = ...). */
+#define LAGLESS_KIND(kname, ...) { .name = (kname), .run = __VA_ARGS__ }
+
+/* The module descriptor with hooks (each may be NULL) and a list of LAGLESS_KIND(...). */
+#define LAGLESS_MODULE_HOOKS(mname, mversion, check_fn, init_fn, exit_fn, ...)              \
+	static const struct lagless_kind lagless_module_kinds_[] = { __VA_ARGS__ };          \
+	extern LAGLESS_EXPORT const struct lagless_module lagless_module;                   \
+	LAGLESS_EXPORT const struct lagless_module lagless_module = {                       \
+		LAGLESS_MODULE_MAGIC, LAGLESS_ABI_MAJOR, LAGLESS_ABI_MINOR,                  \
+		(uint32_t)sizeof(struct lagless_module), (uint32_t)sizeof(struct lagless_kind), \
+		(uint32_t)(sizeof(lagless_module_kinds_) / sizeof(lagless_module_kinds_[0])),   \
+		LAGLESS_SIGNATURE, (mname), (mversion), lagless_module_kinds_,               \
+		(check_fn), (init_fn), (exit_fn) }
+
+/* The module descriptor without hooks:
+ *   LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain")); */
+#define LAGLESS_MODULE(mname, mversion, ...) \
+	LAGLESS_MODULE_HOOKS(mname, mversion, NULL, NULL, NULL, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

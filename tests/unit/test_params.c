@@ -1,0 +1,236 @@
+/* Unit tests for kinds/params.c (module ABI 1.1 declared parameters) and the registry's checks
+ * of a kind's declarations: the table walk the loop worker runs on a request's query, and the
+ * once-per-route parse of route keys into the kind's route struct. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kinds/params.h"
+#include "kinds/registry.h"
+
+static const char *const fmts[] = { "jpeg", "webp", NULL };
+
+struct rc {
+	uint64_t width, max;
+	int webp, fast;
+	const char *label;
+};
+
+static const struct lagless_param q[] = {
+	LAGLESS_PARAM("n", UINT, .min = 1, .max = 100, .def = "10"),
+	LAGLESS_PARAM("sz", SIZE, .max = 1u << 20),
+	LAGLESS_PARAM("fast", BOOL),
+	LAGLESS_PARAM("fmt", ENUM, .choices = fmts),
+	LAGLESS_PARAM("tag", STRING, .min = 1, .max = 4),
+};
+
+static const struct lagless_param keys[] = {
+	LAGLESS_PARAM("width", UINT, .min = 1, .max = 16384, .def = "128",
+	    .offset = offsetof(struct rc, width)),
+	LAGLESS_PARAM("max", SIZE, .offset = offsetof(struct rc, max)),
+	LAGLESS_PARAM("format", ENUM, .choices = fmts, .def = "jpeg",
+	    .offset = offsetof(struct rc, webp)),
+	LAGLESS_PARAM("fast", BOOL, .def = "no", .offset = offsetof(struct rc, fast)),
+	LAGLESS_PARAM("label", STRING, .offset = offsetof(struct rc, label)),
+};
+#define N(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
+
+static int
+qcheck(const char *query, char *err, size_t cap)
+{
+	return lg_params_check_query(q, N(q), query, strlen(query), err, cap);
+}
+
+static void
+test_query_accepts(void **state)
+{
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(qcheck("", err, sizeof(err)), 0);
+	assert_int_equal(qcheck("n=1&sz=64k&fast=on&fmt=webp&tag=abcd", err, sizeof(err)), 0);
+	assert_int_equal(qcheck("n=%31%30%30", err, sizeof(err)), 0);       /* "100" */
+	assert_int_equal(qcheck("other=zzz&n=5", err, sizeof(err)), 0);    /* undeclared: passed */
+	assert_int_equal(qcheck("N=abc", err, sizeof(err)), 0);            /* names are exact */
+}
+
+static void
+test_query_refuses(void **state)
+{
+	static const struct {
+		const char *query, *word;
+	} bad[] = {
+		{ "n=abc", "n: expected a whole number" }, { "n=0", "n:" }, { "n=101", "from 1 to 100" },
+		{ "n=-1", "n:" }, { "n=1%", "n:" }, { "n=%41", "n:" }, { "n=", "n:" },
+		{ "sz=2M", "sz:" }, { "sz=1q", "sz:" }, { "fast=maybe", "fast:" },
+		{ "fmt=png", "fmt: expected one of jpeg, webp" }, { "tag=", "tag:" },
+		{ "tag=abcde", "tag: expected 1 to 4 bytes" }, { "tag=a%00", "tag:" },
+		{ "n=99999999999999999999999", "n:" },
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(qcheck(bad[i].query, err, sizeof(err)), -1);
+		if (strstr(err, bad[i].word) == NULL)
+			fail_msg("%s: reason \"%s\" lacks \"%s\"", bad[i].query, err, bad[i].word);
+	}
+	/* a long value is refused, not overrun */
+	char longq[2048] = "n=";
+	memset(longq + 2, '1', sizeof(longq) - 3);
+	longq[sizeof(longq) - 1] = '\0';
+	assert_int_equal(qcheck(longq, err, sizeof(err)), -1);
+}
+
+static void
+test_declarations_checked(void **state)
+{
+	static const char *const none[] = { NULL };
+	struct {
+		struct lagless_param p;
+		const char *word;
+	} bad[] = {
+		{ LAGLESS_PARAM("Bad", UINT), "valid name" },
+		{ LAGLESS_PARAM("x", UINT, .min = 5, .max = 4), "min over max" },
+		{ { .name = "x", .type = 9 }, "unknown type" },
+		{ LAGLESS_PARAM("x", ENUM), "without choices" },
+		{ LAGLESS_PARAM("x", ENUM, .choices = none), "without choices" },
+		{ LAGLESS_PARAM("x", UINT, .max = 9, .def = "10"), "x: expected" },
+		{ LAGLESS_PARAM("x", BOOL, .def = "maybe"), "x:" },
+		{ LAGLESS_PARAM("x", UINT, .offset = 12), "offset" },      /* not 8-aligned */
+		{ LAGLESS_PARAM("x", UINT, .offset = 16), "offset" },      /* past 16 bytes */
+	};
+	const struct lagless_param twice[] = { LAGLESS_PARAM("a", BOOL), LAGLESS_PARAM("a", UINT) };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(lg_params_valid(q, N(q), 0, 0, err, sizeof(err)), 0);
+	assert_int_equal(lg_params_valid(keys, N(keys), 1, sizeof(struct rc), err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(lg_params_valid(&bad[i].p, 1, 1, 16, err, sizeof(err)), -1);
+		if (strstr(err, bad[i].word) == NULL)
+			fail_msg("case %zu: reason \"%s\" lacks \"%s\"", i, err, bad[i].word);
+	}
+	assert_int_equal(lg_params_valid(twice, 2, 0, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "twice"));
+}
+
+static void
+test_route_keys(void **state)
+{
+	struct lg_kv kv[] = { { "width", "640", 3 }, { "max", "16M", 4 }, { "format", "webp", 5 },
+	    { "label", "hi", 6 } };
+	struct lagless_conf conf = { kv, 4 };
+	struct rc rc;
+	char err[512];
+	int line = -1;
+
+	(void)state;
+	assert_int_equal(lg_params_parse_route(keys, N(keys), &conf, &rc, sizeof(rc), &line, err,
+	    sizeof(err)), 0);
+	assert_true(rc.width == 640 && rc.max == 16u << 20 && rc.webp == 1 && rc.fast == 0);
+	assert_string_equal(rc.label, "hi");
+	/* absent keys take the declared defaults, or zero */
+	conf.n = 0;
+	assert_int_equal(lg_params_parse_route(keys, N(keys), &conf, &rc, sizeof(rc), &line, err,
+	    sizeof(err)), 0);
+	assert_true(rc.width == 128 && rc.max == 0 && rc.webp == 0 && rc.label == NULL);
+	assert_int_equal(lg_params_parse_route(keys, N(keys), NULL, &rc, sizeof(rc), &line, err,
+	    sizeof(err)), 0);
+	/* a bad value names its key and line */
+	kv[1].value = "16X";
+	conf.n = 4;
+	assert_int_equal(lg_params_parse_route(keys, N(keys), &conf, &rc, sizeof(rc), &line, err,
+	    sizeof(err)), -1);
+	assert_int_equal(line, 4);
+	assert_non_null(strstr(err, "max:"));
+	/* an undeclared key is refused with what the kind takes */
+	kv[1] = (struct lg_kv){ "max_lem", "1K", 9 };
+	assert_int_equal(lg_params_parse_route(keys, N(keys), &conf, &rc, sizeof(rc), &line, err,
+	    sizeof(err)), -1);
+	assert_int_equal(line, 9);
+	assert_non_null(strstr(err, "max_lem: unknown key"));
+	assert_non_null(strstr(err, "width,max,format,fast,label"));
+}
+
+static int
+run_ok(const struct lagless_request *rq, struct lagless_output *out)
+{
+	(void)rq;
+	(void)out;
+	return LAGLESS_OK;
+}
+
+/* A 1.1 module's declarations reach the kind's row (query names too: a coalescing key takes
+ * them); a bad declaration refuses the module, naming the kind; a 1.0-sized kind has none. */
+static void
+test_registry_takes_declarations(void **state)
+{
+	static const struct lagless_param badq[] = { LAGLESS_PARAM("n", UINT, .max = 1,
+	    .def = "2") };
+	static struct lagless_kind kinds[] = {
+		LAGLESS_KIND("k", run_ok, LAGLESS_QUERY(q), LAGLESS_ROUTE(keys, struct rc)),
+	};
+	static struct lagless_module m = { LAGLESS_MODULE_MAGIC, LAGLESS_ABI_MAJOR,
+	    LAGLESS_ABI_MINOR, sizeof(struct lagless_module), sizeof(struct lagless_kind), 1,
+	    LAGLESS_SIGNATURE, "decl", "1", kinds, NULL, NULL, NULL };
+	struct lg_registry *r = calloc(1, sizeof(*r));
+	char err[512];
+	int dummy;
+
+	(void)state;
+	assert_int_equal(lg_registry_init(r, err, sizeof(err)), 0);
+	assert_int_equal(lg_registry_add_module(r, &m, "decl.so", &dummy, NULL, err, sizeof(err)),
+	    0);
+	const struct lg_kind *k = lg_registry_find(r, "decl.k");
+	assert_non_null(k);
+	assert_int_equal(k->nqparams, N(q));
+	assert_int_equal(k->nrparams, N(keys));
+	assert_int_equal(k->route_size, sizeof(struct rc));
+	assert_string_equal(k->query, "n,sz,fast,fmt,tag");
+	/* the built-in heavy declares iterations */
+	k = lg_registry_find(r, "heavy");
+	assert_true(k != NULL && k->nqparams == 1);
+	assert_string_equal(k->query, "iterations");
+	lg_registry_free(r);
+
+	r = calloc(1, sizeof(*r));
+	assert_int_equal(lg_registry_init(r, err, sizeof(err)), 0);
+	kinds[0].query_params = badq;
+	kinds[0].nquery_params = 1;
+	assert_int_equal(lg_registry_add_module(r, &m, "decl.so", &dummy, NULL, err, sizeof(err)),
+	    -1);
+	assert_non_null(strstr(err, "kind k"));
+	assert_non_null(strstr(err, "n: expected"));
+	/* the same kind read at the 1.0 stride: the declarations are beyond it, so none */
+	m.kind_size = (uint32_t)(offsetof(struct lagless_kind, data) + sizeof(void *));
+	m.name = "decl10";
+	assert_int_equal(lg_registry_add_module(r, &m, "decl10.so", &dummy, NULL, err,
+	    sizeof(err)), 0);
+	k = lg_registry_find(r, "decl10.k");
+	assert_true(k != NULL && k->nqparams == 0 && k->qparams == NULL && k->route_size == 0);
+	assert_null(k->query);
+	lg_registry_free(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_query_accepts),
+		cmocka_unit_test(test_query_refuses),
+		cmocka_unit_test(test_declarations_checked),
+		cmocka_unit_test(test_route_keys),
+		cmocka_unit_test(test_registry_takes_declarations),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
