@@ -164,7 +164,9 @@ lg_listen_parse(const char *v, struct lg_config *cfg, int append)
 		else if (first && cfg->listen_addr[0] == '\0')
 			snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "0.0.0.0"); /* "PORT" */
 		if (!first || is_unix) {
-			if (nmore == LG_LISTEN_MAX || n >= sizeof(cfg->listen_more[0]))
+			/* at most LG_LISTEN_MAX in all, the TCP first listener (listen_addr) included */
+			if (nmore + (cfg->listen_addr[0] != '\0') >= LG_LISTEN_MAX ||
+			    n >= sizeof(cfg->listen_more[0]))
 				return -1;
 			if (is_unix)
 				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]), "%.*s",

@@ -85,8 +85,11 @@ def test_stale_unix_socket_is_replaced_a_live_one_is_not(start_server, tmp_path)
 @pytest.mark.parametrize("value", ["unix:relative.sock", "unix:/tmp/x.sock,mode=999",
                                    "unix:/tmp/x.sock,owner=no-such-user-here",
                                    "unix:/tmp/x.sock,color=red", "bad!host:80",
-                                   "127.0.0.1:1 nonsense", "1 2 3 4 5 6 7 8 9 10"])
+                                   "127.0.0.1:1 nonsense", "1 2 3 4 5 6 7 8 9 10",
+                                   # nine TCP listeners: over 8 in all (they were accepted)
+                                   " ".join(["127.0.0.1:0"] * 9)])
 def test_bad_listeners_fail_the_check(value):
+    """Each value is refused by -t; eight listeners in all are the most (README)."""
     r = subprocess.run([LAGLESS_BIN, "-t", "--listen", value], capture_output=True, text=True,
                        timeout=20)
     assert r.returncode == 1 and "--listen" in r.stderr, (value, r.stderr)
@@ -102,3 +105,12 @@ def test_a_reload_keeps_the_listeners(start_server, tmp_path):
     assert wait_until(lambda: "ready: generation 2" in srv.log(), 10), srv.log()
     assert unix_get(str(sock)) == (200, b"ok")
     assert get(srv.port, "/ping").status == 200
+
+
+@pytest.mark.timeout(30)
+def test_eight_listeners_in_all_pass_the_check():
+    for value in (" ".join(["127.0.0.1:0"] * 8),
+                  "unix:/tmp/lagless-8.sock " + " ".join(["127.0.0.1:0"] * 7)):
+        r = subprocess.run([LAGLESS_BIN, "-t", "--listen", value], capture_output=True,
+                           text=True, timeout=20)
+        assert r.returncode == 0, (value, r.stderr)
