@@ -87,6 +87,16 @@ route_path_ok(const char *p)
 	return 1;
 }
 
+/* Keys a and b are the same, '-' and '_' alike (stored keys hold '_'). */
+static int
+same_key(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_')))
+			return 0;
+	return *a == *b;
+}
+
 int
 lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
     const char *value, int line, char *why, size_t cap)
@@ -113,12 +123,15 @@ lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
 	}
 	sec->kv = kv;
 	for (unsigned i = 0; i < sec->nkv; i++)
-		if (strcmp(kv[i].key, key) == 0) {
+		if (same_key(kv[i].key, key)) {
 			snprintf(why, cap, "key '%s' given twice for [%s] (line %d; a section is "
 			    "declared once)", key, section, kv[i].line);
 			return -1;
 		}
 	kv[sec->nkv] = (struct lg_kv){ strdup(key), strdup(value), line };
+	for (char *c = kv[sec->nkv].key; c != NULL && *c; c++)
+		if (*c == '-')
+			*c = '_'; /* a file key may use '-' or '_' (README): kinds read '_' */
 	if (kv[sec->nkv].key == NULL || kv[sec->nkv].value == NULL) {
 		snprintf(why, cap, "out of memory");
 		return -1;

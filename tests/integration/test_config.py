@@ -83,3 +83,19 @@ def test_t_refuses_what_start_up_would(tmp_path):
         assert "configuration test failed" in r.stderr
     assert run("-t", "--listen", "[::1]:0", "--error-log", str(tmp_path / "new.log")).returncode == 0
     assert not (tmp_path / "new.log").exists()  # checked, not created
+
+
+@pytest.mark.timeout(30)
+def test_route_keys_take_dashes_like_every_file_key(tmp_path):
+    """Regression (hostile trial): README says file keys may use '_' or '-', but a [route]
+    section refused deadline-ms, max-body and key-query as unknown kind keys."""
+    conf = tmp_path / "r.conf"
+    conf.write_text("[route /x]\nkind = heavy\nmethods = GET\ndeadline-ms = 123\nmax-body = 4K\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    row = [l for l in r.stdout.splitlines() + r.stderr.splitlines() if l.startswith("/x ")]
+    assert row and " 123 " in row[0] and " 4096 " in row[0], row
+    # and the two spellings are one key: given twice
+    conf.write_text("[route /x]\nkind = heavy\ndeadline_ms = 100\ndeadline-ms = 200\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode != 0 and "r.conf:4: key 'deadline-ms' given twice" in r.stderr, r.stderr
