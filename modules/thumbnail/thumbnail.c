@@ -1,6 +1,6 @@
 /* thumbnail: an example job module outside the lagless core. One kind, "thumbnail": the body is
  * a JPEG, PNG or WebP image; the answer is the image shrunk to fit width x height (aspect ratio
- * kept), as JPEG or WebP. libvips does the work (shrink-on-load: a JPEG is decoded at a fraction
+ * kept; a smaller image is never enlarged), as JPEG or WebP. libvips does the work (shrink-on-load: a JPEG is decoded at a fraction
  * of its size when it can be).
  *
  *   ?width=W&height=H&format=jpeg|webp     each overrides the route's key of the same name
@@ -138,7 +138,7 @@ thumb_run(const struct lagless_request *rq, struct lagless_output *out)
 		return LAGLESS_TOO_LARGE;
 	}
 	if (vips_thumbnail_buffer((void *)rq->input, rq->input_len, &thumb, (int)a.width,
-	    "height", (int)a.height, NULL) != 0)
+	    "height", (int)a.height, "size", VIPS_SIZE_DOWN, NULL) != 0) /* never enlarged */
 		return vips_failed(rq, out, "cannot decode the image");
 	r = a.webp ? vips_webpsave_buffer(thumb, &buf, &len, "Q", (int)a.quality, "strip", TRUE,
 	    NULL) : vips_jpegsave_buffer(thumb, &buf, &len, "Q", (int)a.quality, "strip", TRUE,

@@ -173,6 +173,16 @@ def test_thumbnail_query_over_route(srv, images, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_thumbnail_never_enlarges(srv, images, tmp_path):
+    """Regression (hostile trial): a 640x480 image asked for 16384x16384 came back enlarged to
+    16384x12288 (a 1x1 PNG to 268 megapixels, past max_pixels, holding a compute process for
+    seconds). A thumbnail only shrinks."""
+    r = post(srv.port, "/thumbnail?width=16384&height=16384", images["png"])
+    assert r.status == 200, r
+    assert header(r.body, tmp_path, "big.jpg") == (640, 480, "jpegload")
+
+
+@pytest.mark.timeout(60)
 def test_thumbnail_refusals(srv, images):
     assert post(srv.port, "/thumbnail", b"not an image at all").status == 400
     assert post(srv.port, "/thumbnail", images["tif"]).status == 400
