@@ -53,25 +53,37 @@ path_matches(const struct lg_route_def *d, const struct lg_http_req *r)
 	return n == r->path_len && memcmp(d->path, r->path, n) == 0;
 }
 
-/* The route for path and method: the first in the table whose path matches and whose
- * methods include it; else one whose path matches (405), else NULL (404). */
+/* How specific route d is for r's path: 0 no match, a prefix route its length + 1, an exact
+ * route more than any prefix (nginx's location rule: an exact path wins, then the longest
+ * prefix; a catch-all prefix route never takes /ping from its exact route). */
+static size_t
+match_rank(const struct lg_worker *w, const struct lg_route_def *d, const struct lg_http_req *r)
+{
+	if ((d->test_only && !w->env->cfg->enable_test_jobs) || !path_matches(d, r))
+		return 0;
+	return d->prefix ? strlen(d->path) + 1 : SIZE_MAX;
+}
+
+/* The route for path and method: among the routes whose path matches best (match_rank), the
+ * first in the table whose methods include it; else the first of them (405); else NULL
+ * (404). A less specific route never answers a method the best match lacks. */
 static const struct lg_route *
 find_route(const struct lg_worker *w, const struct lg_http_req *r)
 {
-	const struct lg_route *other = NULL;
+	const struct lg_route *best = NULL;
+	size_t rank = 0;
 	uint32_t bit = method_bit(r->method);
 
 	for (unsigned i = 0; i < w->nroutes; i++) {
-		const struct lg_route_def *d = w->routes[i].def;
+		size_t k = match_rank(w, w->routes[i].def, r);
 
-		if ((d->test_only && !w->env->cfg->enable_test_jobs) || !path_matches(d, r))
+		if (k == 0 || k < rank)
 			continue;
-		if (d->methods & bit)
-			return &w->routes[i];
-		if (other == NULL)
-			other = &w->routes[i];
+		if (k > rank || (!(best->def->methods & bit) && (w->routes[i].def->methods & bit)))
+			best = &w->routes[i];
+		rank = k;
 	}
-	return other;
+	return best;
 }
 
 static int
