@@ -389,8 +389,10 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		return -1;
 	}
 	if (c->slot < 0 && h->body_seen > c->w->env->cfg->max_discard) {
-		/* a chunked body to drop grew past --max-discard: answer, and close */
-		h->status = c->refuse_status ? c->refuse_status : 413;
+		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
+		 * no route is a 404 as with a long Content-Length (refuse_early) */
+		h->status = c->refuse_status ? c->refuse_status :
+		    c->route == NULL && !is_asterisk(&h->req) ? 404 : 413;
 		return -1;
 	}
 	if (c->slot < 0)
