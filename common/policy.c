@@ -136,6 +136,8 @@ static const struct setting {
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 
+/* One "word=value" of a rule applied to p: the index of its setting, or -1 (no '=', an
+ * unknown word, a bad value). */
 static int
 setting(struct lg_policy *p, char *kv)
 {
@@ -146,7 +148,7 @@ setting(struct lg_policy *p, char *kv)
 	*eq = '\0';
 	for (size_t i = 0; i < NSETTINGS; i++)
 		if (strcmp(kv, settings[i].word) == 0)
-			return settings[i].set(p, eq + 1);
+			return settings[i].set(p, eq + 1) == 0 ? (int)i : -1;
 	return -1;
 }
 
@@ -193,6 +195,7 @@ static int
 rule(struct lg_policy *p, char *s, char *err, size_t errcap)
 {
 	char *save = NULL, *tok = strtok_r(s, " \t", &save);
+	unsigned seen = 0; /* bit i: settings[i] given */
 
 	if (tok == NULL || tok[0] != '/' || strlen(tok) >= sizeof(p->path)) {
 		snprintf(err, errcap, "rule \"%s\": must start with a route path", tok ? tok : "");
@@ -201,12 +204,18 @@ rule(struct lg_policy *p, char *s, char *err, size_t errcap)
 	lg_policy_init(p, tok);
 	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
 		char copy[128];
+		int i;
 
 		snprintf(copy, sizeof(copy), "%s", tok);
-		if (setting(p, tok) == -1) {
+		if ((i = setting(p, tok)) == -1) {
 			snprintf(err, errcap, "rule %s: bad setting \"%s\"", p->path, copy);
 			return -1;
 		}
+		if (seen & (1u << i)) { /* as a file key: given once, never the last one winning */
+			snprintf(err, errcap, "rule %s: \"%s\" given twice", p->path, tok);
+			return -1;
+		}
+		seen |= 1u << i;
 	}
 	return 0;
 }

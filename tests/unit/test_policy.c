@@ -74,7 +74,7 @@ test_errors_name_the_fault(void **state)
 	static const char *bad[] = {
 		"heavy ttl=1", "/h ttl=x", "/h ttl=-1", "/h coalesce=maybe", "/h unknown=1",
 		"/h ttl", "/h credentials=share", "/h query=a,,b", "/h query=a=b", "/a; /a",
-		"/h query=1,2,3,4,5,6,7,8,9",
+		"/h query=1,2,3,4,5,6,7,8,9", "/h ttl=5000 ttl=6000",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -84,6 +84,9 @@ test_errors_name_the_fault(void **state)
 	}
 	assert_int_equal(lg_policy_parse("/h ttl=x", &ps, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "ttl=x"));
+	/* a word given twice is refused, as a file key is, instead of the last one winning */
+	assert_int_equal(lg_policy_parse("/h ttl=5000 stale=1 ttl=6000", &ps, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "\"ttl\" given twice"));
 	assert_int_equal(lg_policy_parse("/1;/2;/3;/4;/5;/6;/7;/8;/9", &ps, err, sizeof(err)), -1);
 }
 
