@@ -121,7 +121,7 @@ struct lg_config {
 	/* job modules and routes (docs/MODULES.md) */
 	uint64_t max_output;       /* bytes of a job's output region (its answer); 0 = from max_body */
 	uint64_t compute_memory;   /* RLIMIT_AS of a compute process, bytes; 0 = none */
-	uint64_t memory_limit;     /* bytes; > 0 replaces the measured memory limit (master/memsize.h) */
+	uint64_t memory_limit;     /* bytes; > 0 replaces the measured memory limit (sizing/memsize.h) */
 	uint64_t memory_reserve;   /* bytes left to the processes' own memory; 0 = derived */
 	uint64_t shm_budget;       /* transit bytes backed at once; 0 = derived from the limit */
 	struct lg_registry *reg;   /* built by the master before fork; never freed while used */

@@ -12,7 +12,7 @@
 #include "master/modprobe.h"
 #include "master/memwatch.h"
 #include "master/resize.h"
-#include "master/sizing.h"
+#include "sizing/sizing.h"
 #include "shm/arena.h"
 #include "shm/cache.h"
 #include "shm/channel.h"
@@ -89,7 +89,7 @@ void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
  * njobs when it is 0; never fewer than njobs. */
 uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
 
-/* Decides sz->mem (master/memsize.h) for cfg: the budget of transit bytes backed at once,
+/* Decides sz->mem (sizing/memsize.h) for cfg: the budget of transit bytes backed at once,
  * given the shared memory the arena cfg and sz imply keeps backed whatever the load (its
  * pages, the request views, the flight table) and the cache when a route caches. Call after
  * lg_sizing_decide. */

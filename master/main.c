@@ -14,7 +14,7 @@
 #include "master/master.h"
 #include "master/modprobe.h"
 #include "master/options.h"
-#include "master/sizing.h"
+#include "sizing/sizing.h"
 
 /* For -t: whether the error log could not be opened for appending, without creating it (an
  * existing file must be writable, a new one needs a writable directory; access(2)). Sets errno. */

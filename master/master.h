@@ -4,7 +4,7 @@
 #define LG_MASTER_MASTER_H
 
 #include "common/config.h"
-#include "master/sizing.h"
+#include "sizing/sizing.h"
 
 /* Creates the listen socket, the arena and the channels, forks sz->loop_workers loop workers
  * and sz->compute_workers compute processes, and supervises them until SIGTERM/SIGINT (graceful

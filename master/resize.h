@@ -2,7 +2,7 @@
  *
  * Kubernetes can change a running pod's CPU limit in place, and systemd's CPUQuota= can be set
  * on a running unit; both rewrite the cgroup quota under a live process. About once a second the
- * master reads the budget again with the start-up code (master/sizing.c: every ancestor's limit,
+ * master reads the budget again with the start-up code (sizing/sizing.c: every ancestor's limit,
  * cpusets, online CPUs); a reading that differs from the budget in force and is seen twice in a
  * row becomes the new budget. The compute processes and the queue then follow it (only the
  * counts not given explicitly, lg_sizing_resizable): the slot table's open part moves at once;

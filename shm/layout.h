@@ -302,7 +302,7 @@ struct lg_master_page {
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
 	struct lg_pool_page pools[LG_SHM_POOLS];
 	struct lg_module_health modules[LG_MODULE_HEALTH];
-	/* memory budget (master/memsize.h, shm/arena.h lg_arena_charge) */
+	/* memory budget (sizing/memsize.h, shm/arena.h lg_arena_charge) */
 	_Atomic uint64_t mem_limit;     /* bytes the server may use; UINT64_MAX = unknown */
 	_Atomic uint64_t shm_budget;    /* transit bytes that may be backed at once;
 	                                 * UINT64_MAX = no bound */

@@ -313,7 +313,7 @@ bytes_gauge(struct lg_buf *b, const char *name, uint64_t v)
 		P("%s %" PRIu64 "\n", name, v);
 }
 
-/* The memory budget (master/memsize.h) and what is charged against it. */
+/* The memory budget (sizing/memsize.h) and what is charged against it. */
 static void
 memory_families(struct lg_buf *b, const struct lg_master_page *mp)
 {

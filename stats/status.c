@@ -60,7 +60,7 @@ bytes_or_null(struct lg_buf *b, const char *key, uint64_t v)
 		P("\"%s\":%" PRIu64 ",", key, v);
 }
 
-/* The memory budget (master/memsize.h): the limit, the transit budget, what is charged now,
+/* The memory budget (sizing/memsize.h): the limit, the transit budget, what is charged now,
  * what the arena holds, and OOM kills of compute processes. */
 static void
 memory(struct lg_buf *b, const struct lg_master_page *mp)

@@ -125,7 +125,7 @@ def _mounts():
 
 
 def _own_dir(root, mnt, path):
-    """The process's cgroup directory: mount point + (path - mount root), as master/sizing.c."""
+    """The process's cgroup directory: mount point + (path - mount root), as sizing/sizing.c."""
     if root == "/":
         rel = path
     elif path == root or path.startswith(root + "/"):

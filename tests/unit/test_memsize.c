@@ -1,4 +1,4 @@
-/* Unit tests for master/memsize.c: the memory limit read through lg_sizing_read from the
+/* Unit tests for sizing/memsize.c: the memory limit read through lg_sizing_read from the
  * fixture trees under tests/fixtures/sizing (the same roots as the CPU quota), the budget
  * decision and its overrides, the OOM-kill counter and the JSON keys. Run from the repo root,
  * or set LG_SIZING_FIXTURES to the fixture directory. */
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "master/memsize.h"
-#include "master/sizing.h"
+#include "sizing/memsize.h"
+#include "sizing/sizing.h"
 
 #define UNUSED __attribute__((unused))
 #define MIB (1ull << 20)

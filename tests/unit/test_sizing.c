@@ -1,4 +1,4 @@
-/* Unit tests for master/sizing.c: every fixture tree under tests/fixtures/sizing (see the README
+/* Unit tests for sizing/sizing.c: every fixture tree under tests/fixtures/sizing (see the README
  * there) with both roundings, the override rules, the cpulist parser and the JSON output.
  * Run from the repo root, or set LG_SIZING_FIXTURES to the fixture directory. LG_TEST_LOG=1
  * shows the warnings the reader logs. */
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "master/sizing.h"
+#include "sizing/sizing.h"
 
 /* What one fixture must produce. quota < 0 means "no limit found". */
 struct fixture_case {

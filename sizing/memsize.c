@@ -1,5 +1,5 @@
-/* Memory budget; see master/memsize.h for the rules and the kernel documents. */
-#include "master/memsize.h"
+/* Memory budget; see sizing/memsize.h for the rules and the kernel documents. */
+#include "sizing/memsize.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -8,7 +8,7 @@
  * Files": above memory.high the cgroup is throttled and reclaimed hard, so it is a limit to
  * stay under), cgroup v1 "memory.limit_in_bytes" (Documentation/admin-guide/cgroup-v1/memory.rst
  * section 2.5; the unlimited value is PAGE_COUNTER_MAX pages, about 2^63). The hierarchy is found
- * like the CPU one (master/sizing.c, same sysroot, same fixture trees).
+ * like the CPU one (sizing/sizing.c, same sysroot, same fixture trees).
  *
  * budget (bytes the arena's regions may hold backed at once, "transit") = limit - reserve -
  * fixed - cache, where reserve is room for the processes' own memory (--memory-reserve, else
@@ -16,8 +16,8 @@
  * the shared memory backed whatever the load (arena header, proc pages, stats, the request
  * views kept backed, the single-flight table) and cache --cache-bytes when a route caches.
  * --shm-budget replaces the result. */
-#ifndef LG_MASTER_MEMSIZE_H
-#define LG_MASTER_MEMSIZE_H
+#ifndef LG_SIZING_MEMSIZE_H
+#define LG_SIZING_MEMSIZE_H
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
-/* CPU budget and process counts decided from the inputs master/sizing_read.c reads, and their
- * JSON for `lagless -t`; see master/sizing.h for the rules. */
-#include "master/sizing.h"
+/* CPU budget and process counts decided from the inputs sizing/sizing_read.c reads, and their
+ * JSON for `lagless -t`; see sizing/sizing.h for the rules. */
+#include "sizing/sizing.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -11,13 +11,13 @@
  * Every /proc and /sys path is prefixed with the sysroot (env LAGLESS_SYSROOT, "" by default) so
  * tests can point the reader at fixture trees.
  *
- * Two files: master/sizing_read.c reads the inputs (lg_sizing_read, lg_sizing_reread,
- * lg_sizing_parse_cpulist), master/sizing.c decides from them (the rest). */
-#ifndef LG_MASTER_SIZING_H
-#define LG_MASTER_SIZING_H
+ * Two files: sizing/sizing_read.c reads the inputs (lg_sizing_read, lg_sizing_reread,
+ * lg_sizing_parse_cpulist), sizing/sizing.c decides from them (the rest). */
+#ifndef LG_SIZING_SIZING_H
+#define LG_SIZING_SIZING_H
 
 #include "common/config.h"
-#include "master/memsize.h"
+#include "sizing/memsize.h"
 
 /* Highest CPU id a cpulist may name (CONFIG_NR_CPUS tops out at 8192 on x86-64 with MAXSMP;
  * twice that leaves room). Also caps --cpus so int arithmetic cannot overflow. */
@@ -52,7 +52,7 @@ struct lg_sizing {
 };
 
 /* Reads every input under sysroot (NULL or "" means the real root) into *s, the memory limit
- * too (s->mem: MemTotal and the memory cgroup path, master/memsize.h), and clears the
+ * too (s->mem: MemTotal and the memory cgroup path, sizing/memsize.h), and clears the
  * decision fields. Never fails: a missing, unreadable or corrupt file (a zero or negative period,
  * garbage text) is logged once as a warning, counted in s->warnings, and that input skipped. */
 void lg_sizing_read(const char *sysroot, struct lg_sizing *s);

@@ -1,5 +1,5 @@
 /* The inputs of the CPU budget: online CPUs, affinity, cpusets and CPU quotas read from /proc,
- * /sys and the cgroup files; see master/sizing.h for the rules and the kernel documents.
+ * /sys and the cgroup files; see sizing/sizing.h for the rules and the kernel documents.
  *
  * Reading goes: /proc/self/cgroup names the process's cgroup in each hierarchy, relative to the
  * hierarchy root; /proc/self/mountinfo says where each hierarchy is mounted and which part of it
@@ -8,7 +8,7 @@
  * (cgroup-v2.rst "Resource Distribution Models: Limits", sched-bwc.rst "Hierarchical
  * considerations"). Everything above the mount point is invisible to us, which inside a container
  * is the host's business. */
-#include "master/sizing.h"
+#include "sizing/sizing.h"
 
 #include <errno.h>
 #include <limits.h>
