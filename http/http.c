@@ -99,11 +99,11 @@ on_header_value(http_parser *p, const char *at, size_t len)
 }
 
 const char *
-lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
+lg_http_field_next(const struct lg_http_req *r, const char *name, unsigned *pos, size_t *len)
 {
 	size_t nl = strlen(name);
 
-	for (unsigned i = 0; i < r->nkept; i++) {
+	for (unsigned i = *pos; i < r->nkept; i++) {
 		const struct lg_http_field *f = &r->kept[i];
 		const char *v = r->fbuf + f->value_off;
 		size_t vl = f->value_len;
@@ -117,9 +117,19 @@ lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
 		while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 			vl--;
 		*len = vl;
+		*pos = i + 1;
 		return v;
 	}
+	*pos = r->nkept;
 	return NULL;
+}
+
+const char *
+lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
+{
+	unsigned pos = 0;
+
+	return lg_http_field_next(r, name, &pos, len);
 }
 
 static int

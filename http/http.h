@@ -59,6 +59,13 @@ struct lg_http_req {
  * (surrounding white space removed); NULL when absent. Points into r. */
 const char *lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len);
 
+/* The next kept field line named name (case-insensitive) from index *pos on (start with 0), in
+ * the order received; its trimmed value and length as lg_http_field_get, and *pos set past it
+ * for the next call. NULL at the end. For a list field sent as several field lines, which
+ * RFC 9110 section 5.3 combines, in order, into one comma-separated list. */
+const char *lg_http_field_next(const struct lg_http_req *r, const char *name, unsigned *pos,
+    size_t *len);
+
 /* Finds name=value in r's query string (RFC 3986 section 3.4, '&'-separated pairs). Returns
  * the value (not NUL-terminated, pointing into r) and its length in *len, or NULL when the
  * name is absent. */
