@@ -1,5 +1,6 @@
 #include "http/frame.h"
 
+#include <arpa/inet.h>
 #include <http_parser.h>
 #include <string.h>
 #include <strings.h>
@@ -86,10 +87,35 @@ is_host_char(unsigned char c)
 	return 1;
 }
 
-/* The syntax of a whole Host value (RFC 9112 section 3.2: uri-host [ ":" port ]; RFC 3986
- * sections 3.2.2-3.2.3: an IP-literal is bracketed, a reg-name or IPv4 address has no ':' or
- * bracket, port = *DIGIT). is_host_char has refused the other delimiters byte by byte; an empty
- * value is valid (a target without an authority). Returns 1 when valid. */
+/* The inside of an IP-literal's brackets (RFC 3986 section 3.2.2): an IPv6address, or an
+ * IPvFuture, "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ) (is_host_char has judged
+ * those characters). Returns 1 when valid. */
+static int
+ip_literal_ok(const char *v, size_t len)
+{
+	char text[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[16];
+	size_t i = 1;
+
+	if (len > 0 && (v[0] == 'v' || v[0] == 'V')) {
+		while (i < len && lg_hexval((unsigned char)v[i]) >= 0)
+			i++;
+		return i > 1 && i < len && v[i] == '.' && i + 1 < len &&
+		    memchr(v + i + 1, '%', len - i - 1) == NULL;
+	}
+	if (len == 0 || len >= sizeof(text))
+		return 0;
+	memcpy(text, v, len);
+	text[len] = '\0';
+	return inet_pton(AF_INET6, text, bin) == 1;
+}
+
+/* The syntax of a whole Host value or of an absolute-form target's authority (RFC 9112
+ * sections 3.2 and 3.2.2: uri-host [ ":" port ]; RFC 3986 sections 3.2.2-3.2.3: an IP-literal
+ * is bracketed and holds an IPv6 address or an IPvFuture, a reg-name or IPv4 address has no
+ * ':' or bracket and its '%' starts a pct-encoding, "%" HEXDIG HEXDIG; port = *DIGIT).
+ * is_host_char / is_authority_char have refused the other delimiters byte by byte; an empty
+ * value is valid for Host (a target without an authority). Returns 1 when valid. */
 static int
 host_syntax_ok(const char *v, size_t len)
 {
@@ -98,12 +124,15 @@ host_syntax_ok(const char *v, size_t len)
 	if (len > 0 && v[0] == '[') {
 		const char *close = memchr(v, ']', len);
 
-		if (close == NULL || memchr(v + 1, '[', (size_t)(close - v) - 1) != NULL)
+		if (close == NULL || !ip_literal_ok(v + 1, (size_t)(close - v) - 1))
 			return 0;
 		i = (size_t)(close - v) + 1;
 	} else {
 		while (i < len && v[i] != ':') {
 			if (v[i] == '[' || v[i] == ']')
+				return 0;
+			if (v[i] == '%' && (i + 2 >= len || lg_hexval((unsigned char)v[i + 1]) < 0 ||
+			    lg_hexval((unsigned char)v[i + 2]) < 0))
 				return 0;
 			i++;
 		}
@@ -240,6 +269,9 @@ check_target_form(struct lg_frame *f, const unsigned char *t, size_t len, int op
 	}
 	if (i == start)
 		return fail(f, 400, "absolute-form target without authority");
+	/* the authority is read as Host is (RFC 9112 section 3.2.2: it replaces Host) */
+	if (!host_syntax_ok((const char *)t + start, i - start))
+		return fail(f, 400, "invalid authority in an absolute-form target");
 	return 0;
 }
 

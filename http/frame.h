@@ -19,12 +19,17 @@
 #define LG_FRAME_TARGET_CAP 8192  /* the largest request-target any configuration allows */
 #define LG_FRAME_CHUNK_LINE 4096  /* chunk-size line with extensions; longer -> 400 */
 
+struct lg_http_keep;
+
 struct lg_http_limits {
 	size_t max_head;      /* request line + header section bytes, CRLFs included; over -> 431 */
 	size_t max_target;    /* request-target bytes, at most LG_FRAME_TARGET_CAP; over -> 414 */
 	unsigned max_fields;  /* header field lines (and trailer lines); over -> 431 */
 	uint64_t max_body;    /* payload bytes of a chunked body, checked as each chunk size is
 	                       * read (RFC 9110 15.5.14); over -> 413. 0 = no limit here. */
+	/* the header fields a request keeps for the server's own use and the kinds' views
+	 * (http/http.h lg_http_keep), borrowed; NULL keeps every field while they fit */
+	const struct lg_http_keep *keep;
 };
 
 enum lg_frame_body {

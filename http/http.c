@@ -1,5 +1,6 @@
 #include "http/http.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stddef.h>
 #include <string.h>
@@ -47,79 +48,160 @@ on_url(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-/* Appends a piece of a field name (what 1) or value (2) to the kept fields; a field that does
- * not fit is dropped whole. */
-static void
-keep(struct lg_http_req *r, int what, const char *at, size_t len)
+int
+lg_http_keep_add(struct lg_http_keep *k, const char *name)
 {
-	struct lg_http_field *f;
+	size_t n = strlen(name);
 
-	if (r->kept_open != what) {
-		if (what == 1 && r->nkept < LG_HTTP_KEPT && r->kept_open != -1) {
-			f = &r->kept[r->nkept++];
-			*f = (struct lg_http_field){ (uint16_t)r->fbuf_len, 0, 0, 0 };
-		} else if (what == 1) {
-			r->kept_open = -1; /* full: drop the rest */
-			return;
-		} else if (r->kept_open != 1) {
-			return;
-		} else {
-			r->kept[r->nkept - 1].value_off = (uint16_t)r->fbuf_len;
-		}
-		r->kept_open = what;
-	}
-	if (r->nkept == 0)
-		return;
-	f = &r->kept[r->nkept - 1];
-	if (len > sizeof(r->fbuf) - r->fbuf_len) {
-		r->nkept--; /* does not fit: forget this field and keep no more */
-		r->kept_open = -1;
-		return;
-	}
-	memcpy(r->fbuf + r->fbuf_len, at, len);
-	r->fbuf_len += len;
-	if (what == 1)
-		f->name_len = (uint16_t)(f->name_len + len);
-	else
-		f->value_len = (uint16_t)(f->value_len + len);
+	if (n == 0 || n >= LG_HTTP_KEEP_NAME)
+		return -1;
+	for (unsigned i = 0; i < k->n; i++)
+		if (strcasecmp(k->names[i], name) == 0)
+			return 0;
+	if (k->n == LG_HTTP_KEEP_NAMES)
+		return -1;
+	for (size_t i = 0; i <= n; i++)
+		k->names[k->n][i] = (char)tolower((unsigned char)name[i]);
+	k->n++;
+	return 0;
 }
 
+/* A field the server reads (lim->keep names it) does not fit what a request keeps. */
+static int
+keep_full(struct lg_http *h)
+{
+	h->status = 431;
+	h->why = "a header field the server reads is past the kept ones (32 lines, 4 KiB)";
+	return -1;
+}
+
+/* Whether a field called name (len bytes) is kept: lim->keep names it, or there is none. */
+static int
+wanted(const struct lg_http *h, const char *name, size_t len)
+{
+	const struct lg_http_keep *k = h->lim->keep;
+
+	if (len == 0 || len >= LG_HTTP_KEEP_NAME)
+		return 0;
+	if (k == NULL)
+		return 1;
+	for (unsigned i = 0; i < k->n; i++)
+		if (strncasecmp(k->names[i], name, len) == 0 && k->names[i][len] == '\0')
+			return 1;
+	return 0;
+}
+
+/* The name in pend is complete: a kept field starts (its value follows), or the field is
+ * passed over. Returns 0, or -1 with status 431 when a wanted one cannot be kept. */
+static int
+name_done(struct lg_http *h)
+{
+	struct lg_http_req *r = &h->req;
+	struct lg_http_field *f;
+
+	if (!wanted(h, r->pend, r->pend_len)) {
+		r->kept_open = 3;
+		return 0;
+	}
+	if (r->nkept == LG_HTTP_KEPT || r->pend_len > sizeof(r->fbuf) - r->fbuf_len) {
+		if (h->lim->keep != NULL)
+			return keep_full(h);
+		r->kept_open = -1; /* every field kept: the first ones that fit, no more */
+		r->kept_short = 1;
+		return 0;
+	}
+	f = &r->kept[r->nkept++];
+	*f = (struct lg_http_field){ (uint16_t)r->fbuf_len, (uint16_t)r->pend_len,
+	    (uint16_t)(r->fbuf_len + r->pend_len), 0 };
+	memcpy(r->fbuf + r->fbuf_len, r->pend, r->pend_len);
+	r->fbuf_len += r->pend_len;
+	r->kept_open = 2;
+	return 0;
+}
+
+/* A piece of a field name: gathered in pend until the value starts. Trailer fields (after
+ * the head) are not kept: the request view was taken at the head. */
 static int
 on_header_field(http_parser *p, const char *at, size_t len)
 {
-	keep(&of(p)->req, 1, at, len);
+	struct lg_http *h = of(p);
+	struct lg_http_req *r = &h->req;
+
+	if (h->head_seen)
+		return 0;
+	if (r->kept_open == -1) {
+		r->kept_short = 1;
+		return 0;
+	}
+	if (r->kept_open != 1) {
+		r->kept_open = 1;
+		r->pend_len = 0;
+	}
+	size_t n = len < LG_HTTP_KEEP_NAME - r->pend_len ? len : LG_HTTP_KEEP_NAME - r->pend_len;
+	memcpy(r->pend + r->pend_len, at, n);
+	r->pend_len += n; /* LG_HTTP_KEEP_NAME: longer than any kept name */
 	return 0;
 }
 
 static int
 on_header_value(http_parser *p, const char *at, size_t len)
 {
-	keep(&of(p)->req, 2, at, len);
+	struct lg_http *h = of(p);
+	struct lg_http_req *r = &h->req;
+	struct lg_http_field *f;
+
+	if (h->head_seen)
+		return 0;
+	if (r->kept_open == 1 && name_done(h) == -1)
+		return -1;
+	if (r->kept_open != 2)
+		return 0;
+	f = &r->kept[r->nkept - 1];
+	if (len > sizeof(r->fbuf) - r->fbuf_len) {
+		if (h->lim->keep != NULL)
+			return keep_full(h);
+		r->fbuf_len = f->name_off; /* does not fit: forget this field and keep no more */
+		r->nkept--;
+		r->kept_open = -1;
+		r->kept_short = 1;
+		return 0;
+	}
+	memcpy(r->fbuf + r->fbuf_len, at, len);
+	r->fbuf_len += len;
+	f->value_len = (uint16_t)(f->value_len + len);
 	return 0;
 }
 
 const char *
-lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
+lg_http_field_next(const struct lg_http_req *r, const char *name, unsigned *pos, size_t *len)
 {
 	size_t nl = strlen(name);
 
-	for (unsigned i = 0; i < r->nkept; i++) {
+	for (unsigned i = *pos; i < r->nkept; i++) {
 		const struct lg_http_field *f = &r->kept[i];
 		const char *v = r->fbuf + f->value_off;
 		size_t vl = f->value_len;
 
 		if (f->name_len != nl || strncasecmp(r->fbuf + f->name_off, name, nl) != 0)
 			continue;
-		if (f->value_off == 0 && vl == 0)
-			v = "";
 		while (vl > 0 && (*v == ' ' || *v == '\t'))
 			v++, vl--;
 		while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
 			vl--;
 		*len = vl;
+		*pos = i + 1;
 		return v;
 	}
+	*pos = r->nkept;
 	return NULL;
+}
+
+const char *
+lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len)
+{
+	unsigned pos = 0;
+
+	return lg_http_field_next(r, name, &pos, len);
 }
 
 static int
@@ -200,6 +282,8 @@ on_headers_complete(http_parser *p)
 {
 	struct lg_http *h = of(p);
 
+	if (h->req.kept_open == 1 && name_done(h) == -1) /* a last name without a value */
+		return -1;
 	h->head_seen = 1;
 	if (take_head(h, p) == -1)
 		return -1;

@@ -23,6 +23,22 @@
 
 #define LG_HTTP_FIELD_BUF  4096  /* bytes of header field names and values kept per request */
 #define LG_HTTP_KEPT       32    /* header fields kept per request (for a kind's request view) */
+#define LG_HTTP_KEEP_NAMES 128   /* names in a struct lg_http_keep */
+#define LG_HTTP_KEEP_NAME  64    /* bytes of a kept field's name, NUL included */
+
+/* The header fields worth keeping: the ones the server reads itself and those the routes list
+ * (fields =, coalescing keys). With a keep set in its limits, a request stores only the field
+ * lines named there: only they count against LG_HTTP_KEPT lines and LG_HTTP_FIELD_BUF bytes,
+ * and one of them that still does not fit refuses the request with 431 (RFC 6585 section 5)
+ * rather than leaving the field silently absent. Names are lower case. */
+struct lg_http_keep {
+	unsigned n;
+	char names[LG_HTTP_KEEP_NAMES][LG_HTTP_KEEP_NAME];
+};
+
+/* Adds name (any case; stored lower case) to k unless already there. Returns 0, or -1 when the
+ * name is empty, LG_HTTP_KEEP_NAME bytes or longer, or k is full. */
+int lg_http_keep_add(struct lg_http_keep *k, const char *name);
 
 struct lg_http_field {
 	uint16_t name_off, name_len;  /* into fbuf */
@@ -43,12 +59,15 @@ struct lg_http_req {
 	int keep_alive;               /* http_should_keep_alive(): RFC 9112 section 9.3 */
 	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
 	unsigned nfields;             /* header field lines */
-	/* The first LG_HTTP_KEPT header fields that fit LG_HTTP_FIELD_BUF, for the routes that
-	 * hand some of them to a kind (lg_http_field_get); the others are not kept. */
+	/* The header fields of the head that lim->keep names (every one when it is NULL, then
+	 * the first LG_HTTP_KEPT that fit LG_HTTP_FIELD_BUF and no more), for lg_http_field_get. */
 	struct lg_http_field kept[LG_HTTP_KEPT];
 	unsigned nkept;
-	int kept_open;                /* 1 name, 2 value: the callback pieces being appended */
+	int kept_open;                /* 1 name, 2 value kept, 3 value not kept, -1 keep no more */
+	int kept_short;               /* without a keep set: fields past the limits were not kept */
 	size_t fbuf_len;
+	char pend[LG_HTTP_KEEP_NAME]; /* the name being received, until it is complete */
+	size_t pend_len;              /* LG_HTTP_KEEP_NAME: longer than any kept name */
 	/* last, so that a new request clears every field before these two arrays (4 and 8 KiB):
 	 * a connection touches only the pages of them that its fields and target reach */
 	char fbuf[LG_HTTP_FIELD_BUF]; /* read only up to fbuf_len */
@@ -58,6 +77,13 @@ struct lg_http_req {
 /* The value of header field name (case-insensitive) among the kept ones, its length in *len
  * (surrounding white space removed); NULL when absent. Points into r. */
 const char *lg_http_field_get(const struct lg_http_req *r, const char *name, size_t *len);
+
+/* The next kept field line named name (case-insensitive) from index *pos on (start with 0), in
+ * the order received; its trimmed value and length as lg_http_field_get, and *pos set past it
+ * for the next call. NULL at the end. For a list field sent as several field lines, which
+ * RFC 9110 section 5.3 combines, in order, into one comma-separated list. */
+const char *lg_http_field_next(const struct lg_http_req *r, const char *name, unsigned *pos,
+    size_t *len);
 
 /* Finds name=value in r's query string (RFC 3986 section 3.4, '&'-separated pairs). Returns
  * the value (not NUL-terminated, pointing into r) and its length in *len, or NULL when the

@@ -151,6 +151,26 @@ run_points(const struct ll_report *r, size_t *n)
 	return e->points + p0;
 }
 
+double
+ll_report_counter_increase(const struct ll_report *r, enum ll_scrape_field k)
+{
+	const struct ll_point *pt;
+	double prev, sum = 0;
+	size_t i, n;
+
+	if (!r->have_scrapes)
+		return 0;
+	pt = run_points(r, &n);
+	prev = r->before.v[k];
+	for (i = 0; i < n; i++) {
+		if (!pt[i].m.seen[k])
+			continue;
+		sum += ll_counter_increase(prev, pt[i].m.v[k]);
+		prev = pt[i].m.v[k];
+	}
+	return sum + ll_counter_increase(prev, r->after.v[k]);
+}
+
 /* Against lagless the pool's own gauges answer the question directly: were its compute
  * processes busy while the heavy routes were over capacity? That holds however the machine's
  * other load slows each job, where a throughput figure moves with it. pool < 0: every compute
@@ -310,7 +330,7 @@ judge_timeouts(struct ll_report *r, struct ll_verdict *v)
 	why_add(v, "%" PRIu64 " client timeouts (%.3g s), %" PRIu64 " 504, %" PRIu64
 	        " connection errors", to, e->timeout_s, g504, err);
 	if (r->have_scrapes) {
-		double d = r->after.v[LL_SF_TIMED_OUT] - r->before.v[LL_SF_TIMED_OUT];
+		double d = ll_report_counter_increase(r, LL_SF_TIMED_OUT);
 
 		mark(v, d == 0);
 		why_add(v, "server: %.0f jobs past their deadline", d);
@@ -563,9 +583,9 @@ text_server(FILE *f, const struct ll_report *r)
 	        r->after.v[LL_SF_COMPUTE]);
 	if (r->have_scrapes)
 		fprintf(f, "; rejected %.0f, restarts %.0f, jobs failed %.0f",
-		        r->after.v[LL_SF_REJECTED] - r->before.v[LL_SF_REJECTED],
-		        r->after.v[LL_SF_RESTARTS] - r->before.v[LL_SF_RESTARTS],
-		        r->after.v[LL_SF_FAILED] - r->before.v[LL_SF_FAILED]);
+		        ll_report_counter_increase(r, LL_SF_REJECTED),
+		        ll_report_counter_increase(r, LL_SF_RESTARTS),
+		        ll_report_counter_increase(r, LL_SF_FAILED));
 	fprintf(f, "\n");
 	text_pools(f, r);
 }

@@ -53,6 +53,11 @@ struct ll_report {
 #define LL_REPORT_BEHIND_MS 2.0
 double ll_report_generator_delay_ms(const struct ll_report *r);
 
+/* How much server counter k (a *_total of load/scrape.h) rose over the run: the increases
+ * between the scrape before it, every scrape during it and the one after, each a restart from 0
+ * when the counter went down (ll_counter_increase: a reload mid-run). 0 without scrapes. */
+double ll_report_counter_increase(const struct ll_report *r, enum ll_scrape_field k);
+
 /* The server's figures over this run's scrapes only (not the drain after it). ms. */
 struct ll_server_figures {
 	size_t npoints;

@@ -263,3 +263,9 @@ ll_scrape_lag_quantile(const struct ll_scrape *a, const struct ll_scrape *b, dou
 	return isinf(b->lag_le[b->nlag - 1]) && b->nlag > 1 ? b->lag_le[b->nlag - 2]
 	                                                    : b->lag_le[b->nlag - 1];
 }
+
+double
+ll_counter_increase(double prev, double cur)
+{
+	return cur >= prev ? cur - prev : cur;
+}

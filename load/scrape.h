@@ -75,6 +75,12 @@ void ll_scrape_lag_delta(const struct ll_scrape *earlier, const struct ll_scrape
 double ll_scrape_lag_quantile(const struct ll_scrape *earlier, const struct ll_scrape *later,
                               double q);
 
+/* The increase of a counter between two samples of it, earlier prev and later cur: cur - prev,
+ * or cur when the counter went down, which means it restarted from 0 in between (a lagless
+ * reload starts its counters again, docs/OPERATIONS.md): the rule of Prometheus' rate() and
+ * increase(). Never negative for counters that are not. */
+double ll_counter_increase(double prev, double cur);
+
 /* The pool called name in s, or NULL. */
 const struct ll_scrape_pool *ll_scrape_pool(const struct ll_scrape *s, const char *name);
 

@@ -42,15 +42,13 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
 }
 
-/* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
- * rule for the "for" chain), into out; 0 when there is none usable. */
+/* One X-Forwarded-For field line v (n bytes), entries from right to left: 1 with the first
+ * untrusted address in out, -1 on an entry that is no address (the list is unusable), 0 when
+ * every entry is a trusted hop (look at the line before). */
 static int
-forwarded_for(const struct lg_conn *c, char *out, size_t cap)
+forwarded_line(const char *v, size_t n, char *out, size_t cap)
 {
-	size_t n;
-	const char *v = lg_http_field_get(&c->http.req, "x-forwarded-for", &n);
-
-	while (v != NULL && n > 0) {
+	for (;;) {
 		size_t start = n;
 		char one[64];
 		unsigned char bin[16];
@@ -65,20 +63,42 @@ forwarded_for(const struct lg_conn *c, char *out, size_t cap)
 		while (len > 0 && (e[len - 1] == ' ' || e[len - 1] == '\t'))
 			len--;
 		if (len == 0 || len >= sizeof(one))
-			return 0;
+			return -1;
 		memcpy(one, e, len);
 		one[len] = '\0';
 		int fam = inet_pton(AF_INET, one, bin) == 1 ? AF_INET :
 		    inet_pton(AF_INET6, one, bin) == 1 ? AF_INET6 : 0;
 		if (fam == 0)
-			return 0;
+			return -1;
 		if (!lg_cidr_match(trusted, ntrusted, fam, bin)) {
 			snprintf(out, cap, "%s", one);
 			return 1;
 		}
-		n = start > 0 ? start - 1 : 0; /* a trusted hop: look further left */
 		if (start == 0)
-			break;
+			return 0; /* a trusted hop: look further left */
+		n = start - 1;
+	}
+}
+
+/* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
+ * rule for the "for" chain), into out; 0 when there is none usable. Several field lines are
+ * one list, in order (RFC 9110 section 5.3): HAProxy's "option forwardfor" appends a line of
+ * its own after the one a client sent, so the last line is read first. */
+static int
+forwarded_for(const struct lg_conn *c, char *out, size_t cap)
+{
+	const char *line[LG_HTTP_KEPT];
+	size_t len[LG_HTTP_KEPT];
+	unsigned pos = 0, nl = 0;
+
+	while (nl < LG_HTTP_KEPT && (line[nl] = lg_http_field_next(&c->http.req,
+	    "x-forwarded-for", &pos, &len[nl])) != NULL)
+		nl++;
+	while (nl-- > 0) {
+		int r = len[nl] > 0 ? forwarded_line(line[nl], len[nl], out, cap) : -1;
+
+		if (r != 0)
+			return r == 1;
 	}
 	return 0;
 }

@@ -77,9 +77,10 @@ lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 	*len = 0;
 	size_t vl;
 
-	/* A field not kept (more than LG_HTTP_KEPT, or past their buffer) could be a credential
-	 * or a listed header: such a request never shares. */
-	if (r->nkept < r->nfields)
+	/* A field not kept (more than LG_HTTP_KEPT, or past their buffer, when every field is
+	 * kept: http/http.h) could be a credential or a listed header: such a request never
+	 * shares. With the keep set, such a field refuses the request (431) instead. */
+	if (r->kept_short)
 		return -1;
 	/* Credentials (RFC 9110 section 11.6.2 and 11.7.1, RFC 6265): one user's answer. */
 	if (!p->credentials_in_key && (lg_http_field_get(r, "authorization", &vl) != NULL ||

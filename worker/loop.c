@@ -20,6 +20,7 @@
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/fairshare.h"
+#include "worker/keptfields.h"
 #include "stats/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
@@ -292,6 +293,12 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_target = (size_t)env->cfg->max_uri;
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
 	w->lim.max_body = env->cfg->max_body;
+	static struct lg_http_keep keep; /* one worker per process */
+	if (lg_keptfields_build(&keep, env->cfg) == 0)
+		w->lim.keep = &keep;
+	else
+		log_warn("more header field names listed than %d: every field is kept, the first "
+		    "%d that fit %d bytes", LG_HTTP_KEEP_NAMES, LG_HTTP_KEPT, LG_HTTP_FIELD_BUF);
 	w->ops = &lg_route_conn_ops;
 	if (lg_router_build(w) == -1)
 		return -1;

@@ -42,7 +42,9 @@ static struct lg_arena arena;
 static struct lg_channels ch;
 static struct lg_loop_env env;
 static struct lg_worker w;
-static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20 };
+/* a keep set, as a loop worker has (worker/keptfields.c): names gathered across pieces */
+static const struct lg_http_keep keep = { 3, { "x-user", "content-type", "x-forwarded-for" } };
+static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20, &keep };
 
 static int
 accept_body(struct lg_http *h, void *ctx, const char *at, size_t len)

@@ -13,7 +13,7 @@
 
 #include "http/frame.h"
 
-static const struct lg_http_limits lim = { 1024, 64, 8, 0 };
+static const struct lg_http_limits lim = { 1024, 64, 8, 0, NULL };
 
 /* Runs the check over msg in pieces of `piece` bytes; returns its status (0 when the message
  * ended cleanly), and the body framing and declared length through the pointers. */
@@ -93,6 +93,20 @@ test_table(void **state)
 		{ "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nHost: [::1]x\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nHost: a]\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a%zz\r\n\r\n", 400, 0 },   /* "%" HEXDIG HEXDIG */
+		{ "GET / HTTP/1.1\r\nHost: a%4\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a%41:80\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [zz]\r\n\r\n", 400, 0 },   /* no IPv6 address */
+		{ "GET / HTTP/1.1\r\nHost: [v1.a:b]\r\n\r\n", 0, LG_FRAME_NONE }, /* IPvFuture */
+		{ "GET / HTTP/1.1\r\nHost: [v.a]\r\n\r\n", 400, 0 },
+		/* an absolute-form authority is read as Host (RFC 9112 section 3.2.2) */
+		{ "GET http://a:80:90/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET http://[::1/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET http://a]/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET http://[::1]x/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET http://a:x/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET http://[::1]:80/ HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET https://a%41?q HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
 		{ "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", 400, 0 }, /* obs-fold */
 		{ "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
 		  400, 0 },
@@ -132,7 +146,7 @@ test_table(void **state)
 static void
 test_chunked_body_limit(void **state)
 {
-	static const struct lg_http_limits small = { 1024, 64, 8, 10 };
+	static const struct lg_http_limits small = { 1024, 64, 8, 10, NULL };
 	static const char head[] = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
 	struct { const char *chunks; int status; } cases[] = {
 		{ "a\r\n0123456789\r\n0\r\n\r\n", 0 },             /* exactly the limit */

@@ -99,6 +99,55 @@ feed_str(struct lg_http *h, const char *req, size_t chunk)
 static const size_t chunks[] = { SIZE_MAX, 1, 7 };
 #define NCHUNKS (sizeof(chunks) / sizeof(chunks[0]))
 
+/* With a keep set, only the named fields are stored and count against LG_HTTP_KEPT and
+ * LG_HTTP_FIELD_BUF: one after 40 others and 4 KiB of their bytes is kept; a named one that
+ * cannot be kept is 431 (RFC 6585 section 5), not silently absent. */
+static void
+test_kept_only_listed(void **state)
+{
+	static struct lg_http_keep k;
+	static const struct lg_http_limits lim = { LG_HTTP_MAX_HEAD, LG_HTTP_MAX_TARGET,
+		LG_HTTP_MAX_FIELDS, 0, &k };
+	static char req[16384];
+	struct lg_http h;
+	struct cap c;
+	const char *v;
+	size_t n, len;
+
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(lg_http_keep_add(&k, "X-User"), 0);
+	assert_int_equal(lg_http_keep_add(&k, "x-user"), 0);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(lg_http_keep_add(&k, ""), -1);
+	for (size_t ci = 0; ci < NCHUNKS; ci++) {
+		for (int many = 0; many < 2; many++) {
+			len = (size_t)snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: a\r\n");
+			for (int i = 0; i < (many ? 33 : 40); i++)
+				len += (size_t)snprintf(req + len, sizeof(req) - len, many ?
+				    "X-User: u%d\r\n" : "X-F%d: %0120d\r\n", i, 0);
+			len += (size_t)snprintf(req + len, sizeof(req) - len,
+			    "x-uSer: alice \r\n\r\n");
+			memset(&c, 0, sizeof(c));
+			lg_http_init(&h, &lim);
+			h.on_head = cap_head;
+			h.ctx = &c;
+			feed(&h, req, len, chunks[ci]);
+			if (many) {
+				assert_int_equal(h.status, 431);
+				continue;
+			}
+			assert_int_equal(h.status, 0);
+			assert_true(h.complete);
+			assert_int_equal(h.req.nkept, 1);
+			v = lg_http_field_get(&h.req, "X-User", &n);
+			assert_non_null(v);
+			assert_int_equal(n, 5);
+			assert_memory_equal(v, "alice", 5);
+			assert_null(lg_http_field_get(&h.req, "x-f0", &n));
+		}
+	}
+}
+
 static void
 test_simple_get(void **state)
 {
@@ -972,6 +1021,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_simple_get),
+		cmocka_unit_test(test_kept_only_listed),
 		cmocka_unit_test(test_path_query_split),
 		cmocka_unit_test(test_keep_alive),
 		cmocka_unit_test(test_byte_at_a_time),

@@ -328,6 +328,38 @@ test_timeouts_fail(void **state)
 	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_FAIL);
 }
 
+/* A reload mid-run restarts the server's counters: a decrease is a restart from 0, so the
+ * increase is the new value (Prometheus' rate() rule), never a negative count. */
+static void
+test_counter_reset_mid_run(void **state)
+{
+	struct fixture *f = *state;
+	struct ll_point pts[2];
+
+	good_run(f);
+	memset(pts, 0, sizeof(pts));
+	f->r.lagless = f->r.have_scrapes = 1;
+	f->r.before.v[LL_SF_TIMED_OUT] = 5;    /* from before the run */
+	f->r.before.v[LL_SF_REJECTED] = 5;
+	pts[0].m.v[LL_SF_REJECTED] = 7;         /* +2 */
+	pts[1].m.v[LL_SF_REJECTED] = 1;         /* reload: +1 since it */
+	pts[0].m.seen[LL_SF_REJECTED] = pts[1].m.seen[LL_SF_REJECTED] = 1;
+	f->r.after.v[LL_SF_REJECTED] = 2;       /* +1 */
+	f->r.after.v[LL_SF_TIMED_OUT] = 0;      /* reset, no deadline missed since */
+	f->e.points = pts;
+	f->e.npoints = 2;
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_PASS);
+	assert_true(ll_report_counter_increase(&f->r, LL_SF_REJECTED) == 4);
+	assert_true(ll_report_counter_increase(&f->r, LL_SF_TIMED_OUT) == 0);
+	f->r.after.v[LL_SF_TIMED_OUT] = 3;      /* three since the reset */
+	ll_report_judge(&f->r);
+	assert_int_equal(f->r.v[LL_P_TIMEOUTS].state, LL_V_FAIL);
+	assert_true(ll_counter_increase(10, 12) == 2 && ll_counter_increase(10, 4) == 4);
+	f->e.points = NULL;
+	f->e.npoints = 0;
+}
+
 int
 main(void)
 {
@@ -342,6 +374,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pool_per_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_calibration_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts_fail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counter_reset_mid_run, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
