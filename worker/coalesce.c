@@ -333,6 +333,34 @@ lg_coal_deadline(struct lg_conn *c)
  * parked connections with status and body, and drops f. */
 /* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
  * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
+int
+lg_coal_body_done(struct lg_conn *c)
+{
+	/* A coalescing route's request with a body: its key holds the body's hash, so it is
+	 * decided only now that the body is complete in the transit buffer. */
+	if (c->coal && !c->run_inline)
+		return lg_coal_dispatch(c, NULL);
+	return lg_offload_queue(c);
+}
+
+int
+lg_coal_job_timeout(struct lg_conn *c)
+{
+	if (c->fl != NULL)
+		return lg_coal_deadline(c);
+	return lg_offload_deadline(c);
+}
+
+void
+lg_coal_conn_gone(struct lg_conn *c)
+{
+	if (c->fl != NULL) {
+		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
+		return;
+	}
+	lg_offload_client_gone(c);
+}
+
 void
 lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
     int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)

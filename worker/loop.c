@@ -191,13 +191,20 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	lg_obs_cb_end(w, "accept");
 }
 
+/* The completion channel's headers that are no waiting connection's: single-flight's (a
+ * flight's job, another loop's WAKE or UNWANTED). */
+static const struct lg_offload_sink completion_sink = {
+	.unclaimed = lg_coal_completion,
+	.message = lg_coal_message,
+};
+
 static void
 done_cb(struct ev_loop *ev, ev_io *io, int revents)
 {
 	struct lg_worker *w = io->data;
 
 	lg_obs_cb_begin(w, NULL);
-	lg_offload_completions(w);
+	lg_offload_completions(w, &completion_sink);
 	lg_obs_cb_end(w, "job completions");
 }
 

@@ -13,7 +13,6 @@
 #include "shm/share.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
-#include "worker/coalesce.h"
 #include "worker/fairshare.h"
 #include "worker/observe.h"
 
@@ -164,7 +163,7 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 		c->head_body = 0;
 	}
 	if (c->state == LG_CONN_BODY && c->body_got >= c->body_need) {
-		if (lg_offload_queue(c) == -1)
+		if (c->w->ops->body_done(c) == -1) /* the router decides: queue it, or coalesce */
 			return;
 	}
 	lg_conn_body_ready(c);
@@ -295,7 +294,7 @@ lg_offload_start(struct lg_conn *c)
 		c->state = LG_CONN_BODY;
 		return 0;
 	}
-	return lg_offload_queue(c);
+	return c->w->ops->body_done(c); /* the router decides: queue it, or coalesce */
 }
 
 static int run_here(struct lg_conn *c);
@@ -357,10 +356,6 @@ lg_offload_queue(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
 
-	/* A coalescing route's request with a body: its key holds the body's hash, so it is
-	 * decided only now that the body is complete in the transit buffer. */
-	if (c->coal && !c->run_inline)
-		return lg_coal_dispatch(c, NULL);
 	if (c->run_inline) {
 		s->arg = c->arg;
 		s->in_len = c->body_got;
@@ -398,10 +393,6 @@ lg_offload_release(struct lg_conn *c)
 void
 lg_offload_client_gone(struct lg_conn *c)
 {
-	if (c->fl != NULL) {
-		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
-		return;
-	}
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
 	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
@@ -684,7 +675,7 @@ run_here(struct lg_conn *c)
 }
 
 void
-lg_offload_completions(struct lg_worker *w)
+lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink)
 {
 	const struct lg_loop_env *env = w->env;
 	struct lg_msg m;
@@ -698,7 +689,7 @@ lg_offload_completions(struct lg_worker *w)
 			return; /* EAGAIN: drained */
 		}
 		if (r == 1 && (m.type == LG_MSG_WAKE || m.type == LG_MSG_UNWANTED)) {
-			lg_coal_message(w, &m);
+			sink->message(w, &m);
 			continue;
 		}
 		if (r == 0 || m.type != LG_MSG_DONE || m.slot >= env->arena->nslots) {
@@ -707,7 +698,7 @@ lg_offload_completions(struct lg_worker *w)
 			continue;
 		}
 		struct lg_conn *c = w->pending[m.slot];
-		if (c == NULL && lg_coal_completion(w, &m))
+		if (c == NULL && sink->unclaimed(w, &m))
 			continue;
 		uint64_t word = atomic_load(&env->arena->slots[m.slot].word);
 		enum lg_slot_state st = lg_slot_state(word);
@@ -729,9 +720,6 @@ lg_offload_completions(struct lg_worker *w)
 int
 lg_offload_deadline(struct lg_conn *c)
 {
-	if (c->fl != NULL)
-		return lg_coal_deadline(c);
-
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_slot *s = &env->arena->slots[c->slot];
 	uint64_t word = atomic_load(&s->word);
