@@ -9,7 +9,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -321,6 +320,29 @@ can_batch(const struct lg_conn *c)
 	    c->whead_len <= LG_CONN_BATCH;
 }
 
+/* The response just queued by lg_conn_respond is not batched: state WRITE, as much of it
+ * written as the socket takes. Returns as lg_conn_respond. */
+static int
+write_now(struct lg_conn *c)
+{
+	c->wreq = 1;
+	c->state = LG_CONN_WRITE;
+	c->write_at = c->wprogress_at = ev_now(c->w->ev);
+	c->wdelivered = 0;
+	ev_timer_stop(c->w->ev, &c->timer);
+	switch (flush(c)) {
+	case 1:
+		return response_done(c);
+	case 0:
+		watch(c, EV_WRITE);
+		lg_conn_rearm(c);
+		return 0;
+	default:
+		lg_conn_close(c);
+		return -1;
+	}
+}
+
 int
 lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
     const void *body, size_t len)
@@ -370,22 +392,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 		request_done(c); /* written with the next ones, by flush_queued */
 		return 0;
 	}
-	c->wreq = 1;
-	c->state = LG_CONN_WRITE;
-	c->write_at = c->wprogress_at = ev_now(c->w->ev);
-	c->wdelivered = 0;
-	ev_timer_stop(c->w->ev, &c->timer);
-	switch (flush(c)) {
-	case 1:
-		return response_done(c);
-	case 0:
-		watch(c, EV_WRITE);
-		lg_conn_rearm(c);
-		return 0;
-	default:
-		lg_conn_close(c);
-		return -1;
-	}
+	return write_now(c);
 }
 
 void
@@ -472,6 +479,45 @@ flush_queued(struct lg_conn *c)
 	return r;
 }
 
+/* The buffered requests are parsed (or one is waiting): writes the batched answers, then
+ * watches for what c waits for now (its next bytes, the client reading, a job) and arms its
+ * timer. Returns 0, or -1 when the connection was closed. */
+static int
+watch_next(struct lg_conn *c)
+{
+	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
+		return 0;
+	int events = 0, q = flush_queued(c);
+	if (q == -1)
+		return -1;
+	if (q == 0 && c->state == LG_CONN_HEAD) {
+		/* The batch waits for the client to read: so does the next request. */
+		c->state = LG_CONN_WRITE;
+		watch(c, EV_WRITE);
+		lg_conn_rearm(c);
+		return 0;
+	}
+	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
+		events = c->http.body_wait ? 0 : EV_READ;
+	else if (c->state == LG_CONN_JOB)
+		/* Keep reading to notice a client that goes away, but apply backpressure on
+		 * pipelined bytes once the buffer is full. */
+		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+	if (q == 0)
+		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
+	else if (lg_conn_in_body(c) && c->want_continue) {
+		if (send_continue(c) == -1)
+			return -1;
+		if (c->cont_off < CONTINUE_LEN)
+			events |= EV_WRITE;
+	}
+	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
+		watch(c, events);
+		lg_conn_rearm(c);
+	}
+	return 0;
+}
+
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn (responses batched while more requests are buffered, then written together).
  * Returns 0, or -1 when the connection was closed. */
@@ -506,37 +552,7 @@ conn_process(struct lg_conn *c)
 		if (r == -1)
 			return -1;
 	}
-	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
-		return 0;
-	int events = 0, q = flush_queued(c);
-	if (q == -1)
-		return -1;
-	if (q == 0 && c->state == LG_CONN_HEAD) {
-		/* The batch waits for the client to read: so does the next request. */
-		c->state = LG_CONN_WRITE;
-		watch(c, EV_WRITE);
-		lg_conn_rearm(c);
-		return 0;
-	}
-	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
-		events = c->http.body_wait ? 0 : EV_READ;
-	else if (c->state == LG_CONN_JOB)
-		/* Keep reading to notice a client that goes away, but apply backpressure on
-		 * pipelined bytes once the buffer is full. */
-		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
-	if (q == 0)
-		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
-	else if (lg_conn_in_body(c) && c->want_continue) {
-		if (send_continue(c) == -1)
-			return -1;
-		if (c->cont_off < CONTINUE_LEN)
-			events |= EV_WRITE;
-	}
-	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
-		watch(c, events);
-		lg_conn_rearm(c);
-	}
-	return 0;
+	return watch_next(c);
 }
 
 int

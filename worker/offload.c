@@ -192,16 +192,15 @@ pool_cfg(const struct lg_conn *c)
 	return &c->w->env->cfg->pools[c->pool];
 }
 
-int
-lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+/* The pool's admission of c's request before any slot is claimed (c->pool set from sp).
+ * Returns 0 when admitted, -1 when refused (counted). */
+static int
+admit(struct lg_conn *c, const struct lg_offload_spec *sp)
 {
-	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
-	size_t vlen = lg_view_size(sp->view);
 	struct lg_pool_page *pp;
 	struct lg_codel_params cp;
 	struct lg_slot_pool spool = { .arena = a, .pool = sp->pool };
-	int slot;
 
 	c->pool = sp->pool < a->master->npools ? sp->pool : 0;
 	pp = &a->master->pools[c->pool];
@@ -221,6 +220,19 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	 * now rather than let the job wait out the target and be shed (counted in the state). */
 	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
 	    &spool))
+		return -1;
+	return 0;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+{
+	const struct lg_http_req *r = &c->http.req;
+	struct lg_arena *a = c->w->env->arena;
+	size_t vlen = lg_view_size(sp->view);
+	int slot;
+
+	if (admit(c, sp) == -1)
 		return -1;
 	uint32_t tag = lg_fair_tag(c);
 	if (lg_fair_over_share(c, tag))
@@ -470,6 +482,34 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
+/* Answers c from its job that ended OK with out_len answer bytes after the metadata page
+ * (they fit the output region): the kind's 2xx (else 200) and content type (else the route's),
+ * extra the timing header lines. Returns as lg_conn_respond. */
+static int
+answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
+{
+	struct lg_arena *a = c->w->env->arena;
+	const unsigned char *region = lg_arena_out(a, (uint32_t)c->slot);
+	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
+	char text[LG_FAIL_TEXT_CAP];
+	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
+	    (int)meta->http_status : 200;
+	const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
+	    1) ? text : c->ctype;
+
+	if (out_len > SMALL_ANSWER)
+		return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
+		    (size_t)out_len);
+	/* A small answer is copied and the slot given back before the first byte is
+	 * written, so a client that reads it and at once sends the next job finds the
+	 * slot free (the connection copies bodies this small anyway). */
+	char body[SMALL_ANSWER], ct[sizeof(text)];
+	memcpy(body, region + LG_OUT_META, (size_t)out_len);
+	snprintf(ct, sizeof(ct), "%s", ctype);
+	lg_offload_release(c);
+	return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
+}
+
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
  * metadata page of the output region. The slot stays held until the response is written when
  * the body is read from the output region. */
@@ -485,24 +525,8 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	char extra[128], text[LG_FAIL_TEXT_CAP];
 
 	timing_headers(c, extra, sizeof(extra), 0);
-	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META) {
-		int code = meta->http_status >= 200 && meta->http_status <= 299 ?
-		    (int)meta->http_status : 200;
-		const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
-		    1) ? text : c->ctype;
-
-		if (out_len > SMALL_ANSWER)
-			return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
-			    (size_t)out_len);
-		/* A small answer is copied and the slot given back before the first byte is
-		 * written, so a client that reads it and at once sends the next job finds the
-		 * slot free (the connection copies bodies this small anyway). */
-		char body[SMALL_ANSWER], ct[sizeof(text)];
-		memcpy(body, region + LG_OUT_META, (size_t)out_len);
-		snprintf(ct, sizeof(ct), "%s", ctype);
-		lg_offload_release(c);
-		return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
-	}
+	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META)
+		return answer_ok(c, out_len, extra);
 	if (st == LG_JOB_OK)
 		st = LG_JOB_ERROR;
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
