@@ -240,36 +240,9 @@ lg_coal_deadline(struct lg_conn *c)
 /* Ends owner flight f: frees the entry, wakes every other loop that waits (status: an HTTP
  * status, or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200), answers f's own
  * parked connections with status and body, and drops f. */
+
 /* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
  * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
-int
-lg_coal_body_done(struct lg_conn *c)
-{
-	/* A coalescing route's request with a body: its key holds the body's hash, so it is
-	 * decided only now that the body is complete in the transit buffer. */
-	if (c->coal && !c->run_inline)
-		return lg_coal_dispatch(c, NULL);
-	return lg_offload_queue(c);
-}
-
-int
-lg_coal_job_timeout(struct lg_conn *c)
-{
-	if (c->fl != NULL)
-		return lg_coal_deadline(c);
-	return lg_offload_deadline(c);
-}
-
-void
-lg_coal_conn_gone(struct lg_conn *c)
-{
-	if (c->fl != NULL) {
-		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
-		return;
-	}
-	lg_offload_client_gone(c);
-}
-
 void
 lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
     int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
@@ -608,6 +581,26 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 	return 0;
 }
 
+/* c, holding a job slot, created flight ref for a cluster-scoped key (Redis ready): parks c on a
+ * new owner flight and asks Redis. Returns 0, or -1 when it could not (nothing changed: run
+ * the key locally, start_owner). */
+static int
+cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
+{
+	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->pol);
+
+	if (f == NULL)
+		return -1;
+	f->owner = 1;
+	f->deadline_ms = c->deadline_ms;
+	f->ctype = c->ctype;
+	if (lg_cluster_begin(f, c->kind, c->deadline_ms) == -1) {
+		lg_coal_drop_flight(f); /* start_owner makes it again */
+		return -1;
+	}
+	lg_coal_park(c, f, "miss"); /* c keeps its job slot meanwhile */
+	return 0;
+}
 /* No job in flight for the key: claim a slot and make this request's job the key's flight,
  * checking the cache once more first (groupcache: another flight may have just filled it). */
 static int
@@ -647,8 +640,8 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
-	if (c->pol->cluster && lg_cluster_ready(w) && lg_coal_cluster_begin(c, &ref) == 0)
-		return 0; /* parked while Redis is asked (worker/coalesce_cluster.c) */
+	if (c->pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
+		return 0; /* parked while Redis is asked (worker/cluster.c) */
 	return start_owner(c, &ref, 0);
 }
 

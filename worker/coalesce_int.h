@@ -74,11 +74,6 @@ int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int par
 
 /* The cluster scope's hooks (worker/coalesce_cluster.c). */
 
-/* c, holding a job slot, created flight ref for a cluster-scoped key (Redis ready): parks c on a
- * new owner flight and asks Redis. Returns 0, or -1 when it could not (nothing changed: run
- * the key locally, start_owner). */
-int lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref);
-
 /* What worker/cluster.c calls back (lg_cluster_setup). */
 extern const struct lg_cluster_ops lg_coal_cluster_ops;
 
