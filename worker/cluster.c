@@ -151,7 +151,7 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 	msgpack_unpacked up;
 	size_t off = 0, klen;
 	uint64_t hash, now = wall_ms();
-	const char *key = lg_coal_flight_key(cf->f, &klen, &hash);
+	const char *key = cf->k->ops.key(cf->f, &klen, &hash);
 	int rc = -1;
 
 	msgpack_unpacked_init(&up);
@@ -392,7 +392,7 @@ lg_cluster_store(struct lg_lflight *f, int status, const char *ctype, const void
 	msgpack_packer pk;
 	size_t klen, clen = strlen(ctype ? ctype : "");
 	uint64_t hash;
-	const char *key = lg_coal_flight_key(f, &klen, &hash);
+	const char *key = cf != NULL ? cf->k->ops.key(f, &klen, &hash) : NULL;
 	char ttl[24];
 
 	if (cf == NULL || !cf->leader || cf->done || status == 502 || status == 503 ||
@@ -480,7 +480,7 @@ lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms)
 	struct lg_cflight *cf;
 	size_t klen;
 	uint64_t hash;
-	const char *key = lg_coal_flight_key(f, &klen, &hash);
+	const char *key = k != NULL ? k->ops.key(f, &klen, &hash) : NULL;
 
 	if (k == NULL || !lg_redis_ready(k->r) || (cf = calloc(1, sizeof(*cf))) == NULL)
 		return -1;

@@ -29,6 +29,9 @@ struct lg_cluster_ops {
 	 * and the time left to live, ms. */
 	void (*hit)(struct lg_lflight *f, int status, const char *ctype, const void *body,
 	    size_t len, uint64_t age_ms, uint64_t ttl_ms);
+	/* The key of owner flight f (binary, *len bytes, constant while f is live) and its
+	 * hash. */
+	const char *(*key)(struct lg_lflight *f, size_t *len, uint64_t *hash);
 };
 
 /* Loop start: connects to cfg->redis when set (else nothing: every key is local). Returns 0,

@@ -32,13 +32,6 @@
  * with it held lets it go then). */
 #define REFRESH_LEASE_MS 1000u
 
-struct lg_coal {
-	struct lg_lflight *list;
-	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
-	struct lg_lflight **by_slot;  /* owner flights by job slot */
-	struct lg_cache_counters *ctr;
-};
-
 int
 lg_coal_setup(struct lg_worker *w)
 {
@@ -84,90 +77,6 @@ lg_coal_job_slot(struct lg_conn *c)
 	if (lg_coal_has_body(c) || c->w->coal->claim == NULL)
 		return -1;
 	return c->w->coal->claim(c);
-}
-
-/* 503 for a request that found no job slot or no memory, saying how the cache took it. */
-static int
-refuse(struct lg_conn *c, const char *label)
-{
-	char extra[64];
-
-	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nRetry-After: 1\r\n", label);
-	return lg_conn_error(c, 503, 0, extra);
-}
-
-/* Answers c with a failed flight's status and b, the kind's message (c takes a reference), or
- * the reason phrase when b is NULL: every waiter of the flight, on every loop, is answered so
- * (lg_conn_error's body and closing rule, the timing and X-Cache of a shared answer). */
-int
-lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b)
-{
-	char extra[160], text[64];
-
-	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nX-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
-	    label, (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6,
-	    status == 503 ? "Retry-After: 1\r\n" : "");
-	c->close_after |= status == 502;
-	if (b != NULL)
-		return lg_conn_respond_shared(c, status, "text/plain", extra, b);
-	snprintf(text, sizeof(text), "%s\n", lg_http_reason(status));
-	return lg_conn_respond(c, status, "text/plain", extra, text, strlen(text));
-}
-
-/* Answers c with body b, shared with the other connections answered from it (c takes a
- * reference); 503 when b is NULL (it could not be allocated). */
-int
-lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
-    uint64_t age_s, int with_age, struct lg_body *b)
-{
-	char extra[160];
-	int n;
-
-	if (b == NULL)
-		return refuse(c, label);
-	n = snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", label);
-	if (with_age)
-		snprintf(extra + n, sizeof(extra) - (size_t)n, "Age: %" PRIu64 "\r\n", age_s);
-	else if (c->queue_ns || c->run_ns)
-		snprintf(extra + n, sizeof(extra) - (size_t)n, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
-		    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
-	return lg_conn_respond_shared(c, status, ctype[0] ? ctype : NULL, extra, b);
-}
-
-/* A shared body holding a copy of cache entry m's value; NULL when out of memory or when the
- * entry changed under the copy. */
-static struct lg_body *
-cached_body(struct lg_worker *w, const struct lg_cache_meta *m)
-{
-	struct lg_body *b = lg_body_new(m->val_len);
-
-	if (b != NULL && lg_cache_copy(w->env->cache, m, b->data, m->val_len) == -1) {
-		lg_body_unref(b);
-		return NULL;
-	}
-	return b;
-}
-
-/* Answers c from cache entry m (a hit or a stale answer) with b, a copy of its value (the
- * reference passes to this call), counting it in counter first: the answer may close c (a failed
- * write, a closing or draining connection), and after that c is not touched. Returns as
- * lg_conn_respond. */
-static int
-answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *b,
-    const char *label, _Atomic uint64_t *counter)
-{
-	uint64_t now = lg_now_ns();
-	int rc;
-
-	lg_obs_route_hit(c);
-	lg_stats_add(counter, 1);
-	c->queue_ns = c->run_ns = 0;
-	if (c->slot >= 0)
-		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
-	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u,
-	    1, b);
-	lg_body_unref(b);
-	return rc;
 }
 
 static struct lg_lflight *
@@ -331,6 +240,7 @@ lg_coal_deadline(struct lg_conn *c)
 /* Ends owner flight f: frees the entry, wakes every other loop that waits (status: an HTTP
  * status, or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200), answers f's own
  * parked connections with status and body, and drops f. */
+
 /* Sends one WAKE to every loop of mask but this one, for flight ref (status: an HTTP status,
  * or WAKE_RETRY / WAKE_ALONE; m names the stored answer for 200, NULL when there is none). */
 void
@@ -385,29 +295,6 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 			lg_conn_resume(c);
 	}
 	lg_coal_drop_flight(f);
-}
-
-/* Stores an answer for f's key; returns 0 with *m, or -1 (not shareable through the cache). */
-int
-lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
-    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m)
-{
-	struct lg_worker *w = f->w;
-	struct lg_cache_item it = {
-		.hash = hash, .key = key, .key_len = klen, .status = (uint32_t)status,
-		.ctype = ctype, .val = body, .val_len = len, .ttl_ns = ttl_ms * LG_NS_PER_MS,
-		.stale_ns = OK(status) ? f->pol->stale_ms * LG_NS_PER_MS : 0,
-		.jitter_pct = (unsigned)w->env->cfg->cache_jitter_pct,
-	};
-
-	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
-	    m) == -1) {
-		if (errno == E2BIG)
-			lg_stats_add(&w->coal->ctr->too_large, 1);
-		return -1;
-	}
-	lg_stats_add(&w->coal->ctr->stored, 1);
-	return 0;
 }
 
 /* Whether loops other than f's own wait on it now (one that joins later and finds no message
@@ -613,7 +500,7 @@ start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 		    0);
 		if (f != NULL)
 			lg_coal_drop_flight(f);
-		return background ? 0 : refuse(c, "miss");
+		return background ? 0 : lg_coal_refuse(c, "miss");
 	}
 	return 0;
 }
@@ -625,7 +512,7 @@ run_alone(struct lg_conn *c)
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
 	c->coal_alone = 1; /* its answer says X-Cache: bypass (worker/offload.c) */
 	if (lg_coal_job_slot(c) == -1)
-		return refuse(c, "bypass");
+		return lg_coal_refuse(c, "bypass");
 	c->coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
 }
@@ -687,13 +574,33 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 			struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref->idx, .gen = ref->gen };
 			send_to_loop(c->w, ref->owner, &m);
 		}
-		return refuse(c, "coalesced");
+		return lg_coal_refuse(c, "coalesced");
 	}
 	lg_stats_add(&c->w->coal->ctr->coalesced, 1);
 	lg_coal_park(c, f, "coalesced");
 	return 0;
 }
 
+/* c, holding a job slot, created flight ref for a cluster-scoped key (Redis ready): parks c on a
+ * new owner flight and asks Redis. Returns 0, or -1 when it could not (nothing changed: run
+ * the key locally, start_owner). */
+static int
+cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
+{
+	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->pol);
+
+	if (f == NULL)
+		return -1;
+	f->owner = 1;
+	f->deadline_ms = c->deadline_ms;
+	f->ctype = c->ctype;
+	if (lg_cluster_begin(f, c->kind, c->deadline_ms) == -1) {
+		lg_coal_drop_flight(f); /* start_owner makes it again */
+		return -1;
+	}
+	lg_coal_park(c, f, "miss"); /* c keeps its job slot meanwhile */
+	return 0;
+}
 /* No job in flight for the key: claim a slot and make this request's job the key's flight,
  * checking the cache once more first (groupcache: another flight may have just filled it). */
 static int
@@ -705,7 +612,7 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	int rc;
 
 	if (lg_coal_job_slot(c) == -1)
-		return refuse(c, "miss");
+		return lg_coal_refuse(c, "miss");
 	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
 	    c->gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_BUSY) {
@@ -728,13 +635,13 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		lg_offload_release(c);
 		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status,
 		    &m, 0, 0);
-		if ((b = cached_body(w, &m)) != NULL)
-			return answer_cached(c, &m, b, "hit", &w->coal->ctr->hits);
+		if ((b = lg_coal_cached_body(w, &m)) != NULL)
+			return lg_coal_answer_cached(c, &m, b, "hit", &w->coal->ctr->hits);
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
-	if (c->pol->cluster && lg_cluster_ready(w) && lg_coal_cluster_begin(c, &ref) == 0)
-		return 0; /* parked while Redis is asked (worker/coalesce_cluster.c) */
+	if (c->pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
+		return 0; /* parked while Redis is asked (worker/cluster.c) */
 	return start_owner(c, &ref, 0);
 }
 
@@ -761,16 +668,16 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	if (p->ttl_ms || p->stale_ms || p->negative_ttl_ms) {
 		switch (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m)) {
 		case LG_CACHE_FRESH:
-			if ((b = cached_body(w, &m)) != NULL)
-				return answer_cached(c, &m, b, "hit", &k->ctr->hits);
+			if ((b = lg_coal_cached_body(w, &m)) != NULL)
+				return lg_coal_answer_cached(c, &m, b, "hit", &k->ctr->hits);
 			break; /* changed under the copy: as a miss */
 		case LG_CACHE_STALE:
 			/* The refresh starts before the answer, which may close c (a client that
 			 * closes after its answer must refresh too); a body in the transit buffer
 			 * c holds runs its refresh job there. */
-			if ((b = cached_body(w, &m)) != NULL) {
+			if ((b = lg_coal_cached_body(w, &m)) != NULL) {
 				refresh(c, &m, key, len, hash);
-				return answer_cached(c, &m, b, "stale", &k->ctr->stale);
+				return lg_coal_answer_cached(c, &m, b, "stale", &k->ctr->stale);
 			}
 			break;
 		default:
@@ -834,7 +741,7 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 		/* A failure with the kind's message names the cache entry holding it. */
 		b = m->arg != 0 && m->out_len <= UINT32_MAX &&
 		    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == 0 &&
-		    (int)meta.status == (int)m->status ? cached_body(w, &meta) : NULL;
+		    (int)meta.status == (int)m->status ? lg_coal_cached_body(w, &meta) : NULL;
 		if (m->arg != 0 && b == NULL) {
 			retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
 			return;
@@ -845,7 +752,7 @@ wake(struct lg_worker *w, const struct lg_msg *m)
 	}
 	if (m->out_len > UINT32_MAX ||
 	    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == -1 ||
-	    (b = cached_body(w, &meta)) == NULL) {
+	    (b = lg_coal_cached_body(w, &meta)) == NULL) {
 		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
 		return;
 	}

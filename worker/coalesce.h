@@ -30,7 +30,7 @@ int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
  * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or
  * -1: no slot; it sets c->slot and the job's kind, route, deadline and content type); a
  * request with a body holds its transit buffer since head time, the body complete in it
- * (called from lg_offload_queue with claim NULL): a cache hit gives it back, a parked request
+ * (called from lg_coal_body_done with claim NULL): a cache hit gives it back, a parked request
  * keeps it until answered (so it can still run its own job if the shared answer cannot reach
  * it), and a miss's job runs in it. Returns 0, or -1 when c was closed. */
 int lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c));
@@ -47,6 +47,20 @@ void lg_coal_gone(struct lg_conn *c);
 
 /* c's own deadline passed while parked: it leaves and is answered 504. Returns 0 or -1. */
 int lg_coal_deadline(struct lg_conn *c);
+
+/* The router's ops (struct lg_conn_ops, worker/routes.c) for a route that may coalesce, over
+ * the offload path's (worker/offload.h), which knows nothing of flights:
+ * body_done: the body is complete in c's slot; a coalescing request (c->coal, not run on the
+ * loop) is dispatched now, its key holding the body's hash; any other is queued
+ * (lg_offload_queue). Returns 0 or -1 (closed). */
+int lg_coal_body_done(struct lg_conn *c);
+
+/* job_timeout: c parked on a flight leaves it (lg_coal_deadline); else lg_offload_deadline. */
+int lg_coal_job_timeout(struct lg_conn *c);
+
+/* gone: c parked on a flight leaves it (lg_coal_gone: a body's transit buffer is given back
+ * there); else lg_offload_client_gone. */
+void lg_coal_conn_gone(struct lg_conn *c);
 
 /* The key of c's request (common/policy.h): method (HEAD as GET), path, the listed query
  * parameters and headers, and for a request with a body or of another method than GET/HEAD

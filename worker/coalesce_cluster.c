@@ -11,24 +11,6 @@
 #include "worker/observe.h"
 #include "worker/offload.h"
 
-int
-lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
-{
-	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->pol);
-
-	if (f == NULL)
-		return -1;
-	f->owner = 1;
-	f->deadline_ms = c->deadline_ms;
-	f->ctype = c->ctype;
-	if (lg_cluster_begin(f, c->kind, c->deadline_ms) == -1) {
-		lg_coal_drop_flight(f); /* start_owner makes it again */
-		return -1;
-	}
-	lg_coal_park(c, f, "miss"); /* c keeps its job slot meanwhile */
-	return 0;
-}
-
 /* Runs f's job on this replica: in the slot one of its waiters holds (the first request's,
  * or one with a body), else in a slot claimed now; 503 to every waiter when there is none.
  * With no waiter left on this loop (others wait elsewhere) the other loops are told to
@@ -96,4 +78,6 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 	lg_coal_drop_flight(f);
 }
 
-const struct lg_cluster_ops lg_coal_cluster_ops = { .run = run, .hit = hit };
+const struct lg_cluster_ops lg_coal_cluster_ops = {
+	.run = run, .hit = hit, .key = lg_coal_flight_key,
+};

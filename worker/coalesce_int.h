@@ -1,6 +1,7 @@
-/* Single-flight internals shared by worker/coalesce.c and worker/coalesce_cluster.c (the
- * cluster scope's hooks): the loop's record of a flight and the steps that answer it. Private to
- * the coalescing module; worker/coalesce.h is its interface. */
+/* Single-flight internals shared by worker/coalesce.c, worker/coalesce_answer.c (the answers
+ * and the store) and worker/coalesce_cluster.c (the cluster scope's hooks): the loop's record
+ * of a flight and the steps that answer it. Private to the coalescing module;
+ * worker/coalesce.h is its interface. */
 #ifndef LG_WORKER_COALESCE_INT_H
 #define LG_WORKER_COALESCE_INT_H
 
@@ -11,6 +12,14 @@
 #define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
 
 struct lg_cflight;
+
+/* A loop's single-flight state (w->coal). */
+struct lg_coal {
+	struct lg_lflight *list;
+	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
+	struct lg_lflight **by_slot;  /* owner flights by job slot */
+	struct lg_cache_counters *ctr;
+};
 
 /* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
  * parked connections. */
@@ -35,11 +44,19 @@ struct lg_lflight {
 	                               * (worker/cluster.c), NULL when local */
 };
 
-/* The helpers of worker/coalesce.c (see their comments there). */
-int lg_coal_job_slot(struct lg_conn *c);
+/* The answers and the store (worker/coalesce_answer.c, see their comments there). */
+int lg_coal_refuse(struct lg_conn *c, const char *label);
 int lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b);
 int lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
     uint64_t age_s, int with_age, struct lg_body *b);
+struct lg_body *lg_coal_cached_body(struct lg_worker *w, const struct lg_cache_meta *m);
+int lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *b,
+    const char *label, _Atomic uint64_t *counter);
+int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
+    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
+
+/* The helpers of worker/coalesce.c (see their comments there). */
+int lg_coal_job_slot(struct lg_conn *c);
 struct lg_lflight *lg_coal_add_flight(struct lg_worker *w, const struct lg_flight_ref *ref,
     const struct lg_policy *pol);
 void lg_coal_drop_flight(struct lg_lflight *f);
@@ -49,8 +66,6 @@ void lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int
     int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns);
 void lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
     const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns);
-int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
-    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
 const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash);
 /* c (holding job slot c->slot) sends its job and hands the slot to owner flight f (which
  * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,
@@ -58,11 +73,6 @@ const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash
 int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked);
 
 /* The cluster scope's hooks (worker/coalesce_cluster.c). */
-
-/* c, holding a job slot, created flight ref for a cluster-scoped key (Redis ready): parks c on a
- * new owner flight and asks Redis. Returns 0, or -1 when it could not (nothing changed: run
- * the key locally, start_owner). */
-int lg_coal_cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref);
 
 /* What worker/cluster.c calls back (lg_cluster_setup). */
 extern const struct lg_cluster_ops lg_coal_cluster_ops;

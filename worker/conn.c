@@ -9,12 +9,13 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "worker/conn_head.h"
 #include "worker/conn_idle.h"
+#include "worker/conn_timer.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
 #include "worker/access.h"
@@ -39,106 +40,6 @@ watch(struct lg_conn *c, int events)
 		return;
 	ev_io_set(&c->io, c->fd, events);
 	ev_io_start(c->w->ev, &c->io);
-}
-
-static void
-arm_timer(struct lg_conn *c, double seconds)
-{
-	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, seconds, 0.);
-	ev_timer_start(c->w->ev, &c->timer);
-}
-
-/* A body is being received: into a slot (BODY), or through the parser (chunked, or any body
- * of an inline route). */
-static int
-in_body(const struct lg_conn *c)
-{
-	return c->state == LG_CONN_BODY || (c->state == LG_CONN_HEAD && c->http.head_seen &&
-	    !c->http.complete && !c->http.rejected && !c->http.status);
-}
-
-/* Bytes of the current request body received so far. */
-static uint64_t
-body_bytes(const struct lg_conn *c)
-{
-	return c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen;
-}
-
-/* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
- * began, plus 1/rate s per byte received (Apache mod_reqtimeout's MinRate); 0 when off. */
-static ev_tstamp
-upload_due(const struct lg_conn *c)
-{
-	const struct lg_config *cfg = c->w->env->cfg;
-
-	if (c->slot < 0 || cfg->min_upload_rate == 0)
-		return 0;
-	return c->body_at + cfg->body_timeout_ms / 1e3 +
-	    (double)body_bytes(c) / (double)cfg->min_upload_rate;
-}
-
-/* The same for the response: write-timeout-ms after it began plus 1/rate s per byte the client
- * took (--min-download-rate); 0 when off. */
-static ev_tstamp
-download_due(const struct lg_conn *c)
-{
-	const struct lg_config *cfg = c->w->env->cfg;
-
-	if (cfg->min_download_rate == 0)
-		return 0;
-	return c->write_at + cfg->write_timeout_ms / 1e3 +
-	    (double)c->wdelivered / (double)cfg->min_download_rate;
-}
-
-static ev_tstamp
-earliest(ev_tstamp at, ev_tstamp due)
-{
-	return due > 0 && due < at ? due : at;
-}
-
-/* When the whole request (head, body, trailers) must be in: --request-deadline-ms after its
- * first byte (accept, for the first request of a connection), on every path; by default the
- * head timeout plus the body deadline, so it cuts nothing those allow. 0 between requests. */
-static ev_tstamp
-request_due(const struct lg_conn *c)
-{
-	const struct lg_config *cfg = c->w->env->cfg;
-	uint64_t ms = cfg->request_deadline_ms ? cfg->request_deadline_ms :
-	    cfg->head_timeout_ms + cfg->body_deadline_ms;
-
-	return c->req_at > 0 ? c->req_at + ms / 1e3 : 0;
-}
-
-/* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
- * client's last progress) and minimum download rate, body silence and (holding a transit
- * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
- * or keep-alive idle. A queued job's deadline is armed by offload.c. */
-static void
-rearm(struct lg_conn *c)
-{
-	const struct lg_config *cfg = c->w->env->cfg;
-	ev_tstamp now = ev_now(c->w->ev), at;
-
-	if (c->state == LG_CONN_JOB)
-		return;
-	if (c->state == LG_CONN_LINGER) {
-		at = c->linger_until;
-	} else if (c->state == LG_CONN_WRITE) {
-		at = earliest(c->wprogress_at + cfg->write_timeout_ms / 1e3, download_due(c));
-	} else if (in_body(c)) {
-		if (c->body_at == 0)
-			c->body_at = now;
-		at = now + cfg->body_timeout_ms / 1e3;
-		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
-			at = c->body_at + cfg->body_deadline_ms / 1e3;
-		at = earliest(earliest(at, upload_due(c)), request_due(c));
-	} else if (c->req_at > 0) {
-		at = earliest(c->req_at + cfg->head_timeout_ms / 1e3, request_due(c));
-	} else {
-		at = now + cfg->keepalive_timeout_ms / 1e3;
-	}
-	arm_timer(c, at > now ? at - now : 1e-3);
 }
 
 /* Readies c (a pool block) for fd; req_at is when the head deadline starts (accept, for a
@@ -186,7 +87,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
 	ev_io_start(w->ev, &c->io);
-	rearm(c);
+	lg_conn_rearm(c);
 }
 
 /* Bytes (or EOF) arrived on an idle connection (worker/conn_idle.c): c is a pool block. */
@@ -281,85 +182,6 @@ lg_conn_close(struct lg_conn *c)
 	lg_conn_gone(w);
 }
 
-static const char *
-date_header(struct lg_worker *w)
-{
-	ev_tstamp now = ev_now(w->ev);
-
-	if (now - w->date_at >= 1. || w->date[0] == '\0') {
-		time_t t = (time_t)now;
-		struct tm tm;
-
-		gmtime_r(&t, &tm);
-		strftime(w->date, sizeof(w->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-		w->date_at = (ev_tstamp)t;
-	}
-	return w->date;
-}
-
-/* Appends the n bytes of s at *at when they fit before end; the caller checks *at <= end. */
-static void
-put(char **at, const char *end, const char *s, size_t n)
-{
-	if (n <= (size_t)(end - *at))
-		memcpy(*at, s, n);
-	*at += n;
-}
-
-/* Decimal digits of v at *at (no terminator), as put() does. */
-static void
-put_u64(char **at, const char *end, uint64_t v)
-{
-	char d[LG_FMT_U64_MAX];
-
-	put(at, end, d, lg_fmt_u64(d, v));
-}
-
-/* Writes a response head (status line, Server, Date, Content-Length, the optional Content-Type,
- * connection and extra lines, the empty line) into out[0..cap). The fields and their order are
- * those every answer of lagless has (docs/HTTP.md); built with memcpy because this runs once
- * per response, and snprintf's format interpretation was the largest user-space cost of a
- * /ping after the system calls. Returns its length; >= cap when it does not fit. */
-static size_t
-put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t len, const char *ctype,
-    const char *conn, const char *extra)
-{
-	static const char server[] = "\r\nServer: lagless\r\nDate: ";
-	static const char clen[] = "\r\nContent-Length: ";
-	const char *reason = lg_http_reason(status), *date = date_header(c->w);
-	char *at = out, *end = out + cap;
-
-	put(&at, end, "HTTP/1.1 ", 9);
-	put_u64(&at, end, (uint64_t)(status >= 100 && status <= 999 ? status : 500));
-	put(&at, end, " ", 1);
-	put(&at, end, reason, strlen(reason));
-	put(&at, end, server, sizeof(server) - 1);
-	put(&at, end, date, strlen(date));
-	put(&at, end, clen, sizeof(clen) - 1);
-	put_u64(&at, end, len);
-	put(&at, end, "\r\n", 2);
-	if (ctype != NULL) {
-		put(&at, end, "Content-Type: ", 14);
-		put(&at, end, ctype, strlen(ctype));
-		put(&at, end, "\r\n", 2);
-	}
-	put(&at, end, conn, strlen(conn));
-	if (extra != NULL)
-		put(&at, end, extra, strlen(extra));
-	if (c->w->env->cfg->request_id) { /* --request-id: the one the access log names */
-		char id[130];
-		size_t n = lg_access_request_id(c, id, sizeof(id));
-
-		if (n > 0) {
-			put(&at, end, "X-Request-Id: ", 14);
-			put(&at, end, id, n);
-			put(&at, end, "\r\n", 2);
-		}
-	}
-	put(&at, end, "\r\n", 2);
-	return (size_t)(at - out);
-}
-
 /* Records how many response bytes the client has taken (written minus still unsent) and, when
  * that grew, the time of that progress. */
 static void
@@ -431,7 +253,7 @@ linger(struct lg_conn *c)
 	c->body_got = 0; /* reused as the count of bytes drained */
 	c->linger_until = ev_now(c->w->ev) + LINGER_S;
 	watch(c, EV_READ);
-	rearm(c);
+	lg_conn_rearm(c);
 	return -1;
 }
 
@@ -482,7 +304,7 @@ response_done(struct lg_conn *c)
 		return linger(c);
 	c->state = LG_CONN_HEAD;
 	watch(c, EV_READ);
-	rearm(c);
+	lg_conn_rearm(c);
 	return 0;
 }
 
@@ -496,6 +318,29 @@ can_batch(const struct lg_conn *c)
 {
 	return c->rlen > 0 && !c->close_after && !c->w->draining && c->wbody == NULL &&
 	    c->whead_len <= LG_CONN_BATCH;
+}
+
+/* The response just queued by lg_conn_respond is not batched: state WRITE, as much of it
+ * written as the socket takes. Returns as lg_conn_respond. */
+static int
+write_now(struct lg_conn *c)
+{
+	c->wreq = 1;
+	c->state = LG_CONN_WRITE;
+	c->write_at = c->wprogress_at = ev_now(c->w->ev);
+	c->wdelivered = 0;
+	ev_timer_stop(c->w->ev, &c->timer);
+	switch (flush(c)) {
+	case 1:
+		return response_done(c);
+	case 0:
+		watch(c, EV_WRITE);
+		lg_conn_rearm(c);
+		return 0;
+	default:
+		lg_conn_close(c);
+		return -1;
+	}
 }
 
 int
@@ -522,7 +367,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 		memcpy(out, continue_line + c->cont_off, pre);
 	}
 	c->want_continue = 0;
-	n = put_head(out + pre, room - pre, c, status, len, ctype,
+	n = lg_conn_put_head(out + pre, room - pre, c, status, len, ctype,
 	    c->close_after ? "Connection: close\r\n" :
 	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra);
 	/* A body of up to LG_CONN_COPY bytes may live on the caller's stack: it must be copied. */
@@ -547,22 +392,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 		request_done(c); /* written with the next ones, by flush_queued */
 		return 0;
 	}
-	c->wreq = 1;
-	c->state = LG_CONN_WRITE;
-	c->write_at = c->wprogress_at = ev_now(c->w->ev);
-	c->wdelivered = 0;
-	ev_timer_stop(c->w->ev, &c->timer);
-	switch (flush(c)) {
-	case 1:
-		return response_done(c);
-	case 0:
-		watch(c, EV_WRITE);
-		rearm(c);
-		return 0;
-	default:
-		lg_conn_close(c);
-		return -1;
-	}
+	return write_now(c);
 }
 
 void
@@ -571,7 +401,7 @@ lg_conn_drain_idle(struct lg_conn *c)
 	double left = ev_timer_remaining(c->w->ev, &c->timer);
 
 	if (!ev_is_active(&c->timer) || left > LG_CONN_DRAIN_IDLE_MS / 1000.)
-		arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
+		lg_conn_arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
 }
 
 int
@@ -649,6 +479,45 @@ flush_queued(struct lg_conn *c)
 	return r;
 }
 
+/* The buffered requests are parsed (or one is waiting): writes the batched answers, then
+ * watches for what c waits for now (its next bytes, the client reading, a job) and arms its
+ * timer. Returns 0, or -1 when the connection was closed. */
+static int
+watch_next(struct lg_conn *c)
+{
+	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
+		return 0;
+	int events = 0, q = flush_queued(c);
+	if (q == -1)
+		return -1;
+	if (q == 0 && c->state == LG_CONN_HEAD) {
+		/* The batch waits for the client to read: so does the next request. */
+		c->state = LG_CONN_WRITE;
+		watch(c, EV_WRITE);
+		lg_conn_rearm(c);
+		return 0;
+	}
+	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
+		events = c->http.body_wait ? 0 : EV_READ;
+	else if (c->state == LG_CONN_JOB)
+		/* Keep reading to notice a client that goes away, but apply backpressure on
+		 * pipelined bytes once the buffer is full. */
+		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+	if (q == 0)
+		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
+	else if (lg_conn_in_body(c) && c->want_continue) {
+		if (send_continue(c) == -1)
+			return -1;
+		if (c->cont_off < CONTINUE_LEN)
+			events |= EV_WRITE;
+	}
+	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
+		watch(c, events);
+		lg_conn_rearm(c);
+	}
+	return 0;
+}
+
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn (responses batched while more requests are buffered, then written together).
  * Returns 0, or -1 when the connection was closed. */
@@ -683,37 +552,7 @@ conn_process(struct lg_conn *c)
 		if (r == -1)
 			return -1;
 	}
-	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
-		return 0;
-	int events = 0, q = flush_queued(c);
-	if (q == -1)
-		return -1;
-	if (q == 0 && c->state == LG_CONN_HEAD) {
-		/* The batch waits for the client to read: so does the next request. */
-		c->state = LG_CONN_WRITE;
-		watch(c, EV_WRITE);
-		rearm(c);
-		return 0;
-	}
-	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
-		events = c->http.body_wait ? 0 : EV_READ;
-	else if (c->state == LG_CONN_JOB)
-		/* Keep reading to notice a client that goes away, but apply backpressure on
-		 * pipelined bytes once the buffer is full. */
-		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
-	if (q == 0)
-		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
-	else if (in_body(c) && c->want_continue) {
-		if (send_continue(c) == -1)
-			return -1;
-		if (c->cont_off < CONTINUE_LEN)
-			events |= EV_WRITE;
-	}
-	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
-		watch(c, events);
-		rearm(c);
-	}
-	return 0;
+	return watch_next(c);
 }
 
 int
@@ -746,7 +585,7 @@ read_body(struct lg_conn *c)
 		return;
 	c->body_got += (uint64_t)n;
 	if (c->body_got < c->body_need) {
-		rearm(c);
+		lg_conn_rearm(c);
 		return;
 	}
 	if (c->w->ops->body_done(c) == 0)
@@ -760,7 +599,7 @@ lg_conn_body_ready(struct lg_conn *c)
 	if (c->state != LG_CONN_BODY)
 		return conn_process(c);
 	watch(c, EV_READ);
-	rearm(c);
+	lg_conn_rearm(c);
 	return 0;
 }
 
@@ -801,7 +640,7 @@ conn_io(struct lg_conn *c, int revents)
 			return;
 		case 0:
 			note_delivered(c); /* progress: the stall timeout counts from here */
-			rearm(c);
+			lg_conn_rearm(c);
 			return;
 		default:
 			lg_conn_close(c);
@@ -813,10 +652,10 @@ conn_io(struct lg_conn *c, int revents)
 
 		if (q == -1)
 			return;
-		if (q == 1 && !(c->want_continue && in_body(c)))
+		if (q == 1 && !(c->want_continue && lg_conn_in_body(c)))
 			watch(c, c->io.events & ~EV_WRITE);
 	}
-	if ((revents & EV_WRITE) && c->whead_len == 0 && c->want_continue && in_body(c)) {
+	if ((revents & EV_WRITE) && c->whead_len == 0 && c->want_continue && lg_conn_in_body(c)) {
 		if (send_continue(c) == -1)
 			return;
 		if (c->cont_off == CONTINUE_LEN)
@@ -841,7 +680,7 @@ write_timer(struct lg_conn *c)
 	ev_tstamp now = ev_now(c->w->ev), due;
 
 	note_delivered(c);
-	due = download_due(c);
+	due = lg_conn_download_due(c);
 	if (due > 0 && now >= due) {
 		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
 		    "closing fd %d", c->wdelivered, now - c->write_at, c->fd);
@@ -851,7 +690,7 @@ write_timer(struct lg_conn *c)
 		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
 		lg_conn_close(c);
 	} else {
-		rearm(c);
+		lg_conn_rearm(c);
 	}
 }
 
@@ -871,24 +710,24 @@ conn_timer(struct lg_conn *c)
 	default:
 		break;
 	}
-	if (in_body(c)) {
-		ev_tstamp due = upload_due(c), req_due = request_due(c);
+	if (lg_conn_in_body(c)) {
+		ev_tstamp due = lg_conn_upload_due(c), req_due = lg_conn_request_due(c);
 
 		if (req_due > 0 && ev_now(c->w->ev) >= req_due) {
 			log_info("request not complete within --request-deadline-ms (fd %d, %" PRIu64
-			    " body bytes): 408", c->fd, body_bytes(c));
+			    " body bytes): 408", c->fd, lg_conn_body_bytes(c));
 		} else if (due > 0 && ev_now(c->w->ev) >= due) {
 			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
-			    "%.1f s): 408", c->fd, body_bytes(c), ev_now(c->w->ev) - c->body_at);
+			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->body_at);
 			lg_stats_add(&c->w->env->page->slow_uploads, 1);
 		} else {
 			log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
-			    body_bytes(c));
+			    lg_conn_body_bytes(c));
 		}
 		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
 	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
 		log_info("request head too slow (fd %d, %s): 408", c->fd,
-		    ev_now(c->w->ev) >= request_due(c) ? "--request-deadline-ms" :
+		    ev_now(c->w->ev) >= lg_conn_request_due(c) ? "--request-deadline-ms" :
 		    "--head-timeout-ms");
 		lg_conn_error(c, 408, 1, NULL);
 	} else {
@@ -899,10 +738,10 @@ conn_timer(struct lg_conn *c)
 int
 lg_conn_cut_upload(struct lg_conn *c, double held_s)
 {
-	if (!in_body(c))
+	if (!lg_conn_in_body(c))
 		return 0;
 	log_info("upload cut to free its transit buffer, every one being held (fd %d, %" PRIu64
-	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, body_bytes(c),
+	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, lg_conn_body_bytes(c),
 	    held_s);
 	lg_stats_add(&c->w->env->page->slow_uploads, 1);
 	lg_conn_error(c, 408, 1, NULL); /* gives the transit buffer back once written */

@@ -21,6 +21,7 @@
 #include "worker/conn.h"
 #include "worker/fairshare.h"
 #include "worker/keptfields.h"
+#include "worker/loop_admin.h"
 #include "stats/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
@@ -35,33 +36,6 @@
  * stopped with accept_io (one loop per process). */
 static ev_io more_io[LG_LISTEN_MAX + 1];
 static int nwatch;                 /* more_io in use */
-static uint8_t *admin_mark;        /* per descriptor number: accepted on the admin listener */
-static size_t admin_cap;
-
-int
-lg_loop_admin_conn(int fd)
-{
-	return fd >= 0 && (size_t)fd < admin_cap && admin_mark[fd];
-}
-
-/* Records which listener fd came from. Returns -1 when the mark cannot be kept (ENOMEM): the
- * caller closes fd rather than let an admin connection pass for a public one. */
-static int
-mark_conn(int fd, int admin)
-{
-	if ((size_t)fd >= admin_cap) {
-		size_t cap = (size_t)fd * 2 + 64;
-		uint8_t *p = realloc(admin_mark, cap);
-
-		if (p == NULL)
-			return -1;
-		memset(p + admin_cap, 0, cap - admin_cap);
-		admin_mark = p;
-		admin_cap = cap;
-	}
-	admin_mark[fd] = (uint8_t)admin;
-	return 0;
-}
 
 static void
 pause_accept(struct lg_worker *w)
@@ -173,7 +147,7 @@ accept_conns(struct lg_worker *w, int lfd)
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
 		}
-		if (w->env->admin_fd >= 0 && mark_conn(fd, lfd == w->env->admin_fd) == -1) {
+		if (w->env->admin_fd >= 0 && lg_loop_mark_conn(fd, lfd == w->env->admin_fd) == -1) {
 			close(fd);
 			continue;
 		}
@@ -192,13 +166,20 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	lg_obs_cb_end(w, "accept");
 }
 
+/* The completion channel's headers that are no waiting connection's: single-flight's (a
+ * flight's job, another loop's WAKE or UNWANTED). */
+static const struct lg_offload_sink completion_sink = {
+	.unclaimed = lg_coal_completion,
+	.message = lg_coal_message,
+};
+
 static void
 done_cb(struct ev_loop *ev, ev_io *io, int revents)
 {
 	struct lg_worker *w = io->data;
 
 	lg_obs_cb_begin(w, NULL);
-	lg_offload_completions(w);
+	lg_offload_completions(w, &completion_sink);
 	lg_obs_cb_end(w, "job completions");
 }
 
@@ -284,6 +265,77 @@ presize_fd_table(int fd, int max_conns)
 	close(hi);
 }
 
+/* One buffer for /metrics and /status, allocated once (pages are touched lazily). Returns 0,
+ * or -1 (ENOMEM). */
+static int
+render_buffer(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
+	    w->kind_names };
+	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
+	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
+	if (w->render_cap < lg_status_bound(env->arena->nprocs))
+		w->render_cap = lg_status_bound(env->arena->nprocs);
+	if ((w->render = malloc(w->render_cap)) == NULL)
+		return -1;
+	return 0;
+}
+
+/* The accept watchers: the listener, then the --listen extras and the admin listener (each
+ * without Nagle, as the main listener: see setup). */
+static void
+watch_listeners(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	int one = 1;
+
+	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
+	w->accept_io.data = w;
+	for (int i = 0; i <= env->nmore; i++) {
+		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
+
+		if (fd < 0)
+			break;
+		ev_io_init(&more_io[nwatch], accept_cb, fd, EV_READ);
+		more_io[nwatch++].data = w;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+}
+
+/* The loop's own watchers: job completions, SIGTERM and SIGINT (drain), the heartbeat tick. */
+static void
+watch_loop(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+
+	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
+	w->done_io.data = w;
+	ev_io_start(w->ev, &w->done_io);
+	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
+	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
+	w->sig_term.data = w->sig_int.data = w;
+	ev_signal_start(w->ev, &w->sig_term);
+	ev_signal_start(w->ev, &w->sig_int);
+	ev_timer_init(&w->tick, tick_cb, TICK_S, TICK_S);
+	w->tick.data = w;
+	ev_timer_start(w->ev, &w->tick);
+}
+
+/* The header fields this process's parser keeps (worker/keptfields.h): the ones the server
+ * reads and every route's listed ones; all of them when the names do not fit the list. */
+static void
+keep_fields(struct lg_worker *w)
+{
+	static struct lg_http_keep keep; /* one worker per process */
+
+	if (lg_keptfields_build(&keep, w->env->cfg) == 0)
+		w->lim.keep = &keep;
+	else
+		log_warn("more header field names listed than %d: every field is kept, the first "
+		    "%d that fit %d bytes", LG_HTTP_KEEP_NAMES, LG_HTTP_KEPT, LG_HTTP_FIELD_BUF);
+}
+
 static int
 setup(struct lg_worker *w, const struct lg_loop_env *env)
 {
@@ -293,12 +345,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_target = (size_t)env->cfg->max_uri;
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
 	w->lim.max_body = env->cfg->max_body;
-	static struct lg_http_keep keep; /* one worker per process */
-	if (lg_keptfields_build(&keep, env->cfg) == 0)
-		w->lim.keep = &keep;
-	else
-		log_warn("more header field names listed than %d: every field is kept, the first "
-		    "%d that fit %d bytes", LG_HTTP_KEEP_NAMES, LG_HTTP_KEPT, LG_HTTP_FIELD_BUF);
+	keep_fields(w);
 	w->ops = &lg_route_conn_ops;
 	if (lg_router_build(w) == -1)
 		return -1;
@@ -315,14 +362,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	if (lg_coal_setup(w) == -1)
 		return -1;
-	/* One buffer for /metrics and /status, allocated once (pages are touched lazily). */
-	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
-	    w->kind_names };
-	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
-	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
-	if (w->render_cap < lg_status_bound(env->arena->nprocs))
-		w->render_cap = lg_status_bound(env->arena->nprocs);
-	if ((w->render = malloc(w->render_cap)) == NULL)
+	if (render_buffer(w) == -1)
 		return -1;
 	/* No Nagle: a response written while an earlier one of the same connection is unacked
 	 * (pipelining, or a batch split by a full socket buffer) would otherwise wait for the
@@ -339,28 +379,8 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	    lg_offload_backed, w) == -1)
 		return -1;
 	lg_offload_map_views(w);
-	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
-	w->accept_io.data = w;
-	for (int i = 0; i <= env->nmore; i++) {
-		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
-
-		if (fd < 0)
-			break;
-		ev_io_init(&more_io[nwatch], accept_cb, fd, EV_READ);
-		more_io[nwatch++].data = w;
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
-	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
-	w->done_io.data = w;
-	ev_io_start(w->ev, &w->done_io);
-	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
-	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
-	w->sig_term.data = w->sig_int.data = w;
-	ev_signal_start(w->ev, &w->sig_term);
-	ev_signal_start(w->ev, &w->sig_int);
-	ev_timer_init(&w->tick, tick_cb, TICK_S, TICK_S);
-	w->tick.data = w;
-	ev_timer_start(w->ev, &w->tick);
+	watch_listeners(w);
+	watch_loop(w);
 	resume_accept(w);
 	lg_obs_start(w);
 	return 0;

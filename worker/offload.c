@@ -13,7 +13,6 @@
 #include "shm/share.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
-#include "worker/coalesce.h"
 #include "worker/fairshare.h"
 #include "worker/observe.h"
 
@@ -164,7 +163,7 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 		c->head_body = 0;
 	}
 	if (c->state == LG_CONN_BODY && c->body_got >= c->body_need) {
-		if (lg_offload_queue(c) == -1)
+		if (c->w->ops->body_done(c) == -1) /* the router decides: queue it, or coalesce */
 			return;
 	}
 	lg_conn_body_ready(c);
@@ -193,16 +192,15 @@ pool_cfg(const struct lg_conn *c)
 	return &c->w->env->cfg->pools[c->pool];
 }
 
-int
-lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+/* The pool's admission of c's request before any slot is claimed (c->pool set from sp).
+ * Returns 0 when admitted, -1 when refused (counted). */
+static int
+admit(struct lg_conn *c, const struct lg_offload_spec *sp)
 {
-	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
-	size_t vlen = lg_view_size(sp->view);
 	struct lg_pool_page *pp;
 	struct lg_codel_params cp;
 	struct lg_slot_pool spool = { .arena = a, .pool = sp->pool };
-	int slot;
 
 	c->pool = sp->pool < a->master->npools ? sp->pool : 0;
 	pp = &a->master->pools[c->pool];
@@ -222,6 +220,19 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	 * now rather than let the job wait out the target and be shed (counted in the state). */
 	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
 	    &spool))
+		return -1;
+	return 0;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+{
+	const struct lg_http_req *r = &c->http.req;
+	struct lg_arena *a = c->w->env->arena;
+	size_t vlen = lg_view_size(sp->view);
+	int slot;
+
+	if (admit(c, sp) == -1)
 		return -1;
 	uint32_t tag = lg_fair_tag(c);
 	if (lg_fair_over_share(c, tag))
@@ -295,7 +306,7 @@ lg_offload_start(struct lg_conn *c)
 		c->state = LG_CONN_BODY;
 		return 0;
 	}
-	return lg_offload_queue(c);
+	return c->w->ops->body_done(c); /* the router decides: queue it, or coalesce */
 }
 
 static int run_here(struct lg_conn *c);
@@ -357,10 +368,6 @@ lg_offload_queue(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[c->slot];
 
-	/* A coalescing route's request with a body: its key holds the body's hash, so it is
-	 * decided only now that the body is complete in the transit buffer. */
-	if (c->coal && !c->run_inline)
-		return lg_coal_dispatch(c, NULL);
 	if (c->run_inline) {
 		s->arg = c->arg;
 		s->in_len = c->body_got;
@@ -398,10 +405,6 @@ lg_offload_release(struct lg_conn *c)
 void
 lg_offload_client_gone(struct lg_conn *c)
 {
-	if (c->fl != NULL) {
-		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
-		return;
-	}
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
 	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
@@ -479,6 +482,34 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
+/* Answers c from its job that ended OK with out_len answer bytes after the metadata page
+ * (they fit the output region): the kind's 2xx (else 200) and content type (else the route's),
+ * extra the timing header lines. Returns as lg_conn_respond. */
+static int
+answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
+{
+	struct lg_arena *a = c->w->env->arena;
+	const unsigned char *region = lg_arena_out(a, (uint32_t)c->slot);
+	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
+	char text[LG_FAIL_TEXT_CAP];
+	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
+	    (int)meta->http_status : 200;
+	const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
+	    1) ? text : c->ctype;
+
+	if (out_len > SMALL_ANSWER)
+		return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
+		    (size_t)out_len);
+	/* A small answer is copied and the slot given back before the first byte is
+	 * written, so a client that reads it and at once sends the next job finds the
+	 * slot free (the connection copies bodies this small anyway). */
+	char body[SMALL_ANSWER], ct[sizeof(text)];
+	memcpy(body, region + LG_OUT_META, (size_t)out_len);
+	snprintf(ct, sizeof(ct), "%s", ctype);
+	lg_offload_release(c);
+	return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
+}
+
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
  * metadata page of the output region. The slot stays held until the response is written when
  * the body is read from the output region. */
@@ -494,24 +525,8 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	char extra[128], text[LG_FAIL_TEXT_CAP];
 
 	timing_headers(c, extra, sizeof(extra), 0);
-	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META) {
-		int code = meta->http_status >= 200 && meta->http_status <= 299 ?
-		    (int)meta->http_status : 200;
-		const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
-		    1) ? text : c->ctype;
-
-		if (out_len > SMALL_ANSWER)
-			return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
-			    (size_t)out_len);
-		/* A small answer is copied and the slot given back before the first byte is
-		 * written, so a client that reads it and at once sends the next job finds the
-		 * slot free (the connection copies bodies this small anyway). */
-		char body[SMALL_ANSWER], ct[sizeof(text)];
-		memcpy(body, region + LG_OUT_META, (size_t)out_len);
-		snprintf(ct, sizeof(ct), "%s", ctype);
-		lg_offload_release(c);
-		return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
-	}
+	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META)
+		return answer_ok(c, out_len, extra);
 	if (st == LG_JOB_OK)
 		st = LG_JOB_ERROR;
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
@@ -684,7 +699,7 @@ run_here(struct lg_conn *c)
 }
 
 void
-lg_offload_completions(struct lg_worker *w)
+lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink)
 {
 	const struct lg_loop_env *env = w->env;
 	struct lg_msg m;
@@ -698,7 +713,7 @@ lg_offload_completions(struct lg_worker *w)
 			return; /* EAGAIN: drained */
 		}
 		if (r == 1 && (m.type == LG_MSG_WAKE || m.type == LG_MSG_UNWANTED)) {
-			lg_coal_message(w, &m);
+			sink->message(w, &m);
 			continue;
 		}
 		if (r == 0 || m.type != LG_MSG_DONE || m.slot >= env->arena->nslots) {
@@ -707,7 +722,7 @@ lg_offload_completions(struct lg_worker *w)
 			continue;
 		}
 		struct lg_conn *c = w->pending[m.slot];
-		if (c == NULL && lg_coal_completion(w, &m))
+		if (c == NULL && sink->unclaimed(w, &m))
 			continue;
 		uint64_t word = atomic_load(&env->arena->slots[m.slot].word);
 		enum lg_slot_state st = lg_slot_state(word);
@@ -729,9 +744,6 @@ lg_offload_completions(struct lg_worker *w)
 int
 lg_offload_deadline(struct lg_conn *c)
 {
-	if (c->fl != NULL)
-		return lg_coal_deadline(c);
-
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_slot *s = &env->arena->slots[c->slot];
 	uint64_t word = atomic_load(&s->word);

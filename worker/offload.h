@@ -97,12 +97,26 @@ size_t lg_offload_unavailable_text(const struct lg_worker *w, uint32_t kind, cha
 #define LG_FAIL_TEXT_CAP (sizeof(((struct lg_out_meta *)0)->msg) + 2)
 
 /* The body in c's slot is complete: queue the job (or, for a where=loop kind, run it here and
- * answer). Returns 0 or -1 (closed). */
+ * answer). Returns 0 or -1 (closed). Offload itself reaches this through the router's
+ * body_done op (struct lg_conn_ops), which may decide otherwise (a coalescing route). */
 int lg_offload_queue(struct lg_conn *c);
 
+struct lg_msg;
+
+/* Where the completion headers that are no waiting connection's go: given by the loop
+ * (worker/loop.c), so offload decides nothing about coalescing (it sits below it). */
+struct lg_offload_sink {
+	/* a DONE header for slot m->slot that no connection waits for: returns 1 when the callee
+	 * took it (a job it owns, e.g. a flight's), 0 to drop it as stale */
+	int (*unclaimed)(struct lg_worker *w, const struct lg_msg *m);
+	/* a WAKE or UNWANTED header (not a job's completion) */
+	void (*message)(struct lg_worker *w, const struct lg_msg *m);
+};
+
 /* Reads every completion header waiting on the loop's completion channel and answers the
- * connections they belong to; stale and malformed headers are counted and dropped. */
-void lg_offload_completions(struct lg_worker *w);
+ * connections they belong to; headers no connection waits for go to sink; stale and
+ * malformed headers are counted and dropped. */
+void lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink);
 
 /* The job deadline of c passed: answer 504 at once, cancel a queued job, and ask the master to
  * kill the compute process running it. Returns 0 or -1 (closed). */

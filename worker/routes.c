@@ -458,10 +458,10 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body_room = route_body_room,
 	.dispatch = lg_route_dispatch,
 	.body_window = lg_offload_body_window,
-	.body_done = lg_offload_queue,
-	.job_timeout = lg_offload_deadline,
+	.body_done = lg_coal_body_done,
+	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
-	.gone = lg_offload_client_gone,
+	.gone = lg_coal_conn_gone,
 };
 
 int

@@ -23,6 +23,7 @@
 #include "kinds/registry.h"
 #include "shm/channel.h"
 #include "shm/slot.h"
+#include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "http/http.h"
 #include "worker/offload.h"
@@ -81,6 +82,12 @@ parse(const uint8_t *data, size_t size, size_t piece)
 	return h.status ? 1000 + h.status : h.complete;
 }
 
+/* What the loop gives the offload path for the headers no connection waits for (loop.c). */
+static const struct lg_offload_sink completion_sink = {
+	.unclaimed = lg_coal_completion,
+	.message = lg_coal_message,
+};
+
 /* Plays the compute pool for every JOB header waiting: RUNNING, then DONE with no output. */
 static void
 play_compute(void)
@@ -101,7 +108,7 @@ play_compute(void)
 		lg_slot_finish(s, m.gen, LG_JOB_OK, now);
 		lg_chan_send(ch.done[0][1], &done, MSG_DONTWAIT);
 	}
-	lg_offload_completions(&w);
+	lg_offload_completions(&w, &completion_sink);
 }
 
 static void

@@ -1,0 +1,19 @@
+/* Response heads of the connection I/O (worker/conn.c): the one place that formats the status
+ * line and the fields every answer of lagless carries (docs/HTTP.md). Private to the
+ * connection module. */
+#ifndef LG_WORKER_CONN_HEAD_H
+#define LG_WORKER_CONN_HEAD_H
+
+#include <stddef.h>
+
+#include "worker/conn.h"
+
+/* Writes the head of c's response: status (100..999, else 500), Server, Date (the loop's
+ * cached one, RFC 9110 section 6.6.1), Content-Length len (bytes), Content-Type ctype unless
+ * NULL, the connection line conn and the extra lines (CRLF-ended, or NULL), X-Request-Id
+ * under --request-id, and the empty line, into out[0..cap). Returns its length in bytes;
+ * >= cap when it does not fit (out then holds a cut head). */
+size_t lg_conn_put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t len,
+    const char *ctype, const char *conn, const char *extra);
+
+#endif

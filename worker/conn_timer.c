@@ -1,0 +1,102 @@
+/* The connection's limits in time (worker/conn_timer.h, docs/HTTP.md). */
+#include "worker/conn_timer.h"
+
+void
+lg_conn_arm_timer(struct lg_conn *c, double seconds)
+{
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, seconds, 0.);
+	ev_timer_start(c->w->ev, &c->timer);
+}
+
+/* A body is being received: into a slot (BODY), or through the parser (chunked, or any body
+ * of an inline route). */
+int
+lg_conn_in_body(const struct lg_conn *c)
+{
+	return c->state == LG_CONN_BODY || (c->state == LG_CONN_HEAD && c->http.head_seen &&
+	    !c->http.complete && !c->http.rejected && !c->http.status);
+}
+
+/* Bytes of the current request body received so far. */
+uint64_t
+lg_conn_body_bytes(const struct lg_conn *c)
+{
+	return c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen;
+}
+
+/* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
+ * began, plus 1/rate s per byte received (Apache mod_reqtimeout's MinRate); 0 when off. */
+ev_tstamp
+lg_conn_upload_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	if (c->slot < 0 || cfg->min_upload_rate == 0)
+		return 0;
+	return c->body_at + cfg->body_timeout_ms / 1e3 +
+	    (double)lg_conn_body_bytes(c) / (double)cfg->min_upload_rate;
+}
+
+/* The same for the response: write-timeout-ms after it began plus 1/rate s per byte the client
+ * took (--min-download-rate); 0 when off. */
+ev_tstamp
+lg_conn_download_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	if (cfg->min_download_rate == 0)
+		return 0;
+	return c->write_at + cfg->write_timeout_ms / 1e3 +
+	    (double)c->wdelivered / (double)cfg->min_download_rate;
+}
+
+static ev_tstamp
+earliest(ev_tstamp at, ev_tstamp due)
+{
+	return due > 0 && due < at ? due : at;
+}
+
+/* When the whole request (head, body, trailers) must be in: --request-deadline-ms after its
+ * first byte (accept, for the first request of a connection), on every path; by default the
+ * head timeout plus the body deadline, so it cuts nothing those allow. 0 between requests. */
+ev_tstamp
+lg_conn_request_due(const struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	uint64_t ms = cfg->request_deadline_ms ? cfg->request_deadline_ms :
+	    cfg->head_timeout_ms + cfg->body_deadline_ms;
+
+	return c->req_at > 0 ? c->req_at + ms / 1e3 : 0;
+}
+
+/* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
+ * client's last progress) and minimum download rate, body silence and (holding a transit
+ * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
+ * or keep-alive idle. A queued job's deadline is armed by offload.c. */
+void
+lg_conn_rearm(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	ev_tstamp now = ev_now(c->w->ev), at;
+
+	if (c->state == LG_CONN_JOB)
+		return;
+	if (c->state == LG_CONN_LINGER) {
+		at = c->linger_until;
+	} else if (c->state == LG_CONN_WRITE) {
+		at = earliest(c->wprogress_at + cfg->write_timeout_ms / 1e3, lg_conn_download_due(c));
+	} else if (lg_conn_in_body(c)) {
+		if (c->body_at == 0)
+			c->body_at = now;
+		at = now + cfg->body_timeout_ms / 1e3;
+		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
+			at = c->body_at + cfg->body_deadline_ms / 1e3;
+		at = earliest(earliest(at, lg_conn_upload_due(c)), lg_conn_request_due(c));
+	} else if (c->req_at > 0) {
+		at = earliest(c->req_at + cfg->head_timeout_ms / 1e3, lg_conn_request_due(c));
+	} else {
+		at = now + cfg->keepalive_timeout_ms / 1e3;
+	}
+	lg_conn_arm_timer(c, at > now ? at - now : 1e-3);
+}
