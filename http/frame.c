@@ -1,11 +1,11 @@
 #include "http/frame.h"
 
-#include <arpa/inet.h>
 #include <http_parser.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/query.h"
+#include "http/authority.h"
 
 enum {
 	S_RL,          /* request line pending */
@@ -55,96 +55,6 @@ static int
 is_value_char(unsigned char c)
 {
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
-}
-
-/* unreserved, sub-delims, ':', '%' and '[' ']' (RFC 3986 section 3.2): an absolute-form
- * target's authority. */
-static int
-is_authority_char(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return 1;
-	switch (c) {
-	case '-': case '.': case '_': case '~': case '!': case '$': case '&': case '\'': case '(':
-	case ')': case '*': case '+': case ',': case ';': case '=': case ':': case '%': case '[':
-	case ']':
-		return 1;
-	}
-	return 0;
-}
-
-/* A byte of a Host value: no delimiter that would end or change an authority, no obs-text. */
-static int
-is_host_char(unsigned char c)
-{
-	if (c >= 0x80)
-		return 0;
-	switch (c) {
-	case '/': case '?': case '#': case '@': case '\\': case '"': case '<': case '>': case '{':
-	case '}': case '|': case '^': case '`':
-		return 0;
-	}
-	return 1;
-}
-
-/* The inside of an IP-literal's brackets (RFC 3986 section 3.2.2): an IPv6address, or an
- * IPvFuture, "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ) (is_host_char has judged
- * those characters). Returns 1 when valid. */
-static int
-ip_literal_ok(const char *v, size_t len)
-{
-	char text[INET6_ADDRSTRLEN + 1];
-	unsigned char bin[16];
-	size_t i = 1;
-
-	if (len > 0 && (v[0] == 'v' || v[0] == 'V')) {
-		while (i < len && lg_hexval((unsigned char)v[i]) >= 0)
-			i++;
-		return i > 1 && i < len && v[i] == '.' && i + 1 < len &&
-		    memchr(v + i + 1, '%', len - i - 1) == NULL;
-	}
-	if (len == 0 || len >= sizeof(text))
-		return 0;
-	memcpy(text, v, len);
-	text[len] = '\0';
-	return inet_pton(AF_INET6, text, bin) == 1;
-}
-
-/* The syntax of a whole Host value or of an absolute-form target's authority (RFC 9112
- * sections 3.2 and 3.2.2: uri-host [ ":" port ]; RFC 3986 sections 3.2.2-3.2.3: an IP-literal
- * is bracketed and holds an IPv6 address or an IPvFuture, a reg-name or IPv4 address has no
- * ':' or bracket and its '%' starts a pct-encoding, "%" HEXDIG HEXDIG; port = *DIGIT).
- * is_host_char / is_authority_char have refused the other delimiters byte by byte; an empty
- * value is valid for Host (a target without an authority). Returns 1 when valid. */
-static int
-host_syntax_ok(const char *v, size_t len)
-{
-	size_t i = 0;
-
-	if (len > 0 && v[0] == '[') {
-		const char *close = memchr(v, ']', len);
-
-		if (close == NULL || !ip_literal_ok(v + 1, (size_t)(close - v) - 1))
-			return 0;
-		i = (size_t)(close - v) + 1;
-	} else {
-		while (i < len && v[i] != ':') {
-			if (v[i] == '[' || v[i] == ']')
-				return 0;
-			if (v[i] == '%' && (i + 2 >= len || lg_hexval((unsigned char)v[i + 1]) < 0 ||
-			    lg_hexval((unsigned char)v[i + 2]) < 0))
-				return 0;
-			i++;
-		}
-	}
-	if (i == len)
-		return 1;
-	if (v[i] != ':')
-		return 0;
-	for (i++; i < len; i++)
-		if (v[i] < '0' || v[i] > '9')
-			return 0;
-	return 1;
 }
 
 /* Characters RFC 3986 allows in a request-target (section 2: unreserved, sub-delims, gen-delims
@@ -264,13 +174,13 @@ check_target_form(struct lg_frame *f, const unsigned char *t, size_t len, int op
 	while (i < len && t[i] != '/' && t[i] != '?') {
 		unsigned char c = t[i++];
 
-		if (!is_authority_char(c))
+		if (!lg_authority_char(c))
 			return fail(f, 400, "invalid authority in an absolute-form target");
 	}
 	if (i == start)
 		return fail(f, 400, "absolute-form target without authority");
 	/* the authority is read as Host is (RFC 9112 section 3.2.2: it replaces Host) */
-	if (!host_syntax_ok((const char *)t + start, i - start))
+	if (!lg_host_syntax_ok((const char *)t + start, i - start))
 		return fail(f, 400, "invalid authority in an absolute-form target");
 	return 0;
 }
@@ -492,7 +402,7 @@ field_done(struct lg_frame *f, int trailer)
 		if (++f->host_count > 1)
 			return fail(f, 400, "more than one Host");
 		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL ||
-		    (!f->val_long && !host_syntax_ok(v, len))) /* one longer than val: not kept whole */
+		    (!f->val_long && !lg_host_syntax_ok(v, len))) /* one longer than val: not kept whole */
 			return fail(f, 400, "invalid Host");
 		return 0;
 	default: /* FLD_EXPECT */
@@ -619,7 +529,7 @@ value_char(struct lg_frame *f, unsigned char c)
 		f->val_long = 0;
 		return S_VALUE;
 	}
-	if (f->field == FLD_HOST && !is_host_char(c))
+	if (f->field == FLD_HOST && !lg_host_char(c))
 		return fail(f, 400, "invalid Host");
 	if (f->val_len < sizeof(f->val))
 		f->val[f->val_len++] = (char)c;
