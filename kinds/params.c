@@ -74,8 +74,8 @@ parse_one(const struct lagless_param *p, const char *s, union pval *v, char *err
 	return rc;
 }
 
-static int
-valid_name(const char *s)
+int
+lg_params_name_ok(const char *s, size_t max)
 {
 	size_t n = 0;
 
@@ -85,7 +85,7 @@ valid_name(const char *s)
 		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_' ||
 		    s[n] == '-'))
 			return 0;
-	return n < 64;
+	return n < max;
 }
 
 /* Bytes the value of p takes in a route struct. */
@@ -109,7 +109,7 @@ valid_one(const struct lagless_param *p, const struct lagless_param *all, uint32
 {
 	union pval v;
 
-	if (!valid_name(p->name)) {
+	if (!lg_params_name_ok(p->name, 64)) {
 		snprintf(err, cap, "parameter %u has no valid name ([a-z0-9_-]+)", i);
 		return -1;
 	}

@@ -39,4 +39,8 @@ int lg_params_parse_route(const struct lagless_param *p, uint32_t n,
  * none. Returns 0, or -1 when it does not fit. */
 int lg_params_names(const struct lagless_param *p, uint32_t n, char *buf, size_t cap);
 
+/* 1 when s is a name of a kind, a module or a parameter: 1 to max - 1 of a-z, 0-9, '_' and
+ * '-' (a name appears in routes, metrics labels and query strings unquoted); else 0. */
+int lg_params_name_ok(const char *s, size_t max);
+
 #endif

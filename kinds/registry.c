@@ -83,20 +83,6 @@ lg_registry_init(struct lg_registry *r, char *err, size_t cap)
 	return 0;
 }
 
-static int
-valid_name(const char *s)
-{
-	size_t n = 0;
-
-	if (s == NULL || *s == '\0')
-		return 0;
-	for (; s[n]; n++)
-		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_' ||
-		    s[n] == '-'))
-			return 0;
-	return n < LG_NAME_MAX;
-}
-
 /* The ABI checks of module.h, in the order a user can act on them. */
 static int
 check_abi(const struct lagless_module *m, const char *path, char *err, size_t cap)
@@ -131,7 +117,7 @@ check_abi(const struct lagless_module *m, const char *path, char *err, size_t ca
 		    m->signature ? m->signature : "(none)", LAGLESS_SIGNATURE);
 		return -1;
 	}
-	if (!valid_name(m->name) || m->nkinds == 0 || m->kinds == NULL) {
+	if (!lg_params_name_ok(m->name, LG_NAME_MAX) || m->nkinds == 0 || m->kinds == NULL) {
 		snprintf(err, cap, "%s: module name \"%s\" is not [a-z0-9_-]+ or it has no kinds",
 		    file, m->name ? m->name : "(none)");
 		return -1;
@@ -212,7 +198,7 @@ add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint
 
 	memset(&row, 0, sizeof(row));
 	memcpy(&row.desc, k, ksize < sizeof(row.desc) ? ksize : sizeof(row.desc));
-	if (!valid_name(row.desc.name) || row.desc.run == NULL) {
+	if (!lg_params_name_ok(row.desc.name, LG_NAME_MAX) || row.desc.run == NULL) {
 		snprintf(err, cap, "%s: module %s has a kind without a valid name or run function",
 		    m->path[0] ? m->path : "(built in)", m->name);
 		return -1;
