@@ -5,7 +5,7 @@ heavy JSON, and would get 503 with the pool full), and a GET to `/heavy/x` under
 path wins, then the longest prefix, and the best match's methods decide."""
 import pytest
 
-from conftest import get, request
+from conftest import get, request, wait_until
 
 
 @pytest.mark.timeout(60)
@@ -14,6 +14,8 @@ def test_exact_routes_beat_a_catch_all_and_the_longest_prefix_decides(start_serv
     conf.write_text("[lagless]\n[route /*]\nkind = heavy\nmethods = GET\n"
                     "[route /heavy/*]\nkind = compress\nmethods = POST\n")
     srv = start_server("-c", str(conf), "--compute-workers", "1")
+    # /ready says 503 until every process is up (slow under ASan): wait for that first
+    assert wait_until(lambda: get(srv.port, "/ready").status == 200, 30)
     plain = get(srv.port, "/ping")
     assert plain.status == 200 and not plain.body.startswith(b"{"), plain
     for path in ("/health", "/ready"):
