@@ -46,7 +46,7 @@ DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 p
 # FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
 BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
 
-LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
+LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
 MAIN_OBJ := $(OBJDIR)/master/main.o
 BIN      := $(OBJDIR)/lagless
@@ -153,17 +153,19 @@ integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS)
 
 # The rooms' one-way dependencies (docs/ARCHITECTURE.md "The rooms"): http/ and stats/ include
 # no worker/, master/ or cpupool/ header, shm/ includes nothing of the project but common/ and
-# shm/, and sizing/ nothing but common/ and sizing/. A grep over the #include lines; any hit
-# fails the build.
+# shm/, sizing/ nothing but common/ and sizing/, redis/ nothing but common/, shm/ and redis/.
+# A grep over the #include lines; any hit fails the build.
 lint:
 	@bad=$$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(worker|master|cpupool)/' \
 	    http/*.[ch] stats/*.[ch]; \
 	    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' shm/*.[ch] \
 	    | grep -vE '#[[:space:]]*include[[:space:]]*"(common|shm)/'; \
 	    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' sizing/*.[ch] \
-	    | grep -vE '#[[:space:]]*include[[:space:]]*"(common|sizing)/'); \
+	    | grep -vE '#[[:space:]]*include[[:space:]]*"(common|sizing)/'; \
+	    grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' redis/*.[ch] \
+	    | grep -vE '#[[:space:]]*include[[:space:]]*"(common|shm|redis)/'); \
 	if [ -n "$$bad" ]; then echo "lint: an include crosses a room's rule:"; echo "$$bad"; exit 1; fi
-	@echo "lint: http/, stats/, shm/ and sizing/ include only what their rooms allow"
+	@echo "lint: http/, stats/, shm/, sizing/ and redis/ include only what their rooms allow"
 
 check: lint unit integration
 

@@ -95,7 +95,7 @@ struct lg_config {
 	uint64_t cache_bytes;      /* shared-memory cache budget */
 	uint64_t cache_max_entry;  /* largest answer stored */
 	int cache_jitter_pct;      /* TTL jitter, percent */
-	/* the cluster scope's shared store (worker/redis.c, worker/cluster.c) */
+	/* the cluster scope's shared store (redis/redis.c, worker/cluster.c) */
 	char redis[256];           /* "unix:/path" or "IP:PORT" of Redis; "" = none (all local) */
 	uint64_t redis_budget_ms;  /* connect, and each command: past it the breaker opens */
 	uint64_t redis_breaker_ms; /* how long an open breaker keeps every key local */

@@ -21,7 +21,7 @@
 #include "shm/stats.h"
 #include "worker/coalesce_int.h"
 #include "worker/loop.h"
-#include "worker/redis.h"
+#include "redis/redis.h"
 
 #define VALUE_VERSION 1
 /* A value of a rule without a TTL (coalescing only) lives this long in Redis: enough for the

@@ -11,7 +11,7 @@
  * flight table (one per key per replica), woken by the PUBLISH on its loop's standing
  * subscription or at the end of the lease, when it asks again (and takes the lease over if the
  * leader died: at most twice, then it computes locally). Every Redis failure opens the
- * breaker of worker/redis.h and the key runs locally. */
+ * breaker of redis/redis.h and the key runs locally. */
 #ifndef LG_WORKER_CLUSTER_H
 #define LG_WORKER_CLUSTER_H
 

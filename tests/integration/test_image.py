@@ -197,7 +197,7 @@ def test_build_stage_provides_every_included_header():
     build = stages()[0][1]
     have = closure(build)
     headers = set()
-    srcs = [f for d in ("common", "shm", "http", "stats", "sizing", "master", "worker",
+    srcs = [f for d in ("common", "shm", "http", "stats", "sizing", "redis", "master", "worker",
                                    "cpupool", "kinds", "load")
             for f in glob.glob(os.path.join(REPO_ROOT, d, "*.c"))]
     srcs += glob.glob(os.path.join(REPO_ROOT, "modules", "*", "*.c"))

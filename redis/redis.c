@@ -1,5 +1,5 @@
-/* Redis connections of a loop worker (worker/redis.h). */
-#include "worker/redis.h"
+/* Redis connections of a loop worker (redis/redis.h). */
+#include "redis/redis.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,8 +6,8 @@
  * over budget opens a breaker: both connections are freed (every command in flight fails),
  * nothing is sent for --redis-breaker-ms, then it connects again. Nothing here blocks: the
  * address is numeric (resolved by the master, master/optset.c). */
-#ifndef LG_WORKER_REDIS_H
-#define LG_WORKER_REDIS_H
+#ifndef LG_REDIS_REDIS_H
+#define LG_REDIS_REDIS_H
 
 #include <ev.h>
 #include <stddef.h>
