@@ -634,16 +634,21 @@ def heavy_iterations_for(port, seconds):
 def send_all_at_once(port, payloads, timeout=60.0):
     """Sends each payload (the bytes of one request) on its own connection, all connected first
     and released together; returns (Response, time.monotonic() at its end) per payload."""
-    socks = [connect(port, timeout=timeout) for _ in payloads]
-    out = [None] * len(payloads)
+    return send_all_at_once_to([(port, p) for p in payloads], timeout)
+
+
+def send_all_at_once_to(pairs, timeout=60.0):
+    """send_all_at_once with a port per request: pairs are (port, payload bytes)."""
+    socks = [connect(port, timeout=timeout) for port, _ in pairs]
+    out = [None] * len(pairs)
     go = threading.Event()
 
     def one(i):
         go.wait()
-        socks[i].sendall(payloads[i])
+        socks[i].sendall(pairs[i][1])
         out[i] = (read_response(socks[i]), time.monotonic())
 
-    calls = [Call(one, i) for i in range(len(payloads))]
+    calls = [Call(one, i) for i in range(len(pairs))]
     for c in calls:
         c.start()
     go.set()

@@ -43,25 +43,32 @@ method_bit(unsigned m)
 	}
 }
 
-static int
-path_matches(const struct lg_route_def *d, const struct lg_http_req *r)
-{
-	size_t n = strlen(d->path);
-
-	if (d->prefix)
-		return r->path_len >= n && memcmp(d->path, r->path, n) == 0;
-	return n == r->path_len && memcmp(d->path, r->path, n) == 0;
-}
-
 /* How specific route d is for r's path: 0 no match, a prefix route its length + 1, an exact
  * route more than any prefix (nginx's location rule: an exact path wins, then the longest
  * prefix; a catch-all prefix route never takes /ping from its exact route). */
 static size_t
+path_rank(const struct lg_route_def *d, const struct lg_http_req *r)
+{
+	size_t n = strlen(d->path);
+
+	if (d->prefix)
+		return r->path_len >= n && memcmp(d->path, r->path, n) == 0 ? n + 1 : 0;
+	return n == r->path_len && memcmp(d->path, r->path, n) == 0 ? SIZE_MAX : 0;
+}
+
+static int
+path_matches(const struct lg_route_def *d, const struct lg_http_req *r)
+{
+	return path_rank(d, r) != 0;
+}
+
+/* path_rank for the routes this server serves (test-only routes need --enable-test-jobs). */
+static size_t
 match_rank(const struct lg_worker *w, const struct lg_route_def *d, const struct lg_http_req *r)
 {
-	if ((d->test_only && !w->env->cfg->enable_test_jobs) || !path_matches(d, r))
+	if (d->test_only && !w->env->cfg->enable_test_jobs)
 		return 0;
-	return d->prefix ? strlen(d->path) + 1 : SIZE_MAX;
+	return path_rank(d, r);
 }
 
 /* The route for path and method: among the routes whose path matches best (match_rank), the
@@ -82,6 +89,8 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 		if (k > rank || (!(best->def->methods & bit) && (w->routes[i].def->methods & bit)))
 			best = &w->routes[i];
 		rank = k;
+		if (rank == SIZE_MAX && (best->def->methods & bit))
+			break; /* an exact route that takes the method: nothing can beat it */
 	}
 	return best;
 }

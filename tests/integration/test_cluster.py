@@ -12,12 +12,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 
 import pytest
 
-from conftest import Call, connect, get, job_slots, read_response, wait_jobs, wait_until
+from conftest import Call, get, job_slots, send_all_at_once_to, wait_jobs, wait_until
 
 REDIS_BIN = "/usr/bin/redis-server"
 pytestmark = pytest.mark.skipif(not os.access(REDIS_BIN, os.X_OK), reason="no redis-server")
@@ -134,24 +133,9 @@ def replica(start_server, redis, *extra, lease_ms=5000, budget_ms=1000):
 def fire(reqs, timeout=90.0):
     """reqs: (port, path) pairs, each on its own connection, all connected first and sent
     together; returns the Response of each."""
-    socks = [connect(port, timeout=timeout) for port, _ in reqs]
-    out = [None] * len(reqs)
-    go = threading.Event()
-
-    def one(i):
-        go.wait()
-        socks[i].sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % reqs[i][1]).encode())
-        out[i] = read_response(socks[i])
-
-    calls = [Call(one, i) for i in range(len(reqs))]
-    for c in calls:
-        c.start()
-    go.set()
-    for c in calls:
-        c.get(timeout)
-    for s in socks:
-        s.close()
-    return out
+    return [r for r, _ in send_all_at_once_to(
+        [(port, ("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode()) for port, path in reqs],
+        timeout)]
 
 
 def leader_of(srvs):
