@@ -727,3 +727,16 @@ ll_engine_fetch(struct ll_engine *e, const char *path, char *buf, size_t cap)
 	free(head);
 	return r.status;
 }
+
+int
+ll_engine_route_stepped(const struct ll_engine *e, unsigned i)
+{
+	unsigned j;
+
+	if (e->routes[i].heavy)
+		return 1;
+	for (j = 0; j < e->nroutes; j++)
+		if (e->routes[j].heavy)
+			return 0;
+	return 1;
+}

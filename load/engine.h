@@ -179,4 +179,8 @@ uint64_t ll_rstats_count(const struct ll_rstats *s, int lo, int hi);
 /* Merged histogram of the results with code in [lo, hi] into out (initialised, emptied). */
 void ll_rstats_merge(const struct ll_rstats *s, int lo, int hi, struct ll_hist *out);
 
+/* 1 when route i (< e->nroutes) is the one a stepped or ramped run steps: a heavy route, or
+ * any route when none is heavy. */
+int ll_engine_route_stepped(const struct ll_engine *e, unsigned i);
+
 #endif

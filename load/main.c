@@ -626,7 +626,7 @@ step_phases(struct opts *o, struct ll_engine *e, struct ll_report *r, int lagles
 		struct ll_step *lv = &st->s[k];
 
 		for (i = 0; i < e->nroutes; i++)
-			if (ll_steps_stepped(e, i) && (e->routes[i].rps = ll_steps_offer(lv,
+			if (ll_engine_route_stepped(e, i) && (e->routes[i].rps = ll_steps_offer(lv,
 			                                                 &e->routes[i])) <= 0) {
 				fprintf(stderr, "lagless-load: --steps %gx: %s has no known capacity (give it "
 				        "an Nx rate, capacity=RPS or --capacity)\n", lv->level.value,

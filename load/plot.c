@@ -171,7 +171,7 @@ write_throughput(const struct ll_report *r, const char *dir)
 		if ((t = (unsigned)(sm->due_ns / 1000000000u)) >= nsec)
 			continue;
 		bins[t][3]++;
-		if (!ll_steps_stepped(e, sm->route))
+		if (!ll_engine_route_stepped(e, sm->route))
 			continue;
 		bins[t][0]++;
 		bins[t][1] += sm->status >= 200 && sm->status < 300;

@@ -84,18 +84,6 @@ ll_steps_offer(const struct ll_step *k, const struct ll_route *rt)
 	return k->level.relative ? k->level.value * capacity(rt) : k->level.value;
 }
 
-int
-ll_steps_stepped(const struct ll_engine *e, unsigned i)
-{
-	unsigned j;
-
-	if (e->routes[i].heavy)
-		return 1;
-	for (j = 0; j < e->nroutes; j++)
-		if (e->routes[j].heavy)
-			return 0;
-	return 1;
-}
 
 void
 ll_steps_fill(struct ll_step *k, const struct ll_report *r)
@@ -110,7 +98,7 @@ ll_steps_fill(struct ll_step *k, const struct ll_report *r)
 	for (i = 0; i < e->nroutes; i++) {
 		const struct ll_rstats *st = &e->routes[i].st[LL_PH_RUN];
 
-		if (ll_steps_stepped(e, i)) {
+		if (ll_engine_route_stepped(e, i)) {
 			k->offered_rps += e->routes[i].rps;
 			k->capacity_rps = k->capacity_rps < 0 || e->routes[i].capacity_rps <= 0 ? -1 :
 			                  k->capacity_rps + e->routes[i].capacity_rps;

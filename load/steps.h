@@ -45,9 +45,6 @@ int ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size
  * per second, or 0 when an Nx level meets a route of unknown capacity. */
 double ll_steps_offer(const struct ll_step *k, const struct ll_route *rt);
 
-/* 1 when route i is stepped: heavy, or any route when none is heavy. */
-int ll_steps_stepped(const struct ll_engine *e, unsigned i);
-
 /* Fills level k's row from r, the report of its run (judged; r->p0/p1 its scrapes). */
 void ll_steps_fill(struct ll_step *k, const struct ll_report *r);
 
