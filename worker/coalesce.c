@@ -45,7 +45,7 @@ lg_coal_setup(struct lg_worker *w)
 	}
 	k->ctr = env->cache != NULL ? lg_cache_row(env->cache, env->index) : NULL;
 	w->coal = k;
-	return lg_cluster_setup(w, &lg_coal_cluster_ops);
+	return 0;
 }
 
 int

@@ -20,6 +20,11 @@
 /* Sets up w's coalescing state. Returns 0, or -1 (ENOMEM). */
 int lg_coal_setup(struct lg_worker *w);
 
+/* After lg_coal_setup: connects w's coalescing to the cluster scope (worker/cluster.h
+ * lg_cluster_setup with coalescing's hooks; nothing when no --redis). Returns what
+ * lg_cluster_setup returns. */
+int lg_coal_cluster_setup(struct lg_worker *w);
+
 /* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
  * from the configuration: master/site.c), NULL for none. When it does, c->coal and c->pol are
  * set, and a bodiless request claims no slot before dispatch. c->deadline_ms must hold the

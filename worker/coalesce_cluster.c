@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "shm/stats.h"
+#include "worker/coalesce.h"
 #include "worker/cluster.h"
 #include "worker/coalesce_int.h"
 #include "worker/observe.h"
@@ -78,6 +79,13 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 	lg_coal_drop_flight(f);
 }
 
-const struct lg_cluster_ops lg_coal_cluster_ops = {
+/* What worker/cluster.c calls back. */
+static const struct lg_cluster_ops cluster_ops = {
 	.run = run, .hit = hit, .key = lg_coal_flight_key,
 };
+
+int
+lg_coal_cluster_setup(struct lg_worker *w)
+{
+	return lg_cluster_setup(w, &cluster_ops);
+}

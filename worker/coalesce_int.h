@@ -72,9 +72,4 @@ const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash
  * or -1 when the job could not be sent (c's slot given back; nothing answered). */
 int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked);
 
-/* The cluster scope's hooks (worker/coalesce_cluster.c). */
-
-/* What worker/cluster.c calls back (lg_cluster_setup). */
-extern const struct lg_cluster_ops lg_coal_cluster_ops;
-
 #endif

@@ -360,7 +360,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
 		return -1;
-	if (lg_coal_setup(w) == -1)
+	if (lg_coal_setup(w) == -1 || lg_coal_cluster_setup(w) == -1)
 		return -1;
 	if (render_buffer(w) == -1)
 		return -1;
