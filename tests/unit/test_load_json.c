@@ -21,6 +21,7 @@
 #include "load/jw.h"
 #include "load/scenario.h"
 #include "load/steps.h"
+#include "tests/unit/load_rstats.h"
 
 struct fixture {
 	struct ll_route routes[2];  /* 0: /ping cheap, 1: /heavy heavy, calibrated */
@@ -31,23 +32,6 @@ struct fixture {
 	struct ll_engine e;
 	struct ll_report r;
 };
-
-static void
-put(struct ll_rstats *s, int code, unsigned n, double ms)
-{
-	unsigned i, k;
-
-	for (k = 0; k < s->ncodes && s->codes[k] != code; k++)
-		;
-	if (k == s->ncodes) {
-		assert_int_equal(ll_hist_init(&s->by_code[k]), 0);
-		s->codes[s->ncodes++] = code;
-	}
-	for (i = 0; i < n; i++) {
-		ll_hist_record(&s->by_code[k], (uint64_t)(ms * 1e6));
-		ll_hist_record(&s->all, (uint64_t)(ms * 1e6));
-	}
-}
 
 static void
 fill_routes(struct fixture *f)
@@ -118,14 +102,10 @@ static int
 setup(void **state)
 {
 	static struct fixture f;
-	unsigned i, ph;
+	unsigned i;
 
 	memset(&f, 0, sizeof(f));
-	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LL_PH_COUNT; ph++) {
-			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].all), 0);
-			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].send_lag), 0);
-		}
+	routes_hists_init(f.routes, 2);
 	fill_routes(&f);
 	fill_steps(&f);
 	f.samples[0] = (struct ll_sample){ 100000000, 1500000, 200, 0 };
@@ -172,17 +152,8 @@ static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
-	unsigned i, ph, k;
 
-	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LL_PH_COUNT; ph++) {
-			struct ll_rstats *s = &f->routes[i].st[ph];
-
-			for (k = 0; k < s->ncodes; k++)
-				ll_hist_free(&s->by_code[k]);
-			ll_hist_free(&s->all);
-			ll_hist_free(&s->send_lag);
-		}
+	routes_hists_free(f->routes, 2);
 	return 0;
 }
 
