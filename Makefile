@@ -32,12 +32,13 @@ LDLIBS  := -lev -lhiredis -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 
 # installs exactly these (make print-build-pkgs), and so does CI, with the rest of DEB_PKGS.
 BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser-dev libzstd-dev \
               libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev libpython3.11-dev \
-              libhiredis-dev
+              libhiredis-dev libyajl-dev
 # What the built binaries and modules need to run: the image's runtime stage installs exactly
 # these (make print-runtime-pkgs; curl for its HEALTHCHECK). tests/integration/test_image.py
 # checks that every shared library they link comes from one of them (or from libc6).
 RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
-                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 curl
+                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 libyajl2 \
+                curl
 # The Debian packages the build, the tests and `make run` need.
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
@@ -58,6 +59,8 @@ LOAD_SRC  := $(filter-out load/main.c,$(wildcard load/*.c))
 LOAD_OBJ  := $(LOAD_SRC:%.c=$(OBJDIR)/%.o)
 LOAD_BIN  := $(OBJDIR)/lagless-load
 LOAD_UNIT := $(wildcard tests/unit/test_load_*.c)
+# yajl (libyajl-dev) writes its JSON report (load/jw.h); the server does not link it
+LOAD_LIBS := -lev -lhttp_parser -lyajl -lm
 
 # Job modules the integration tests load (tests/modules/, built against include/ only).
 TEST_MOD_SRC := $(wildcard tests/modules/*.c)
@@ -75,11 +78,11 @@ $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LOAD_BIN): $(OBJDIR)/load/main.o $(LOAD_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ -lev -lhttp_parser -lm
+	$(CC) $(LDFLAGS) -o $@ $^ $(LOAD_LIBS)
 
 $(LOAD_UNIT_BIN): $(OBJDIR)/tests/%: tests/unit/%.c $(LOAD_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LOAD_OBJ) -lev -lhttp_parser -lm -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LOAD_OBJ) $(LOAD_LIBS) -lcmocka
 
 $(OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -11,51 +11,18 @@ behind the same three-way spread.
 """
 
 import os
-import selectors
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 
-from bench_coalesce import complete, http_get, metric, status_of, summary
-from common import Lagless, Result, log
+from bench_coalesce import http_get, metric, summary
+from common import Lagless, Result, burst, log
 
 DELAY_MS = 200
 REPLICAS = 3
 REDIS_BIN = "/usr/bin/redis-server"
-
-
-def spread_burst(ports, path, n, timeout=10.0):
-    """n connections over ports round-robin, opened first, then every request sent back to back;
-    returns [(status, seconds from its own send)]."""
-    socks = [socket.create_connection(("127.0.0.1", ports[i % len(ports)]), timeout=timeout)
-             for i in range(n)]
-    sel = selectors.DefaultSelector()
-    req = ("GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path).encode()
-    sent, buf, done = {}, {}, {}
-    for i, s in enumerate(socks):
-        s.setblocking(False)
-        sent[i] = time.monotonic()
-        s.sendall(req)
-        buf[i] = b""
-        sel.register(s, selectors.EVENT_READ, i)
-    end = time.monotonic() + timeout
-    while len(done) < n and time.monotonic() < end:
-        for key, _ in sel.select(timeout=0.5):
-            i, s = key.data, key.fileobj
-            try:
-                chunk = s.recv(65536)
-            except BlockingIOError:
-                continue
-            buf[i] += chunk
-            if complete(buf[i]) or not chunk:
-                done[i] = (status_of(buf[i]), time.monotonic() - sent[i])
-                sel.unregister(s)
-    for s in socks:
-        s.close()
-    return [done.get(i, (0, timeout)) for i in range(n)]
 
 
 class Redis:
@@ -97,8 +64,7 @@ def run_scope(binary, redis, scope, tag):
         for s in srvs:  # warm each compute process (its first run), on its own key
             http_get(s.port, "/test/sleep?ms=1&k=warm-%s-%d" % (tag, s.port))
         before = sum(metric(s.port, "lagless_coalesce_jobs_total") for s in srvs)
-        got = spread_burst([s.port for s in srvs], "/test/sleep?ms=%d&k=%s" % (DELAY_MS, tag),
-                           100)
+        got = burst([s.port for s in srvs], "/test/sleep?ms=%d&k=%s" % (DELAY_MS, tag), 100)
         # a job is counted when it starts: every one has by the last answer
         jobs = sum(metric(s.port, "lagless_coalesce_jobs_total") for s in srvs) - before
         return dict(summary(got), calls=int(jobs))

@@ -19,7 +19,6 @@ job time + 5 ms on the cold key.
 import json
 import os
 import re
-import selectors
 import shutil
 import socket
 import subprocess
@@ -27,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from common import Lagless, Result, log, percentile
+from common import Lagless, Result, burst, log, percentile
 
 DELAY_MS = 200
 # past a 1 s TTL: nginx keeps expiry times in whole seconds, so 1.3 s could still be fresh
@@ -56,53 +55,6 @@ def http_get(port, path, timeout=5.0):
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1]) if head else 0
     return status, head.decode("latin-1"), body
-
-
-def burst(port, path, n, timeout=10.0):
-    """n connections opened first, then n requests sent back to back from one thread and the
-    responses read with a selector: latency is from each request's own send time to its last
-    byte, with no client thread scheduling in between. Returns [(status, seconds)]."""
-    socks = [socket.create_connection(("127.0.0.1", port), timeout=timeout) for _ in range(n)]
-    sel = selectors.DefaultSelector()
-    req = ("GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path).encode()
-    sent, buf, done = {}, {}, {}
-    for s in socks:
-        s.setblocking(False)
-    for i, s in enumerate(socks):
-        sent[i] = time.monotonic()
-        s.sendall(req)
-        buf[i] = b""
-        sel.register(s, selectors.EVENT_READ, i)
-    end = time.monotonic() + timeout
-    while len(done) < n and time.monotonic() < end:
-        for key, _ in sel.select(timeout=0.5):
-            i, s = key.data, key.fileobj
-            try:
-                chunk = s.recv(65536)
-            except BlockingIOError:
-                continue
-            buf[i] += chunk
-            if complete(buf[i]) or not chunk:
-                done[i] = (status_of(buf[i]), time.monotonic() - sent[i])
-                sel.unregister(s)
-    for s in socks:
-        s.close()
-    return [done.get(i, (0, timeout)) for i in range(n)]
-
-
-def complete(data):
-    head, sep, body = data.partition(b"\r\n\r\n")
-    if not sep:
-        return False
-    m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
-    return m is not None and len(body) >= int(m.group(1))
-
-
-def status_of(data):
-    try:
-        return int(data.split(b" ", 2)[1])
-    except (IndexError, ValueError):
-        return 0
 
 
 def summary(samples):
@@ -233,7 +185,7 @@ def scenarios(port, path_of, calls):
             http_get(port, p)
             time.sleep(EXPIRY_WAIT_S)
         before = calls(p)
-        s = burst(port, p, n)
+        s = burst([port], p, n)
         out[sc] = dict(summary(s), calls=settled(calls, p) - before)
     return out
 

@@ -7,6 +7,8 @@
 * ``Stats`` / ``percentile``: nearest-rank percentiles, in microseconds.
 * /proc readers: process tree, CPU ticks, Pss from smaps_rollup, the memfd arena's resident bytes.
 * ``Result``: one measured ratio against its target, printed the same way by every benchmark.
+* ``burst``: n concurrent GETs sent back to back, each timed from its own send (benchmarks 9
+  and 12).
 """
 
 import http.client
@@ -14,7 +16,9 @@ import json
 import math
 import os
 import re
+import selectors
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -280,6 +284,56 @@ def http_request(port, method, path, body, timeout):
         return r.status, {k.lower(): v for k, v in r.getheaders()}, data
     finally:
         conn.close()
+
+
+def burst(ports, path, n, timeout=10.0):
+    """n connections opened first (over ports round-robin), then n requests sent back to back
+    from one thread and the responses read with a selector: latency is from each request's own
+    send time to its last byte, with no client thread scheduling in between. Returns
+    [(status, seconds)]; a request with no whole answer within timeout is (0, timeout)."""
+    socks = [socket.create_connection(("127.0.0.1", ports[i % len(ports)]), timeout=timeout)
+             for i in range(n)]
+    sel = selectors.DefaultSelector()
+    req = ("GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path).encode()
+    sent, buf, done = {}, {}, {}
+    for s in socks:
+        s.setblocking(False)
+    for i, s in enumerate(socks):
+        sent[i] = time.monotonic()
+        s.sendall(req)
+        buf[i] = b""
+        sel.register(s, selectors.EVENT_READ, i)
+    end = time.monotonic() + timeout
+    while len(done) < n and time.monotonic() < end:
+        for key, _ in sel.select(timeout=0.5):
+            i, s = key.data, key.fileobj
+            try:
+                chunk = s.recv(65536)
+            except BlockingIOError:
+                continue
+            buf[i] += chunk
+            if complete(buf[i]) or not chunk:
+                done[i] = (status_of(buf[i]), time.monotonic() - sent[i])
+                sel.unregister(s)
+    for s in socks:
+        s.close()
+    return [done.get(i, (0, timeout)) for i in range(n)]
+
+
+def complete(data):
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+    return m is not None and len(body) >= int(m.group(1))
+
+
+def status_of(data):
+    try:
+        return int(data.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return 0
+
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /* The JSON report (load/json.h). */
 #include "load/json.h"
+#include "load/jw.h"
 #include "load/scenario.h"
 #include "load/steps.h"
 
@@ -10,44 +11,20 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "load/err.h"
 
+/* the fields of one histogram, into the object open */
 static void
-jstr(FILE *f, const char *s)
+json_hist(struct ll_jw *w, const struct ll_hist *h, double secs)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/* a finite number, or null (JSON has no NaN or infinity) */
-static void
-jnum(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.6g", v);
-	else
-		fputs("null", f);
-}
-
-static void
-jhist(FILE *f, const struct ll_hist *h, double secs)
-{
-	fprintf(f, "\"count\":%" PRIu64 ",\"rate_per_s\":", h->total);
-	jnum(f, (double)h->total / secs);
-	fprintf(f, ",\"mean_ms\":%.6g,\"p50_ms\":%.6g,\"p90_ms\":%.6g,\"p99_ms\":%.6g,"
-	        "\"p999_ms\":%.6g,\"max_ms\":%.6g", ll_hist_mean(h) / 1e6,
-	        (double)ll_hist_value_at(h, 50) / 1e6, (double)ll_hist_value_at(h, 90) / 1e6,
-	        (double)ll_hist_value_at(h, 99) / 1e6, (double)ll_hist_value_at(h, 99.9) / 1e6,
-	        (double)h->max / 1e6);
+	ll_jw_u64(w, "count", h->total);
+	ll_jw_g6(w, "rate_per_s", (double)h->total / secs);
+	ll_jw_g6(w, "mean_ms", ll_hist_mean(h) / 1e6);
+	ll_jw_g6(w, "p50_ms", (double)ll_hist_value_at(h, 50) / 1e6);
+	ll_jw_g6(w, "p90_ms", (double)ll_hist_value_at(h, 90) / 1e6);
+	ll_jw_g6(w, "p99_ms", (double)ll_hist_value_at(h, 99) / 1e6);
+	ll_jw_g6(w, "p999_ms", (double)ll_hist_value_at(h, 99.9) / 1e6);
+	ll_jw_g6(w, "max_ms", (double)h->max / 1e6);
 }
 
 static int
@@ -111,64 +88,82 @@ ll_json_seconds(const struct ll_engine *e, unsigned route, unsigned nsec, struct
 }
 
 static void
-json_route(FILE *f, const struct ll_report *r, unsigned i)
+json_calibration(struct ll_jw *w, const struct ll_report *r, const struct ll_route *rt)
+{
+	const struct ll_rstats *st = &rt->st[LL_PH_RUN];
+
+	if (rt->capacity_windows == 0) {
+		ll_jw_null(w, "calibration");
+		return;
+	}
+	ll_jw_map(w, "calibration");
+	ll_jw_u64(w, "windows", rt->capacity_windows);
+	ll_jw_num(w, "window_s", "%g", rt->capacity_window_s);
+	ll_jw_g6(w, "sd_per_s", rt->capacity_sd_rps);
+	ll_jw_g6(w, "min_per_s", rt->capacity_min_rps);
+	ll_jw_g6(w, "max_per_s", rt->capacity_max_rps);
+	ll_jw_g6(w, "run_over_capacity", rt->capacity_rps > 0 ?
+	         (double)st->ok_in_time / r->duration_s / rt->capacity_rps : 0);
+	ll_jw_bool(w, "off", ll_report_calibration_off(r, rt) > 0);
+	ll_jw_end_map(w);
+}
+
+/* a rate that is only known when positive */
+static void
+json_rate(struct ll_jw *w, const char *key, double v)
+{
+	if (v > 0)
+		ll_jw_g6(w, key, v);
+	else
+		ll_jw_null(w, key);
+}
+
+static void
+json_route(struct ll_jw *w, const struct ll_report *r, unsigned i)
 {
 	const struct ll_route *rt = &r->e->routes[i];
 	const struct ll_rstats *st = &rt->st[LL_PH_RUN];
-	char buf[12];
+	char buf[40];
 	unsigned k;
 	double n = (double)st->all.total;
 
-	fprintf(f, "{\"path\":");
-	jstr(f, rt->path);
-	fprintf(f, ",\"method\":");
-	jstr(f, rt->method);
-	fprintf(f, ",\"heavy\":%s,\"rate_spec\":\"%g%s\",\"rate_per_s\":", rt->heavy ? "true" : "false",
-	        rt->rate.value, rt->rate.relative ? "x" : "");
-	jnum(f, rt->rps);
-	fprintf(f, ",\"arrival\":\"%s\",\"body_bytes\":%zu,\"capacity_per_s\":",
-	        rt->arrival == LL_ARRIVAL_POISSON ? "poisson" : "constant", rt->body_len);
-	if (rt->capacity_rps > 0)
-		jnum(f, rt->capacity_rps);
-	else
-		fputs("null", f);
-	fprintf(f, ",\"capacity_metrics_per_s\":");
-	if (rt->capacity_metrics_rps > 0)
-		jnum(f, rt->capacity_metrics_rps);
-	else
-		fputs("null", f);
-	fprintf(f, ",\"calibration\":");
-	if (rt->capacity_windows > 0)
-		fprintf(f, "{\"windows\":%u,\"window_s\":%g,\"sd_per_s\":%.6g,\"min_per_s\":%.6g,"
-		        "\"max_per_s\":%.6g,\"run_over_capacity\":%.6g,\"off\":%s}",
-		        rt->capacity_windows, rt->capacity_window_s, rt->capacity_sd_rps, rt->capacity_min_rps,
-		        rt->capacity_max_rps, rt->capacity_rps > 0 ? (double)st->ok_in_time /
-		        r->duration_s / rt->capacity_rps : 0,
-		        ll_report_calibration_off(r, rt) > 0 ? "true" : "false");
-	else
-		fputs("null", f);
-	fprintf(f, ",\"idle\":{");
-	jhist(f, &rt->st[LL_PH_IDLE].all, r->idle_s > 0 ? r->idle_s : 1);
-	fprintf(f, "},\"issued\":%" PRIu64 ",\"all\":{", st->issued);
-	jhist(f, &st->all, r->duration_s);
-	fprintf(f, "},\"share_503\":");
-	jnum(f, n > 0 ? (double)ll_rstats_count(st, 503, 503) / n : 0);
-	fprintf(f, ",\"ok_per_s\":");
-	jnum(f, (double)st->ok_in_time / r->duration_s);
-	fprintf(f, ",\"generator_delay_p50_ms\":%.6g,\"generator_delay_p99_ms\":%.6g,"
-	        "\"generator_delay_max_ms\":%.6g", (double)ll_hist_value_at(&st->send_lag, 50) / 1e6,
-	        (double)ll_hist_value_at(&st->send_lag, 99) / 1e6, (double)st->send_lag.max / 1e6);
-	fprintf(f, ",\"statuses\":[");
+	ll_jw_map(w, NULL);
+	ll_jw_str(w, "path", rt->path);
+	ll_jw_str(w, "method", rt->method);
+	ll_jw_bool(w, "heavy", rt->heavy);
+	snprintf(buf, sizeof(buf), "%g%s", rt->rate.value, rt->rate.relative ? "x" : "");
+	ll_jw_str(w, "rate_spec", buf);
+	ll_jw_g6(w, "rate_per_s", rt->rps);
+	ll_jw_str(w, "arrival", rt->arrival == LL_ARRIVAL_POISSON ? "poisson" : "constant");
+	ll_jw_u64(w, "body_bytes", rt->body_len);
+	json_rate(w, "capacity_per_s", rt->capacity_rps);
+	json_rate(w, "capacity_metrics_per_s", rt->capacity_metrics_rps);
+	json_calibration(w, r, rt);
+	ll_jw_map(w, "idle");
+	json_hist(w, &rt->st[LL_PH_IDLE].all, r->idle_s > 0 ? r->idle_s : 1);
+	ll_jw_end_map(w);
+	ll_jw_u64(w, "issued", st->issued);
+	ll_jw_map(w, "all");
+	json_hist(w, &st->all, r->duration_s);
+	ll_jw_end_map(w);
+	ll_jw_g6(w, "share_503", n > 0 ? (double)ll_rstats_count(st, 503, 503) / n : 0);
+	ll_jw_g6(w, "ok_per_s", (double)st->ok_in_time / r->duration_s);
+	ll_jw_g6(w, "generator_delay_p50_ms", (double)ll_hist_value_at(&st->send_lag, 50) / 1e6);
+	ll_jw_g6(w, "generator_delay_p99_ms", (double)ll_hist_value_at(&st->send_lag, 99) / 1e6);
+	ll_jw_g6(w, "generator_delay_max_ms", (double)st->send_lag.max / 1e6);
+	ll_jw_arr(w, "statuses");
 	for (k = 0; k < st->ncodes; k++) {
-		fprintf(f, "%s{\"status\":\"%s\",", k ? "," : "", ll_report_code(st->codes[k], buf));
-		jhist(f, &st->by_code[k], r->duration_s);
-		fputc('}', f);
+		ll_jw_map(w, NULL);
+		ll_jw_str(w, "status", ll_report_code(st->codes[k], buf));
+		json_hist(w, &st->by_code[k], r->duration_s);
+		ll_jw_end_map(w);
 	}
-	fputs("]}", f);
+	ll_jw_end_arr(w);
+	ll_jw_end_map(w);
 }
 
 static int
-json_series(FILE *f, const struct ll_report *r)
+json_series(struct ll_jw *w, const struct ll_report *r)
 {
 	const struct ll_engine *e = r->e;
 	unsigned nsec = (unsigned)ceil(r->span_s > 0 ? r->span_s : r->duration_s), i, t;
@@ -176,25 +171,33 @@ json_series(FILE *f, const struct ll_report *r)
 
 	if (sec == NULL)
 		return -1;
-	fputs(",\"series\":[", f);
+	ll_jw_arr(w, "series");
 	for (i = 0; i < e->nroutes; i++) {
 		if (ll_json_seconds(e, i, nsec, sec) == -1) {
 			free(sec);
 			return -1;
 		}
-		for (t = 0; t < nsec; t++)
-			fprintf(f, "%s{\"t_s\":%u,\"route\":%u,\"count\":%u,\"n503\":%u,\"errors\":%u,"
-			        "\"p50_ms\":%.6g,\"p99_ms\":%.6g,\"max_ms\":%.6g}",
-			        i || t ? "," : "", t, i, sec[t].count, sec[t].n503, sec[t].errors,
-			        sec[t].p50_ms, sec[t].p99_ms, sec[t].max_ms);
+		for (t = 0; t < nsec; t++) {
+			ll_jw_map(w, NULL);
+			ll_jw_u64(w, "t_s", t);
+			ll_jw_u64(w, "route", i);
+			ll_jw_u64(w, "count", sec[t].count);
+			ll_jw_u64(w, "n503", sec[t].n503);
+			ll_jw_u64(w, "errors", sec[t].errors);
+			ll_jw_g6(w, "p50_ms", sec[t].p50_ms);
+			ll_jw_g6(w, "p99_ms", sec[t].p99_ms);
+			ll_jw_g6(w, "max_ms", sec[t].max_ms);
+			ll_jw_end_map(w);
+		}
 	}
-	fputs("]", f);
+	ll_jw_end_arr(w);
 	free(sec);
 	return 0;
 }
 
+/* the fields of one scrape, into the object open */
 static void
-json_scrape(FILE *f, const struct ll_scrape *m)
+json_scrape(struct ll_jw *w, const struct ll_scrape *m)
 {
 	static const char *const keys[LL_SF_COUNT] = {
 		"queue_depth", "queue_capacity", "inflight", "compute_busy", "compute_processes",
@@ -205,80 +208,106 @@ json_scrape(FILE *f, const struct ll_scrape *m)
 	unsigned i;
 
 	for (i = 0; i < LL_SF_COUNT; i++) {
-		fprintf(f, "%s\"%s\":", i ? "," : "", keys[i]);
 		if (m->seen[i])
-			jnum(f, m->v[i]);
+			ll_jw_g6(w, keys[i], m->v[i]);
 		else
-			fputs("null", f);
+			ll_jw_null(w, keys[i]);
 	}
 }
 
 static void
-json_server(FILE *f, const struct ll_report *r)
+json_server(struct ll_jw *w, const struct ll_report *r)
 {
 	const struct ll_engine *e = r->e;
 	size_t i;
 
-	fputs(",\"server\":", f);
 	if (!r->lagless) {
-		fputs("null", f);
+		ll_jw_null(w, "server");
 		return;
 	}
-	fputs("{\"before\":{", f);
-	json_scrape(f, &r->before);
-	fputs("},\"after\":{", f);
-	json_scrape(f, &r->after);
-	fputs("},\"scrapes\":[", f);
+	ll_jw_map(w, "server");
+	ll_jw_map(w, "before");
+	json_scrape(w, &r->before);
+	ll_jw_end_map(w);
+	ll_jw_map(w, "after");
+	json_scrape(w, &r->after);
+	ll_jw_end_map(w);
+	ll_jw_arr(w, "scrapes");
 	for (i = 0; i < e->npoints; i++) {
 		const struct ll_point *p = &e->points[i];
 
-		fprintf(f, "%s{\"t_s\":%.4f,\"lag_mean_ms\":%.6g,\"lag_max_ms\":%.6g,", i ? "," : "",
-		        p->t_s, p->lag_mean_s * 1e3, p->lag_max_s * 1e3);
-		json_scrape(f, &p->m);
-		fputc('}', f);
+		ll_jw_map(w, NULL);
+		ll_jw_num(w, "t_s", "%.4f", p->t_s);
+		ll_jw_g6(w, "lag_mean_ms", p->lag_mean_s * 1e3);
+		ll_jw_g6(w, "lag_max_ms", p->lag_max_s * 1e3);
+		json_scrape(w, &p->m);
+		ll_jw_end_map(w);
 	}
-	fputs("]}", f);
+	ll_jw_end_arr(w);
+	ll_jw_end_map(w);
+}
+
+/* the run's header: the tool, the target, the connections, the generator, the samples */
+static void
+json_run(struct ll_jw *w, const struct ll_report *r)
+{
+	const struct ll_engine *e = r->e;
+
+	ll_jw_str(w, "tool", "lagless-load");
+	ll_jw_str(w, "version", LG_VERSION);
+	ll_jw_str(w, "target", r->url);
+	ll_jw_bool(w, "lagless", r->lagless);
+	ll_jw_g6(w, "duration_s", r->duration_s);
+	ll_jw_g6(w, "idle_s", r->idle_s);
+	ll_jw_u64(w, "start_monotonic_ns", e->origin_ns ? e->origin_ns : e->phase_start);
+	ll_jw_bool(w, "ok", ll_report_ok(r));
+	ll_jw_map(w, "connections");
+	ll_jw_u64(w, "max", e->max_conns);
+	ll_jw_u64(w, "peak", e->peak_conns);
+	ll_jw_u64(w, "opened", e->opened);
+	ll_jw_u64(w, "peak_waiting", e->peak_pending);
+	ll_jw_end_map(w);
+	ll_jw_map(w, "generator");
+	ll_jw_g6(w, "delay_p99_ms", ll_report_generator_delay_ms(r));
+	ll_jw_bool(w, "behind", ll_report_generator_delay_ms(r) > LL_REPORT_BEHIND_MS);
+	ll_jw_end_map(w);
+	ll_jw_map(w, "samples");
+	ll_jw_u64(w, "kept", e->nsamples);
+	ll_jw_u64(w, "dropped", e->samples_dropped);
+	ll_jw_end_map(w);
 }
 
 int
-ll_json_write(FILE *f, const struct ll_report *r)
+ll_json_write(FILE *f, const struct ll_report *r, char *err, size_t len)
 {
-	const struct ll_engine *e = r->e;
+	struct ll_jw w;
 	unsigned i;
 
-	fprintf(f, "{\"tool\":\"lagless-load\",\"version\":\"%s\",\"target\":", LG_VERSION);
-	jstr(f, r->url);
-	fprintf(f, ",\"lagless\":%s,\"duration_s\":%.6g,\"idle_s\":%.6g,"
-	        "\"start_monotonic_ns\":%" PRIu64 ",\"ok\":%s", r->lagless ? "true" : "false",
-	        r->duration_s, r->idle_s, e->origin_ns ? e->origin_ns : e->phase_start, ll_report_ok(r) ? "true" : "false");
-	fprintf(f, ",\"connections\":{\"max\":%u,\"peak\":%u,\"opened\":%" PRIu64
-	        ",\"peak_waiting\":%u}", e->max_conns, e->peak_conns, e->opened, e->peak_pending);
-	fprintf(f, ",\"generator\":{\"delay_p99_ms\":%.6g,\"behind\":%s}",
-	        ll_report_generator_delay_ms(r),
-	        ll_report_generator_delay_ms(r) > LL_REPORT_BEHIND_MS ? "true" : "false");
-	fprintf(f, ",\"samples\":{\"kept\":%zu,\"dropped\":%" PRIu64 "}", e->nsamples,
-	        e->samples_dropped);
-	fputs(",\"routes\":[", f);
-	for (i = 0; i < e->nroutes; i++) {
-		if (i)
-			fputc(',', f);
-		json_route(f, r, i);
-	}
-	fputs("],\"verdicts\":{", f);
+	if (ll_jw_start(&w, f) == -1)
+		return ll_fail(err, len, "%s", strerror(errno));
+	ll_jw_map(&w, NULL);
+	json_run(&w, r);
+	ll_jw_arr(&w, "routes");
+	for (i = 0; i < r->e->nroutes; i++)
+		json_route(&w, r, i);
+	ll_jw_end_arr(&w);
+	ll_jw_map(&w, "verdicts");
 	for (i = 0; i < LL_P_COUNT; i++) {
-		fprintf(f, "%s\"%s\":{\"pass\":%s,\"why\":", i ? "," : "", ll_report_promise_key(i),
-		        r->v[i].state == LL_V_NA ? "null" : r->v[i].state ? "true" : "false");
-		jstr(f, r->v[i].why);
-		fputc('}', f);
+		ll_jw_map(&w, ll_report_promise_key(i));
+		ll_jw_tri(&w, "pass", r->v[i].state);
+		ll_jw_str(&w, "why", r->v[i].why);
+		ll_jw_end_map(&w);
 	}
-	fputc('}', f);
-	if (json_series(f, r) == -1)
-		return -1;
-	json_server(f, r);
+	ll_jw_end_map(&w);
+	if (json_series(&w, r) == -1) {
+		ll_jw_finish(&w, err, len);  /* frees it; "left unclosed" is not the cause */
+		return ll_fail(err, len, "%s", strerror(ENOMEM));
+	}
+	json_server(&w, r);
 	if (r->steps != NULL)
-		ll_steps_json(f, r->steps);
+		ll_steps_json(&w, r->steps);
 	if (r->scenario != NULL)
-		ll_scenario_json(f, r->scenario, r);
-	fputs("}\n", f);
-	return ferror(f) ? -1 : 0;
+		ll_scenario_json(&w, r->scenario, r);
+	ll_jw_end_map(&w);
+	return ll_jw_finish(&w, err, len);
 }

@@ -8,9 +8,10 @@
 
 #include "load/report.h"
 
-/* Writes the report r (judged) to f. Returns 0, or -1 with errno when writing or memory
- * failed. */
-int ll_json_write(FILE *f, const struct ll_report *r);
+/* Writes the report r (judged) to f, through yajl's generator (load/jw.h). Returns 0, or -1
+ * with a message in err (len bytes at most, NUL-terminated) when memory, the generator or
+ * writing f failed. */
+int ll_json_write(FILE *f, const struct ll_report *r, char *err, size_t len);
 
 /* Per-second figures of one route from the run's samples, shared with the plot: for second
  * t in [0, nsec), count, 503s, errors, p50, p99 and max latency in ms. out holds nsec rows,

@@ -520,9 +520,12 @@ outputs(const struct opts *o, struct ll_report *r)
 		ll_scenario_text(text, r->scenario, r);
 	if (o->json) {
 		FILE *f = strcmp(o->json, "-") == 0 ? stdout : fopen(o->json, "w");
+		char why[160] = "";
 
-		if (f == NULL || ll_json_write(f, r) == -1 || (f != stdout && fclose(f) != 0)) {
-			fprintf(stderr, "lagless-load: --json %s: %s\n", o->json, strerror(errno));
+		if (f == NULL || ll_json_write(f, r, why, sizeof(why)) == -1 ||
+		    (f != stdout && fclose(f) != 0)) {
+			fprintf(stderr, "lagless-load: --json %s: %s\n", o->json,
+			        why[0] ? why : strerror(errno));
 			rc = -1;
 		}
 	}

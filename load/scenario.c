@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "load/err.h"
+#include "load/jw.h"
 
 static const char *const state_names[] = { "n/a", "fail", "pass" };   /* state + 1 */
 
@@ -192,50 +193,57 @@ ll_scenario_check(struct ll_scenario *sc, const struct ll_report *r)
 	return all;
 }
 
-static void
-wanted(FILE *f, unsigned states)
+/* the states wanted, "pass" or "n/a|pass" ...: out holds WANTED_MAX bytes */
+#define WANTED_MAX sizeof("n/a|fail|pass")
+static const char *
+wanted(char *out, unsigned states)
 {
-	const char *sep = "";
+	size_t n = 0;
 	unsigned k;
 
+	out[0] = '\0';
 	for (k = 0; k < 3; k++)
-		if (states & (1u << k)) {
-			fprintf(f, "%s%s", sep, state_names[k]);
-			sep = "|";
-		}
+		if (states & (1u << k))
+			n += (size_t)snprintf(out + n, WANTED_MAX - n, "%s%s", n ? "|" : "",
+			                      state_names[k]);
+	return out;
 }
 
 void
 ll_scenario_text(FILE *f, const struct ll_scenario *sc, const struct ll_report *r)
 {
+	char buf[WANTED_MAX];
 	unsigned i;
 
 	for (i = 0; i < sc->nexpect; i++) {
 		const struct ll_expect *x = &sc->expect[i];
 
-		fprintf(f, "scenario %s: %s expected ", sc->file, ll_report_promise(x->p));
-		wanted(f, x->states);
-		fprintf(f, ", got %s: %s\n", state_names[r->v[x->p].state + 1],
-		        x->met ? "met" : "NOT MET");
+		fprintf(f, "scenario %s: %s expected %s, got %s: %s\n", sc->file,
+		        ll_report_promise(x->p), wanted(buf, x->states),
+		        state_names[r->v[x->p].state + 1], x->met ? "met" : "NOT MET");
 	}
 }
 
 void
-ll_scenario_json(FILE *f, const struct ll_scenario *sc, const struct ll_report *r)
+ll_scenario_json(struct ll_jw *w, const struct ll_scenario *sc, const struct ll_report *r)
 {
+	char buf[WANTED_MAX];
 	unsigned i;
 
-	fprintf(f, ",\"scenario\":{\"expectations\":[");
+	ll_jw_map(w, "scenario");
+	ll_jw_arr(w, "expectations");
 	for (i = 0; i < sc->nexpect; i++) {
 		const struct ll_expect *x = &sc->expect[i];
 
-		fprintf(f, "%s{\"verdict\":\"%s\",\"expected\":\"", i ? "," : "",
-		        ll_report_promise_key(x->p));
-		wanted(f, x->states);
-		fprintf(f, "\",\"got\":\"%s\",\"met\":%s}", state_names[r->v[x->p].state + 1],
-		        x->met ? "true" : "false");
+		ll_jw_map(w, NULL);
+		ll_jw_str(w, "verdict", ll_report_promise_key(x->p));
+		ll_jw_str(w, "expected", wanted(buf, x->states));
+		ll_jw_str(w, "got", state_names[r->v[x->p].state + 1]);
+		ll_jw_bool(w, "met", x->met);
+		ll_jw_end_map(w);
 	}
-	fputs("]}", f);
+	ll_jw_end_arr(w);
+	ll_jw_end_map(w);
 }
 
 void

@@ -18,6 +18,8 @@
 
 #include "load/report.h"
 
+struct ll_jw;  /* load/jw.h */
+
 #define LL_SCENARIO_WORDS 256
 #define LL_SCENARIO_EXPECT 8
 
@@ -54,8 +56,8 @@ int ll_scenario_check(struct ll_scenario *sc, const struct ll_report *r);
 /* One line per expectation: wanted, got, met or NOT MET. */
 void ll_scenario_text(FILE *f, const struct ll_scenario *sc, const struct ll_report *r);
 
-/* ,"scenario":{...} for the JSON document. */
-void ll_scenario_json(FILE *f, const struct ll_scenario *sc, const struct ll_report *r);
+/* "scenario":{...} for the JSON document, into w's object open. */
+void ll_scenario_json(struct ll_jw *w, const struct ll_scenario *sc, const struct ll_report *r);
 
 void ll_scenario_free(struct ll_scenario *sc);
 

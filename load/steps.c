@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "load/err.h"
+#include "load/jw.h"
 #include "load/plot.h"
 
 static const char level_help[] = "a level is Nx (times each heavy route's capacity, at most "
@@ -190,43 +191,61 @@ ll_steps_text(FILE *f, const struct ll_steps *st)
 		fprintf(f, "knee: none (no level passed every verdict): start lower\n");
 }
 
-void
-ll_steps_json(FILE *f, const struct ll_steps *st)
+/* one level's figures and verdicts, into the object open */
+static void
+steps_level(struct ll_jw *w, const struct ll_step *k, int lagless)
 {
-	unsigned i, p;
+	unsigned p;
 
-	fprintf(f, ",\"steps\":{\"seconds\":%.6g,\"knee\":", st->seconds);
-	if (st->knee >= 0)
-		fprintf(f, "%d", st->knee);
+	ll_jw_g6(w, "level", k->level.value);
+	ll_jw_bool(w, "relative", k->level.relative);
+	ll_jw_num(w, "t0_s", "%.4f", k->t0_s);
+	ll_jw_num(w, "t1_s", "%.4f", k->t1_s);
+	ll_jw_g6(w, "offered_per_s", k->offered_rps);
+	ll_jw_g6(w, "ok_per_s", k->ok_rps);
+	ll_jw_g6(w, "refused_per_s", k->refused_rps);
+	ll_jw_g6(w, "share_503", k->share_503);
+	ll_jw_g6(w, "capacity_per_s", k->capacity_rps);
+	if (k->cheap_p99_ms >= 0)
+		ll_jw_g6(w, "cheap_p99_ms", k->cheap_p99_ms);
 	else
-		fputs("null", f);
-	fputs(",\"levels\":[", f);
-	for (i = 0; i < st->n; i++) {
-		const struct ll_step *k = &st->s[i];
+		ll_jw_null(w, "cheap_p99_ms");
+	if (lagless) {
+		ll_jw_map(w, "server");
+		ll_jw_g6(w, "lag_p99_ms", k->sf.lag_p99_ms);
+		ll_jw_g6(w, "lag_bound_ms", k->sf.lag_bound_ms);
+		ll_jw_g6(w, "lag_mean_ms", k->sf.lag_mean_ms);
+		ll_jw_g6(w, "queue_wait_mean_ms", k->sf.wait_mean_ms);
+		ll_jw_g6(w, "queue_depth_max", k->sf.depth_max);
+		ll_jw_end_map(w);
+	} else
+		ll_jw_null(w, "server");
+	ll_jw_bool(w, "pass", k->pass);
+	ll_jw_map(w, "verdicts");
+	for (p = 0; p < LL_P_COUNT; p++)
+		ll_jw_tri(w, ll_report_promise_key(p), k->v[p].state);
+	ll_jw_end_map(w);
+}
 
-		fprintf(f, "%s{\"level\":%.6g,\"relative\":%s,\"t0_s\":%.4f,\"t1_s\":%.4f,"
-		        "\"offered_per_s\":%.6g,\"ok_per_s\":%.6g,\"refused_per_s\":%.6g,"
-		        "\"share_503\":%.6g,\"capacity_per_s\":%.6g,\"cheap_p99_ms\":", i ? "," : "",
-		        k->level.value, k->level.relative ? "true" : "false", k->t0_s, k->t1_s,
-		        k->offered_rps, k->ok_rps, k->refused_rps, k->share_503, k->capacity_rps);
-		if (k->cheap_p99_ms >= 0)
-			fprintf(f, "%.6g", k->cheap_p99_ms);
-		else
-			fputs("null", f);
-		if (st->lagless)
-			fprintf(f, ",\"server\":{\"lag_p99_ms\":%.6g,\"lag_bound_ms\":%.6g,"
-			        "\"lag_mean_ms\":%.6g,\"queue_wait_mean_ms\":%.6g,\"queue_depth_max\":%.6g}",
-			        k->sf.lag_p99_ms, k->sf.lag_bound_ms, k->sf.lag_mean_ms,
-			        k->sf.wait_mean_ms, k->sf.depth_max);
-		else
-			fputs(",\"server\":null", f);
-		fprintf(f, ",\"pass\":%s,\"verdicts\":{", k->pass ? "true" : "false");
-		for (p = 0; p < LL_P_COUNT; p++)
-			fprintf(f, "%s\"%s\":%s", p ? "," : "", ll_report_promise_key(p),
-			        k->v[p].state == LL_V_NA ? "null" : k->v[p].state ? "true" : "false");
-		fputs("}}", f);
+void
+ll_steps_json(struct ll_jw *w, const struct ll_steps *st)
+{
+	unsigned i;
+
+	ll_jw_map(w, "steps");
+	ll_jw_g6(w, "seconds", st->seconds);
+	if (st->knee >= 0)
+		ll_jw_u64(w, "knee", (uint64_t)st->knee);
+	else
+		ll_jw_null(w, "knee");
+	ll_jw_arr(w, "levels");
+	for (i = 0; i < st->n; i++) {
+		ll_jw_map(w, NULL);
+		steps_level(w, &st->s[i], st->lagless);
+		ll_jw_end_map(w);
 	}
-	fputs("]}", f);
+	ll_jw_end_arr(w);
+	ll_jw_end_map(w);
 }
 
 static void

@@ -12,6 +12,8 @@
 
 #include "load/report.h"
 
+struct ll_jw;  /* load/jw.h */
+
 #define LL_STEPS_MAX 32
 
 struct ll_step {
@@ -55,8 +57,8 @@ void ll_steps_knee(struct ll_steps *st);
 /* The table of levels, each level's failed verdicts, and the knee. */
 void ll_steps_text(FILE *f, const struct ll_steps *st);
 
-/* ,"steps":{...} for the JSON document (docs/LOAD.md). */
-void ll_steps_json(FILE *f, const struct ll_steps *st);
+/* "steps":{...} for the JSON document (docs/LOAD.md), into w's object open. */
+void ll_steps_json(struct ll_jw *w, const struct ll_steps *st);
 
 /* Achieved 2xx/s and 503/s against offered per level, the y = x line and the knee marked, to
  * path (.png or .svg) by gnuplot. Returns 0, or -1 with errno as ll_plot_write. */

@@ -7,7 +7,8 @@
   (SIGTERM, wait, SIGKILL), and any child process the tests saw that outlived its master is
   SIGKILLed by pid.
 * Tiny HTTP clients: ``request``/``get`` over http.client, ``raw_exchange``/``read_response`` over
-  a raw socket for exact bytes (e.g. headers without a body).
+  a raw socket for exact bytes (e.g. headers without a body); ``metric`` reads one /metrics
+  line, ``free_port`` finds a loopback port.
 * ``heavy_result(n)``: the reference /heavy job computed independently (closed form).
 
 All tests are skipped when the binary is missing (LAGLESS_BIN unset and build/lagless absent,
@@ -261,6 +262,21 @@ def request(port, method, path, body=None, headers=None, timeout=10.0):
 
 def get(port, path, timeout=10.0):
     return request(port, "GET", path, timeout=timeout)
+
+
+def metric(port, name, timeout=10.0):
+    """The value of the /metrics line "NAME VALUE" (name with its labels, as the server writes
+    them), or 0.0 when there is no such line."""
+    text = get(port, "/metrics", timeout=timeout).body.decode()
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def free_port():
+    """A loopback TCP port that was free a moment ago (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def connect(port, timeout=5.0):

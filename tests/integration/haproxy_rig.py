@@ -11,17 +11,11 @@ import threading
 import time
 import http.client
 
-from conftest import REPO_ROOT, Server, get, wait_until
+from conftest import REPO_ROOT, Server, free_port, wait_until
 
 HAPROXY = "/usr/sbin/haproxy"
 REFERENCE = os.path.join(REPO_ROOT, "deploy", "haproxy.cfg")
 AGENT_LINE_RE = re.compile(rb"^(ready|drain) (\d+)%( maxconn:\d+)?\n$")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def agent_line(port, timeout=3.0):
@@ -220,9 +214,3 @@ class Stream(threading.Thread):
     def since(self, t0):
         with self.lock:
             return [r for t, r in self.results if t >= t0]
-
-
-def metric(port, name):
-    text = get(port, "/metrics").body.decode()
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    return float(m.group(1)) if m else 0.0

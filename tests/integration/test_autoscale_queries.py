@@ -16,8 +16,8 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, get, wait_until
-from haproxy_rig import Replica, free_port
+from conftest import REPO_ROOT, free_port, get, wait_until
+from haproxy_rig import Replica
 
 PROMETHEUS = "/usr/bin/prometheus"
 JOB_MS = 100

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conftest import get, wait_until
+from conftest import get, metric, wait_until
 from haproxy_rig import (AGENT_LINE_RE, HAPROXY, HAProxy, Replica, Stream, agent_line,
-                         agent_weight, metric)
+                         agent_weight)
 
 pytestmark = pytest.mark.skipif(not os.access(HAPROXY, os.X_OK), reason="no haproxy")
 

@@ -10,24 +10,7 @@
 #include <cmocka.h>
 
 #include "load/report.h"
-
-/* n results of code, each ms milliseconds, into s (codes table kept in step with engine.c) */
-static void
-put(struct ll_rstats *s, int code, unsigned n, double ms)
-{
-	unsigned i, k;
-
-	for (k = 0; k < s->ncodes && s->codes[k] != code; k++)
-		;
-	if (k == s->ncodes) {
-		assert_int_equal(ll_hist_init(&s->by_code[k]), 0);
-		s->codes[s->ncodes++] = code;
-	}
-	for (i = 0; i < n; i++) {
-		ll_hist_record(&s->by_code[k], (uint64_t)(ms * 1e6));
-		ll_hist_record(&s->all, (uint64_t)(ms * 1e6));
-	}
-}
+#include "tests/unit/load_rstats.h"
 
 struct fixture {
 	struct ll_route routes[2];  /* 0: /ping cheap, 1: /heavy heavy */
@@ -39,7 +22,6 @@ static int
 setup(void **state)
 {
 	static struct fixture f;
-	unsigned i, ph;
 
 	memset(&f, 0, sizeof(f));
 	f.routes[0].path = "/ping";
@@ -48,11 +30,7 @@ setup(void **state)
 	f.routes[1].heavy = 1;
 	f.routes[1].rps = 20;
 	f.routes[1].capacity_rps = 10;
-	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LL_PH_COUNT; ph++) {
-			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].all), 0);
-			assert_int_equal(ll_hist_init(&f.routes[i].st[ph].send_lag), 0);
-		}
+	routes_hists_init(f.routes, 2);
 	f.e.routes = f.routes;
 	f.e.nroutes = 2;
 	f.e.timeout_s = 10;
@@ -71,17 +49,8 @@ static int
 teardown(void **state)
 {
 	struct fixture *f = *state;
-	unsigned i, ph, k;
 
-	for (i = 0; i < 2; i++)
-		for (ph = 0; ph < LL_PH_COUNT; ph++) {
-			struct ll_rstats *s = &f->routes[i].st[ph];
-
-			for (k = 0; k < s->ncodes; k++)
-				ll_hist_free(&s->by_code[k]);
-			ll_hist_free(&s->all);
-			ll_hist_free(&s->send_lag);
-		}
+	routes_hists_free(f->routes, 2);
 	return 0;
 }
 
