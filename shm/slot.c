@@ -138,6 +138,38 @@ lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns)
 }
 
 int
+lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
+    struct lg_slot_job *j)
+{
+	const struct lg_slot *s;
+	uint64_t w;
+	enum lg_slot_state st;
+
+	if (slot >= a->nslots) {
+		errno = ERANGE;
+		return -1;
+	}
+	s = &a->slots[slot];
+	w = atomic_load(&s->word);
+	st = lg_slot_state(w);
+	if (lg_slot_gen(w) != gen || (st != LG_SLOT_RUNNING && st != LG_SLOT_ABANDONED)) {
+		errno = ESTALE;
+		return -1;
+	}
+	*j = (struct lg_slot_job){
+		.slot = slot, .gen = gen, .owner = lg_slot_owner(w), .kind = s->kind,
+		.arg = s->arg, .in_off = lg_arena_in_off(a, slot), .in_len = s->in_len,
+		.out_off = lg_arena_out_off(a, slot), .out_cap = a->out_cap,
+		.deadline_ns = s->deadline_ns, .enqueue_ns = s->enqueue_ns,
+	};
+	if (j->owner >= nloops || j->in_len > a->in_cap) {
+		errno = ERANGE;
+		return -1;
+	}
+	return 0;
+}
+
+int
 lg_slot_finish(struct lg_slot *s, uint32_t gen, enum lg_job_status st, uint64_t now_ns)
 {
 	uint64_t w = atomic_load(&s->word);

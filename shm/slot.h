@@ -54,6 +54,27 @@ int lg_slot_release(struct lg_slot *s, uint32_t gen);
  * the caller skips the job. */
 int lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns);
 
+/* A job as its slot records it: what the owner loop wrote before QUEUED (shm/layout.h struct
+ * lg_slot), with the regions recomputed from the arena layout. */
+struct lg_slot_job {
+	uint32_t slot, gen;
+	uint32_t owner;         /* loop worker index (from the slot word) */
+	uint32_t kind;          /* kind id in the registry (kinds/registry.h) */
+	uint64_t arg;           /* the route's index in the registry */
+	uint64_t in_off, in_len;   /* bytes, offsets from the arena base */
+	uint64_t out_off, out_cap; /* bytes */
+	uint64_t deadline_ns;   /* CLOCK_MONOTONIC */
+	uint64_t enqueue_ns;    /* CLOCK_MONOTONIC */
+};
+
+/* Compute side, after lg_slot_start: reads slot `slot` at generation gen into *j. The record
+ * is stable then (the owner wrote it before QUEUED and writes it again only after a new
+ * claim, which needs FREE). Checks it as untrusted input: slot < nslots, the slot RUNNING or
+ * ABANDONED at gen (else -1, errno ESTALE), owner < nloops and in_len <= in_cap (else -1,
+ * errno ERANGE: *j is filled all the same, owner included). Returns 0. */
+int lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
+    struct lg_slot_job *j);
+
 /* Finishes generation gen with status st (LG_JOB_OK -> DONE, anything else -> FAILED), recording
  * the end time. A slot the owner ABANDONED becomes FREE instead. Called by the compute process
  * that ran the job, or by the master for one that died (st = LG_JOB_CRASHED).
