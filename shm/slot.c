@@ -270,15 +270,15 @@ lg_slot_queued_floor(void *pool, uint64_t now_ns)
 }
 
 void
-lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8])
+lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[LG_SLOT_STATES])
 {
 	uint32_t first, n, open;
 
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < LG_SLOT_STATES; k++)
 		counts[k] = 0;
 	pool_range(a, pool, &first, &n, &open);
 	for (uint32_t i = first; i < first + n; i++)
-		counts[lg_slot_state(atomic_load(&a->slots[i].word)) & 7]++;
+		counts[lg_slot_state(atomic_load(&a->slots[i].word)) % LG_SLOT_STATES]++;
 }
 
 /* Whether token value t admits a job that has not ended. */
@@ -356,15 +356,15 @@ lg_jobslot_in_use(const struct lg_jobslots *js, const struct lg_arena *a)
 }
 
 void
-lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
+lg_slot_census(const struct lg_arena *a, uint32_t counts[LG_SLOT_STATES])
 {
-	uint32_t np = a->master != NULL && a->master->npools > 0 ? a->master->npools : 1, one[8];
+	uint32_t np = a->master != NULL && a->master->npools > 0 ? a->master->npools : 1, one[LG_SLOT_STATES];
 
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < LG_SLOT_STATES; k++)
 		counts[k] = 0;
 	for (uint32_t p = 0; p < np; p++) {
 		lg_slot_census_pool(a, p, one);
-		for (int k = 0; k < 8; k++)
+		for (int k = 0; k < LG_SLOT_STATES; k++)
 			counts[k] += one[k];
 	}
 }

@@ -114,7 +114,7 @@ uint64_t lg_slot_queued_floor(void *pool, uint64_t now_ns);
 void lg_slot_pool_range(const struct lg_arena *a, uint32_t pool, uint32_t *first, uint32_t *n);
 
 /* lg_slot_census for the slots of one pool. */
-void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8]);
+void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[LG_SLOT_STATES]);
 
 /* Job slots (admission, shm/arena.h struct lg_jobslots). A token is valid while the slot it
  * names is QUEUED, RUNNING or ABANDONED at the generation it names; anything else (a job that
@@ -139,9 +139,9 @@ uint32_t lg_jobslot_open(const struct lg_jobslots *js, const struct lg_arena *a)
  * lg_pool_page), narrowed by its slot_limit; the whole table when a has no pool pages. */
 struct lg_jobslots lg_jobslots_of(const struct lg_arena *a, uint32_t pool);
 
-/* Counts slots per state into counts[8] (indexed by enum lg_slot_state), over every pool; a
+/* Counts slots per state into counts[LG_SLOT_STATES] (indexed by enum lg_slot_state), over every pool; a
  * racy snapshot. A slot beyond a pool's open ones (see lg_slot_claim) counts only while it is
  * not FREE, so the sum is the slots in play. */
-void lg_slot_census(const struct lg_arena *a, uint32_t counts[8]);
+void lg_slot_census(const struct lg_arena *a, uint32_t counts[LG_SLOT_STATES]);
 
 #endif

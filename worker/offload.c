@@ -87,7 +87,7 @@ refuse_memory(struct lg_conn *c)
 {
 	atomic_fetch_add(&c->w->env->page->rejected_memory, 1);
 	lg_offload_release(c);
-	return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+	return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 }
 
 int
@@ -317,7 +317,7 @@ static void
 note_depth(struct lg_arena *a, uint32_t pool)
 {
 	_Atomic uint32_t *max = &a->master->pools[pool].max_depth;
-	uint32_t n[8], seen;
+	uint32_t n[LG_SLOT_STATES], seen;
 
 	lg_slot_census_pool(a, pool, n);
 	seen = atomic_load(max);
@@ -371,7 +371,7 @@ lg_offload_queue(struct lg_conn *c)
 	}
 	if (lg_offload_send(c) == -1) {
 		lg_offload_release(c);
-		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 	}
 	lg_obs_route_hit(c);
 	c->w->pending[c->slot] = c;
@@ -481,7 +481,7 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "",
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
 	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 

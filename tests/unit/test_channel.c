@@ -452,7 +452,7 @@ test_keep_pools(void **state)
 	int st;
 
 	errno = 0;
-	assert_int_equal(lg_channels_create(&ch, 1, LG_CHAN_POOLS + 1), -1);
+	assert_int_equal(lg_channels_create(&ch, 1, LG_MAX_POOLS + 1), -1);
 	assert_int_equal(errno, EINVAL);
 	assert_int_equal(lg_channels_create(&ch, 1, 0), -1);
 	for (char role = 'c'; role; role = role == 'c' ? 'l' : 0) {
