@@ -152,8 +152,8 @@ notify_owner(const struct lg_compute_env *env, uint32_t slot, uint32_t gen, uint
 		log_warn("completion for slot %u to loop %u: %s", slot, owner, strerror(errno));
 }
 
-/* Runs the job of started slot j (or refuses it: quarantined, shed), finishes the slot and
- * tells the owner. */
+/* Runs job m, its slot started at now (CLOCK_MONOTONIC ns), or refuses it (quarantined,
+ * shed); finishes the slot and tells the owner. */
 static void
 run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t now)
 {

@@ -45,6 +45,13 @@ static const struct field wake_fields[] = {
 };
 static const struct field unwanted_fields[] = { F32(unwanted.flight), F32(unwanted.flight_gen) };
 
+/* Every byte of each payload struct is a field of its table (4 per F32, 8 per F64): a field
+ * added to a struct and forgotten here does not compile. */
+_Static_assert(sizeof(struct lg_msg_job) == 2 * 4 && sizeof(struct lg_msg_done) == 2 * 4 &&
+    sizeof(struct lg_msg_kill) == 2 * 4 && sizeof(struct lg_msg_retire) == 4 &&
+    sizeof(struct lg_msg_wake) == 4 * 4 + 3 * 8 && sizeof(struct lg_msg_unwanted) == 2 * 4,
+    "a payload field missing from its table");
+
 #define HEAD 2 /* version and type precede the fields */
 
 /* The longest possible encoding in any msgpack format choice (array 32 header, then every
