@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 enum lg_cpu_rounding { LG_ROUND_FLOOR = 0, LG_ROUND_CEIL = 1 };
 
 /* What happens to a RUNNING job whose client disconnected (a queued one is always cancelled). */
@@ -13,7 +15,6 @@ enum lg_client_gone { LG_GONE_FINISH = 0, LG_GONE_KILL = 1 };
 
 struct lg_registry; /* kinds/registry.h: kinds, modules and routes, built from the file */
 
-#define LG_MAX_POOLS 8   /* pools a configuration may declare, the default one included */
 #define LG_POOL_NAME 32  /* bytes of a pool name, NUL included */
 
 /* One compute pool (a bulkhead): its own compute processes, job slots, job channel, deadline

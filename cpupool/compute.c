@@ -37,7 +37,7 @@ observe(const struct lg_compute_env *env, uint32_t kind, uint64_t enqueue, uint6
  * the whole region), so a memory cgroup limit or a full shared-memory filesystem is an error
  * answer (503) rather than SIGBUS in the middle of the job; then runs the kind. */
 static int
-run_kind(const struct lg_compute_env *env, const struct lg_msg *m, uint64_t start,
+run_kind(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t start,
     uint64_t *out_len)
 {
 	const struct lg_registry *reg = env->cfg->reg;
@@ -140,25 +140,28 @@ check_target(struct lg_pool_page *pool, const struct lg_codel_params *cp, uint64
 	    k ? k->name : "?", (double)run_ns / 1e6, (double)cp->target_ns / 1e6);
 }
 
-/* Runs one validated JOB header. The slot is named in the proc page before it is started, so
- * the master can find and fail the job if this process dies at any instruction after that. */
+/* Tells the owner loop that slot (slot, gen) is DONE or FAILED: status, out_len and the times
+ * are in the slot. Blocking send: the channel holds far more headers than there are slots, so
+ * this only waits if the owner loop is stuck, and then the master replaces that loop. */
 static void
-run_one(const struct lg_compute_env *env, const struct lg_msg *m)
+notify_owner(const struct lg_compute_env *env, uint32_t slot, uint32_t gen, uint32_t owner)
+{
+	struct lg_msg done = { .type = LG_MSG_DONE, .done = { .slot = slot, .gen = gen } };
+
+	if (owner >= env->ch->nloops || lg_chan_send(env->ch->done[owner][1], &done, 0) == -1)
+		log_warn("completion for slot %u to loop %u: %s", slot, owner, strerror(errno));
+}
+
+/* Runs job m, its slot started at now (CLOCK_MONOTONIC ns), or refuses it (quarantined,
+ * shed); finishes the slot and tells the owner. */
+static void
+run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t now)
 {
 	struct lg_arena *a = env->arena;
 	struct lg_slot *s = &a->slots[m->slot];
-	struct lg_msg done;
-	uint64_t now = lg_now_ns(), out_len;
+	uint64_t out_len;
 	int st;
 
-	atomic_store(&env->page->job_kind, m->kind);
-	atomic_store(&env->page->job, ((uint64_t)m->slot << 32) | m->gen);
-	if (lg_slot_start(s, m->gen, atomic_load(&env->page->pid), now) == -1) {
-		/* Cancelled (client gone, deadline) or a stale header: skip it. */
-		atomic_store(&env->page->job, LG_NO_JOB);
-		log_debug("skip slot %u gen %u: %s", m->slot, m->gen, strerror(errno));
-		return;
-	}
 	atomic_store_explicit(&env->page->job_since_ns, now, memory_order_relaxed);
 	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death;
 	 * nor one that waited past the queue-wait limit: its client has waited long enough. */
@@ -191,16 +194,43 @@ run_one(const struct lg_compute_env *env, const struct lg_msg *m)
 	 * cancelled job's wait says nothing about the queue the served jobs saw. */
 	if (st == LG_JOB_OK)
 		lg_codel_sample(&pool->codel, &cp, wait, end, lg_slot_queued_floor, &sp);
-	done = (struct lg_msg){
-		.type = LG_MSG_DONE, .slot = m->slot, .gen = m->gen, .status = (uint32_t)st,
-		.out_len = out_len, .queue_ns = s->start_ns - s->enqueue_ns,
-		.run_ns = s->end_ns - s->start_ns,
-	};
-	/* Blocking send: the channel holds far more headers than there are slots, so this only
-	 * waits if the owner loop is stuck, and then the master replaces that loop. */
-	if (lg_chan_send(env->ch->done[m->owner][1], &done, 0) == -1)
-		log_warn("completion for slot %u to loop %u: %s", m->slot, m->owner,
-		    strerror(errno));
+	notify_owner(env, m->slot, m->gen, m->owner);
+}
+
+/* Runs the job of a JOB header that passed lg_wire_check_job. The slot is named in the proc
+ * page before it is started, so the master can find and fail the job if this process dies at
+ * any instruction after that; its record is read once it is ours (RUNNING). */
+static void
+run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
+{
+	struct lg_arena *a = env->arena;
+	struct lg_slot *s = &a->slots[slot];
+	struct lg_slot_job j;
+	uint64_t now = lg_now_ns();
+
+	/* A label for the master if this process dies: racy before the start, checked after. */
+	atomic_store(&env->page->job_kind, s->kind);
+	atomic_store(&env->page->job, ((uint64_t)slot << 32) | gen);
+	if (lg_slot_start(s, gen, atomic_load(&env->page->pid), now) == -1) {
+		/* Cancelled (client gone, deadline) or a stale header: skip it. */
+		atomic_store(&env->page->job, LG_NO_JOB);
+		log_debug("skip slot %u gen %u: %s", slot, gen, strerror(errno));
+		return;
+	}
+	if (lg_slot_job_read(a, slot, gen, env->ch->nloops, &j) == -1) {
+		/* A record no loop of ours wrote: answered 500 when its owner is one of ours. */
+		int err = errno, notify = lg_slot_finish(s, gen, LG_JOB_ERROR, lg_now_ns());
+
+		atomic_store(&env->page->job, LG_NO_JOB);
+		atomic_fetch_add(&env->page->bad_headers, 1);
+		log_warn("slot %u gen %u holds a job that failed validation: %s", slot, gen,
+		    strerror(err));
+		if (notify == 1 && err == ERANGE)
+			notify_owner(env, slot, gen, j.owner);
+		return;
+	}
+	atomic_store(&env->page->job_kind, j.kind);
+	run_started(env, &j, now);
 }
 
 /* A process a kind forks must not outlive this one (it would hold the arena and the channels
@@ -264,11 +294,32 @@ recycle_due(const struct lg_pool_cfg *pool, uint64_t jobs)
 	return 0;
 }
 
+/* Judges a header taken from the job channel (r from lg_chan_recv, not RETIRE): 1 when m names
+ * a slot of this pool at its current generation, to run; 0 for a stale one (its job was
+ * cancelled and the slot reused since), skipped; -1 for one no loop of ours wrote (a slot out
+ * of range or of another pool, another type, a datagram that did not decode), counted. */
+static int
+job_header(const struct lg_compute_env *env, int r, const struct lg_msg *m)
+{
+	const struct lg_pool_page *pp = &env->arena->master->pools[env->pool];
+	int rc = r == 1 ? lg_wire_check_job(m, env->arena) : -1;
+
+	if (rc == -1 && r == 1 && errno == ESTALE && m->job.slot - pp->first_slot < pp->nslots) {
+		log_debug("skip slot %u gen %u: reused since", m->job.slot, m->job.gen);
+		return 0;
+	}
+	if (rc == -1 || m->job.slot - pp->first_slot >= pp->nslots) {
+		atomic_fetch_add(&env->page->bad_headers, 1);
+		log_warn("dropped a job header that failed validation");
+		return -1;
+	}
+	return 1;
+}
+
 int
 lg_compute_main(const struct lg_compute_env *env)
 {
 	const struct lg_pool_cfg *pool = &env->cfg->pools[env->pool];
-	const struct lg_pool_page *pp = &env->arena->master->pools[env->pool];
 	struct lg_msg m;
 	uint64_t jobs = 0;
 
@@ -299,18 +350,12 @@ lg_compute_main(const struct lg_compute_env *env)
 			/* Live resize: the pool shrinks by one. Taken between jobs, so no job is
 			 * lost; the state tells the master not to respawn this row. */
 			atomic_store(&env->page->state, LG_PROC_RETIRED);
-			log_info("retiring (the CPU budget shrank; request %u)", m.gen);
+			log_info("retiring (the CPU budget shrank; request %u)", m.retire.seq);
 			return 0;
 		}
-		/* A job of another pool's slots would mean a corrupt or foreign header. */
-		if (r == 0 || m.type != LG_MSG_JOB ||
-		    lg_wire_check_job(&m, env->arena, env->ch->nloops) == -1 ||
-		    m.slot - pp->first_slot >= pp->nslots) {
-			atomic_fetch_add(&env->page->bad_headers, 1);
-			log_warn("dropped a job header that failed validation");
+		if (job_header(env, r, &m) != 1)
 			continue;
-		}
-		run_one(env, &m);
+		run_one(env, m.job.slot, m.job.gen);
 		reap_descendants();
 		if (recycle_due(pool, ++jobs))
 			return LG_COMPUTE_RECYCLE;

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 #define LL_SCRAPE_LAG_BOUNDS 32
-#define LL_SCRAPE_POOLS 8          /* named pools kept (lagless --pool); more are summed only */
+#define LL_SCRAPE_POOLS LG_MAX_POOLS /* named pools kept (lagless --pool); more are summed only */
 #define LL_SCRAPE_POOL_NAME 32
 
 enum ll_pool_field {

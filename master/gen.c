@@ -140,7 +140,7 @@ pool_status(const struct lg_gen *g, char *buf, size_t cap)
 	buf[0] = '\0';
 	for (uint32_t p = 0; p < g->npools && n < cap; p++) {
 		const struct lg_pool_page *pp = &mp->pools[p];
-		uint32_t census[8], alive = 0, active = 0;
+		uint32_t census[LG_SLOT_STATES], alive = 0, active = 0;
 		int w;
 
 		for (uint32_t k = pp->first_row; k < pp->first_row + pp->nrows; k++) {
@@ -160,7 +160,7 @@ pool_status(const struct lg_gen *g, char *buf, size_t cap)
 void
 lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap)
 {
-	uint32_t census[8];
+	uint32_t census[LG_SLOT_STATES];
 	int loops = 0, computes = 0, n;
 
 	lg_slot_census(&g->arena, census);
@@ -373,7 +373,7 @@ lg_gen_create(uint32_t id, const struct lg_config *cfg, const struct lg_sizing *
 	g->cfg = *cfg;
 	g->sz = *sz;
 	g->arena.fd = -1;
-	for (int p = 0; p < LG_CHAN_POOLS; p++)
+	for (int p = 0; p < LG_MAX_POOLS; p++)
 		g->ch.job[p][0] = g->ch.job[p][1] = -1;
 	g->ch.ctl[0] = g->ch.ctl[1] = -1;
 	g->flights.fd = g->cache.fd = -1;

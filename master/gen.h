@@ -19,8 +19,6 @@
 #include "shm/flight.h"
 #include "stats/offered.h"
 
-enum lg_role { LG_ROLE_LOOP = 1, LG_ROLE_COMPUTE = 2 };
-
 /* One row of a generation's child table (OpenBSD httpd procs[]): loop workers first, then
  * compute processes; row k uses proc page k of the generation's arena. */
 struct lg_child {
@@ -61,7 +59,7 @@ struct lg_gen {
 	struct lg_resize rs;       /* live resize state (master/resize.c) */
 	struct lg_modprobe probes; /* retries of failed module inits (master/modprobe.c) */
 	struct lg_memwatch mw;     /* memory limit and OOM kills (master/memwatch.c) */
-	struct lg_offered offered[LG_SHM_POOLS]; /* offered-load smoothing (stats/offered.h) */
+	struct lg_offered offered[LG_MAX_POOLS]; /* offered-load smoothing (stats/offered.h) */
 	uint64_t offered_due;      /* next offered-load sample */
 	struct lg_gen *next;       /* the master's list: newest first */
 };

@@ -133,10 +133,10 @@ kill_runner(struct lg_gen *g, uint64_t job, const char *why, enum lg_restart_rea
 static void
 handle_kill(struct lg_gen *g, const struct lg_msg *msg)
 {
-	uint64_t deadline = g->arena.slots[msg->slot].deadline_ns;
+	uint64_t deadline = g->arena.slots[msg->kill.slot].deadline_ns;
 	int late = deadline != 0 && lg_now_ns() + 100 * LG_NS_PER_MS >= deadline;
 
-	kill_runner(g, ((uint64_t)msg->slot << 32) | msg->gen, late ? "passed its deadline" :
+	kill_runner(g, ((uint64_t)msg->kill.slot << 32) | msg->kill.gen, late ? "passed its deadline" :
 	    "lost its client (--on-client-gone kill)",
 	    late ? LG_RESTART_DEADLINE : LG_RESTART_CLIENT_GONE);
 }
@@ -171,7 +171,7 @@ read_ctl(struct lg_gen *g)
 	int r;
 
 	while ((r = lg_chan_recv(g->ch.ctl[1], &msg, MSG_DONTWAIT)) != -1) {
-		if (r == 1 && msg.type == LG_MSG_KILL && msg.slot < g->arena.nslots)
+		if (r == 1 && msg.type == LG_MSG_KILL && msg.kill.slot < g->arena.nslots)
 			handle_kill(g, &msg);
 		else
 			log_warn("dropped a control header that failed validation");

@@ -362,7 +362,7 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 		if (strcmp(cfg->pools[i].name, name) == 0)
 			return &cfg->pools[i];
 	if (cfg->npools >= LG_MAX_POOLS) {
-		*why = "too many pools (at most 8, default included)";
+		*why = "too many pools (at most " LG_LIMIT_STR(LG_MAX_POOLS) ", default included)";
 		return NULL;
 	}
 	struct lg_pool_cfg *p = &cfg->pools[cfg->npools++];

@@ -126,7 +126,7 @@ static int
 shrink(struct lg_gen *g, uint32_t p, uint64_t now)
 {
 	struct lg_resize_pool *rp = &g->rs.pool[p];
-	struct lg_msg m = { .type = LG_MSG_RETIRE, .gen = rp->retire_seq + 1 };
+	struct lg_msg m = { .type = LG_MSG_RETIRE, .retire = { .seq = rp->retire_seq + 1 } };
 
 	if (lg_chan_send(g->ch.job[p][0], &m, MSG_DONTWAIT) == -1) {
 		if (errno != EAGAIN)

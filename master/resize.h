@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "common/limits.h"
+
 struct lg_gen;
 struct lg_child;
 
@@ -30,7 +32,7 @@ struct lg_resize_pool {
 struct lg_resize {
 	uint64_t next_read;      /* CLOCK_MONOTONIC ns of the next budget reading */
 	int candidate;           /* budget read once and differing from the one in force; 0 none */
-	struct lg_resize_pool pool[8]; /* LG_MAX_POOLS */
+	struct lg_resize_pool pool[LG_MAX_POOLS];
 };
 
 /* One pass for generation g (not retiring) at now (CLOCK_MONOTONIC ns): reads the budget when

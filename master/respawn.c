@@ -59,8 +59,7 @@ reclaim_compute_job(struct lg_gen *g, struct lg_proc_page *page, enum lg_job_sta
 	if (r != 1)
 		return 1;
 	uint32_t owner = lg_slot_owner(atomic_load(&s->word));
-	struct lg_msg done = { .type = LG_MSG_DONE, .slot = slot, .gen = gen,
-	    .status = st };
+	struct lg_msg done = { .type = LG_MSG_DONE, .done = { .slot = slot, .gen = gen } };
 	if (owner >= g->nloops || lg_chan_send(g->ch.done[owner][1], &done, MSG_DONTWAIT) == -1)
 		log_warn("cannot tell loop %u that slot %u failed: %s", owner, slot, strerror(errno));
 	return 1;
@@ -74,18 +73,19 @@ flight_orphan(void *arg, enum lg_flight_orphan what, const struct lg_flight_ref 
     uint32_t mask)
 {
 	struct lg_gen *g = arg;
-	struct lg_msg m = { .slot = ref->idx, .gen = ref->gen };
+	struct lg_msg m;
 
 	if (what == LG_FLIGHT_UNWANTED) {
-		m.type = LG_MSG_UNWANTED;
+		m = (struct lg_msg){ .type = LG_MSG_UNWANTED,
+		    .unwanted = { .flight = ref->idx, .flight_gen = ref->gen } };
 		if (ref->owner < g->nloops &&
 		    lg_chan_send(g->ch.done[ref->owner][1], &m, MSG_DONTWAIT) == -1)
 			log_warn("cannot tell loop %u to cancel an unwanted job: %s", ref->owner,
 			    strerror(errno));
 		return;
 	}
-	m.type = LG_MSG_WAKE;
-	m.status = 0; /* run again */
+	m = (struct lg_msg){ .type = LG_MSG_WAKE, /* http_status 0: run again */
+	    .wake = { .flight = ref->idx, .flight_gen = ref->gen, .http_status = 0 } };
 	for (uint32_t i = 0; i < g->nloops && i < LG_FLIGHT_LOOPS; i++)
 		if ((mask & (1u << i)) && lg_chan_send(g->ch.done[i][1], &m, MSG_DONTWAIT) == -1)
 			log_warn("cannot wake loop %u after its flight's owner died: %s", i,

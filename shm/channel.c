@@ -26,13 +26,13 @@ lg_channels_create(struct lg_channels *ch, uint32_t nloops, uint32_t npools)
 {
 	int saved;
 
-	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++)
+	for (uint32_t p = 0; p < LG_MAX_POOLS; p++)
 		ch->job[p][0] = ch->job[p][1] = -1;
 	ch->ctl[0] = ch->ctl[1] = -1;
 	ch->nloops = nloops;
 	ch->npools = npools;
 	ch->done = NULL;
-	if (npools < 1 || npools > LG_CHAN_POOLS) {
+	if (npools < 1 || npools > LG_MAX_POOLS) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -59,7 +59,7 @@ fail:
 void
 lg_channels_close(struct lg_channels *ch)
 {
-	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++)
+	for (uint32_t p = 0; p < LG_MAX_POOLS; p++)
 		close_pair(ch->job[p]);
 	close_pair(ch->ctl);
 	if (ch->done != NULL) {
@@ -83,7 +83,7 @@ lg_channels_keep(struct lg_channels *ch, char role, uint32_t index, uint32_t poo
 {
 	int loop = role == 'l';
 
-	for (uint32_t p = 0; p < LG_CHAN_POOLS; p++) {
+	for (uint32_t p = 0; p < LG_MAX_POOLS; p++) {
 		close_end(&ch->job[p][loop ? 1 : 0]);
 		if (!loop && p != pool)
 			close_end(&ch->job[p][1]);

@@ -18,19 +18,19 @@
 
 #include <stdint.h>
 
+#include "common/limits.h"
 #include "shm/wire.h"
 
-#define LG_CHAN_POOLS 8 /* job channels: one per pool (common/config.h LG_MAX_POOLS) */
 
 struct lg_channels {
-	int job[LG_CHAN_POOLS][2]; /* job[p]: pool p's job channel (npools of them) */
+	int job[LG_MAX_POOLS][2]; /* job[p]: pool p's job channel (npools of them) */
 	int ctl[2];
 	int (*done)[2];   /* nloops pairs, heap-owned by this struct */
 	uint32_t nloops;
 	uint32_t npools;
 };
 
-/* Creates every channel for nloops loop workers and npools pools (1..LG_CHAN_POOLS; each pool
+/* Creates every channel for nloops loop workers and npools pools (1..LG_MAX_POOLS; each pool
  * has its own job channel, so a full or slow pool never delays another's jobs). Returns 0, or
  * -1 with errno from socketpair(2)/malloc (EMFILE, ENFILE, ENOMEM) or EINVAL for npools; on
  * failure nothing is left open. */

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/limits.h"
+
 #define LG_ARENA_MAGIC   0x4c41474cu /* "LGAL" */
 #define LG_ARENA_VERSION 1u
 #define LG_PAGE          4096u
@@ -39,6 +41,7 @@ enum lg_slot_state {
 	LG_SLOT_ABANDONED = 6,  /* the owner stopped waiting while it ran; the finisher frees */
 	LG_SLOT_RECLAIMING = 7, /* the master is releasing the slot's pages (hole punch) */
 };
+_Static_assert(LG_SLOT_RECLAIMING + 1 == LG_SLOT_STATES, "common/limits.h LG_SLOT_STATES");
 
 /* Job outcome, set with the DONE/FAILED transition and carried in the completion header. */
 enum lg_job_status {
@@ -116,7 +119,6 @@ struct lg_codel {
 };
 _Static_assert(sizeof(struct lg_codel) == 80, "codel state layout");
 
-#define LG_SHM_POOLS 8      /* pool pages in the master page (common/config.h LG_MAX_POOLS) */
 #define LG_SHM_POOL_NAME 32
 
 /* One compute pool, a bulkhead (master/gen.c makes them from the configuration): its part of
@@ -162,7 +164,7 @@ enum lg_proc_state {
  * reserved for fields to come without moving the layout. */
 struct lg_proc_page {
 	_Atomic int32_t pid;            /* 0 while the entry has no process */
-	uint32_t role;                  /* 1 loop, 2 compute */
+	uint32_t role;                  /* enum lg_role (common/limits.h) */
 	_Atomic uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC of the last loop iteration / job pick-up */
 	_Atomic uint64_t job;           /* compute: (slot << 32 | generation) it runs, LG_NO_JOB if idle */
 	_Atomic uint64_t requests;      /* requests answered (loop) or jobs run (compute) */
@@ -287,7 +289,7 @@ struct lg_master_page {
 	uint32_t loop_workers;
 	_Atomic uint32_t compute_workers, queue_capacity; /* current targets, summed over the pools */
 	_Atomic uint64_t shm_bytes;     /* bytes of the arena backed by memory, refreshed each second */
-	_Atomic uint64_t restarts[2][LG_RESTART_REASONS]; /* [role - 1][reason] */
+	_Atomic uint64_t restarts[LG_ROLES][LG_RESTART_REASONS]; /* [role - 1][reason] */
 	char cgroup[8];                 /* "v1", "v2", "hybrid", "none" */
 	char rounding[8];               /* "floor", "ceil" */
 	char cpu_stat[512];             /* cpu.stat beside the tightest quota (sysroot-prefixed); "" if none */
@@ -300,7 +302,7 @@ struct lg_master_page {
 	_Atomic uint64_t resize_spawned;  /* compute processes started to grow the pool */
 	_Atomic uint64_t resize_retired;  /* compute processes retired after their job to shrink it */
 	_Atomic uint64_t budget_changed_unix_ms; /* CLOCK_REALTIME of the last change; 0 = none */
-	struct lg_pool_page pools[LG_SHM_POOLS];
+	struct lg_pool_page pools[LG_MAX_POOLS];
 	struct lg_module_health modules[LG_MODULE_HEALTH];
 	/* memory budget (sizing/memsize.h, shm/arena.h lg_arena_charge) */
 	_Atomic uint64_t mem_limit;     /* bytes the server may use; UINT64_MAX = unknown */
@@ -308,11 +310,11 @@ struct lg_master_page {
 	                                 * UINT64_MAX = no bound */
 	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
 	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */
-	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_SHM_POOLS -
+	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_MAX_POOLS -
 	    32 * LG_MODULE_HEALTH];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    784 + 40 * LG_KIND_HEALTH + 192 * LG_SHM_POOLS + 32 * LG_MODULE_HEALTH,
+    784 + 40 * LG_KIND_HEALTH + 192 * LG_MAX_POOLS + 32 * LG_MODULE_HEALTH,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

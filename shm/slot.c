@@ -138,6 +138,38 @@ lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns)
 }
 
 int
+lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
+    struct lg_slot_job *j)
+{
+	const struct lg_slot *s;
+	uint64_t w;
+	enum lg_slot_state st;
+
+	if (slot >= a->nslots) {
+		errno = ERANGE;
+		return -1;
+	}
+	s = &a->slots[slot];
+	w = atomic_load(&s->word);
+	st = lg_slot_state(w);
+	if (lg_slot_gen(w) != gen || (st != LG_SLOT_RUNNING && st != LG_SLOT_ABANDONED)) {
+		errno = ESTALE;
+		return -1;
+	}
+	*j = (struct lg_slot_job){
+		.slot = slot, .gen = gen, .owner = lg_slot_owner(w), .kind = s->kind,
+		.arg = s->arg, .in_off = lg_arena_in_off(a, slot), .in_len = s->in_len,
+		.out_off = lg_arena_out_off(a, slot), .out_cap = a->out_cap,
+		.deadline_ns = s->deadline_ns, .enqueue_ns = s->enqueue_ns,
+	};
+	if (j->owner >= nloops || j->in_len > a->in_cap) {
+		errno = ERANGE;
+		return -1;
+	}
+	return 0;
+}
+
+int
 lg_slot_finish(struct lg_slot *s, uint32_t gen, enum lg_job_status st, uint64_t now_ns)
 {
 	uint64_t w = atomic_load(&s->word);
@@ -238,15 +270,15 @@ lg_slot_queued_floor(void *pool, uint64_t now_ns)
 }
 
 void
-lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8])
+lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[LG_SLOT_STATES])
 {
 	uint32_t first, n, open;
 
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < LG_SLOT_STATES; k++)
 		counts[k] = 0;
 	pool_range(a, pool, &first, &n, &open);
 	for (uint32_t i = first; i < first + n; i++)
-		counts[lg_slot_state(atomic_load(&a->slots[i].word)) & 7]++;
+		counts[lg_slot_state(atomic_load(&a->slots[i].word)) % LG_SLOT_STATES]++;
 }
 
 /* Whether token value t admits a job that has not ended. */
@@ -324,15 +356,15 @@ lg_jobslot_in_use(const struct lg_jobslots *js, const struct lg_arena *a)
 }
 
 void
-lg_slot_census(const struct lg_arena *a, uint32_t counts[8])
+lg_slot_census(const struct lg_arena *a, uint32_t counts[LG_SLOT_STATES])
 {
-	uint32_t np = a->master != NULL && a->master->npools > 0 ? a->master->npools : 1, one[8];
+	uint32_t np = a->master != NULL && a->master->npools > 0 ? a->master->npools : 1, one[LG_SLOT_STATES];
 
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < LG_SLOT_STATES; k++)
 		counts[k] = 0;
 	for (uint32_t p = 0; p < np; p++) {
 		lg_slot_census_pool(a, p, one);
-		for (int k = 0; k < 8; k++)
+		for (int k = 0; k < LG_SLOT_STATES; k++)
 			counts[k] += one[k];
 	}
 }

@@ -54,6 +54,27 @@ int lg_slot_release(struct lg_slot *s, uint32_t gen);
  * the caller skips the job. */
 int lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns);
 
+/* A job as its slot records it: what the owner loop wrote before QUEUED (shm/layout.h struct
+ * lg_slot), with the regions recomputed from the arena layout. */
+struct lg_slot_job {
+	uint32_t slot, gen;
+	uint32_t owner;         /* loop worker index (from the slot word) */
+	uint32_t kind;          /* kind id in the registry (kinds/registry.h) */
+	uint64_t arg;           /* the route's index in the registry */
+	uint64_t in_off, in_len;   /* bytes, offsets from the arena base */
+	uint64_t out_off, out_cap; /* bytes */
+	uint64_t deadline_ns;   /* CLOCK_MONOTONIC */
+	uint64_t enqueue_ns;    /* CLOCK_MONOTONIC */
+};
+
+/* Compute side, after lg_slot_start: reads slot `slot` at generation gen into *j. The record
+ * is stable then (the owner wrote it before QUEUED and writes it again only after a new
+ * claim, which needs FREE). Checks it as untrusted input: slot < nslots, the slot RUNNING or
+ * ABANDONED at gen (else -1, errno ESTALE), owner < nloops and in_len <= in_cap (else -1,
+ * errno ERANGE: *j is filled all the same, owner included). Returns 0. */
+int lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
+    struct lg_slot_job *j);
+
 /* Finishes generation gen with status st (LG_JOB_OK -> DONE, anything else -> FAILED), recording
  * the end time. A slot the owner ABANDONED becomes FREE instead. Called by the compute process
  * that ran the job, or by the master for one that died (st = LG_JOB_CRASHED).
@@ -93,7 +114,7 @@ uint64_t lg_slot_queued_floor(void *pool, uint64_t now_ns);
 void lg_slot_pool_range(const struct lg_arena *a, uint32_t pool, uint32_t *first, uint32_t *n);
 
 /* lg_slot_census for the slots of one pool. */
-void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[8]);
+void lg_slot_census_pool(const struct lg_arena *a, uint32_t pool, uint32_t counts[LG_SLOT_STATES]);
 
 /* Job slots (admission, shm/arena.h struct lg_jobslots). A token is valid while the slot it
  * names is QUEUED, RUNNING or ABANDONED at the generation it names; anything else (a job that
@@ -118,9 +139,9 @@ uint32_t lg_jobslot_open(const struct lg_jobslots *js, const struct lg_arena *a)
  * lg_pool_page), narrowed by its slot_limit; the whole table when a has no pool pages. */
 struct lg_jobslots lg_jobslots_of(const struct lg_arena *a, uint32_t pool);
 
-/* Counts slots per state into counts[8] (indexed by enum lg_slot_state), over every pool; a
+/* Counts slots per state into counts[LG_SLOT_STATES] (indexed by enum lg_slot_state), over every pool; a
  * racy snapshot. A slot beyond a pool's open ones (see lg_slot_claim) counts only while it is
  * not FREE, so the sum is the slots in play. */
-void lg_slot_census(const struct lg_arena *a, uint32_t counts[8]);
+void lg_slot_census(const struct lg_arena *a, uint32_t counts[LG_SLOT_STATES]);
 
 #endif

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "shm/slot.h"
+
 /* One positional field after version and type: where it lives in struct lg_msg and its width.
  * Encoder and decoder share these tables, so the order is written down exactly once. */
 struct field {
@@ -33,24 +35,28 @@ struct field {
 #define F64(name) { offsetof(struct lg_msg, name), 1 }
 #define NELEM(x)  (sizeof(x) / sizeof((x)[0]))
 
-static const struct field job_fields[] = {
-	F32(slot), F32(gen), F32(kind), F32(owner), F64(in_off), F64(in_len), F64(out_off),
-	F64(out_cap), F64(arg), F64(deadline_ns), F64(enqueue_ns),
-};
-static const struct field done_fields[] = {
-	F32(slot), F32(gen), F32(status), F64(out_len), F64(queue_ns), F64(run_ns),
-};
-static const struct field kill_fields[] = { F32(slot), F32(gen) };
-static const struct field retire_fields[] = { F32(gen) };
+static const struct field job_fields[] = { F32(job.slot), F32(job.gen) };
+static const struct field done_fields[] = { F32(done.slot), F32(done.gen) };
+static const struct field kill_fields[] = { F32(kill.slot), F32(kill.gen) };
+static const struct field retire_fields[] = { F32(retire.seq) };
 static const struct field wake_fields[] = {
-	F32(slot), F32(gen), F32(status), F64(out_len), F64(arg), F64(queue_ns), F64(run_ns),
+	F32(wake.flight), F32(wake.flight_gen), F32(wake.http_status), F32(wake.cache_idx),
+	F64(wake.cache_word), F64(wake.queue_ns), F64(wake.run_ns),
 };
+static const struct field unwanted_fields[] = { F32(unwanted.flight), F32(unwanted.flight_gen) };
+
+/* Every byte of each payload struct is a field of its table (4 per F32, 8 per F64): a field
+ * added to a struct and forgotten here does not compile. */
+_Static_assert(sizeof(struct lg_msg_job) == 2 * 4 && sizeof(struct lg_msg_done) == 2 * 4 &&
+    sizeof(struct lg_msg_kill) == 2 * 4 && sizeof(struct lg_msg_retire) == 4 &&
+    sizeof(struct lg_msg_wake) == 4 * 4 + 3 * 8 && sizeof(struct lg_msg_unwanted) == 2 * 4,
+    "a payload field missing from its table");
 
 #define HEAD 2 /* version and type precede the fields */
 
 /* The longest possible encoding in any msgpack format choice (array 32 header, then every
  * element as a 9-byte uint 64), so even a peer that does not pick the shortest forms fits. */
-_Static_assert(5 + (HEAD + NELEM(job_fields)) * 9 <= LG_WIRE_MAX, "LG_WIRE_MAX too small");
+_Static_assert(5 + (HEAD + NELEM(wake_fields)) * 9 <= LG_WIRE_MAX, "LG_WIRE_MAX too small");
 
 static const struct field *
 fields_of(uint32_t type, size_t *n)
@@ -63,9 +69,11 @@ fields_of(uint32_t type, size_t *n)
 		*n = NELEM(done_fields);
 		return done_fields;
 	case LG_MSG_KILL:
-	case LG_MSG_UNWANTED:
 		*n = NELEM(kill_fields);
 		return kill_fields;
+	case LG_MSG_UNWANTED:
+		*n = NELEM(unwanted_fields);
+		return unwanted_fields;
 	case LG_MSG_RETIRE:
 		*n = NELEM(retire_fields);
 		return retire_fields;
@@ -231,7 +239,7 @@ lg_wire_decode(const char *buf, size_t len, struct lg_msg *m)
 	}
 	if (off != len) /* one datagram is exactly one header: trailing bytes are an error */
 		goto bad;
-	*m = out;
+	memcpy(m, &out, sizeof(out)); /* padding and the rest of the union too: all zero */
 	return 0;
 bad:
 	errno = EBADMSG;
@@ -239,15 +247,16 @@ bad:
 }
 
 int
-lg_wire_check_job(const struct lg_msg *m, const struct lg_arena *a, uint32_t nloops)
+lg_wire_check_job(const struct lg_msg *m, const struct lg_arena *a)
 {
-	/* The offsets are recomputed from our own layout, never used as given: a header that
-	 * decoded cleanly can still name another slot's region or run past the arena. */
-	if (m->type != LG_MSG_JOB || m->slot >= a->nslots || m->owner >= nloops ||
-	    m->in_off != lg_arena_in_off(a, m->slot) ||
-	    m->out_off != lg_arena_out_off(a, m->slot) ||
-	    m->in_len > a->in_cap || m->out_cap != a->out_cap) {
+	/* The header names a slot and nothing else: its record is read from our own arena
+	 * once the slot is ours (shm/slot.h lg_slot_job_read), never taken from the sender. */
+	if (m->type != LG_MSG_JOB || m->job.slot >= a->nslots) {
 		errno = ERANGE;
+		return -1;
+	}
+	if (lg_slot_gen(atomic_load(&a->slots[m->job.slot].word)) != m->job.gen) {
+		errno = ESTALE;
 		return -1;
 	}
 	return 0;

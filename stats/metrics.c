@@ -422,7 +422,7 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	    "exited by itself; deadline: killed for a job past its deadline; job: died of the job "
 	    "it ran; client_gone: killed because its job's client left; stuck: a loop worker "
 	    "killed for a stale heartbeat).");
-	for (int role = 0; role < 2; role++)
+	for (int role = 0; role < LG_ROLES; role++)
 		for (int r = 0; r < LG_RESTART_REASONS; r++)
 			P("lagless_process_restarts_total{role=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 			    role == 0 ? "loop" : "compute", lg_stats_restart_reason((unsigned)r),
@@ -432,7 +432,7 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 static void
 queue_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
-	uint32_t n[8];
+	uint32_t n[LG_SLOT_STATES];
 
 	lg_slot_census(a, n);
 	lg_poolview_metrics(b, a);

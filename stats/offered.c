@@ -56,7 +56,7 @@ lg_offered_tick(struct lg_offered *st, uint64_t *due_ns, struct lg_arena *a,
 	uint32_t np = a->master->npools;
 
 	if (now_ns >= *due_ns) {
-		for (uint32_t p = 0; p < np && p < LG_SHM_POOLS; p++) {
+		for (uint32_t p = 0; p < np && p < LG_MAX_POOLS; p++) {
 			struct lg_pool_page *pp = &a->master->pools[p];
 			struct lg_offered_counts c;
 			double load;
@@ -84,7 +84,7 @@ lg_offered_max(const struct lg_arena *a)
 {
 	double max = 0;
 
-	for (uint32_t p = 0; p < a->master->npools && p < LG_SHM_POOLS; p++)
+	for (uint32_t p = 0; p < a->master->npools && p < LG_MAX_POOLS; p++)
 		if (lg_offered_load(a, p) > max)
 			max = lg_offered_load(a, p);
 	return max;
@@ -95,7 +95,7 @@ lg_offered_metrics(struct lg_buf *b, const struct lg_arena *a)
 {
 	uint32_t np = a->master->npools;
 
-	if (np == 0 || np > LG_SHM_POOLS)
+	if (np == 0 || np > LG_MAX_POOLS)
 		return;
 	lg_buf_printf(b, "# HELP lagless_offered_load Compute work offered per compute process "
 	    "of the pool, smoothed over a few seconds: (completed + refused job rate) x mean run "

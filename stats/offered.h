@@ -49,7 +49,7 @@ void lg_offered_read(const struct lg_arena *a, uint32_t p, struct lg_offered_cou
 double lg_offered_step(struct lg_offered *st, const struct lg_offered_counts *c, uint64_t now_ns,
     uint32_t computes, uint64_t tau_ns);
 
-/* The master, every LG_OFFERED_PERIOD_NS: samples every pool of a (st: LG_SHM_POOLS states
+/* The master, every LG_OFFERED_PERIOD_NS: samples every pool of a (st: LG_MAX_POOLS states
  * kept by the caller) and publishes the loads in the pool pages. Lowers *next to the next
  * sample time. */
 void lg_offered_tick(struct lg_offered *st, uint64_t *due_ns, struct lg_arena *a,

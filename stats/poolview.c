@@ -22,7 +22,7 @@ lg_poolview_count(const struct lg_arena *a)
 static void
 read_view(const struct lg_arena *a, uint32_t p, struct view *v)
 {
-	uint32_t n[8];
+	uint32_t n[LG_SLOT_STATES];
 
 	v->pp = &a->master->pools[p];
 	v->idle = v->active = v->total = 0;
@@ -52,10 +52,10 @@ read_view(const struct lg_arena *a, uint32_t p, struct view *v)
 void
 lg_poolview_metrics(struct lg_buf *b, const struct lg_arena *a)
 {
-	struct view views[LG_SHM_POOLS];
+	struct view views[LG_MAX_POOLS];
 	uint32_t np = a->master->npools;
 
-	if (np == 0 || np > LG_SHM_POOLS)
+	if (np == 0 || np > LG_MAX_POOLS)
 		return;
 	for (uint32_t p = 0; p < np; p++)
 		read_view(a, p, &views[p]);
@@ -95,7 +95,7 @@ lg_poolview_status(struct lg_buf *b, const struct lg_arena *a)
 	uint32_t np = a->master->npools;
 
 	P("\"pools\":[");
-	for (uint32_t p = 0; p < np && p < LG_SHM_POOLS; p++) {
+	for (uint32_t p = 0; p < np && p < LG_MAX_POOLS; p++) {
 		struct view v;
 		const struct lg_codel *c;
 
@@ -124,7 +124,7 @@ lg_poolview_queue_wait(const struct lg_arena *a, int which)
 {
 	uint64_t n = 0;
 
-	for (uint32_t p = 0; p < a->master->npools && p < LG_SHM_POOLS; p++)
+	for (uint32_t p = 0; p < a->master->npools && p < LG_MAX_POOLS; p++)
 		n += atomic_load(which ? &a->master->pools[p].codel.shed :
 		    &a->master->pools[p].codel.refused);
 	return n;

@@ -12,14 +12,14 @@
 
 #define P(...) lg_buf_printf(b, __VA_ARGS__)
 
-static const char *const slot_state_names[8] = {
+static const char *const slot_state_names[LG_SLOT_STATES] = {
 	"free", "claimed", "queued", "running", "done", "failed", "abandoned", "reclaiming",
 };
 
 size_t
 lg_status_bound(uint32_t nprocs)
 {
-	return 4096 + LG_SHM_POOLS * 640 + (size_t)nprocs * 384;
+	return 4096 + LG_MAX_POOLS * 640 + (size_t)nprocs * 384;
 }
 
 int
@@ -109,7 +109,7 @@ static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
 {
-	uint32_t n[8], busy = 0, open = atomic_load(&a->master->compute_workers) +
+	uint32_t n[LG_SLOT_STATES], busy = 0, open = atomic_load(&a->master->compute_workers) +
 	    atomic_load(&a->master->queue_capacity);
 	uint32_t used = lg_jobslot_in_use(&a->jobs, a);
 
@@ -124,12 +124,12 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stat
 	    "\"abandoned\":%u},", open, used < open ? open - used : 0, used, n[LG_SLOT_QUEUED],
 	    n[LG_SLOT_RUNNING], n[LG_SLOT_ABANDONED]);
 	P("\"transit_buffers\":{\"total\":%u", a->nslots);
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < LG_SLOT_STATES; i++)
 		P(",\"%s\":%u", slot_state_names[i], n[i]);
 	P(",\"uploading\":%u,\"writing\":%u}", n[LG_SLOT_CLAIMED],
 	    n[LG_SLOT_DONE] + n[LG_SLOT_FAILED]);
 	P(",\"restarts\":{");
-	for (int role = 0; role < 2; role++) {
+	for (int role = 0; role < LG_ROLES; role++) {
 		P("%s\"%s\":{", role ? "," : "", role ? "compute" : "loop");
 		for (unsigned r = 0; r < LG_RESTART_REASONS; r++)
 			P("%s\"%s\":%" PRIu64, r ? "," : "", lg_stats_restart_reason(r),
@@ -184,7 +184,7 @@ compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_na
 	uint64_t job = atomic_load(&p->job), since = atomic_load(&p->job_since_ns);
 	uint32_t slot = (uint32_t)(job >> 32), k = (uint32_t)(p - a->procs);
 
-	for (uint32_t i = 0; i < a->master->npools && i < LG_SHM_POOLS; i++) {
+	for (uint32_t i = 0; i < a->master->npools && i < LG_MAX_POOLS; i++) {
 		const struct lg_pool_page *pp = &a->master->pools[i];
 
 		if (k >= pp->first_row && k < pp->first_row + pp->nrows)

@@ -173,7 +173,6 @@ static void
 cancel_job(struct lg_lflight *f)
 {
 	struct lg_worker *w = f->w;
-	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)f->slot, .gen = f->slot_gen };
 
 	if (f->slot < 0) { /* a cluster key still asking Redis: no job yet */
 		lg_coal_drop_flight(f);
@@ -181,10 +180,8 @@ cancel_job(struct lg_lflight *f)
 	}
 	lg_stats_add(&w->coal->ctr->cancelled, 1);
 	if (lg_slot_release(&w->env->arena->slots[f->slot], f->slot_gen) == LG_SLOT_ABANDONED &&
-	    w->env->cfg->on_client_gone == LG_GONE_KILL &&
-	    lg_chan_send(w->env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
-		log_error("cannot ask the master to kill the runner of slot %d: %s", f->slot,
-		    strerror(errno));
+	    w->env->cfg->on_client_gone == LG_GONE_KILL)
+		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
 	log_info("every waiter of a coalesced job left: job on slot %d cancelled", f->slot);
 	lg_coal_drop_flight(f);
 }
@@ -208,7 +205,8 @@ leave(struct lg_conn *c)
 		return;                /* others wait: the job goes on for them */
 	}
 	if (r == 1) {
-		struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = f->ref.idx, .gen = f->ref.gen };
+		struct lg_msg m = { .type = LG_MSG_UNWANTED,
+		    .unwanted = { .flight = f->ref.idx, .flight_gen = f->ref.gen } };
 		send_to_loop(w, f->ref.owner, &m);
 	}
 	lg_coal_drop_flight(f);
@@ -247,10 +245,11 @@ void
 lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
     int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns)
 {
-	struct lg_msg wake = { .type = LG_MSG_WAKE, .slot = ref->idx, .gen = ref->gen,
-	    .status = (uint32_t)(OK(status) && m == NULL ? WAKE_ALONE : status),
-	    .out_len = m ? m->idx : 0, .arg = m ? m->seq : 0, .queue_ns = queue_ns,
-	    .run_ns = run_ns };
+	struct lg_msg wake = { .type = LG_MSG_WAKE, .wake = {
+	    .flight = ref->idx, .flight_gen = ref->gen,
+	    .http_status = (uint32_t)(OK(status) && m == NULL ? WAKE_ALONE : status),
+	    .cache_idx = m ? m->idx : 0, .cache_word = m ? m->seq : 0, .queue_ns = queue_ns,
+	    .run_ns = run_ns } };
 
 	for (uint32_t i = 0; mask > 0 && i < LG_FLIGHT_LOOPS; i++)
 		if (i != w->env->index && (mask & (1ll << i)))
@@ -416,13 +415,13 @@ finish(struct lg_lflight *f, uint64_t word)
 int
 lg_coal_completion(struct lg_worker *w, const struct lg_msg *m)
 {
-	struct lg_lflight *f = w->coal ? w->coal->by_slot[m->slot] : NULL;
+	struct lg_lflight *f = w->coal ? w->coal->by_slot[m->done.slot] : NULL;
 	uint64_t word;
 
-	if (f == NULL || f->slot_gen != m->gen)
+	if (f == NULL || f->slot_gen != m->done.gen)
 		return 0;
-	word = atomic_load(&w->env->arena->slots[m->slot].word);
-	if (lg_slot_gen(word) != m->gen || (lg_slot_state(word) != LG_SLOT_DONE &&
+	word = atomic_load(&w->env->arena->slots[m->done.slot].word);
+	if (lg_slot_gen(word) != m->done.gen || (lg_slot_state(word) != LG_SLOT_DONE &&
 	    lg_slot_state(word) != LG_SLOT_FAILED))
 		return 0;
 	finish(f, word);
@@ -437,7 +436,6 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_slot *s = &w->env->arena->slots[f->slot];
 	uint64_t word = atomic_load(&s->word);
 	enum lg_slot_state st = lg_slot_state(word);
-	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)f->slot, .gen = f->slot_gen };
 
 	if (lg_slot_gen(word) == f->slot_gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
 		finish(f, word); /* finished just now; its header is still in the channel */
@@ -447,9 +445,8 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	    st == LG_SLOT_RUNNING ? "running" : "queued");
 	w->coal->by_slot[f->slot] = NULL;
 	lg_slot_release(s, f->slot_gen);
-	if (st == LG_SLOT_RUNNING && lg_chan_send(w->env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
-		log_error("cannot ask the master to kill the runner of slot %d: %s", f->slot,
-		    strerror(errno));
+	if (st == LG_SLOT_RUNNING)
+		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
 	for (struct lg_conn *c = f->waiters; c != NULL; c = c->fl_next)
 		atomic_fetch_add(&w->env->page->timed_out, 1);
 	lg_coal_end_flight(f, 504, NULL, NULL, NULL, 0, 0);
@@ -558,7 +555,8 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	/* Joined one that appeared since the peek, with no connection to park: leave again. */
 	if (rc == LG_FLIGHT_JOINED && find(w->coal, ref.idx, ref.gen) == NULL &&
 	    lg_flight_leave(w->env->flights, &ref, w->env->index) == 1) {
-		struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref.idx, .gen = ref.gen };
+		struct lg_msg m = { .type = LG_MSG_UNWANTED,
+		    .unwanted = { .flight = ref.idx, .flight_gen = ref.gen } };
 		send_to_loop(w, ref.owner, &m);
 	}
 }
@@ -571,7 +569,8 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 
 	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, c->pol)) == NULL) {
 		if (lg_flight_leave(c->w->env->flights, ref, c->w->env->index) == 1) {
-			struct lg_msg m = { .type = LG_MSG_UNWANTED, .slot = ref->idx, .gen = ref->gen };
+			struct lg_msg m = { .type = LG_MSG_UNWANTED,
+			    .unwanted = { .flight = ref->idx, .flight_gen = ref->gen } };
 			send_to_loop(c->w, ref->owner, &m);
 		}
 		return lg_coal_refuse(c, "coalesced");
@@ -725,33 +724,33 @@ retry_all(struct lg_lflight *f, int alone)
 
 /* WAKE on a loop with parked connections: the owner's job ended. */
 static void
-wake(struct lg_worker *w, const struct lg_msg *m)
+wake(struct lg_worker *w, const struct lg_msg *msg)
 {
-	struct lg_lflight *f = find(w->coal, m->slot, m->gen);
+	const struct lg_msg_wake *m = &msg->wake;
+	struct lg_lflight *f = find(w->coal, m->flight, m->flight_gen);
 	struct lg_cache_meta meta;
 	struct lg_body *b;
 
 	if (f == NULL || f->owner)
 		return; /* nobody left here (they left after the job ended) */
-	if (m->status == WAKE_RETRY || m->status == WAKE_ALONE) {
-		retry_all(f, m->status == WAKE_ALONE);
+	if (m->http_status == WAKE_RETRY || m->http_status == WAKE_ALONE) {
+		retry_all(f, m->http_status == WAKE_ALONE);
 		return;
 	}
-	if (!OK(m->status)) {
+	if (!OK(m->http_status)) {
 		/* A failure with the kind's message names the cache entry holding it. */
-		b = m->arg != 0 && m->out_len <= UINT32_MAX &&
-		    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == 0 &&
-		    (int)meta.status == (int)m->status ? lg_coal_cached_body(w, &meta) : NULL;
-		if (m->arg != 0 && b == NULL) {
+		b = m->cache_word != 0 &&
+		    lg_cache_meta_of(w->env->cache, m->cache_idx, m->cache_word, &meta) == 0 &&
+		    (int)meta.status == (int)m->http_status ? lg_coal_cached_body(w, &meta) : NULL;
+		if (m->cache_word != 0 && b == NULL) {
 			retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
 			return;
 		}
-		lg_coal_end_flight(f, (int)m->status, NULL, NULL, b, m->queue_ns, m->run_ns);
+		lg_coal_end_flight(f, (int)m->http_status, NULL, NULL, b, m->queue_ns, m->run_ns);
 		lg_body_unref(b);
 		return;
 	}
-	if (m->out_len > UINT32_MAX ||
-	    lg_cache_meta_of(w->env->cache, (uint32_t)m->out_len, m->arg, &meta) == -1 ||
+	if (lg_cache_meta_of(w->env->cache, m->cache_idx, m->cache_word, &meta) == -1 ||
 	    (b = lg_coal_cached_body(w, &meta)) == NULL) {
 		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
 		return;
@@ -772,7 +771,7 @@ lg_coal_message(struct lg_worker *w, const struct lg_msg *m)
 		return;
 	}
 	/* UNWANTED: the last waiter elsewhere left our job's flight. */
-	f = find(w->coal, m->slot, m->gen);
+	f = find(w->coal, m->unwanted.flight, m->unwanted.flight_gen);
 	if (f != NULL && f->owner && f->nwait == 0 && !lg_flight_live(w->env->flights, &f->ref))
 		cancel_job(f);
 }

@@ -20,7 +20,7 @@ lg_coal_refuse(struct lg_conn *c, const char *label)
 {
 	char extra[64];
 
-	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nRetry-After: 1\r\n", label);
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n" LG_CONN_RETRY_AFTER, label);
 	return lg_conn_error(c, 503, 0, extra);
 }
 
@@ -34,7 +34,7 @@ lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct l
 
 	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nX-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
 	    label, (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6,
-	    status == 503 ? "Retry-After: 1\r\n" : "");
+	    status == 503 ? LG_CONN_RETRY_AFTER : "");
 	c->close_after |= status == 502;
 	if (b != NULL)
 		return lg_conn_respond_shared(c, status, "text/plain", extra, b);

@@ -248,6 +248,11 @@ void lg_conn_drain_idle(struct lg_conn *c);
 
 #define LG_CONN_DRAIN_IDLE_MS 500
 
+/* The header line of every 503 whose cause passes within a second or so (no job slot or
+ * buffer free, shared memory short, too many connections): RFC 9110 section 10.2.3
+ * Retry-After in delay-seconds, CRLF-terminated, for lg_conn_error's extra. */
+#define LG_CONN_RETRY_AFTER "Retry-After: 1\r\n"
+
 /* Answers an error status with a short text body. close_after forces Connection: close.
  * Returns as lg_conn_respond. */
 int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);

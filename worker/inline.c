@@ -161,7 +161,7 @@ route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, 
 		uint64_t sum = 0;
 
 		for (uint32_t p = 0; p < a->nprocs; p++)
-			if (a->procs[p].role == 1)
+			if (a->procs[p].role == LG_ROLE_LOOP)
 				sum += atomic_load(&lg_arena_route_stats(a, p, i)->hits);
 		lg_buf_printf(&b, "%s\"", i ? "," : "");
 		lg_buf_json_chars(&b, path, strlen(path));
@@ -181,7 +181,7 @@ route_health(struct lg_conn *c)
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
 	/* job slots open now: C + Q summed over the pools; in use: every valid token */
-	uint32_t n[8], open = atomic_load(&a->master->compute_workers) +
+	uint32_t n[LG_SLOT_STATES], open = atomic_load(&a->master->compute_workers) +
 	    atomic_load(&a->master->queue_capacity), used = lg_jobslot_in_use(&a->jobs, a);
 	char body[4096], hits[3072];
 	int len;

@@ -65,7 +65,7 @@ static const char refused_503[] =
     "HTTP/1.1 503 Service Unavailable\r\n"
     "Content-Type: text/plain\r\n"
     "Content-Length: 22\r\n"
-    "Retry-After: 1\r\n"
+    LG_CONN_RETRY_AFTER
     "Connection: close\r\n"
     "\r\n"
     "too many connections\r\n";

@@ -87,7 +87,7 @@ refuse_memory(struct lg_conn *c)
 {
 	atomic_fetch_add(&c->w->env->page->rejected_memory, 1);
 	lg_offload_release(c);
-	return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+	return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 }
 
 int
@@ -317,7 +317,7 @@ static void
 note_depth(struct lg_arena *a, uint32_t pool)
 {
 	_Atomic uint32_t *max = &a->master->pools[pool].max_depth;
-	uint32_t n[8], seen;
+	uint32_t n[LG_SLOT_STATES], seen;
 
 	lg_slot_census_pool(a, pool, n);
 	seen = atomic_load(max);
@@ -334,20 +334,15 @@ lg_offload_send(struct lg_conn *c)
 	struct lg_slot *s = &a->slots[c->slot];
 	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
 	uint64_t now = lg_now_ns();
-	struct lg_msg m = {
-		.type = LG_MSG_JOB, .slot = (uint32_t)c->slot, .gen = c->gen,
-		.kind = s->kind = c->kind, .owner = env->index,
-		.in_off = lg_arena_in_off(a, (uint32_t)c->slot), .in_len = c->body_got,
-		.out_off = lg_arena_out_off(a, (uint32_t)c->slot), .out_cap = a->out_cap,
-		.arg = c->arg, .deadline_ns = now + c->deadline_ms * LG_NS_PER_MS,
-		.enqueue_ns = now,
-	};
+	struct lg_msg m = { .type = LG_MSG_JOB, .job = { .slot = (uint32_t)c->slot, .gen = c->gen } };
 
+	/* The slot is the job's one record, the header only names it (shm/wire.h). */
+	s->kind = c->kind;
 	s->arg = c->arg;
 	s->in_len = c->body_got;
 	s->touched = c->body_off + c->body_got;
 	s->enqueue_ns = now;
-	s->deadline_ns = m.deadline_ns;
+	s->deadline_ns = now + c->deadline_ms * LG_NS_PER_MS;
 	/* QUEUED before the header is visible: a compute process may take it at once. The job
 	 * slot is taken in between (a token is valid only for a QUEUED slot); without one, C + Q
 	 * jobs wait or run, and the release below (QUEUED -> FREE) leaves no trace. */
@@ -376,7 +371,7 @@ lg_offload_queue(struct lg_conn *c)
 	}
 	if (lg_offload_send(c) == -1) {
 		lg_offload_release(c);
-		return lg_conn_error(c, 503, 1, "Retry-After: 1\r\n");
+		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 	}
 	lg_obs_route_hit(c);
 	c->w->pending[c->slot] = c;
@@ -403,22 +398,30 @@ lg_offload_release(struct lg_conn *c)
 }
 
 void
+lg_offload_kill(const struct lg_worker *w, uint32_t slot, uint32_t gen)
+{
+	struct lg_msg kill = { .type = LG_MSG_KILL, .kill = { .slot = slot, .gen = gen } };
+
+	if (lg_chan_send(w->env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
+		log_error("cannot ask the master to kill the runner of slot %u: %s", slot,
+		    strerror(errno));
+}
+
+void
 lg_offload_client_gone(struct lg_conn *c)
 {
-	const struct lg_loop_env *env = c->w->env;
-	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
+	uint32_t slot = (uint32_t)c->slot;
 	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
 
 	if (lg_offload_release(c) != LG_SLOT_ABANDONED || !waiting) {
 		if (waiting)
-			log_info("client gone; job on slot %u cancelled before it ran", kill.slot);
+			log_info("client gone; job on slot %u cancelled before it ran", slot);
 		return;
 	}
-	log_info("client gone while its job on slot %u runs: %s", kill.slot,
+	log_info("client gone while its job on slot %u runs: %s", slot,
 	    kill_it ? "asking the master to kill it" : "letting it finish");
-	if (kill_it && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
-		log_error("cannot ask the master to kill the runner of slot %u: %s", kill.slot,
-		    strerror(errno));
+	if (kill_it)
+		lg_offload_kill(c->w, slot, c->gen);
 }
 
 static const char *
@@ -478,7 +481,7 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "",
+	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
 	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
@@ -716,21 +719,21 @@ lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink)
 			sink->message(w, &m);
 			continue;
 		}
-		if (r == 0 || m.type != LG_MSG_DONE || m.slot >= env->arena->nslots) {
+		if (r == 0 || m.type != LG_MSG_DONE || m.done.slot >= env->arena->nslots) {
 			atomic_fetch_add(&env->page->bad_headers, 1);
 			log_warn("dropped a completion header that failed validation");
 			continue;
 		}
-		struct lg_conn *c = w->pending[m.slot];
+		struct lg_conn *c = w->pending[m.done.slot];
 		if (c == NULL && sink->unclaimed(w, &m))
 			continue;
-		uint64_t word = atomic_load(&env->arena->slots[m.slot].word);
+		uint64_t word = atomic_load(&env->arena->slots[m.done.slot].word);
 		enum lg_slot_state st = lg_slot_state(word);
 
 		/* Stale: from before a respawn of this loop, or for a job answered 504 already. */
-		if (c == NULL || c->gen != m.gen || lg_slot_gen(word) != m.gen ||
+		if (c == NULL || c->gen != m.done.gen || lg_slot_gen(word) != m.done.gen ||
 		    (st != LG_SLOT_DONE && st != LG_SLOT_FAILED)) {
-			log_debug("stale completion for slot %u gen %u", m.slot, m.gen);
+			log_debug("stale completion for slot %u gen %u", m.done.slot, m.done.gen);
 			continue;
 		}
 		lg_obs_unit_begin(w, c);
@@ -764,13 +767,12 @@ lg_offload_deadline(struct lg_conn *c)
 	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->slot, c->deadline_ms,
 	    running ? "running" : "queued", (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
 	atomic_fetch_add(&env->page->timed_out, 1);
-	struct lg_msg kill = { .type = LG_MSG_KILL, .slot = (uint32_t)c->slot, .gen = c->gen };
+	uint32_t slot = (uint32_t)c->slot;
 	lg_offload_release(c);
 	/* The master kills the compute process, because only it knows the pid is still its
 	 * own child. A queued job was cancelled by the release above and never runs. */
-	if (running && lg_chan_send(env->ch->ctl[0], &kill, MSG_DONTWAIT) == -1)
-		log_error("cannot ask the master to kill the runner of slot %u: %s", kill.slot,
-		    strerror(errno));
+	if (running)
+		lg_offload_kill(c->w, slot, c->gen);
 	char extra[128];
 	timing_headers(c, extra, sizeof(extra), 0);
 	if (lg_conn_error(c, 504, 0, extra) == -1)

@@ -132,4 +132,10 @@ int lg_offload_release(struct lg_conn *c);
  * the master to kill its compute process so the CPU is not spent on an answer nobody reads. */
 void lg_offload_client_gone(struct lg_conn *c);
 
+/* Asks the master to kill the compute process running slot `slot` at generation gen (a KILL
+ * header on the control channel; only the master knows that pid is still its own child): the
+ * job's deadline passed, or its last client left under --on-client-gone kill. A full channel or
+ * another send(2) error is logged, and the job then runs to its end. */
+void lg_offload_kill(const struct lg_worker *w, uint32_t slot, uint32_t gen);
+
 #endif

@@ -113,7 +113,7 @@ reject(struct lg_conn *c, int status)
 {
 	c->reject_status = status;
 	if (status == 503)
-		snprintf(c->reject_extra, sizeof(c->reject_extra), "Retry-After: 1\r\n");
+		snprintf(c->reject_extra, sizeof(c->reject_extra), LG_CONN_RETRY_AFTER);
 	return LG_HTTP_REJECT;
 }
 

@@ -95,17 +95,20 @@ play_compute(void)
 	struct lg_msg m;
 
 	while (lg_chan_recv(ch.job[0][1], &m, MSG_DONTWAIT) == 1) {
-		struct lg_slot *s = &arena.slots[m.slot];
+		uint32_t slot = m.job.slot, gen = m.job.gen;
 		uint64_t now = lg_now_ns();
-		struct lg_msg done = { .type = LG_MSG_DONE, .slot = m.slot, .gen = m.gen };
+		struct lg_msg done = { .type = LG_MSG_DONE, .done = { .slot = slot, .gen = gen } };
+		struct lg_slot_job j;
 
-		if (lg_wire_check_job(&m, &arena, 1) == -1)
+		if (lg_wire_check_job(&m, &arena) == -1 && errno != ESTALE)
 			abort(); /* the loop wrote a header that does not match the arena */
-		if (lg_slot_start(s, m.gen, getpid(), now) == -1)
+		if (lg_slot_start(&arena.slots[slot], gen, getpid(), now) == -1)
 			continue; /* cancelled */
-		s->out_len = 0;
-		memset(lg_arena_out(&arena, m.slot), 0, 8);
-		lg_slot_finish(s, m.gen, LG_JOB_OK, now);
+		if (lg_slot_job_read(&arena, slot, gen, 1, &j) == -1)
+			abort(); /* the loop's record of the job does not match the arena */
+		arena.slots[slot].out_len = 0;
+		memset(lg_arena_out(&arena, slot), 0, 8);
+		lg_slot_finish(&arena.slots[slot], gen, LG_JOB_OK, now);
 		lg_chan_send(ch.done[0][1], &done, MSG_DONTWAIT);
 	}
 	lg_offload_completions(&w, &completion_sink);

@@ -30,17 +30,21 @@ def main(http_dir, wire_dir):
     for c in CASES:
         with open(os.path.join(http_dir, c["name"]), "wb") as f:
             f.write(c["data"][:4096])
-    job = [1, 1, 0, 7, 1, 0, 12288, 5, 16384, 4096, 3, 10 ** 12, 999]
+    v = 2  # shm/wire.h LG_WIRE_VERSION
     seeds = {
-        "job": mp_array(job),
-        "done": mp_array([1, 2, 1, 9, 0, 42, 1000, 2000]),
-        "kill": mp_array([1, 3, 1, 9]),
-        "bad-version": mp_array([2, 3, 1, 9]),
-        "truncated": mp_array(job)[:-3],
-        "trailing": mp_array([1, 3, 1, 9]) + b"\x00",
-        "negative": bytes([0x94, 1, 3, 0xff, 9]),
-        "map": bytes([0x81, 1, 2]),
-        "big": mp_array([1, 2, 2 ** 40, 9, 0, 2 ** 64 - 1, 0, 0]),
+        "job": mp_array([v, 1, 0, 0]),
+        "done": mp_array([v, 2, 1, 9]),
+        "kill": mp_array([v, 3, 1, 9]),
+        "retire": mp_array([v, 4, 5]),
+        "wake": mp_array([v, 5, 3, 4, 200, 17, 2 ** 40, 1000, 2000]),
+        "unwanted": mp_array([v, 6, 3, 4]),
+        "old-version-job": mp_array([1, 1, 0, 7, 1, 0, 12288, 5, 16384, 4096, 3, 10 ** 12, 999]),
+        "bad-version": mp_array([3, 3, 1, 9]),
+        "truncated": mp_array([v, 5, 3, 4, 200, 17, 2 ** 40, 1000, 2000])[:-3],
+        "trailing": mp_array([v, 3, 1, 9]) + b"\x00",
+        "negative": bytes([0x94, v, 3, 0xff, 9]),
+        "map": bytes([0x81, v, 2]),
+        "big": mp_array([v, 5, 2 ** 40, 9, 0, 0, 2 ** 64 - 1, 0, 0]),
     }
     for name, data in seeds.items():
         with open(os.path.join(wire_dir, name), "wb") as f:
