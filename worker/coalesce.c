@@ -72,7 +72,7 @@ count(struct lg_conn *c, _Atomic uint64_t *field)
 int
 lg_coal_job_slot(struct lg_conn *c)
 {
-	if (c->job.slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		return 0;
 	if (lg_coal_has_body(c) || c->w->coal->claim == NULL)
 		return -1;
@@ -218,7 +218,7 @@ void
 lg_coal_gone(struct lg_conn *c)
 {
 	leave(c);
-	if (c->job.slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		lg_offload_release(c); /* a request with a body keeps it while parked */
 }
 
@@ -228,7 +228,7 @@ lg_coal_deadline(struct lg_conn *c)
 	char extra[64];
 
 	leave(c);
-	if (c->job.slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		lg_offload_release(c);
 	atomic_fetch_add(&c->w->env->page->timed_out, 1);
 	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->flight.fl_label);
@@ -281,7 +281,7 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 		int rc;
 
 		lg_coal_unpark(c);
-		if (c->job.slot >= 0)
+		if (lg_job_holds_slot(&c->job))
 			lg_offload_release(c); /* answered from the shared job: the body is not needed */
 		c->job.queue_ns = queue_ns;
 		c->job.run_ns = run_ns;
@@ -474,8 +474,7 @@ lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 	f->background = background;
 	f->deadline_ms = c->job.deadline_ms;
 	f->ctype = c->job.ctype;
-	if (w->job.pending[c->job.slot] == c)
-		w->job.pending[c->job.slot] = NULL; /* completions go to the flight (lg_coal_completion) */
+	lg_job_unpend(&w->job, c, c->job.slot); /* completions go to the flight (lg_coal_completion) */
 	c->job.slot = -1; /* the flight holds it now */
 	w->coal->by_slot[f->slot] = f;
 	lg_stats_add(&w->coal->ctr->jobs, 1);

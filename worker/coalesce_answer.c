@@ -90,7 +90,7 @@ lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct l
 	lg_obs_route_hit(c);
 	lg_stats_add(counter, 1);
 	c->job.queue_ns = c->job.run_ns = 0;
-	if (c->job.slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
 	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u,
 	    1, b);

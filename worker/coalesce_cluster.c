@@ -25,7 +25,7 @@ run(struct lg_lflight *f)
 		return;
 	}
 
-	while (c != NULL && c->job.slot < 0)
+	while (c != NULL && !lg_job_holds_slot(&c->job))
 		c = c->flight.fl_next;
 	if (c == NULL && (c = f->waiters) != NULL && lg_coal_job_slot(c) == -1)
 		c = NULL;
@@ -60,7 +60,7 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 		int rc;
 
 		lg_coal_unpark(c);
-		if (c->job.slot >= 0)
+		if (lg_job_holds_slot(&c->job))
 			lg_offload_release(c);
 		c->job.queue_ns = c->job.run_ns = 0;
 		lg_obs_unit_begin(w, c);

@@ -55,7 +55,7 @@ put_body(const struct lg_conn *c, char *key, size_t *len)
 	if (put_header(key, len, r, "content-type") || put_header(key, len, r, "content-encoding"))
 		return -1;
 	if (lg_coal_has_body(c)) {
-		if (c->job.slot < 0 || c->job.body_got > c->flight.pol->body_max)
+		if (!lg_job_holds_slot(&c->job) || c->job.body_got > c->flight.pol->body_max)
 			return -1;
 		n = c->job.body_got;
 		p = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;

@@ -49,10 +49,8 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
 	c->w = w;
 	c->fd = fd;
-	c->job.slot = -1;
-	c->flight.coal = c->flight.coal_alone = 0;
-	c->flight.fl = NULL;
-	c->flight.pol = NULL;
+	lg_job_init(&c->job);
+	lg_flight_init(&c->flight);
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
@@ -65,8 +63,6 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->tmo.idle_ticks = 0;
 	c->want_continue = 0;
 	c->cont_off = 0;
-	c->job.backing_wait = 0;
-	c->job.head_body = 0;
 	c->nreq = 0;
 	c->reject_extra[0] = '\0';
 	c->out.whead_len = c->out.woff = c->out.wbody_len = 0;
@@ -127,9 +123,7 @@ release_owned(struct lg_conn *c)
 	c->out.wbody_shared = NULL;
 	if (c->out.wbody_owned == NULL)
 		return;
-	if (c->out.wbody_owned == c->w->render.buf)
-		c->w->render.busy = 0;
-	else
+	if (!lg_render_give_back(&c->w->render, c->out.wbody_owned))
 		free(c->out.wbody_owned);
 	c->out.wbody_owned = NULL;
 }
@@ -167,7 +161,7 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (c->job.slot >= 0 || c->flight.fl != NULL)
+	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
@@ -274,7 +268,7 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (c->job.slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);

@@ -132,8 +132,8 @@ static int
 is_idle(const struct lg_conn *c)
 {
 	return c->state == LG_CONN_HEAD && c->rlen == 0 && c->obs.req_start_ns == 0 &&
-	    c->out.whead_len == 0 && c->job.slot < 0 && c->out.wbody_owned == NULL && !c->close_after &&
-	    c->http.frame.head_bytes == 0 && c->cont_off == 0;
+	    c->out.whead_len == 0 && !lg_job_holds_slot(&c->job) && c->out.wbody_owned == NULL &&
+	    !c->close_after && c->http.frame.head_bytes == 0 && c->cont_off == 0;
 }
 
 /* c becomes an idle connection with the time its timer had left. */

@@ -13,4 +13,15 @@ struct lg_worker_render {
 	int busy;                     /* a response is still being written from it */
 };
 
+/* A response body p was written or dropped: when p is the render buffer, the buffer is free for
+ * the next rendering and 1 is returned; else 0 (p is the caller's to free). */
+static inline int
+lg_render_give_back(struct lg_worker_render *r, const char *p)
+{
+	if (p != r->buf)
+		return 0;
+	r->busy = 0;
+	return 1;
+}
+
 #endif

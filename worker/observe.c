@@ -150,9 +150,7 @@ void
 lg_obs_request_begin(struct lg_conn *c)
 {
 	c->obs.req_start_ns = lg_now_ns();
-	c->rt.route = NULL;
-	c->rt.route_row = c->w->rt.none_row;
-	c->rt.route_label = "none";
+	lg_rt_none(&c->rt, &c->w->rt);
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
 	c->job.queue_ns = c->job.run_ns = 0;
@@ -193,7 +191,7 @@ lg_obs_conn_closed(struct lg_conn *c)
 		c->w->obs.cb_conn = NULL;
 	if (c->obs.req_start_ns == 0)
 		return;
-	if (c->job.slot >= 0 && c->state == LG_CONN_JOB)
+	if (lg_job_holds_slot(&c->job) && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);
 }

@@ -479,7 +479,7 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
 	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "",
-	    c->flight.coal_alone ? "X-Cache: bypass\r\n" : "");
+	    lg_flight_bypass(&c->flight) ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c from its job that ended OK with out_len answer bytes after the metadata page

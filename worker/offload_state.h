@@ -32,11 +32,36 @@ struct lg_conn_job {
 	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time (metrics, access log) */
 };
 
+/* Readies a connection's job part: no slot held, no backing asked for. */
+static inline void
+lg_job_init(struct lg_conn_job *j)
+{
+	j->slot = -1;
+	j->backing_wait = 0;
+	j->head_body = 0;
+}
+
+/* 1 when the connection holds a job slot (j->slot is its index), else 0. */
+static inline int
+lg_job_holds_slot(const struct lg_conn_job *j)
+{
+	return j->slot >= 0;
+}
+
 /* The loop worker's side of the offload path. */
 struct lg_worker_job {
 	ev_io done_io;                /* completion headers from the compute pool */
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/backing.h) */
 };
+
+/* Completions and backing outcomes for slot no longer find c (single-flight took the slot
+ * over): clears wj->pending[slot] when it is c. slot is a valid index. */
+static inline void
+lg_job_unpend(struct lg_worker_job *wj, const struct lg_conn *c, int slot)
+{
+	if (wj->pending[slot] == c)
+		wj->pending[slot] = NULL;
+}
 
 #endif

@@ -318,7 +318,7 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	c->rt.route = find_route(c->w, r);
 	if (c->rt.route != NULL && !admin_allows(c, c->rt.route))
 		c->rt.route = NULL; /* 404, as for a path that has no route */
-	c->flight.coal = c->flight.coal_alone = 0;
+	lg_flight_begin(&c->flight);
 	c->rt.route_row = c->rt.route ? c->rt.route->row : c->w->rt.none_row;
 	c->rt.route_label = c->w->rt.row_names[c->rt.route_row];
 	c->want_continue = 0;
@@ -397,14 +397,14 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		h->status = 413;
 		return -1;
 	}
-	if (c->job.slot < 0 && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 as with a long Content-Length (refuse_early) */
 		h->status = c->rt.refuse_status ? c->rt.refuse_status :
 		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 : 413;
 		return -1;
 	}
-	if (c->job.slot < 0)
+	if (!lg_job_holds_slot(&c->job))
 		return 0; /* a body nobody reads (inline route, refusal) is dropped */
 	return lg_offload_body(c, h, at, len);
 }
@@ -414,7 +414,7 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
-	return c->job.slot < 0 ? SIZE_MAX : lg_offload_body_room(c, h);
+	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
 int
@@ -450,7 +450,7 @@ lg_route_dispatch(struct lg_conn *c)
 		lg_obs_route_hit(c);
 		return c->rt.route->handler(c);
 	}
-	if (c->job.slot < 0 && c->flight.coal)
+	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
 }

@@ -29,4 +29,14 @@ struct lg_worker_rt {
 	unsigned none_row;            /* stats row of a request that matched no route */
 };
 
+/* A request begins: no route yet, counted on the "none" row of wrt until the router matches
+ * one. */
+static inline void
+lg_rt_none(struct lg_conn_rt *rt, const struct lg_worker_rt *wrt)
+{
+	rt->route = NULL;
+	rt->route_row = wrt->none_row;
+	rt->route_label = "none";
+}
+
 #endif
