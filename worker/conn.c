@@ -244,7 +244,7 @@ linger(struct lg_conn *c)
 	}
 	c->state = LG_CONN_LINGER;
 	c->rlen = 0;
-	c->job.body_got = 0; /* reused as the count of bytes drained */
+	c->tmo.lingered = 0;
 	c->tmo.linger_until = ev_now(c->w->ev) + LINGER_S;
 	watch(c, EV_READ);
 	lg_conn_rearm(c);
@@ -258,7 +258,7 @@ linger_read(struct lg_conn *c)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0 && (c->job.body_got += (uint64_t)n) < LINGER_BYTES)
+	if (n > 0 && (c->tmo.lingered += (uint64_t)n) < LINGER_BYTES)
 		return;
 	lg_conn_close(c);
 }

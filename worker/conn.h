@@ -104,6 +104,7 @@ struct lg_conn_tmo {
 	                               * 0 while idle between requests */
 	ev_tstamp body_at;            /* the body began, 0 before */
 	ev_tstamp linger_until;
+	uint64_t lingered;            /* input bytes drained while lingering */
 	ev_tstamp write_at;           /* the current response began to be written */
 	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
 	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
