@@ -57,6 +57,23 @@ stats_names(const struct lg_worker *w, struct lg_stats_names *nm)
 	    w->rt.kind_names };
 }
 
+int
+lg_inline_start(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	struct lg_stats_names nm;
+
+	stats_names(w, &nm);
+	w->render.cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
+	w->render.cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
+	if (w->render.cap < lg_status_bound(env->arena->nprocs))
+		w->render.cap = lg_status_bound(env->arena->nprocs);
+	if ((w->render.buf = malloc(w->render.cap)) == NULL)
+		return -1;
+	w->render.busy = 0;
+	return 0;
+}
+
 static int
 route_rendered(struct lg_conn *c, int metrics)
 {

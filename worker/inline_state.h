@@ -1,6 +1,6 @@
 /* The inline handlers' part of the loop worker (worker/inline.c): the buffer /metrics and
- * /status are rendered into, embedded in struct lg_worker as w->render (loop.c sizes and
- * allocates it at start). A small header of its own because worker/inline.h includes
+ * /status are rendered into, embedded in struct lg_worker as w->render (allocated
+ * at start by lg_inline_start). A small header of its own because worker/inline.h includes
  * worker/conn.h. */
 #ifndef LG_WORKER_INLINE_STATE_H
 #define LG_WORKER_INLINE_STATE_H

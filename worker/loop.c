@@ -20,14 +20,12 @@
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/fairshare.h"
+#include "worker/inline.h"
 #include "worker/keptfields.h"
 #include "worker/loop_admin.h"
-#include "stats/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
 #include "worker/routes.h"
-#include "stats/status.h"
-#include "stats/procstat.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
@@ -265,23 +263,6 @@ presize_fd_table(int fd, int max_conns)
 	close(hi);
 }
 
-/* One buffer for /metrics and /status, allocated once (pages are touched lazily). Returns 0,
- * or -1 (ENOMEM). */
-static int
-render_buffer(struct lg_worker *w)
-{
-	const struct lg_loop_env *env = w->env;
-	struct lg_stats_names nm = { w->rt.nrows, w->rt.row_names, env->cfg->reg->nkinds,
-	    w->rt.kind_names };
-	w->render.cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
-	w->render.cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
-	if (w->render.cap < lg_status_bound(env->arena->nprocs))
-		w->render.cap = lg_status_bound(env->arena->nprocs);
-	if ((w->render.buf = malloc(w->render.cap)) == NULL)
-		return -1;
-	return 0;
-}
-
 /* The accept watchers: the listener, then the --listen extras and the admin listener (each
  * without Nagle, as the main listener: see setup). */
 static void
@@ -362,7 +343,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		return -1;
 	if (lg_coal_setup(w) == -1)
 		return -1;
-	if (render_buffer(w) == -1)
+	if (lg_inline_start(w) == -1)
 		return -1;
 	/* No Nagle: a response written while an earlier one of the same connection is unacked
 	 * (pipelining, or a batch split by a full socket buffer) would otherwise wait for the
