@@ -54,10 +54,10 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
-	c->rt.route = NULL;
+	lg_rt_none(&c->rt, &w->rt);
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
-	c->obs.req_start_ns = 0;
+	lg_obs_init(&c->obs);
 	c->tmo.req_at = req_at;
 	c->tmo.body_at = 0;
 	c->tmo.idle_ticks = 0;
@@ -349,8 +349,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 
 	if (!r->keep_alive || c->w->draining)
 		c->close_after = 1;
-	c->obs.resp_status = status;
-	c->obs.resp_bytes = head_only ? 0 : len;
+	lg_obs_response(&c->obs, status, head_only ? 0 : len);
 	/* A partly written 100 Continue is finished first; an unwritten one is dropped, so no
 	 * interim response ever follows the final one (RFC 9110 section 15.2). */
 	char *out = c->whead + c->out.whead_len; /* behind any batched responses */
@@ -519,7 +518,7 @@ static int
 conn_process(struct lg_conn *c)
 {
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
-		if (c->obs.req_start_ns == 0)
+		if (!lg_obs_in_request(&c->obs))
 			lg_obs_request_begin(c);
 		size_t used = lg_http_feed(&c->http, c->rbuf, c->rlen);
 

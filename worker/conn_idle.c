@@ -131,7 +131,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 static int
 is_idle(const struct lg_conn *c)
 {
-	return c->state == LG_CONN_HEAD && c->rlen == 0 && c->obs.req_start_ns == 0 &&
+	return c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs) &&
 	    c->out.whead_len == 0 && !lg_job_holds_slot(&c->job) && c->out.wbody_owned == NULL &&
 	    !c->close_after && c->http.frame.head_bytes == 0 && c->cont_off == 0;
 }
@@ -192,7 +192,7 @@ lg_conn_drain(struct lg_worker *w)
 		next = c->next;
 		/* idle: between requests, no byte of the next one received (a parsed part
 		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
-		if (c->state == LG_CONN_HEAD && c->rlen == 0 && c->obs.req_start_ns == 0)
+		if (c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs))
 			lg_conn_drain_idle(c);
 	}
 }

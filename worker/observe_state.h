@@ -18,6 +18,28 @@ struct lg_conn_obs {
 	size_t resp_bytes;            /* body bytes of the response */
 };
 
+/* Readies a connection's part: no request in progress. */
+static inline void
+lg_obs_init(struct lg_conn_obs *o)
+{
+	o->req_start_ns = 0;
+}
+
+/* 1 while a request is in progress (its first byte came, lg_obs_request_end not yet run). */
+static inline int
+lg_obs_in_request(const struct lg_conn_obs *o)
+{
+	return o->req_start_ns != 0;
+}
+
+/* The response being queued: its status and body bytes, for the metrics and the access line. */
+static inline void
+lg_obs_response(struct lg_conn_obs *o, int status, size_t body_bytes)
+{
+	o->resp_status = status;
+	o->resp_bytes = body_bytes;
+}
+
 /* The loop-lag probe and the slow-callback accounting. */
 struct lg_worker_obs {
 	ev_timer lag;                 /* loop-lag probe, re-armed every --lag-interval-ms */
