@@ -455,10 +455,10 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	lg_coal_end_flight(f, 504, NULL, NULL, NULL, 0, 0);
 }
 
-/* c has claimed a job slot (c->job.slot, c->job.gen) for the job of new owner flight ref: sends it and
- * hands the slot over to the flight; c is parked on it unless this is a background refresh.
- * Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh never
- * answers c: 0, with the slot given back when the job could not be sent. */
+/* c has claimed a job slot (c->job.slot, c->job.gen) for the job of new owner flight ref: sends
+ * it and hands the slot over to the flight; c is parked on it unless this is a background
+ * refresh. Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh
+ * never answers c: 0, with the slot given back when the job could not be sent. */
 int
 lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 {
@@ -531,7 +531,8 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	struct lg_lflight *f;
 	int rc;
 
-	if (!c->flight.pol->coalesce || w->draining || lg_flight_peek(w->env->flights, hash, key, len) ||
+	if (!c->flight.pol->coalesce || w->draining ||
+	    lg_flight_peek(w->env->flights, hash, key, len) ||
 	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
 	    (c->job.deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;

@@ -21,9 +21,9 @@
 int lg_coal_setup(struct lg_worker *w);
 
 /* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
- * from the configuration: master/site.c), NULL for none. When it does, c->flight.coal and c->flight.pol are
- * set, and a bodiless request claims no slot before dispatch. c->job.deadline_ms must hold the
- * route's job deadline. */
+ * from the configuration: master/site.c), NULL for none. When it does, c->flight.coal and
+ * c->flight.pol are set, and a bodiless request claims no slot before dispatch.
+ * c->job.deadline_ms must hold the route's job deadline. */
 int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
 
 /* Dispatch of a complete request with c->flight.coal set: answers from the cache, parks c on a

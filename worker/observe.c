@@ -104,7 +104,8 @@ lg_obs_cb_end(struct lg_worker *w, const char *cb)
 	took = lg_now_ns() - w->obs.cb_start_ns;
 	if (took >= limit) {
 		lg_stats_add(&w->env->page->slow_callbacks, 1);
-		if (w->obs.worst_route == NULL && w->obs.cb_conn != NULL && w->obs.cb_conn->obs.req_start_ns) {
+		if (w->obs.worst_route == NULL && w->obs.cb_conn != NULL &&
+		    w->obs.cb_conn->obs.req_start_ns) {
 			w->obs.worst_route = w->obs.cb_conn->rt.route_label;
 			describe(w->obs.cb_conn, w->obs.worst_what, sizeof(w->obs.worst_what));
 			w->obs.worst_unit_ns = took;

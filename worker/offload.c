@@ -285,8 +285,8 @@ charge_whole(struct lg_conn *c)
 	uint64_t need;
 
 	/* inline: the output is charged where it runs; too large: 413, nothing to back */
-	if (c->job.run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->job.kind, (uint32_t)c->job.arg,
-	    c->job.body_need, a->out_cap, &need) == -1)
+	if (c->job.run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->job.kind,
+	    (uint32_t)c->job.arg, c->job.body_need, a->out_cap, &need) == -1)
 		need = 0;
 	return lg_arena_charge(a, (uint32_t)c->job.slot, c->job.body_off + c->job.body_need, need);
 }
@@ -471,15 +471,15 @@ meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
 }
 
 /* The X-Queue-Ms / X-Run-Ms header lines of an answer to a job that reached the pool, from
- * c->job.queue_ns and c->job.run_ns, then "Retry-After: 1" when retry: every offloaded answer carries
- * them, 200 or 502/503/504 (README, response headers). */
+ * c->job.queue_ns and c->job.run_ns, then "Retry-After: 1" when retry: every offloaded answer
+ * carries them, 200 or 502/503/504 (README, response headers). */
 static void
 timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
-	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6, retry ? "Retry-After: 1\r\n" : "",
-	    lg_flight_bypass(&c->flight) ? "X-Cache: bypass\r\n" : "");
+	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6, retry ?
+	    "Retry-After: 1\r\n" : "", lg_flight_bypass(&c->flight) ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c from its job that ended OK with out_len answer bytes after the metadata page
@@ -674,8 +674,8 @@ run_here(struct lg_conn *c)
 	lg_obs_route_hit(c);
 	if (!lg_registry_usable(reg, c->job.kind, &guard)) {
 		st = LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
-	} else if (lg_registry_out_need(reg, c->job.kind, (uint32_t)c->job.arg, c->job.body_got, a->out_cap,
-	    &need) == -1) {
+	} else if (lg_registry_out_need(reg, c->job.kind, (uint32_t)c->job.arg, c->job.body_got,
+	    a->out_cap, &need) == -1) {
 		/* refused without running: clear the metadata a previous job left */
 		st = lg_arena_charge_out(a, slot, LG_OUT_META) == -1 ||
 		    lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?

@@ -43,9 +43,9 @@ int lg_offload_start(struct lg_conn *c);
 
 /* Before reading more of a Content-Length body into c's slot: asks the loop's helper thread
  * to back the next window once the current one is half filled (fallocate never runs on the
- * loop). Returns 0 (c->job.reserved > c->job.body_got: read up to c->job.reserved), 1 when nothing is
- * backed beyond c->job.body_got yet (stop reading; lg_conn_body_ready resumes it), or -1 after
- * answering 503 with Connection: close; the caller must not read into the slot then. */
+ * loop). Returns 0 (c->job.reserved > c->job.body_got: read up to c->job.reserved), 1 when
+ * nothing is backed beyond c->job.body_got yet (stop reading; lg_conn_body_ready resumes it), or
+ * -1 after answering 503 with Connection: close; the caller must not read into the slot then. */
 int lg_offload_body_window(struct lg_conn *c);
 
 /* For a body the parser reads (chunked) into c's slot: how many more input bytes may be parsed

@@ -284,9 +284,9 @@ route_claim(struct lg_conn *c)
 	struct lg_view v;
 
 	request_view(c, d, &v);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->rt.route - c->w->rt.routes), d->deadline_ms,
-	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
-	    k->desc.ctype : "application/octet-stream", &v, d->pool };
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->rt.route - c->w->rt.routes),
+	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
+	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
 	return lg_offload_claim(c, &sp);
 }
 
@@ -325,7 +325,8 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	c->cont_off = 0;
 	c->rt.refuse_status = 0;
 	c->reject_extra[0] = '\0';
-	c->rt.max_body = c->rt.route && c->rt.route->def->kind ? c->rt.route->def->max_body : cfg->max_body;
+	c->rt.max_body = c->rt.route && c->rt.route->def->kind ? c->rt.route->def->max_body :
+	    cfg->max_body;
 }
 
 int
@@ -342,7 +343,8 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
 	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->rt.max_body)
 		return reject(c, 413);
-	if ((c->rt.route == NULL && !is_asterisk(r)) || (c->rt.route && !method_ok(c->rt.route, r->method))) {
+	if ((c->rt.route == NULL && !is_asterisk(r)) ||
+	    (c->rt.route && !method_ok(c->rt.route, r->method))) {
 		if (!discard_ok(c, r))
 			return refuse_early(c, r);
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
