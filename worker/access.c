@@ -24,7 +24,7 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 	const char *v = lg_http_field_get(&c->http.req, "x-request-id", &n);
 	static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-";
 
-	if (cap == 0 || c->req_start_ns == 0)
+	if (cap == 0 || c->obs.req_start_ns == 0)
 		return 0;
 	if (v != NULL && n > 0 && n <= 128 && n < cap) {
 		size_t i = 0;
@@ -38,7 +38,7 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 		}
 	}
 	int r = snprintf(out, cap, "%08x%016llx", (unsigned)getpid(),
-	    (unsigned long long)c->req_start_ns);
+	    (unsigned long long)c->obs.req_start_ns);
 	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
 }
 
@@ -189,8 +189,8 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	put_escaped(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1);
 	putf(&at, end, json ? "\",\"status\":%d,\"bytes\":%zu,\"time_ms\":%.3f,\"queue_ms\":%.3f,"
 	    "\"run_ms\":%.3f,\"query\":\"" : " status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f "
-	    "run_ms=%.3f query=\"", c->resp_status, c->resp_bytes, (double)took / 1e6,
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	    "run_ms=%.3f query=\"", c->obs.resp_status, c->obs.resp_bytes, (double)took / 1e6,
+	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
 	put_escaped(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0);
 	if (json)
 		putf(&at, end, "\",\"ua\":\"");

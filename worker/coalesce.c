@@ -55,8 +55,8 @@ lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol)
 
 	if (k == NULL || k->ctr == NULL || pol == NULL)
 		return 0;
-	c->pol = pol;
-	return c->coal = 1;
+	c->flight.pol = pol;
+	return c->flight.coal = 1;
 }
 
 static void
@@ -72,7 +72,7 @@ count(struct lg_conn *c, _Atomic uint64_t *field)
 int
 lg_coal_job_slot(struct lg_conn *c)
 {
-	if (c->slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		return 0;
 	if (lg_coal_has_body(c) || c->w->coal->claim == NULL)
 		return -1;
@@ -130,33 +130,33 @@ lg_coal_drop_flight(struct lg_lflight *f)
 void
 lg_coal_park(struct lg_conn *c, struct lg_lflight *f, const char *label)
 {
-	c->fl = f;
-	c->fl_label = label;
-	c->fl_prev = NULL;
-	c->fl_next = f->waiters;
+	c->flight.fl = f;
+	c->flight.fl_label = label;
+	c->flight.fl_prev = NULL;
+	c->flight.fl_next = f->waiters;
 	if (f->waiters)
-		f->waiters->fl_prev = c;
+		f->waiters->flight.fl_prev = c;
 	f->waiters = c;
 	f->nwait++;
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, c->deadline_ms / 1000., 0.); /* the route's, set at head time */
+	ev_timer_set(&c->timer, c->job.deadline_ms / 1000., 0.); /* the route's, set at head time */
 	ev_timer_start(c->w->ev, &c->timer);
 }
 
 void
 lg_coal_unpark(struct lg_conn *c)
 {
-	struct lg_lflight *f = c->fl;
+	struct lg_lflight *f = c->flight.fl;
 
-	if (c->fl_prev)
-		c->fl_prev->fl_next = c->fl_next;
+	if (c->flight.fl_prev)
+		c->flight.fl_prev->flight.fl_next = c->flight.fl_next;
 	else
-		f->waiters = c->fl_next;
-	if (c->fl_next)
-		c->fl_next->fl_prev = c->fl_prev;
+		f->waiters = c->flight.fl_next;
+	if (c->flight.fl_next)
+		c->flight.fl_next->flight.fl_prev = c->flight.fl_prev;
 	f->nwait--;
-	c->fl = NULL;
+	c->flight.fl = NULL;
 	ev_timer_stop(c->w->ev, &c->timer);
 }
 
@@ -191,7 +191,7 @@ cancel_job(struct lg_lflight *f)
 static void
 leave(struct lg_conn *c)
 {
-	struct lg_lflight *f = c->fl;
+	struct lg_lflight *f = c->flight.fl;
 	struct lg_worker *w = c->w;
 	int r;
 
@@ -216,7 +216,7 @@ void
 lg_coal_gone(struct lg_conn *c)
 {
 	leave(c);
-	if (c->slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		lg_offload_release(c); /* a request with a body keeps it while parked */
 }
 
@@ -226,10 +226,10 @@ lg_coal_deadline(struct lg_conn *c)
 	char extra[64];
 
 	leave(c);
-	if (c->slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		lg_offload_release(c);
 	atomic_fetch_add(&c->w->env->page->timed_out, 1);
-	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->fl_label);
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->flight.fl_label);
 	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
 	return lg_conn_resume(c);
@@ -276,14 +276,14 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 		lg_cache_refresh_end(w->env->cache, f->stale_idx, f->stale_seq, lg_now_ns(), 1);
 	while (f->waiters != NULL) {
 		struct lg_conn *c = f->waiters;
-		const char *label = c->fl_label;
+		const char *label = c->flight.fl_label;
 		int rc;
 
 		lg_coal_unpark(c);
-		if (c->slot >= 0)
+		if (lg_job_holds_slot(&c->job))
 			lg_offload_release(c); /* answered from the shared job: the body is not needed */
-		c->queue_ns = queue_ns;
-		c->run_ns = run_ns;
+		c->job.queue_ns = queue_ns;
+		c->job.run_ns = run_ns;
 		lg_obs_unit_begin(w, c);
 		if (OK(status))
 			rc = lg_coal_answer(c, status, ctype, label, 0, 0, b);
@@ -447,15 +447,15 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	lg_slot_release(s, f->slot_gen);
 	if (st == LG_SLOT_RUNNING)
 		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
-	for (struct lg_conn *c = f->waiters; c != NULL; c = c->fl_next)
+	for (struct lg_conn *c = f->waiters; c != NULL; c = c->flight.fl_next)
 		atomic_fetch_add(&w->env->page->timed_out, 1);
 	lg_coal_end_flight(f, 504, NULL, NULL, NULL, 0, 0);
 }
 
-/* c has claimed a job slot (c->slot, c->gen) for the job of new owner flight ref: sends it and
- * hands the slot over to the flight; c is parked on it unless this is a background refresh.
- * Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh never
- * answers c: 0, with the slot given back when the job could not be sent. */
+/* c has claimed a job slot (c->job.slot, c->job.gen) for the job of new owner flight ref: sends
+ * it and hands the slot over to the flight; c is parked on it unless this is a background
+ * refresh. Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh
+ * never answers c: 0, with the slot given back when the job could not be sent. */
 int
 lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 {
@@ -466,14 +466,13 @@ lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 		return -1;
 	}
 	f->owner = 1;
-	f->slot = c->slot;
-	f->slot_gen = c->gen;
+	f->slot = c->job.slot;
+	f->slot_gen = c->job.gen;
 	f->background = background;
-	f->deadline_ms = c->deadline_ms;
-	f->ctype = c->ctype;
-	if (w->pending[c->slot] == c)
-		w->pending[c->slot] = NULL; /* completions go to the flight (lg_coal_completion) */
-	c->slot = -1; /* the flight holds it now */
+	f->deadline_ms = c->job.deadline_ms;
+	f->ctype = c->job.ctype;
+	lg_job_unpend(&w->job, c, c->job.slot); /* completions go to the flight (lg_coal_completion) */
+	c->job.slot = -1; /* the flight holds it now */
 	w->coal->by_slot[f->slot] = f;
 	lg_stats_add(&w->coal->ctr->jobs, 1);
 	ev_timer_set(&f->deadline, f->deadline_ms / 1000., 0.);
@@ -487,7 +486,7 @@ static int
 start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 {
 	struct lg_worker *w = c->w;
-	struct lg_lflight *f = lg_coal_add_flight(w, ref, c->pol);
+	struct lg_lflight *f = lg_coal_add_flight(w, ref, c->flight.pol);
 
 	if (f == NULL || lg_coal_own(c, f, background, 0) == -1) {
 		if (f == NULL)
@@ -507,10 +506,10 @@ static int
 run_alone(struct lg_conn *c)
 {
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
-	c->coal_alone = 1; /* its answer says X-Cache: bypass (worker/offload.c) */
+	c->flight.coal_alone = 1; /* its answer says X-Cache: bypass (worker/offload.c) */
 	if (lg_coal_job_slot(c) == -1)
 		return lg_coal_refuse(c, "bypass");
-	c->coal = 0; /* its body complete, lg_offload_start queues it as any job */
+	c->flight.coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
 }
 
@@ -529,16 +528,17 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	struct lg_lflight *f;
 	int rc;
 
-	if (!c->pol->coalesce || w->draining || lg_flight_peek(w->env->flights, hash, key, len) ||
+	if (!c->flight.pol->coalesce || w->draining ||
+	    lg_flight_peek(w->env->flights, hash, key, len) ||
 	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
-	    (c->deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
+	    (c->job.deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;
 	if (lg_coal_job_slot(c) == -1) {
 		lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
 		return;
 	}
-	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
-	    c->gen, lg_now_ns(), &ref);
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->job.slot,
+	    c->job.gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_CREATED) {
 		lg_stats_add(&w->coal->ctr->refreshes, 1);
 		if (start_owner(c, &ref, 1) == 0 && (f = find(w->coal, ref.idx, ref.gen)) != NULL) {
@@ -567,7 +567,7 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
 	struct lg_lflight *f = find(c->w->coal, ref->idx, ref->gen);
 
-	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, c->pol)) == NULL) {
+	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, c->flight.pol)) == NULL) {
 		if (lg_flight_leave(c->w->env->flights, ref, c->w->env->index) == 1) {
 			struct lg_msg m = { .type = LG_MSG_UNWANTED,
 			    .unwanted = { .flight = ref->idx, .flight_gen = ref->gen } };
@@ -586,14 +586,14 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 static int
 cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
-	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->pol);
+	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->flight.pol);
 
 	if (f == NULL)
 		return -1;
 	f->owner = 1;
-	f->deadline_ms = c->deadline_ms;
-	f->ctype = c->ctype;
-	if (lg_cluster_begin(f, c->kind, c->deadline_ms) == -1) {
+	f->deadline_ms = c->job.deadline_ms;
+	f->ctype = c->job.ctype;
+	if (lg_cluster_begin(f, c->job.kind, c->job.deadline_ms) == -1) {
 		lg_coal_drop_flight(f); /* start_owner makes it again */
 		return -1;
 	}
@@ -612,13 +612,13 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 
 	if (lg_coal_job_slot(c) == -1)
 		return lg_coal_refuse(c, "miss");
-	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->slot,
-	    c->gen, lg_now_ns(), &ref);
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->job.slot,
+	    c->job.gen, lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_BUSY) {
 		lg_stats_add(&w->coal->ctr->busy, 1);
 		lg_stats_add(&w->coal->ctr->jobs, 1);
-		c->coal = 0;
-		c->coal_alone = 1;
+		c->flight.coal = 0;
+		c->flight.coal_alone = 1;
 		return lg_offload_start(c);
 	}
 	if (rc == LG_FLIGHT_JOINED) {
@@ -639,7 +639,7 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
-	if (c->pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
+	if (c->flight.pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
 		return 0; /* parked while Redis is asked (worker/cluster.c) */
 	return start_owner(c, &ref, 0);
 }
@@ -649,7 +649,7 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 {
 	struct lg_worker *w = c->w;
 	struct lg_coal *k = w->coal;
-	const struct lg_policy *p = c->pol;
+	const struct lg_policy *p = c->flight.pol;
 	char key[LG_FLIGHT_KEY_MAX];
 	size_t len;
 	uint64_t hash;
@@ -659,9 +659,9 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 
 	if (claim != NULL)
 		k->claim = claim;
-	if (!c->coal_alone && lg_coal_has_body(c) && c->body_got > p->body_max)
+	if (!c->flight.coal_alone && lg_coal_has_body(c) && c->job.body_got > p->body_max)
 		lg_stats_add(&k->ctr->body_alone, 1);
-	if (c->coal_alone || lg_coal_key(c, key, &len) == -1)
+	if (c->flight.coal_alone || lg_coal_key(c, key, &len) == -1)
 		return run_alone(c);
 	hash = lg_flight_hash(LG_FLIGHT_HASH_INIT, key, len);
 	if (p->ttl_ms || p->stale_ms || p->negative_ttl_ms) {
@@ -710,10 +710,10 @@ retry_all(struct lg_lflight *f, int alone)
 	while (list != NULL) {
 		struct lg_conn *c = list;
 
-		list = c->fl_next;
-		c->fl = NULL;
+		list = c->flight.fl_next;
+		c->flight.fl = NULL;
 		ev_timer_stop(w->ev, &c->timer);
-		c->coal_alone = alone;
+		c->flight.coal_alone = alone;
 		lg_obs_unit_begin(w, c);
 		int rc = lg_coal_dispatch(c, w->coal->claim);
 		lg_obs_unit_end(w);

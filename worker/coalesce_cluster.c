@@ -26,8 +26,8 @@ run(struct lg_lflight *f)
 		return;
 	}
 
-	while (c != NULL && c->slot < 0)
-		c = c->fl_next;
+	while (c != NULL && !lg_job_holds_slot(&c->job))
+		c = c->flight.fl_next;
 	if (c == NULL && (c = f->waiters) != NULL && lg_coal_job_slot(c) == -1)
 		c = NULL;
 	if (c == NULL || lg_coal_own(c, f, 0, 1) == -1) {
@@ -61,9 +61,9 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 		int rc;
 
 		lg_coal_unpark(c);
-		if (c->slot >= 0)
+		if (lg_job_holds_slot(&c->job))
 			lg_offload_release(c);
-		c->queue_ns = c->run_ns = 0;
+		c->job.queue_ns = c->job.run_ns = 0;
 		lg_obs_unit_begin(w, c);
 		if (b == NULL)
 			rc = lg_coal_answer(c, status, ctype, "hit", age_ms / 1000u, 1, NULL);

@@ -55,10 +55,10 @@ put_body(const struct lg_conn *c, char *key, size_t *len)
 	if (put_header(key, len, r, "content-type") || put_header(key, len, r, "content-encoding"))
 		return -1;
 	if (lg_coal_has_body(c)) {
-		if (c->slot < 0 || c->body_got > c->pol->body_max)
+		if (!lg_job_holds_slot(&c->job) || c->job.body_got > c->flight.pol->body_max)
 			return -1;
-		n = c->body_got;
-		p = lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off;
+		n = c->job.body_got;
+		p = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
 	}
 	XXH128_hash_t h = XXH3_128bits_withSeed(p, (size_t)n, c->w->env->cache->hdr->key_seed);
 	tag[0] = '#';
@@ -72,7 +72,7 @@ int
 lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 {
 	const struct lg_http_req *r = &c->http.req;
-	const struct lg_policy *p = c->pol;
+	const struct lg_policy *p = c->flight.pol;
 
 	*len = 0;
 	size_t vl;

@@ -49,29 +49,25 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
 	c->w = w;
 	c->fd = fd;
-	c->slot = -1;
-	c->coal = c->coal_alone = 0;
-	c->fl = NULL;
-	c->pol = NULL;
+	lg_job_init(&c->job);
+	lg_flight_init(&c->flight);
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
-	c->route = NULL;
-	c->wbody_owned = NULL;
-	c->wbody_shared = NULL;
-	c->req_start_ns = 0;
-	c->req_at = req_at;
-	c->body_at = 0;
-	c->idle_ticks = 0;
+	lg_rt_none(&c->rt, &w->rt);
+	c->out.wbody_owned = NULL;
+	c->out.wbody_shared = NULL;
+	lg_obs_init(&c->obs);
+	c->tmo.req_at = req_at;
+	c->tmo.body_at = 0;
+	c->tmo.idle_ticks = 0;
 	c->want_continue = 0;
 	c->cont_off = 0;
-	c->backing_wait = 0;
-	c->head_body = 0;
 	c->nreq = 0;
 	c->reject_extra[0] = '\0';
-	c->whead_len = c->woff = c->wbody_len = 0;
-	c->wreq = 0;
-	c->wbody = NULL;
+	c->out.whead_len = c->out.woff = c->out.wbody_len = 0;
+	c->out.wreq = 0;
+	c->out.wbody = NULL;
 	lg_http_init(&c->http, &w->lim);
 	c->http.on_head = w->ops->head;
 	c->http.on_body = w->ops->body;
@@ -123,15 +119,13 @@ lg_body_unref(struct lg_body *b)
 static void
 release_owned(struct lg_conn *c)
 {
-	lg_body_unref(c->wbody_shared);
-	c->wbody_shared = NULL;
-	if (c->wbody_owned == NULL)
+	lg_body_unref(c->out.wbody_shared);
+	c->out.wbody_shared = NULL;
+	if (c->out.wbody_owned == NULL)
 		return;
-	if (c->wbody_owned == c->w->render)
-		c->w->render_busy = 0;
-	else
-		free(c->wbody_owned);
-	c->wbody_owned = NULL;
+	if (!lg_render_give_back(&c->w->render, c->out.wbody_owned))
+		free(c->out.wbody_owned);
+	c->out.wbody_owned = NULL;
 }
 
 int
@@ -139,7 +133,7 @@ lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const c
     struct lg_body *b)
 {
 	b->refs++;
-	c->wbody_shared = b; /* before responding: a write error closes c, which drops it */
+	c->out.wbody_shared = b; /* before responding: a write error closes c, which drops it */
 	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
 }
 
@@ -167,7 +161,7 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (c->slot >= 0 || c->fl != NULL)
+	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
@@ -188,13 +182,13 @@ static void
 note_delivered(struct lg_conn *c)
 {
 	int unsent = 0;
-	uint64_t got = c->woff;
+	uint64_t got = c->out.woff;
 
 	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
 		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
-	if (got > c->wdelivered) {
-		c->wdelivered = got;
-		c->wprogress_at = ev_now(c->w->ev);
+	if (got > c->tmo.wdelivered) {
+		c->tmo.wdelivered = got;
+		c->tmo.wprogress_at = ev_now(c->w->ev);
 	}
 }
 
@@ -206,19 +200,19 @@ flush(struct lg_conn *c)
 	for (;;) {
 		struct iovec iov[2];
 		int n = 0;
-		size_t total = c->whead_len + c->wbody_len;
+		size_t total = c->out.whead_len + c->out.wbody_len;
 
-		if (c->woff >= total)
+		if (c->out.woff >= total)
 			return 1;
-		if (c->woff < c->whead_len) {
-			iov[n].iov_base = c->whead + c->woff;
-			iov[n++].iov_len = c->whead_len - c->woff;
+		if (c->out.woff < c->out.whead_len) {
+			iov[n].iov_base = c->whead + c->out.woff;
+			iov[n++].iov_len = c->out.whead_len - c->out.woff;
 		}
-		if (c->wbody_len > 0) {
-			size_t boff = c->woff > c->whead_len ? c->woff - c->whead_len : 0;
+		if (c->out.wbody_len > 0) {
+			size_t boff = c->out.woff > c->out.whead_len ? c->out.woff - c->out.whead_len : 0;
 
-			iov[n].iov_base = (void *)(c->wbody + boff);
-			iov[n++].iov_len = c->wbody_len - boff;
+			iov[n].iov_base = (void *)(c->out.wbody + boff);
+			iov[n++].iov_len = c->out.wbody_len - boff;
 		}
 		/* One buffer (a head with its copied body, or a batch): send(2) goes straight
 		 * to the socket, where writev(2) first passes the VFS layer and imports the
@@ -226,7 +220,7 @@ flush(struct lg_conn *c)
 		ssize_t w = n == 1 ? send(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL) :
 		    writev(c->fd, iov, n);
 		if (w > 0) {
-			c->woff += (size_t)w;
+			c->out.woff += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -250,8 +244,8 @@ linger(struct lg_conn *c)
 	}
 	c->state = LG_CONN_LINGER;
 	c->rlen = 0;
-	c->body_got = 0; /* reused as the count of bytes drained */
-	c->linger_until = ev_now(c->w->ev) + LINGER_S;
+	c->tmo.lingered = 0;
+	c->tmo.linger_until = ev_now(c->w->ev) + LINGER_S;
 	watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return -1;
@@ -264,7 +258,7 @@ linger_read(struct lg_conn *c)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0 && (c->body_got += (uint64_t)n) < LINGER_BYTES)
+	if (n > 0 && (c->tmo.lingered += (uint64_t)n) < LINGER_BYTES)
 		return;
 	lg_conn_close(c);
 }
@@ -274,16 +268,16 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (c->slot >= 0)
+	if (lg_job_holds_slot(&c->job))
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
 	atomic_fetch_add(&c->w->env->page->requests, 1);
 	c->want_continue = 0;
 	c->cont_off = 0;
-	c->body_at = 0;
+	c->tmo.body_at = 0;
 	c->state = LG_CONN_HEAD;
-	c->req_at = c->rlen > 0 ? ev_now(c->w->ev) : 0; /* pipelined bytes start the next head */
+	c->tmo.req_at = c->rlen > 0 ? ev_now(c->w->ev) : 0; /* pipelined bytes start the next head */
 	if (!c->close_after && !c->w->draining) /* no next request when closing: the parser may
 	                                          * have stopped in an error state */
 		lg_http_next(&c->http);
@@ -294,10 +288,10 @@ request_done(struct lg_conn *c)
 static int
 response_done(struct lg_conn *c)
 {
-	c->wbody = NULL;
-	c->wbody_len = c->whead_len = c->woff = 0;
-	if (c->wreq) {
-		c->wreq = 0;
+	c->out.wbody = NULL;
+	c->out.wbody_len = c->out.whead_len = c->out.woff = 0;
+	if (c->out.wreq) {
+		c->out.wreq = 0;
 		request_done(c);
 	}
 	if (c->close_after || c->w->draining)
@@ -316,8 +310,8 @@ response_done(struct lg_conn *c)
 static int
 can_batch(const struct lg_conn *c)
 {
-	return c->rlen > 0 && !c->close_after && !c->w->draining && c->wbody == NULL &&
-	    c->whead_len <= LG_CONN_BATCH;
+	return c->rlen > 0 && !c->close_after && !c->w->draining && c->out.wbody == NULL &&
+	    c->out.whead_len <= LG_CONN_BATCH;
 }
 
 /* The response just queued by lg_conn_respond is not batched: state WRITE, as much of it
@@ -325,10 +319,10 @@ can_batch(const struct lg_conn *c)
 static int
 write_now(struct lg_conn *c)
 {
-	c->wreq = 1;
+	c->out.wreq = 1;
 	c->state = LG_CONN_WRITE;
-	c->write_at = c->wprogress_at = ev_now(c->w->ev);
-	c->wdelivered = 0;
+	c->tmo.write_at = c->tmo.wprogress_at = ev_now(c->w->ev);
+	c->tmo.wdelivered = 0;
 	ev_timer_stop(c->w->ev, &c->timer);
 	switch (flush(c)) {
 	case 1:
@@ -355,12 +349,11 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 
 	if (!r->keep_alive || c->w->draining)
 		c->close_after = 1;
-	c->resp_status = status;
-	c->resp_bytes = head_only ? 0 : len;
+	lg_obs_response(&c->obs, status, head_only ? 0 : len);
 	/* A partly written 100 Continue is finished first; an unwritten one is dropped, so no
 	 * interim response ever follows the final one (RFC 9110 section 15.2). */
-	char *out = c->whead + c->whead_len; /* behind any batched responses */
-	size_t room = sizeof(c->whead) - c->whead_len;
+	char *out = c->whead + c->out.whead_len; /* behind any batched responses */
+	size_t room = sizeof(c->whead) - c->out.whead_len;
 
 	if (c->want_continue && c->cont_off > 0 && c->cont_off < CONTINUE_LEN) {
 		pre = CONTINUE_LEN - c->cont_off; /* nothing is queued then: see flush_queued */
@@ -376,16 +369,16 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 		lg_conn_close(c);
 		return -1;
 	}
-	c->whead_len += pre + n;
-	c->wbody = NULL;
-	c->wbody_len = 0;
+	c->out.whead_len += pre + n;
+	c->out.wbody = NULL;
+	c->out.wbody_len = 0;
 	if (!head_only && len > 0) {
 		if (len <= LG_CONN_COPY) {
-			memcpy(c->whead + c->whead_len, body, len);
-			c->whead_len += len;
+			memcpy(c->whead + c->out.whead_len, body, len);
+			c->out.whead_len += len;
 		} else {
-			c->wbody = body;
-			c->wbody_len = len;
+			c->out.wbody = body;
+			c->out.wbody_len = len;
 		}
 	}
 	if (can_batch(c)) {
@@ -470,10 +463,10 @@ answer_refusal(struct lg_conn *c)
 static int
 flush_queued(struct lg_conn *c)
 {
-	int r = c->whead_len > 0 ? flush(c) : 1;
+	int r = c->out.whead_len > 0 ? flush(c) : 1;
 
 	if (r == 1)
-		c->whead_len = c->woff = 0;
+		c->out.whead_len = c->out.woff = 0;
 	else if (r == -1)
 		lg_conn_close(c);
 	return r;
@@ -525,7 +518,7 @@ static int
 conn_process(struct lg_conn *c)
 {
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
-		if (c->req_start_ns == 0)
+		if (!lg_obs_in_request(&c->obs))
 			lg_obs_request_begin(c);
 		size_t used = lg_http_feed(&c->http, c->rbuf, c->rlen);
 
@@ -565,7 +558,7 @@ lg_conn_resume(struct lg_conn *c)
 static void
 read_body(struct lg_conn *c)
 {
-	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->slot) + c->body_off;
+	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
 
 	switch (c->w->ops->body_window(c)) {
 	case -1:
@@ -574,8 +567,8 @@ read_body(struct lg_conn *c)
 		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
 		return;
 	}
-	uint64_t want = c->body_need - c->body_got, room = c->reserved - c->body_got;
-	ssize_t n = read(c->fd, dst + c->body_got, want < room ? want : room);
+	uint64_t want = c->job.body_need - c->job.body_got, room = c->job.reserved - c->job.body_got;
+	ssize_t n = read(c->fd, dst + c->job.body_got, want < room ? want : room);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */
@@ -583,8 +576,8 @@ read_body(struct lg_conn *c)
 	}
 	if (n < 0)
 		return;
-	c->body_got += (uint64_t)n;
-	if (c->body_got < c->body_need) {
+	c->job.body_got += (uint64_t)n;
+	if (c->job.body_got < c->job.body_need) {
 		lg_conn_rearm(c);
 		return;
 	}
@@ -617,8 +610,8 @@ read_input(struct lg_conn *c)
 		return;
 	c->rlen += (size_t)n;
 	if (c->state == LG_CONN_HEAD) {
-		if (c->req_at == 0)
-			c->req_at = ev_now(c->w->ev);
+		if (c->tmo.req_at == 0)
+			c->tmo.req_at = ev_now(c->w->ev);
 		conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
 		watch(c, 0);
@@ -647,7 +640,7 @@ conn_io(struct lg_conn *c, int revents)
 			return;
 		}
 	}
-	if ((revents & EV_WRITE) && c->whead_len > 0) { /* batched answers, state BODY or JOB */
+	if ((revents & EV_WRITE) && c->out.whead_len > 0) { /* batched answers, state BODY or JOB */
 		int q = flush_queued(c);
 
 		if (q == -1)
@@ -655,7 +648,7 @@ conn_io(struct lg_conn *c, int revents)
 		if (q == 1 && !(c->want_continue && lg_conn_in_body(c)))
 			watch(c, c->io.events & ~EV_WRITE);
 	}
-	if ((revents & EV_WRITE) && c->whead_len == 0 && c->want_continue && lg_conn_in_body(c)) {
+	if ((revents & EV_WRITE) && c->out.whead_len == 0 && c->want_continue && lg_conn_in_body(c)) {
 		if (send_continue(c) == -1)
 			return;
 		if (c->cont_off == CONTINUE_LEN)
@@ -683,10 +676,10 @@ write_timer(struct lg_conn *c)
 	due = lg_conn_download_due(c);
 	if (due > 0 && now >= due) {
 		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
-		    "closing fd %d", c->wdelivered, now - c->write_at, c->fd);
+		    "closing fd %d", c->tmo.wdelivered, now - c->tmo.write_at, c->fd);
 		lg_stats_add(&c->w->env->page->slow_downloads, 1);
 		lg_conn_close(c);
-	} else if (now - c->wprogress_at >= cfg->write_timeout_ms / 1e3) {
+	} else if (now - c->tmo.wprogress_at >= cfg->write_timeout_ms / 1e3) {
 		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
 		lg_conn_close(c);
 	} else {
@@ -718,7 +711,7 @@ conn_timer(struct lg_conn *c)
 			    " body bytes): 408", c->fd, lg_conn_body_bytes(c));
 		} else if (due > 0 && ev_now(c->w->ev) >= due) {
 			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
-			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->body_at);
+			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->tmo.body_at);
 			lg_stats_add(&c->w->env->page->slow_uploads, 1);
 		} else {
 			log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
@@ -756,7 +749,7 @@ conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 	struct lg_worker *w = c->w;
 
 	lg_obs_cb_begin(w, c);
-	c->idle_ticks = 0;
+	c->tmo.idle_ticks = 0;
 	conn_io(c, revents);
 	lg_obs_cb_end(w, "connection I/O");
 }
@@ -768,7 +761,7 @@ conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_worker *w = c->w;
 
 	lg_obs_cb_begin(w, c);
-	c->idle_ticks = 0;
+	c->tmo.idle_ticks = 0;
 	conn_timer(c);
 	lg_obs_cb_end(w, "connection timer");
 }

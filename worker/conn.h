@@ -17,9 +17,13 @@
 #include <stdint.h>
 
 #include "common/pool.h"
-#include "worker/backing.h"
 #include "http/http.h"
+#include "worker/coalesce_state.h"
+#include "worker/inline_state.h"
 #include "worker/loop.h"
+#include "worker/observe_state.h"
+#include "worker/offload_state.h"
+#include "worker/routes_state.h"
 
 #define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
                               * bound; the parser streams, so a head may be longer */
@@ -41,9 +45,8 @@ enum lg_conn_state {
 struct lg_route;
 struct lg_conn;
 struct lg_conn_idle;
-struct lg_policy;
-struct lg_lflight;
 struct lg_coal;
+struct lg_body;
 
 /* What the connection I/O calls back into, given by its creator (the router and the offload
  * path, worker/routes.c): conn.c answers through its own respond API and knows nothing of
@@ -75,50 +78,52 @@ struct lg_conn_ops {
 struct lg_worker {
 	struct ev_loop *ev;
 	const struct lg_loop_env *env;
-	ev_io accept_io;
-	ev_io done_io;
 	ev_signal sig_term, sig_int;
 	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
 	int nconns;
-	int accepting;                /* accept_io is started */
-	int accept_paused_until_tick; /* EMFILE/ENFILE back-off: no refusals on this tick */
-	ev_tstamp emfile_warned_at;   /* rate limit of the "pausing accept" warning (loop.c) */
-	uint64_t emfile_warn_repeats;
-	ev_tstamp refuse_warned_at;   /* and of the over --max-conns refusal warning */
-	uint64_t refuse_warn_repeats;
 	int draining;
-	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
-	struct lg_backing backing;    /* helper thread that backs input regions (worker/backing.h) */
+	struct lg_worker_accept acc;  /* the listener's side (worker/loop.c) */
+	struct lg_worker_job job;     /* completions, slots held, backing (worker/offload_state.h) */
 	struct lg_coal *coal;         /* single-flight state (worker/coalesce.c), opaque here */
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
 	struct lg_pool pool;          /* struct lg_conn blocks (worker/conn.c) */
 	char date[40];                /* cached "Date: ..." value (RFC 9110 section 6.6.1) */
 	ev_tstamp date_at;
-	/* observability (worker/observe.h) */
-	ev_timer lag;                 /* loop-lag probe, re-armed every --lag-interval-ms */
-	uint64_t lag_due_ns;          /* CLOCK_MONOTONIC when the probe should fire */
-	uint32_t inflight;            /* requests received and not yet answered */
-	uint64_t cb_start_ns;         /* start of the callback being timed */
-	struct lg_conn *cb_conn;      /* the connection that callback is for, or NULL */
-	uint64_t worst_unit_ns;       /* longest request step inside the callback so far */
-	uint64_t unit_start_ns;
-	const char *unit_route, *worst_route;
-	char unit_what[128], worst_what[128]; /* "METHOD target" of those steps */
-	char *render;                 /* /metrics and /status buffer, render_cap bytes */
-	size_t render_cap;
-	int render_busy;              /* a response is still being written from it */
+	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/observe_state.h) */
+	struct lg_worker_render render; /* /metrics and /status buffer (worker/inline_state.h) */
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
-	/* the router (worker/routes.c), built from the registry's routes at start */
-	struct lg_route *routes;
-	unsigned nroutes;
-	unsigned nrows;               /* statistics rows: routes (capped), then "none" */
-	const char **row_names;
-	const char **kind_names;      /* by kind id */
-	unsigned none_row;            /* stats row of a request that matched no route */
+	struct lg_worker_rt rt;       /* the router's table (worker/routes_state.h) */
 };
 
+/* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
+ * state (worker/conn_timer.c), from these instants. */
+struct lg_conn_tmo {
+	ev_tstamp req_at;             /* first byte of the current request (accept for the first),
+	                               * 0 while idle between requests */
+	ev_tstamp body_at;            /* the body began, 0 before */
+	ev_tstamp linger_until;
+	uint64_t lingered;            /* input bytes drained while lingering */
+	ev_tstamp write_at;           /* the current response began to be written */
+	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
+	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
+	                               * the socket's unsent queue) */
+	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
+};
+
+/* Queued output (worker/conn.c): the head bytes in whead, then one body. */
+struct lg_conn_out {
+	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
+	int wreq;                     /* the queued output ends with the current request's answer */
+	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
+	size_t wbody_len;
+	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
+	struct lg_body *wbody_shared; /* shared (lg_conn_respond_shared): dropped once written */
+};
+
+/* A connection: the core below is connection I/O (worker/conn.c); each module keeps its own
+ * part in an embedded struct declared in a header of its own (nginx's r->upstream). */
 struct lg_conn {
 	struct lg_worker *w;
 	struct lg_conn *prev, *next;
@@ -127,66 +132,21 @@ struct lg_conn {
 	ev_timer timer;               /* idle, body or job deadline, by state */
 	enum lg_conn_state state;
 	struct lg_http http;
-	const struct lg_route *route; /* route of the current request, NULL when none matched
-	                               * (opaque here: the router's) */
-	unsigned route_row;           /* its row in the statistics (w->none_row when none) */
-	const char *route_label;      /* its path for logs and metrics ("none" when none) */
-	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
-	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the head hook for a rejected request */
-	int refuse_status;            /* a refusal answered at dispatch, keeping the connection
-	                               * (its body, if any, read and dropped first), or 0 */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
-	/* timeouts (docs/HTTP.md): one ev_timer, armed for the limit of the current state */
-	ev_tstamp req_at;             /* first byte of the current request (accept for the first),
-	                               * 0 while idle between requests */
-	ev_tstamp body_at;            /* the body began, 0 before */
-	ev_tstamp linger_until;
-	ev_tstamp write_at;           /* the current response began to be written */
-	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
-	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
-	                               * the socket's unsent queue) */
 	unsigned nreq;                /* requests parsed on this connection */
-	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
 	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
 	 * the body will be read; the 100 goes out only while the body is awaited, and a response
 	 * drops an unsent one or finishes a partly sent one first. */
 	int want_continue;
 	size_t cont_off;              /* bytes of the interim response written */
-	/* the current offloaded job */
-	int slot;                     /* -1 when the connection holds no slot */
-	uint32_t gen;
-	uint64_t arg;                 /* the route's index (the compute side finds its config) */
-	uint64_t deadline_ms;         /* of the job, queue wait included */
-	int run_inline;               /* a where=loop kind: run here, not queued */
-	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
-	uint64_t max_body;            /* of the current request's route */
-	uint64_t body_off;            /* the body's offset in the input region (after the view) */
-	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
-	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
-	int backing_wait;             /* a backing request for the slot is with the helper */
-	size_t head_body;             /* body bytes that came with the head, still in rbuf until
-	                               * the first window is backed */
-	/* single-flight and cache (worker/coalesce.h; opaque here) */
-	int coal;                     /* the route coalesces: decided at dispatch */
-	int coal_alone;               /* run this request's own job (retry after a failed share) */
-	const struct lg_policy *pol;  /* the route's rule */
-	struct lg_lflight *fl;        /* the flight c is parked on, or NULL */
-	struct lg_conn *fl_prev, *fl_next; /* the flight's parked connections */
-	const char *fl_label;         /* X-Cache value it will be answered with */
-	/* output */
-	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
-	int wreq;                     /* the queued output ends with the current request's answer */
-	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
-	size_t wbody_len;
-	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
-	struct lg_body *wbody_shared; /* shared (lg_conn_respond_shared): dropped once written */
-	/* the current request, for metrics and the access log */
-	uint64_t req_start_ns;        /* first byte of the request; 0 while none is in progress */
-	int resp_status;
-	size_t resp_bytes;            /* body bytes of the response */
-	uint64_t queue_ns, run_ns;    /* offloaded: the job's queue wait and run time */
+	struct lg_conn_tmo tmo;       /* timeouts (above) */
+	struct lg_conn_out out;       /* queued output (above) */
+	struct lg_conn_rt rt;         /* the router's: route, row, label (worker/routes_state.h) */
+	struct lg_conn_job job;       /* the offloaded job (worker/offload_state.h) */
+	struct lg_conn_flight flight; /* single-flight and cache (worker/coalesce_state.h) */
+	struct lg_conn_obs obs;       /* metrics and the access log (worker/observe_state.h) */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];

@@ -131,9 +131,9 @@ lg_conn_start(struct lg_worker *w, int fd)
 static int
 is_idle(const struct lg_conn *c)
 {
-	return c->state == LG_CONN_HEAD && c->rlen == 0 && c->req_start_ns == 0 &&
-	    c->whead_len == 0 && c->slot < 0 && c->wbody_owned == NULL && !c->close_after &&
-	    c->http.frame.head_bytes == 0 && c->cont_off == 0;
+	return c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs) &&
+	    c->out.whead_len == 0 && !lg_job_holds_slot(&c->job) && c->out.wbody_owned == NULL &&
+	    !c->close_after && c->http.frame.head_bytes == 0 && c->cont_off == 0;
 }
 
 /* c becomes an idle connection with the time its timer had left. */
@@ -145,7 +145,7 @@ to_idle(struct lg_conn *c)
 	    w->env->cfg->keepalive_timeout_ms / 1e3;
 
 	ev_io_stop(w->ev, &c->io); /* before the idle watcher starts: the epoll mask is kept */
-	if (idle_start(w, c->fd, c->req_at, left, 0) == NULL) {
+	if (idle_start(w, c->fd, c->tmo.req_at, left, 0) == NULL) {
 		ev_io_start(w->ev, &c->io);
 		return; /* stays as it is; tried again next tick */
 	}
@@ -167,8 +167,8 @@ lg_conn_tick(struct lg_worker *w)
 	for (c = w->conns; c != NULL; c = next) {
 		next = c->next;
 		if (!is_idle(c))
-			c->idle_ticks = 0;
-		else if (++c->idle_ticks >= 2) /* idle through a whole tick: 100 to 200 ms */
+			c->tmo.idle_ticks = 0;
+		else if (++c->tmo.idle_ticks >= 2) /* idle through a whole tick: 100 to 200 ms */
 			to_idle(c);
 	}
 	lg_pool_trim(lg_conn_pool(w));
@@ -192,7 +192,7 @@ lg_conn_drain(struct lg_worker *w)
 		next = c->next;
 		/* idle: between requests, no byte of the next one received (a parsed part
 		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
-		if (c->state == LG_CONN_HEAD && c->rlen == 0 && c->req_start_ns == 0)
+		if (c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs))
 			lg_conn_drain_idle(c);
 	}
 }

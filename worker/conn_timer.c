@@ -22,7 +22,7 @@ lg_conn_in_body(const struct lg_conn *c)
 uint64_t
 lg_conn_body_bytes(const struct lg_conn *c)
 {
-	return c->state == LG_CONN_BODY ? c->body_got : c->http.body_seen;
+	return c->state == LG_CONN_BODY ? c->job.body_got : c->http.body_seen;
 }
 
 /* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
@@ -32,9 +32,9 @@ lg_conn_upload_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	if (c->slot < 0 || cfg->min_upload_rate == 0)
+	if (c->job.slot < 0 || cfg->min_upload_rate == 0)
 		return 0;
-	return c->body_at + cfg->body_timeout_ms / 1e3 +
+	return c->tmo.body_at + cfg->body_timeout_ms / 1e3 +
 	    (double)lg_conn_body_bytes(c) / (double)cfg->min_upload_rate;
 }
 
@@ -47,8 +47,8 @@ lg_conn_download_due(const struct lg_conn *c)
 
 	if (cfg->min_download_rate == 0)
 		return 0;
-	return c->write_at + cfg->write_timeout_ms / 1e3 +
-	    (double)c->wdelivered / (double)cfg->min_download_rate;
+	return c->tmo.write_at + cfg->write_timeout_ms / 1e3 +
+	    (double)c->tmo.wdelivered / (double)cfg->min_download_rate;
 }
 
 static ev_tstamp
@@ -67,7 +67,7 @@ lg_conn_request_due(const struct lg_conn *c)
 	uint64_t ms = cfg->request_deadline_ms ? cfg->request_deadline_ms :
 	    cfg->head_timeout_ms + cfg->body_deadline_ms;
 
-	return c->req_at > 0 ? c->req_at + ms / 1e3 : 0;
+	return c->tmo.req_at > 0 ? c->tmo.req_at + ms / 1e3 : 0;
 }
 
 /* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
@@ -83,18 +83,18 @@ lg_conn_rearm(struct lg_conn *c)
 	if (c->state == LG_CONN_JOB)
 		return;
 	if (c->state == LG_CONN_LINGER) {
-		at = c->linger_until;
+		at = c->tmo.linger_until;
 	} else if (c->state == LG_CONN_WRITE) {
-		at = earliest(c->wprogress_at + cfg->write_timeout_ms / 1e3, lg_conn_download_due(c));
+		at = earliest(c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3, lg_conn_download_due(c));
 	} else if (lg_conn_in_body(c)) {
-		if (c->body_at == 0)
-			c->body_at = now;
+		if (c->tmo.body_at == 0)
+			c->tmo.body_at = now;
 		at = now + cfg->body_timeout_ms / 1e3;
-		if (c->slot >= 0 && c->body_at + cfg->body_deadline_ms / 1e3 < at)
-			at = c->body_at + cfg->body_deadline_ms / 1e3;
+		if (c->job.slot >= 0 && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
+			at = c->tmo.body_at + cfg->body_deadline_ms / 1e3;
 		at = earliest(earliest(at, lg_conn_upload_due(c)), lg_conn_request_due(c));
-	} else if (c->req_at > 0) {
-		at = earliest(c->req_at + cfg->head_timeout_ms / 1e3, lg_conn_request_due(c));
+	} else if (c->tmo.req_at > 0) {
+		at = earliest(c->tmo.req_at + cfg->head_timeout_ms / 1e3, lg_conn_request_due(c));
 	} else {
 		at = now + cfg->keepalive_timeout_ms / 1e3;
 	}

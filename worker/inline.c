@@ -42,19 +42,36 @@ route_ready(struct lg_conn *c)
 static char *
 render_buffer(struct lg_worker *w)
 {
-	if (!w->render_busy) {
-		w->render_busy = 1;
-		return w->render;
+	if (!w->render.busy) {
+		w->render.busy = 1;
+		return w->render.buf;
 	}
-	return malloc(w->render_cap);
+	return malloc(w->render.cap);
 }
 
 /* The renderers' labels: every route row, and the kind names by kind number. */
 static void
 stats_names(const struct lg_worker *w, struct lg_stats_names *nm)
 {
-	*nm = (struct lg_stats_names){ w->nrows, w->row_names, w->env->cfg->reg->nkinds,
-	    w->kind_names };
+	*nm = (struct lg_stats_names){ w->rt.nrows, w->rt.row_names, w->env->cfg->reg->nkinds,
+	    w->rt.kind_names };
+}
+
+int
+lg_inline_start(struct lg_worker *w)
+{
+	const struct lg_loop_env *env = w->env;
+	struct lg_stats_names nm;
+
+	stats_names(w, &nm);
+	w->render.cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
+	w->render.cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
+	if (w->render.cap < lg_status_bound(env->arena->nprocs))
+		w->render.cap = lg_status_bound(env->arena->nprocs);
+	if ((w->render.buf = malloc(w->render.cap)) == NULL)
+		return -1;
+	w->render.busy = 0;
+	return 0;
 }
 
 static int
@@ -68,8 +85,8 @@ route_rendered(struct lg_conn *c, int metrics)
 
 	if (p == NULL)
 		return lg_conn_error(c, 500, 0, NULL);
-	c->wbody_owned = p;
-	lg_buf_init(&b, p, w->render_cap);
+	c->out.wbody_owned = p;
+	lg_buf_init(&b, p, w->render.cap);
 	stats_names(w, &nm);
 	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
@@ -81,7 +98,7 @@ route_rendered(struct lg_conn *c, int metrics)
 		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
-		    w->render_cap);
+		    w->render.cap);
 		return lg_conn_error(c, 500, 0, NULL);
 	}
 	return lg_conn_respond(c, 200, metrics ? LG_METRICS_CTYPE : "application/json", NULL, p,
@@ -155,7 +172,7 @@ route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, 
 	struct lg_buf b;
 
 	lg_buf_init(&b, buf, cap);
-	for (unsigned i = 0; i < w->nroutes && i < a->stat_routes; i++) {
+	for (unsigned i = 0; i < w->rt.nroutes && i < a->stat_routes; i++) {
 		const char *path = w->env->cfg->reg->routes[i].path;
 		size_t mark = b.len;
 		uint64_t sum = 0;
@@ -207,7 +224,7 @@ lg_inline_options_any(struct lg_conn *c)
 	uint32_t set = 0;
 	char list[64], allow[96];
 
-	for (unsigned i = 0; i < c->w->nroutes; i++)
+	for (unsigned i = 0; i < c->w->rt.nroutes; i++)
 		set |= c->w->env->cfg->reg->routes[i].methods;
 	lg_registry_methods_str(set, list, sizeof(list));
 	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", list, list[0] ? ", " : "");

@@ -20,14 +20,12 @@
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/fairshare.h"
+#include "worker/inline.h"
 #include "worker/keptfields.h"
 #include "worker/loop_admin.h"
-#include "stats/metrics.h"
 #include "worker/observe.h"
 #include "worker/offload.h"
 #include "worker/routes.h"
-#include "stats/status.h"
-#include "stats/procstat.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
@@ -40,22 +38,22 @@ static int nwatch;                 /* more_io in use */
 static void
 pause_accept(struct lg_worker *w)
 {
-	if (w->accepting) {
-		ev_io_stop(w->ev, &w->accept_io);
+	if (w->acc.accepting) {
+		ev_io_stop(w->ev, &w->acc.io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_stop(w->ev, &more_io[i]);
 	}
-	w->accepting = 0;
+	w->acc.accepting = 0;
 }
 
 static void
 resume_accept(struct lg_worker *w)
 {
-	if (!w->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
-		ev_io_start(w->ev, &w->accept_io);
+	if (!w->acc.accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
+		ev_io_start(w->ev, &w->acc.io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_start(w->ev, &more_io[i]);
-		w->accepting = 1;
+		w->acc.accepting = 1;
 	}
 }
 
@@ -122,7 +120,7 @@ refuse_queued(struct lg_worker *w)
 	char what[128];
 	snprintf(what, sizeof(what), "%d connection(s) over --max-conns %d refused with 503", n,
 	    w->env->cfg->max_conns);
-	warn_limited(w, &w->refuse_warned_at, &w->refuse_warn_repeats, what);
+	warn_limited(w, &w->acc.refuse_warned_at, &w->acc.refuse_warn_repeats, what);
 }
 
 static void
@@ -141,8 +139,8 @@ accept_conns(struct lg_worker *w, int lfd)
 				char what[128];
 				snprintf(what, sizeof(what), "accept: %s; pausing accept",
 				    strerror(errno));
-				warn_limited(w, &w->emfile_warned_at, &w->emfile_warn_repeats, what);
-				w->accept_paused_until_tick = 1;
+				warn_limited(w, &w->acc.emfile_warned_at, &w->acc.emfile_warn_repeats, what);
+				w->acc.paused_until_tick = 1;
 				pause_accept(w);
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
@@ -191,9 +189,9 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
 	lg_conn_tick(w);
 	lg_fair_tick(w);
-	if (!w->draining && !w->accept_paused_until_tick && w->nconns >= w->env->cfg->max_conns)
+	if (!w->draining && !w->acc.paused_until_tick && w->nconns >= w->env->cfg->max_conns)
 		refuse_queued(w);
-	w->accept_paused_until_tick = 0;
+	w->acc.paused_until_tick = 0;
 	resume_accept(w);
 }
 
@@ -265,23 +263,6 @@ presize_fd_table(int fd, int max_conns)
 	close(hi);
 }
 
-/* One buffer for /metrics and /status, allocated once (pages are touched lazily). Returns 0,
- * or -1 (ENOMEM). */
-static int
-render_buffer(struct lg_worker *w)
-{
-	const struct lg_loop_env *env = w->env;
-	struct lg_stats_names nm = { w->nrows, w->row_names, env->cfg->reg->nkinds,
-	    w->kind_names };
-	w->render_cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
-	w->render_cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
-	if (w->render_cap < lg_status_bound(env->arena->nprocs))
-		w->render_cap = lg_status_bound(env->arena->nprocs);
-	if ((w->render = malloc(w->render_cap)) == NULL)
-		return -1;
-	return 0;
-}
-
 /* The accept watchers: the listener, then the --listen extras and the admin listener (each
  * without Nagle, as the main listener: see setup). */
 static void
@@ -290,8 +271,8 @@ watch_listeners(struct lg_worker *w)
 	const struct lg_loop_env *env = w->env;
 	int one = 1;
 
-	ev_io_init(&w->accept_io, accept_cb, env->listen_fd, EV_READ);
-	w->accept_io.data = w;
+	ev_io_init(&w->acc.io, accept_cb, env->listen_fd, EV_READ);
+	w->acc.io.data = w;
 	for (int i = 0; i <= env->nmore; i++) {
 		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
 
@@ -309,9 +290,9 @@ watch_loop(struct lg_worker *w)
 {
 	const struct lg_loop_env *env = w->env;
 
-	ev_io_init(&w->done_io, done_cb, env->ch->done[env->index][0], EV_READ);
-	w->done_io.data = w;
-	ev_io_start(w->ev, &w->done_io);
+	ev_io_init(&w->job.done_io, done_cb, env->ch->done[env->index][0], EV_READ);
+	w->job.done_io.data = w;
+	ev_io_start(w->ev, &w->job.done_io);
 	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
 	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
 	w->sig_term.data = w->sig_int.data = w;
@@ -358,11 +339,11 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
-	if ((w->pending = calloc(env->arena->nslots, sizeof(*w->pending))) == NULL)
+	if ((w->job.pending = calloc(env->arena->nslots, sizeof(*w->job.pending))) == NULL)
 		return -1;
 	if (lg_coal_setup(w) == -1 || lg_coal_cluster_setup(w) == -1)
 		return -1;
-	if (render_buffer(w) == -1)
+	if (lg_inline_start(w) == -1)
 		return -1;
 	/* No Nagle: a response written while an earlier one of the same connection is unacked
 	 * (pipelining, or a batch split by a full socket buffer) would otherwise wait for the
@@ -375,7 +356,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
 	presize_fd_table(env->listen_fd, env->cfg->max_conns);
 	lower_oom_score();
-	if (lg_backing_start(&w->backing, w->ev, env->arena->fd, env->arena->base,
+	if (lg_backing_start(&w->job.backing, w->ev, env->arena->fd, env->arena->base,
 	    lg_offload_backed, w) == -1)
 		return -1;
 	lg_offload_map_views(w);

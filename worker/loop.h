@@ -4,6 +4,7 @@
 #ifndef LG_WORKER_LOOP_H
 #define LG_WORKER_LOOP_H
 
+#include <ev.h>
 #include <stdint.h>
 
 #include "shm/cache.h"
@@ -26,6 +27,17 @@ struct lg_loop_env {
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
 	struct lg_flight_table *flights; /* single-flight table (shm/flight.h), shared */
 	struct lg_cache *cache;      /* result cache (shm/cache.h), shared */
+};
+
+/* The accept side of a loop worker (worker/loop.c), embedded in struct lg_worker as w->acc. */
+struct lg_worker_accept {
+	ev_io io;                     /* the listening socket shared by every loop worker */
+	int accepting;                /* io is started */
+	int paused_until_tick;        /* EMFILE/ENFILE back-off: no refusals on this tick */
+	ev_tstamp emfile_warned_at;   /* rate limit of the "pausing accept" warning */
+	uint64_t emfile_warn_repeats;
+	ev_tstamp refuse_warned_at;   /* and of the over --max-conns refusal warning */
+	uint64_t refuse_warn_repeats;
 };
 
 /* Runs the loop until a graceful drain (SIGTERM/SIGINT) finishes: stop accepting, finish the

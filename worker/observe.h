@@ -30,7 +30,7 @@ void lg_obs_unit_end(struct lg_worker *w);
 /* The first bytes of a request arrived on c: start its clock, count it in flight. */
 void lg_obs_request_begin(struct lg_conn *c);
 
-/* c's response (status c->resp_status, c->resp_bytes body bytes) is fully written: count it
+/* c's response (status c->obs.resp_status, c->obs.resp_bytes body bytes) is fully written: count it
  * by route and status, observe its duration, write the access-log line if enabled. */
 void lg_obs_request_end(struct lg_conn *c);
 

@@ -27,20 +27,20 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 {
 	const struct lg_arena *a = c->w->env->arena;
 
-	if (c->body_got + len > a->in_cap - c->body_off) {
+	if (c->job.body_got + len > a->in_cap - c->job.body_off) {
 		h->status = 413;
 		return -1;
 	}
-	if (c->body_got + len > c->reserved) {
+	if (c->job.body_got + len > c->job.reserved) {
 		/* lg_offload_body_room bounds what the parser is given: never reached */
-		log_error("%zu body bytes for slot %d past the %llu backed; 503", len, c->slot,
-		    (unsigned long long)c->reserved);
+		log_error("%zu body bytes for slot %d past the %llu backed; 503", len, c->job.slot,
+		    (unsigned long long)c->job.reserved);
 		h->status = 503;
 		return -1;
 	}
-	memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_off + c->body_got, at, len);
-	c->body_got += len;
-	atomic_store_explicit(&a->slots[c->slot].up_bytes, c->body_got, memory_order_relaxed);
+	memcpy(lg_arena_in(a, (uint32_t)c->job.slot) + c->job.body_off + c->job.body_got, at, len);
+	c->job.body_got += len;
+	atomic_store_explicit(&a->slots[c->job.slot].up_bytes, c->job.body_got, memory_order_relaxed);
 	return 0;
 }
 
@@ -53,31 +53,31 @@ static int
 back_async(struct lg_conn *c, uint64_t upto)
 {
 	struct lg_arena *a = c->w->env->arena;
-	uint64_t room = a->in_cap - c->body_off;
-	uint64_t from = (c->body_off + c->reserved) & ~(uint64_t)(LG_PAGE - 1);
+	uint64_t room = a->in_cap - c->job.body_off;
+	uint64_t from = (c->job.body_off + c->job.reserved) & ~(uint64_t)(LG_PAGE - 1);
 
-	if (!c->http.req.chunked && upto > c->body_need)
-		upto = c->body_need;
+	if (!c->http.req.chunked && upto > c->job.body_need)
+		upto = c->job.body_need;
 	if (upto > room)
 		upto = room;
-	if (c->backing_wait || upto <= c->reserved)
+	if (c->job.backing_wait || upto <= c->job.reserved)
 		return 0;
 	/* Within the memory budget first (a chunked body's next window; a Content-Length body
 	 * was charged whole at head time): beyond it, 503 before anything is backed. */
-	if (lg_arena_charge_in(a, (uint32_t)c->slot, c->body_off + upto) == -1)
+	if (lg_arena_charge_in(a, (uint32_t)c->job.slot, c->job.body_off + upto) == -1)
 		return -1;
 	struct lg_backing_msg m = {
-		.slot = (uint32_t)c->slot, .gen = c->gen, .upto = upto,
-		.off = lg_arena_in_off(a, (uint32_t)c->slot) + from,
-		.len = c->body_off + upto - from,
+		.slot = (uint32_t)c->job.slot, .gen = c->job.gen, .upto = upto,
+		.off = lg_arena_in_off(a, (uint32_t)c->job.slot) + from,
+		.len = c->job.body_off + upto - from,
 	};
 	/* The master punches a slot's pages once it is free again if this many were touched. */
-	a->slots[c->slot].touched = c->body_off + upto;
-	if (lg_backing_post(&c->w->backing, &m) == -1) {
-		log_warn("cannot post a backing request for slot %d: %s", c->slot, strerror(errno));
+	a->slots[c->job.slot].touched = c->job.body_off + upto;
+	if (lg_backing_post(&c->w->job.backing, &m) == -1) {
+		log_warn("cannot post a backing request for slot %d: %s", c->job.slot, strerror(errno));
 		return -1;
 	}
-	c->backing_wait = 1;
+	c->job.backing_wait = 1;
 	return 0;
 }
 
@@ -94,16 +94,16 @@ int
 lg_offload_body_window(struct lg_conn *c)
 {
 	/* The rate a claim that finds no free buffer judges this upload by (shm/share.h). */
-	atomic_store_explicit(&c->w->env->arena->slots[c->slot].up_bytes, c->body_got,
+	atomic_store_explicit(&c->w->env->arena->slots[c->job.slot].up_bytes, c->job.body_got,
 	    memory_order_relaxed);
 	/* The next window is asked for while the current one is still half empty, so reading
 	 * normally never waits for it. */
-	if (c->body_got + RESERVE_AHEAD / 2 >= c->reserved &&
-	    back_async(c, c->body_got + RESERVE_AHEAD) == -1) {
+	if (c->job.body_got + RESERVE_AHEAD / 2 >= c->job.reserved &&
+	    back_async(c, c->job.body_got + RESERVE_AHEAD) == -1) {
 		refuse_memory(c);
 		return -1;
 	}
-	return c->body_got < c->reserved ? 0 : 1;
+	return c->job.body_got < c->job.reserved ? 0 : 1;
 }
 
 static void answer_mapped(struct lg_conn *c);
@@ -112,31 +112,31 @@ size_t
 lg_offload_body_room(struct lg_conn *c, struct lg_http *h)
 {
 	const struct lg_arena *a = c->w->env->arena;
-	uint64_t region = a->in_cap - c->body_off;
+	uint64_t region = a->in_cap - c->job.body_off;
 
-	if (c->reserved >= region)
+	if (c->job.reserved >= region)
 		return SIZE_MAX; /* all backed: past it lg_offload_body answers 413 */
 	/* As for a Content-Length body: the next window is asked for while the current one is
 	 * still half empty, so parsing normally never waits for it. */
-	if (c->body_got + RESERVE_AHEAD / 2 >= c->reserved &&
-	    back_async(c, c->body_got + RESERVE_AHEAD) == -1) {
+	if (c->job.body_got + RESERVE_AHEAD / 2 >= c->job.reserved &&
+	    back_async(c, c->job.body_got + RESERVE_AHEAD) == -1) {
 		atomic_fetch_add(&c->w->env->page->rejected_memory, 1);
 		h->status = 503;
 		return 0;
 	}
-	return (size_t)(c->reserved - c->body_got);
+	return (size_t)(c->job.reserved - c->job.body_got);
 }
 
 void
 lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 {
 	struct lg_worker *w = ctx;
-	struct lg_conn *c = m->slot < w->env->arena->nslots ? w->pending[m->slot] : NULL;
+	struct lg_conn *c = m->slot < w->env->arena->nslots ? w->job.pending[m->slot] : NULL;
 	struct lg_arena *a = w->env->arena;
 
-	if (c == NULL || c->slot != (int)m->slot || c->gen != m->gen || !c->backing_wait)
+	if (c == NULL || c->job.slot != (int)m->slot || c->job.gen != m->gen || !c->job.backing_wait)
 		return; /* the connection gave the slot up meanwhile */
-	c->backing_wait = 0;
+	c->job.backing_wait = 0;
 	if (m->op == LG_BACKING_MAP) {
 		if (c->state == LG_CONN_JOB)
 			answer_mapped(c);
@@ -146,23 +146,23 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 		return; /* a window asked ahead of a chunked body that ended meanwhile */
 	if (m->err) {
 		log_warn("cannot back %llu bytes of input for slot %d: %s; 503",
-		    (unsigned long long)m->upto, c->slot, strerror(m->err));
+		    (unsigned long long)m->upto, c->job.slot, strerror(m->err));
 		refuse_memory(c);
 		return;
 	}
-	if (m->upto > c->reserved)
-		c->reserved = m->upto;
-	if (c->head_body > 0) {
+	if (m->upto > c->job.reserved)
+		c->job.reserved = m->upto;
+	if (c->job.head_body > 0) {
 		/* The first window: move the body bytes that came with the head. */
-		size_t n = c->head_body;
+		size_t n = c->job.head_body;
 
-		memcpy(lg_arena_in(a, (uint32_t)c->slot) + c->body_off, c->rbuf, n);
+		memcpy(lg_arena_in(a, (uint32_t)c->job.slot) + c->job.body_off, c->rbuf, n);
 		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
 		c->rlen -= n;
-		c->body_got = n;
-		c->head_body = 0;
+		c->job.body_got = n;
+		c->job.head_body = 0;
 	}
-	if (c->state == LG_CONN_BODY && c->body_got >= c->body_need) {
+	if (c->state == LG_CONN_BODY && c->job.body_got >= c->job.body_need) {
 		if (c->w->ops->body_done(c) == -1) /* the router decides: queue it, or coalesce */
 			return;
 	}
@@ -180,7 +180,7 @@ lg_offload_map_views(struct lg_worker *w)
 			.off = lg_arena_in_off(a, i), .len = a->keep,
 		};
 
-		if (lg_backing_post(&w->backing, &m) == -1)
+		if (lg_backing_post(&w->job.backing, &m) == -1)
 			return; /* the pipe is full: the rest fault in at their first claim */
 	}
 }
@@ -189,10 +189,10 @@ lg_offload_map_views(struct lg_worker *w)
 static const struct lg_pool_cfg *
 pool_cfg(const struct lg_conn *c)
 {
-	return &c->w->env->cfg->pools[c->pool];
+	return &c->w->env->cfg->pools[c->job.pool];
 }
 
-/* The pool's admission of c's request before any slot is claimed (c->pool set from sp).
+/* The pool's admission of c's request before any slot is claimed (c->job.pool set from sp).
  * Returns 0 when admitted, -1 when refused (counted). */
 static int
 admit(struct lg_conn *c, const struct lg_offload_spec *sp)
@@ -202,11 +202,11 @@ admit(struct lg_conn *c, const struct lg_offload_spec *sp)
 	struct lg_codel_params cp;
 	struct lg_slot_pool spool = { .arena = a, .pool = sp->pool };
 
-	c->pool = sp->pool < a->master->npools ? sp->pool : 0;
-	pp = &a->master->pools[c->pool];
+	c->job.pool = sp->pool < a->master->npools ? sp->pool : 0;
+	pp = &a->master->pools[c->job.pool];
 	cp = lg_codel_params_of(pool_cfg(c));
 	struct lg_proc_page *p = c->w->env->page;
-	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
+	struct lg_jobslots js = lg_jobslots_of(a, c->job.pool);
 
 	/* Admission first: with C + Q jobs of the pool waiting for or running on compute, refuse
 	 * before a byte of the body is read. The job slot itself is taken once the body is
@@ -237,23 +237,23 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	uint32_t tag = lg_fair_tag(c);
 	if (lg_fair_over_share(c, tag))
 		return -1;
-	if ((slot = lg_slot_claim_pool(a, c->pool, c->w->env->index, &c->gen)) < 0)
+	if ((slot = lg_slot_claim_pool(a, c->job.pool, c->w->env->index, &c->job.gen)) < 0)
 		return lg_fair_refuse_transit(c);
 	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
-	c->slot = slot;
-	c->kind = sp->kind;
-	c->arg = sp->route;
+	c->job.slot = slot;
+	c->job.kind = sp->kind;
+	c->job.arg = sp->route;
 	/* The route's deadline and the pool's: both default to --deadline-ms, so the shorter is
 	 * the one the configuration asked for. */
-	c->deadline_ms = sp->deadline_ms < pool_cfg(c)->deadline_ms ? sp->deadline_ms :
+	c->job.deadline_ms = sp->deadline_ms < pool_cfg(c)->deadline_ms ? sp->deadline_ms :
 	    pool_cfg(c)->deadline_ms;
-	c->run_inline = sp->run_inline;
-	c->ctype = sp->ctype;
-	c->body_got = 0;
-	c->reserved = 0;
-	c->backing_wait = 0;
-	c->head_body = 0;
-	c->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	c->job.run_inline = sp->run_inline;
+	c->job.ctype = sp->ctype;
+	c->job.body_got = 0;
+	c->job.reserved = 0;
+	c->job.backing_wait = 0;
+	c->job.head_body = 0;
+	c->job.body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
 	/* The request view goes first in the input region (kinds/host.h), the body after it; its
 	 * pages are kept backed (lg_arena_keep: no fallocate here) and were mapped into this
 	 * process by the helper at start (lg_offload_map_views). */
@@ -269,8 +269,8 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
 		return -1;
 	}
-	c->body_off = vlen;
-	c->w->pending[slot] = c; /* backing outcomes find the connection by slot */
+	c->job.body_off = vlen;
+	c->w->job.pending[slot] = c; /* backing outcomes find the connection by slot */
 	return 0;
 }
 
@@ -285,23 +285,23 @@ charge_whole(struct lg_conn *c)
 	uint64_t need;
 
 	/* inline: the output is charged where it runs; too large: 413, nothing to back */
-	if (c->run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->kind, (uint32_t)c->arg,
-	    c->body_need, a->out_cap, &need) == -1)
+	if (c->job.run_inline || lg_registry_out_need(c->w->env->cfg->reg, c->job.kind,
+	    (uint32_t)c->job.arg, c->job.body_need, a->out_cap, &need) == -1)
 		need = 0;
-	return lg_arena_charge(a, (uint32_t)c->slot, c->body_off + c->body_need, need);
+	return lg_arena_charge(a, (uint32_t)c->job.slot, c->job.body_off + c->job.body_need, need);
 }
 
 int
 lg_offload_start(struct lg_conn *c)
 {
-	if (c->body_got < c->body_need) {
+	if (c->job.body_got < c->job.body_need) {
 		/* Ask for the first window to be backed (off the loop); the body bytes that came
 		 * with the head stay in rbuf until it is, then the rest is read directly into the
 		 * slot's input region (lg_offload_body_window asks for more ahead of it). */
-		c->head_body = c->rlen < c->body_need ? c->rlen : (size_t)c->body_need;
+		c->job.head_body = c->rlen < c->job.body_need ? c->rlen : (size_t)c->job.body_need;
 		/* The whole body must fit the memory budget, decided before any byte is backed
 		 * or read into shared memory (issue 18). */
-		if (charge_whole(c) == -1 || back_async(c, c->head_body + RESERVE_AHEAD) == -1)
+		if (charge_whole(c) == -1 || back_async(c, c->job.head_body + RESERVE_AHEAD) == -1)
 			return refuse_memory(c);
 		c->state = LG_CONN_BODY;
 		return 0;
@@ -331,25 +331,25 @@ lg_offload_send(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
-	struct lg_slot *s = &a->slots[c->slot];
-	struct lg_jobslots js = lg_jobslots_of(a, c->pool);
+	struct lg_slot *s = &a->slots[c->job.slot];
+	struct lg_jobslots js = lg_jobslots_of(a, c->job.pool);
 	uint64_t now = lg_now_ns();
-	struct lg_msg m = { .type = LG_MSG_JOB, .job = { .slot = (uint32_t)c->slot, .gen = c->gen } };
+	struct lg_msg m = { .type = LG_MSG_JOB, .job = { .slot = (uint32_t)c->job.slot, .gen = c->job.gen } };
 
 	/* The slot is the job's one record, the header only names it (shm/wire.h). */
-	s->kind = c->kind;
-	s->arg = c->arg;
-	s->in_len = c->body_got;
-	s->touched = c->body_off + c->body_got;
+	s->kind = c->job.kind;
+	s->arg = c->job.arg;
+	s->in_len = c->job.body_got;
+	s->touched = c->job.body_off + c->job.body_got;
 	s->enqueue_ns = now;
-	s->deadline_ns = now + c->deadline_ms * LG_NS_PER_MS;
+	s->deadline_ns = now + c->job.deadline_ms * LG_NS_PER_MS;
 	/* QUEUED before the header is visible: a compute process may take it at once. The job
 	 * slot is taken in between (a token is valid only for a QUEUED slot); without one, C + Q
 	 * jobs wait or run, and the release below (QUEUED -> FREE) leaves no trace. */
-	if (lg_slot_move(s, c->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
-	    lg_jobslot_take(&js, a, (uint32_t)c->slot, c->gen) == -1 ||
-	    lg_chan_send(env->ch->job[c->pool][0], &m, MSG_DONTWAIT) == -1) {
-		log_warn("cannot queue job on slot %d: %s", c->slot,
+	if (lg_slot_move(s, c->job.gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
+	    lg_jobslot_take(&js, a, (uint32_t)c->job.slot, c->job.gen) == -1 ||
+	    lg_chan_send(env->ch->job[c->job.pool][0], &m, MSG_DONTWAIT) == -1) {
+		log_warn("cannot queue job on slot %d: %s", c->job.slot,
 		    errno == EAGAIN ? "every job slot is taken" : strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
 		return -1;
@@ -361,12 +361,12 @@ int
 lg_offload_queue(struct lg_conn *c)
 {
 	struct lg_arena *a = c->w->env->arena;
-	struct lg_slot *s = &a->slots[c->slot];
+	struct lg_slot *s = &a->slots[c->job.slot];
 
-	if (c->run_inline) {
-		s->arg = c->arg;
-		s->in_len = c->body_got;
-		s->touched = c->body_off + c->body_got;
+	if (c->job.run_inline) {
+		s->arg = c->job.arg;
+		s->in_len = c->job.body_got;
+		s->touched = c->job.body_off + c->job.body_got;
 		return run_here(c);
 	}
 	if (lg_offload_send(c) == -1) {
@@ -374,11 +374,11 @@ lg_offload_queue(struct lg_conn *c)
 		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 	}
 	lg_obs_route_hit(c);
-	c->w->pending[c->slot] = c;
+	c->w->job.pending[c->job.slot] = c;
 	c->state = LG_CONN_JOB;
 	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, c->deadline_ms / 1000., 0.);
-	note_depth(a, c->pool);
+	ev_timer_set(&c->timer, c->job.deadline_ms / 1000., 0.);
+	note_depth(a, c->job.pool);
 	ev_timer_start(c->w->ev, &c->timer);
 	return 0;
 }
@@ -386,14 +386,14 @@ lg_offload_queue(struct lg_conn *c)
 int
 lg_offload_release(struct lg_conn *c)
 {
-	struct lg_slot *s = &c->w->env->arena->slots[c->slot];
+	struct lg_slot *s = &c->w->env->arena->slots[c->job.slot];
 	int to;
 
-	if (c->w->pending[c->slot] == c)
-		c->w->pending[c->slot] = NULL;
-	if ((to = lg_slot_release(s, c->gen)) == LG_SLOT_ABANDONED)
-		log_debug("slot %d abandoned while running; the compute process frees it", c->slot);
-	c->slot = -1;
+	if (c->w->job.pending[c->job.slot] == c)
+		c->w->job.pending[c->job.slot] = NULL;
+	if ((to = lg_slot_release(s, c->job.gen)) == LG_SLOT_ABANDONED)
+		log_debug("slot %d abandoned while running; the compute process frees it", c->job.slot);
+	c->job.slot = -1;
 	return to;
 }
 
@@ -410,7 +410,7 @@ lg_offload_kill(const struct lg_worker *w, uint32_t slot, uint32_t gen)
 void
 lg_offload_client_gone(struct lg_conn *c)
 {
-	uint32_t slot = (uint32_t)c->slot;
+	uint32_t slot = (uint32_t)c->job.slot;
 	int waiting = c->state == LG_CONN_JOB, kill_it = pool_cfg(c)->on_client_gone == LG_GONE_KILL;
 
 	if (lg_offload_release(c) != LG_SLOT_ABANDONED || !waiting) {
@@ -421,13 +421,13 @@ lg_offload_client_gone(struct lg_conn *c)
 	log_info("client gone while its job on slot %u runs: %s", slot,
 	    kill_it ? "asking the master to kill it" : "letting it finish");
 	if (kill_it)
-		lg_offload_kill(c->w, slot, c->gen);
+		lg_offload_kill(c->w, slot, c->job.gen);
 }
 
 static const char *
 kind_name(const struct lg_worker *w, uint32_t kind)
 {
-	return kind < w->env->cfg->reg->nkinds && w->kind_names[kind] ? w->kind_names[kind] :
+	return kind < w->env->cfg->reg->nkinds && w->rt.kind_names[kind] ? w->rt.kind_names[kind] :
 	    "unknown";
 }
 
@@ -474,15 +474,15 @@ meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
 }
 
 /* The X-Queue-Ms / X-Run-Ms header lines of an answer to a job that reached the pool, from
- * c->queue_ns and c->run_ns, then "Retry-After: 1" when retry: every offloaded answer carries
- * them, 200 or 502/503/504 (README, response headers). */
+ * c->job.queue_ns and c->job.run_ns, then "Retry-After: 1" when retry: every offloaded answer
+ * carries them, 200 or 502/503/504 (README, response headers). */
 static void
 timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
-	    (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
-	    c->coal_alone ? "X-Cache: bypass\r\n" : "");
+	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
+	    c->flight.coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c from its job that ended OK with out_len answer bytes after the metadata page
@@ -492,13 +492,13 @@ static int
 answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
 {
 	struct lg_arena *a = c->w->env->arena;
-	const unsigned char *region = lg_arena_out(a, (uint32_t)c->slot);
+	const unsigned char *region = lg_arena_out(a, (uint32_t)c->job.slot);
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	char text[LG_FAIL_TEXT_CAP];
 	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
 	    (int)meta->http_status : 200;
 	const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
-	    1) ? text : c->ctype;
+	    1) ? text : c->job.ctype;
 
 	if (out_len > SMALL_ANSWER)
 		return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
@@ -520,7 +520,7 @@ static int
 answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 {
 	struct lg_arena *a = c->w->env->arena;
-	const unsigned char *region = lg_arena_out(a, (uint32_t)c->slot);
+	const unsigned char *region = lg_arena_out(a, (uint32_t)c->job.slot);
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	/* The metadata is the runner's only when the job ended by itself. */
 	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
@@ -534,15 +534,15 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		st = LG_JOB_ERROR;
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-		    kind_name(c->w, c->kind), c->slot, (double)c->queue_ns / 1e6);
+		    kind_name(c->w, c->job.kind), c->job.slot, (double)c->job.queue_ns / 1e6);
 		lg_offload_release(c);
 		timing_headers(c, extra, sizeof(extra), 1);
 		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
 	size_t n = st == LG_JOB_UNAVAILABLE ?
-	    lg_offload_unavailable_text(c->w, c->kind, text, sizeof(text)) :
-	    lg_offload_failure_text(c->w, c->slot, st, text, sizeof(text));
+	    lg_offload_unavailable_text(c->w, c->job.kind, text, sizeof(text)) :
+	    lg_offload_failure_text(c->w, c->job.slot, st, text, sizeof(text));
 
 	struct lg_proc_page *p = c->w->env->page;
 
@@ -555,8 +555,8 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	if (code >= 400 && code <= 499)
 		lg_stats_add(&p->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
-	    "%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->kind),
-	    c->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
+	    "%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->job.kind),
+	    c->job.slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_release(c);
 	timing_headers(c, extra, sizeof(extra), code == 503);
 	if (n == 0)
@@ -615,14 +615,14 @@ map_output(struct lg_conn *c, uint64_t out_len)
 {
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_backing_msg m = {
-		.slot = (uint32_t)c->slot, .gen = c->gen, .op = LG_BACKING_MAP,
-		.off = lg_arena_out_off(a, (uint32_t)c->slot),
+		.slot = (uint32_t)c->job.slot, .gen = c->job.gen, .op = LG_BACKING_MAP,
+		.off = lg_arena_out_off(a, (uint32_t)c->job.slot),
 		.len = (LG_OUT_META + out_len + LG_PAGE - 1) & ~(uint64_t)(LG_PAGE - 1),
 	};
 
-	if (c->backing_wait || lg_backing_post(&c->w->backing, &m) == -1)
+	if (c->job.backing_wait || lg_backing_post(&c->w->job.backing, &m) == -1)
 		return -1;
-	c->backing_wait = 1;
+	c->job.backing_wait = 1;
 	return 0;
 }
 
@@ -632,16 +632,16 @@ static int
 answer_finished(struct lg_conn *c, uint64_t word)
 {
 	struct lg_arena *a = c->w->env->arena;
-	struct lg_slot *s = &a->slots[c->slot];
+	struct lg_slot *s = &a->slots[c->job.slot];
 	int ok = lg_slot_state(word) != LG_SLOT_FAILED;
 
 	ev_timer_stop(c->w->ev, &c->timer);
-	c->queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
-	c->run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+	c->job.queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
+	c->job.run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 	if (ok && s->out_len > SMALL_ANSWER && s->out_len <= a->out_cap - LG_OUT_META &&
 	    map_output(c, s->out_len) == 0)
 		return 0; /* still pending: the outcome finds c by slot */
-	c->w->pending[c->slot] = NULL;
+	c->w->job.pending[c->job.slot] = NULL;
 	return answer_result(c, ok ? LG_JOB_OK : s->status, s->out_len);
 }
 
@@ -651,9 +651,9 @@ answer_mapped(struct lg_conn *c)
 {
 	struct lg_worker *w = c->w;
 
-	w->pending[c->slot] = NULL;
+	w->job.pending[c->job.slot] = NULL;
 	lg_obs_unit_begin(w, c);
-	int rc = answer_result(c, LG_JOB_OK, w->env->arena->slots[c->slot].out_len);
+	int rc = answer_result(c, LG_JOB_OK, w->env->arena->slots[c->job.slot].out_len);
 	lg_obs_unit_end(w);
 	if (rc == 0)
 		lg_conn_resume(c);
@@ -669,16 +669,16 @@ run_here(struct lg_conn *c)
 	struct lg_registry *reg = env->cfg->reg;
 	struct lg_arena *a = env->arena;
 	uint64_t need, out_len = 0, t0 = lg_now_ns();
-	uint32_t slot = (uint32_t)c->slot;
+	uint32_t slot = (uint32_t)c->job.slot;
 	int st;
 
 	struct lg_init_guard guard = { a->master->modules, &env->page->in_init };
 
 	lg_obs_route_hit(c);
-	if (!lg_registry_usable(reg, c->kind, &guard)) {
+	if (!lg_registry_usable(reg, c->job.kind, &guard)) {
 		st = LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
-	} else if (lg_registry_out_need(reg, c->kind, (uint32_t)c->arg, c->body_got, a->out_cap,
-	    &need) == -1) {
+	} else if (lg_registry_out_need(reg, c->job.kind, (uint32_t)c->job.arg, c->job.body_got,
+	    a->out_cap, &need) == -1) {
 		/* refused without running: clear the metadata a previous job left */
 		st = lg_arena_charge_out(a, slot, LG_OUT_META) == -1 ||
 		    lg_arena_reserve(a, lg_arena_out_off(a, slot), LG_OUT_META) == -1 ?
@@ -689,15 +689,15 @@ run_here(struct lg_conn *c)
 	    lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
 		st = LG_JOB_NO_SPACE;
 	} else {
-		struct lg_job_in j = { c->kind, (uint32_t)c->arg, lg_arena_in(a, slot), a->in_cap,
-		    c->body_got, lg_arena_out(a, slot), a->out_cap,
-		    t0 + c->deadline_ms * LG_NS_PER_MS, 0, t0, env->cfg->enable_test_jobs };
+		struct lg_job_in j = { c->job.kind, (uint32_t)c->job.arg, lg_arena_in(a, slot), a->in_cap,
+		    c->job.body_got, lg_arena_out(a, slot), a->out_cap,
+		    t0 + c->job.deadline_ms * LG_NS_PER_MS, 0, t0, env->cfg->enable_test_jobs };
 
-		a->slots[slot].touched = c->body_off + c->body_got + need;
+		a->slots[slot].touched = c->job.body_off + c->job.body_got + need;
 		st = lg_registry_run(reg, &j, &out_len);
 	}
-	c->queue_ns = 0;
-	c->run_ns = lg_now_ns() - t0;
+	c->job.queue_ns = 0;
+	c->job.run_ns = lg_now_ns() - t0;
 	return answer_result(c, (uint32_t)st, out_len);
 }
 
@@ -724,14 +724,14 @@ lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink)
 			log_warn("dropped a completion header that failed validation");
 			continue;
 		}
-		struct lg_conn *c = w->pending[m.done.slot];
+		struct lg_conn *c = w->job.pending[m.done.slot];
 		if (c == NULL && sink->unclaimed(w, &m))
 			continue;
 		uint64_t word = atomic_load(&env->arena->slots[m.done.slot].word);
 		enum lg_slot_state st = lg_slot_state(word);
 
 		/* Stale: from before a respawn of this loop, or for a job answered 504 already. */
-		if (c == NULL || c->gen != m.done.gen || lg_slot_gen(word) != m.done.gen ||
+		if (c == NULL || c->job.gen != m.done.gen || lg_slot_gen(word) != m.done.gen ||
 		    (st != LG_SLOT_DONE && st != LG_SLOT_FAILED)) {
 			log_debug("stale completion for slot %u gen %u", m.done.slot, m.done.gen);
 			continue;
@@ -748,31 +748,31 @@ int
 lg_offload_deadline(struct lg_conn *c)
 {
 	const struct lg_loop_env *env = c->w->env;
-	struct lg_slot *s = &env->arena->slots[c->slot];
+	struct lg_slot *s = &env->arena->slots[c->job.slot];
 	uint64_t word = atomic_load(&s->word);
 	enum lg_slot_state st = lg_slot_state(word);
 	uint64_t now = lg_now_ns();
 	int running;
 
-	if (lg_slot_gen(word) == c->gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
+	if (lg_slot_gen(word) == c->job.gen && (st == LG_SLOT_DONE || st == LG_SLOT_FAILED)) {
 		/* Finished just now; its completion header is still in the channel. */
 		if (answer_finished(c, word) == -1)
 			return -1;
 		return lg_conn_resume(c);
 	}
 	running = st == LG_SLOT_RUNNING;
-	c->queue_ns = (running ? s->start_ns : now) - s->enqueue_ns;
-	c->run_ns = running ? now - s->start_ns : 0;
+	c->job.queue_ns = (running ? s->start_ns : now) - s->enqueue_ns;
+	c->job.run_ns = running ? now - s->start_ns : 0;
 	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
-	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->slot, c->deadline_ms,
-	    running ? "running" : "queued", (double)c->queue_ns / 1e6, (double)c->run_ns / 1e6);
+	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->job.slot, c->job.deadline_ms,
+	    running ? "running" : "queued", (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
 	atomic_fetch_add(&env->page->timed_out, 1);
-	uint32_t slot = (uint32_t)c->slot;
+	uint32_t slot = (uint32_t)c->job.slot;
 	lg_offload_release(c);
 	/* The master kills the compute process, because only it knows the pid is still its
 	 * own child. A queued job was cancelled by the release above and never runs. */
 	if (running)
-		lg_offload_kill(c->w, slot, c->gen);
+		lg_offload_kill(c->w, slot, c->job.gen);
 	char extra[128];
 	timing_headers(c, extra, sizeof(extra), 0);
 	if (lg_conn_error(c, 504, 0, extra) == -1)

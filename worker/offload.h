@@ -23,8 +23,8 @@ struct lg_offload_spec {
 };
 
 /* Claims a free job slot of pool sp->pool for c's request at head time and writes the request
- * view at the start of its input region. Returns 0 (c->slot set, body counters reset,
- * c->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
+ * view at the start of its input region. Returns 0 (c->job.slot set, body counters reset,
+ * c->job.body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
  * is then asked to be cut, worker/fairshare.h), c's client address holds its share of the pool's
  * transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view could
@@ -43,9 +43,9 @@ int lg_offload_start(struct lg_conn *c);
 
 /* Before reading more of a Content-Length body into c's slot: asks the loop's helper thread
  * to back the next window once the current one is half filled (fallocate never runs on the
- * loop). Returns 0 (c->reserved > c->body_got: read up to c->reserved), 1 when nothing is
- * backed beyond c->body_got yet (stop reading; lg_conn_body_ready resumes it), or -1 after
- * answering 503 with Connection: close; the caller must not read into the slot then. */
+ * loop). Returns 0 (c->job.reserved > c->job.body_got: read up to c->job.reserved), 1 when
+ * nothing is backed beyond c->job.body_got yet (stop reading; lg_conn_body_ready resumes it), or
+ * -1 after answering 503 with Connection: close; the caller must not read into the slot then. */
 int lg_offload_body_window(struct lg_conn *c);
 
 /* For a body the parser reads (chunked) into c's slot: how many more input bytes may be parsed

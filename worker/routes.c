@@ -81,13 +81,13 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 	size_t rank = 0;
 	uint32_t bit = method_bit(r->method);
 
-	for (unsigned i = 0; i < w->nroutes; i++) {
-		size_t k = match_rank(w, w->routes[i].def, r);
+	for (unsigned i = 0; i < w->rt.nroutes; i++) {
+		size_t k = match_rank(w, w->rt.routes[i].def, r);
 
 		if (k == 0 || k < rank)
 			continue;
-		if (k > rank || (!(best->def->methods & bit) && (w->routes[i].def->methods & bit)))
-			best = &w->routes[i];
+		if (k > rank || (!(best->def->methods & bit) && (w->rt.routes[i].def->methods & bit)))
+			best = &w->rt.routes[i];
 		rank = k;
 		if (rank == SIZE_MAX && (best->def->methods & bit))
 			break; /* an exact route that takes the method: nothing can beat it */
@@ -125,9 +125,9 @@ allow_header(const struct lg_conn *c, char *buf, size_t cap)
 	uint32_t set = 0;
 	char list[64];
 
-	for (unsigned i = 0; i < w->nroutes; i++)
-		if (path_matches(w->routes[i].def, &c->http.req))
-			set |= w->routes[i].def->methods;
+	for (unsigned i = 0; i < w->rt.nroutes; i++)
+		if (path_matches(w->rt.routes[i].def, &c->http.req))
+			set |= w->rt.routes[i].def->methods;
 	lg_registry_methods_str(set, list, sizeof(list));
 	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
@@ -197,7 +197,7 @@ refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t
 		c->reject_status = status;
 		return LG_HTTP_REJECT;
 	}
-	c->refuse_status = status;
+	c->rt.refuse_status = status;
 	return LG_HTTP_BODY_PARSER;
 }
 
@@ -208,7 +208,7 @@ refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t
 static int
 refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 {
-	if (c->route == NULL)
+	if (c->rt.route == NULL)
 		return reject(c, 404);
 	allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 	return reject(c, 405);
@@ -220,7 +220,7 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 static int
 query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
 {
-	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, c->route->def->kind);
+	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, c->rt.route->def->kind);
 	size_t n;
 
 	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
@@ -243,7 +243,7 @@ refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 	c->reject_extra[0] = '\0';
 	if (!discard_ok(c, r))
 		return reject(c, 400);
-	c->refuse_status = 400;
+	c->rt.refuse_status = 400;
 	return LG_HTTP_BODY_PARSER;
 }
 
@@ -279,14 +279,14 @@ static int
 route_claim(struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
-	const struct lg_route_def *d = c->route->def;
+	const struct lg_route_def *d = c->rt.route->def;
 	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_view v;
 
 	request_view(c, d, &v);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->route - c->w->routes), d->deadline_ms,
-	    d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype : k && k->desc.ctype ?
-	    k->desc.ctype : "application/octet-stream", &v, d->pool };
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->rt.route - c->w->rt.routes),
+	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
+	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
 	return lg_offload_claim(c, &sp);
 }
 
@@ -315,17 +315,18 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	c->route = find_route(c->w, r);
-	if (c->route != NULL && !admin_allows(c, c->route))
-		c->route = NULL; /* 404, as for a path that has no route */
-	c->coal = c->coal_alone = 0;
-	c->route_row = c->route ? c->route->row : c->w->none_row;
-	c->route_label = c->w->row_names[c->route_row];
+	c->rt.route = find_route(c->w, r);
+	if (c->rt.route != NULL && !admin_allows(c, c->rt.route))
+		c->rt.route = NULL; /* 404, as for a path that has no route */
+	lg_flight_begin(&c->flight);
+	c->rt.route_row = c->rt.route ? c->rt.route->row : c->w->rt.none_row;
+	c->rt.route_label = c->w->rt.row_names[c->rt.route_row];
 	c->want_continue = 0;
 	c->cont_off = 0;
-	c->refuse_status = 0;
+	c->rt.refuse_status = 0;
 	c->reject_extra[0] = '\0';
-	c->max_body = c->route && c->route->def->kind ? c->route->def->max_body : cfg->max_body;
+	c->rt.max_body = c->rt.route && c->rt.route->def->kind ? c->rt.route->def->max_body :
+	    cfg->max_body;
 }
 
 int
@@ -340,20 +341,21 @@ lg_route_head(struct lg_http *h, void *conn)
 
 	route_begin(c, r);
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
-	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->max_body)
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->rt.max_body)
 		return reject(c, 413);
-	if ((c->route == NULL && !is_asterisk(r)) || (c->route && !method_ok(c->route, r->method))) {
+	if ((c->rt.route == NULL && !is_asterisk(r)) ||
+	    (c->rt.route && !method_ok(c->rt.route, r->method))) {
 		if (!discard_ok(c, r))
 			return refuse_early(c, r);
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
-	if (is_asterisk(r) || c->route->handler != NULL) {
+	if (is_asterisk(r) || c->rt.route->handler != NULL) {
 		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
 			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
 		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
 		return LG_HTTP_BODY_PARSER;
 	}
-	d = c->route->def;
+	d = c->rt.route->def;
 	char why[256];
 	if (query_bad(c, r, why, sizeof(why)))
 		return refuse_query(c, r);
@@ -374,7 +376,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
 	 * needs no slot (worker/coalesce.h). A request with a body takes its transit buffer now
 	 * like any job, and is decided once the body (hashed into its key) is complete. */
-	c->deadline_ms = d->deadline_ms;
+	c->job.deadline_ms = d->deadline_ms;
 	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c, d->has_coal ? &d->coal : NULL) &&
 	    !has_body)
 		return LG_HTTP_BODY_PARSER;
@@ -385,7 +387,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/conn.c). */
 	c->want_continue = r->expect_continue && has_body;
-	return c->body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+	return c->job.body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
 int
@@ -393,18 +395,18 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 {
 	struct lg_conn *c = conn;
 
-	if (h->body_seen > c->max_body) {
+	if (h->body_seen > c->rt.max_body) {
 		h->status = 413;
 		return -1;
 	}
-	if (c->slot < 0 && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 as with a long Content-Length (refuse_early) */
-		h->status = c->refuse_status ? c->refuse_status :
-		    c->route == NULL && !is_asterisk(&h->req) ? 404 : 413;
+		h->status = c->rt.refuse_status ? c->rt.refuse_status :
+		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 : 413;
 		return -1;
 	}
-	if (c->slot < 0)
+	if (!lg_job_holds_slot(&c->job))
 		return 0; /* a body nobody reads (inline route, refusal) is dropped */
 	return lg_offload_body(c, h, at, len);
 }
@@ -414,7 +416,7 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
-	return c->slot < 0 ? SIZE_MAX : lg_offload_body_room(c, h);
+	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
 int
@@ -422,35 +424,35 @@ lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 
-	if (c->refuse_status) {
+	if (c->rt.refuse_status) {
 		char why[256];
-		size_t n = c->refuse_status == 503 && c->route && c->route->def->kind &&
-		    module_down(c->w, c->route->def->kind, NULL) ?
-		    lg_offload_unavailable_text(c->w, c->route->def->kind, why, sizeof(why)) : 0;
+		size_t n = c->rt.refuse_status == 503 && c->rt.route && c->rt.route->def->kind &&
+		    module_down(c->w, c->rt.route->def->kind, NULL) ?
+		    lg_offload_unavailable_text(c->w, c->rt.route->def->kind, why, sizeof(why)) : 0;
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
-		if (c->refuse_status == 400 && c->route && query_bad(c, r, why, sizeof(why))) {
+		if (c->rt.refuse_status == 400 && c->rt.route && query_bad(c, r, why, sizeof(why))) {
 			lg_obs_route_hit(c); /* the route answered it, without a job */
 			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
 		}
-		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
+		return lg_conn_error(c, c->rt.refuse_status, 0, c->reject_extra);
 	}
-	if (c->route == NULL && is_asterisk(r))
+	if (c->rt.route == NULL && is_asterisk(r))
 		return lg_inline_options_any(c);
-	if (c->route == NULL)
+	if (c->rt.route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
-	if (!method_ok(c->route, r->method)) {
+	if (!method_ok(c->rt.route, r->method)) {
 		char allow[96];
 
 		allow_header(c, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);
 	}
-	if (c->route->handler != NULL) {
+	if (c->rt.route->handler != NULL) {
 		lg_obs_route_hit(c);
-		return c->route->handler(c);
+		return c->rt.route->handler(c);
 	}
-	if (c->slot < 0 && c->coal)
+	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
 }
@@ -478,21 +480,21 @@ lg_router_build(struct lg_worker *w)
 {
 	const struct lg_registry *reg = w->env->cfg->reg;
 
-	w->nroutes = reg->nroutes;
-	w->routes = calloc(reg->nroutes + 1, sizeof(*w->routes));
+	w->rt.nroutes = reg->nroutes;
+	w->rt.routes = calloc(reg->nroutes + 1, sizeof(*w->rt.routes));
 	/* Statistics rows: one per route, then "none"; the arena's stats area was sized from
 	 * the same registry (master/gen.c), so every route has its own row. */
-	w->nrows = reg->nroutes + 1;
-	if (w->nrows > w->env->arena->stat_routes) {
+	w->rt.nrows = reg->nroutes + 1;
+	if (w->rt.nrows > w->env->arena->stat_routes) {
 		errno = ERANGE;
 		return -1;
 	}
-	w->row_names = calloc(w->nrows, sizeof(*w->row_names));
-	w->kind_names = calloc(reg->nkinds, sizeof(*w->kind_names));
-	if (w->routes == NULL || w->row_names == NULL || w->kind_names == NULL)
+	w->rt.row_names = calloc(w->rt.nrows, sizeof(*w->rt.row_names));
+	w->rt.kind_names = calloc(reg->nkinds, sizeof(*w->rt.kind_names));
+	if (w->rt.routes == NULL || w->rt.row_names == NULL || w->rt.kind_names == NULL)
 		return -1;
 	for (unsigned i = 0; i < reg->nroutes; i++) {
-		struct lg_route *rt = &w->routes[i];
+		struct lg_route *rt = &w->rt.routes[i];
 
 		rt->def = &reg->routes[i];
 		rt->row = i;
@@ -501,11 +503,11 @@ lg_router_build(struct lg_worker *w)
 			errno = EINVAL;
 			return -1;
 		}
-		w->row_names[i] = rt->def->path;
+		w->rt.row_names[i] = rt->def->path;
 	}
-	w->none_row = w->nrows - 1;
-	w->row_names[w->none_row] = "none";
+	w->rt.none_row = w->rt.nrows - 1;
+	w->rt.row_names[w->rt.none_row] = "none";
 	for (uint32_t k = 1; k < reg->nkinds; k++)
-		w->kind_names[k] = reg->kinds[k].name;
+		w->rt.kind_names[k] = reg->kinds[k].name;
 	return 0;
 }
