@@ -323,11 +323,13 @@ lg_registry_kind(const struct lg_registry *r, uint32_t id)
 	return id > 0 && id < r->nkinds ? &r->kinds[id] : NULL;
 }
 
-/* A kind's declared route keys (ABI 1.1), parsed once into a new route struct at rt->kconf. */
+/* A kind's declared route keys (ABI 1.1), parsed once into a new route struct at rt->kconf,
+ * then a built-in kind's rule between its keys (kinds/builtin.h). */
 static int
 route_keys(const struct lg_kind *k, const struct lg_route_def *rt, void **kconf, char *err,
     size_t cap)
 {
+	const char *key = NULL;
 	char why[512];
 	int line = 0;
 
@@ -338,7 +340,11 @@ route_keys(const struct lg_kind *k, const struct lg_route_def *rt, void **kconf,
 		return -1;
 	}
 	if (lg_params_parse_route(k->rparams, k->nrparams, &rt->conf, *kconf, k->route_size,
-	    &line, why, sizeof(why)) == -1) {
+	    &line, why, sizeof(why)) == -1 ||
+	    lg_builtin_route_check(&k->desc, *kconf, &key, why, sizeof(why)) == -1) {
+		for (unsigned i = 0; key != NULL && i < rt->conf.n; i++)
+			if (strcmp(rt->conf.kv[i].key, key) == 0)
+				line = rt->conf.kv[i].line;
 		free(*kconf);
 		*kconf = NULL;
 		if (line > 0)
