@@ -241,6 +241,7 @@ static int
 refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 {
 	c->reject_extra[0] = '\0';
+	atomic_fetch_add(&c->w->env->page->rejected_query, 1);
 	if (!discard_ok(c, r))
 		return reject(c, 400);
 	c->refuse_status = 400;
