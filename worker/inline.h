@@ -5,6 +5,8 @@
 #ifndef LG_WORKER_INLINE_H
 #define LG_WORKER_INLINE_H
 
+#include <stdint.h>
+
 #include "worker/conn.h"
 
 /* The handler a route's `handler = name` names ("ping", "health", "ready", "metrics",
@@ -12,8 +14,8 @@
  * ownership. */
 int (*lg_inline_handler(const char *name))(struct lg_conn *c);
 
-/* OPTIONS *: 200 with Allow listing every method some route serves, and OPTIONS itself
- * (RFC 9110 section 9.3.7), no body. */
-int lg_inline_options_any(struct lg_conn *c);
+/* OPTIONS *: 200 with Allow listing methods (LG_M_* bits: those of the routes c's listener
+ * serves, the router's choice), and OPTIONS itself (RFC 9110 section 9.3.7), no body. */
+int lg_inline_options_any(struct lg_conn *c, uint32_t methods);
 
 #endif

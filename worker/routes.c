@@ -308,6 +308,19 @@ admin_allows(const struct lg_conn *c, const struct lg_route *rt)
 	return lg_loop_admin_conn(c->fd) ? i < 5 : i < 3 || i == 5;
 }
 
+/* The methods of every route c's listener serves (the admin listener only its GET/HEAD
+ * handlers): what OPTIONS * answers in Allow. */
+static uint32_t
+served_methods(const struct lg_conn *c)
+{
+	uint32_t set = 0;
+
+	for (unsigned i = 0; i < c->w->nroutes; i++)
+		if (admin_allows(c, &c->w->routes[i]))
+			set |= c->w->routes[i].def->methods;
+	return set;
+}
+
 /* A new request head on c: its route (NULL for none, or one the admin listener rule hides),
  * its metrics row and label, its body limit, and the per-request state of the last one
  * cleared. */
@@ -438,7 +451,7 @@ lg_route_dispatch(struct lg_conn *c)
 		return lg_conn_error(c, c->refuse_status, 0, c->reject_extra);
 	}
 	if (c->route == NULL && is_asterisk(r))
-		return lg_inline_options_any(c);
+		return lg_inline_options_any(c, served_methods(c));
 	if (c->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(c->route, r->method)) {
