@@ -281,9 +281,11 @@ struct file_ctx {
 	struct lg_site_src *site; /* [route] and [module] sections */
 	FILE *fp;
 	int line;          /* of the line inih last read */
+	int sect_line;     /* of the last section header read */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
-	int bad_line;      /* read_line refused a line (why, why_line say which) */
+	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
+	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
 	int why_line;      /* the line of that error */
 	struct seen_key { char key[96]; int line; } seen[256]; /* top-level and [pool] keys */
@@ -342,6 +344,8 @@ read_line(char *buf, int size, void *stream)
 		fc->bad_line = 1;
 		return NULL;
 	}
+	if (fc->lbuf[strspn(fc->lbuf, " \t")] == '[')
+		fc->sect_line = fc->line; /* a section header */
 	memcpy(buf, fc->lbuf, (size_t)n + 1);
 	return buf;
 }
@@ -371,16 +375,12 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 	return p;
 }
 
-/* key = value in [pool NAME]. A key of [pool default] that stands for a server-wide setting
+/* key = value in [pool NAME], pool p (pool_of). A key of [pool default] that stands for a server-wide setting
  * is that setting's file value (flags and environment still win). Returns 0 or -1 + why. */
 static int
-pool_key(struct lg_config *cfg, const char *section, const char *name, const char *value,
+pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const char *value,
     const char **why)
 {
-	struct lg_pool_cfg *p = pool_of(cfg, section, why);
-
-	if (p == NULL)
-		return -1;
 	for (size_t k = 0; k < NPOOLOPTS; k++) {
 		const struct pool_opt *po = &pool_opts[k];
 		const char *a = po->o.name, *b = name;
@@ -439,7 +439,17 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		return 0;
 	}
 	if (strncmp(section, "pool ", 5) == 0) {
-		if (pool_key(fc->cfg, section, name, value, &why) == 0)
+		struct lg_pool_cfg *p = pool_of(fc->cfg, section, &why);
+
+		if (p == NULL) { /* the section's fault, not the key's: blame its header */
+			if (fc->why[0] == '\0') {
+				snprintf(fc->why, sizeof(fc->why), "section [%s]: %s", section, why);
+				fc->why_line = fc->sect_line;
+				fc->bad_line = 1;
+			}
+			return 0;
+		}
+		if (pool_key(fc->cfg, p, name, value, &why) == 0)
 			return 1;
 	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
 		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "
