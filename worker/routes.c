@@ -413,9 +413,13 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	}
 	if (c->slot < 0 && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
-		 * no route is a 404 as with a long Content-Length (refuse_early) */
+		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
+		 * long Content-Length (refuse_early) */
 		h->status = c->refuse_status ? c->refuse_status :
-		    c->route == NULL && !is_asterisk(&h->req) ? 404 : 413;
+		    c->route == NULL && !is_asterisk(&h->req) ? 404 :
+		    c->route != NULL && !method_ok(c->route, h->req.method) ? 405 : 413;
+		if (h->status == 405)
+			allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 		return -1;
 	}
 	if (c->slot < 0)
