@@ -316,6 +316,9 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 	return 0;
 }
 
+#define POOL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-" /* of a pool's name */
+#define POOL_NAME_RULE "a pool name is 1 to 31 of a-z, 0-9, _ and -"
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
  * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
@@ -326,16 +329,29 @@ read_line(char *buf, int size, void *stream)
 {
 	struct file_ctx *fc = stream;
 	ssize_t n = getline(&fc->lbuf, &fc->lcap, fc->fp);
-	const char *why = NULL;
+	const char *why = NULL, *h;
+	size_t pn;
 
 	if (n <= 0)
 		return NULL;
 	fc->line++;
+	h = fc->lbuf + strspn(fc->lbuf, " \t");
+	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : 0;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
 		why = "a NUL byte in the line";
 	else if (n > size - 1)
 		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
 		    "LAGLESS_ environment variable)";
+	else if (*h == '[' && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
+	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "section [pool %.*s]: %s", (int)pn, h + 6,
+			    POOL_NAME_RULE);
+			fc->why_line = fc->line;
+		}
+		fc->bad_line = 1;
+		return NULL;
+	}
 	if (why != NULL) {
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), why, size - 2);
@@ -344,7 +360,7 @@ read_line(char *buf, int size, void *stream)
 		fc->bad_line = 1;
 		return NULL;
 	}
-	if (fc->lbuf[strspn(fc->lbuf, " \t")] == '[')
+	if (*h == '[')
 		fc->sect_line = fc->line; /* a section header */
 	memcpy(buf, fc->lbuf, (size_t)n + 1);
 	return buf;
@@ -358,8 +374,8 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 	const char *name = section + 5;
 	size_t n = strlen(name);
 
-	if (n == 0 || n >= LG_POOL_NAME || name[strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-")]) {
-		*why = "a pool name is 1 to 31 of a-z, 0-9, _ and -";
+	if (n == 0 || n >= LG_POOL_NAME || name[strspn(name, POOL_CHARS)]) {
+		*why = POOL_NAME_RULE;
 		return NULL;
 	}
 	for (int i = 0; i < cfg->npools; i++)

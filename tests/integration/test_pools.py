@@ -195,10 +195,12 @@ def test_t_refuses_a_pool_of_no_compute_process(tmp_path):
 @pytest.mark.timeout(30)
 def test_t_blames_a_bad_pool_section_not_its_first_key(tmp_path):
     """A bad [pool NAME] (upper case, empty, one pool too many) is the section's fault: the
-    error names the section and its header's line, not the compute line under it."""
+    error names the section and its header's line, not the compute line under it; a bad name
+    is refused even in a section without keys, which used to pass in silence."""
     many = "".join("[pool p%d]\nnice = 1\n" % i for i in range(7))
     cases = (("\n[pool Default]\ncompute = 1\n", 2, "[pool Default]", "a pool name is"),
              ("compute_workers = 1\n[pool ]\nnice = 1\n", 2, "[pool ]", "a pool name is"),
+             ("queue = 2\n[pool Slow]\n", 2, "[pool Slow]", "a pool name is"),  # no keys
              (many + "[pool last]\ncompute = 1\n", 15, "[pool last]", "too many pools"))
     for text, line, section, why in cases:
         conf = write_conf(tmp_path, text)
