@@ -336,13 +336,13 @@ read_line(char *buf, int size, void *stream)
 		return NULL;
 	fc->line++;
 	h = fc->lbuf + strspn(fc->lbuf, " \t");
-	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : 0;
+	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
 		why = "a NUL byte in the line";
 	else if (n > size - 1)
 		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
 		    "LAGLESS_ environment variable)";
-	else if (*h == '[' && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
+	else if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
 	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "section [pool %.*s]: %s", (int)pn, h + 6,
