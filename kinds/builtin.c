@@ -1,11 +1,12 @@
-/* Thin wrappers: each kind reads its parameters through the host table, calls its core
+/* Thin wrappers: each kind reads its query through the host table and its route keys from
+ * the route struct the host parsed from its declarations (rq->route), calls its core
  * (kinds/heavy.c, codec.c, argon2.c: plain functions with their own unit tests) on the input
  * in place, and writes the answer straight into the output region. Nothing here knows the
  * host's internals. */
 #include "kinds/builtin.h"
 
+#include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
 #include "kinds/argon2.h"
@@ -35,27 +36,6 @@ answer(const struct lagless_request *rq, struct lagless_output *out, int st, con
 	return st == 400 ? LAGLESS_BAD_INPUT : LAGLESS_ERROR;
 }
 
-/* Refuses every key of conf but the n listed ones (a typo in a route section is an error at
- * lagless -t, not a silent default). */
-static int
-only_keys(const struct lagless_host *h, const struct lagless_conf *conf, const char *const *keys,
-    size_t n, char *err, size_t errlen)
-{
-	const char *k, *v;
-
-	for (size_t i = 0; h->conf_at(conf, i, &k, &v) == 0; i++) {
-		size_t j = 0;
-
-		while (j < n && strcmp(k, keys[j]) != 0)
-			j++;
-		if (j == n) {
-			snprintf(err, errlen, "unknown key %s for this kind", k);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* ---- heavy ---- */
 
 /* The job's queue wait; 0 when it ran inline on a loop worker (it was never queued). */
@@ -81,14 +61,6 @@ heavy_run(const struct lagless_request *rq, struct lagless_output *out)
 	x = lg_heavy_loop(n);
 	out->len = lg_heavy_json((char *)out->data, out->cap, n, x, queue_ns(rq), now_ns() - t0);
 	return out->len ? LAGLESS_OK : LAGLESS_TOO_LARGE;
-}
-
-/* heavy and compress take their arguments from the query only. */
-static int
-no_keys_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
-    size_t errlen)
-{
-	return only_keys(h, conf, NULL, 0, err, errlen);
 }
 
 /* ---- compress, decompress ---- */
@@ -143,11 +115,10 @@ compress_size(uint64_t input_len, const struct lagless_conf *conf)
 	return z > g ? z : g;
 }
 
-#define MAX_OUTPUT_KEY "max_output"
-
 static int
 decompress_run(const struct lagless_request *rq, struct lagless_output *out)
 {
+	const struct lg_decompress_route *rt = rq->route;
 	enum lg_codec c;
 	uint64_t limit, n = 0;
 	char err[ERR_MAX];
@@ -155,9 +126,8 @@ decompress_run(const struct lagless_request *rq, struct lagless_output *out)
 
 	if (codec_args(rq, out, &c, NULL) == -1)
 		return LAGLESS_BAD_INPUT;
-	/* The route's bound, never more than the output region (checked at lagless -t). */
-	if (rq->host->conf_uint(rq->conf, MAX_OUTPUT_KEY, out->cap, 1, UINT64_MAX, &limit) == -1)
-		return LAGLESS_ERROR;
+	/* The route's bound (parsed at start-up), never more than the output region. */
+	limit = rt != NULL && rt->max_output != 0 ? rt->max_output : out->cap;
 	if (limit > out->cap)
 		limit = out->cap;
 	st = lg_codec_decompress(c, rq->input, rq->input_len, out->data, limit, &n, err,
@@ -172,87 +142,35 @@ decompress_size(uint64_t input_len, const struct lagless_conf *conf)
 	return 0; /* up to the route's max_output or the whole region: no bound of its own */
 }
 
-static int
-decompress_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
-    size_t errlen)
-{
-	static const char *const keys[] = { MAX_OUTPUT_KEY };
-	uint64_t v;
-
-	if (h->conf_uint(conf, MAX_OUTPUT_KEY, 1, 1, UINT64_MAX, &v) == -1) {
-		snprintf(err, errlen, MAX_OUTPUT_KEY " must be a byte count (K, M, G suffixes)");
-		return -1;
-	}
-	return only_keys(h, conf, keys, 1, err, errlen);
-}
-
 /* ---- hash, verify ---- */
 
-static const char *const hash_keys[] = { "memory_kib", "iterations", "lanes" };
-static const char *const verify_keys[] = { "max_memory_kib", "max_iterations", "max_lanes" };
-/* What /verify accepts in a stored hash unless the route says otherwise: generous enough for
- * hashes made elsewhere with stronger settings, bounded so a crafted one cannot ask for more
- * than 256 MiB. */
-static const struct lg_argon2_params verify_default = { 262144, 16, 8 };
-static const struct lg_argon2_params hash_default = { LG_ARGON2_DEFAULT_M_KIB,
+/* The argon2 parameters of a route struct; those of the defaults below when there is none (a
+ * caller that did not go through the registry). */
+static struct lg_argon2_params
+argon2_params(const struct lg_argon2_route *rt, const struct lg_argon2_route *def)
+{
+	if (rt == NULL)
+		rt = def;
+	return (struct lg_argon2_params){ (uint32_t)rt->m_kib, (uint32_t)rt->t,
+	    (uint32_t)rt->p };
+}
+
+/* The declared defaults of hash (OWASP, kinds/argon2.h) and verify: what /verify accepts in
+ * a stored hash unless the route says otherwise, generous enough for hashes made elsewhere
+ * with stronger settings, bounded so a crafted one cannot ask for more than 256 MiB. */
+static const struct lg_argon2_route hash_default = { LG_ARGON2_DEFAULT_M_KIB,
     LG_ARGON2_DEFAULT_T, LG_ARGON2_DEFAULT_P };
-
-/* Reads the three parameters named by keys (memory, passes, lanes) with defaults def; a bad
- * value is named in err with its range. */
-static int
-argon2_conf(const struct lagless_host *h, const struct lagless_conf *conf,
-    const char *const *keys, const struct lg_argon2_params *def, struct lg_argon2_params *p,
-    char *err, size_t errlen)
-{
-	static const uint64_t min[3] = { 8, 1, 1 };
-	static const uint64_t max[3] = { LG_ARGON2_MAX_M_KIB, LG_ARGON2_MAX_T, LG_ARGON2_MAX_P };
-	uint64_t v[3], d[3] = { def->m_kib, def->t, def->p };
-
-	for (int i = 0; i < 3; i++)
-		if (h->conf_uint(conf, keys[i], d[i], min[i], max[i], &v[i]) == -1) {
-			snprintf(err, errlen, "%s must be a whole number in %llu..%llu", keys[i],
-			    (unsigned long long)min[i], (unsigned long long)max[i]);
-			return -1;
-		}
-	*p = (struct lg_argon2_params){ (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2] };
-	/* Hash parameters must also suit libargon2 together (8 KiB a lane); verify's are three
-	 * independent ceilings. */
-	return keys == hash_keys ? lg_argon2_check(p, err, errlen) : 0;
-}
-
-static int
-hash_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
-    size_t errlen)
-{
-	struct lg_argon2_params p;
-
-	if (argon2_conf(h, conf, hash_keys, &hash_default, &p, err, errlen) == -1)
-		return -1;
-	return only_keys(h, conf, hash_keys, 3, err, errlen);
-}
-
-static int
-verify_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
-    size_t errlen)
-{
-	struct lg_argon2_params p;
-
-	if (argon2_conf(h, conf, verify_keys, &verify_default, &p, err, errlen) == -1)
-		return -1;
-	return only_keys(h, conf, verify_keys, 3, err, errlen);
-}
+static const struct lg_argon2_route verify_default = { 262144, 16, 8 };
 
 static int
 hash_run(const struct lagless_request *rq, struct lagless_output *out)
 {
-	struct lg_argon2_params p;
+	struct lg_argon2_params p = argon2_params(rq->route, &hash_default);
 	unsigned char salt[LG_ARGON2_SALT_LEN];
 	char err[ERR_MAX];
 	size_t n = 0;
 	int st;
 
-	if (argon2_conf(rq->host, rq->conf, hash_keys, &hash_default, &p, err, sizeof(err)) == -1)
-		return answer(rq, out, 500, err);
 	if (lg_argon2_salt(salt, sizeof(salt)) == -1)
 		return answer(rq, out, 500, "getrandom failed");
 	st = lg_argon2_hash(&p, rq->input, rq->input_len, salt, sizeof(salt), (char *)out->data,
@@ -265,19 +183,31 @@ static int
 verify_run(const struct lagless_request *rq, struct lagless_output *out)
 {
 	static const char yes[] = "{\"match\":true}\n", no[] = "{\"match\":false}\n";
-	struct lg_argon2_params max;
+	struct lg_argon2_params max = argon2_params(rq->route, &verify_default);
 	char err[ERR_MAX];
 	int st, match = 0;
 
-	if (argon2_conf(rq->host, rq->conf, verify_keys, &verify_default, &max, err,
-	    sizeof(err)) == -1)
-		return answer(rq, out, 500, err);
 	st = lg_argon2_verify(&max, rq->input, rq->input_len, &match, err, sizeof(err));
 	if (st != 0)
 		return answer(rq, out, st, err);
 	if (rq->host->write(out, match ? yes : no, match ? sizeof(yes) - 1 : sizeof(no) - 1) == -1)
 		return LAGLESS_TOO_LARGE;
 	return LAGLESS_OK;
+}
+
+int
+lg_builtin_route_check(const struct lagless_kind *k, const void *route, const char **key,
+    char *err, size_t cap)
+{
+	const struct lg_argon2_route *rt = route;
+
+	if (k->run != hash_run || rt == NULL || rt->m_kib >= 8 * rt->p)
+		return 0;
+	*key = "memory_kib";
+	snprintf(err, cap, "memory_kib: %llu is under 8 KiB a lane of lanes = %llu (expected at "
+	    "least %llu)", (unsigned long long)rt->m_kib, (unsigned long long)rt->p,
+	    (unsigned long long)(8 * rt->p));
+	return -1;
 }
 
 /* The query arguments each run reads, declared (ABI 1.1): the loop refuses a bad one with 400
@@ -296,22 +226,48 @@ static const struct lagless_param decompress_query[] = {
 };
 _Static_assert(LG_HEAVY_DEFAULT_N == 60000000ull, "heavy's declared default");
 
+/* The route keys each kind takes, declared (ABI 1.1): the host parses them once per route
+ * into the kind's route struct and refuses a bad value or any other key at lagless -t with
+ * the file, line and key. heavy and compress take none (their arguments are the query's):
+ * a route struct without keys makes every key of their sections such an error. */
+#define ARGON2_KEY(name, field, lo, hi, d) \
+	LAGLESS_PARAM(name, UINT, .min = (lo), .max = (hi), .def = (d), \
+	    .offset = offsetof(struct lg_argon2_route, field))
+static const struct lagless_param decompress_keys[] = {
+	LAGLESS_PARAM("max_output", SIZE, .min = 1,
+	    .offset = offsetof(struct lg_decompress_route, max_output)),
+};
+static const struct lagless_param hash_keys[] = {
+	ARGON2_KEY("memory_kib", m_kib, 8, LG_ARGON2_MAX_M_KIB, "19456"),
+	ARGON2_KEY("iterations", t, 1, LG_ARGON2_MAX_T, "2"),
+	ARGON2_KEY("lanes", p, 1, LG_ARGON2_MAX_P, "1"),
+};
+static const struct lagless_param verify_keys[] = {
+	ARGON2_KEY("max_memory_kib", m_kib, 8, LG_ARGON2_MAX_M_KIB, "262144"),
+	ARGON2_KEY("max_iterations", t, 1, LG_ARGON2_MAX_T, "16"),
+	ARGON2_KEY("max_lanes", p, 1, LG_ARGON2_MAX_P, "8"),
+};
+_Static_assert(LG_ARGON2_DEFAULT_M_KIB == 19456u && LG_ARGON2_DEFAULT_T == 2u &&
+    LG_ARGON2_DEFAULT_P == 1u, "hash's declared defaults");
+
 #define QUERY(arr) .param_size = sizeof(struct lagless_param), LAGLESS_QUERY(arr)
+#define ROUTE(arr, type) .param_size = sizeof(struct lagless_param), LAGLESS_ROUTE(arr, type)
+#define NO_KEYS .route_size = sizeof(int)
 
 static const struct lagless_kind kinds[] = {
 	{ .name = "heavy", .run = heavy_run, .ctype = "application/json",
 	  .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP, .flags = LAGLESS_KIND_CACHEABLE,
-	  .max_output = LG_HEAVY_JSON_MAX, .check = no_keys_check, QUERY(heavy_query) },
+	  .max_output = LG_HEAVY_JSON_MAX, NO_KEYS, QUERY(heavy_query) },
 	{ .name = "compress", .run = compress_run, .ctype = "application/zstd",
-	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = compress_size, .check = no_keys_check,
+	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = compress_size, NO_KEYS,
 	  QUERY(compress_query) },
 	{ .name = "decompress", .run = decompress_run, .ctype = "application/octet-stream",
 	  .flags = LAGLESS_KIND_CACHEABLE, .output_size = decompress_size,
-	  .check = decompress_check, QUERY(decompress_query) },
+	  QUERY(decompress_query), LAGLESS_ROUTE(decompress_keys, struct lg_decompress_route) },
 	{ .name = "hash", .run = hash_run, .ctype = "text/plain",
-	  .max_output = LG_ARGON2_PHC_MAX, .check = hash_check },
+	  .max_output = LG_ARGON2_PHC_MAX, ROUTE(hash_keys, struct lg_argon2_route) },
 	{ .name = "verify", .run = verify_run, .ctype = "application/json",
-	  .max_output = 32, .check = verify_check },
+	  .max_output = 32, ROUTE(verify_keys, struct lg_argon2_route) },
 };
 
 /* What the runs above that declare no query arguments read (none). */

@@ -238,6 +238,24 @@ drop_conf(const struct lagless_conf *conf)
 	return -1;
 }
 
+/* A check hook's refusal why, formatted into err after prefix: when why begins with one of
+ * conf's keys ("check_timeout_ms: ...", "callable = ..."), that key's line is named as the
+ * declared keys' errors name it ("line 3: key check_timeout_ms: ..."). */
+static void
+check_refused(const struct lagless_conf *conf, const char *prefix, const char *why, char *err,
+    size_t cap)
+{
+	for (unsigned i = 0; conf != NULL && why[0] && i < conf->n; i++) {
+		size_t n = strlen(conf->kv[i].key);
+
+		if (strncmp(why, conf->kv[i].key, n) == 0 && (why[n] == ':' || why[n] == ' ')) {
+			snprintf(err, cap, "%sline %d: key %s", prefix, conf->kv[i].line, why);
+			return;
+		}
+	}
+	snprintf(err, cap, "%s%s", prefix, why[0] ? why : "configuration refused");
+}
+
 int
 lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
     const char *path, void *handle, const struct lagless_conf *conf, char *err, size_t cap)
@@ -281,7 +299,10 @@ lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
 	    row->desc.check(&lg_host, &row->conf, why, sizeof(why)) != 0;
 	lg_host_set_module(NULL);
 	if (bad) {
-		snprintf(err, cap, "module %s: %s", row->name, why[0] ? why : "configuration refused");
+		char prefix[LG_NAME_MAX + 16];
+
+		snprintf(prefix, sizeof(prefix), "module %s: ", row->name);
+		check_refused(&row->conf, prefix, why, err, cap);
 		return -1;
 	}
 	return 0;
@@ -323,11 +344,13 @@ lg_registry_kind(const struct lg_registry *r, uint32_t id)
 	return id > 0 && id < r->nkinds ? &r->kinds[id] : NULL;
 }
 
-/* A kind's declared route keys (ABI 1.1), parsed once into a new route struct at rt->kconf. */
+/* A kind's declared route keys (ABI 1.1), parsed once into a new route struct at rt->kconf,
+ * then a built-in kind's rule between its keys (kinds/builtin.h). */
 static int
 route_keys(const struct lg_kind *k, const struct lg_route_def *rt, void **kconf, char *err,
     size_t cap)
 {
+	const char *key = NULL;
 	char why[512];
 	int line = 0;
 
@@ -338,7 +361,11 @@ route_keys(const struct lg_kind *k, const struct lg_route_def *rt, void **kconf,
 		return -1;
 	}
 	if (lg_params_parse_route(k->rparams, k->nrparams, &rt->conf, *kconf, k->route_size,
-	    &line, why, sizeof(why)) == -1) {
+	    &line, why, sizeof(why)) == -1 ||
+	    lg_builtin_route_check(&k->desc, *kconf, &key, why, sizeof(why)) == -1) {
+		for (unsigned i = 0; key != NULL && i < rt->conf.n; i++)
+			if (strcmp(rt->conf.kv[i].key, key) == 0)
+				line = rt->conf.kv[i].line;
 		free(*kconf);
 		*kconf = NULL;
 		if (line > 0)
@@ -381,9 +408,11 @@ lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char
 		    k->desc.check(&lg_host, &rt->conf, why, sizeof(why)) != 0;
 		lg_host_set_module(NULL);
 		if (bad) {
+			char prefix[LG_PATH_MAX + 2 * LG_NAME_MAX + 16];
+
 			free(kconf);
-			snprintf(err, cap, "route %s: kind %s: %s", rt->path, k->name,
-			    why[0] ? why : "configuration refused");
+			snprintf(prefix, sizeof(prefix), "route %s: kind %s: ", rt->path, k->name);
+			check_refused(&rt->conf, prefix, why, err, cap);
 			return -1;
 		}
 	} else if (rt->handler[0] == '\0') {

@@ -12,6 +12,7 @@
 #include "master/modprobe.h"
 #include "master/memwatch.h"
 #include "master/resize.h"
+#include "master/shape.h"
 #include "sizing/sizing.h"
 #include "shm/arena.h"
 #include "shm/cache.h"
@@ -82,23 +83,6 @@ void lg_gen_publish_targets(struct lg_gen *g);
  * "L/L loop workers, C/C compute, queue D/Q, running R, budget B CPU, generation G", then with
  * named pools "; pool NAME: A/T active/processes, queue D/Q, full F" for every pool. */
 void lg_gen_status_line(const struct lg_gen *g, char *buf, size_t cap);
-
-/* Transit buffers of a generation with njobs job slots (C + Q): --transit-buffers, or 4 x
- * njobs when it is 0; never fewer than njobs. */
-uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
-
-/* Decides sz->mem (sizing/memsize.h) for cfg: the budget of transit bytes backed at once,
- * given the shared memory the arena cfg and sz imply keeps backed whatever the load (its
- * pages, the request views, the flight table) and the cache when a route caches. Call after
- * lg_sizing_decide. */
-void lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz);
-
-/* Whether the arena lg_gen_create would map for cfg sized by sz fits (lg_arena_size, the same
- * shape lg_gen_create uses). Returns 0, or -1 with a message naming the settings that decide
- * the size in err (errlen bytes); for -t and start-up (issue 10 item 5: fail naming the
- * settings, not ENOMEM later). */
-int lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char *err,
-    size_t errlen);
 
 /* Releases the master's copies of the generation's resources (its registry too: the
  * generation owns the configuration it was created from) and frees it. The processes must

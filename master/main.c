@@ -171,8 +171,10 @@ main(int argc, char **argv)
 	lg_log_set_role("master", 0);
 	if ((rc = load_options(argc, argv, &cfg, &cmd)) >= 0)
 		return rc;
-	if ((rc = decide_sizing(&cfg, &cmd, &sz)) >= 0)
+	if ((rc = decide_sizing(&cfg, &cmd, &sz)) >= 0) {
+		lg_registry_free(cfg.reg); /* refused: nothing more reads it (LSan) */
 		return rc;
+	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
 		snprintf(json, sizeof(json), "{}");
 	if (cmd.run_kind != NULL) {

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/gen.h"
+#include "master/shape.h"
 
 #define READ_PERIOD_NS (1000 * LG_NS_PER_MS)
 

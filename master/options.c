@@ -281,9 +281,11 @@ struct file_ctx {
 	struct lg_site_src *site; /* [route] and [module] sections */
 	FILE *fp;
 	int line;          /* of the line inih last read */
+	int sect_line;     /* of the last section header read */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
-	int bad_line;      /* read_line refused a line (why, why_line say which) */
+	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
+	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
 	int why_line;      /* the line of that error */
 	struct seen_key { char key[96]; int line; } seen[256]; /* top-level and [pool] keys */
@@ -314,6 +316,9 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 	return 0;
 }
 
+#define POOL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-" /* of a pool's name */
+#define POOL_NAME_RULE "a pool name is 1 to 31 of a-z, 0-9, _ and -"
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
  * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
@@ -324,16 +329,29 @@ read_line(char *buf, int size, void *stream)
 {
 	struct file_ctx *fc = stream;
 	ssize_t n = getline(&fc->lbuf, &fc->lcap, fc->fp);
-	const char *why = NULL;
+	const char *why = NULL, *h;
+	size_t pn;
 
 	if (n <= 0)
 		return NULL;
 	fc->line++;
+	h = fc->lbuf + strspn(fc->lbuf, " \t");
+	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
 		why = "a NUL byte in the line";
 	else if (n > size - 1)
 		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
 		    "LAGLESS_ environment variable)";
+	else if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
+	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "section [pool %.*s]: %s", (int)pn, h + 6,
+			    POOL_NAME_RULE);
+			fc->why_line = fc->line;
+		}
+		fc->bad_line = 1;
+		return NULL;
+	}
 	if (why != NULL) {
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), why, size - 2);
@@ -342,6 +360,8 @@ read_line(char *buf, int size, void *stream)
 		fc->bad_line = 1;
 		return NULL;
 	}
+	if (*h == '[')
+		fc->sect_line = fc->line; /* a section header */
 	memcpy(buf, fc->lbuf, (size_t)n + 1);
 	return buf;
 }
@@ -354,8 +374,8 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 	const char *name = section + 5;
 	size_t n = strlen(name);
 
-	if (n == 0 || n >= LG_POOL_NAME || name[strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-")]) {
-		*why = "a pool name is 1 to 31 of a-z, 0-9, _ and -";
+	if (n == 0 || n >= LG_POOL_NAME || name[strspn(name, POOL_CHARS)]) {
+		*why = POOL_NAME_RULE;
 		return NULL;
 	}
 	for (int i = 0; i < cfg->npools; i++)
@@ -371,16 +391,12 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 	return p;
 }
 
-/* key = value in [pool NAME]. A key of [pool default] that stands for a server-wide setting
+/* key = value in [pool NAME], pool p (pool_of). A key of [pool default] that stands for a server-wide setting
  * is that setting's file value (flags and environment still win). Returns 0 or -1 + why. */
 static int
-pool_key(struct lg_config *cfg, const char *section, const char *name, const char *value,
+pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const char *value,
     const char **why)
 {
-	struct lg_pool_cfg *p = pool_of(cfg, section, why);
-
-	if (p == NULL)
-		return -1;
 	for (size_t k = 0; k < NPOOLOPTS; k++) {
 		const struct pool_opt *po = &pool_opts[k];
 		const char *a = po->o.name, *b = name;
@@ -439,7 +455,17 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		return 0;
 	}
 	if (strncmp(section, "pool ", 5) == 0) {
-		if (pool_key(fc->cfg, section, name, value, &why) == 0)
+		struct lg_pool_cfg *p = pool_of(fc->cfg, section, &why);
+
+		if (p == NULL) { /* the section's fault, not the key's: blame its header */
+			if (fc->why[0] == '\0') {
+				snprintf(fc->why, sizeof(fc->why), "section [%s]: %s", section, why);
+				fc->why_line = fc->sect_line;
+				fc->bad_line = 1;
+			}
+			return 0;
+		}
+		if (pool_key(fc->cfg, p, name, value, &why) == 0)
 			return 1;
 	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
 		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "

@@ -201,12 +201,14 @@ struct lg_proc_page {
 	_Atomic uint64_t jobs_client_error;   /* loop: jobs the kind answered with a 4xx */
 	_Atomic uint32_t in_init;             /* 1 + module index while that module's init runs */
 	uint32_t pad_init;
+	_Atomic uint64_t rejected_query;      /* loop: 400 before admission because a query argument
+	                                       * the kind declares is malformed or out of range */
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 848];
+	uint8_t reserved[LG_PROC_PAGE - 856];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 848, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 856, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */

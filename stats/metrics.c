@@ -212,7 +212,9 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    "could not be backed), too_large (413), quarantined (503: the job kind keeps killing "
 	    "compute processes), queue_wait (503 at admission: the shortest queue wait stayed above "
 	    "--queue-wait-target-ms), queue_wait_shed (503: waited past the limit in the queue), "
-	    "module_init (503: the kind's module init failed or crashed; retried in the background).");
+	    "module_init (503: the kind's module init failed or crashed; retried in the background), "
+	    "bad_query (400 on the loop before admission: a query argument the kind declares is "
+	    "malformed or out of range).");
 	P("lagless_jobs_rejected_total{reason=\"queue_full\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_full));
 	P("lagless_jobs_rejected_total{reason=\"queue_wait\"} %" PRIu64 "\n",
@@ -231,6 +233,8 @@ job_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	    SUM(a, 0, nloops, rejected_large));
 	P("lagless_jobs_rejected_total{reason=\"module_init\"} %" PRIu64 "\n",
 	    SUM(a, 0, nloops, rejected_module));
+	P("lagless_jobs_rejected_total{reason=\"bad_query\"} %" PRIu64 "\n",
+	    SUM(a, 0, nloops, rejected_query));
 	family(b, "lagless_jobs_timed_out_total", "counter",
 	    "Jobs answered 504 because they passed the deadline (queue wait included).");
 	P("lagless_jobs_timed_out_total %" PRIu64 "\n", SUM(a, 0, nloops, timed_out));

@@ -453,7 +453,8 @@ answer_refusal(struct lg_conn *c)
 			log_warn("framing check and http-parser disagree (%s): 400", h->why);
 		else
 			log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
-		return lg_conn_error(c, h->status, 1, h->status == 503 ? LG_CONN_RETRY_AFTER : NULL);
+		return lg_conn_error(c, h->status, 1, h->status == 503 ? LG_CONN_RETRY_AFTER :
+		    h->status == 405 ? c->reject_extra : NULL); /* 405: Allow (routes.c) */
 	}
 	return lg_conn_error(c, c->reject_status, 1, c->reject_extra[0] ? c->reject_extra : NULL);
 }

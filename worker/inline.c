@@ -216,17 +216,14 @@ route_health(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "application/json", NULL, body, (size_t)len);
 }
 
-/* 200 with Allow listing every method some route serves, and OPTIONS itself (RFC 9110 section
- * 9.3.7); no body, so Content-Length: 0. */
+/* 200 with Allow listing methods, and OPTIONS itself (RFC 9110 section 9.3.7); no body, so
+ * Content-Length: 0. */
 int
-lg_inline_options_any(struct lg_conn *c)
+lg_inline_options_any(struct lg_conn *c, uint32_t methods)
 {
-	uint32_t set = 0;
 	char list[64], allow[96];
 
-	for (unsigned i = 0; i < c->w->rt.nroutes; i++)
-		set |= c->w->env->cfg->reg->routes[i].methods;
-	lg_registry_methods_str(set, list, sizeof(list));
+	lg_registry_methods_str(methods, list, sizeof(list));
 	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", list, list[0] ? ", " : "");
 	return lg_conn_respond(c, 200, NULL, allow, NULL, 0);
 }

@@ -5,6 +5,8 @@
 #ifndef LG_WORKER_INLINE_H
 #define LG_WORKER_INLINE_H
 
+#include <stdint.h>
+
 #include "worker/conn.h"
 
 /* The handler a route's `handler = name` names ("ping", "health", "ready", "metrics",
@@ -12,13 +14,13 @@
  * ownership. */
 int (*lg_inline_handler(const char *name))(struct lg_conn *c);
 
-/* Allocates the one buffer /metrics and /status are rendered into (w->render), sized for the
+/* Allocates the one buffer /metrics and /status are rendered into (w->render.buf), sized for the
  * largest rendering of w's routes, kinds and processes; its pages are touched lazily. Called
  * once at start, after the router (w->rt) is built. Returns 0, or -1 (errno ENOMEM). */
 int lg_inline_start(struct lg_worker *w);
 
-/* OPTIONS *: 200 with Allow listing every method some route serves, and OPTIONS itself
- * (RFC 9110 section 9.3.7), no body. */
-int lg_inline_options_any(struct lg_conn *c);
+/* OPTIONS *: 200 with Allow listing methods (LG_M_* bits: those of the routes c's listener
+ * serves, the router's choice), and OPTIONS itself (RFC 9110 section 9.3.7), no body. */
+int lg_inline_options_any(struct lg_conn *c, uint32_t methods);
 
 #endif

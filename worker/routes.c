@@ -241,6 +241,7 @@ static int
 refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 {
 	c->reject_extra[0] = '\0';
+	atomic_fetch_add(&c->w->env->page->rejected_query, 1);
 	if (!discard_ok(c, r))
 		return reject(c, 400);
 	c->rt.refuse_status = 400;
@@ -305,6 +306,19 @@ admin_allows(const struct lg_conn *c, const struct lg_route *rt)
 	while (i < 5 && (rt->handler == NULL || strcmp(h, admin[i]) != 0))
 		i++;
 	return lg_loop_admin_conn(c->fd) ? i < 5 : i < 3 || i == 5;
+}
+
+/* The methods of every route c's listener serves (the admin listener only its GET/HEAD
+ * handlers): what OPTIONS * answers in Allow. */
+static uint32_t
+served_methods(const struct lg_conn *c)
+{
+	uint32_t set = 0;
+
+	for (unsigned i = 0; i < c->w->rt.nroutes; i++)
+		if (admin_allows(c, &c->w->rt.routes[i]))
+			set |= c->w->rt.routes[i].def->methods;
+	return set;
 }
 
 /* A new request head on c: its route (NULL for none, or one the admin listener rule hides),
@@ -401,9 +415,13 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	}
 	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
-		 * no route is a 404 as with a long Content-Length (refuse_early) */
+		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
+		 * long Content-Length (refuse_early) */
 		h->status = c->rt.refuse_status ? c->rt.refuse_status :
-		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 : 413;
+		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 :
+		    c->rt.route != NULL && !method_ok(c->rt.route, h->req.method) ? 405 : 413;
+		if (h->status == 405)
+			allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 		return -1;
 	}
 	if (!lg_job_holds_slot(&c->job))
@@ -439,7 +457,7 @@ lg_route_dispatch(struct lg_conn *c)
 		return lg_conn_error(c, c->rt.refuse_status, 0, c->reject_extra);
 	}
 	if (c->rt.route == NULL && is_asterisk(r))
-		return lg_inline_options_any(c);
+		return lg_inline_options_any(c, served_methods(c));
 	if (c->rt.route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(c->rt.route, r->method)) {

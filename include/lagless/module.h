@@ -329,7 +329,8 @@ struct lagless_kind {
 	uint64_t (*output_size)(uint64_t input_len, const struct lagless_conf *conf);
 	/* Optional, master side, before fork: checks the route config keys of a route that uses
 	 * this kind. Returns 0, or -1 with a message in err (errlen bytes, NUL-terminated) that the
-	 * host prints with the file, line and route. */
+	 * host prints with the file, line and route; a message that begins with one of the keys
+	 * ("level: ...", "callable = ...") is printed with that key's line. */
 	int (*check)(const struct lagless_host *host, const struct lagless_conf *route_conf,
 	    char *err, size_t errlen);
 	const void *data;       /* handed to run as rq->kind_data (lets one run serve kinds) */
@@ -366,7 +367,8 @@ struct lagless_module {
 	const char *version;    /* free text, shown by lagless -t and /status */
 	const struct lagless_kind *kinds; /* nkinds entries of kind_size bytes */
 	/* Optional, master side, before fork (so lagless -t reports it): checks the [module]
-	 * section's keys. Returns 0, or -1 with a message in err. */
+	 * section's keys. Returns 0, or -1 with a message in err (one that begins with one of the
+	 * keys is printed with that key's line, as a kind's check). */
 	int (*check)(const struct lagless_host *host, const struct lagless_conf *conf, char *err,
 	    size_t errlen);
 	/* Optional, once per process after fork, before its first job: may set *state (handed to

@@ -365,8 +365,8 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 		while (j < sizeof(module_keys) / sizeof(module_keys[0]) && strcmp(key, module_keys[j]))
 			j++;
 		if (j == sizeof(module_keys) / sizeof(module_keys[0])) {
-			snprintf(err, errlen, "unknown key %s (python knows python_path, preload, "
-			    "check_timeout_ms)", key);
+			snprintf(err, errlen, "%s: unknown key for this module (it takes: python_path, "
+			    "preload, check_timeout_ms)", key);
 			return -1;
 		}
 	}
@@ -376,7 +376,8 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 		return -1;
 	}
 	if (h->conf_uint(conf, "check_timeout_ms", 10000, 1, 600000, &check_timeout_ms) == -1) {
-		snprintf(err, errlen, "check_timeout_ms must be in 1..600000");
+		snprintf(err, errlen, "check_timeout_ms: expected a whole number from 1 to 600000 "
+		    "(milliseconds; K, M, G suffixes)");
 		return -1;
 	}
 	return parse_paths(h->conf_get(conf, "python_path"), err, errlen);

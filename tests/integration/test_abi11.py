@@ -154,6 +154,36 @@ def test_declared_route_keys_are_parsed_once_at_t_with_file_line_and_key(tmp_pat
 
 
 @pytest.mark.timeout(60)
+def test_builtin_kinds_route_keys_are_declared_refused_at_t_with_file_line_and_key(tmp_path):
+    """The built-in kinds' route keys go through the same declarations as a module's: a bad
+    value, a key the kind does not take, and hash's memory under 8 KiB a lane are refused at
+    -t with the file, the key's line and the key; good values pass."""
+    cases = (("decompress", "max_output = 0", "max_output", "from 1"),
+             ("decompress", "max_output = lots", "max_output", "K, M or G suffix"),
+             ("decompress", "max_outptu = 1M", "max_outptu", "it takes: max_output"),
+             ("hash", "memory_kib = 4", "memory_kib", "from 8 to 4194304"),
+             ("hash", "iterations = 1001", "iterations", "from 1 to 1000"),
+             ("hash", "memory_kib = 8\nlanes = 2", "memory_kib", "8 KiB a lane"),
+             ("verify", "max_lanes = 65", "max_lanes", "from 1 to 64"),
+             ("verify", "lanes = 2", "lanes", "it takes: max_memory_kib"),
+             ("heavy", "iterations = 5", "iterations", "it takes: none"),
+             ("compress", "level = 3", "level", "it takes: none"))
+    conf = tmp_path / "b.conf"
+    for kind, keys, name, why in cases:
+        conf.write_text("[route /b]\nmethods = POST\nkind = %s\n\n%s\n" % (kind, keys))
+        p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=30)
+        err = p.stderr.decode()
+        assert p.returncode == 1, (kind, keys, err)
+        assert str(conf) in err and "kind %s: line 5: key %s:" % (kind, name) in err, err
+        assert why in err, err
+    conf.write_text("[route /d]\nmethods = POST\nkind = decompress\nmax_output = 16M\n"
+                    "[route /h]\nmethods = POST\nkind = hash\nmemory_kib = 64\nlanes = 8\n"
+                    "[route /v]\nmethods = POST\nkind = verify\nmax_lanes = 2\n")
+    p = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.timeout(60)
 def test_a_module_kinds_declared_query_and_route_keys_at_run_time(start_server, tmp_path):
     conf = tmp_path / "u.conf"
     conf.write_text(UPPER_CONF.format(path=example("upper"), key="max_len = 4"))

@@ -39,6 +39,21 @@ def test_admin_listener_serves_only_the_admin_routes(start_server):
         assert get(srv.port, "/metrics").status == 404, i
 
 
+@pytest.mark.timeout(60)
+def test_options_asterisk_lists_only_what_the_listener_serves(start_server):
+    """OPTIONS * answers Allow with the methods of the routes this listener serves: the admin
+    listener's handlers are GET/HEAD only, so no POST there; the public one keeps POST."""
+    admin = free_port()
+    srv = start_server("--admin-listen", "127.0.0.1:%d" % admin, "--compute-workers", "1")
+    assert wait_until(lambda: get(admin, "/ping").status == 200, 10)
+    r = request(admin, "OPTIONS", "*")
+    allow = [m.strip() for m in r.header("allow", "").split(",")]
+    assert r.status == 200 and sorted(allow) == ["GET", "HEAD", "OPTIONS"], r
+    r = request(srv.port, "OPTIONS", "*")
+    allow = [m.strip() for m in r.header("allow", "").split(",")]
+    assert r.status == 200 and "POST" in allow and "GET" in allow, r
+
+
 @pytest.mark.timeout(30)
 def test_without_admin_listener_metrics_stay_public(start_server):
     srv = start_server("--compute-workers", "1")

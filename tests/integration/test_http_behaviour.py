@@ -191,6 +191,27 @@ def test_100_continue_refused_at_once(start_server, path, length, status):
 
 
 @pytest.mark.timeout(60)
+def test_405_with_a_body_over_max_discard_keeps_allow_chunked_or_not(start_server):
+    """A method the path does not serve, with a body longer than --max-discard, is a 405 with
+    Allow and a close whether the body has a Content-Length (refused at the head) or is
+    chunked (refused once --max-discard bytes have arrived); it used to be a chunked 413."""
+    srv = start_server("--compute-workers", "1", "--max-discard", "1K")
+    heads = (b"Content-Length: 4096\r\n", b"Transfer-Encoding: chunked\r\n")
+    for path, status in (("/ping", 405), ("/nope", 404)):
+        for head in heads:
+            with connect(srv.port, timeout=10) as s:
+                s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path.encode(), head))
+                chunk = b"x" * 2048
+                s.sendall(chunk if head.startswith(b"Content") else b"800\r\n" + chunk + b"\r\n")
+                r = read_response(s)
+                assert r.status == status, (path, head, r)
+                assert r.header("connection") == "close", r
+                if status == 405:
+                    allow = sorted(m.strip() for m in r.header("allow", "").split(","))
+                    assert allow == ["GET", "HEAD"], (head, r)
+
+
+@pytest.mark.timeout(60)
 def test_100_continue_pool_full_is_503_without_100(start_server):
     srv = start_server("--compute-workers", "1", "--queue", "0")
     from conftest import heavy_iterations_for

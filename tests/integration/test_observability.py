@@ -149,6 +149,29 @@ def test_requests_raise_the_right_counters(start_server):
         assert lag_count(later, w) > lag_count(after, w), "worker %d lag probe silent" % w
 
 
+@pytest.mark.timeout(60)
+def test_a_bad_declared_query_argument_counts_as_bad_query(start_server):
+    """A query argument the kind declares, malformed or out of range, is refused with 400 by
+    the loop before admission and counted in lagless_jobs_rejected_total{reason="bad_query"};
+    a good one, and an argument the kind does not declare, move it not."""
+    srv = start_server("--compute-workers", "1")
+    before = scrape_until(srv.port, {'lagless_requests_total{route="/ping",code="200"}': 1})
+    assert get(srv.port, "/heavy?iterations=5000").status == 200
+    assert get(srv.port, "/heavy?iterations=5000&other=x").status == 200
+    good = scrape_until(srv.port, {'lagless_requests_total{route="/heavy",code="200"}': 2},
+                        base=before)
+    assert val(good, 'lagless_jobs_rejected_total{reason="bad_query"}') == \
+        val(before, 'lagless_jobs_rejected_total{reason="bad_query"}'), good
+    assert get(srv.port, "/heavy?iterations=bad").status == 400
+    assert get(srv.port, "/heavy?iterations=1000000000001").status == 400
+    scrape_until(srv.port, {'lagless_jobs_rejected_total{reason="bad_query"}': 2,
+                            'lagless_requests_total{route="/heavy",code="400"}': 2,
+                            'lagless_job_run_seconds_count{kind="heavy"}': 2}, base=before)
+    help_line = [l for l in get(srv.port, "/metrics").body.decode().splitlines()
+                 if l.startswith("# HELP lagless_jobs_rejected_total ")]
+    assert help_line and "bad_query (400" in help_line[0], help_line
+
+
 @pytest.mark.timeout(120)
 def test_busy_pool_shows_in_gauges_and_503_in_rejections(start_server):
     srv = start_server("--compute-workers", "1", "--queue", "1", "--deadline-ms", "120000")

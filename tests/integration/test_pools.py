@@ -192,6 +192,25 @@ def test_t_refuses_a_pool_of_no_compute_process(tmp_path):
     assert p.returncode == 0 and '"compute_workers":2,' in p.stdout, p
 
 
+@pytest.mark.timeout(30)
+def test_t_blames_a_bad_pool_section_not_its_first_key(tmp_path):
+    """A bad [pool NAME] (upper case, empty, one pool too many) is the section's fault: the
+    error names the section and its header's line, not the compute line under it; a bad name
+    is refused even in a section without keys, which used to pass in silence."""
+    many = "".join("[pool p%d]\nnice = 1\n" % i for i in range(7))
+    cases = (("\n[pool Default]\ncompute = 1\n", 2, "[pool Default]", "a pool name is"),
+             ("compute_workers = 1\n[pool ]\nnice = 1\n", 2, "[pool ]", "a pool name is"),
+             ("queue = 2\n[pool Slow]\n", 2, "[pool Slow]", "a pool name is"),  # no keys
+             (many + "[pool last]\ncompute = 1\n", 15, "[pool last]", "too many pools"))
+    for text, line, section, why in cases:
+        conf = write_conf(tmp_path, text)
+        p = subprocess.run([LAGLESS_BIN, "-t", "-c", conf, "--cpus", "4"], capture_output=True,
+                           text=True, timeout=20)
+        assert p.returncode == 1, p
+        assert "%s:%d: section %s: %s" % (conf, line, section, why) in p.stderr, p.stderr
+        assert "key 'compute'" not in p.stderr and "key 'nice'" not in p.stderr, p.stderr
+
+
 def test_pool_lists_its_routes(start_server, tmp_path):
     """routes = lets a pool take default routes without declaring them."""
     srv = start_server("-c", write_conf(tmp_path, "[pool p]\ncompute = 1\nroutes = /heavy\n"

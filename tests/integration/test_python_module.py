@@ -279,7 +279,16 @@ def test_check_finds_the_callable_in_a_child(tmp_path):
     assert r.returncode == 1 and b"kind python.call may not run where=loop" in r.stderr, r
     conf.write_text(config(app, ("x", "lgapp:ok", "")).replace("python_path", "pythonpath"))
     r = lagless("-t", "-c", str(conf))
-    assert r.returncode == 1 and b"unknown key pythonpath" in r.stderr, r
+    line = conf.read_text().splitlines().index("pythonpath = %s" % app) + 1
+    assert r.returncode == 1 and ("line %d: key pythonpath: unknown key for this module" % line)\
+        .encode() in r.stderr, r
+    # a bad value of a module key names its line and the key, in the declared keys' words
+    conf.write_text(config(app, ("x", "lgapp:ok", "")).replace(
+        "python_path", "check_timeout_ms = 0\npython_path"))
+    r = lagless("-t", "-c", str(conf))
+    line = conf.read_text().splitlines().index("check_timeout_ms = 0") + 1
+    assert r.returncode == 1 and ("line %d: key check_timeout_ms: expected a whole number from 1 "
+                                  "to 600000" % line).encode() in r.stderr, r
     conf.write_text(config(app, ("x", "lgapp:ok", "")).replace(
         "python_path", "preload = lgapp, not-a-name\npython_path"))
     r = lagless("-t", "-c", str(conf))

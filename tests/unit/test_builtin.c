@@ -161,25 +161,22 @@ kind(const char *name)
 static struct lagless_output out;
 static unsigned char region[1 << 20];
 
-/* Runs kind name on input with query q and configuration c into a fresh 1 MiB output. */
+/* Runs kind name on input with query q and route struct rt (what the host parsed from the
+ * route's declared keys; NULL: as if there were none) into a fresh 1 MiB output. */
 static int
-run(const char *name, const char *q, const void *in, size_t in_len,
-    const struct lagless_conf *c)
+run(const char *name, const char *q, const void *in, size_t in_len, const void *rt)
 {
 	static const struct lagless_conf none;
 	const struct lagless_kind *k = kind(name);
 	struct lagless_request rq = {
 		.size = sizeof(rq), .host = &host, .method = "POST", .method_len = 4,
 		.path = "/x", .path_len = 2, .query = q, .query_len = strlen(q),
-		.input = in, .input_len = in_len, .conf = c ? c : &none, .kind_data = k->data,
-		.enqueue_ns = 1000000, .start_ns = 3500000,
+		.input = in, .input_len = in_len, .conf = &none, .kind_data = k->data,
+		.enqueue_ns = 1000000, .start_ns = 3500000, .route = rt,
 	};
-	char err[160];
 
 	last_ctype[0] = last_message[0] = '\0';
 	out = (struct lagless_output){ .size = sizeof(out), .data = region, .cap = sizeof(region) };
-	if (k->check != NULL)
-		assert_int_equal(k->check(&host, rq.conf, err, sizeof(err)), 0);
 	return k->run(&rq, &out);
 }
 
@@ -199,7 +196,10 @@ test_descriptor(void **state)
 	for (size_t i = 0; i < 5; i++) {
 		assert_string_equal(m->kinds[i].name, names[i]);
 		assert_non_null(m->kinds[i].run);
-		assert_non_null(m->kinds[i].check);
+		/* route keys are declarations (test_params), no check hook parses them */
+		assert_null(m->kinds[i].check);
+		assert_true(m->kinds[i].route_size > 0);
+		assert_int_equal(m->kinds[i].nroute_params, i < 2 ? 0 : i == 2 ? 1 : 3);
 	}
 }
 
@@ -257,7 +257,7 @@ test_decompress(void **state)
 {
 	static unsigned char zeros[300000], packed[4096];
 	size_t zn = ZSTD_compress(packed, sizeof(packed), zeros, sizeof(zeros), 3);
-	struct lagless_conf small = { 1, { "max_output" }, { "200000" } };
+	struct lg_decompress_route small = { 200000 };
 
 	assert_false(ZSTD_isError(zn));
 	assert_int_equal(run("decompress", "", packed, zn, NULL), LAGLESS_OK);
@@ -272,9 +272,7 @@ test_decompress(void **state)
 static void
 test_hash_and_verify(void **state)
 {
-	struct lagless_conf light = { 3, { "memory_kib", "iterations", "lanes" },
-	    { "64", "1", "2" } };
-	struct lagless_conf strict = { 1, { "max_memory_kib" }, { "32" } };
+	struct lg_argon2_route light = { 64, 1, 2 }, strict = { 32, 16, 8 };
 	char body[256];
 	size_t n;
 
@@ -295,36 +293,6 @@ test_hash_and_verify(void **state)
 	assert_memory_equal(out.data, "$argon2id$v=19$m=19456,t=2,p=1$", 31);
 }
 
-/* Master-side checks refuse unknown keys and bad values with a message naming them. */
-static void
-test_checks(void **state)
-{
-	static const struct {
-		const char *kind, *key, *value, *says;
-	} bad[] = {
-		{ "heavy", "iterations", "5", "unknown key iterations" },
-		{ "compress", "codec", "gzip", "unknown key codec" },
-		{ "decompress", "max_output", "lots", "max_output" },
-		{ "decompress", "max_outptu", "1M", "unknown key max_outptu" },
-		{ "hash", "memory_kib", "4", "memory" },
-		{ "hash", "lanes", "65", "lanes" },
-		{ "hash", "iterations", "0", "iterations" },
-		{ "hash", "max_lanes", "2", "unknown key max_lanes" },
-		{ "verify", "max_memory_kib", "8G", "max_memory_kib" },
-		{ "verify", "lanes", "2", "unknown key lanes" },
-	};
-	char err[160];
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct lagless_conf c = { 1, { bad[i].key }, { bad[i].value } };
-
-		err[0] = '\0';
-		assert_int_equal(kind(bad[i].kind)->check(&host, &c, err, sizeof(err)), -1);
-		if (strstr(err, bad[i].says) == NULL)
-			fail_msg("%s %s=%s: \"%s\"", bad[i].kind, bad[i].key, bad[i].value, err);
-	}
-}
-
 int
 main(void)
 {
@@ -334,7 +302,6 @@ main(void)
 		cmocka_unit_test(test_compress),
 		cmocka_unit_test(test_decompress),
 		cmocka_unit_test(test_hash_and_verify),
-		cmocka_unit_test(test_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

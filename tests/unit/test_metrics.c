@@ -111,6 +111,7 @@ test_sums_over_pages(void **state)
 		lg_hist_observe(&lg_arena_route_stats(&f->a, k, heavy)->duration, lg_stats_time_bounds,
 		    LG_STATS_BOUNDS, 7 * MS);
 		lg_stats_add(&f->a.procs[k].rejected_full, 2);
+		lg_stats_add(&f->a.procs[k].rejected_query, 1 + k);
 		atomic_store(&f->a.procs[k].inflight, 5);
 		atomic_store(&f->a.procs[k].connections, 10);
 	}
@@ -131,6 +132,7 @@ test_sums_over_pages(void **state)
 	assert_true(sample(t, "lagless_request_duration_seconds_bucket{route=\"/heavy\",le=\"0.01\"}") == 2);
 	assert_true(sample(t, "lagless_request_duration_seconds_sum{route=\"/heavy\"}") > 0.0139);
 	assert_true(sample(t, "lagless_jobs_rejected_total{reason=\"queue_full\"}") == 4);
+	assert_true(sample(t, "lagless_jobs_rejected_total{reason=\"bad_query\"}") == 3);
 	assert_true(sample(t, "lagless_inflight_requests") == 10);
 	assert_true(sample(t, "lagless_connections_open") == 20);
 	assert_true(sample(t, "lagless_compute_busy") == 1);

@@ -210,6 +210,8 @@ test_file_errors_name_line_and_key(void **state)
 		{ "[lagless]\nqueue = lots\n", ":2: key 'queue'" },
 		{ "[other]\nqueue = 1\n", ":2: key 'queue'" },
 		{ "queue 3\n", ":1:" },
+		{ "queue = 3\n[pool Default]\ncompute = 1\n", ":2: section [pool Default]: a pool" },
+		{ "[pool slow]\nnice = 1\n[pool Slow]\n", ":3: section [pool Slow]" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

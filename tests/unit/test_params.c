@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "kinds/builtin.h"
 #include "kinds/params.h"
 #include "kinds/registry.h"
 
@@ -221,6 +222,66 @@ test_registry_takes_declarations(void **state)
 	lg_registry_free(r);
 }
 
+/* The built-in kinds' route keys are declarations like a module's: a bad value or any other
+ * key is refused at the route naming its line and key, as is hash's memory under 8 KiB a lane
+ * (the line of memory_kib); a good route gets its struct, defaults where keys are absent. */
+static void
+test_builtin_route_keys(void **state)
+{
+	static const struct {
+		const char *kind, *key, *value, *key2, *value2, *says;
+	} bad[] = {
+		{ "heavy", "iterations", "5", NULL, NULL, "iterations: unknown key" },
+		{ "compress", "codec", "gzip", NULL, NULL, "(it takes: none)" },
+		{ "decompress", "max_output", "lots", NULL, NULL, "max_output: expected" },
+		{ "decompress", "max_output", "0", NULL, NULL, "max_output: expected" },
+		{ "decompress", "max_outptu", "1M", NULL, NULL, "(it takes: max_output)" },
+		{ "hash", "memory_kib", "4", NULL, NULL, "from 8 to 4194304" },
+		{ "hash", "lanes", "65", NULL, NULL, "lanes: expected a whole number from 1 to 64" },
+		{ "hash", "iterations", "0", NULL, NULL, "from 1 to 1000" },
+		{ "hash", "max_lanes", "2", NULL, NULL, "memory_kib,iterations,lanes" },
+		{ "hash", "memory_kib", "8", "lanes", "2", "under 8 KiB a lane" },
+		{ "verify", "max_memory_kib", "8G", NULL, NULL, "max_memory_kib: expected" },
+		{ "verify", "lanes", "2", NULL, NULL, "lanes: unknown key" },
+	};
+	struct lg_registry *r = calloc(1, sizeof(*r));
+	struct lg_route_def rt = { .path = "/k", .methods = 1, .where = LAGLESS_WHERE_POOL };
+	const struct lg_argon2_route *a;
+	struct lg_kv *kv;
+	char err[512], want[128];
+
+	(void)state;
+	assert_int_equal(lg_registry_init(r, err, sizeof(err)), 0);
+	for (size_t i = 0; i < N(bad); i++) {
+		struct lg_kv two[2] = { { (char *)bad[i].key, (char *)bad[i].value, 7 },
+		    { (char *)bad[i].key2, (char *)bad[i].value2, 8 } };
+
+		rt.kind = lg_registry_find(r, bad[i].kind)->id;
+		rt.conf = (struct lagless_conf){ two, bad[i].key2 ? 2 : 1 };
+		err[0] = '\0';
+		assert_int_equal(lg_registry_add_route(r, &rt, err, sizeof(err)), -1);
+		snprintf(want, sizeof(want), "kind %s: line 7: key %s", bad[i].kind, bad[i].key);
+		if (strstr(err, want) == NULL || strstr(err, bad[i].says) == NULL)
+			fail_msg("%s %s=%s: \"%s\"", bad[i].kind, bad[i].key, bad[i].value, err);
+	}
+	/* the registry owns a route's kv array from here on */
+	assert_non_null(kv = calloc(2, sizeof(*kv)));
+	kv[0] = (struct lg_kv){ "memory_kib", "64", 3 };
+	kv[1] = (struct lg_kv){ "lanes", "2", 4 };
+	rt.kind = lg_registry_find(r, "hash")->id;
+	rt.conf = (struct lagless_conf){ kv, 2 };
+	assert_int_equal(lg_registry_add_route(r, &rt, err, sizeof(err)), 0);
+	a = r->routes[r->nroutes - 1].kconf;
+	assert_true(a->m_kib == 64 && a->t == 2 && a->p == 2);
+	rt.kind = lg_registry_find(r, "verify")->id;
+	rt.conf = (struct lagless_conf){ NULL, 0 };
+	rt.path[1] = 'v';
+	assert_int_equal(lg_registry_add_route(r, &rt, err, sizeof(err)), 0);
+	a = r->routes[r->nroutes - 1].kconf;
+	assert_true(a->m_kib == 262144 && a->t == 16 && a->p == 8);
+	lg_registry_free(r);
+}
+
 int
 main(void)
 {
@@ -230,6 +291,7 @@ main(void)
 		cmocka_unit_test(test_declarations_checked),
 		cmocka_unit_test(test_route_keys),
 		cmocka_unit_test(test_registry_takes_declarations),
+		cmocka_unit_test(test_builtin_route_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
