@@ -456,10 +456,7 @@ answer_refusal(struct lg_conn *c)
 	const struct lg_http *h = &c->http;
 
 	if (h->status) {
-		if (h->disagree)
-			log_warn("framing check and http-parser disagree (%s): 400", h->why);
-		else
-			log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
+		log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
 		return lg_conn_error(c, h->status, 1, h->status == 503 ? "Retry-After: 1\r\n" : NULL);
 	}
 	return lg_conn_error(c, c->reject_status, 1, c->reject_extra[0] ? c->reject_extra : NULL);
