@@ -26,7 +26,11 @@ OPT     := $(if $(filter 1,$(DEBUG) $(SAN)),-O1 -g,-O2 -g)
 CFLAGS  += -std=gnu11 $(OPT) -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow \
            -Wno-unused-parameter -I. -Iinclude -MMD -MP $(SANFLAGS) -D_GNU_SOURCE
 LDFLAGS += $(SANFLAGS)
-LDLIBS  := -lev -lhiredis -lmsgpackc -lhttp_parser -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
+LDLIBS  := -lev -lhiredis -lmsgpackc -lzstd -lxxhash -lz -largon2 -linih -lsystemd -lm -ldl -pthread
+# http-parser is no part of the server: http/frame.c is its one request parser. The load
+# generator parses responses with it, and the tests keep it as a differential oracle of the
+# request parser (tests/oracle/http_oracle.c: fuzz_http, build/tests/http_oracle).
+ORACLE_LIBS := -lhttp_parser
 
 # The Debian packages (Debian 12) that build the binaries and modules: the image's build stage
 # installs exactly these (make print-build-pkgs), and so does CI, with the rest of DEB_PKGS.
@@ -131,6 +135,16 @@ $(UNIT_BIN): $(OBJDIR)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS) -lcmocka
 
+# The differential oracle of the request parser (tests/oracle/): the server's objects against
+# http-parser, over files of request bytes (tests/integration/test_http_oracle.py).
+ORACLE_SRC := tests/oracle/http_oracle.c tests/oracle/http_oracle_hp.c
+ORACLE_BIN := $(OBJDIR)/tests/http_oracle
+
+$(ORACLE_BIN): tests/oracle/replay.c $(ORACLE_SRC) tests/oracle/http_oracle.h $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/oracle/replay.c $(ORACLE_SRC) $(LIB_OBJ) $(LDLIBS) \
+	    $(ORACLE_LIBS)
+
 # Installs only what dpkg says is missing; needs root (or sudo) the first time.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -146,10 +160,10 @@ run: deps
 	$(MAKE) all
 	./$(BIN) $(ARGS)
 
-unit: $(UNIT_BIN) $(LOAD_UNIT_BIN)
+unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN)
 	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS)
+integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN)
 	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) \
 	    LAGLESS_TEST_MODULES=$(abspath $(OBJDIR)/tests/modules) \
 	    LAGLESS_LOAD_BIN=$(abspath $(LOAD_BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
@@ -224,6 +238,11 @@ $(FUZZ_DIR)/%.o: %.c
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+# fuzz_http also runs the differential oracle (tests/oracle/), linked with http-parser
+$(FUZZ_DIR)/fuzz_http: tests/fuzz/fuzz_http.c $(ORACLE_SRC) tests/oracle/http_oracle.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(ORACLE_SRC) $(FUZZ_OBJ) $(LDLIBS) \
+	    $(ORACLE_LIBS)
 
 fuzz-build: $(FUZZERS)
 

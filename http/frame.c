@@ -1,11 +1,12 @@
 #include "http/frame.h"
 
-#include <http_parser.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/query.h"
 #include "http/authority.h"
+#include "http/method.h"
 
 enum {
 	S_RL,          /* request line pending */
@@ -81,11 +82,22 @@ fail(struct lg_frame *f, int status, const char *why)
 }
 
 void
-lg_frame_reset(struct lg_frame *f, const struct lg_http_limits *lim)
+lg_frame_init(struct lg_frame *f, const struct lg_http_limits *lim,
+    const struct lg_frame_hooks *hooks, void *ctx)
 {
 	memset(f, 0, sizeof(*f));
 	f->lim = lim;
+	f->hooks = hooks;
+	f->ctx = ctx;
 	f->state = S_RL;
+}
+
+/* A hook returned -1: it set f->status (else this does), and the parse stops. */
+static void
+hook_stopped(struct lg_frame *f)
+{
+	if (f->status == 0)
+		fail(f, 400, "refused by the request's reader");
 }
 
 int
@@ -107,19 +119,6 @@ lg_frame_keep_alive(const struct lg_frame *f)
 	if (f->conn_close)
 		return 0;
 	return f->minor == 1 || f->conn_keep_alive;
-}
-
-static int
-method_known(const char *m, size_t len)
-{
-#define LG_METHOD(num, name, string) #string,
-	static const char *const known[] = { HTTP_METHOD_MAP(LG_METHOD) };
-#undef LG_METHOD
-
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (strlen(known[i]) == len && memcmp(known[i], m, len) == 0)
-			return 1;
-	return 0;
 }
 
 /* Checks a request-target: its characters and pct-encoding (RFC 3986 section 2.1), then its
@@ -279,7 +278,7 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 		return fail(f, 400, "malformed HTTP-version or line end");
 	if (b[e + 6] != '1' || b[e + 8] > '1')
 		return fail(f, 505, "HTTP version other than 1.0 or 1.1");
-	if (!method_known((const char *)b + p, m - p))
+	if ((f->method = lg_http_method_find((const char *)b + p, m - p)) < 0)
 		return fail(f, 501, "method not implemented");
 	if (end + 1 > f->lim->max_head)
 		return fail(f, 431, "head over the limit");
@@ -306,7 +305,7 @@ uint_value(const char *v, size_t len, uint64_t *out)
 		if (x > 0 || v[i] != '0')
 			digits++;
 		x = x * 10 + (uint64_t)(v[i] - '0');
-		if (digits > 19) /* beyond what both parsers hold without overflow */
+		if (digits > 19) /* beyond what 64 bits hold without overflow, as other parsers */
 			return -1;
 	}
 	*out = x;
@@ -316,7 +315,8 @@ uint_value(const char *v, size_t len, uint64_t *out)
 /* Transfer-Encoding = #transfer-coding (RFC 9112 section 6.1); only "chunked" is implemented,
  * and it must come last and once (section 7). Empty list elements (",chunked", "chunked,") are
  * refused although RFC 9110 section 5.6.1 says to ignore them: no sender may generate them,
- * http-parser 2.9.4 does not read ",chunked" as chunked, and nginx answers 501 to any value but
+ * http-parser 2.9.4 (and proxies built on it) does not read ",chunked" as chunked, and nginx
+ * answers 501 to any value but
  * "chunked", so a proxy in front may frame such a body differently (a smuggling vector). */
 static int
 te_value(struct lg_frame *f, const char *v, size_t len)
@@ -428,6 +428,8 @@ head_end(struct lg_frame *f)
 		return fail(f, 501, "transfer-coding not implemented");
 	if (f->minor == 1 && f->host_count == 0)
 		return fail(f, 400, "HTTP/1.1 request without Host");
+	if (f->method == HTTP_CONNECT && (f->te_count || f->content_length > 0)) /* RFC 9110 9.3.6 */
+		return fail(f, 400, "CONNECT request with content");
 	if (f->minor == 0) /* RFC 9110 section 10.1.1: ignored in HTTP/1.0 */
 		f->expect_continue = f->expect_other = 0;
 	if (f->expect_other)
@@ -458,7 +460,8 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 		};
 
 		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
-		 * by fuzz_http): refuse those names rather than let the two readings differ. */
+		 * by fuzz_http): refuse those names rather than read them otherwise than a proxy
+		 * built on it would. */
 		if (*nlen > 17 && strncasecmp(name, "transfer-encoding", 17) == 0)
 			return fail(f, 400, "field name extends Transfer-Encoding");
 		f->field = FLD_OTHER;
@@ -470,7 +473,8 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 			}
 		f->val_len = 0;
 		f->val_long = 0;
-		/* http-parser refuses a second Content-Length at its value: so must this. */
+		f->vstarted = 0;
+		/* a second Content-Length is refused at its name (RFC 9112 section 6.3 (5)) */
 		if (f->field == FLD_CL && ++f->cl_count > 1)
 			return fail(f, 400, "more than one Content-Length");
 		return S_VALUE;
@@ -485,9 +489,8 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 	return S_NAME;
 }
 
-/* Content-Length is checked byte by byte, because http-parser stops at the first bad byte and
- * the check must refuse a request first (else the two are seen to disagree). OWS is SP or HTAB
- * (RFC 9110 section 5.6.3); http-parser is shown an HTAB as SP (f->as_sp). */
+/* Content-Length is checked byte by byte, so a request is refused at its first bad byte (as
+ * http-parser, the test oracle, does). OWS is SP or HTAB (RFC 9110 section 5.6.3). */
 static int
 cl_char(struct lg_frame *f, unsigned char c)
 {
@@ -513,10 +516,6 @@ value_char(struct lg_frame *f, unsigned char c)
 		return S_VALUE_LF;
 	if (!is_value_char(c))
 		return fail(f, 400, c == '\n' ? "bare LF" : "control character in a field value");
-	/* http-parser 2.9.4 takes only SP, not HTAB, after a Content-Length, after "chunked" and
-	 * after a Connection option: it is shown an SP instead, which means the same here. */
-	if (c == '\t' && (f->field == FLD_CL || f->field == FLD_TE || f->field == FLD_CONN))
-		f->as_sp = 1;
 	if (f->val_len == 0 && (c == ' ' || c == '\t') && f->field != FLD_CL)
 		return S_VALUE; /* leading OWS */
 	if (f->field == FLD_CL && cl_char(f, c) == -1)
@@ -581,30 +580,95 @@ line_byte(struct lg_frame *f, int st, unsigned char c, char *name, size_t *nlen)
 	}
 }
 
+/* Hands buf[mark..end) to the name or value hook (report is one of them). Returns 0, or -1
+ * with f->status set when the hook stopped the parse. */
+static int
+report(struct lg_frame *f, int (*hook)(void *, const char *, size_t), const char *buf,
+    size_t mark, size_t end)
+{
+	if (hook == NULL || hook(f->ctx, buf + mark, end - mark) == 0)
+		return 0;
+	hook_stopped(f);
+	return -1;
+}
+
+/* The value of a field that decides nothing is only checked for its characters (nothing of it
+ * is kept here): skips from buf[i] to its CR, or to the first byte that is refused or passes
+ * max_head, which the byte loop then handles. Sets *mark where the value starts past its
+ * leading OWS when that is in buf. Returns the index reached. */
+static size_t
+skip_value(struct lg_frame *f, const char *buf, size_t i, size_t len, size_t *mark)
+{
+	size_t room = f->lim->max_head - f->head_bytes, j = i;
+	size_t stop = len - i < room ? len : i + room;
+
+	if (!f->vstarted) {
+		while (j < stop && (buf[j] == ' ' || buf[j] == '\t'))
+			j++;
+		if (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j])) {
+			f->vstarted = 1;
+			*mark = j;
+		}
+	}
+	while (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j]))
+		j++;
+	f->head_bytes += j - i;
+	return j;
+}
+
+/* One byte of the head, buf[i], in state st (TRAILER cleared), with the hooks' bookkeeping:
+ * *mark is where the name or value being read starts in buf (SIZE_MAX: not in buf). Returns
+ * 0, or -1 when a rule failed or a hook stopped. */
+static int
+head_byte(struct lg_frame *f, int st, const char *buf, size_t i, size_t *mark, char *name,
+    size_t *nlen)
+{
+	const struct lg_frame_hooks *k = (f->state & TRAILER) ? NULL : f->hooks;
+	unsigned char c = (unsigned char)buf[i];
+
+	if (st == S_LINE)
+		*mark = i;
+	else if (st == S_VALUE && !f->vstarted && c != ' ' && c != '\t' && c != '\r') {
+		f->vstarted = 1;
+		*mark = i;
+	}
+	int next = line_byte(f, f->state, c, name, nlen);
+	if (next == -1)
+		return -1;
+	f->state = next;
+	if (k != NULL && st == S_NAME && (next & ~TRAILER) == S_VALUE) {
+		if (report(f, k->name, buf, *mark, i) == -1)
+			return -1;
+		*mark = SIZE_MAX;
+	} else if (k != NULL && st == S_VALUE && (next & ~TRAILER) == S_VALUE_LF) {
+		/* the line's last piece, empty when the value was (or when it began in an
+		 * earlier call and its bytes there were reported then) */
+		if (report(f, k->value, buf, *mark == SIZE_MAX ? i : *mark, i) == -1)
+			return -1;
+		*mark = SIZE_MAX;
+	}
+	return 0;
+}
+
 size_t
 lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 {
+	const struct lg_frame_hooks *k = (f->state & TRAILER) ? NULL : f->hooks;
 	char name[25];
-	size_t nlen = 0, i;
+	size_t nlen = 0, i, mark = SIZE_MAX;
+	int st = f->state & ~TRAILER;
 
 	/* The interesting field names are short; a name split across calls is re-read from
 	 * the value buffer, which is idle while a name is being read. */
-	if ((f->state & ~TRAILER) == S_NAME) {
+	if (st == S_NAME) {
 		nlen = f->val_len;
 		memcpy(name, f->val, nlen);
 	}
-	for (i = 0; i < len && f->status == 0 && (f->state & ~TRAILER) < S_HEAD_DONE; i++) {
-		if ((f->state & ~TRAILER) == S_VALUE && f->field == FLD_OTHER) {
-			/* The value of a field that decides nothing is only checked for its
-			 * characters (nothing of it is kept): skip to its CR, or to the first byte
-			 * that is refused or passes max_head, which the byte loop then handles. */
-			size_t room = f->lim->max_head - f->head_bytes, j = i;
-			size_t stop = len - i < room ? len : i + room;
-
-			while (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j]))
-				j++;
-			f->head_bytes += j - i;
-			i = j;
+	if (st == S_NAME || (st == S_VALUE && f->vstarted))
+		mark = 0; /* a name or value begun in an earlier call goes on */
+	for (i = 0; i < len && f->status == 0 && (st = f->state & ~TRAILER) < S_HEAD_DONE; i++) {
+		if (st == S_VALUE && f->field == FLD_OTHER) {
+			i = skip_value(f, buf, i, len, &mark);
 			if (i == len)
 				break;
 		}
@@ -612,19 +676,18 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 			fail(f, 431, "head over the limit");
 			break;
 		}
-		int st = line_byte(f, f->state, (unsigned char)buf[i], name, &nlen);
-		if (st == -1)
+		if (head_byte(f, st, buf, i, &mark, name, &nlen) == -1)
 			break;
-		f->state = st;
-		if (f->as_sp) { /* the caller shows buf[i] to http-parser as SP */
-			i++;
-			break;
-		}
 	}
-	if ((f->state & ~TRAILER) == S_NAME && f->status == 0) {
+	st = f->state & ~TRAILER;
+	if (st == S_NAME && f->status == 0) {
 		memcpy(f->val, name, nlen);
 		f->val_len = nlen;
 	}
+	/* the piece of a name or value that goes on in the next call */
+	if (k != NULL && f->status == 0 && mark != SIZE_MAX && i > mark &&
+	    (st == S_NAME || st == S_VALUE))
+		report(f, st == S_NAME ? k->name : k->value, buf, mark, i);
 	return i;
 }
 
@@ -652,10 +715,8 @@ chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 		/* what may follow the size */
 		__attribute__((fallthrough));
 	case S_CBWS:
-		if (c == ' ' || c == '\t') { /* BWS (RFC 9112 section 7.1.1) */
-			f->as_sp = c == '\t'; /* http-parser 2.9.4 refuses HTAB there */
+		if (c == ' ' || c == '\t') /* BWS (RFC 9112 section 7.1.1) */
 			return S_CBWS;
-		}
 		if (c == ';')
 			return S_CEXT;
 		if (c == '\r' && st == S_CSIZE)
@@ -690,13 +751,18 @@ lg_frame_body(struct lg_frame *f, const char *buf, size_t len)
 {
 	size_t i = 0;
 
-	while (i < len && f->status == 0 && f->state != S_MSG_DONE && !f->as_sp) {
+	while (i < len && f->status == 0 && f->state != S_MSG_DONE) {
 		unsigned char c = (unsigned char)buf[i];
 		int st = f->state;
 
 		if (st == S_LENGTH || st == S_CDATA) {
 			uint64_t n = len - i < f->remaining ? len - i : f->remaining;
 
+			if (f->hooks != NULL && f->hooks->data != NULL &&
+			    f->hooks->data(f->ctx, buf + i, (size_t)n) == -1) {
+				hook_stopped(f);
+				break;
+			}
 			f->remaining -= n;
 			f->body_bytes += n;
 			i += (size_t)n;
@@ -720,8 +786,6 @@ lg_frame_body(struct lg_frame *f, const char *buf, size_t len)
 			if (st == -1)
 				break;
 			f->state = st;
-			if (f->as_sp)
-				break; /* buf[i - 1] is shown to http-parser as SP */
 		}
 	}
 	return i;

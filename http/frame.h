@@ -1,12 +1,14 @@
-/* Strict HTTP/1.1 request framing checks, run over every byte before http-parser sees it.
+/* Strict HTTP/1.1 request framing: the one parser of the request path (RFC 9112).
  *
- * http-parser 2.9.4 as Debian builds it (HTTP_PARSER_STRICT=0) is lenient: it takes bare LF as a
- * line end, spaces inside field names, obs-fold, LF inside chunk extensions, control bytes in
- * targets and values. Where two parsers could read one byte stream as different messages, a
- * request can be smuggled past whichever of them is in front (RFC 9112 section 11.2). This
- * module reads the same bytes to the letter of RFC 9112 and decides the message framing itself;
- * http/http.c then feeds http-parser only bytes this module accepted and cross-checks that both
- * agree on where each message ends. docs/HTTP.md lists which rule rejects what.
+ * Where two parsers could read one byte stream as different messages, a request can be
+ * smuggled past whichever of them is in front (RFC 9112 section 11.2). This module reads every
+ * request byte once, to the letter of RFC 9112, and decides the message framing itself; what it
+ * finds on the way (the method, the target, each header field's name and value, the payload
+ * bytes of the body) it reports to http/http.c, which builds struct lg_http_req from them.
+ * docs/HTTP.md lists which rule rejects what. A lenient parser (http-parser 2.9.4 as Debian
+ * builds it) is kept only as a differential oracle at test time (tests/oracle/http_oracle.c,
+ * run by fuzz_http and over the conformance corpus): it and this module must agree on every
+ * message both accept.
  *
  * Incremental: the request line is checked once whole (the caller keeps unconsumed bytes and
  * presents them again with more), the header section and the body byte by byte as they come. */
@@ -38,16 +40,30 @@ enum lg_frame_body {
 	LG_FRAME_CHUNKED = 2, /* Transfer-Encoding: chunked (RFC 9112 section 7.1) */
 };
 
+/* What the parser reports as it reads, each called with the ctx given to lg_frame_init and a
+ * span of the bytes being checked (valid only during the call). Each returns 0, or -1 to stop
+ * the parse after setting f->status and f->why (else the parser sets 400). Any may be NULL.
+ * name and value: the header section's field lines in order, each line as one or more pieces
+ * of its name, then one or more of its value (at least one, maybe empty: the value starts at
+ * its first byte that is not OWS, and runs to the CR, trailing OWS included). Trailer fields
+ * are not reported. data: the payload bytes of the body (Content-Length bytes, or chunk data
+ * without the chunk-size lines, CRLFs and trailers), in order, in one or more pieces. */
+struct lg_frame_hooks {
+	int (*name)(void *ctx, const char *at, size_t len);
+	int (*value)(void *ctx, const char *at, size_t len);
+	int (*data)(void *ctx, const char *at, size_t len);
+};
+
 struct lg_frame {
 	const struct lg_http_limits *lim;
+	const struct lg_frame_hooks *hooks; /* borrowed, kept across lg_frame_reset; may be NULL */
+	void *ctx;                 /* passed to the hooks */
 	int state;                 /* internal */
 	int status;                /* the error status once a rule failed, else 0 */
 	const char *why;           /* which rule failed (static text, for logs and tests) */
-	int as_sp;                 /* the last byte accepted is an HTAB (OWS, BWS) that http-parser
-	                            * 2.9.4 would misread: the caller shows it an SP instead, and
-	                            * clears this */
 	/* request line */
 	size_t rl_scanned;         /* bytes of the pending request line already checked */
+	int method;                /* enum lg_http_method (http/method.h), once the line is in */
 	size_t method_len, target_off, target_len;
 	unsigned minor;            /* HTTP/1.minor */
 	int head_method;           /* the method token is HEAD (known as soon as "HEAD " is in, so
@@ -57,6 +73,7 @@ struct lg_frame {
 	uint64_t head_bytes;
 	unsigned nfields;
 	int field;                 /* which interesting field the current line is */
+	int vstarted;              /* the current value's first byte past leading OWS was seen */
 	char val[128];             /* value of an interesting field; longer is flagged */
 	size_t val_len;
 	int val_long;
@@ -73,15 +90,25 @@ struct lg_frame {
 	uint64_t body_bytes;       /* payload bytes of the message so far (chunk data only) */
 };
 
-/* Readies f for the next message with the limits lim (borrowed, must outlive f). */
-void lg_frame_reset(struct lg_frame *f, const struct lg_http_limits *lim);
+/* Readies f for a first message with the limits lim and the hooks (both borrowed, must outlive
+ * f; hooks may be NULL), hooks called with ctx. */
+void lg_frame_init(struct lg_frame *f, const struct lg_http_limits *lim,
+    const struct lg_frame_hooks *hooks, void *ctx);
+
+/* Readies f for the next message with the limits lim (borrowed, must outlive f), keeping its
+ * hooks and ctx. */
+static inline void
+lg_frame_reset(struct lg_frame *f, const struct lg_http_limits *lim)
+{
+	lg_frame_init(f, lim, f->hooks, f->ctx);
+}
 
 /* Checks the request line at the start of buf[0..len) (RFC 9112 sections 2.2, 3): optional
  * leading CRLFs, method token, one SP, request-target of visible ASCII minus the characters
  * RFC 3986 excludes, one SP, "HTTP/" DIGIT "." DIGIT, CRLF. buf must begin with the same bytes
  * as the previous call (the caller consumed nothing). Returns the request line's length with its
  * CRLF once it is whole and valid, 0 when more bytes are needed, or -1 with f->status set: 400,
- * 414 for a long target, 501 for a well-formed method http-parser does not know, 505 for a
+ * 414 for a long target, 501 for a well-formed method not in http/method.h, 505 for a
  * well-formed version other than 1.0 and 1.1. */
 long lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len);
 
@@ -98,20 +125,21 @@ lg_frame_target(const struct lg_frame *f, const char *line)
  * empty elements ignored, RFC 9110 section 5.6.1). Valid once lg_frame_head_done(). */
 int lg_frame_keep_alive(const struct lg_frame *f);
 
-/* Checks header-section bytes (RFC 9112 section 5, RFC 9110 section 5.5). Returns the bytes
- * accepted: all of len, or fewer when the head ends inside buf (the count then includes the
- * final CRLF, and lg_frame_head_done() is true), when f->as_sp is set (the count then ends with
- * that HTAB; lg_frame_body stops the same way in a chunk-size line), or a rule failed (f->status: 400, 431, or at the
- * end of the head 400 for ambiguous framing, 501 for an unknown transfer coding, 417 for an
- * expectation other than 100-continue). */
+/* Checks header-section bytes (RFC 9112 section 5, RFC 9110 section 5.5), reporting each field
+ * line to the name and value hooks. Returns the bytes accepted: all of len, or fewer when the
+ * head ends inside buf (the count then includes the final CRLF, and lg_frame_head_done() is
+ * true), or a rule failed or a hook stopped (f->status: 400, 431, or at the end of the head 400
+ * for ambiguous framing, 501 for an unknown transfer coding, 417 for an expectation other than
+ * 100-continue). */
 size_t lg_frame_head(struct lg_frame *f, const char *buf, size_t len);
 
 int lg_frame_head_done(const struct lg_frame *f);
 
-/* Checks body bytes by the framing the head declared (after lg_frame_head_done). Returns the
- * bytes that belong to this message; lg_frame_msg_done() is then true when the message ended
- * inside buf. Chunked framing errors (bad or overflowing size, bad extension, missing CRLF,
- * framing fields in the trailer section) set f->status 400. */
+/* Checks body bytes by the framing the head declared (after lg_frame_head_done), handing the
+ * payload bytes to the data hook. Returns the bytes that belong to this message;
+ * lg_frame_msg_done() is then true when the message ended inside buf. Chunked framing errors
+ * (bad or overflowing size, bad extension, missing CRLF, framing fields in the trailer section)
+ * set f->status 400, a chunk size past lim->max_body 413. */
 size_t lg_frame_body(struct lg_frame *f, const char *buf, size_t len);
 
 int lg_frame_msg_done(const struct lg_frame *f);

@@ -8,44 +8,12 @@
 
 #include "common/query.h"
 
-static struct lg_http *
-of(http_parser *p)
-{
-	return p->data;
-}
-
 /* Every field of r zero but the bytes of fbuf and of the target past its NUL. */
 static void
 clear_req(struct lg_http_req *r)
 {
 	memset(r, 0, offsetof(struct lg_http_req, fbuf));
 	r->target[0] = '\0';
-}
-
-static int
-on_message_begin(http_parser *p)
-{
-	struct lg_http *h = of(p);
-
-	clear_req(&h->req);
-	h->req.content_length = LG_HTTP_NO_LENGTH;
-	h->body_seen = 0;
-	return 0;
-}
-
-static int
-on_url(http_parser *p, const char *at, size_t len)
-{
-	struct lg_http *h = of(p);
-
-	if (len > LG_FRAME_TARGET_CAP - h->req.target_len) {
-		h->status = 414;
-		return -1;
-	}
-	memcpy(h->req.target + h->req.target_len, at, len);
-	h->req.target_len += len;
-	h->req.target[h->req.target_len] = '\0';
-	return 0;
 }
 
 int
@@ -70,8 +38,8 @@ lg_http_keep_add(struct lg_http_keep *k, const char *name)
 static int
 keep_full(struct lg_http *h)
 {
-	h->status = 431;
-	h->why = "a header field the server reads is past the kept ones (32 lines, 4 KiB)";
+	h->frame.status = 431;
+	h->frame.why = "a header field the server reads is past the kept ones (32 lines, 4 KiB)";
 	return -1;
 }
 
@@ -119,16 +87,14 @@ name_done(struct lg_http *h)
 	return 0;
 }
 
-/* A piece of a field name: gathered in pend until the value starts. Trailer fields (after
- * the head) are not kept: the request view was taken at the head. */
+/* A piece of a field name (http/frame.h name hook): gathered in pend until the value
+ * starts. Trailer fields are not reported: the request view is taken at the head. */
 static int
-on_header_field(http_parser *p, const char *at, size_t len)
+on_name(void *ctx, const char *at, size_t len)
 {
-	struct lg_http *h = of(p);
+	struct lg_http *h = ctx;
 	struct lg_http_req *r = &h->req;
 
-	if (h->head_seen)
-		return 0;
 	if (r->kept_open == -1) {
 		r->kept_short = 1;
 		return 0;
@@ -143,15 +109,14 @@ on_header_field(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
+/* A piece of a field value (the value hook: at least one per line, leading OWS left out). */
 static int
-on_header_value(http_parser *p, const char *at, size_t len)
+on_value(void *ctx, const char *at, size_t len)
 {
-	struct lg_http *h = of(p);
+	struct lg_http *h = ctx;
 	struct lg_http_req *r = &h->req;
 	struct lg_http_field *f;
 
-	if (h->head_seen)
-		return 0;
 	if (r->kept_open == 1 && name_done(h) == -1)
 		return -1;
 	if (r->kept_open != 2)
@@ -237,96 +202,77 @@ split_target(struct lg_http_req *r)
 	return 0;
 }
 
-static int
-disagree(struct lg_http *h, const char *why)
-{
-	h->disagree = 1;
-	h->status = 400;
-	h->why = why;
-	return -1;
-}
-
-/* The request as the framing check read it; http-parser must have read the same. */
-static int
-take_head(struct lg_http *h, http_parser *p)
+/* The request line is in: a message begins (its line is buf[0..n)). */
+static void
+take_line(struct lg_http *h, const char *buf)
 {
 	const struct lg_frame *f = &h->frame;
 	struct lg_http_req *r = &h->req;
-	int chunked = (p->flags & F_CHUNKED) != 0;
 
-	r->method = p->method;
-	r->major = p->http_major;
-	r->minor = p->http_minor;
+	clear_req(r);
+	r->content_length = LG_HTTP_NO_LENGTH;
+	h->body_seen = 0;
+	r->method = (unsigned)f->method;
+	r->major = 1;
+	r->minor = (unsigned short)f->minor;
+	memcpy(r->target, lg_frame_target(f, buf), f->target_len); /* <= LG_FRAME_TARGET_CAP */
+	r->target_len = f->target_len;
+	r->target[r->target_len] = '\0';
+}
+
+/* The header section is in: the request as the framing read it, then the head hook. Returns 0,
+ * or -1 with h->status set. */
+static int
+take_head(struct lg_http *h)
+{
+	const struct lg_frame *f = &h->frame;
+	struct lg_http_req *r = &h->req;
+
+	h->head_seen = 1;
 	r->chunked = f->body == LG_FRAME_CHUNKED;
 	r->content_length = f->body == LG_FRAME_LENGTH ? f->content_length : LG_HTTP_NO_LENGTH;
 	r->expect_continue = f->expect_continue;
 	r->nfields = f->nfields;
-	/* Not http_should_keep_alive(): http-parser 2.9.4 misses "close" followed by HTAB or
-	 * after an empty list element; the framing check reads the Connection list itself. */
 	r->keep_alive = lg_frame_keep_alive(f);
-	if (!lg_frame_head_done(f) || r->major != 1 || r->minor != f->minor ||
-	    r->target_len != f->target_len || chunked != r->chunked ||
-	    (f->body == LG_FRAME_LENGTH && p->content_length != f->content_length) ||
-	    (f->body == LG_FRAME_NONE && p->content_length != ULLONG_MAX && p->content_length != 0))
-		return disagree(h, "http-parser read the head differently");
 	if (split_target(r) == -1) {
 		h->status = 400;
 		h->why = "request-target is neither origin-form nor absolute-form";
 		return -1;
 	}
-	return 0;
-}
-
-static int
-on_headers_complete(http_parser *p)
-{
-	struct lg_http *h = of(p);
-
-	if (h->req.kept_open == 1 && name_done(h) == -1) /* a last name without a value */
-		return -1;
-	h->head_seen = 1;
-	if (take_head(h, p) == -1)
-		return -1;
 	switch (h->on_head ? h->on_head(h, h->ctx) : LG_HTTP_BODY_PARSER) {
 	case LG_HTTP_BODY_SELF:
 		h->self_body = 1;
-		return 1; /* F_SKIPBODY: the message completes here */
+		h->complete = 1; /* the caller reads the body: the message is complete here */
+		break;
 	case LG_HTTP_REJECT:
 		h->rejected = 1;
-		http_parser_pause(p, 1);
-		return 0;
+		break;
 	default:
-		return 0;
+		h->complete = lg_frame_msg_done(f);
 	}
-}
-
-static int
-on_body(http_parser *p, const char *at, size_t len)
-{
-	struct lg_http *h = of(p);
-
-	h->body_seen += len;
-	return h->on_body ? h->on_body(h, h->ctx, at, len) : 0;
-}
-
-static int
-on_message_complete(http_parser *p)
-{
-	struct lg_http *h = of(p);
-
-	h->complete = 1;
-	http_parser_pause(p, 1);
 	return 0;
 }
 
-static const http_parser_settings settings = {
-	.on_message_begin = on_message_begin,
-	.on_url = on_url,
-	.on_header_field = on_header_field,
-	.on_header_value = on_header_value,
-	.on_headers_complete = on_headers_complete,
-	.on_body = on_body,
-	.on_message_complete = on_message_complete,
+/* The body hook: payload bytes for on_body. */
+static int
+on_data(void *ctx, const char *at, size_t len)
+{
+	struct lg_http *h = ctx;
+
+	h->body_seen += len;
+	if (h->on_body == NULL || h->on_body(h, h->ctx, at, len) == 0)
+		return 0;
+	if (h->status == 0) {
+		h->status = 400;
+		h->why = "body refused";
+	}
+	h->frame.status = h->status; /* the parse stops here */
+	h->frame.why = h->why;
+	return -1;
+}
+
+static const struct lg_frame_hooks hooks = {
+	.name = on_name, .value = on_value, .data = on_data,
 };
 
 static const struct lg_http_limits default_limits = {
@@ -337,15 +283,10 @@ static const struct lg_http_limits default_limits = {
 void
 lg_http_init(struct lg_http *h, const struct lg_http_limits *lim)
 {
-	/* http/frame.c enforces the configured head limit to the byte; the parser's own limit
-	 * (process-wide, always set to the same value) is only a backstop above any setting. */
-	http_parser_set_max_header_size(LG_HTTP_HEAD_CAP + 4096);
 	memset(h, 0, offsetof(struct lg_http, req));
 	clear_req(&h->req);
 	h->lim = lim ? lim : &default_limits;
-	lg_frame_reset(&h->frame, h->lim);
-	http_parser_init(&h->parser, HTTP_REQUEST);
-	h->parser.data = h;
+	lg_frame_init(&h->frame, h->lim, &hooks, h);
 }
 
 void
@@ -355,15 +296,13 @@ lg_http_next(struct lg_http *h)
 	h->head_seen = 0;
 	h->self_body = 0;
 	lg_frame_reset(&h->frame, h->lim);
-	/* http-parser asserts when a parser in an error state is paused or unpaused */
-	if (HTTP_PARSER_ERRNO(&h->parser) == HPE_PAUSED)
-		http_parser_pause(&h->parser, 0);
 }
 
-/* How many bytes of buf the framing check lets through to http-parser now; 0 with h->status
- * set on a violation, or 0 while a request line is incomplete. */
+/* Reads what buf[0..len) holds of the current message: its request line once whole, head
+ * bytes, or body bytes. Returns the bytes consumed: 0 while a request line is incomplete, or
+ * with h->status set on a violation. */
 static size_t
-admit(struct lg_http *h, const char *buf, size_t len)
+step(struct lg_http *h, const char *buf, size_t len)
 {
 	struct lg_frame *f = &h->frame;
 	size_t n;
@@ -372,34 +311,22 @@ admit(struct lg_http *h, const char *buf, size_t len)
 		long r = lg_frame_request_line(f, buf, len);
 
 		n = r > 0 ? (size_t)r : 0;
+		if (n > 0)
+			take_line(h, buf);
 	} else if (!lg_frame_head_done(f)) {
 		n = lg_frame_head(f, buf, len);
+		if (lg_frame_head_done(f) && take_head(h) == -1)
+			return 0;
 	} else {
 		n = lg_frame_body(f, buf, len);
+		h->complete = lg_frame_msg_done(f);
 	}
-	if (f->status) {
+	if (f->status && h->status == 0) { /* a framing rule failed: nothing is consumed */
 		h->status = f->status;
 		h->why = f->why;
 		return 0;
 	}
 	return n;
-}
-
-/* Runs http-parser over the n bytes the framing check admitted; when the check flagged the last
- * one as an HTAB http-parser misreads (frame.h as_sp), that byte is shown to it as SP. Returns
- * the bytes of buf consumed. */
-static size_t
-execute(struct lg_http *h, const char *buf, size_t n)
-{
-	size_t m;
-
-	if (!h->frame.as_sp)
-		return http_parser_execute(&h->parser, &settings, buf, n);
-	h->frame.as_sp = 0;
-	m = n > 1 ? http_parser_execute(&h->parser, &settings, buf, n - 1) : 0;
-	if (m == n - 1 && HTTP_PARSER_ERRNO(&h->parser) == HPE_OK)
-		m += http_parser_execute(&h->parser, &settings, " ", 1);
-	return m;
 }
 
 size_t
@@ -423,24 +350,10 @@ lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 			if (room < cap)
 				cap = room;
 		}
-		size_t n = admit(h, buf + done, cap);
+		size_t n = step(h, buf + done, cap);
 		if (n == 0)
 			break;
-		size_t m = execute(h, buf + done, n);
-		enum http_errno e = HTTP_PARSER_ERRNO(&h->parser);
-
-		done += m;
-		if (e != HPE_OK && e != HPE_PAUSED) {
-			if (h->status == 0)
-				disagree(h, http_errno_description(e));
-			break;
-		}
-		if (h->rejected)
-			break;
-		/* Both must see each message end at the same byte. */
-		if (m != n || h->complete != (lg_frame_msg_done(&h->frame) || h->self_body) ||
-		    (lg_frame_head_done(&h->frame) && !h->head_seen))
-			disagree(h, "http-parser framed the message differently");
+		done += n;
 	}
 	return done;
 }

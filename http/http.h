@@ -1,18 +1,19 @@
-/* HTTP/1.1 request parsing glue over nodejs http-parser (Debian libhttp-parser-dev 2.9.4), kept
- * behind this header so the parser library can be swapped. Incremental and bounded, in the
- * manner of picohttpparser: feed bytes as they arrive, the parser keeps no pointer into them.
+/* HTTP/1.1 requests: struct lg_http_req built from what the strict framing (http/frame.c, the
+ * one parser of the request path: each request byte is read once) reports. Incremental and
+ * bounded, in the manner of picohttpparser: feed bytes as they arrive, the parser keeps no
+ * pointer into them.
  *
- * One request at a time: the parser pauses after each complete message (and on a rejected head),
- * so pipelined requests are answered strictly in order (RFC 9112 section 9.3.2). */
+ * One request at a time: a feed stops after each complete message (and on a rejected head), so
+ * pipelined requests are answered strictly in order (RFC 9112 section 9.3.2). */
 #ifndef LG_HTTP_HTTP_H
 #define LG_HTTP_HTTP_H
 
-#include <http_parser.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "http/frame.h"
+#include "http/method.h"
 
 /* Default limits (a production server's picks; --max-uri, --max-head, --max-fields change them) */
 #define LG_HTTP_MAX_TARGET 8192   /* request-target bytes; longer -> 414 (RFC 9112 section 3) */
@@ -46,7 +47,7 @@ struct lg_http_field {
 };
 
 struct lg_http_req {
-	unsigned method;              /* enum http_method */
+	unsigned method;              /* enum lg_http_method (http/method.h) */
 	unsigned short major, minor;
 	size_t target_len;
 	const char *path;             /* into target (past scheme and authority for an
@@ -56,7 +57,7 @@ struct lg_http_req {
 	size_t query_len;
 	uint64_t content_length;      /* LG_HTTP_NO_LENGTH when absent */
 	int chunked;                  /* Transfer-Encoding: chunked (the only coding accepted) */
-	int keep_alive;               /* http_should_keep_alive(): RFC 9112 section 9.3 */
+	int keep_alive;               /* the connection persists: RFC 9112 section 9.3 */
 	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
 	unsigned nfields;             /* header field lines */
 	/* The header fields of the head that lim->keep names (every one when it is NULL, then
@@ -98,13 +99,11 @@ enum lg_http_head_action {
 };
 
 struct lg_http {
-	http_parser parser;
 	const struct lg_http_limits *lim; /* borrowed; defaults unless given to lg_http_init */
-	struct lg_frame frame;     /* the strict framing check (http/frame.h) */
+	struct lg_frame frame;     /* the parser (http/frame.h) */
 	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
 	const char *why;           /* the rule behind status, static text (NULL when a hook set it) */
-	int disagree;              /* the framing check and http-parser disagreed (a bug: 400) */
-	int head_seen;             /* on_headers_complete ran for this message */
+	int head_seen;             /* the header section of this message is in (on_head ran) */
 	int self_body;             /* on_head chose LG_HTTP_BODY_SELF */
 	int complete;              /* a whole message (head, and body unless BODY_SELF) was parsed */
 	int rejected;              /* on_head returned LG_HTTP_REJECT */

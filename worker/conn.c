@@ -391,7 +391,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 void
 lg_conn_drain_idle(struct lg_conn *c)
 {
-	double left = ev_timer_remaining(c->w->ev, &c->timer);
+	double left = lg_conn_timer_left(c);
 
 	if (!ev_is_active(&c->timer) || left > LG_CONN_DRAIN_IDLE_MS / 1000.)
 		lg_conn_arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
@@ -449,10 +449,7 @@ answer_refusal(struct lg_conn *c)
 	const struct lg_http *h = &c->http;
 
 	if (h->status) {
-		if (h->disagree)
-			log_warn("framing check and http-parser disagree (%s): 400", h->why);
-		else
-			log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
+		log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
 		return lg_conn_error(c, h->status, 1, h->status == 503 ? LG_CONN_RETRY_AFTER :
 		    h->status == 405 ? c->reject_extra : NULL); /* 405: Allow (routes.c) */
 	}
@@ -761,6 +758,8 @@ conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_conn *c = t->data;
 	struct lg_worker *w = c->w;
 
+	if (lg_conn_timer_early(c))
+		return; /* the limit moved later since the timer was armed */
 	lg_obs_cb_begin(w, c);
 	c->tmo.idle_ticks = 0;
 	conn_timer(c);
