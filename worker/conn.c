@@ -391,7 +391,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 void
 lg_conn_drain_idle(struct lg_conn *c)
 {
-	double left = lg_conn_timer_left(c);
+	double left = ev_timer_remaining(c->w->ev, &c->timer);
 
 	if (!ev_is_active(&c->timer) || left > LG_CONN_DRAIN_IDLE_MS / 1000.)
 		lg_conn_arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
@@ -758,8 +758,6 @@ conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_conn *c = t->data;
 	struct lg_worker *w = c->w;
 
-	if (lg_conn_timer_early(c))
-		return; /* the limit moved later since the timer was armed */
 	lg_obs_cb_begin(w, c);
 	c->tmo.idle_ticks = 0;
 	conn_timer(c);

@@ -130,7 +130,6 @@ struct lg_conn {
 	int fd;
 	ev_io io;
 	ev_timer timer;               /* idle, body or job deadline, by state */
-	ev_tstamp timer_due;          /* when the limit lg_conn_arm_timer set is due (ev_now) */
 	enum lg_conn_state state;
 	struct lg_http http;
 	int close_after;              /* close once the current response is written */

@@ -4,34 +4,9 @@
 void
 lg_conn_arm_timer(struct lg_conn *c, double seconds)
 {
-	struct ev_loop *ev = c->w->ev;
-
-	c->timer_due = ev_now(ev) + seconds;
-	if (ev_is_active(&c->timer) && ev_timer_remaining(ev, &c->timer) <= seconds)
-		return;
-	ev_timer_stop(ev, &c->timer);
+	ev_timer_stop(c->w->ev, &c->timer);
 	ev_timer_set(&c->timer, seconds, 0.);
-	ev_timer_start(ev, &c->timer);
-}
-
-double
-lg_conn_timer_left(const struct lg_conn *c)
-{
-	if (c->state == LG_CONN_JOB || !ev_is_active(&c->timer))
-		return ev_timer_remaining(c->w->ev, (ev_timer *)&c->timer);
-	return c->timer_due - ev_now(c->w->ev);
-}
-
-int
-lg_conn_timer_early(struct lg_conn *c)
-{
-	double left = c->timer_due - ev_now(c->w->ev);
-
-	if (c->state == LG_CONN_JOB || left < 1e-3)
-		return 0;
-	ev_timer_set(&c->timer, left, 0.);
 	ev_timer_start(c->w->ev, &c->timer);
-	return 1;
 }
 
 /* A body is being received: into a slot (BODY), or through the parser (chunked, or any body

@@ -8,19 +8,8 @@
 
 #include "worker/conn.h"
 
-/* Sets c's limit in time to `seconds` s from now. Lazily (libev(3), "Be smart about
- * timeouts"): a timer already due no later than that stays as it is, and when it fires early
- * lg_conn_timer_early() arms it again for what is left; so a limit that only moves later (the
- * keep-alive idle limit after each answer) costs no timer heap delete and insert. */
+/* (Re)starts c's timer to fire in `seconds` s from now. */
 void lg_conn_arm_timer(struct lg_conn *c, double seconds);
-
-/* Seconds left until c's limit (what ev_timer_remaining gave before timers were lazy). */
-double lg_conn_timer_left(const struct lg_conn *c);
-
-/* Called when c's timer fires: returns 1 (and arms the timer for the rest) when the limit set
- * by lg_conn_arm_timer is not due yet, 0 when the timer's owner must act. A job's deadline
- * (LG_CONN_JOB, armed by offload.c or coalesce.c directly) is always due. */
-int lg_conn_timer_early(struct lg_conn *c);
 
 /* Whether a body is being received: into a slot (BODY), or through the parser (chunked, or
  * any body of an inline route). */
