@@ -53,8 +53,12 @@ wanted(const struct lg_http *h, const char *name, size_t len)
 		return 0;
 	if (k == NULL)
 		return 1;
+	/* names[] are lower case and NUL-terminated: a cheap test of the length and the first
+	 * byte goes first (most names of a request fail it); strncasecmp decides */
 	for (unsigned i = 0; i < k->n; i++)
-		if (strncasecmp(k->names[i], name, len) == 0 && k->names[i][len] == '\0')
+		if (k->names[i][len] == '\0' && k->names[i][len - 1] != '\0' &&
+		    k->names[i][0] == (char)tolower((unsigned char)name[0]) &&
+		    strncasecmp(k->names[i], name, len) == 0)
 			return 1;
 	return 0;
 }
