@@ -7,36 +7,6 @@
 
 #include "common/query.h"
 
-/* unreserved, sub-delims, ':', '%' and '[' ']' (RFC 3986 section 3.2): an absolute-form
- * target's authority. */
-int
-lg_authority_char(unsigned char c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return 1;
-	switch (c) {
-	case '-': case '.': case '_': case '~': case '!': case '$': case '&': case '\'': case '(':
-	case ')': case '*': case '+': case ',': case ';': case '=': case ':': case '%': case '[':
-	case ']':
-		return 1;
-	}
-	return 0;
-}
-
-/* A byte of a Host value: no delimiter that would end or change an authority, no obs-text. */
-int
-lg_host_char(unsigned char c)
-{
-	if (c >= 0x80)
-		return 0;
-	switch (c) {
-	case '/': case '?': case '#': case '@': case '\\': case '"': case '<': case '>': case '{':
-	case '}': case '|': case '^': case '`':
-		return 0;
-	}
-	return 1;
-}
-
 /* The inside of an IP-literal's brackets (RFC 3986 section 3.2.2): an IPv6address, or an
  * IPvFuture, "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ) (lg_host_char has judged
  * those characters). Returns 1 when valid. */
@@ -64,8 +34,9 @@ ip_literal_ok(const char *v, size_t len)
  * sections 3.2 and 3.2.2: uri-host [ ":" port ]; RFC 3986 sections 3.2.2-3.2.3: an IP-literal
  * is bracketed and holds an IPv6 address or an IPvFuture, a reg-name or IPv4 address has no
  * ':' or bracket and its '%' starts a pct-encoding, "%" HEXDIG HEXDIG; port = *DIGIT).
- * lg_host_char / lg_authority_char have refused the other delimiters byte by byte; an empty
- * value is valid for Host (a target without an authority). Returns 1 when valid. */
+ * lg_host_char / lg_authority_char have refused the other delimiters byte by byte; white
+ * space outside brackets is refused here. An empty value is valid for Host (a target without
+ * an authority). Returns 1 when valid. */
 int
 lg_host_syntax_ok(const char *v, size_t len)
 {
@@ -79,12 +50,14 @@ lg_host_syntax_ok(const char *v, size_t len)
 		i = (size_t)(close - v) + 1;
 	} else {
 		while (i < len && v[i] != ':') {
-			if (v[i] == '[' || v[i] == ']')
-				return 0;
-			if (v[i] == '%' && (i + 2 >= len || lg_hexval((unsigned char)v[i + 1]) < 0 ||
-			    lg_hexval((unsigned char)v[i + 2]) < 0))
-				return 0;
-			i++;
+			while (i < len && lg_ch((unsigned char)v[i], LG_CH_REGNAME))
+				i++;
+			if (i == len || v[i] == ':')
+				break;
+			if (v[i] != '%' || i + 2 >= len || lg_hexval((unsigned char)v[i + 1]) < 0 ||
+			    lg_hexval((unsigned char)v[i + 2]) < 0)
+				return 0; /* a bracket, white space, or a '%' that starts no pct-encoding */
+			i += 3;
 		}
 	}
 	if (i == len)

@@ -1,11 +1,13 @@
 #include "http/frame.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
 #include "common/query.h"
 #include "http/authority.h"
+#include "http/chars.h"
 #include "http/method.h"
 
 enum {
@@ -34,43 +36,26 @@ enum { FLD_OTHER, FLD_CL, FLD_TE, FLD_HOST, FLD_EXPECT, FLD_CONN };
 
 #define TRAILER 0x100  /* or-ed into the line states while reading the trailer section */
 
-/* The character classes below are switches, not strchr(3) over a string: they run for every
- * byte of every head, and a switch compiles to a bit test. */
-
 /* token = 1*tchar (RFC 9110 section 5.6.2) */
-static int
+static inline int
 is_tchar(unsigned char c)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return 1;
-	switch (c) {
-	case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-	case '.': case '^': case '_': case '`': case '|': case '~':
-		return 1;
-	}
-	return 0;
+	return lg_ch(c, LG_CH_TCHAR);
 }
 
 /* field-vchar / SP / HTAB (RFC 9110 section 5.5): everything but CTLs; obs-text allowed. */
-static int
+static inline int
 is_value_char(unsigned char c)
 {
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
+	return lg_ch(c, LG_CH_VALUE);
 }
 
 /* Characters RFC 3986 allows in a request-target (section 2: unreserved, sub-delims, gen-delims
  * but '#', and '%' for pct-encoding); '[' ']' appear only in an absolute-form authority. */
-static int
+static inline int
 is_target_char(unsigned char c)
 {
-	if (c <= 0x20 || c >= 0x7f)
-		return 0;
-	switch (c) {
-	case '"': case '#': case '<': case '>': case '\\': case '^': case '`': case '{': case '|':
-	case '}':
-		return 0;
-	}
-	return 1;
+	return lg_ch(c, LG_CH_TARGET);
 }
 
 static int
@@ -85,7 +70,7 @@ void
 lg_frame_init(struct lg_frame *f, const struct lg_http_limits *lim,
     const struct lg_frame_hooks *hooks, void *ctx)
 {
-	memset(f, 0, sizeof(*f));
+	memset(f, 0, offsetof(struct lg_frame, val));
 	f->lim = lim;
 	f->hooks = hooks;
 	f->ctx = ctx;
@@ -401,8 +386,11 @@ field_done(struct lg_frame *f, int trailer)
 	case FLD_HOST:
 		if (++f->host_count > 1)
 			return fail(f, 400, "more than one Host");
-		if (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL ||
-		    (!f->val_long && !lg_host_syntax_ok(v, len))) /* one longer than val: not kept whole */
+		/* a value longer than val is not kept whole: only its white space is judged; a
+		 * whole one without brackets has none when lg_host_syntax_ok takes it */
+		if (((f->val_long || (len > 0 && v[0] == '[')) &&
+		    (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL)) ||
+		    (!f->val_long && !lg_host_syntax_ok(v, len)))
 			return fail(f, 400, "invalid Host");
 		return 0;
 	default: /* FLD_EXPECT */
@@ -448,6 +436,18 @@ head_end(struct lg_frame *f)
 	return 0;
 }
 
+/* Whether the n tchars at t are the lower-case letters and '-' of lower, case-insensitively:
+ * c | 0x20 maps an upper-case letter to its lower case, and maps no other tchar to a letter
+ * or to '-' (RFC 9110 section 5.1: field names are case-insensitive). */
+static inline int
+token_is(const char *t, const char *lower, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)t[i] | 0x20) != (unsigned char)lower[i])
+			return 0;
+	return 1;
+}
+
 static int
 name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 {
@@ -462,12 +462,12 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
 		 * by fuzz_http): refuse those names rather than read them otherwise than a proxy
 		 * built on it would. */
-		if (*nlen > 17 && strncasecmp(name, "transfer-encoding", 17) == 0)
+		if (*nlen > 17 && token_is(name, "transfer-encoding", 17))
 			return fail(f, 400, "field name extends Transfer-Encoding");
 		f->field = FLD_OTHER;
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			if (names[i].len == *nlen) {
-				if (strncasecmp(names[i].name, name, *nlen) == 0)
+				if (token_is(name, names[i].name, *nlen))
 					f->field = names[i].field;
 				break;
 			}
@@ -650,6 +650,106 @@ head_byte(struct lg_frame *f, int st, const char *buf, size_t i, size_t *mark, c
 	return 0;
 }
 
+/* Whether the n bytes at v are all field-value characters but HTAB (RFC 9110 section 5.5:
+ * no CTL), eight at a time: a word has a byte below 0x20 when (x - 0x20..) & ~x & 0x80.. is
+ * not 0, and a 0x7f when x ^ 0x7f.. has a zero byte (the "haszero" bit trick). An HTAB, which
+ * is allowed, makes this say no: the byte loop then judges the line. */
+static int
+clean_value(const unsigned char *v, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t p = 0;
+
+	if (n < 8) {
+		for (; p < n; p++)
+			if (v[p] < 0x20 || v[p] == 0x7f)
+				return 0;
+		return 1;
+	}
+	for (;;) { /* the last word overlaps the one before it when n is no multiple of 8 */
+		uint64_t x, d;
+
+		memcpy(&x, v + p, 8);
+		d = x ^ (0x7f * ones);
+		if ((((x - 0x20 * ones) & ~x) | ((d - ones) & ~d)) & highs)
+			return 0;
+		if (p + 8 == n)
+			return 1;
+		p = p + 16 <= n ? p + 8 : n - 8;
+	}
+}
+
+/* The fast path of a header field line that is whole in buf[i..len) and breaks no rule of its
+ * syntax (a token, ':', value characters, CRLF) or of the limits: it is judged as the byte
+ * loop would judge it, its interesting value still byte by byte (value_char), with the same
+ * hook calls in the same order, but without a state transition per byte. Returns the index
+ * past its LF; i when the line is not whole, not clean or passes a limit (nothing is changed
+ * then, and the byte loop reads it, finding the same verdict at the same byte); or, when a rule
+ * about its content failed or a hook stopped, the index of the byte where the byte loop would
+ * have stopped, with f->status set. */
+static size_t
+fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	const struct lg_frame_hooks *k = f->hooks;
+	size_t j = i, v, cr, room = f->lim->max_head - f->head_bytes;
+	uint64_t hb = f->head_bytes;
+
+	while (j < len && is_tchar(b[j]))
+		j++;
+	if (j == i || j == len || b[j] != ':' || f->nfields >= f->lim->max_fields)
+		return i;
+	v = j + 1;
+	while (v < len && (b[v] == ' ' || b[v] == '\t'))
+		v++;
+	const unsigned char *at = v < len ? memchr(b + v, '\r', len - v) : NULL;
+
+	if (at == NULL)
+		return i;
+	cr = (size_t)(at - b);
+	if (cr + 1 >= len || b[cr + 1] != '\n' || cr + 2 - i > room || !clean_value(b + v, cr - v))
+		return i;
+	/* the line is whole and clean: as the byte loop, from its colon on */
+	char name[25];
+	size_t nlen = j - i <= 24 ? j - i : 25; /* as name_char counts */
+
+	memcpy(name, b + i, nlen < 24 ? nlen : 24);
+	f->nfields++;
+	f->head_bytes = hb + (j - i + 1);
+	if (name_char(f, ':', name, &nlen) == -1 || (k != NULL && report(f, k->name, buf, i, j) == -1))
+		return j;
+	f->vstarted = v < cr;
+	if (f->field == FLD_CL || f->field == FLD_CONN) { /* checked or split as they come */
+		for (size_t p = v; p < cr; p++)
+			if (value_char(f, b[p]) == -1) {
+				f->head_bytes = hb + (p - i + 1);
+				return p;
+			}
+	} else if (f->field != FLD_OTHER) { /* kept whole: value_char's effect, in one step */
+		size_t p = v, n = cr - v;
+
+		if (f->field == FLD_HOST)
+			while (p < cr && lg_host_char(b[p]))
+				p++;
+		if (f->field == FLD_HOST && p < cr) {
+			fail(f, 400, "invalid Host");
+			f->head_bytes = hb + (p - i + 1);
+			return p;
+		}
+		f->val_len = n < sizeof(f->val) ? n : sizeof(f->val);
+		f->val_long = n > sizeof(f->val);
+		memcpy(f->val, b + v, f->val_len);
+	}
+	f->head_bytes = hb + (cr - i + 1);
+	if (k != NULL && report(f, k->value, buf, v, cr) == -1)
+		return cr;
+	f->head_bytes = hb + (cr + 2 - i);
+	if (field_done(f, 0) == -1)
+		return cr + 1;
+	f->state = S_LINE;
+	return cr + 2;
+}
+
 size_t
 lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 {
@@ -667,6 +767,18 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 	if (st == S_NAME || (st == S_VALUE && f->vstarted))
 		mark = 0; /* a name or value begun in an earlier call goes on */
 	for (i = 0; i < len && f->status == 0 && (st = f->state & ~TRAILER) < S_HEAD_DONE; i++) {
+		if (f->state == S_LINE && buf[i] != '\r') { /* the header section, not the trailer */
+			size_t next = fast_line(f, buf, i, len);
+
+			if (f->status != 0) {
+				i = next;
+				break;
+			}
+			if (next > i) {
+				i = next - 1;
+				continue;
+			}
+		}
 		if (st == S_VALUE && f->field == FLD_OTHER) {
 			i = skip_value(f, buf, i, len, &mark);
 			if (i == len)

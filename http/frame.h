@@ -74,8 +74,7 @@ struct lg_frame {
 	unsigned nfields;
 	int field;                 /* which interesting field the current line is */
 	int vstarted;              /* the current value's first byte past leading OWS was seen */
-	char val[128];             /* value of an interesting field; longer is flagged */
-	size_t val_len;
+	size_t val_len;            /* bytes in val */
 	int val_long;
 	/* what the head said */
 	int host_count, cl_count, te_count;
@@ -88,6 +87,8 @@ struct lg_frame {
 	uint64_t remaining;        /* bytes left in a Content-Length body or the current chunk */
 	size_t line_len;           /* bytes of the current chunk-size or trailer line */
 	uint64_t body_bytes;       /* payload bytes of the message so far (chunk data only) */
+	/* last: lg_frame_init clears what is above it, this is read only up to val_len */
+	char val[128];             /* value of an interesting field; longer is flagged */
 };
 
 /* Readies f for a first message with the limits lim and the hooks (both borrowed, must outlive

@@ -8,11 +8,12 @@
 
 #include "common/query.h"
 
-/* Every field of r zero but the bytes of fbuf and of the target past its NUL. */
+/* Every field of r zero but the arrays read only up to their counts (pend, kept, fbuf) and the
+ * bytes of the target past its NUL. */
 static void
 clear_req(struct lg_http_req *r)
 {
-	memset(r, 0, offsetof(struct lg_http_req, fbuf));
+	memset(r, 0, offsetof(struct lg_http_req, pend));
 	r->target[0] = '\0';
 }
 
@@ -182,7 +183,7 @@ split_target(struct lg_http_req *r)
 	 * (section 3.2.2): the path starts after scheme and authority, and an empty one is "/"
 	 * (RFC 9110 section 4.2.3); asterisk-form for OPTIONS (section 3.2.4), whose path is "*".
 	 * Authority-form is for CONNECT, which this server does not offer. */
-	if (strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0) {
+	if (p[0] != '/' && (strncasecmp(p, "http://", 7) == 0 || strncasecmp(p, "https://", 8) == 0)) {
 		const char *auth = strstr(p, "://") + 3;
 
 		for (p = auth; p < end && *p != '/' && *p != '?'; p++)

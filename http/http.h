@@ -60,17 +60,18 @@ struct lg_http_req {
 	int keep_alive;               /* the connection persists: RFC 9112 section 9.3 */
 	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
 	unsigned nfields;             /* header field lines */
-	/* The header fields of the head that lim->keep names (every one when it is NULL, then
-	 * the first LG_HTTP_KEPT that fit LG_HTTP_FIELD_BUF and no more), for lg_http_field_get. */
-	struct lg_http_field kept[LG_HTTP_KEPT];
-	unsigned nkept;
+	unsigned nkept;               /* kept[] entries */
 	int kept_open;                /* 1 name, 2 value kept, 3 value not kept, -1 keep no more */
 	int kept_short;               /* without a keep set: fields past the limits were not kept */
 	size_t fbuf_len;
-	char pend[LG_HTTP_KEEP_NAME]; /* the name being received, until it is complete */
 	size_t pend_len;              /* LG_HTTP_KEEP_NAME: longer than any kept name */
-	/* last, so that a new request clears every field before these two arrays (4 and 8 KiB):
-	 * a connection touches only the pages of them that its fields and target reach */
+	/* last, so that a new request clears every field before these arrays (kept and pend are
+	 * read only up to nkept and pend_len, fbuf and target are 4 and 8 KiB): a connection
+	 * touches only the pages of them that its fields and target reach */
+	char pend[LG_HTTP_KEEP_NAME]; /* the name being received, until it is complete */
+	/* The header fields of the head that lim->keep names (every one when it is NULL, then
+	 * the first LG_HTTP_KEPT that fit LG_HTTP_FIELD_BUF and no more), for lg_http_field_get. */
+	struct lg_http_field kept[LG_HTTP_KEPT];
 	char fbuf[LG_HTTP_FIELD_BUF]; /* read only up to fbuf_len */
 	char target[LG_FRAME_TARGET_CAP + 1]; /* NUL-terminated */
 };

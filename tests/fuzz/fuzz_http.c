@@ -14,6 +14,7 @@
  *    UBSan watch the real hooks (worker/routes.c), the offload path and the writes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +58,47 @@ accept_body(struct lg_http *h, void *ctx, const char *at, size_t len)
 	return 0;
 }
 
+/* What a parse found beyond its verdict, compared between the whole and the split runs (a
+ * whole field line takes the parser's fast path, a split one its byte loop): the reason of a
+ * refusal, the framing and the kept fields as the hooks gathered them. */
+struct seen {
+	const char *why;
+	uint64_t content_length, body_seen;
+	int chunked, keep_alive, expect_continue;
+	unsigned nfields, nkept;
+	size_t fbuf_len;
+	char fbuf[LG_HTTP_FIELD_BUF];
+	struct lg_http_field kept[LG_HTTP_KEPT];
+};
+
+static void
+seen_of(const struct lg_http *h, struct seen *s)
+{
+	const struct lg_http_req *r = &h->req;
+
+	memset(s, 0, sizeof(*s));
+	/* A request line refused before it is whole is named by the first rule its bytes so far
+	 * break, so only refusals past the request line must give the same reason. */
+	s->why = h->status && h->frame.head_bytes > 0 ? h->why : NULL;
+	if (!h->head_seen)
+		return;
+	s->content_length = r->content_length;
+	s->body_seen = h->body_seen;
+	s->chunked = r->chunked;
+	s->keep_alive = r->keep_alive;
+	s->expect_continue = r->expect_continue;
+	s->nfields = r->nfields;
+	s->nkept = r->nkept;
+	s->fbuf_len = r->fbuf_len;
+	memcpy(s->fbuf, r->fbuf, r->fbuf_len);
+	memcpy(s->kept, r->kept, sizeof(r->kept[0]) * r->nkept);
+}
+
 /* Feeds data through lg_http in pieces of `piece` bytes, presenting unconsumed bytes again;
- * returns the verdict: 1000 + status, 2 rejected (never: no on_head), 1 complete, 0 pending. */
+ * returns the verdict: 1000 + status, 2 rejected (never: no on_head), 1 complete, 0 pending;
+ * what it found beyond that in *s. */
 static int
-parse(const uint8_t *data, size_t size, size_t piece)
+parse(const uint8_t *data, size_t size, size_t piece, struct seen *s)
 {
 	static struct lg_http h;
 	size_t off = 0, avail = 0;
@@ -79,6 +117,7 @@ parse(const uint8_t *data, size_t size, size_t piece)
 		if (avail == size && (used == 0 || off == size))
 			break;
 	}
+	seen_of(&h, s);
 	return h.status ? 1000 + h.status : h.complete;
 }
 
@@ -184,11 +223,20 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	int whole = parse(data, size, SIZE_MAX);
-	int split = parse(data, size, size ? 1 + data[0] % 16 : 1);
+	static struct seen a, b;
+	int whole = parse(data, size, SIZE_MAX, &a);
+	int split = parse(data, size, size ? 1 + data[0] % 16 : 1, &b);
 
 	if (whole != split) {
 		fprintf(stderr, "whole %d, split %d\n", whole, split);
+		abort();
+	}
+	if ((a.why != b.why && (a.why == NULL || b.why == NULL || strcmp(a.why, b.why) != 0)) ||
+	    memcmp(&a.content_length, &b.content_length, offsetof(struct seen, fbuf) -
+	    offsetof(struct seen, content_length)) != 0 || memcmp(a.fbuf, b.fbuf, a.fbuf_len) != 0 ||
+	    memcmp(a.kept, b.kept, sizeof(a.kept[0]) * a.nkept) != 0) {
+		fprintf(stderr, "whole and split runs read different requests: %s / %s\n",
+		    a.why ? a.why : "-", b.why ? b.why : "-");
 		abort();
 	}
 	char why[1024];

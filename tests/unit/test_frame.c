@@ -53,6 +53,28 @@ test_table(void **state)
 		enum lg_frame_body body;
 	} cases[] = {
 		{ "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		/* whole field lines take a fast path, split ones the byte loop: the same verdicts */
+		{ "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a\tb\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a \r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [::1] \r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: [::1 ]\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a%41.b:1\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: a%4\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a:8 0\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: v\x7f\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: 12345678\x01\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: 1234567\x7f9\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: \x80\xff\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nX-A: a\rb\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: a\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHOST: a\r\nhost: b\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nhOsT: a\r\nConnection: x, close\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodingx: chunked\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continuE\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue-x\r\n\r\n", 417, 0 },
 		{ "\r\nGET / HTTP/1.0\r\n\r\n", 0, LG_FRAME_NONE },
 		{ "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc", 0, LG_FRAME_LENGTH },
 		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"

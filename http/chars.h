@@ -1,0 +1,32 @@
+/* The character classes of the request grammar, one table lookup per byte (RFC 9110, RFC 9112,
+ * RFC 3986): every byte of every head is judged by one of them, so each is a bit in a 256-entry
+ * table computed at compile time rather than a comparison chain or a switch per call. */
+#ifndef LG_HTTP_CHARS_H
+#define LG_HTTP_CHARS_H
+
+#include <stdint.h>
+
+enum {
+	LG_CH_TCHAR = 1,   /* tchar: a token's byte (RFC 9110 section 5.6.2) */
+	LG_CH_VALUE = 2,   /* field-vchar / SP / HTAB, obs-text allowed (RFC 9110 section 5.5) */
+	LG_CH_TARGET = 4,  /* a request-target byte: RFC 3986 section 2 (unreserved, sub-delims,
+	                    * gen-delims but '#', '%'), '[' ']' included for an authority */
+	LG_CH_HOST = 8,    /* a Host value byte: no delimiter that ends or changes an authority,
+	                    * no obs-text (RFC 3986 section 3.2.2) */
+	LG_CH_AUTH = 16,   /* an absolute-form authority byte: unreserved, sub-delims, ':', '%',
+	                    * '[' ']' (RFC 3986 section 3.2) */
+	LG_CH_REGNAME = 32, /* a Host byte that may stand in a reg-name or IPv4address as it is:
+	                     * LG_CH_HOST but ':' '[' ']' '%' SP HTAB (RFC 3986 section 3.2.2) */
+};
+
+/* The classes of each byte value: lg_http_chars[c] & LG_CH_*. Read-only, defined in
+ * http/chars.c. */
+extern const uint8_t lg_http_chars[256];
+
+static inline int
+lg_ch(unsigned char c, unsigned cls)
+{
+	return (lg_http_chars[c] & cls) != 0;
+}
+
+#endif
