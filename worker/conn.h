@@ -110,6 +110,8 @@ struct lg_conn_tmo {
 	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
 	                               * the socket's unsent queue) */
 	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
+	ev_tstamp due;                /* the limit lg_conn_arm_timer set (the timer may fire
+	                               * earlier: worker/conn_timer.h) */
 };
 
 /* Queued output (worker/conn.c): the head bytes in whead, then one body. */
