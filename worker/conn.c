@@ -360,8 +360,8 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 	}
 	c->want_continue = 0;
 	n = lg_conn_put_head(out + pre, room - pre, c, status, len, ctype,
-	    c->close_after ? "Connection: close\r\n" :
-	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra);
+	    c->close_after ? LG_CONN_LINE_CLOSE : r->minor == 0 ? LG_CONN_LINE_KEEP :
+	    LG_CONN_LINE_NONE, extra);
 	/* A body of up to LG_CONN_COPY bytes may live on the caller's stack: it must be copied. */
 	if (n >= room - pre || (!head_only && len <= LG_CONN_COPY && pre + n + len > room)) {
 		log_error("response head for %d does not fit", status);
