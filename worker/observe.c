@@ -121,8 +121,8 @@ lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c)
 {
 	if (!slow_on(w))
 		return;
-	if (w->obs.timing)
-		reading(w); /* not ended (no bracket nests): what waits ends here */
+	if (w->obs.timing && (w->obs.unit_open || w->obs.npending > 0))
+		reading(w); /* begun again (an idle connection woken up): what waits ends here */
 	w->obs.timing = 1;
 	w->obs.unit_open = 0;
 	w->obs.cb_start_ns = w->obs.mark_ns = lg_now_ns();
