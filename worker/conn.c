@@ -323,7 +323,6 @@ write_now(struct lg_conn *c)
 	c->state = LG_CONN_WRITE;
 	c->tmo.write_at = c->tmo.wprogress_at = ev_now(c->w->ev);
 	c->tmo.wdelivered = 0;
-	ev_timer_stop(c->w->ev, &c->timer);
 	switch (flush(c)) {
 	case 1:
 		return response_done(c);
@@ -361,8 +360,8 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 	}
 	c->want_continue = 0;
 	n = lg_conn_put_head(out + pre, room - pre, c, status, len, ctype,
-	    c->close_after ? "Connection: close\r\n" :
-	    (r->minor == 0 ? "Connection: keep-alive\r\n" : ""), extra);
+	    c->close_after ? LG_CONN_LINE_CLOSE : r->minor == 0 ? LG_CONN_LINE_KEEP :
+	    LG_CONN_LINE_NONE, extra);
 	/* A body of up to LG_CONN_COPY bytes may live on the caller's stack: it must be copied. */
 	if (n >= room - pre || (!head_only && len <= LG_CONN_COPY && pre + n + len > room)) {
 		log_error("response head for %d does not fit", status);
@@ -391,9 +390,7 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 void
 lg_conn_drain_idle(struct lg_conn *c)
 {
-	double left = ev_timer_remaining(c->w->ev, &c->timer);
-
-	if (!ev_is_active(&c->timer) || left > LG_CONN_DRAIN_IDLE_MS / 1000.)
+	if (!ev_is_active(&c->timer) || lg_conn_timer_left(c) > LG_CONN_DRAIN_IDLE_MS / 1000.)
 		lg_conn_arm_timer(c, LG_CONN_DRAIN_IDLE_MS / 1000.);
 }
 
@@ -672,12 +669,12 @@ write_timer(struct lg_conn *c)
 
 	note_delivered(c);
 	due = lg_conn_download_due(c);
-	if (due > 0 && now >= due) {
+	if (lg_conn_past(c, due)) {
 		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
 		    "closing fd %d", c->tmo.wdelivered, now - c->tmo.write_at, c->fd);
 		lg_stats_add(&c->w->env->page->slow_downloads, 1);
 		lg_conn_close(c);
-	} else if (now - c->tmo.wprogress_at >= cfg->write_timeout_ms / 1e3) {
+	} else if (lg_conn_past(c, c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3)) {
 		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
 		lg_conn_close(c);
 	} else {
@@ -704,10 +701,10 @@ conn_timer(struct lg_conn *c)
 	if (lg_conn_in_body(c)) {
 		ev_tstamp due = lg_conn_upload_due(c), req_due = lg_conn_request_due(c);
 
-		if (req_due > 0 && ev_now(c->w->ev) >= req_due) {
+		if (lg_conn_past(c, req_due)) {
 			log_info("request not complete within --request-deadline-ms (fd %d, %" PRIu64
 			    " body bytes): 408", c->fd, lg_conn_body_bytes(c));
-		} else if (due > 0 && ev_now(c->w->ev) >= due) {
+		} else if (lg_conn_past(c, due)) {
 			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
 			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->tmo.body_at);
 			lg_stats_add(&c->w->env->page->slow_uploads, 1);
@@ -718,7 +715,7 @@ conn_timer(struct lg_conn *c)
 		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
 	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
 		log_info("request head too slow (fd %d, %s): 408", c->fd,
-		    ev_now(c->w->ev) >= lg_conn_request_due(c) ? "--request-deadline-ms" :
+		    lg_conn_past(c, lg_conn_request_due(c)) ? "--request-deadline-ms" :
 		    "--head-timeout-ms");
 		lg_conn_error(c, 408, 1, NULL);
 	} else {
@@ -758,6 +755,8 @@ conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_conn *c = t->data;
 	struct lg_worker *w = c->w;
 
+	if (lg_conn_timer_early(c))
+		return; /* the limit moved later since the timer was armed */
 	lg_obs_cb_begin(w, c);
 	c->tmo.idle_ticks = 0;
 	conn_timer(c);

@@ -88,7 +88,9 @@ struct lg_worker {
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
 	struct lg_pool pool;          /* struct lg_conn blocks (worker/conn.c) */
-	char date[40];                /* cached "Date: ..." value (RFC 9110 section 6.6.1) */
+	char date[96];                /* cached "Server: lagless\r\nDate: ...\r\nContent-Length: "
+	                               * (RFC 9110 section 6.6.1; worker/conn_head.c) */
+	size_t date_len;
 	ev_tstamp date_at;
 	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/observe_state.h) */
 	struct lg_worker_render render; /* /metrics and /status buffer (worker/inline_state.h) */
@@ -110,6 +112,8 @@ struct lg_conn_tmo {
 	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
 	                               * the socket's unsent queue) */
 	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
+	ev_tstamp due;                /* the limit lg_conn_arm_timer set (the timer may fire
+	                               * earlier: worker/conn_timer.h) */
 };
 
 /* Queued output (worker/conn.c): the head bytes in whead, then one body. */

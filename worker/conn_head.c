@@ -2,27 +2,33 @@
 #include "worker/conn_head.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/buf.h"
 #include "worker/access.h"
 
-static const char *
-date_header(struct lg_worker *w)
-{
-	ev_tstamp now = ev_now(w->ev);
+/* "HTTP/1.1 NNN Reason\r\n" by status (100..999), each made at its first use: the longest
+ * reason (RFC 9110, 31 bytes) leaves room. */
+struct status_line {
+	unsigned char len;            /* 0 until made */
+	char line[55];
+};
+static struct status_line status_lines[900];
 
-	if (now - w->date_at >= 1. || w->date[0] == '\0') {
-		time_t t = (time_t)now;
-		struct tm tm;
-
-		gmtime_r(&t, &tm);
-		strftime(w->date, sizeof(w->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-		w->date_at = (ev_tstamp)t;
-	}
-	return w->date;
-}
+/* The lines after the status line up to Content-Length's value, whose Date changes once a
+ * second; the connection lines by enum lg_conn_line. */
+static const char date_fmt[] = "Server: lagless\r\nDate: %a, %d %b %Y %H:%M:%S GMT\r\n"
+    "Content-Length: ";
+static const struct {
+	const char *s;
+	size_t len;
+} conn_lines[] = {
+	[LG_CONN_LINE_NONE] = { "", 0 },
+	[LG_CONN_LINE_CLOSE] = { "Connection: close\r\n", 19 },
+	[LG_CONN_LINE_KEEP] = { "Connection: keep-alive\r\n", 24 },
+};
 
 /* Appends the n bytes of s at *at when they fit before end; the caller checks *at <= end. */
 static void
@@ -33,44 +39,79 @@ put(char **at, const char *end, const char *s, size_t n)
 	*at += n;
 }
 
+/* The Server, Date and Content-Length name lines of w (remade when the second changed). */
+static void
+put_date(char **at, const char *end, struct lg_worker *w)
+{
+	ev_tstamp now = ev_now(w->ev);
+
+	if (now - w->date_at >= 1. || w->date_len == 0) {
+		time_t t = (time_t)now;
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		w->date_len = strftime(w->date, sizeof(w->date), date_fmt, &tm);
+		w->date_at = (ev_tstamp)t;
+	}
+	put(at, end, w->date, w->date_len);
+}
+
+/* The status line of status (100..999, else 500 with lg_http_reason(status)). */
+static void
+put_status(char **at, const char *end, int status)
+{
+	int code = status >= 100 && status <= 999 ? status : 500, n;
+	struct status_line *sl = &status_lines[code - 100];
+	char line[80];
+
+	if (code == status && sl->len > 0) {
+		put(at, end, sl->line, sl->len);
+		return;
+	}
+	n = snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n", code, lg_http_reason(status));
+	n = n < 0 ? 0 : (size_t)n < sizeof(line) ? n : (int)sizeof(line) - 1;
+	if (code == status && (size_t)n < sizeof(sl->line)) {
+		memcpy(sl->line, line, (size_t)n);
+		sl->len = (unsigned char)n;
+	}
+	put(at, end, line, (size_t)n);
+}
+
 /* Decimal digits of v at *at (no terminator), as put() does. */
 static void
 put_u64(char **at, const char *end, uint64_t v)
 {
 	char d[LG_FMT_U64_MAX];
 
+	if (v < 10) { /* a one-digit length (/ping's "ok") needs no conversion loop */
+		d[0] = (char)('0' + v);
+		put(at, end, d, 1);
+		return;
+	}
 	put(at, end, d, lg_fmt_u64(d, v));
 }
 
 /* Writes a response head (status line, Server, Date, Content-Length, the optional Content-Type,
  * connection and extra lines, the empty line) into out[0..cap). The fields and their order are
- * those every answer of lagless has (docs/HTTP.md); built with memcpy because this runs once
- * per response, and snprintf's format interpretation was the largest user-space cost of a
- * /ping after the system calls. Returns its length; >= cap when it does not fit. */
+ * those every answer of lagless has (docs/HTTP.md); built from stored lines with memcpy
+ * because this runs once per response (snprintf's format interpretation was the largest
+ * user-space cost of a /ping after the system calls, then strlen of constants and the reason
+ * lookup). Returns its length; >= cap when it does not fit. */
 size_t
 lg_conn_put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t len,
-    const char *ctype, const char *conn, const char *extra)
+    const char *ctype, enum lg_conn_line conn, const char *extra)
 {
-	static const char server[] = "\r\nServer: lagless\r\nDate: ";
-	static const char clen[] = "\r\nContent-Length: ";
-	const char *reason = lg_http_reason(status), *date = date_header(c->w);
 	char *at = out, *end = out + cap;
 
-	put(&at, end, "HTTP/1.1 ", 9);
-	put_u64(&at, end, (uint64_t)(status >= 100 && status <= 999 ? status : 500));
-	put(&at, end, " ", 1);
-	put(&at, end, reason, strlen(reason));
-	put(&at, end, server, sizeof(server) - 1);
-	put(&at, end, date, strlen(date));
-	put(&at, end, clen, sizeof(clen) - 1);
+	put_status(&at, end, status);
+	put_date(&at, end, c->w);
 	put_u64(&at, end, len);
-	put(&at, end, "\r\n", 2);
 	if (ctype != NULL) {
-		put(&at, end, "Content-Type: ", 14);
+		put(&at, end, "\r\nContent-Type: ", 16);
 		put(&at, end, ctype, strlen(ctype));
-		put(&at, end, "\r\n", 2);
 	}
-	put(&at, end, conn, strlen(conn));
+	put(&at, end, "\r\n", 2);
+	put(&at, end, conn_lines[conn].s, conn_lines[conn].len);
 	if (extra != NULL)
 		put(&at, end, extra, strlen(extra));
 	if (c->w->env->cfg->request_id) { /* --request-id: the one the access log names */

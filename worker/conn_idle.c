@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "worker/conn.h"
 #include "worker/conn_idle.h"
+#include "worker/conn_timer.h"
 #include "worker/observe.h"
 
 /* An idle connection (worker/conn.h lg_conn_start): what it holds between requests. */
@@ -141,7 +142,7 @@ static void
 to_idle(struct lg_conn *c)
 {
 	struct lg_worker *w = c->w;
-	double left = ev_is_active(&c->timer) ? ev_timer_remaining(w->ev, &c->timer) :
+	double left = ev_is_active(&c->timer) ? lg_conn_timer_left(c) :
 	    w->env->cfg->keepalive_timeout_ms / 1e3;
 
 	ev_io_stop(w->ev, &c->io); /* before the idle watcher starts: the epoll mask is kept */

@@ -4,9 +4,42 @@
 void
 lg_conn_arm_timer(struct lg_conn *c, double seconds)
 {
-	ev_timer_stop(c->w->ev, &c->timer);
+	struct ev_loop *ev = c->w->ev;
+
+	c->tmo.due = ev_now(ev) + seconds;
+	if (ev_is_active(&c->timer) && ev_timer_remaining(ev, &c->timer) <= seconds)
+		return; /* fires no later: lg_conn_timer_early arms it for the rest then */
+	ev_timer_stop(ev, &c->timer);
 	ev_timer_set(&c->timer, seconds, 0.);
+	ev_timer_start(ev, &c->timer);
+}
+
+double
+lg_conn_timer_left(const struct lg_conn *c)
+{
+	if (c->state == LG_CONN_JOB || !ev_is_active(&c->timer))
+		return ev_timer_remaining(c->w->ev, (ev_timer *)&c->timer);
+	return c->tmo.due - ev_now(c->w->ev);
+}
+
+int
+lg_conn_timer_early(struct lg_conn *c)
+{
+	double left = c->tmo.due - ev_now(c->w->ev);
+
+	/* Not yet due only when clearly in the future: a limit within the slack is taken as
+	 * reached here and by conn_timer's classification alike (lg_conn_past). */
+	if (c->state == LG_CONN_JOB || left <= LG_CONN_TIMER_SLACK)
+		return 0;
+	ev_timer_set(&c->timer, left, 0.);
 	ev_timer_start(c->w->ev, &c->timer);
+	return 1;
+}
+
+int
+lg_conn_past(const struct lg_conn *c, ev_tstamp at)
+{
+	return at > 0 && ev_now(c->w->ev) + LG_CONN_TIMER_SLACK >= at;
 }
 
 /* A body is being received: into a slot (BODY), or through the parser (chunked, or any body

@@ -8,8 +8,29 @@
 
 #include "worker/conn.h"
 
-/* (Re)starts c's timer to fire in `seconds` s from now. */
+/* A limit due within this many seconds is reached: libev fires a timer by its monotonic clock
+ * and the limits are in ev_now's (wall-clock) time, so a timer may fire a hair before the limit
+ * it was armed for (a limit due within 1 ms taken as not yet due made a trickled upload cut at
+ * --min-upload-rate count as a plain body timeout, commit 78d0634). */
+#define LG_CONN_TIMER_SLACK 1e-3
+
+/* Sets c's limit in time to `seconds` s from now (c->tmo.due). Lazily (libev(3), "Be smart
+ * about timeouts"): a timer already due no later stays as it is, and when it fires early
+ * lg_conn_timer_early() arms it for what is left; so a limit that only moves later (keep-alive
+ * idle after each answer) costs no timer-heap delete and insert. */
 void lg_conn_arm_timer(struct lg_conn *c, double seconds);
+
+/* Seconds left until c's limit (ev_timer_remaining of the timer in state LG_CONN_JOB, whose
+ * deadline offload.c and coalesce.c arm directly, or when no timer runs). */
+double lg_conn_timer_left(const struct lg_conn *c);
+
+/* Called when c's timer fires: returns 1, and arms the timer for the rest, when the limit set
+ * by lg_conn_arm_timer is more than LG_CONN_TIMER_SLACK away; 0 when the timer's owner must
+ * act. A job's deadline (LG_CONN_JOB) is always due. */
+int lg_conn_timer_early(struct lg_conn *c);
+
+/* Whether the limit `at` (libev time, s; 0 = none) is reached, within LG_CONN_TIMER_SLACK. */
+int lg_conn_past(const struct lg_conn *c, ev_tstamp at);
 
 /* Whether a body is being received: into a slot (BODY), or through the parser (chunked, or
  * any body of an inline route). */

@@ -56,65 +56,116 @@ slow_on(const struct lg_worker *w)
 	return w->env->cfg->slow_callback_ms > 0;
 }
 
+/* Notes c's current request (its target cut at 96 bytes) into out: copied, not formatted, as it
+ * runs for every request step. */
+static void
+note_what(const struct lg_conn *c, struct lg_obs_what *out)
+{
+	const struct lg_http_req *r = &c->http.req;
+	size_t tlen = r->path != NULL ? r->target_len : 0;
+
+	if (tlen > sizeof(out->target))
+		tlen = sizeof(out->target);
+	out->method = r->path != NULL ? (int)r->method : -1;
+	out->target_len = (unsigned)tlen;
+	if (tlen > 0)
+		memcpy(out->target, r->target, tlen);
+}
+
+/* "METHOD target" of a noted request into out (cap > 0 bytes), "-" when no head was parsed;
+ * always terminated. */
+static void
+format_what(const struct lg_obs_what *what, char *out, size_t cap)
+{
+	if (what->method < 0)
+		snprintf(out, cap, "-");
+	else
+		snprintf(out, cap, "%s %.*s", http_method_str((unsigned)what->method),
+		    (int)what->target_len, what->target);
+}
+
+/* The step that ended last (lg_obs_unit_end) took until now: the longest so far is kept (its
+ * noted request becomes the worst's, the other buffer the next step's). */
+static void
+close_unit(struct lg_worker *w, uint64_t now)
+{
+	uint64_t took = now - w->obs.unit_start_ns;
+
+	w->obs.unit_open = 0;
+	if (w->obs.worst_route == NULL || took > w->obs.worst_unit_ns) {
+		w->obs.worst_unit_ns = took;
+		w->obs.worst_route = w->obs.unit_route;
+		w->obs.unit_what ^= 1;
+	}
+}
+
+/* Reads the clock inside a timed callback (its last reading from now on): the step that ended
+ * and the requests answered since the previous reading end now. Returns the time (ns). */
+static uint64_t
+reading(struct lg_worker *w)
+{
+	uint64_t now = lg_now_ns();
+
+	w->obs.mark_ns = now;
+	if (w->obs.unit_open)
+		close_unit(w, now);
+	for (unsigned i = 0; i < w->obs.npending; i++)
+		lg_hist_observe(w->obs.pending[i].duration, lg_stats_time_bounds, LG_STATS_BOUNDS,
+		    now - w->obs.pending[i].start_ns);
+	w->obs.npending = 0;
+	return now;
+}
+
 void
 lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c)
 {
 	if (!slow_on(w))
 		return;
-	w->obs.cb_start_ns = lg_now_ns();
+	if (w->obs.timing && (w->obs.unit_open || w->obs.npending > 0))
+		reading(w); /* begun again (an idle connection woken up): what waits ends here */
+	w->obs.timing = 1;
+	w->obs.unit_open = 0;
+	w->obs.cb_start_ns = w->obs.mark_ns = lg_now_ns();
 	w->obs.cb_conn = c;
 	w->obs.worst_unit_ns = 0;
 	w->obs.worst_route = NULL;
 }
 
-/* "METHOD target" of c's current request (the target cut at 96 bytes) into out, "-" when no
- * head was parsed; always terminated. Copied, not formatted: it runs for every request. */
-static void
-describe(const struct lg_conn *c, char *out, size_t cap)
+/* The longest request step of a slow callback of `took` ns as "METHOD target" into out (cap
+ * bytes): the callback's connection's request when no step was timed. Returns 0 when there is
+ * none to name. */
+static int
+worst_step(struct lg_worker *w, uint64_t took, char *out, size_t cap)
 {
-	const struct lg_http_req *r = &c->http.req;
-	const char *m = r->path != NULL ? http_method_str(r->method) : "-";
-	size_t mlen = strlen(m), tlen = r->path != NULL ? r->target_len : 0, n = 0;
-
-	if (cap == 0)
-		return;
-	if (tlen > 96)
-		tlen = 96;
-	if (mlen > cap - 1)
-		mlen = cap - 1;
-	memcpy(out, m, mlen);
-	n = mlen;
-	if (r->path != NULL && n + 1 < cap) {
-		out[n++] = ' ';
-		if (tlen > cap - 1 - n)
-			tlen = cap - 1 - n;
-		memcpy(out + n, r->target, tlen);
-		n += tlen;
+	if (w->obs.worst_route == NULL && w->obs.cb_conn != NULL &&
+	    w->obs.cb_conn->obs.req_start_ns) {
+		w->obs.worst_route = w->obs.cb_conn->rt.route_label;
+		note_what(w->obs.cb_conn, &w->obs.what[w->obs.unit_what ^ 1]);
+		w->obs.worst_unit_ns = took;
 	}
-	out[n] = '\0';
+	if (w->obs.worst_route == NULL)
+		return 0;
+	format_what(&w->obs.what[w->obs.unit_what ^ 1], out, cap);
+	return 1;
 }
 
 void
 lg_obs_cb_end(struct lg_worker *w, const char *cb)
 {
 	uint64_t took, limit = w->env->cfg->slow_callback_ms * LG_NS_PER_MS;
+	char worst[128];
 
-	if (!slow_on(w))
+	if (!w->obs.timing)
 		return;
-	took = lg_now_ns() - w->obs.cb_start_ns;
+	took = reading(w) - w->obs.cb_start_ns;
+	w->obs.timing = 0;
 	if (took >= limit) {
 		lg_stats_add(&w->env->page->slow_callbacks, 1);
-		if (w->obs.worst_route == NULL && w->obs.cb_conn != NULL &&
-		    w->obs.cb_conn->obs.req_start_ns) {
-			w->obs.worst_route = w->obs.cb_conn->rt.route_label;
-			describe(w->obs.cb_conn, w->obs.worst_what, sizeof(w->obs.worst_what));
-			w->obs.worst_unit_ns = took;
-		}
-		if (w->obs.worst_route != NULL)
+		if (worst_step(w, took, worst, sizeof(worst)))
 			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); route %s, request "
 			    "\"%s\" took %.1f ms of it", cb, (double)took / 1e6,
 			    (unsigned long long)w->env->cfg->slow_callback_ms, w->obs.worst_route,
-			    w->obs.worst_what, (double)w->obs.worst_unit_ns / 1e6);
+			    worst, (double)w->obs.worst_unit_ns / 1e6);
 		else
 			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); no request step in it",
 			    cb, (double)took / 1e6, (unsigned long long)w->env->cfg->slow_callback_ms);
@@ -125,32 +176,27 @@ lg_obs_cb_end(struct lg_worker *w, const char *cb)
 void
 lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c)
 {
-	if (!slow_on(w))
+	if (!w->obs.timing)
 		return;
+	if (w->obs.unit_open)
+		reading(w); /* the step before ends here */
+	w->obs.unit_start_ns = w->obs.mark_ns; /* the callback's start, or the step before's end */
 	w->obs.unit_route = c->rt.route_label;
-	describe(c, w->obs.unit_what, sizeof(w->obs.unit_what));
-	w->obs.unit_start_ns = lg_now_ns();
+	note_what(c, &w->obs.what[w->obs.unit_what]);
 }
 
 void
 lg_obs_unit_end(struct lg_worker *w)
 {
-	uint64_t took;
-
-	if (!slow_on(w))
-		return;
-	took = lg_now_ns() - w->obs.unit_start_ns;
-	if (w->obs.worst_route == NULL || took > w->obs.worst_unit_ns) {
-		w->obs.worst_unit_ns = took;
-		w->obs.worst_route = w->obs.unit_route;
-		memcpy(w->obs.worst_what, w->obs.unit_what, sizeof(w->obs.worst_what));
-	}
+	if (w->obs.timing)
+		w->obs.unit_open = 1; /* its duration: until the next reading */
 }
 
 void
 lg_obs_request_begin(struct lg_conn *c)
 {
-	c->obs.req_start_ns = lg_now_ns();
+	/* In a timed callback its bytes came no later than the last reading. */
+	c->obs.req_start_ns = c->w->obs.timing ? c->w->obs.mark_ns : lg_now_ns();
 	lg_rt_none(&c->rt, &c->w->rt);
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
@@ -169,19 +215,27 @@ request_done(struct lg_conn *c)
 void
 lg_obs_request_end(struct lg_conn *c)
 {
-	struct lg_proc_page *p = c->w->env->page;
-	uint64_t took = c->obs.req_start_ns ? lg_now_ns() - c->obs.req_start_ns : 0;
-	unsigned route = c->rt.route_row;
-
-	struct lg_route_stats *rs = lg_arena_route_stats(c->w->env->arena, c->w->env->index, route);
+	struct lg_worker *w = c->w;
+	struct lg_proc_page *p = w->env->page;
+	uint64_t start = c->obs.req_start_ns, took = 0;
+	struct lg_route_stats *rs = lg_arena_route_stats(w->env->arena, w->env->index,
+	    c->rt.route_row);
+	int log = w->env->cfg->access_log;
 
 	lg_stats_add(&rs->responses[lg_stats_code_index(c->obs.resp_status)], 1);
-	lg_hist_observe(&rs->duration, lg_stats_time_bounds, LG_STATS_BOUNDS, took);
+	if (start && w->obs.timing && !log && w->obs.npending < LG_OBS_PENDING) {
+		/* Observed at the callback's next clock reading (its end, for the last one). */
+		w->obs.pending[w->obs.npending].duration = &rs->duration;
+		w->obs.pending[w->obs.npending++].start_ns = start;
+	} else {
+		took = start ? lg_now_ns() - start : 0;
+		lg_hist_observe(&rs->duration, lg_stats_time_bounds, LG_STATS_BOUNDS, took);
+	}
 	if (c->obs.resp_status == 413)
 		lg_stats_add(&p->rejected_large, 1);
-	if (c->w->env->cfg->access_log)
+	if (log)
 		lg_access_line(c, took);
-	if (c->obs.req_start_ns)
+	if (start)
 		request_done(c);
 }
 

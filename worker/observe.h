@@ -17,21 +17,27 @@ void lg_obs_draining(struct lg_worker *w);
 
 /* Brackets one libev callback. c is the connection it serves, or NULL (accept, completions).
  * A callback longer than cfg->slow_callback_ms (0 = off) is counted and logged as a warning
- * naming cb and the request step that took longest inside it. */
+ * naming cb and the request step that took longest inside it. The clock is read at both ends
+ * and between two request steps only (worker/observe_state.h): two readings for a callback
+ * that answers one request. */
 void lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c);
 void lg_obs_cb_end(struct lg_worker *w, const char *cb);
 
 /* Brackets one step of request work inside a callback (running a handler, answering a
- * completion), so a slow callback can name the route and request that made it slow.
- * c must have a parsed request head. */
+ * completion), so a slow callback can name the route and request that made it slow. A step
+ * runs from the callback's last clock reading (its start, or the step before's end) to its
+ * next (the next step's start, or the callback's end). c must have a parsed request head. */
 void lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c);
 void lg_obs_unit_end(struct lg_worker *w);
 
-/* The first bytes of a request arrived on c: start its clock, count it in flight. */
+/* The first bytes of a request arrived on c: start its clock (inside a timed callback the
+ * callback's last clock reading, no later than the bytes came), count it in flight. */
 void lg_obs_request_begin(struct lg_conn *c);
 
 /* c's response (status c->obs.resp_status, c->obs.resp_bytes body bytes) is fully written: count it
- * by route and status, observe its duration, write the access-log line if enabled. */
+ * by route and status, observe its duration, write the access-log line if enabled. Inside a
+ * timed callback, with no access log, the duration ends at the callback's next clock reading
+ * (the response's last byte went out before it). */
 void lg_obs_request_end(struct lg_conn *c);
 
 /* c is being closed: a request still in progress is dropped from the in-flight count (and its

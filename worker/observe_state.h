@@ -40,17 +40,43 @@ lg_obs_response(struct lg_conn_obs *o, int status, size_t body_bytes)
 	o->resp_bytes = body_bytes;
 }
 
-/* The loop-lag probe and the slow-callback accounting. */
+struct lg_hist;
+
+/* The request of a request step, named in a slow-callback warning as "METHOD target". Kept
+ * raw (the method's name is looked up only for a warning): it is noted for every step. */
+struct lg_obs_what {
+	int method;                   /* its method (http/method.h), -1 when no head was parsed */
+	unsigned target_len;
+	char target[96];              /* its target, cut at 96 bytes */
+};
+
+/* Requests answered inside a timed callback, their durations observed at its end. */
+#define LG_OBS_PENDING 16
+
+/* The loop-lag probe and the slow-callback accounting. Inside a timed callback the clock is
+ * read at its start, at its end, and between two request steps (worker/observe.c): a request
+ * begins at the last reading, a step starts at the last reading and ends at the next one, an
+ * answered request's duration is observed at the next reading. */
 struct lg_worker_obs {
 	ev_timer lag;                 /* loop-lag probe, re-armed every --lag-interval-ms */
 	uint64_t lag_due_ns;          /* CLOCK_MONOTONIC when the probe should fire */
 	uint32_t inflight;            /* requests received and not yet answered */
+	int timing;                   /* inside a callback timed by lg_obs_cb_begin */
+	int unit_open;                /* a step ended whose duration the next reading gives */
+	uint64_t mark_ns;             /* the callback's last clock reading */
 	uint64_t cb_start_ns;         /* start of the callback being timed */
 	struct lg_conn *cb_conn;      /* the connection that callback is for, or NULL */
 	uint64_t worst_unit_ns;       /* longest request step inside the callback so far */
 	uint64_t unit_start_ns;
 	const char *unit_route, *worst_route;
-	char unit_what[128], worst_what[128]; /* "METHOD target" of those steps */
+	struct lg_obs_what what[2];   /* the requests of the current step (what[unit_what]) and
+	                               * of the longest (the other) */
+	unsigned unit_what;
+	unsigned npending;
+	struct {
+		struct lg_hist *duration; /* the route's histogram */
+		uint64_t start_ns;        /* the request's first byte */
+	} pending[LG_OBS_PENDING];
 };
 
 #endif
