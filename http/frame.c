@@ -58,7 +58,8 @@ is_target_char(unsigned char c)
 	return lg_ch(c, LG_CH_TARGET);
 }
 
-static int
+/* Cold: the compiler moves every refusal's path out of the lines a valid request runs. */
+static __attribute__((cold)) int
 fail(struct lg_frame *f, int status, const char *why)
 {
 	f->status = status;
@@ -251,9 +252,20 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	if (m == p || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
 	size_t t = m + 1, e = t;
-	while (e < end && b[e] != ' ')
+	int plain = 1; /* target characters only, no pct-encoding: check_target would take it */
+
+	while (e < end && lg_ch(b[e], LG_CH_TARGET) && b[e] != '%')
 		e++;
-	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t,
+	if (e < end && b[e] != ' ') {
+		plain = 0;
+		while (e < end && b[e] != ' ')
+			e++;
+	}
+	if (!plain || e == t || e - t > f->lim->max_target) {
+		if (check_target(f, b + t, e - t, 1) == -1)
+			return -1;
+	}
+	if (check_target_form(f, b + t, e - t,
 	    m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
 		return -1;
 	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
@@ -388,9 +400,9 @@ field_done(struct lg_frame *f, int trailer)
 			return fail(f, 400, "more than one Host");
 		/* a value longer than val is not kept whole: only its white space is judged; a
 		 * whole one without brackets has none when lg_host_syntax_ok takes it */
-		if (((f->val_long || (len > 0 && v[0] == '[')) &&
+		if (!f->host_ok && (((f->val_long || (len > 0 && v[0] == '[')) &&
 		    (memchr(v, ' ', len) != NULL || memchr(v, '\t', len) != NULL)) ||
-		    (!f->val_long && !lg_host_syntax_ok(v, len)))
+		    (!f->val_long && !lg_host_syntax_ok(v, len))))
 			return fail(f, 400, "invalid Host");
 		return 0;
 	default: /* FLD_EXPECT */
@@ -448,37 +460,46 @@ token_is(const char *t, const char *lower, size_t n)
 	return 1;
 }
 
+/* The colon after the field name name[0..nlen) (only its first 24 bytes are read; nlen may be
+ * 25 for any longer name): which interesting field the line is, and the value begins. Returns
+ * S_VALUE, or -1 with f->status set. */
+static int
+name_end(struct lg_frame *f, const char *name, size_t nlen)
+{
+	/* The interesting names have lengths of their own: one comparison per field. */
+	static const struct { size_t len; const char *name; int field; } names[] = {
+		{ 4, "host", FLD_HOST }, { 6, "expect", FLD_EXPECT },
+		{ 10, "connection", FLD_CONN }, { 14, "content-length", FLD_CL },
+		{ 17, "transfer-encoding", FLD_TE },
+	};
+
+	/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found by
+	 * fuzz_http): refuse those names rather than read them otherwise than a proxy built on it
+	 * would. */
+	if (nlen > 17 && token_is(name, "transfer-encoding", 17))
+		return fail(f, 400, "field name extends Transfer-Encoding");
+	f->field = FLD_OTHER;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].len == nlen) {
+			if (token_is(name, names[i].name, nlen))
+				f->field = names[i].field;
+			break;
+		}
+	f->val_len = 0;
+	f->val_long = 0;
+	f->host_ok = 0;
+	f->vstarted = 0;
+	/* a second Content-Length is refused at its name (RFC 9112 section 6.3 (5)) */
+	if (f->field == FLD_CL && ++f->cl_count > 1)
+		return fail(f, 400, "more than one Content-Length");
+	return S_VALUE;
+}
+
 static int
 name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 {
-	if (c == ':') {
-		/* The interesting names have lengths of their own: one comparison per field. */
-		static const struct { size_t len; const char *name; int field; } names[] = {
-			{ 4, "host", FLD_HOST }, { 6, "expect", FLD_EXPECT },
-			{ 10, "connection", FLD_CONN }, { 14, "content-length", FLD_CL },
-			{ 17, "transfer-encoding", FLD_TE },
-		};
-
-		/* http-parser 2.9.4 takes any name that begins with Transfer-Encoding for one (found
-		 * by fuzz_http): refuse those names rather than read them otherwise than a proxy
-		 * built on it would. */
-		if (*nlen > 17 && token_is(name, "transfer-encoding", 17))
-			return fail(f, 400, "field name extends Transfer-Encoding");
-		f->field = FLD_OTHER;
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (names[i].len == *nlen) {
-				if (token_is(name, names[i].name, *nlen))
-					f->field = names[i].field;
-				break;
-			}
-		f->val_len = 0;
-		f->val_long = 0;
-		f->vstarted = 0;
-		/* a second Content-Length is refused at its name (RFC 9112 section 6.3 (5)) */
-		if (f->field == FLD_CL && ++f->cl_count > 1)
-			return fail(f, 400, "more than one Content-Length");
-		return S_VALUE;
-	}
+	if (c == ':')
+		return name_end(f, name, *nlen);
 	if (!is_tchar(c))
 		return fail(f, 400, c == ' ' || c == '\t' ? "whitespace before the colon" :
 		    "character not allowed in a field name");
@@ -679,6 +700,22 @@ clean_value(const unsigned char *v, size_t n)
 	}
 }
 
+/* Whether the n bytes at v are the common Host value, a reg-name or IPv4 address of plain
+ * characters (no '%', brackets or white space) then optionally ':' and digits: then every byte
+ * is a host character and lg_host_syntax_ok would take it, so neither needs to run. */
+static int
+plain_host(const unsigned char *v, size_t n)
+{
+	size_t p = 0;
+
+	while (p < n && lg_ch(v[p], LG_CH_REGNAME))
+		p++;
+	if (p < n && v[p] == ':')
+		for (p++; p < n && v[p] >= '0' && v[p] <= '9'; p++)
+			;
+	return p == n;
+}
+
 /* The fast path of a header field line that is whole in buf[i..len) and breaks no rule of its
  * syntax (a token, ':', value characters, CRLF) or of the limits: it is judged as the byte
  * loop would judge it, its interesting value still byte by byte (value_char), with the same
@@ -710,13 +747,10 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 	if (cr + 1 >= len || b[cr + 1] != '\n' || cr + 2 - i > room || !clean_value(b + v, cr - v))
 		return i;
 	/* the line is whole and clean: as the byte loop, from its colon on */
-	char name[25];
-	size_t nlen = j - i <= 24 ? j - i : 25; /* as name_char counts */
-
-	memcpy(name, b + i, nlen < 24 ? nlen : 24);
 	f->nfields++;
 	f->head_bytes = hb + (j - i + 1);
-	if (name_char(f, ':', name, &nlen) == -1 || (k != NULL && report(f, k->name, buf, i, j) == -1))
+	if (name_end(f, buf + i, j - i <= 24 ? j - i : 25) == -1 ||
+	    (k != NULL && report(f, k->name, buf, i, j) == -1))
 		return j;
 	f->vstarted = v < cr;
 	if (f->field == FLD_CL || f->field == FLD_CONN) { /* checked or split as they come */
@@ -728,7 +762,9 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 	} else if (f->field != FLD_OTHER) { /* kept whole: value_char's effect, in one step */
 		size_t p = v, n = cr - v;
 
-		if (f->field == FLD_HOST)
+		if (f->field == FLD_HOST && (f->host_ok = plain_host(b + v, n)))
+			p = cr; /* host characters only, and a valid uri-host [ ":" port ] */
+		else if (f->field == FLD_HOST)
 			while (p < cr && lg_host_char(b[p]))
 				p++;
 		if (f->field == FLD_HOST && p < cr) {
@@ -767,6 +803,14 @@ lg_frame_head(struct lg_frame *f, const char *buf, size_t len)
 	if (st == S_NAME || (st == S_VALUE && f->vstarted))
 		mark = 0; /* a name or value begun in an earlier call goes on */
 	for (i = 0; i < len && f->status == 0 && (st = f->state & ~TRAILER) < S_HEAD_DONE; i++) {
+		if (f->state == S_LINE && buf[i] == '\r' && i + 1 < len && buf[i + 1] == '\n' &&
+		    f->head_bytes + 2 <= f->lim->max_head) { /* the section ends, as line_byte */
+			f->head_bytes += 2;
+			i++; /* the LF, where the byte loop stops when head_end refuses */
+			if (head_end(f) == -1)
+				break;
+			continue;
+		}
 		if (f->state == S_LINE && buf[i] != '\r') { /* the header section, not the trailer */
 			size_t next = fast_line(f, buf, i, len);
 

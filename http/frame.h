@@ -76,6 +76,8 @@ struct lg_frame {
 	int vstarted;              /* the current value's first byte past leading OWS was seen */
 	size_t val_len;            /* bytes in val */
 	int val_long;
+	int host_ok;               /* the current Host value is known valid (a plain reg-name or
+	                            * IPv4 address and a port, judged whole by the fast path) */
 	/* what the head said */
 	int host_count, cl_count, te_count;
 	uint64_t content_length;

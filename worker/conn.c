@@ -272,7 +272,7 @@ request_done(struct lg_conn *c)
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
-	atomic_fetch_add(&c->w->env->page->requests, 1);
+	lg_stats_add(&c->w->env->page->requests, 1); /* this loop's page: one writer */
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->tmo.body_at = 0;

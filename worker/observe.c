@@ -254,7 +254,8 @@ lg_obs_conn_closed(struct lg_conn *c)
 void
 lg_obs_route_hit(struct lg_conn *c)
 {
-	atomic_fetch_add(&lg_arena_route_stats(c->w->env->arena, c->w->env->index,
+	/* this loop's row: a single writer, so no locked read-modify-write (shm/layout.h) */
+	lg_stats_add(&lg_arena_route_stats(c->w->env->arena, c->w->env->index,
 	    c->rt.route_row)->hits, 1);
 }
 

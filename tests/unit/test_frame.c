@@ -53,6 +53,16 @@ test_table(void **state)
 		enum lg_frame_body body;
 	} cases[] = {
 		{ "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		/* a plain target skips the per-character check: the same verdicts either way */
+		{ "GET /a%20b HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET /a%2 HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /a%zz HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /a\"b HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /a{b HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"
+		  "Host: a\r\n\r\n", 0, LG_FRAME_NONE },  /* 64 bytes: the limit */
+		{ "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\n"
+		  "Host: a\r\n\r\n", 414, 0 },
 		/* whole field lines take a fast path, split ones the byte loop: the same verdicts */
 		{ "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nHost: a\tb\r\n\r\n", 400, 0 },
