@@ -25,7 +25,11 @@ enum lg_backing_op {
 	LG_BACKING_MAP = 1,  /* map it readable (MADV_POPULATE_READ): output a compute process
 	                      * wrote, which the loop is about to send; the first send from each
 	                      * 64 KiB faulted in the loop, each 2 MiB allocating a page table */
+	LG_BACKING_EXIT = 2, /* outcome only: the helper was idle and ended (the loop joins it) */
 };
+
+/* The helper ends after this long without a request; the next post starts a new one. */
+#define LG_BACKING_IDLE_MS 1000
 
 /* One request or its outcome (off page-aligned). */
 struct lg_backing_msg {
@@ -42,22 +46,25 @@ struct lg_backing {
 	int fd;                    /* the arena memfd */
 	unsigned char *base;       /* its MAP_SHARED mapping in this process (offset 0) */
 	pthread_t thread;
-	int running;
+	int running;               /* a helper thread exists (started by the first post) */
 	ev_io io;
 	void (*on_done)(void *ctx, const struct lg_backing_msg *m);
 	void *ctx;
 	uint64_t posted, failed;   /* requests posted, outcomes with an error */
+	uint64_t answered;         /* outcomes received */
 	int populate_warned;       /* the helper's: MADV_POPULATE_WRITE failed once (logged) */
 };
 
-/* Starts the helper thread for arena file descriptor fd, mapped read-write at base in this
- * process (its offset 0), and watches its outcomes on ev; on_done(ctx, msg) runs on the loop
- * thread for each. Returns 0, or -1 with errno (pipe2, pthread_create). */
+/* Readies the helper for arena file descriptor fd, mapped read-write at base in this process
+ * (its offset 0), and watches its outcomes on ev; on_done(ctx, msg) runs on the loop thread
+ * for each. The thread itself starts with the first post and ends when idle. Returns 0, or -1
+ * with errno (pipe2). */
 int lg_backing_start(struct lg_backing *b, struct ev_loop *ev, int fd, unsigned char *base,
     void (*on_done)(void *ctx, const struct lg_backing_msg *m), void *ctx);
 
-/* Posts one request (never blocks: the pipe holds far more requests than there are slots).
- * Returns 0, or -1 with errno EAGAIN when the pipe is full (the caller answers 503). */
+/* Posts one request (never blocks: the pipe holds far more requests than there are slots),
+ * starting the helper thread when there is none. Returns 0, or -1 with errno EAGAIN when the
+ * pipe is full (the caller answers 503) or that of pthread_create. */
 int lg_backing_post(struct lg_backing *b, const struct lg_backing_msg *m);
 
 #endif
