@@ -96,7 +96,7 @@ te_value(struct lg_frame *f, const char *v, size_t len)
 		while (s < len && (v[s] == ' ' || v[s] == '\t'))
 			s++;
 		e = s;
-		while (e < len && is_tchar((unsigned char)v[e]))
+		while (e < len && lg_ch((unsigned char)v[e], LG_CH_TCHAR))
 			e++;
 		if (e == s)
 			return fail(f, 400, "empty or malformed transfer-coding");
@@ -270,7 +270,7 @@ name_char(struct lg_frame *f, unsigned char c, char *name, size_t *nlen)
 {
 	if (c == ':')
 		return name_end(f, name, *nlen);
-	if (!is_tchar(c))
+	if (!lg_ch(c, LG_CH_TCHAR))
 		return fail(f, 400, c == ' ' || c == '\t' ? "whitespace before the colon" :
 		    "character not allowed in a field name");
 	if (*nlen < 24)
@@ -305,7 +305,7 @@ value_char(struct lg_frame *f, unsigned char c)
 {
 	if (c == '\r')
 		return S_VALUE_LF;
-	if (!is_value_char(c))
+	if (!lg_ch(c, LG_CH_VALUE))
 		return fail(f, 400, c == '\n' ? "bare LF" : "control character in a field value");
 	if (f->val_len == 0 && (c == ' ' || c == '\t') && f->field != FLD_CL)
 		return S_VALUE; /* leading OWS */
@@ -340,7 +340,7 @@ line_byte(struct lg_frame *f, int st, unsigned char c, char *name, size_t *nlen)
 			return S_END_LF | trailer;
 		if (c == ' ' || c == '\t')
 			return fail(f, 400, "obs-fold or whitespace before a field name");
-		if (!is_tchar(c))
+		if (!lg_ch(c, LG_CH_TCHAR))
 			return fail(f, 400, c == '\n' ? "bare LF" : "malformed field name");
 		if (++f->nfields > f->lim->max_fields)
 			return fail(f, 431, "too many header fields");
@@ -396,12 +396,12 @@ skip_value(struct lg_frame *f, const char *buf, size_t i, size_t len, size_t *ma
 	if (!f->vstarted) {
 		while (j < stop && (buf[j] == ' ' || buf[j] == '\t'))
 			j++;
-		if (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j])) {
+		if (j < stop && buf[j] != '\r' && lg_ch((unsigned char)buf[j], LG_CH_VALUE)) {
 			f->vstarted = 1;
 			*mark = j;
 		}
 	}
-	while (j < stop && buf[j] != '\r' && is_value_char((unsigned char)buf[j]))
+	while (j < stop && buf[j] != '\r' && lg_ch((unsigned char)buf[j], LG_CH_VALUE))
 		j++;
 	f->head_bytes += j - i;
 	return j;
@@ -502,7 +502,7 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 	size_t j = i, v, cr, room = f->lim->max_head - f->head_bytes;
 	uint64_t hb = f->head_bytes;
 
-	while (j < len && is_tchar(b[j]))
+	while (j < len && lg_ch(b[j], LG_CH_TCHAR))
 		j++;
 	if (j == i || j == len || b[j] != ':' || f->nfields >= f->lim->max_fields)
 		return i;
@@ -651,7 +651,7 @@ chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 	case S_CEXT:
 		if (c == '\r')
 			return S_CSIZE_LF;
-		if (!is_value_char(c))
+		if (!lg_ch(c, LG_CH_VALUE))
 			return fail(f, 400, c == '\n' ? "bare LF in a chunk extension" :
 			    "control character in a chunk extension");
 		return S_CEXT;

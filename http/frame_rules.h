@@ -32,27 +32,8 @@ enum { FLD_OTHER, FLD_CL, FLD_TE, FLD_HOST, FLD_EXPECT, FLD_CONN };
 
 #define TRAILER 0x100  /* or-ed into the line states while reading the trailer section */
 
-/* token = 1*tchar (RFC 9110 section 5.6.2) */
-static inline int
-is_tchar(unsigned char c)
-{
-	return lg_ch(c, LG_CH_TCHAR);
-}
-
-/* field-vchar / SP / HTAB (RFC 9110 section 5.5): everything but CTLs; obs-text allowed. */
-static inline int
-is_value_char(unsigned char c)
-{
-	return lg_ch(c, LG_CH_VALUE);
-}
-
-/* Characters RFC 3986 allows in a request-target (section 2: unreserved, sub-delims, gen-delims
- * but '#', and '%' for pct-encoding); '[' ']' appear only in an absolute-form authority. */
-static inline int
-is_target_char(unsigned char c)
-{
-	return lg_ch(c, LG_CH_TARGET);
-}
+/* The character classes (tchar, field-value, request-target: RFC 9110 sections 5.6.2 and 5.5,
+ * RFC 3986 section 2) are read with lg_ch() from http/chars.h. */
 
 /* Sets f->status and f->why (static text) and returns -1: a rule failed. Cold, so the
  * compiler moves every refusal's path out of the lines a valid request runs. */

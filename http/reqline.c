@@ -38,7 +38,7 @@ check_target(struct lg_frame *f, const unsigned char *t, size_t len, int whole)
 	if (scan < len)
 		whole = 0;
 	for (size_t i = 0; i < scan; i++) {
-		if (!is_target_char(t[i]))
+		if (!lg_ch(t[i], LG_CH_TARGET))
 			return fail(f, 400, "character not allowed in the request-target");
 		if (t[i] == '%' && ((i + 1 < scan && lg_hexval(t[i + 1]) < 0) ||
 		    (i + 2 < scan && lg_hexval(t[i + 2]) < 0) || (whole && i + 2 >= len)))
@@ -98,7 +98,7 @@ rl_too_long(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
 {
 	size_t m = p;
 
-	while (m < len && is_tchar(b[m]))
+	while (m < len && lg_ch(b[m], LG_CH_TCHAR))
 		m++;
 	if (m == p || m >= len || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
@@ -120,7 +120,7 @@ rl_cannot_be_http(struct lg_frame *f, const unsigned char *b, size_t len, size_t
 {
 	size_t m = p;
 
-	while (m < len && m - p <= METHOD_MAX && is_tchar(b[m]))
+	while (m < len && m - p <= METHOD_MAX && lg_ch(b[m], LG_CH_TCHAR))
 		m++;
 	if (m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
@@ -166,7 +166,7 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	}
 	size_t end = (size_t)(lf - b); /* index of the LF */
 	size_t m = p;
-	while (m < end && is_tchar(b[m]))
+	while (m < end && lg_ch(b[m], LG_CH_TCHAR))
 		m++;
 	if (m == p || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");

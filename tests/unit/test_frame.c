@@ -76,7 +76,7 @@ test_table(void **state)
 		{ "GET / HTTP/1.1\r\nHost: a:8 0\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: v\x7f\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: 12345678\x01\r\nHost: a\r\n\r\n", 400, 0 },
-		{ "GET / HTTP/1.1\r\nX-A: 1234567\x7f9\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: 1234567\x7f" "9\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: \x80\xff\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
 		{ "GET / HTTP/1.1\r\nX-A: a\rb\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: a\nHost: a\r\n\r\n", 400, 0 },
