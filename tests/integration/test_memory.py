@@ -299,6 +299,28 @@ def test_loop_thread_does_not_fault_in_uploaded_body(start_server):
 
 
 @pytest.mark.timeout(60)
+def test_body_after_the_helper_ended_is_backed_by_a_new_one(start_server):
+    """The backing helper thread ends after LG_BACKING_IDLE_MS (1 s) without work, so a loop
+    serving inline routes is a process of one thread (worker/backing.h). A body that comes
+    after that starts a new helper: it is backed and mapped off the loop thread as before."""
+    srv = start_server("--loop-workers", "1", "--compute-workers", "1")
+    loop = srv.wait_children("loop", 1)[0]
+    assert wait_until(lambda: len(os.listdir("/proc/%d/task" % loop)) == 1, 10), \
+        "the helper thread did not end when idle"
+    body = bytes(16 * MIB)
+    pages = len(body) // 4096
+    for _ in range(2):
+        before, pbefore = thread_faults(loop), process_faults(loop)
+        r = get_compress(srv.port, body, timeout=30)
+        helpers, on_loop = helper_faults(loop, before, pbefore)
+        assert r.status == 200, r
+        assert helpers >= pages * 0.9, (helpers, on_loop, pages)
+        assert on_loop < asan_shadow_faults(loop, len(body)) + pages // 3, \
+            (helpers, on_loop, pages)
+        assert wait_until(lambda: len(os.listdir("/proc/%d/task" % loop)) == 1, 10)
+
+
+@pytest.mark.timeout(60)
 def test_chunked_body_is_backed_off_the_loop(start_server):
     """Issue 10 item 2: a chunked body (no Content-Length, so no window can be asked for ahead
     of the head) was backed by fallocate(2) on the loop thread, 1 MiB at a time, and faulted in
