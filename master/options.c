@@ -319,6 +319,22 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 #define POOL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-" /* of a pool's name */
 #define POOL_NAME_RULE "a pool name is 1 to 31 of a-z, 0-9, _ and -"
 
+#define UNKNOWN_SECTION "unknown section (use [lagless], [route /path], [module name], " \
+	"[pool NAME] or none)"
+
+/* Is the header whose name starts at h (past its '[', up to ']' or the line's end) one of the
+ * sections a file may hold? inih calls the handler only for keys, so without this an unknown
+ * section with no keys (a typo such as [poolx]) would pass -t in silence. Their contents are
+ * checked where they are read (pool_of, lg_site_collect). */
+static int
+known_section(const char *h)
+{
+	size_t n = strcspn(h, "]\r\n");
+
+	return (n == 7 && strncmp(h, "lagless", 7) == 0) || strncmp(h, "pool ", 5) == 0 ||
+	    strncmp(h, "route ", 6) == 0 || strncmp(h, "module ", 7) == 0;
+}
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
  * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
@@ -355,6 +371,15 @@ read_line(char *buf, int size, void *stream)
 	if (why != NULL) {
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), why, size - 2);
+			fc->why_line = fc->line;
+		}
+		fc->bad_line = 1;
+		return NULL;
+	}
+	if (*h == '[' && !known_section(h + 1)) { /* refused at its header, even without keys */
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "section [%.*s]: %s", (int)strcspn(h + 1,
+			    "]\r\n"), h + 1, UNKNOWN_SECTION);
 			fc->why_line = fc->line;
 		}
 		fc->bad_line = 1;
@@ -468,8 +493,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		if (pool_key(fc->cfg, p, name, value, &why) == 0)
 			return 1;
 	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
-		why = "unknown section (use [lagless], [route /path], [module name], [pool NAME] "
-		    "or none)";
+		why = UNKNOWN_SECTION;
 	else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {

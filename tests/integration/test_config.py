@@ -48,6 +48,18 @@ def test_t_names_file_line_and_key(tmp_path):
         r = run("-t", "-c", str(conf), "--cpus", "4")
         assert r.returncode == 1 and "%s:3: key '%s' given twice" % (conf, key) in r.stderr \
             and "(line " in r.stderr, r.stderr
+    # an unknown section is refused at its header, with keys or without: [poolx] with no
+    # keys used to pass in silence (inih calls the handler only for a key)
+    for text, line, section in (("queue = 2\n[poolx]\n", 2, "[poolx]"),
+                                ("[bogus]\nqueue = 2\n", 1, "[bogus]"),
+                                ("[lagless]\n[ lagless ]\n", 2, "[ lagless ]")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:%d: section %s: unknown section" % (conf, line, section) \
+            in r.stderr, r.stderr
+    conf.write_text("[lagless]\n[pool p]\n[route /x]\nkind = heavy\n[module m]\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
     # off = yes for a path that is no default route would remove nothing, in silence
     conf.write_text("[route /heavvy]\noff = yes\n")
     r = run("-t", "-c", str(conf))

@@ -208,7 +208,8 @@ test_file_errors_name_line_and_key(void **state)
 	struct { const char *text, *want; } cases[] = {
 		{ "queue = 3\n\nbogus_key = 1\n", ":3: key 'bogus_key'" },
 		{ "[lagless]\nqueue = lots\n", ":2: key 'queue'" },
-		{ "[other]\nqueue = 1\n", ":2: key 'queue'" },
+		{ "[other]\nqueue = 1\n", ":1: section [other]: unknown section" },
+		{ "queue = 1\n[poolx]\n", ":2: section [poolx]: unknown section" }, /* no keys */
 		{ "queue 3\n", ":1:" },
 		{ "queue = 3\n[pool Default]\ncompute = 1\n", ":2: section [pool Default]: a pool" },
 		{ "[pool slow]\nnice = 1\n[pool Slow]\n", ":3: section [pool Slow]" },
