@@ -34,22 +34,52 @@ lg_buf_printf(struct lg_buf *b, const char *fmt, ...)
 	return 0;
 }
 
+size_t
+lg_json_escape(char **at, const char *end, const char *s, size_t len, unsigned flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *o = *at;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\') {
+			if (end - o < 2)
+				break;
+			*o++ = '\\';
+			*o++ = (char)ch;
+		} else if (ch < 0x20 || ch == 0x7f || (ch > 0x7f && (flags & LG_JSON_ASCII))) {
+			if (end - o < 6)
+				break;
+			memcpy(o, "\\u00", 4);
+			o[4] = hex[ch >> 4];
+			o[5] = hex[ch & 15];
+			o += 6;
+		} else {
+			if (o == end)
+				break;
+			*o++ = (char)ch;
+		}
+	}
+	*at = o;
+	return i;
+}
+
 int
 lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		int r;
+	char *at = b->p + b->len;
 
-		if (ch == '"' || ch == '\\')
-			r = lg_buf_printf(b, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			r = lg_buf_printf(b, "\\u%04x", ch);
-		else
-			r = lg_buf_printf(b, "%c", ch);
-		if (r == -1)
-			return -1;
+	if (b->overflow)
+		return -1;
+	if (lg_json_escape(&at, b->p + b->cap - 1, s, len, 0) < len) {
+		b->p[b->len] = '\0'; /* undone, as an lg_buf_printf that does not fit */
+		b->overflow = 1;
+		return -1;
 	}
+	b->len = (size_t)(at - b->p);
+	b->p[b->len] = '\0';
 	return 0;
 }
 

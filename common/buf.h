@@ -21,8 +21,19 @@ void lg_buf_init(struct lg_buf *b, char *p, size_t cap);
 int lg_buf_printf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends s as the body of a JSON string (RFC 8259 section 7: quote, backslash and control
- * characters escaped), without the surrounding quotes. Returns 0, or -1 on overflow. */
+ * characters escaped, lg_json_escape without flags), without the surrounding quotes. An
+ * append that does not fit in full is undone and sets b->overflow. Returns 0, or -1 on
+ * overflow. */
 int lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len);
+
+/* Writes s (len bytes) escaped as the inside of a JSON string (RFC 8259 section 7) at *at,
+ * before end, and moves *at past it: '"' and '\\' get a backslash, the other bytes below
+ * 0x20 and 0x7f become \u00XX, and with LG_JSON_ASCII so does every byte above 0x7f (a log
+ * line stays ASCII whatever a client sent; without it UTF-8 passes as it is). Never splits an
+ * escape: stops where the next byte's form does not fit. Returns how many input bytes were
+ * written; no terminator. The one escaper of the project (renderers, access log). */
+#define LG_JSON_ASCII 1u
+size_t lg_json_escape(char **at, const char *end, const char *s, size_t len, unsigned flags);
 
 /* Writes the decimal digits of v to out, which has room for LG_FMT_U64_MAX bytes, without a
  * terminator; returns how many. For hot paths (a response head per request) where snprintf's

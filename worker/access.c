@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/cidr.h"
 #include "common/log.h"
 #include "worker/conn.h"
@@ -143,23 +144,6 @@ putf(char **at, const char *end, const char *fmt, ...)
 	*at = r < 0 ? *at : (size_t)r < (size_t)(end - *at) ? *at + r : (char *)end;
 }
 
-/* s (n bytes) as the inside of a JSON string (RFC 8259 section 7) or of a text field's
- * quotes (the same escapes), at *at within end. */
-static void
-put_escaped(char **at, const char *end, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n && *at < end - 7; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch == '"' || ch == '\\')
-			putf(at, end, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			putf(at, end, "\\u%04x", ch);
-		else
-			*(*at)++ = (char)ch;
-	}
-}
-
 void
 lg_access_line(const struct lg_conn *c, uint64_t took)
 {
@@ -186,17 +170,19 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	} else {
 		putf(&at, end, "%s ", method);
 	}
-	put_escaped(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1);
+	lg_json_escape(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1,
+	    LG_JSON_ASCII);
 	putf(&at, end, json ? "\",\"status\":%d,\"bytes\":%zu,\"time_ms\":%.3f,\"queue_ms\":%.3f,"
 	    "\"run_ms\":%.3f,\"query\":\"" : " status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f "
 	    "run_ms=%.3f query=\"", c->obs.resp_status, c->obs.resp_bytes, (double)took / 1e6,
 	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
-	put_escaped(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0);
+	lg_json_escape(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0,
+	    LG_JSON_ASCII);
 	if (json)
 		putf(&at, end, "\",\"ua\":\"");
 	else
 		putf(&at, end, "\" client=%s ua=\"", client);
-	put_escaped(&at, end, ua, ua_len);
+	lg_json_escape(&at, end, ua, ua_len, LG_JSON_ASCII);
 	putf(&at, end, json ? "\",\"request_id\":\"%s\"}" : "\" id=%s", id);
 	if (!json) { /* its own switch (--access-log), so written whatever --log-level says */
 		*at = '\0';

@@ -58,6 +58,26 @@ test_json_chars(void **state)
 	assert_true(b.overflow);
 }
 
+/* The escaper under the access log: bytes above 0x7f escaped with LG_JSON_ASCII, an escape
+ * never split at the end, the count of input bytes written returned. */
+static void
+test_json_escape(void **state)
+{
+	char out[32], *at = out;
+	const char in[] = "a\"\xc3\xa9\x1f";
+
+	assert_int_equal(lg_json_escape(&at, out + sizeof(out), in, 5, LG_JSON_ASCII), 5);
+	assert_int_equal(at - out, 1 + 2 + 6 + 6 + 6);
+	assert_memory_equal(out, "a\\\"\\u00c3\\u00a9\\u001f", 21);
+	at = out;
+	assert_int_equal(lg_json_escape(&at, out + 8, in, 5, LG_JSON_ASCII), 2); /* 3 + 6 > 8 */
+	assert_int_equal(at - out, 3);
+	at = out;
+	assert_int_equal(lg_json_escape(&at, out + 5, in, 4, 0), 4); /* UTF-8 as it is */
+	assert_memory_equal(out, "a\\\"\xc3\xa9", 5);
+	assert_int_equal(lg_json_escape(&at, out + 5, in, 4, 0), 0); /* full: nothing */
+}
+
 static void
 test_fmt_u64(void **state)
 {
@@ -84,6 +104,7 @@ main(void)
 		cmocka_unit_test(test_append_and_overflow),
 		cmocka_unit_test(test_exact_fit),
 		cmocka_unit_test(test_json_chars),
+		cmocka_unit_test(test_json_escape),
 		cmocka_unit_test(test_fmt_u64),
 	};
 
