@@ -3,20 +3,14 @@ real binary: one test per semantic of the issue. Jobs are counted from the serve
 per-kind job histogram and the coalesce counters in /metrics."""
 
 import os
-import re
 import signal
 import time
 
 import pytest
 
-from conftest import (Call, connect, send_all_at_once, get, heavy_iterations_for, job_slots, read_response, request,
+from conftest import (Call, connect, send_all_at_once, get, heavy_iterations_for, job_slots, metric,
+                      read_response, request,
                       wait_jobs, wait_until)
-
-
-def metric(port, name):
-    text = get(port, "/metrics").body.decode()
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    return float(m.group(1)) if m else 0.0
 
 
 def heavy_jobs(port):

@@ -5,11 +5,10 @@ body and the Content-Type the kind saw, so a shared answer shows which request i
 Key equality is tested through the TTL cache (a repeat is a hit exactly when its key is equal),
 which needs no timing; coalescing itself through a burst against a job long enough to join."""
 
-import re
 
 import pytest
 
-from conftest import connect, read_response, request, send_all_at_once
+from conftest import connect, metric, read_response, request, send_all_at_once
 
 ECHO = """
 [route /echo]
@@ -17,12 +16,6 @@ kind = test-sleep
 methods = POST, PUT
 fields = content-type
 """
-
-
-def metric(port, name):
-    r = request(port, "GET", "/metrics")
-    m = re.search(r"^%s (\S+)$" % re.escape(name), r.body.decode(), re.M)
-    return float(m.group(1)) if m else 0.0
 
 
 def jobs(port):

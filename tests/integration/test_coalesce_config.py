@@ -3,18 +3,11 @@ rule, from the configuration file, with errors naming the file, line and key. Ke
 seen through the TTL cache (a repeat is a hit exactly when its key is equal)."""
 
 import os
-import re
 import subprocess
 
 import pytest
 
-from conftest import LAGLESS_BIN, request
-
-
-def metric(port, name):
-    r = request(port, "GET", "/metrics")
-    m = re.search(r"^%s (\S+)$" % re.escape(name), r.body.decode(), re.M)
-    return float(m.group(1)) if m else 0.0
+from conftest import LAGLESS_BIN, metric, request
 
 
 def check(*args):

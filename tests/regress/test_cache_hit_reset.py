@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from conftest import connect, get, heavy_iterations_for, wait_jobs, wait_until
+from conftest import connect, get, heavy_iterations_for, metric, wait_jobs, wait_until
 
 RESETS = 300
 
@@ -45,12 +45,6 @@ def resets_from_threads(port, payload, total, threads=4):
         t.join(120)
     assert not any(t.is_alive() for t in ts)
     return errors
-
-
-def metric(port, name):
-    text = get(port, "/metrics").body.decode()
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    return float(m.group(1)) if m else 0.0
 
 
 def same_loops(srv, loops):

@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from conftest import Call, get, read_response, wait_until
+from conftest import Call, metric, read_response, wait_until
 
 ECHO = """
 [route /echo]
@@ -27,13 +27,6 @@ def rss_anon_kb(pid):
             if line.startswith("RssAnon:"):
                 return int(line.split()[1])
     raise AssertionError("no RssAnon in /proc/%d/status" % pid)
-
-
-def metric(port, name):
-    for line in get(port, "/metrics").body.decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    return 0.0
 
 
 def slow_reader(port):

@@ -6,19 +6,13 @@ retried only after a back-off, its failure is never stored over the stale value,
 is served through its stale window. The origin is a test module whose kind fails, fast, while a
 file exists: the request stays the same, only the origin's state changes."""
 import os
-import re
 import time
 
 import pytest
 
-from conftest import get, wait_until
+from conftest import get, metric, wait_until
 
 MODS = os.environ.get("LAGLESS_TEST_MODULES", "")
-
-
-def metric(port, name):
-    m = re.search(r"^%s (\S+)$" % re.escape(name), get(port, "/metrics").body.decode(), re.M)
-    return float(m.group(1)) if m else 0.0
 
 
 def runs(port):

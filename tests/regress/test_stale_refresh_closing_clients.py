@@ -4,18 +4,11 @@ respond call returned 0, and a closing answer returns -1 (the connection is fini
 caller), so such clients got the stale value for the whole stale window and no job ever ran.
 The refresh is now decided before the answer, from nothing the answer can free.
 """
-import re
 import time
 
 import pytest
 
-from conftest import get, raw_exchange, wait_until
-
-
-def metric(port, name):
-    text = get(port, "/metrics").body.decode()
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
-    return float(m.group(1)) if m else 0.0
+from conftest import metric, raw_exchange, wait_until
 
 
 def heavy_jobs(port):
