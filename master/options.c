@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,231 +15,10 @@
 #include "kinds/builtin.h"
 #include "master/master.h"
 #include "master/optset.h"
+#include "master/opttab.h"
 #include "master/site.h"
-#include "common/policy.h"
 
 
-#define F(field) offsetof(struct lg_config, field)
-#define PF(field) offsetof(struct lg_pool_cfg, field)
-
-static const struct lg_opt opts[] = {
-	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
-	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
-	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
-	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
-	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
-	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
-	  "the others then no longer answer for /metrics and /status; \"\" = none" },
-	{ "agent-listen", K_ADDR, F(agent_listen), 0, sizeof(((struct lg_config *)0)->agent_listen),
-	  "", "ADDR:PORT", "HAProxy agent-check listener (the master's): one line, ready|drain and "
-	  "a weight NN% from the offered load; \"\" = none" },
-	{ "agent-maxconn", K_INT, F(agent_maxconn), 0, 1000000, "0", "N",
-	  "N > 0: the agent also says maxconn:(job slots + N), HAProxy's per-server limit; "
-	  "0 = not sent" },
-	{ "loop-workers", K_INT, F(loop_workers), 0, 1024, "0", "N",
-	  "event-loop processes; 0 = the CPU budget" },
-	{ "compute-workers", K_COMPUTE, F(compute_workers), 0, 1024, "0", "N|P%",
-	  "compute processes: a count, or a share of the CPU budget (100% = one per CPU, at least "
-	  "1); 0 = max(1, budget - 1)" },
-	{ "queue", K_INT, F(queue_capacity), 0, 100000, NULL, "N",
-	  "waiting jobs beyond the running ones; unset = 2 x compute-workers" },
-	{ "cpus", K_CPUS, F(cpus), 0, 1024, "0", "X", "CPU budget to use instead of measuring it; 0 = measure" },
-	{ "cpu-rounding", K_ROUNDING, F(rounding), 0, 0, "floor", "floor|ceil",
-	  "how a fractional CPU quota rounds (never below 1)" },
-	{ "max-body", K_SIZE, F(max_body), 0, 1ull << 40, "64M", "BYTES",
-	  "largest request body (K/M/G suffixes); 413 above it" },
-	{ "max-discard", K_SIZE, F(max_discard), 0, 1ull << 30, "64K", "BYTES",
-	  "largest body read and dropped to keep the connection open after a refusal (503 for a "
-	  "full queue, 404, 405) or by a route that takes none; a longer one closes it" },
-	{ "deadline-ms", K_MS, F(deadline_ms), 1, 86400000, "30000", "MS",
-	  "per offloaded job, queue wait included; 504 past it" },
-	{ "drain-timeout-ms", K_MS, F(drain_timeout_ms), 0, 86400000, "30000", "MS",
-	  "graceful stop: time left to in-flight requests" },
-	{ "drain-delay-ms", K_MS, F(drain_delay_ms), 0, 3600000, NULL, "MS",
-	  "graceful stop: after SIGTERM, /ready 503 and agent drain at once, still serving this "
-	  "long (a load balancer stops sending), then the drain; unset: 2500 with agent, else 0" },
-	{ "kill-grace-ms", K_MS, F(kill_grace_ms), 0, 60000, "200", "MS",
-	  "SIGTERM to SIGKILL grace for a compute process past its deadline" },
-	{ "max-conns", K_INT, F(max_conns), 1, 1000000, "10000", "N",
-	  "open connections per loop worker" },
-	{ "max-head", K_SIZE, F(max_head), 256, 1ull << 20, "16K", "BYTES",
-	  "request line + header section (docs/HTTP.md); 431 above it" },
-	{ "max-uri", K_SIZE, F(max_uri), 16, 8192, "8192", "BYTES",
-	  "request-target length, at most 8192; 414 above it" },
-	{ "max-fields", K_INT, F(max_fields), 1, 10000, "100", "N",
-	  "header field lines; 431 above it" },
-	{ "head-timeout-ms", K_MS, F(head_timeout_ms), 1, 86400000, "10000", "MS",
-	  "time to receive a whole request head (from its first byte, or accept); 408" },
-	{ "body-timeout-ms", K_MS, F(body_timeout_ms), 1, 86400000, "15000", "MS",
-	  "longest silence while a request body arrives; 408" },
-	{ "body-deadline-ms", K_MS, F(body_deadline_ms), 1, 86400000, "60000", "MS",
-	  "whole body of an offloaded request, which holds a job slot; 408" },
-	{ "request-deadline-ms", K_MS, F(request_deadline_ms), 0, 86400000, "0", "MS",
-	  "whole request (head, body and trailers) from its first byte, on every path (also a "
-	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
-	{ "keepalive-timeout-ms", K_MS, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
-	  "idle time between requests before the connection is closed" },
-	{ "write-timeout-ms", K_MS, F(write_timeout_ms), 1, 86400000, "30000", "MS",
-	  "longest stall of a response write before the connection is closed" },
-	{ "transit-buffers", K_INT, F(transit_buffers), 0, 100000, "0", "N",
-	  "request bodies and results held in shared memory at once (each takes a buffer from the "
-	  "head of an offloaded request to its last response byte); 0 = 4 x (compute + queue); "
-	  "503 when none is free" },
-	{ "min-upload-rate", K_U64, F(min_upload_rate), 0, 1ull << 40, "1024", "BYTES/S",
-	  "an offloaded request body must arrive at this average rate once body-timeout-ms has "
-	  "passed (each byte buys 1/rate s more); 408 below it; 0 = off" },
-	{ "min-download-rate", K_U64, F(min_download_rate), 0, 1ull << 40, "1024", "BYTES/S",
-	  "a response must be read at this average rate once write-timeout-ms has passed; the "
-	  "connection is closed below it; 0 = off" },
-	{ "transit-share-pct", K_INT, F(transit_share_pct), 1, 100, "50", "PCT",
-	  "most of a pool's transit buffers one client address (IPv6: its /64) may hold, never "
-	  "fewer than the pool's job slots; 503 over it; 100 = no limit (behind a proxy)" },
-	{ "evict-upload-rate", K_U64, F(evict_upload_rate), 0, 1ull << 40, "32768", "BYTES/S",
-	  "when a request finds every transit buffer held, the slowest upload averaging below "
-	  "this (held 1 s or more) is cut with 408 to free its buffer; 0 = never" },
-	{ "log-level", K_LOGLEVEL, F(log_level), 0, 0, "info", "LEVEL",
-	  "error, warn, info or debug" },
-	{ "error-log", K_PATH, F(error_log), 0, sizeof(((struct lg_config *)0)->error_log), "",
-	  "FILE", "append log lines to FILE instead of stderr; reopened on SIGUSR1" },
-	{ "pid-file", K_PATH, F(pid_file), 0, sizeof(((struct lg_config *)0)->pid_file), "",
-	  "FILE", "write the master's pid to FILE (removed at exit), and each reload's outcome to "
-	  "FILE.reload, for lagless -s reload" },
-	{ "lag-interval-ms", K_MS, F(lag_interval_ms), 1, 60000, "10", "MS",
-	  "loop-lag probe period" },
-	{ "slow-callback-ms", K_MS, F(slow_callback_ms), 0, 3600000, "50", "MS",
-	  "log a loop callback that runs longer, naming its request; 0 = off" },
-	{ "access-log", K_BOOL, F(access_log), 0, 0, "no", "[=yes|no]",
-	  "log one line per response (method, path, status, bytes, times, client, query, "
-	  "user agent, request id)" },
-	{ "access-log-json", K_BOOL, F(access_log_json), 0, 0, "no", "[=yes|no]",
-	  "write the access log as JSON lines, one object per response" },
-	{ "request-id", K_BOOL, F(request_id), 0, 0, "no", "[=yes|no]",
-	  "answer with X-Request-Id: the request's own (1-128 of A-Za-z0-9._:-) or a generated one"
-	  "; the access log names it either way" },
-	{ "trusted-proxies", K_CIDRS, F(trusted_proxies), 0,
-	  sizeof(((struct lg_config *)0)->trusted_proxies), "", "CIDR ...",
-	  "peers whose X-Forwarded-For names the client in the access log (rightmost untrusted "
-	  "entry), e.g. 10.0.0.0/8 ::1" },
-	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
-	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
-	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",
-	  "serve the built-in kinds' routes /heavy, /compress, /decompress, /hash and /verify; no "
-	  "in production: only the routes [route] sections declare, and the loop's own" },
-	{ "stuck-loop-ms", K_MS, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
-	  "replace a loop worker whose heartbeat is this old" },
-	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
-	  "running job of a departed client: finish or kill" },
-	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
-	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
-	  "(503 for it); 0 = never" },
-	{ "quarantine-ms", K_MS, F(quarantine_ms), 1, 86400000, "10000", "MS",
-	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },
-	{ "queue-wait-target-ms", K_MS, F(queue_wait_target_ms), 0, 86400000, "0", "MS",
-	  "admission by queue wait (CoDel): while the shortest wait over an interval stays above "
-	  "this, new jobs get 503 at once and queued ones waiting longer are shed; 0 = off" },
-	{ "queue-wait-interval-ms", K_MS, F(queue_wait_interval_ms), 1, 86400000, "100", "MS",
-	  "the CoDel interval (at least the target); a queued job may wait this long while not "
-	  "overloaded" },
-	{ "live-resize", K_BOOL, F(live_resize), 0, 0, "yes", "[=yes|no]",
-	  "follow a CPU quota that changes at run time (read each second), resizing the compute "
-	  "processes and queue that were not given as counts" },
-	{ "coalesce", K_RULES, F(coalesce), 0, sizeof(((struct lg_config *)0)->coalesce), "",
-	  "RULES", "per-route single-flight and cache rules, e.g. \"/heavy ttl=5000 "
-	  "query=iterations\", or the same as keys of the route's section (docs/CACHE.md); "
-	  "\"\" = none" },
-	{ "cache-bytes", K_SIZE, F(cache_bytes), 0, 1ull << 40, "64M", "BYTES",
-	  "shared-memory result cache for routes with a ttl (K/M/G suffixes)" },
-	{ "cache-max-entry", K_SIZE, F(cache_max_entry), 1024, 32ull << 20, "1M", "BYTES",
-	  "largest answer the cache stores" },
-	{ "cache-jitter-pct", K_INT, F(cache_jitter_pct), 0, 100, "10", "PCT",
-	  "TTLs are shortened by up to this share at random, so entries filled together do not "
-	  "expire together" },
-	{ "redis", K_REDIS, F(redis), 0, sizeof(((struct lg_config *)0)->redis), "",
-	  "unix:/PATH|ADDR:PORT", "Redis shared by the replicas for rules with scope=cluster "
-	  "(docs/CACHE.md, \"Across replicas\"); \"\" = none: every rule is local" },
-	{ "redis-budget-ms", K_MS, F(redis_budget_ms), 1, 60000, "5", "MS",
-	  "time allowed to connect to Redis, and to each command; past it the breaker opens" },
-	{ "redis-breaker-ms", K_MS, F(redis_breaker_ms), 1, 3600000, "1000", "MS",
-	  "after a Redis error, lost connection or command over budget, cluster keys stay local "
-	  "this long before Redis is tried again" },
-	{ "redis-lease-ms", K_MS, F(redis_lease_ms), 0, 86400000, "0", "MS",
-	  "lease on a cold cluster key, renewed while its job runs; 0 = twice the kind's p99 "
-	  "run time (2000 before it ran); at most the route's deadline" },
-	{ "redis-prefix", K_PATH, F(redis_prefix), 0, sizeof(((struct lg_config *)0)->redis_prefix),
-	  "lagless:", "TEXT", "prefix of every Redis key and channel" },
-	{ "cluster-max-value", K_SIZE, F(cluster_max_value), 0, 512ull << 20, "1M", "BYTES",
-	  "largest answer stored in Redis for other replicas (larger ones stay local)" },
-	{ "enable-test-jobs", K_INT, F(enable_test_jobs), 0, 1, "0", "0|1",
-	  "serve the /test/ fault-injection routes (never in production)" },
-	{ "max-output", K_SIZE, F(max_output), 0, 1ull << 40, "0", "BYTES",
-	  "largest answer of a job (its output region, rounded up to whole 4 KiB pages); 0 = "
-	  "max-body plus 1/256 and 128K" },
-	{ "compute-memory", K_SIZE, F(compute_memory), 0, 1ull << 50, "0", "BYTES",
-	  "data-size limit of each compute process (RLIMIT_DATA); 0 = none" },
-	{ "compute-max-jobs", K_U64, F(compute_max_jobs), 0, 1ull << 40, "0", "N",
-	  "replace a compute process once it has run N jobs (after its job; for code that leaks); "
-	  "0 = never" },
-	{ "compute-max-rss", K_SIZE, F(compute_max_rss), 0, 1ull << 50, "0", "BYTES",
-	  "replace a compute process whose private memory (RssAnon) passed this after a job; 0 = "
-	  "never" },
-	{ "memory-limit", K_SIZE, F(memory_limit), 0, 1ull << 50, "0", "BYTES",
-	  "memory the server may use, instead of the tightest cgroup limit (memory.max, "
-	  "memory.high, v1 memory.limit_in_bytes) or MemTotal; 0 = measure" },
-	{ "memory-reserve", K_SIZE, F(memory_reserve), 0, 1ull << 50, "0", "BYTES",
-	  "part of the memory limit left to the processes' own memory; 0 = 32M + 8M per loop "
-	  "worker + max(compute-memory, 24M) per compute process" },
-	{ "shm-budget", K_SIZE, F(shm_budget), 0, 1ull << 50, "0", "BYTES",
-	  "request bodies and results backed in shared memory at once; 0 = the memory limit less "
-	  "the reserve, the fixed shared memory and the cache; beyond it 503 (reason memory)" },
-	{ "compute-policy", K_SCHED, F(compute_policy), 0, 0, "normal", "normal|batch|idle",
-	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
-	  "any woken task preempts a job at once (a machine with nothing but lagless)" },
-};
-
-#define NOPTS (sizeof(opts) / sizeof(opts[0]))
-
-/* Keys of a [pool NAME] section. `global` names the server-wide setting a key of
- * [pool default] stands for (so flags and environment still override it), or the value an
- * unset key of any pool takes; NULL: the key exists per pool only. */
-struct pool_opt {
-	struct lg_opt o;
-	const char *global;
-};
-
-static const struct pool_opt pool_opts[] = {
-	{ { "compute", K_POOL_COMPUTE, PF(compute), 1, 1024, NULL, "N|P%",
-	    "compute processes: a count or a share of the CPU budget (required)" },
-	  "compute-workers" },
-	{ { "queue", K_INT, PF(queue), 0, 100000, NULL, "N",
-	    "waiting jobs beyond the running ones (default 2 x compute)" }, "queue" },
-	{ { "deadline-ms", K_MS, PF(deadline_ms), 1, 86400000, NULL, "MS",
-	    "per job, queue wait included" }, "deadline-ms" },
-	{ { "on-client-gone", K_GONE, PF(on_client_gone), 0, 0, NULL, "finish|kill",
-	    "running job of a departed client" }, "on-client-gone" },
-	{ { "queue-wait-target-ms", K_MS, PF(queue_wait_target_ms), 0, 86400000, NULL, "MS",
-	    "CoDel target; 0 = off" }, "queue-wait-target-ms" },
-	{ { "queue-wait-interval-ms", K_MS, PF(queue_wait_interval_ms), 1, 86400000, NULL, "MS",
-	    "CoDel interval" }, "queue-wait-interval-ms" },
-	{ { "nice", K_INT, PF(nice), 0, 19, NULL, "N",
-	    "nice(2) increment of its compute processes (default 5; weighs only under policy "
-	    "batch or normal)" }, NULL },
-	{ { "policy", K_SCHED, PF(policy), 0, 0, NULL, "idle|batch|normal",
-	    "scheduling policy of its compute processes" }, "compute-policy" },
-	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
-	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
-	  "compute-memory" },
-	{ { "max-jobs", K_U64, PF(max_jobs), 0, 1ull << 40, NULL, "N",
-	    "replace each of its compute processes after N jobs; 0 = never" }, "compute-max-jobs" },
-	{ { "max-rss", K_SIZE, PF(max_rss), 0, 1ull << 50, NULL, "BYTES",
-	    "replace one whose private memory passed this after a job; 0 = never" },
-	  "compute-max-rss" },
-	{ { "oversubscribe", K_BOOL, PF(oversubscribe), 0, 0, NULL, "yes|no",
-	    "leave its processes out of the CPU budget check" }, NULL },
-	{ { "routes", K_PATH, PF(routes), 0, sizeof(((struct lg_pool_cfg *)0)->routes), NULL,
-	    "PATH ...", "offloaded routes it serves (the others go to the default pool)" }, NULL },
-};
-
-#define NPOOLOPTS (sizeof(pool_opts) / sizeof(pool_opts[0]))
 
 static int resolve_pools(struct lg_config *cfg, char *err, size_t cap);
 
@@ -250,9 +28,9 @@ lg_options_defaults(struct lg_config *cfg)
 	const char *why;
 
 	memset(cfg, 0, sizeof(*cfg));
-	for (size_t i = 0; i < NOPTS; i++)
-		if (opts[i].def != NULL)
-			lg_optset_apply(&opts[i], opts[i].def, cfg, &why);
+	for (size_t i = 0; i < LG_NOPTS; i++)
+		if (lg_opts[i].def != NULL)
+			lg_optset_apply(&lg_opts[i], lg_opts[i].def, cfg, &why);
 	cfg->queue_capacity = -1;
 	cfg->drain_delay_ms = LG_DRAIN_DELAY_AUTO;
 	cfg->backlog = 4096;
@@ -265,13 +43,13 @@ lg_options_defaults(struct lg_config *cfg)
 static const struct lg_opt *
 find_opt(const char *name, char dash)
 {
-	for (size_t i = 0; i < NOPTS; i++) {
-		const char *a = opts[i].name, *b = name;
+	for (size_t i = 0; i < LG_NOPTS; i++) {
+		const char *a = lg_opts[i].name, *b = name;
 
 		while (*a && (*a == *b || (*a == '-' && *b == dash)))
 			a++, b++;
 		if (*a == '\0' && *b == '\0')
-			return &opts[i];
+			return &lg_opts[i];
 	}
 	return NULL;
 }
@@ -422,8 +200,8 @@ static int
 pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const char *value,
     const char **why)
 {
-	for (size_t k = 0; k < NPOOLOPTS; k++) {
-		const struct pool_opt *po = &pool_opts[k];
+	for (size_t k = 0; k < LG_NPOOL_OPTS; k++) {
+		const struct lg_pool_opt *po = &lg_pool_opts[k];
 		const char *a = po->o.name, *b = name;
 
 		while (*a && (*a == *b || (*a == '-' && *b == '_')))
@@ -568,11 +346,11 @@ lg_options_warn_env(char *const envp[])
 			continue;
 		memcpy(var, *envp, len);
 		var[len] = '\0';
-		for (size_t i = 0; i < NOPTS + 2 && !known; i++) {
-			if (i < NOPTS)
-				env_name(&opts[i], name);
+		for (size_t i = 0; i < LG_NOPTS + 2 && !known; i++) {
+			if (i < LG_NOPTS)
+				env_name(&lg_opts[i], name);
 			else
-				strcpy(name, other[i - NOPTS]);
+				strcpy(name, other[i - LG_NOPTS]);
 			size_t d = lg_str_distance(var, name);
 			known = d == 0;
 			if (d < bestd)
@@ -587,12 +365,12 @@ lg_options_warn_env(char *const envp[])
 static int
 load_env(struct lg_config *cfg, char *err, size_t cap)
 {
-	for (size_t i = 0; i < NOPTS; i++) {
+	for (size_t i = 0; i < LG_NOPTS; i++) {
 		char name[64];
 		const char *v, *why;
 
-		env_name(&opts[i], name);
-		if ((v = getenv(name)) != NULL && lg_optset_apply(&opts[i], v, cfg, &why) == -1) {
+		env_name(&lg_opts[i], name);
+		if ((v = getenv(name)) != NULL && lg_optset_apply(&lg_opts[i], v, cfg, &why) == -1) {
 			snprintf(err, cap, "environment %s='%s': %s", name, v, why);
 			return -1;
 		}
@@ -605,8 +383,8 @@ load_env(struct lg_config *cfg, char *err, size_t cap)
 static size_t
 pool_key_index(const char *key)
 {
-	for (size_t k = 0; k < NPOOLOPTS; k++)
-		if (strcmp(pool_opts[k].o.name, key) == 0)
+	for (size_t k = 0; k < LG_NPOOL_OPTS; k++)
+		if (strcmp(lg_pool_opts[k].o.name, key) == 0)
 			return k;
 	return 31;
 }
@@ -659,8 +437,8 @@ build_longopts(struct option *lo)
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < NOPTS; i++)
-		lo[n++] = (struct option){ opts[i].name, opts[i].kind == K_BOOL ? optional_argument :
+	for (size_t i = 0; i < LG_NOPTS; i++)
+		lo[n++] = (struct option){ lg_opts[i].name, lg_opts[i].kind == K_BOOL ? optional_argument :
 		    required_argument, NULL, OPT_FIRST + (int)i };
 	lo[n++] = (struct option){ "print-sizing", no_argument, NULL, OPT_PRINT_SIZING };
 	lo[n++] = (struct option){ "print-example-config", no_argument, NULL, OPT_PRINT_EXAMPLE };
@@ -678,7 +456,7 @@ static int
 load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
     struct lg_command *cmd, char *err, size_t cap)
 {
-	struct option lo[NOPTS + 9];
+	struct option lo[LG_NOPTS + 9];
 	int c, nlisten = 0;
 
 	build_longopts(lo);
@@ -686,7 +464,7 @@ load_flags(int argc, char *const argv[], int pass, struct lg_config *cfg,
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:c:s:thV", lo, NULL)) != -1) {
 		const struct lg_opt *o = c == 'p' ? find_opt("port", '-') :
-		    c >= OPT_FIRST ? &opts[c - OPT_FIRST] : NULL;
+		    c >= OPT_FIRST ? &lg_opts[c - OPT_FIRST] : NULL;
 		const char *why;
 
 		if (c == '?' || c == ':') {
@@ -782,15 +560,15 @@ lg_options_usage(void *fp)
 	    "  -V, --version              print the version and exit\n\n"
 	    "settings (flag > environment LAGLESS_<NAME> > file key <name> > default):\n",
 	    LG_DEFAULT_CONFIG);
-	for (size_t i = 0; i < NOPTS; i++) {
+	for (size_t i = 0; i < LG_NOPTS; i++) {
 		char flag[64];
 
-		snprintf(flag, sizeof(flag), "%s--%s%s%s", strcmp(opts[i].name, "port") ? "" : "-p, ",
-		    opts[i].name, opts[i].kind == K_BOOL ? "" : " ", opts[i].arg);
-		int has_def = opts[i].def != NULL && opts[i].def[0] != '\0';
+		snprintf(flag, sizeof(flag), "%s--%s%s%s", strcmp(lg_opts[i].name, "port") ? "" : "-p, ",
+		    lg_opts[i].name, lg_opts[i].kind == K_BOOL ? "" : " ", lg_opts[i].arg);
+		int has_def = lg_opts[i].def != NULL && lg_opts[i].def[0] != '\0';
 
-		fprintf(f, "  %-26s %s%s%s%s\n", flag, opts[i].help, has_def ? " (default " : "",
-		    has_def ? opts[i].def : "", has_def ? ")" : "");
+		fprintf(f, "  %-26s %s%s%s%s\n", flag, lg_opts[i].help, has_def ? " (default " : "",
+		    has_def ? lg_opts[i].def : "", has_def ? ")" : "");
 	}
 	fprintf(f, "\nenvironment: LAGLESS_SYSROOT prefixes every /proc and /sys path the sizing reads\n"
 	    "signals: SIGTERM/SIGINT graceful drain (after --drain-delay-ms), SIGQUIT immediate\n"
@@ -807,15 +585,15 @@ lg_options_example(void *fp)
 	    "; Keys may also be given as flags (--key-name) or environment variables\n"
 	    "; (LAGLESS_KEY_NAME); precedence: flag > environment > this file > default.\n"
 	    "[lagless]\n");
-	for (size_t i = 0; i < NOPTS; i++) {
+	for (size_t i = 0; i < LG_NOPTS; i++) {
 		char key[64];
 		size_t n = 0;
 
-		for (const char *p = opts[i].name; *p && n < sizeof(key) - 1; p++)
+		for (const char *p = lg_opts[i].name; *p && n < sizeof(key) - 1; p++)
 			key[n++] = *p == '-' ? '_' : *p;
 		key[n] = '\0';
-		fprintf(f, "\n; %s\n%s%s = %s\n", opts[i].help, opts[i].def ? "" : ";", key,
-		    opts[i].def ? opts[i].def : "");
+		fprintf(f, "\n; %s\n%s%s = %s\n", lg_opts[i].help, lg_opts[i].def ? "" : ";", key,
+		    lg_opts[i].def ? lg_opts[i].def : "");
 	}
 	fputs(lg_builtin_example, f);
 }

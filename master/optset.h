@@ -1,7 +1,7 @@
 #ifndef LG_OPTSET_H
 #define LG_OPTSET_H
 
-/* The option rows of master/options.c and their setters, one per kind of value (nginx's
+/* The option rows of master/opttab.c and their setters, one per kind of value (nginx's
  * ngx_conf_set_*_slot): master-private. */
 
 #include <stddef.h>
