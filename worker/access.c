@@ -39,7 +39,7 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 		}
 	}
 	int r = snprintf(out, cap, "%08x%016llx", (unsigned)getpid(),
-	    (unsigned long long)c->obs.req_start_ns);
+	    (unsigned long long)c->obs.rid);
 	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
 }
 

@@ -16,8 +16,9 @@ void lg_access_line(const struct lg_conn *c, uint64_t took);
 
 /* The request id of c's current request into out (cap bytes, NUL-terminated): the client's
  * X-Request-Id when it is 1-128 of A-Z a-z 0-9 . _ : - (among the kept fields), else 24 hex
- * digits of this process's pid and the request's start time, the same for the whole request.
- * Returns its length; 0 without a request. */
+ * digits of this process's pid and the request's start time in ns (one more than the last
+ * request's when that is not later, so every request of the process has its own), the same
+ * for the whole request. Returns its length; 0 without a request. */
 size_t lg_access_request_id(const struct lg_conn *c, char *out, size_t cap);
 
 #endif

@@ -197,6 +197,9 @@ lg_obs_request_begin(struct lg_conn *c)
 {
 	/* In a timed callback its bytes came no later than the last reading. */
 	c->obs.req_start_ns = c->w->obs.timing ? c->w->obs.mark_ns : lg_now_ns();
+	/* pipelined requests parsed at one reading share a start: their ids must not */
+	c->obs.rid = c->w->obs.last_rid = c->obs.req_start_ns > c->w->obs.last_rid ?
+	    c->obs.req_start_ns : c->w->obs.last_rid + 1;
 	lg_rt_none(&c->rt, &c->w->rt);
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;

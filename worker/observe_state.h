@@ -14,6 +14,9 @@ struct lg_conn;
 /* The current request, for metrics and the access log. */
 struct lg_conn_obs {
 	uint64_t req_start_ns;        /* first byte of the request; 0 while none is in progress */
+	uint64_t rid;                 /* the generated request id's number: req_start_ns, or one
+	                               * past the loop's last when that is not later (requests
+	                               * parsed at one clock reading) */
 	int resp_status;
 	size_t resp_bytes;            /* body bytes of the response */
 };
@@ -64,6 +67,7 @@ struct lg_worker_obs {
 	int timing;                   /* inside a callback timed by lg_obs_cb_begin */
 	int unit_open;                /* a step ended whose duration the next reading gives */
 	uint64_t mark_ns;             /* the callback's last clock reading */
+	uint64_t last_rid;            /* the last request's rid (struct lg_conn_obs) */
 	uint64_t cb_start_ns;         /* start of the callback being timed */
 	struct lg_conn *cb_conn;      /* the connection that callback is for, or NULL */
 	uint64_t worst_unit_ns;       /* longest request step inside the callback so far */

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import request, wait_until
+from conftest import connect, read_response, request, wait_until
 
 
 def access_lines(srv):
@@ -40,6 +40,27 @@ def test_text_line_has_client_query_agent_and_id(start_server):
     assert 'client=127.0.0.1 ' in heavy and 'ua="probe \\"1\\""' in heavy, heavy
     assert heavy.endswith(" id=req-42.a"), heavy
     assert ping.endswith(" id=%s" % gen), ping
+
+
+@pytest.mark.timeout(60)
+def test_pipelined_requests_get_ids_of_their_own(start_server):
+    """Requests parsed in one callback begin at the same clock reading: each still gets its
+    own generated id, in the header and in the log (a hostile trial found the first two of a
+    pipelined batch sharing one)."""
+    srv = start_server("--access-log", "--request-id", "--loop-workers", "1",
+                       "--compute-workers", "1")
+    s = connect(srv.port)
+    try:
+        s.sendall(b"GET /ping?pipe=1 HTTP/1.1\r\nHost: a\r\n\r\n" * 5 +
+                  b"GET /heavy?iterations=5&pipe=1 HTTP/1.1\r\nHost: a\r\n\r\n")
+        ids = [read_response(s).header("X-Request-Id") for _ in range(6)]
+    finally:
+        s.close()
+    assert all(i and re.fullmatch(r"[0-9a-f]{24}", i) for i in ids), ids
+    assert len(set(ids)) == 6, ids
+    mine = lambda: [ln for ln in access_lines(srv) if "pipe=1" in ln]
+    assert wait_until(lambda: len(mine()) == 6, 5), srv.log()
+    assert sorted(ln.rsplit(" id=", 1)[1] for ln in mine()) == sorted(ids), mine()
 
 
 @pytest.mark.timeout(60)
