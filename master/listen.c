@@ -197,6 +197,77 @@ lg_listen_parse_addr(const char *v, char *out, size_t cap)
 	return 0;
 }
 
+/* One listener's bind address for lg_listen_check_distinct: a unix path, or a TCP address
+ * and port. */
+struct bound_as {
+	const char *spec, *setting;
+	char addr[72];
+	int port;          /* -1 for a unix socket */
+};
+
+static void
+bound_as(struct bound_as *b, const char *spec, const char *setting)
+{
+	b->spec = spec;
+	b->setting = setting;
+	if (strncmp(spec, "unix:", 5) == 0) {
+		snprintf(b->addr, sizeof(b->addr), "%.*s", (int)strcspn(spec + 5, ","), spec + 5);
+		b->port = -1;
+		return;
+	}
+	const char *colon = strrchr(spec, ':');
+
+	snprintf(b->addr, sizeof(b->addr), "%.*s", colon ? (int)(colon - spec) : 0, spec);
+	b->port = colon ? atoi(colon + 1) : 0;
+}
+
+/* Would binding both fail? The same path, or the same port (not 0, which picks one) on the
+ * same address or where one is the wildcard of the other's family (ip(7), ipv6(7)). */
+static int
+clash(const struct bound_as *a, const struct bound_as *b)
+{
+	if (a->port == -1 || b->port == -1)
+		return a->port == b->port && strcmp(a->addr, b->addr) == 0;
+	if (a->port != b->port || a->port == 0)
+		return 0;
+	if (strcmp(a->addr, b->addr) == 0)
+		return 1;
+	int a6 = a->addr[0] == '[', b6 = b->addr[0] == '[';
+
+	return a6 == b6 && (strcmp(a->addr, a6 ? "[::]" : "0.0.0.0") == 0 ||
+	    strcmp(b->addr, b6 ? "[::]" : "0.0.0.0") == 0);
+}
+
+int
+lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
+{
+	struct bound_as all[LG_LISTEN_MAX + 3];
+	char first[80];
+	int n = 0;
+
+	if (cfg->listen_addr[0] != '\0') {
+		snprintf(first, sizeof(first), strchr(cfg->listen_addr, ':') ? "[%s]:%d" : "%s:%d",
+		    cfg->listen_addr, cfg->port);
+		bound_as(&all[n++], first, "--listen");
+	}
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++)
+		bound_as(&all[n++], cfg->listen_more[i], "--listen");
+	if (cfg->admin_listen[0] != '\0')
+		bound_as(&all[n++], cfg->admin_listen, "--admin-listen");
+	if (cfg->agent_listen[0] != '\0')
+		bound_as(&all[n++], cfg->agent_listen, "--agent-listen");
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (clash(&all[j], &all[i])) {
+				snprintf(err, cap, "%s %s %s %s %s: each listener needs an address "
+				    "of its own (bind(2) would fail with EADDRINUSE)", all[i].setting,
+				    all[i].spec, strcmp(all[i].spec, all[j].spec) == 0 ? "is taken by" :
+				    "overlaps", all[j].setting, all[j].spec);
+				return -1;
+			}
+	return 0;
+}
+
 /* Closes fd, a socket that failed to be set up, keeping errno (the caller's error). Returns
  * -1. */
 static int

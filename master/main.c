@@ -16,10 +16,11 @@
 #include "master/options.h"
 #include "sizing/sizing.h"
 
-/* For -t: whether the error log could not be opened for appending, without creating it (an
- * existing file must be writable, a new one needs a writable directory; access(2)). Sets errno. */
+/* For -t: whether a file the start-up writes (the error log, the pid file, a unix socket)
+ * could not be written, without creating it (an existing file must be writable, a new one
+ * needs a writable directory; access(2)). Sets errno. */
 static int
-error_log_unusable(const char *path)
+unwritable(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[256];
@@ -31,6 +32,33 @@ error_log_unusable(const char *path)
 	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 :
 	    (int)(slash - path), slash == NULL ? "." : path);
 	return access(dir, W_OK | X_OK) == -1;
+}
+
+/* For -t: 1, said on stderr, when `what` at path (may be "": none) is unwritable. */
+static int
+unwritable_file(const char *path, const char *what)
+{
+	if (!unwritable(path))
+		return 0;
+	fprintf(stderr, "lagless: cannot write %s %s: %m\n", what, path);
+	return 1;
+}
+
+/* For -t: 1, said on stderr, when the socket file of a unix:/path listener cannot be made. */
+static int
+unwritable_socket(const struct lg_config *cfg)
+{
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++) {
+		char path[160];
+
+		if (strncmp(cfg->listen_more[i], "unix:", 5) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%.*s", (int)strcspn(cfg->listen_more[i] + 5, ","),
+		    cfg->listen_more[i] + 5);
+		if (unwritable_file(path, "the unix socket"))
+			return 1;
+	}
+	return 0;
 }
 
 /* Descriptors the master inherited (a shell's or supervisor's open files, sockets) would leak
@@ -102,9 +130,9 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 		return 0;
 	}
 	lg_log_level = cfg->log_level;
-	if (cmd->test_config && error_log_unusable(cfg->error_log)) {
-		fprintf(stderr, "lagless: cannot write the error log %s: %m\n"
-		    "configuration test failed\n", cfg->error_log);
+	if (cmd->test_config && (unwritable_file(cfg->error_log, "the error log") ||
+	    unwritable_file(cfg->pid_file, "the pid file") || unwritable_socket(cfg))) {
+		fprintf(stderr, "configuration test failed\n");
 		lg_registry_free(cfg->reg);
 		return 1;
 	}

@@ -54,6 +54,12 @@ void lg_listeners_close(struct lg_listeners *l);
  * Returns 0, or -1 for a malformed or unresolvable listener, or more than LG_LISTEN_MAX. */
 int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
 
+/* Refuses listeners that cannot all be bound: two of --listen, --admin-listen and
+ * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address or
+ * of the wildcard of its family (0.0.0.0, [::]). The start-up would fail at bind(2); -t and a
+ * reload's check now say so first. Returns 0, or -1 naming both settings in err (cap bytes). */
+int lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap);
+
 /* One TCP listener "ADDR:PORT" (or "PORT", or a host name) normalized into out (cap bytes) as
  * numeric "ADDR:PORT", IPv6 in brackets. Returns 0 or -1. */
 int lg_listen_parse_addr(const char *v, char *out, size_t cap);

@@ -535,7 +535,7 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		lg_site_free(site);
 		return -1;
 	}
-	if (resolve_pools(cfg, err, cap) == -1) {
+	if (lg_listen_check_distinct(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1) {
 		lg_site_free(site);
 		return -1;
 	}

@@ -124,3 +124,36 @@ def test_an_arena_over_the_mappable_size_is_refused_and_frees_what_it_read():
         assert r.returncode == 1, r
         assert "over the 16384 GiB that can be mapped" in r.stderr, r.stderr
         assert not CRASH_RE.search(r.stderr), r.stderr
+
+
+@pytest.mark.timeout(30)
+def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
+    """-t used to pass listeners that clash (the same address twice, a port on an address and
+    on its wildcard) and paths in a missing directory (pid file, unix socket), which the
+    start-up then refused at bind(2) or open(2) (a hostile trial found five such configs)."""
+    conf = tmp_path / "c.conf"
+    nodir = tmp_path / "nodir"
+    cases = (
+        ("listen = 127.0.0.1:19113\nadmin_listen = 127.0.0.1:19113\n",
+         "--admin-listen 127.0.0.1:19113 is taken by --listen 127.0.0.1:19113"),
+        ("listen = 127.0.0.1:19113\nagent_listen = 127.0.0.1:19113\n",
+         "--agent-listen 127.0.0.1:19113 is taken by --listen 127.0.0.1:19113"),
+        ("listen = 127.0.0.1:19113 127.0.0.1:19113\n", "is taken by --listen"),
+        ("listen = 19113\nadmin_listen = 127.0.0.1:19113\n",
+         "--admin-listen 127.0.0.1:19113 overlaps --listen 0.0.0.0:19113"),
+        ("listen = unix:%s/a.sock unix:%s/a.sock,mode=0660\n" % (tmp_path, tmp_path),
+         "overlaps --listen unix:%s/a.sock" % tmp_path),
+        ("pid_file = %s/p.pid\n" % nodir, "cannot write the pid file %s/p.pid" % nodir),
+        ("listen = unix:%s/x.sock\n" % nodir, "cannot write the unix socket %s/x.sock" % nodir),
+    )
+    for text, want in cases:
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and want in r.stderr, (text, r.stderr)
+    # port 0 picks a port per listener: no clash; other addresses and families pass
+    conf.write_text("listen = 127.0.0.1:0 [::1]:19113 127.0.0.1:19113 unix:%s/ok.sock\n"
+                    "admin_listen = 127.0.0.1:0\nagent_listen = 127.0.0.1:0\n"
+                    "pid_file = %s/p.pid\n" % (tmp_path, tmp_path))
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "ok.sock").exists() and not (tmp_path / "p.pid").exists()
