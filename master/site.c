@@ -251,13 +251,18 @@ key_methods(const struct route_in *in, const char *v, const char **why)
 	return (in->rt->methods = lg_registry_methods(v)) ? 0 : -1;
 }
 
+/* Both in one [route]: the later key is refused (the handler was dropped in silence). */
+#define KIND_OR_HANDLER "a route runs a kind (in a pool or on the loop) or answers with a loop " \
+	"handler: kind = and handler = exclude each other"
+
 static int
 key_kind(const struct route_in *in, const char *v, const char **why)
 {
 	const struct lg_kind *kind = lg_registry_find(in->r, v);
 
-	*why = "unknown kind (lagless -t lists the routes; a module's kinds are module.kind)";
-	if (kind == NULL)
+	*why = in->rt->handler[0] ? KIND_OR_HANDLER : "unknown kind (lagless -t lists the routes; "
+	    "a module's kinds are module.kind)";
+	if (kind == NULL || in->rt->handler[0])
 		return -1;
 	in->rt->kind = kind->id;
 	return 0;
@@ -269,8 +274,8 @@ key_handler(const struct route_in *in, const char *v, const char **why)
 	static const char *const handlers[] = { "ping", "health", "ready", "metrics", "status",
 	    NULL };
 
-	*why = "expected ping, health, ready, metrics or status";
-	for (const char *const *h = handlers; *h; h++)
+	*why = in->rt->kind ? KIND_OR_HANDLER : "expected ping, health, ready, metrics or status";
+	for (const char *const *h = handlers; *h && in->rt->kind == 0; h++)
 		if (strcmp(v, *h) == 0) {
 			snprintf(in->rt->handler, sizeof(in->rt->handler), "%s", v);
 			return 0;

@@ -60,6 +60,13 @@ def test_t_names_file_line_and_key(tmp_path):
     conf.write_text("[lagless]\n[pool p]\n[route /x]\nkind = heavy\n[module m]\n")
     r = run("-t", "-c", str(conf))
     assert r.returncode == 0, r.stderr
+    # kind = and handler = in one route: the later one is refused (the handler was dropped)
+    for text, key in (("[route /x]\nhandler = ping\nkind = heavy\n", "kind"),
+                      ("[route /x]\nkind = heavy\nhandler = ping\n", "handler")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:3: key '%s'" % (conf, key) in r.stderr and \
+            "exclude each other" in r.stderr, r.stderr
     # off = yes for a path that is no default route would remove nothing, in silence
     conf.write_text("[route /heavvy]\noff = yes\n")
     r = run("-t", "-c", str(conf))
