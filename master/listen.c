@@ -201,17 +201,25 @@ lg_listen_parse_addr(const char *v, char *out, size_t cap)
  * and port. */
 struct bound_as {
 	const char *spec, *setting;
-	char addr[72];
+	char addr[160];    /* a unix path fits: listen_more's entries are 160 bytes */
 	int port;          /* -1 for a unix socket */
 };
+
+int
+lg_listen_unix_path(const char *spec, char *out, size_t cap)
+{
+	if (strncmp(spec, "unix:", 5) != 0)
+		return 0;
+	snprintf(out, cap, "%.*s", (int)strcspn(spec + 5, ","), spec + 5);
+	return 1;
+}
 
 static void
 bound_as(struct bound_as *b, const char *spec, const char *setting)
 {
 	b->spec = spec;
 	b->setting = setting;
-	if (strncmp(spec, "unix:", 5) == 0) {
-		snprintf(b->addr, sizeof(b->addr), "%.*s", (int)strcspn(spec + 5, ","), spec + 5);
+	if (lg_listen_unix_path(spec, b->addr, sizeof(b->addr))) {
 		b->port = -1;
 		return;
 	}

@@ -48,16 +48,12 @@ unwritable_file(const char *path, const char *what)
 static int
 unwritable_socket(const struct lg_config *cfg)
 {
-	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++) {
-		char path[160];
+	char path[sizeof(cfg->listen_more[0])];
 
-		if (strncmp(cfg->listen_more[i], "unix:", 5) != 0)
-			continue;
-		snprintf(path, sizeof(path), "%.*s", (int)strcspn(cfg->listen_more[i] + 5, ","),
-		    cfg->listen_more[i] + 5);
-		if (unwritable_file(path, "the unix socket"))
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++)
+		if (lg_listen_unix_path(cfg->listen_more[i], path, sizeof(path)) &&
+		    unwritable_file(path, "the unix socket"))
 			return 1;
-	}
 	return 0;
 }
 

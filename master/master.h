@@ -54,6 +54,10 @@ void lg_listeners_close(struct lg_listeners *l);
  * Returns 0, or -1 for a malformed or unresolvable listener, or more than LG_LISTEN_MAX. */
 int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
 
+/* The socket path of a listener spec "unix:/path[,mode=...][,owner=...]" (cfg->listen_more)
+ * into out (cap bytes, cut to fit): 1, or 0 for a TCP "ADDR:PORT" (out untouched). */
+int lg_listen_unix_path(const char *spec, char *out, size_t cap);
+
 /* Refuses listeners that cannot all be bound: two of --listen, --admin-listen and
  * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address or
  * of the wildcard of its family (0.0.0.0, [::]). The start-up would fail at bind(2); -t and a

@@ -225,8 +225,8 @@ pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const c
 }
 
 /* inih handler (returns non-zero on success). Keys may sit before any section, in a
- * [lagless] section or in [pool NAME] sections; anything else is an error, so a typo never
- * passes silently. */
+ * [lagless] section or in [pool NAME] sections ([route] and [module] go to master/site.c);
+ * read_line has refused every other section header, so a typo never passes silently. */
 static int
 file_handler(void *user, const char *section, const char *name, const char *value)
 {
@@ -270,9 +270,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		}
 		if (pool_key(fc->cfg, p, name, value, &why) == 0)
 			return 1;
-	} else if (*section != '\0' && strcmp(section, "lagless") != 0)
-		why = UNKNOWN_SECTION;
-	else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
+	} else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {
 		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);

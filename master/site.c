@@ -260,9 +260,12 @@ key_kind(const struct route_in *in, const char *v, const char **why)
 {
 	const struct lg_kind *kind = lg_registry_find(in->r, v);
 
-	*why = in->rt->handler[0] ? KIND_OR_HANDLER : "unknown kind (lagless -t lists the routes; "
-	    "a module's kinds are module.kind)";
-	if (kind == NULL || in->rt->handler[0])
+	if (in->rt->handler[0]) {
+		*why = KIND_OR_HANDLER;
+		return -1;
+	}
+	*why = "unknown kind (lagless -t lists the routes; a module's kinds are module.kind)";
+	if (kind == NULL)
 		return -1;
 	in->rt->kind = kind->id;
 	return 0;
@@ -274,8 +277,12 @@ key_handler(const struct route_in *in, const char *v, const char **why)
 	static const char *const handlers[] = { "ping", "health", "ready", "metrics", "status",
 	    NULL };
 
-	*why = in->rt->kind ? KIND_OR_HANDLER : "expected ping, health, ready, metrics or status";
-	for (const char *const *h = handlers; *h && in->rt->kind == 0; h++)
+	if (in->rt->kind) {
+		*why = KIND_OR_HANDLER;
+		return -1;
+	}
+	*why = "expected ping, health, ready, metrics or status";
+	for (const char *const *h = handlers; *h; h++)
 		if (strcmp(v, *h) == 0) {
 			snprintf(in->rt->handler, sizeof(in->rt->handler), "%s", v);
 			return 0;
