@@ -229,10 +229,24 @@ bound_as(struct bound_as *b, const char *spec, const char *setting)
 	b->port = colon ? atoi(colon + 1) : 0;
 }
 
-/* Would binding both fail? The same path, or the same port (not 0, which picks one) on the
- * same address or where one is the wildcard of the other's family (ip(7), ipv6(7)). */
+/* Whether an IPv6 wildcard listener also takes IPv4 (net.ipv6.bindv6only is 0, the default:
+ * ipv6(7) IPV6_V6ONLY, which lg_master_listen leaves as the sysctl says). No IPv6: no. */
 static int
-clash(const struct bound_as *a, const struct bound_as *b)
+dual_stack(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/bindv6only", "r");
+	int c = f ? fgetc(f) : EOF;
+
+	if (f)
+		fclose(f);
+	return c == '0';
+}
+
+/* Would binding both fail? The same path, or the same port (not 0, which picks one) on the
+ * same address, where one is the wildcard of the other's family (ip(7), ipv6(7)), or where one
+ * is [::] taking IPv4 too (dual is dual_stack()'s answer) and the other is IPv4. */
+static int
+clash(const struct bound_as *a, const struct bound_as *b, int dual)
 {
 	if (a->port == -1 || b->port == -1)
 		return a->port == b->port && strcmp(a->addr, b->addr) == 0;
@@ -242,8 +256,10 @@ clash(const struct bound_as *a, const struct bound_as *b)
 		return 1;
 	int a6 = a->addr[0] == '[', b6 = b->addr[0] == '[';
 
-	return a6 == b6 && (strcmp(a->addr, a6 ? "[::]" : "0.0.0.0") == 0 ||
-	    strcmp(b->addr, b6 ? "[::]" : "0.0.0.0") == 0);
+	if (a6 != b6)
+		return dual && strcmp(a6 ? a->addr : b->addr, "[::]") == 0;
+	return strcmp(a->addr, a6 ? "[::]" : "0.0.0.0") == 0 ||
+	    strcmp(b->addr, b6 ? "[::]" : "0.0.0.0") == 0;
 }
 
 int
@@ -251,7 +267,7 @@ lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
 {
 	struct bound_as all[LG_LISTEN_MAX + 3];
 	char first[80];
-	int n = 0;
+	int n = 0, dual = dual_stack();
 
 	if (cfg->listen_addr[0] != '\0') {
 		snprintf(first, sizeof(first), strchr(cfg->listen_addr, ':') ? "[%s]:%d" : "%s:%d",
@@ -266,7 +282,7 @@ lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
 		bound_as(&all[n++], cfg->agent_listen, "--agent-listen");
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < i; j++)
-			if (clash(&all[j], &all[i])) {
+			if (clash(&all[j], &all[i], dual)) {
 				snprintf(err, cap, "%s %s %s %s %s: each listener needs an address "
 				    "of its own (bind(2) would fail with EADDRINUSE)", all[i].setting,
 				    all[i].spec, strcmp(all[i].spec, all[j].spec) == 0 ? "is taken by" :

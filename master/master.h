@@ -60,8 +60,10 @@ int lg_listen_unix_path(const char *spec, char *out, size_t cap);
 
 /* Refuses listeners that cannot all be bound: two of --listen, --admin-listen and
  * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address or
- * of the wildcard of its family (0.0.0.0, [::]). The start-up would fail at bind(2); -t and a
- * reload's check now say so first. Returns 0, or -1 naming both settings in err (cap bytes). */
+ * of the wildcard of its family (0.0.0.0, [::]), or of [::] and an IPv4 address where [::]
+ * takes IPv4 too (net.ipv6.bindv6only 0, the default: ipv6(7)). The start-up would fail at
+ * bind(2); -t and a reload's check now say so first. Returns 0, or -1 naming both settings in
+ * err (cap bytes). */
 int lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap);
 
 /* One TCP listener "ADDR:PORT" (or "PORT", or a host name) normalized into out (cap bytes) as

@@ -153,6 +153,16 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
         ("pid_file = %s/p.pid\n" % nodir, "cannot write the pid file %s/p.pid" % nodir),
         ("listen = unix:%s/x.sock\n" % nodir, "cannot write the unix socket %s/x.sock" % nodir),
     )
+    try:  # [::] takes IPv4 too where net.ipv6.bindv6only is 0 (ipv6(7)): it clashes with any
+        with open("/proc/sys/net/ipv6/bindv6only") as f:  # IPv4 address on its port
+            dual = f.read().strip() == "0"
+    except OSError:
+        dual = False
+    if dual:
+        cases += (("listen = [::]:19113\nadmin_listen = 127.0.0.1:19113\n",
+                   "--admin-listen 127.0.0.1:19113 overlaps --listen [::]:19113"),
+                  ("listen = 0.0.0.0:19113\nagent_listen = [::]:19113\n",
+                   "--agent-listen [::]:19113 overlaps --listen 0.0.0.0:19113"))
     for text, want in cases:
         conf.write_text(text)
         r = run("-t", "-c", str(conf))
