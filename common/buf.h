@@ -28,9 +28,11 @@ int lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len);
 
 /* Writes s (len bytes) escaped as the inside of a JSON string (RFC 8259 section 7) at *at,
  * before end, and moves *at past it: '"' and '\\' get a backslash, the other bytes below
- * 0x20 and 0x7f become \u00XX, and with LG_JSON_ASCII so does every byte above 0x7f (a log
- * line stays ASCII whatever a client sent; without it UTF-8 passes as it is). Never splits an
- * escape: stops where the next byte's form does not fit. Returns how many input bytes were
+ * 0x20 and 0x7f become \u00XX. With LG_JSON_ASCII a log line stays ASCII whatever a client
+ * sent: a well-formed UTF-8 sequence (RFC 3629) becomes the \uXXXX of its code point (a
+ * surrogate pair past U+FFFF), any other byte above 0x7f the \u00XX of its value (its Latin-1
+ * reading); without it every byte above 0x7f passes as it is. Never splits an escape or a
+ * sequence: stops where the next one's form does not fit. Returns how many input bytes were
  * written; no terminator. The one escaper of the project (renderers, access log). */
 #define LG_JSON_ASCII 1u
 size_t lg_json_escape(char **at, const char *end, const char *s, size_t len, unsigned flags);

@@ -72,7 +72,7 @@ lg_log_parse_level(const char *name)
 void
 lg_log_write(int level, const char *func, const char *fmt, ...)
 {
-	char line[1024];
+	char line[4096]; /* PIPE_BUF: one write(2) of it is atomic (pipe(7)) */
 	struct timespec ts;
 	struct tm tm;
 	size_t n;

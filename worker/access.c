@@ -144,12 +144,33 @@ putf(char **at, const char *end, const char *fmt, ...)
 	*at = r < 0 ? *at : (size_t)r < (size_t)(end - *at) ? *at + r : (char *)end;
 }
 
+/* Longest logged form (escaped bytes) of the path and the query, and of the user agent: a
+ * longer one is cut and ends in "...", so a line (the fixed fields, an id of 128 and these)
+ * stays within its buffer and one write of it within PIPE_BUF (pipe(7)): whole, with its id
+ * and, in JSON, its closing brace. */
+#define LOG_TARGET_MAX 1024
+#define LOG_UA_MAX 512
+
+/* s (len bytes) escaped at *at, at most cap bytes of it (cap >= 3), cut with "..." when the
+ * whole does not fit. */
+static void
+put_capped(char **at, const char *end, const char *s, size_t len, size_t cap)
+{
+	size_t room = (size_t)(end - *at);
+	char *stop = *at + (cap < room ? cap : room) - 3;
+
+	if (lg_json_escape(at, stop, s, len, LG_JSON_ASCII) < len) {
+		memcpy(*at, "...", 3);
+		*at += 3;
+	}
+}
+
 void
 lg_access_line(const struct lg_conn *c, uint64_t took)
 {
 	const struct lg_http_req *r = &c->http.req;
 	int json = c->w->env->cfg->access_log_json;
-	char line[2048], *at = line, *end = line + sizeof(line) - 2, client[64], id[130], ts[40];
+	char line[4000], *at = line, *end = line + sizeof(line) - 2, client[64], id[130], ts[40];
 	const char *method = r->path ? http_method_str(r->method) : "-";
 	const char *ua;
 	size_t ua_len = 0;
@@ -170,19 +191,18 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	} else {
 		putf(&at, end, "%s ", method);
 	}
-	lg_json_escape(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1,
-	    LG_JSON_ASCII);
+	put_capped(&at, end, r->path ? r->path : "-", r->path ? r->path_len : 1, LOG_TARGET_MAX);
 	putf(&at, end, json ? "\",\"status\":%d,\"bytes\":%zu,\"time_ms\":%.3f,\"queue_ms\":%.3f,"
 	    "\"run_ms\":%.3f,\"query\":\"" : " status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f "
 	    "run_ms=%.3f query=\"", c->obs.resp_status, c->obs.resp_bytes, (double)took / 1e6,
 	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
-	lg_json_escape(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0,
-	    LG_JSON_ASCII);
+	put_capped(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0,
+	    LOG_TARGET_MAX);
 	if (json)
 		putf(&at, end, "\",\"ua\":\"");
 	else
 		putf(&at, end, "\" client=%s ua=\"", client);
-	lg_json_escape(&at, end, ua, ua_len, LG_JSON_ASCII);
+	put_capped(&at, end, ua, ua_len, LOG_UA_MAX);
 	putf(&at, end, json ? "\",\"request_id\":\"%s\"}" : "\" id=%s", id);
 	if (!json) { /* its own switch (--access-log), so written whatever --log-level says */
 		*at = '\0';

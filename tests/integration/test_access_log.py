@@ -102,3 +102,66 @@ def test_bad_trusted_proxies_fail_the_check(value):
     r = subprocess.run([LAGLESS_BIN, "-t", "--trusted-proxies", value], capture_output=True,
                        text=True, timeout=20)
     assert r.returncode == 1 and "--trusted-proxies" in r.stderr, r.stderr
+
+
+def raw_request(srv, target, headers):
+    """One GET with the given target and header bytes, sent as they are; its response."""
+    s = connect(srv.port)
+    try:
+        s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: a\r\n" +
+                  b"".join(k + b": " + v + b"\r\n" for k, v in headers) + b"\r\n")
+        return read_response(s)
+    finally:
+        s.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("json_lines_on", [True, False])
+def test_a_long_query_or_agent_is_cut_and_the_line_stays_whole(start_server, json_lines_on):
+    """A query or User-Agent longer than the log keeps is cut with "...": the line still ends
+    with its id (and, in JSON, its closing brace). A hostile trial found a 2,500-byte query, or
+    400 bytes of 0xff in the User-Agent, cutting the JSON line at 2,046 bytes (no brace, no
+    request_id: not JSON) and the text line at 1,022 (no client, ua or id)."""
+    srv = start_server("--access-log", "--request-id", "--compute-workers", "1",
+                       *(["--access-log-json"] if json_lines_on else []))
+    cases = ((b"/ping?cut=1&q=" + b"x" * 2500, b"probe", "cutq"),
+             (b"/ping?cut=2", b"\xff" * 400, "cutua"),
+             (b"/ping?cut=3&" + b"y" * 900, b"z" * 900, "cutboth"))
+    for target, ua, rid in cases:
+        r = raw_request(srv, target, ((b"User-Agent", ua), (b"X-Request-Id", rid.encode())))
+        assert r.status == 200 and r.header("X-Request-Id") == rid, r
+    if json_lines_on:
+        mine = lambda: {d["request_id"]: d for d in json_lines(srv) if "cut=" in d["query"]}
+    else:
+        mine = lambda: {ln.rsplit(" id=", 1)[1]: ln for ln in access_lines(srv)
+                        if "cut=" in ln}
+    assert wait_until(lambda: len(mine()) == 3, 5), srv.log()
+    got = mine()
+    if json_lines_on:
+        q = got["cutq"]["query"]
+        assert q.startswith("cut=1&q=xxx") and q.endswith("...") and len(q) == 1024, len(q)
+        assert got["cutq"]["ua"] == "probe", got["cutq"]
+        ua = got["cutua"]["ua"]  # each 0xff is \u00ff: 6 logged bytes of the 512 kept
+        assert ua == "\u00ff" * 84 + "...", ua
+        assert got["cutboth"]["query"] == "cut=3&" + "y" * 900
+        assert got["cutboth"]["ua"] == "z" * 509 + "...", got["cutboth"]
+    else:
+        line = got["cutq"]
+        assert 'query="cut=1&q=xxx' in line and 'x..." client=127.0.0.1 ua="probe"' in line, line
+        assert 'ua="' + "\\u00ff" * 84 + '..."' in got["cutua"], got["cutua"]
+
+
+@pytest.mark.timeout(60)
+def test_utf8_is_logged_as_its_characters(start_server):
+    """Well-formed UTF-8 in a logged field is its code points in the JSON line ("é" was two
+    escapes of its bytes, read back as "Ã©"); a byte that is not UTF-8 is its Latin-1
+    character, as before."""
+    srv = start_server("--access-log", "--access-log-json", "--compute-workers", "1")
+    r = raw_request(srv, b"/ping?utf=1", ((b"User-Agent", "caf\u00e9 \u20ac \U0001f600".encode()
+                                           + b" \xe9"),))
+    assert r.status == 200, r
+    mine = lambda: [d for d in json_lines(srv) if d["query"] == "utf=1"]
+    assert wait_until(mine, 5), srv.log()
+    assert mine()[0]["ua"] == "caf\u00e9 \u20ac \U0001f600 \u00e9", mine()
+    line = [ln for ln in srv.log().splitlines() if '"utf=1"' in ln][0]
+    assert line.isascii() and "\\u20ac" in line and "\\ud83d\\ude00" in line, line

@@ -58,20 +58,39 @@ test_json_chars(void **state)
 	assert_true(b.overflow);
 }
 
-/* The escaper under the access log: bytes above 0x7f escaped with LG_JSON_ASCII, an escape
- * never split at the end, the count of input bytes written returned. */
+/* The escaper under the access log: with LG_JSON_ASCII well-formed UTF-8 as its code point
+ * and any other byte above 0x7f as its Latin-1 character, an escape never split at the end,
+ * the count of input bytes written returned. */
 static void
 test_json_escape(void **state)
 {
-	char out[32], *at = out;
+	char out[64], *at = out;
 	const char in[] = "a\"\xc3\xa9\x1f";
+	static const struct { const char *in, *want; } ascii[] = {
+		{ "\xe9", "\\u00e9" },                          /* a lone Latin-1 byte */
+		{ "\xe2\x82\xac", "\\u20ac" },                  /* the euro sign */
+		{ "\xf0\x9f\x98\x80", "\\ud83d\\ude00" },        /* past U+FFFF: a pair */
+		{ "\xc0\xaf", "\\u00c0\\u00af" },                /* overlong: bytes */
+		{ "\xed\xa0\x80", "\\u00ed\\u00a0\\u0080" },      /* a surrogate: bytes */
+		{ "\xf4\x90\x80\x80", "\\u00f4\\u0090\\u0080\\u0080" }, /* past U+10FFFF */
+		{ "x\xe2\x82", "x\\u00e2\\u0082" },              /* cut short at the end */
+	};
 
 	assert_int_equal(lg_json_escape(&at, out + sizeof(out), in, 5, LG_JSON_ASCII), 5);
-	assert_int_equal(at - out, 1 + 2 + 6 + 6 + 6);
-	assert_memory_equal(out, "a\\\"\\u00c3\\u00a9\\u001f", 21);
+	assert_int_equal(at - out, 1 + 2 + 6 + 6);
+	assert_memory_equal(out, "a\\\"\\u00e9\\u001f", 15);
 	at = out;
 	assert_int_equal(lg_json_escape(&at, out + 8, in, 5, LG_JSON_ASCII), 2); /* 3 + 6 > 8 */
 	assert_int_equal(at - out, 3);
+	for (size_t i = 0; i < sizeof(ascii) / sizeof(ascii[0]); i++) {
+		at = out;
+		assert_int_equal(lg_json_escape(&at, out + sizeof(out), ascii[i].in,
+		    strlen(ascii[i].in), LG_JSON_ASCII), strlen(ascii[i].in));
+		*at = '\0';
+		assert_string_equal(out, ascii[i].want);
+	}
+	at = out; /* a pair is not split: 11 bytes of room take none of it */
+	assert_int_equal(lg_json_escape(&at, out + 11, "\xf0\x9f\x98\x80", 4, LG_JSON_ASCII), 0);
 	at = out;
 	assert_int_equal(lg_json_escape(&at, out + 5, in, 4, 0), 4); /* UTF-8 as it is */
 	assert_memory_equal(out, "a\\\"\xc3\xa9", 5);
