@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -16,29 +17,41 @@
 #include "master/options.h"
 #include "sizing/sizing.h"
 
-/* For -t: whether a file the start-up writes (the error log, the pid file, a unix socket)
- * could not be written, without creating it (an existing file must be writable, a new one
- * needs a writable directory; access(2)). Sets errno. */
+/* For -t: whether a file the start-up writes (the error log, the pid file, a unix socket when
+ * sock) could not be written, without creating it: an existing file must be writable and not
+ * a directory (EISDIR), an existing socket path a socket (EEXIST, as bind(2) says; a stale
+ * socket is replaced, which needs the directory), a new one a writable directory (access(2),
+ * stat(2)). Sets errno. */
 static int
-unwritable(const char *path)
+unwritable(const char *path, int sock)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[256];
+	struct stat st;
 
-	if (path[0] == '\0' || access(path, W_OK) == 0)
+	if (path[0] == '\0')
 		return 0;
-	if (errno != ENOENT)
+	if (stat(path, &st) == 0) {
+		if (!sock && S_ISDIR(st.st_mode))
+			return errno = EISDIR, 1;
+		if (sock && !S_ISSOCK(st.st_mode))
+			return errno = EEXIST, 1;
+		if (!sock)
+			return access(path, W_OK) == -1;
+	} else if (errno != ENOENT) {
 		return 1;
+	}
 	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 :
 	    (int)(slash - path), slash == NULL ? "." : path);
 	return access(dir, W_OK | X_OK) == -1;
 }
 
-/* For -t: 1, said on stderr, when `what` at path (may be "": none) is unwritable. */
+/* For -t: 1, said on stderr, when `what` at path (may be "": none) is unwritable; sock as
+ * unwritable's. */
 static int
-unwritable_file(const char *path, const char *what)
+unwritable_file(const char *path, const char *what, int sock)
 {
-	if (!unwritable(path))
+	if (!unwritable(path, sock))
 		return 0;
 	fprintf(stderr, "lagless: cannot write %s %s: %m\n", what, path);
 	return 1;
@@ -52,7 +65,7 @@ unwritable_socket(const struct lg_config *cfg)
 
 	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++)
 		if (lg_listen_unix_path(cfg->listen_more[i], path, sizeof(path)) &&
-		    unwritable_file(path, "the unix socket"))
+		    unwritable_file(path, "the unix socket", 1))
 			return 1;
 	return 0;
 }
@@ -126,8 +139,8 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 		return 0;
 	}
 	lg_log_level = cfg->log_level;
-	if (cmd->test_config && (unwritable_file(cfg->error_log, "the error log") ||
-	    unwritable_file(cfg->pid_file, "the pid file") || unwritable_socket(cfg))) {
+	if (cmd->test_config && (unwritable_file(cfg->error_log, "the error log", 0) ||
+	    unwritable_file(cfg->pid_file, "the pid file", 0) || unwritable_socket(cfg))) {
 		fprintf(stderr, "configuration test failed\n");
 		lg_registry_free(cfg->reg);
 		return 1;

@@ -1,5 +1,6 @@
 """Configuration: file, environment and flags, `lagless -t`, and the shipped example file."""
 import os
+import socket
 import subprocess
 
 import pytest
@@ -152,6 +153,14 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
          "overlaps --listen unix:%s/a.sock" % tmp_path),
         ("pid_file = %s/p.pid\n" % nodir, "cannot write the pid file %s/p.pid" % nodir),
         ("listen = unix:%s/x.sock\n" % nodir, "cannot write the unix socket %s/x.sock" % nodir),
+        # a directory, or a file that is not a socket, where start-up writes one (a hostile
+        # trial found -t passing these and the start-up refusing them)
+        ("pid_file = %s\n" % tmp_path, "cannot write the pid file %s: Is a directory" % tmp_path),
+        ("error_log = %s\n" % tmp_path, "cannot write the error log %s: Is a directory"
+         % tmp_path),
+        ("listen = unix:%s\n" % conf, "cannot write the unix socket %s: File exists" % conf),
+        ("listen = unix:%s\n" % tmp_path, "cannot write the unix socket %s: File exists"
+         % tmp_path),
     )
     try:  # [::] takes IPv4 too where net.ipv6.bindv6only is 0 (ipv6(7)): it clashes with any
         with open("/proc/sys/net/ipv6/bindv6only") as f:  # IPv4 address on its port
@@ -167,10 +176,17 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
         conf.write_text(text)
         r = run("-t", "-c", str(conf))
         assert r.returncode == 1 and want in r.stderr, (text, r.stderr)
-    # port 0 picks a port per listener: no clash; other addresses and families pass
+    # port 0 picks a port per listener: no clash; other addresses and families pass, and so
+    # does a stale socket file (the start-up replaces it)
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(tmp_path / "stale.sock"))
+    stale.close()
     conf.write_text("listen = 127.0.0.1:0 [::1]:19113 127.0.0.1:19113 unix:%s/ok.sock\n"
                     "admin_listen = 127.0.0.1:0\nagent_listen = 127.0.0.1:0\n"
                     "pid_file = %s/p.pid\n" % (tmp_path, tmp_path))
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    conf.write_text("listen = unix:%s/stale.sock\n" % tmp_path)
     r = run("-t", "-c", str(conf))
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "ok.sock").exists() and not (tmp_path / "p.pid").exists()
