@@ -198,11 +198,14 @@ lg_listen_parse_addr(const char *v, char *out, size_t cap)
 }
 
 /* One listener's bind address for lg_listen_check_distinct: a unix path, or a TCP address
- * and port. */
+ * and port, with the address as 16 bytes when numeric (IPv4 as ::ffff:a.b.c.d, as an IPv6
+ * socket binds it: ipv6(7)). */
 struct bound_as {
 	const char *spec, *setting;
 	char addr[160];    /* a unix path fits: listen_more's entries are 160 bytes */
 	int port;          /* -1 for a unix socket */
+	int numeric, v4;   /* bin holds the address; it is an IPv4 one (or v4-mapped) */
+	unsigned char bin[16];
 };
 
 int
@@ -224,9 +227,30 @@ bound_as(struct bound_as *b, const char *spec, const char *setting)
 		return;
 	}
 	const char *colon = strrchr(spec, ':');
+	char plain[sizeof(b->addr)];
+	static const unsigned char mapped[12] = { [10] = 0xff, [11] = 0xff };
 
 	snprintf(b->addr, sizeof(b->addr), "%.*s", colon ? (int)(colon - spec) : 0, spec);
 	b->port = colon ? atoi(colon + 1) : 0;
+	snprintf(plain, sizeof(plain), "%.*s", b->addr[0] == '[' ? (int)strlen(b->addr) - 2 :
+	    (int)strlen(b->addr), b->addr + (b->addr[0] == '['));
+	memset(b->bin, 0, sizeof(b->bin));
+	if (inet_pton(AF_INET, plain, b->bin + 12) == 1) {
+		memcpy(b->bin, mapped, sizeof(mapped));
+		b->numeric = b->v4 = 1;
+	} else {
+		b->numeric = inet_pton(AF_INET6, plain, b->bin) == 1;
+		b->v4 = b->numeric && memcmp(b->bin, mapped, sizeof(mapped)) == 0;
+	}
+}
+
+/* Whether b is its family's wildcard: 0.0.0.0 (or ::ffff:0.0.0.0), or ::. */
+static int
+wildcard(const struct bound_as *b)
+{
+	static const unsigned char any6[16], any4[16] = { [10] = 0xff, [11] = 0xff };
+
+	return b->numeric && memcmp(b->bin, b->v4 ? any4 : any6, 16) == 0;
 }
 
 /* Whether an IPv6 wildcard listener also takes IPv4 (net.ipv6.bindv6only is 0, the default:
@@ -243,8 +267,9 @@ dual_stack(void)
 }
 
 /* Would binding both fail? The same path, or the same port (not 0, which picks one) on the
- * same address, where one is the wildcard of the other's family (ip(7), ipv6(7)), or where one
- * is [::] taking IPv4 too (dual is dual_stack()'s answer) and the other is IPv4. */
+ * same address (however written: [::1] is [0:0:0:0:0:0:0:1], [::ffff:127.0.0.1] is 127.0.0.1),
+ * where one is the wildcard of the other's family (ip(7), ipv6(7)), or where one is [::]
+ * taking IPv4 too (dual is dual_stack()'s answer) and the other is IPv4. */
 static int
 clash(const struct bound_as *a, const struct bound_as *b, int dual)
 {
@@ -252,14 +277,13 @@ clash(const struct bound_as *a, const struct bound_as *b, int dual)
 		return a->port == b->port && strcmp(a->addr, b->addr) == 0;
 	if (a->port != b->port || a->port == 0)
 		return 0;
-	if (strcmp(a->addr, b->addr) == 0)
+	if (!a->numeric || !b->numeric) /* a name: as it is written */
+		return strcmp(a->addr, b->addr) == 0;
+	if (memcmp(a->bin, b->bin, 16) == 0)
 		return 1;
-	int a6 = a->addr[0] == '[', b6 = b->addr[0] == '[';
-
-	if (a6 != b6)
-		return dual && strcmp(a6 ? a->addr : b->addr, "[::]") == 0;
-	return strcmp(a->addr, a6 ? "[::]" : "0.0.0.0") == 0 ||
-	    strcmp(b->addr, b6 ? "[::]" : "0.0.0.0") == 0;
+	if (a->v4 != b->v4)
+		return dual && ((!a->v4 && wildcard(a)) || (!b->v4 && wildcard(b)));
+	return wildcard(a) || wildcard(b);
 }
 
 int

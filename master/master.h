@@ -59,7 +59,8 @@ int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
 int lg_listen_unix_path(const char *spec, char *out, size_t cap);
 
 /* Refuses listeners that cannot all be bound: two of --listen, --admin-listen and
- * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address or
+ * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address
+ * (compared as bytes when numeric, an IPv4 one and its v4-mapped form alike) or
  * of the wildcard of its family (0.0.0.0, [::]), or of [::] and an IPv4 address where [::]
  * takes IPv4 too (net.ipv6.bindv6only 0, the default: ipv6(7)). The start-up would fail at
  * bind(2); -t and a reload's check now say so first. Returns 0, or -1 naming both settings in

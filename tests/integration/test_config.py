@@ -149,6 +149,13 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
         ("listen = 127.0.0.1:19113 127.0.0.1:19113\n", "is taken by --listen"),
         ("listen = 19113\nadmin_listen = 127.0.0.1:19113\n",
          "--admin-listen 127.0.0.1:19113 overlaps --listen 0.0.0.0:19113"),
+        # one address written two ways (a hostile trial found these compared as text)
+        ("listen = [0:0:0:0:0:0:0:1]:19113\nadmin_listen = [::1]:19113\n",
+         "--admin-listen [::1]:19113 overlaps --listen [0:0:0:0:0:0:0:1]:19113"),
+        ("listen = 127.0.0.1:19113\nadmin_listen = [::ffff:127.0.0.1]:19113\n",
+         "--admin-listen [::ffff:127.0.0.1]:19113 overlaps --listen 127.0.0.1:19113"),
+        ("listen = 0.0.0.0:19113\nagent_listen = [::ffff:127.0.0.2]:19113\n",
+         "--agent-listen [::ffff:127.0.0.2]:19113 overlaps --listen 0.0.0.0:19113"),
         ("listen = unix:%s/a.sock unix:%s/a.sock,mode=0660\n" % (tmp_path, tmp_path),
          "overlaps --listen unix:%s/a.sock" % tmp_path),
         ("pid_file = %s/p.pid\n" % nodir, "cannot write the pid file %s/p.pid" % nodir),
@@ -171,7 +178,9 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
         cases += (("listen = [::]:19113\nadmin_listen = 127.0.0.1:19113\n",
                    "--admin-listen 127.0.0.1:19113 overlaps --listen [::]:19113"),
                   ("listen = 0.0.0.0:19113\nagent_listen = [::]:19113\n",
-                   "--agent-listen [::]:19113 overlaps --listen 0.0.0.0:19113"))
+                   "--agent-listen [::]:19113 overlaps --listen 0.0.0.0:19113"),
+                  ("listen = [::0]:19113\nadmin_listen = 127.0.0.1:19113\n",
+                   "--admin-listen 127.0.0.1:19113 overlaps --listen [::0]:19113"))
     for text, want in cases:
         conf.write_text(text)
         r = run("-t", "-c", str(conf))
