@@ -12,11 +12,15 @@
 
 #define POLL_NS (20 * LG_NS_PER_MS)
 
-/* The outcome of our SIGHUP: a line newer than `before` that names us as its sender. */
+/* The outcome of our SIGHUP: a line newer than `before` that names us as its sender, or whose
+ * SIGHUP the master read after we sent ours (sent_ns): standard signals coalesce, and a reload
+ * begun then reads the configuration as we left it, so its outcome is ours too (two
+ * `-s reload` at once both get an answer; the line holds only the last outcome). */
 static int
-answered(const char *path, uint64_t before, struct lg_reload_outcome *o)
+answered(const char *path, uint64_t before, uint64_t sent_ns, struct lg_reload_outcome *o)
 {
-	return lg_pidfile_get_outcome(path, o) == 0 && o->seq > before && o->from == getpid();
+	return lg_pidfile_get_outcome(path, o) == 0 && o->seq > before &&
+	    (o->from == getpid() || (o->asked_ns > 0 && o->asked_ns >= sent_ns));
 }
 
 int
@@ -24,7 +28,7 @@ lg_ctl_reload(const struct lg_config *cfg)
 {
 	struct lg_reload_outcome o;
 	struct timespec pause = { 0, POLL_NS };
-	uint64_t before = 0, end;
+	uint64_t before = 0, end, sent_ns;
 	pid_t pid;
 
 	if (cfg->pid_file[0] == '\0') {
@@ -43,13 +47,14 @@ lg_ctl_reload(const struct lg_config *cfg)
 	}
 	if (lg_pidfile_get_outcome(cfg->pid_file, &o) == 0)
 		before = o.seq;
+	sent_ns = lg_now_ns(); /* before the signal: the master reads it later */
 	if (kill(pid, SIGHUP) == -1) {
 		fprintf(stderr, "lagless: cannot signal pid %d of %s: %s\n", (int)pid,
 		    cfg->pid_file, strerror(errno));
 		return 2;
 	}
 	end = lg_now_ns() + (cfg->drain_timeout_ms + 30000) * LG_NS_PER_MS;
-	while (!answered(cfg->pid_file, before, &o)) {
+	while (!answered(cfg->pid_file, before, sent_ns, &o)) {
 		if (kill(pid, 0) == -1 && errno == ESRCH) {
 			fprintf(stderr, "lagless: reload failed: the master (pid %d) exited\n", (int)pid);
 			return 1;

@@ -211,6 +211,7 @@ read_signals(struct master *m)
 			break;
 		case SIGHUP:
 			m->reload_from = (pid_t)si.ssi_pid;
+			m->reload_asked_ns = lg_now_ns(); /* after the read: no later than any */
 			lg_reload(m, 0);
 			break;
 		case SIGUSR1:
@@ -257,7 +258,7 @@ check_ready(struct master *m, uint64_t now)
 		char text[32];
 
 		snprintf(text, sizeof(text), "generation %u", g->id);
-		lg_reload_outcome(m, 1, text);
+		lg_reload_outcome(m, m->gen_from, m->gen_asked_ns, 1, text);
 	}
 	lg_master_send_status(m, 1);
 	m->next_status = now + 1000 * LG_NS_PER_MS;

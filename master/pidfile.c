@@ -129,8 +129,8 @@ lg_pidfile_put_outcome(const char *path, const struct lg_reload_outcome *o)
 
 	if (outcome_path(path, rel, sizeof(rel)) == -1)
 		return -1;
-	n = snprintf(line, sizeof(line), "%" PRIu64 " %d %s %s\n", o->seq, (int)o->from,
-	    o->ok ? "ok" : "refused", o->text);
+	n = snprintf(line, sizeof(line), "%" PRIu64 " %d %" PRIu64 " %s %s\n", o->seq,
+	    (int)o->from, o->asked_ns, o->ok ? "ok" : "refused", o->text);
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1, line[n - 1] = '\n';
 	/* one line: a reason never carries a newline into the file */
@@ -150,8 +150,10 @@ lg_pidfile_get_outcome(const char *path, struct lg_reload_outcome *o)
 	    first_line(rel, line, sizeof(line)) == -1)
 		return -1;
 	line[strcspn(line, "\n")] = '\0';
-	if (sscanf(line, "%" SCNu64 " %d %15s %n", &o->seq, &from, word, &used) != 3 ||
-	    (strcmp(word, "ok") != 0 && strcmp(word, "refused") != 0)) {
+	o->asked_ns = 0; /* an older master's line has no asked time */
+	if ((sscanf(line, "%" SCNu64 " %d %" SCNu64 " %15s %n", &o->seq, &from, &o->asked_ns,
+	    word, &used) != 4 && sscanf(line, "%" SCNu64 " %d %15s %n", &o->seq, &from, word,
+	    &used) != 3) || (strcmp(word, "ok") != 0 && strcmp(word, "refused") != 0)) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -10,10 +10,13 @@
 #include <sys/types.h>
 
 /* The outcome of one reload, as PATH.reload holds it on one line:
- * "SEQ FROM ok generation N" or "SEQ FROM refused REASON". */
+ * "SEQ FROM ASKED ok generation N" or "SEQ FROM ASKED refused REASON" (an older master's
+ * line has no ASKED, and is still read). */
 struct lg_reload_outcome {
 	uint64_t seq;       /* the master's count of SIGHUPs it answered, from 1 */
 	pid_t from;         /* the pid that sent the SIGHUP (signalfd's ssi_pid); 0 unknown */
+	uint64_t asked_ns;  /* when the master read that SIGHUP (CLOCK_MONOTONIC ns, system-wide:
+	                     * every request signalled before it is answered too); 0 unknown */
 	int ok;             /* 1: the new generation accepts; 0: refused */
 	char text[400];     /* "generation N", or the reason it was refused */
 };

@@ -21,9 +21,10 @@ static void reload_done(struct master *m, int notified);
 /* The answer to the SIGHUP of m->reload_from: PATH.reload for `lagless -s reload`, and a
  * refusal also in every STATUS= line to systemd until a reload succeeds. */
 void
-lg_reload_outcome(struct master *m, int ok, const char *text)
+lg_reload_outcome(struct master *m, pid_t from, uint64_t asked_ns, int ok, const char *text)
 {
-	struct lg_reload_outcome o = { .seq = ++m->reload_seq, .from = m->reload_from, .ok = ok };
+	struct lg_reload_outcome o = { .seq = ++m->reload_seq, .from = from, .asked_ns = asked_ns,
+	    .ok = ok };
 
 	snprintf(o.text, sizeof(o.text), "%s", text);
 	snprintf(m->reload_error, sizeof(m->reload_error), "%s", ok ? "" : text);
@@ -37,7 +38,7 @@ static void
 refuse_reload(struct master *m, int notified, const char *why)
 {
 	log_error("reload refused, keeping the running configuration: %s", why);
-	lg_reload_outcome(m, 0, why);
+	lg_reload_outcome(m, m->reload_from, m->reload_asked_ns, 0, why);
 	reload_done(m, notified);
 }
 
@@ -88,7 +89,8 @@ lg_reload(struct master *m, int notified)
 
 	if (m->stopping || m->drain_at) {
 		log_warn("SIGHUP ignored: stopping");
-		lg_reload_outcome(m, 0, "the server is stopping");
+		lg_reload_outcome(m, m->reload_from, m->reload_asked_ns, 0,
+		    "the server is stopping");
 		return;
 	}
 	if (ngens >= MAX_GENS) {
@@ -131,6 +133,8 @@ lg_reload(struct master *m, int notified)
 		return;
 	}
 	m->reload_gen = m->next_id++;
+	m->gen_from = m->reload_from;
+	m->gen_asked_ns = m->reload_asked_ns;
 	if (!notified)
 		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;

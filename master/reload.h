@@ -2,6 +2,9 @@
 #ifndef LG_MASTER_RELOAD_H
 #define LG_MASTER_RELOAD_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
 struct master;
 
 /* SIGHUP: reads the configuration again from m->argc/m->argv; a valid one starts a new
@@ -15,9 +18,12 @@ void lg_reload(struct master *m, int notified);
  * not stopping; nothing otherwise. */
 void lg_reload_apply_pending(struct master *m);
 
-/* The answer to the SIGHUP of m->reload_from: ok 1 (text names the generation) or 0 (text
- * says why, kept in m->reload_error for systemd's STATUS= line until a reload succeeds),
- * written to PATH.reload beside --pid-file for `lagless -s reload`. */
-void lg_reload_outcome(struct master *m, int ok, const char *text);
+/* The answer to the SIGHUP that pid `from` sent and the master read at asked_ns (lg_now_ns):
+ * ok 1 (text names the generation) or 0 (text says why, kept in m->reload_error for systemd's
+ * STATUS= line until a reload succeeds), written to PATH.reload beside --pid-file for
+ * `lagless -s reload`, which takes it as its own answer when it names it or was asked after
+ * its signal. */
+void lg_reload_outcome(struct master *m, pid_t from, uint64_t asked_ns, int ok,
+    const char *text);
 
 #endif

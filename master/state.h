@@ -32,7 +32,10 @@ struct master {
 	struct lg_listeners more; /* the listeners after listen_fd, and the admin one */
 	uint64_t reload_seq;   /* reload outcomes written so far */
 	pid_t reload_from;     /* the sender of the SIGHUP being answered (the latest, coalesced) */
+	uint64_t reload_asked_ns; /* when that SIGHUP was read (lg_now_ns) */
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
+	pid_t gen_from;        /* reload_from and reload_asked_ns of the reload that started it */
+	uint64_t gen_asked_ns;
 	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role

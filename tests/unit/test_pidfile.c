@@ -58,15 +58,26 @@ test_pid_round_trip_and_remove_only_ours(void **state)
 static void
 test_outcome_round_trip(void **state)
 {
-	struct lg_reload_outcome o = { .seq = 12, .from = 99, .ok = 1 }, in;
+	struct lg_reload_outcome o = { .seq = 12, .from = 99, .asked_ns = 123456789012ull, .ok = 1 },
+	    in;
+	char rel[300];
+	FILE *f;
 
 	assert_int_equal(lg_pidfile_write(path, 1), 0);
 	assert_int_equal(lg_pidfile_get_outcome(path, &in), -1); /* a new master: none yet */
 	snprintf(o.text, sizeof(o.text), "generation 4");
 	assert_int_equal(lg_pidfile_put_outcome(path, &o), 0);
 	assert_int_equal(lg_pidfile_get_outcome(path, &in), 0);
-	assert_true(in.seq == 12 && in.from == 99 && in.ok == 1);
+	assert_true(in.seq == 12 && in.from == 99 && in.ok == 1 && in.asked_ns == 123456789012ull);
 	assert_string_equal(in.text, "generation 4");
+	/* an older master's line, without the asked time, is still read (asked 0: unknown) */
+	snprintf(rel, sizeof(rel), "%s.reload", path);
+	assert_non_null(f = fopen(rel, "w"));
+	fputs("7 55 refused bad key\n", f);
+	fclose(f);
+	assert_int_equal(lg_pidfile_get_outcome(path, &in), 0);
+	assert_true(in.seq == 7 && in.from == 55 && in.asked_ns == 0 && !in.ok);
+	assert_string_equal(in.text, "bad key");
 	o = (struct lg_reload_outcome){ .seq = 13, .from = 100, .ok = 0 };
 	snprintf(o.text, sizeof(o.text), "lagless.conf:3: key 'x'\nunknown"); /* one line kept */
 	assert_int_equal(lg_pidfile_put_outcome(path, &o), 0);
