@@ -60,6 +60,8 @@ struct file_ctx {
 	FILE *fp;
 	int line;          /* of the line inih last read */
 	int sect_line;     /* of the last section header read */
+	char sect[80];     /* its name when it is a [route], [pool] or [module] one, else "" */
+	int sect_keys;     /* keys the handler was given since that header */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
 	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
@@ -113,6 +115,27 @@ known_section(const char *h)
 	    strncmp(h, "route ", 6) == 0 || strncmp(h, "module ", 7) == 0;
 }
 
+/* Whether the [route], [pool] or [module] section read last (fc->sect) had no key: such a
+ * section does nothing (inih calls the handler only for a key), which hides a mistake, so it
+ * is refused at its header with what it lacks (the reason in fc->why, fc->bad_line set). */
+static int
+empty_section(struct file_ctx *fc)
+{
+	const char *s = fc->sect;
+
+	if (s[0] == '\0' || fc->sect_keys > 0)
+		return 0;
+	if (fc->why[0] == '\0') {
+		snprintf(fc->why, sizeof(fc->why), strncmp(s, "route ", 6) == 0 ?
+		    "%s: needs kind = ... or handler = ... (a section without keys)" :
+		    strncmp(s, "module ", 7) == 0 ? "%s: no 'path' key (the .so file)" :
+		    "[%s]: compute = N or P%% is required (a section without keys)", s);
+		fc->why_line = fc->sect_line;
+	}
+	fc->bad_line = 1;
+	return 1;
+}
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
  * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
@@ -126,8 +149,10 @@ read_line(char *buf, int size, void *stream)
 	const char *why = NULL, *h;
 	size_t pn;
 
-	if (n <= 0)
+	if (n <= 0) {
+		(void)empty_section(fc);
 		return NULL;
+	}
 	fc->line++;
 	h = fc->lbuf + strspn(fc->lbuf, " \t");
 	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
@@ -163,8 +188,15 @@ read_line(char *buf, int size, void *stream)
 		fc->bad_line = 1;
 		return NULL;
 	}
-	if (*h == '[')
-		fc->sect_line = fc->line; /* a section header */
+	if (*h == '[') { /* a section header: the one before it had its keys */
+		if (empty_section(fc))
+			return NULL;
+		fc->sect_line = fc->line;
+		fc->sect_keys = 0;
+		snprintf(fc->sect, sizeof(fc->sect), "%.*s", (int)strcspn(h + 1, "]\r\n"), h + 1);
+		if (strcmp(fc->sect, "lagless") == 0 || strcmp(fc->sect, "pool default") == 0)
+			fc->sect[0] = '\0'; /* the server-wide settings: empty, they are the defaults */
+	}
 	memcpy(buf, fc->lbuf, (size_t)n + 1);
 	return buf;
 }
@@ -234,6 +266,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	const struct lg_opt *o;
 	const char *why = "unknown key";
 
+	fc->sect_keys++;
 	char swhy[200];
 	int taken = lg_site_collect(fc->site, section, name, value, fc->line, swhy, sizeof(swhy));
 

@@ -58,9 +58,20 @@ def test_t_names_file_line_and_key(tmp_path):
         r = run("-t", "-c", str(conf))
         assert r.returncode == 1 and "%s:%d: section %s: unknown section" % (conf, line, section) \
             in r.stderr, r.stderr
-    conf.write_text("[lagless]\n[pool p]\n[route /x]\nkind = heavy\n[module m]\n")
+    conf.write_text("[lagless]\n[pool default]\n[route /x]\nkind = heavy\n")
     r = run("-t", "-c", str(conf))
     assert r.returncode == 0, r.stderr
+    # a known section without keys does nothing, so it is refused at its header with what it
+    # lacks ([lagless] and [pool default], the defaults, may be empty): a hostile trial found
+    # [pool p], [route /zz] and [module m] passing in silence
+    for text, line, why in (("[lagless]\n[pool p]\n[route /x]\nkind = heavy\n", 2,
+                             "[pool p]: compute = N or P% is required"),
+                            ("[route /x]\nkind = heavy\n[module m]\n", 3,
+                             "module m: no 'path' key"),
+                            ("[route /zz]\n; nothing yet\n", 1, "route /zz: needs kind")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:%d: %s" % (conf, line, why) in r.stderr, r.stderr
     # kind = and handler = in one route: the later one is refused (the handler was dropped)
     for text, key in (("[route /x]\nhandler = ping\nkind = heavy\n", "kind"),
                       ("[route /x]\nkind = heavy\nhandler = ping\n", "handler")):
