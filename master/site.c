@@ -438,6 +438,20 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
 		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
 		    "coalesce (its job runs at once on the loop that read it)");
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		const char *k = sec->kv[i].key;
+
+		/* off = yes removes the route: any other key would do nothing */
+		if (off && strcmp(k, "off") != 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
+			    "its other keys would do nothing");
+		/* a loop handler runs no job: these keys of a kind's route would do nothing */
+		if (rt.kind == 0 && !off && (strcmp(k, "where") == 0 || strcmp(k, "deadline_ms") == 0 ||
+		    strcmp(k, "pool") == 0 || strcmp(k, "fields") == 0 ||
+		    strcmp(k, "content_type") == 0))
+			return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs no job "
+			    "(where, deadline_ms, pool, fields and content_type are a kind's)");
+	}
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
@@ -471,6 +485,14 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 static int
 pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_t cap)
 {
+	/* by[i]: the pool whose list named route i first; a second list naming it is refused (a
+	 * route runs in one pool, and the first list took it in silence) */
+	int *by = calloc(r->nroutes ? r->nroutes : 1, sizeof(*by));
+
+	if (by == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
 	for (int p = 1; p < cfg->npools; p++) {
 		const char *v = cfg->pools[p].routes;
 
@@ -485,13 +507,23 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 			if (i == r->nroutes) {
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is not a route that runs a "
 				    "kind", cfg->pools[p].name, (int)n, v);
+				free(by);
 				return -1;
 			}
+			if (by[i] != 0 && by[i] != p) {
+				snprintf(err, cap, "[pool %s] routes: '%.*s' is in [pool %s]'s routes too "
+				    "(a route runs in one pool)", cfg->pools[p].name, (int)n, v,
+				    cfg->pools[by[i]].name);
+				free(by);
+				return -1;
+			}
+			by[i] = p;
 			if (r->routes[i].pool == 0)
 				r->routes[i].pool = (uint32_t)p;
 			v += n;
 		}
 	}
+	free(by);
 	return 0;
 }
 

@@ -79,6 +79,24 @@ def test_t_names_file_line_and_key(tmp_path):
         r = run("-t", "-c", str(conf))
         assert r.returncode == 1 and "%s:3: key '%s'" % (conf, key) in r.stderr and \
             "exclude each other" in r.stderr, r.stderr
+    # keys that would do nothing are refused at the key (a hostile trial found them taken in
+    # silence): off = yes with others, a kind's keys on a loop handler route
+    for text, key, why in (("[route /heavy]\noff = yes\nkind = heavy\n", "kind",
+                            "off = yes removes the route"),
+                           ("[route /p2]\nhandler = ping\nwhere = pool\n", "where",
+                            "a loop handler route runs no job"),
+                           ("[route /p2]\nhandler = ping\npool = default\n", "pool",
+                            "a loop handler route runs no job")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:3: key '%s'" % (conf, key) in r.stderr and \
+            why in r.stderr, r.stderr
+    # a route in two pools' routes lists: the first took it in silence
+    conf.write_text("[pool a]\ncompute = 1\nroutes = /heavy\n[pool b]\ncompute = 1\n"
+                    "routes = /hash /heavy\n")
+    r = run("-t", "-c", str(conf), "--cpus", "4")
+    assert r.returncode == 1 and "[pool b] routes: '/heavy' is in [pool a]'s routes too" in \
+        r.stderr, r.stderr
     # off = yes for a path that is no default route would remove nothing, in silence
     conf.write_text("[route /heavvy]\noff = yes\n")
     r = run("-t", "-c", str(conf))
