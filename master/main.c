@@ -152,6 +152,9 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 	}
 	if (!cmd->print_sizing)
 		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
+	if (!cmd->print_sizing && cfg->access_log_json && !cfg->access_log)
+		log_warn("access_log_json chooses the access log's form, and access_log is off: no "
+		    "access lines are written");
 	return -1;
 }
 

@@ -165,3 +165,17 @@ def test_utf8_is_logged_as_its_characters(start_server):
     assert mine()[0]["ua"] == "caf\u00e9 \u20ac \U0001f600 \u00e9", mine()
     line = [ln for ln in srv.log().splitlines() if '"utf=1"' in ln][0]
     assert line.isascii() and "\\u20ac" in line and "\\ud83d\\ude00" in line, line
+
+
+@pytest.mark.timeout(30)
+def test_json_form_without_the_log_is_warned_of():
+    """--access-log-json alone writes nothing (it picks the form of --access-log's lines): -t
+    says so instead of passing in silence (found by a hostile trial)."""
+    import subprocess
+    from conftest import LAGLESS_BIN
+    r = subprocess.run([LAGLESS_BIN, "-t", "--access-log-json"], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 0 and "access_log is off: no access lines" in r.stderr, r.stderr
+    r = subprocess.run([LAGLESS_BIN, "-t", "--access-log-json", "--access-log"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0 and "access_log is off" not in r.stderr, r.stderr
