@@ -71,6 +71,9 @@ lg_ctl_reload(const struct lg_config *cfg)
 		    o.text);
 		return 1;
 	}
-	fprintf(stderr, "lagless: reloaded: %s accepts\n", o.text);
+	/* "generation N" then, after a ';', what the reload kept of the running configuration */
+	size_t n = strcspn(o.text, ";");
+
+	fprintf(stderr, "lagless: reloaded: %.*s accepts%s\n", (int)n, o.text, o.text + n);
 	return 0;
 }

@@ -255,9 +255,10 @@ check_ready(struct master *m, uint64_t now)
 		retire(o, now + o->cfg.drain_timeout_ms * LG_NS_PER_MS);
 	}
 	if (g->id == m->reload_gen) {
-		char text[32];
+		char text[32 + sizeof(m->gen_kept)];
 
-		snprintf(text, sizeof(text), "generation %u", g->id);
+		/* a change the reload could not apply is said to -s reload too, not only logged */
+		snprintf(text, sizeof(text), "generation %u%s", g->id, m->gen_kept);
 		lg_reload_outcome(m, m->gen_from, m->gen_asked_ns, 1, text);
 	}
 	lg_master_send_status(m, 1);

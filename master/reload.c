@@ -106,9 +106,13 @@ lg_reload(struct master *m, int notified)
 		refuse_reload(m, notified, err);
 		return;
 	}
+	char kept[sizeof(m->gen_kept)] = "";
+
 	if (!same_listen(&cfg, &m->gens->cfg)) {
 		log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
 		    m->gens->cfg.listen_addr, m->gens->cfg.port);
+		snprintf(kept, sizeof(kept), "; the listeners change only with a restart: kept "
+		    "%s:%d and the others", m->gens->cfg.listen_addr, m->gens->cfg.port);
 		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
 		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
 		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
@@ -135,6 +139,7 @@ lg_reload(struct master *m, int notified)
 	m->reload_gen = m->next_id++;
 	m->gen_from = m->reload_from;
 	m->gen_asked_ns = m->reload_asked_ns;
+	memcpy(m->gen_kept, kept, sizeof(kept));
 	if (!notified)
 		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
 	g->next = m->gens;

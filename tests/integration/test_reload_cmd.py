@@ -73,6 +73,26 @@ def test_reload_commands_at_once_each_get_an_answer(start_server, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_a_reload_says_what_it_kept(start_server, tmp_path):
+    """The listeners change only with a restart: a reload that keeps them says so to -s
+    reload, which only the server's log said (a hostile trial took "reloaded: generation 2
+    accepts" for the new admin listener)."""
+    conf = tmp_path / "lagless.conf"
+    pidf = tmp_path / "lagless.pid"
+    conf.write_text("pid_file = %s\ncompute_workers = 1\n" % pidf)
+    srv = start_server("-c", str(conf))
+    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5)
+    conf.write_text("pid_file = %s\ncompute_workers = 1\nadmin_listen = 127.0.0.1:0\n" % pidf)
+    r = reload_cmd("-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"reloaded: generation 2 accepts; the listeners change only with a "
+                     r"restart: kept 127\.0\.0\.1:\d+ and the others", r.stderr), r.stderr
+    conf.write_text("pid_file = %s\ncompute_workers = 2\n" % pidf)  # back as it runs
+    r = reload_cmd("-c", str(conf))
+    assert r.returncode == 0 and "generation 3 accepts\n" in r.stderr, r.stderr
+
+
+@pytest.mark.timeout(60)
 def test_reload_command_refuses_a_bad_configuration_without_signalling(start_server, tmp_path):
     conf = tmp_path / "lagless.conf"
     pidf = tmp_path / "lagless.pid"
