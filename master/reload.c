@@ -70,6 +70,26 @@ reload_done(struct master *m, int notified)
 		lg_master_send_status(m, 1);
 }
 
+/* The listeners change only with a restart: a new configuration cfg that moves them keeps
+ * those of the running one (run), logged and said in kept (cap bytes; "" when none moved),
+ * which the reload's outcome carries to -s reload. */
+static void
+keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, size_t cap)
+{
+	kept[0] = '\0';
+	if (same_listen(cfg, run))
+		return;
+	log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
+	    run->listen_addr, run->port);
+	snprintf(kept, cap, "; the listeners change only with a restart: kept %s:%d and the "
+	    "others", run->listen_addr, run->port);
+	memcpy(cfg->listen_addr, run->listen_addr, sizeof(cfg->listen_addr));
+	memcpy(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more));
+	memcpy(cfg->admin_listen, run->admin_listen, sizeof(cfg->admin_listen));
+	memcpy(cfg->agent_listen, run->agent_listen, sizeof(cfg->agent_listen));
+	cfg->port = run->port;
+}
+
 /* SIGHUP: read the configuration again; if it is valid, start a new generation beside the
  * running one (the retirement of the old one waits until the new one accepts, so no
  * connection is refused). An invalid configuration changes nothing. While MAX_GENS
@@ -106,19 +126,9 @@ lg_reload(struct master *m, int notified)
 		refuse_reload(m, notified, err);
 		return;
 	}
-	char kept[sizeof(m->gen_kept)] = "";
+	char kept[sizeof(m->gen_kept)];
 
-	if (!same_listen(&cfg, &m->gens->cfg)) {
-		log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
-		    m->gens->cfg.listen_addr, m->gens->cfg.port);
-		snprintf(kept, sizeof(kept), "; the listeners change only with a restart: kept "
-		    "%s:%d and the others", m->gens->cfg.listen_addr, m->gens->cfg.port);
-		memcpy(cfg.listen_addr, m->gens->cfg.listen_addr, sizeof(cfg.listen_addr));
-		memcpy(cfg.listen_more, m->gens->cfg.listen_more, sizeof(cfg.listen_more));
-		memcpy(cfg.admin_listen, m->gens->cfg.admin_listen, sizeof(cfg.admin_listen));
-		memcpy(cfg.agent_listen, m->gens->cfg.agent_listen, sizeof(cfg.agent_listen));
-		cfg.port = m->gens->cfg.port;
-	}
+	keep_listeners(&cfg, &m->gens->cfg, kept, sizeof(kept));
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	lg_gen_decide_memory(&cfg, &sz);

@@ -410,6 +410,28 @@ route_off(struct lg_registry *r, const char *file, const struct section *sec,
 	return 0;
 }
 
+/* Refuses a key of sec that would do nothing: any beside off = yes (off), and a kind's keys on
+ * a loop handler route (rt->kind 0). Returns 0, or -1 with err naming the key's line. */
+static int
+idle_key(const char *file, const struct section *sec, const struct lg_route_def *rt, int off,
+    char *err, size_t cap)
+{
+	static const char *const kinds_own[] = { "where", "deadline_ms", "pool", "fields",
+	    "content_type", NULL };
+
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		if (off && strcmp(sec->kv[i].key, "off") != 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
+			    "its other keys would do nothing");
+		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
+			if (strcmp(sec->kv[i].key, *k) == 0)
+				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
+				    "no job (where, deadline_ms, pool, fields and content_type are a "
+				    "kind's)");
+	}
+	return 0;
+}
+
 static int
 add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
@@ -438,20 +460,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
 		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
 		    "coalesce (its job runs at once on the loop that read it)");
-	for (unsigned i = 0; i < sec->nkv; i++) {
-		const char *k = sec->kv[i].key;
-
-		/* off = yes removes the route: any other key would do nothing */
-		if (off && strcmp(k, "off") != 0)
-			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
-			    "its other keys would do nothing");
-		/* a loop handler runs no job: these keys of a kind's route would do nothing */
-		if (rt.kind == 0 && !off && (strcmp(k, "where") == 0 || strcmp(k, "deadline_ms") == 0 ||
-		    strcmp(k, "pool") == 0 || strcmp(k, "fields") == 0 ||
-		    strcmp(k, "content_type") == 0))
-			return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs no job "
-			    "(where, deadline_ms, pool, fields and content_type are a kind's)");
-	}
+	if (idle_key(file, sec, &rt, off, err, cap) == -1)
+		return -1;
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
