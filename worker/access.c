@@ -151,18 +151,20 @@ putf(char **at, const char *end, const char *fmt, ...)
 #define LOG_TARGET_MAX 1024
 #define LOG_UA_MAX 512
 
-/* s (len bytes) escaped at *at, at most cap bytes of it (cap >= 3), cut with "..." when the
- * whole does not fit. */
+/* s (len bytes) escaped at *at, at most cap bytes of it (cap >= 3): whole when that fits,
+ * else cut where "..." still fits after it. */
 static void
 put_capped(char **at, const char *end, const char *s, size_t len, size_t cap)
 {
 	size_t room = (size_t)(end - *at);
-	char *stop = *at + (cap < room ? cap : room) - 3;
+	char *start = *at, *stop = *at + (cap < room ? cap : room);
 
-	if (lg_json_escape(at, stop, s, len, LG_JSON_ASCII) < len) {
-		memcpy(*at, "...", 3);
-		*at += 3;
-	}
+	if (lg_json_escape(at, stop, s, len, LG_JSON_ASCII) == len)
+		return;
+	*at = start;
+	(void)lg_json_escape(at, stop - 3, s, len, LG_JSON_ASCII);
+	memcpy(*at, "...", 3);
+	*at += 3;
 }
 
 void

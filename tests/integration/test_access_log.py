@@ -126,7 +126,10 @@ def test_a_long_query_or_agent_is_cut_and_the_line_stays_whole(start_server, jso
                        *(["--access-log-json"] if json_lines_on else []))
     cases = ((b"/ping?cut=1&q=" + b"x" * 2500, b"probe", "cutq"),
              (b"/ping?cut=2", b"\xff" * 400, "cutua"),
-             (b"/ping?cut=3&" + b"y" * 900, b"z" * 900, "cutboth"))
+             (b"/ping?cut=3&" + b"y" * 900, b"z" * 900, "cutboth"),
+             # exactly at the limits: whole, nothing cut (a later trial found the last three
+             # bytes of a value that fits replaced by "...")
+             (b"/ping?cut=4&" + b"w" * (1024 - 6), b"v" * 512, "fits"))
     for target, ua, rid in cases:
         r = raw_request(srv, target, ((b"User-Agent", ua), (b"X-Request-Id", rid.encode())))
         assert r.status == 200 and r.header("X-Request-Id") == rid, r
@@ -135,7 +138,7 @@ def test_a_long_query_or_agent_is_cut_and_the_line_stays_whole(start_server, jso
     else:
         mine = lambda: {ln.rsplit(" id=", 1)[1]: ln for ln in access_lines(srv)
                         if "cut=" in ln}
-    assert wait_until(lambda: len(mine()) == 3, 5), srv.log()
+    assert wait_until(lambda: len(mine()) == 4, 5), srv.log()
     got = mine()
     if json_lines_on:
         q = got["cutq"]["query"]
@@ -145,10 +148,14 @@ def test_a_long_query_or_agent_is_cut_and_the_line_stays_whole(start_server, jso
         assert ua == "\u00ff" * 84 + "...", ua
         assert got["cutboth"]["query"] == "cut=3&" + "y" * 900
         assert got["cutboth"]["ua"] == "z" * 509 + "...", got["cutboth"]
+        assert got["fits"]["query"] == "cut=4&" + "w" * 1018, got["fits"]
+        assert got["fits"]["ua"] == "v" * 512, got["fits"]
     else:
         line = got["cutq"]
         assert 'query="cut=1&q=xxx' in line and 'x..." client=127.0.0.1 ua="probe"' in line, line
         assert 'ua="' + "\\u00ff" * 84 + '..."' in got["cutua"], got["cutua"]
+        assert 'query="cut=4&' + "w" * 1018 + '" ' in got["fits"], got["fits"]
+        assert 'ua="' + "v" * 512 + '" ' in got["fits"], got["fits"]
 
 
 @pytest.mark.timeout(60)
