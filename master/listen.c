@@ -1,6 +1,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -217,12 +218,33 @@ lg_listen_unix_path(const char *spec, char *out, size_t cap)
 	return 1;
 }
 
+/* The unix socket path p as one file is named once: its directory resolved (realpath(3):
+ * "//", "/./", ".." and symbolic links), then its last component; p itself when the directory
+ * does not resolve (the start-up's bind fails for both then). Into out (cap bytes). */
+static void
+unix_canon(const char *p, char *out, size_t cap)
+{
+	const char *slash = strrchr(p, '/');
+	char dir[PATH_MAX], real[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == p ? 1 : (int)(slash - p),
+	    slash == NULL ? "." : p);
+	int n = realpath(dir, real) == NULL ? -1 : snprintf(out, cap, "%s/%s",
+	    strcmp(real, "/") == 0 ? "" : real, slash ? slash + 1 : p);
+
+	if (n < 0 || (size_t)n >= cap) /* unresolved, or too long for a socket path anyway */
+		snprintf(out, cap, "%s", p);
+}
+
 static void
 bound_as(struct bound_as *b, const char *spec, const char *setting)
 {
+	char path[sizeof(b->addr)];
+
 	b->spec = spec;
 	b->setting = setting;
-	if (lg_listen_unix_path(spec, b->addr, sizeof(b->addr))) {
+	if (lg_listen_unix_path(spec, path, sizeof(path))) {
+		unix_canon(path, b->addr, sizeof(b->addr));
 		b->port = -1;
 		return;
 	}
