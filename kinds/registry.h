@@ -80,6 +80,8 @@ struct lg_route_def {
 	unsigned nfields;
 	int test_only;              /* only with --enable-test-jobs */
 	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
+	uint8_t pool_named;         /* its [route] section said pool = (a pool's routes list may not
+	                             * name it for another pool) */
 	struct lagless_conf conf;   /* the kind's keys */
 	void *kconf;                /* those keys parsed into the kind's route struct (route_size
 	                             * bytes, heap, the registry's) when it declares them, or NULL */

@@ -339,6 +339,7 @@ key_pool(const struct route_in *in, const char *v, const char **why)
 	for (int i = 0; i < in->cfg->npools; i++)
 		if (strcmp(in->cfg->pools[i].name, v) == 0) {
 			in->rt->pool = (uint32_t)i;
+			in->rt->pool_named = 1;
 			return 0;
 		}
 	return -1;
@@ -454,14 +455,14 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		if (taken == -1)
 			return fail_kv(err, cap, file, &sec->kv[i], w);
 	}
+	if (idle_key(file, sec, &rt, off, err, cap) == -1)
+		return -1;
 	rt.has_coal = coal != NULL;
 	rt.coal_line = coal ? coal->line : 0;
 	if (coal != NULL && (rt.kind == 0 || rt.where == LAGLESS_WHERE_LOOP))
 		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
 		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
 		    "coalesce (its job runs at once on the loop that read it)");
-	if (idle_key(file, sec, &rt, off, err, cap) == -1)
-		return -1;
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
@@ -490,46 +491,50 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	return 0;
 }
 
-/* A pool's `routes` list (paths, space or comma separated) puts those routes in the pool, unless
- * a route names its own pool. Every path must be a route that runs a kind. */
+/* A pool's `routes` list (paths, space or comma separated) puts those routes in the pool. Every
+ * path must be a route that runs a kind, named by one list ([pool default]'s too) and not for
+ * another pool than its own pool = says: each would otherwise be decided in silence. */
 static int
 pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_t cap)
 {
-	/* by[i]: the pool whose list named route i first; a second list naming it is refused (a
-	 * route runs in one pool, and the first list took it in silence) */
+	/* by[i]: 1 + the pool whose list named route i first, 0 none yet */
 	int *by = calloc(r->nroutes ? r->nroutes : 1, sizeof(*by));
 
 	if (by == NULL) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	for (int p = 1; p < cfg->npools; p++) {
+	for (int p = 0; p < cfg->npools; p++) {
 		const char *v = cfg->pools[p].routes;
 
 		for (v += strspn(v, ", \t"); *v != '\0'; v += strspn(v, ", \t")) {
 			size_t n = strcspn(v, ", \t");
 			uint32_t i;
+			int bad = 1;
 
 			for (i = 0; i < r->nroutes; i++)
 				if (r->routes[i].kind != 0 && strlen(r->routes[i].path) == n &&
 				    memcmp(r->routes[i].path, v, n) == 0)
 					break;
-			if (i == r->nroutes) {
+			if (i == r->nroutes)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is not a route that runs a "
 				    "kind", cfg->pools[p].name, (int)n, v);
-				free(by);
-				return -1;
-			}
-			if (by[i] != 0 && by[i] != p) {
+			else if (by[i] != 0 && by[i] != p + 1)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is in [pool %s]'s routes too "
 				    "(a route runs in one pool)", cfg->pools[p].name, (int)n, v,
-				    cfg->pools[by[i]].name);
+				    cfg->pools[by[i] - 1].name);
+			else if (r->routes[i].pool_named && r->routes[i].pool != (uint32_t)p)
+				snprintf(err, cap, "[pool %s] routes: '%.*s' says pool = %s in its [route] "
+				    "section (a route runs in one pool)", cfg->pools[p].name, (int)n, v,
+				    cfg->pools[r->routes[i].pool].name);
+			else
+				bad = 0;
+			if (bad) {
 				free(by);
 				return -1;
 			}
-			by[i] = p;
-			if (r->routes[i].pool == 0)
-				r->routes[i].pool = (uint32_t)p;
+			by[i] = p + 1;
+			r->routes[i].pool = (uint32_t)p;
 			v += n;
 		}
 	}

@@ -86,7 +86,9 @@ def test_t_names_file_line_and_key(tmp_path):
                            ("[route /p2]\nhandler = ping\nwhere = pool\n", "where",
                             "a loop handler route runs no job"),
                            ("[route /p2]\nhandler = ping\npool = default\n", "pool",
-                            "a loop handler route runs no job")):
+                            "a loop handler route runs no job"),
+                           ("[route /heavy]\noff = 1\nttl_ms = 5\n", "ttl_ms",
+                            "off = yes removes the route")):
         conf.write_text(text)
         r = run("-t", "-c", str(conf))
         assert r.returncode == 1 and "%s:3: key '%s'" % (conf, key) in r.stderr and \
@@ -97,6 +99,19 @@ def test_t_names_file_line_and_key(tmp_path):
     r = run("-t", "-c", str(conf), "--cpus", "4")
     assert r.returncode == 1 and "[pool b] routes: '/heavy' is in [pool a]'s routes too" in \
         r.stderr, r.stderr
+    # ... nor by [pool default]'s list and a named pool's, nor for another pool than the one
+    # the route's own pool = names (a later trial found both taken in silence)
+    for text, want in (("[pool default]\nroutes = /heavy\n[pool a]\ncompute = 1\n"
+                        "routes = /heavy\n", "[pool a] routes: '/heavy' is in [pool default]'s"),
+                       ("[pool a]\ncompute = 1\nroutes = /heavy\n[pool b]\ncompute = 1\n"
+                        "[route /heavy]\nkind = heavy\npool = b\n",
+                        "[pool a] routes: '/heavy' says pool = b in its [route] section")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf), "--cpus", "4")
+        assert r.returncode == 1 and want in r.stderr, r.stderr
+    conf.write_text("[pool a]\ncompute = 1\nroutes = /heavy\n[route /heavy]\nkind = heavy\n"
+                    "pool = a\n")  # the same pool twice: agreed
+    assert run("-t", "-c", str(conf), "--cpus", "4").returncode == 0
     # off = yes for a path that is no default route would remove nothing, in silence
     conf.write_text("[route /heavvy]\noff = yes\n")
     r = run("-t", "-c", str(conf))
@@ -186,6 +201,11 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
         ("listen = 0.0.0.0:19113\nagent_listen = [::ffff:127.0.0.2]:19113\n",
          "--agent-listen [::ffff:127.0.0.2]:19113 overlaps --listen 0.0.0.0:19113"),
         ("listen = unix:%s/a.sock unix:%s/a.sock,mode=0660\n" % (tmp_path, tmp_path),
+         "overlaps --listen unix:%s/a.sock" % tmp_path),
+        # one socket file written two ways (a later trial found these compared as text)
+        ("listen = unix:%s/a.sock unix:%s/./a.sock\n" % (tmp_path, tmp_path),
+         "overlaps --listen unix:%s/a.sock" % tmp_path),
+        ("listen = unix:%s/a.sock unix:%s//a.sock\n" % (tmp_path, tmp_path),
          "overlaps --listen unix:%s/a.sock" % tmp_path),
         ("pid_file = %s/p.pid\n" % nodir, "cannot write the pid file %s/p.pid" % nodir),
         ("listen = unix:%s/x.sock\n" % nodir, "cannot write the unix socket %s/x.sock" % nodir),
