@@ -18,8 +18,9 @@
 
 static void reload_done(struct master *m, int notified);
 
-/* The answer to the SIGHUP of m->reload_from: PATH.reload for `lagless -s reload`, and a
- * refusal also in every STATUS= line to systemd until a reload succeeds. */
+/* The answer to the SIGHUP that `from` sent and the master read at asked_ns: PATH.reload for
+ * `lagless -s reload`, and a refusal also in every STATUS= line to systemd until a reload
+ * succeeds. */
 void
 lg_reload_outcome(struct master *m, pid_t from, uint64_t asked_ns, int ok, const char *text)
 {
