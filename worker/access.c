@@ -159,8 +159,8 @@ put_capped(char **at, const char *end, const char *s, size_t len, size_t cap)
 	size_t room = (size_t)(end - *at);
 	char *start = *at, *stop = *at + (cap < room ? cap : room);
 
-	if (lg_json_escape(at, stop, s, len, LG_JSON_ASCII) == len)
-		return;
+	if (lg_json_escape(at, stop, s, len, LG_JSON_ASCII) == len || stop - start < 3)
+		return; /* whole; or no room even for the mark (the caps leave it: not reached) */
 	*at = start;
 	(void)lg_json_escape(at, stop - 3, s, len, LG_JSON_ASCII);
 	memcpy(*at, "...", 3);
