@@ -24,6 +24,17 @@ def pid_in(path):
         return None
 
 
+def served_from_file(start_server, tmp_path, extra=""):
+    """A server started with -c lagless.conf (its pid_file, one compute process, then extra),
+    once its pid file names it: (server, conf path, pid file path)."""
+    conf = tmp_path / "lagless.conf"
+    pidf = tmp_path / "lagless.pid"
+    conf.write_text("pid_file = %s\ncompute_workers = 1\n%s" % (pidf, extra))
+    srv = start_server("-c", str(conf))
+    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5)
+    return srv, conf, pidf
+
+
 @pytest.mark.timeout(60)
 def test_pid_file_written_and_removed(start_server, tmp_path):
     pidf = tmp_path / "lagless.pid"
@@ -35,11 +46,7 @@ def test_pid_file_written_and_removed(start_server, tmp_path):
 
 @pytest.mark.timeout(90)
 def test_reload_command_waits_for_the_new_generation(start_server, tmp_path):
-    conf = tmp_path / "lagless.conf"
-    pidf = tmp_path / "lagless.pid"
-    conf.write_text("pid_file = %s\ncompute_workers = 1\n" % pidf)
-    srv = start_server("-c", str(conf))
-    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5)
+    srv, conf, pidf = served_from_file(start_server, tmp_path)
     conf.write_text("pid_file = %s\ncompute_workers = 2\n" % pidf)
     r = reload_cmd("-c", str(conf))
     assert r.returncode == 0, r.stderr
@@ -57,11 +64,7 @@ def test_reload_commands_at_once_each_get_an_answer(start_server, tmp_path):
     only, so each takes the outcome of a reload the master began after its signal. A hostile
     trial found one of two (five of six) waiting out its 31 s and exiting 1 although every
     reload had been applied."""
-    conf = tmp_path / "lagless.conf"
-    pidf = tmp_path / "lagless.pid"
-    conf.write_text("pid_file = %s\ncompute_workers = 1\ndrain_timeout_ms = 500\n" % pidf)
-    srv = start_server("-c", str(conf))
-    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5)
+    srv, conf, pidf = served_from_file(start_server, tmp_path, "drain_timeout_ms = 500\n")
     for round_ in range(2):
         procs = [subprocess.Popen([LAGLESS_BIN, "-c", str(conf), "-s", "reload"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -77,11 +80,7 @@ def test_a_reload_says_what_it_kept(start_server, tmp_path):
     """The listeners change only with a restart: a reload that keeps them says so to -s
     reload, which only the server's log said (a hostile trial took "reloaded: generation 2
     accepts" for the new admin listener)."""
-    conf = tmp_path / "lagless.conf"
-    pidf = tmp_path / "lagless.pid"
-    conf.write_text("pid_file = %s\ncompute_workers = 1\n" % pidf)
-    srv = start_server("-c", str(conf))
-    assert wait_until(lambda: pid_in(pidf) == srv.pid, 5)
+    srv, conf, pidf = served_from_file(start_server, tmp_path)
     conf.write_text("pid_file = %s\ncompute_workers = 1\nadmin_listen = 127.0.0.1:0\n" % pidf)
     r = reload_cmd("-c", str(conf))
     assert r.returncode == 0, r.stderr
