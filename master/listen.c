@@ -218,6 +218,15 @@ lg_listen_unix_path(const char *spec, char *out, size_t cap)
 	return 1;
 }
 
+void
+lg_path_dir(const char *path, char *out, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(out, cap, "%.*s", slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path),
+	    slash == NULL ? "." : path);
+}
+
 /* The unix socket path p as one file is named once: its directory resolved (realpath(3):
  * "//", "/./", ".." and symbolic links), then its last component; p itself when the directory
  * does not resolve (the start-up's bind fails for both then). Into out (cap bytes). */
@@ -227,8 +236,7 @@ unix_canon(const char *p, char *out, size_t cap)
 	const char *slash = strrchr(p, '/');
 	char dir[PATH_MAX], real[PATH_MAX];
 
-	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == p ? 1 : (int)(slash - p),
-	    slash == NULL ? "." : p);
+	lg_path_dir(p, dir, sizeof(dir));
 	int n = realpath(dir, real) == NULL ? -1 : snprintf(out, cap, "%s/%s",
 	    strcmp(real, "/") == 0 ? "" : real, slash ? slash + 1 : p);
 

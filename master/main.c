@@ -25,7 +25,6 @@
 static int
 unwritable(const char *path, int sock)
 {
-	const char *slash = strrchr(path, '/');
 	char dir[256];
 	struct stat st;
 
@@ -41,8 +40,7 @@ unwritable(const char *path, int sock)
 	} else if (errno != ENOENT) {
 		return 1;
 	}
-	snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 :
-	    (int)(slash - path), slash == NULL ? "." : path);
+	lg_path_dir(path, dir, sizeof(dir));
 	return access(dir, W_OK | X_OK) == -1;
 }
 

@@ -58,6 +58,10 @@ int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
  * into out (cap bytes, cut to fit): 1, or 0 for a TCP "ADDR:PORT" (out untouched). */
 int lg_listen_unix_path(const char *spec, char *out, size_t cap);
 
+/* The directory part of path into out (cap bytes, cut to fit): "." for a bare name, "/" for a
+ * name at the root (dirname(3)'s answers, without modifying path). */
+void lg_path_dir(const char *path, char *out, size_t cap);
+
 /* Refuses listeners that cannot all be bound: two of --listen, --admin-listen and
  * --agent-listen on the same unix path, or on the same TCP port (not 0) of the same address
  * (compared as bytes when numeric, an IPv4 one and its v4-mapped form alike) or
