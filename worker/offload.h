@@ -61,9 +61,11 @@ size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
  * when the connection has given the slot up. */
 void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
 
-/* At loop start: asks the helper thread to map every slot's kept view pages (lg_arena_keep)
- * into this process, so writing a view at claim time neither faults nor allocates a page
- * table (charged to the memory cgroup) on the loop thread. Best effort. */
+/* At loop start, before it serves: maps every slot's kept view pages (lg_arena_keep) into this
+ * process, so writing a view at claim time neither faults nor allocates a page table (charged
+ * to the memory cgroup) while the loop serves. The first 16 MiB of them on the loop thread
+ * itself (madvise(2) MADV_POPULATE_READ, before any request: a stall here delays no answer),
+ * the rest by the helper thread. Best effort. */
 void lg_offload_map_views(struct lg_worker *w);
 
 /* Sends the JOB header for c's claimed slot, after moving it CLAIMED -> QUEUED, without

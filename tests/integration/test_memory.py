@@ -320,6 +320,22 @@ def test_body_after_the_helper_ended_is_backed_by_a_new_one(start_server):
         assert wait_until(lambda: len(os.listdir("/proc/%d/task" % loop)) == 1, 10)
 
 
+@pytest.mark.timeout(30)
+def test_a_loop_that_served_only_inline_routes_never_had_a_second_thread(start_server):
+    """The request views are mapped on the loop thread before the loop serves
+    (worker/offload.h lg_offload_map_views), not by a helper thread started for it: a thread
+    once started leaves the process multi-threaded for glibc for good, and every recv and send
+    of it then pays the cancellation-point bookkeeping. So a loop that served /ping from its
+    start has had one thread all along (before, the helper lived for its first second)."""
+    srv = start_server("--loop-workers", "1", "--compute-workers", "1")
+    loop = srv.wait_children("loop", 1)[0]
+    for _ in range(3):
+        assert get(srv.port, "/ping").status == 200
+        assert len(os.listdir("/proc/%d/task" % loop)) == 1
+    with open("/proc/%d/stat" % loop) as f:
+        assert int(f.read().rsplit(")", 1)[1].split()[17]) == 1  # num_threads, proc(5)
+
+
 @pytest.mark.timeout(60)
 def test_chunked_body_is_backed_off_the_loop(start_server):
     """Issue 10 item 2: a chunked body (no Content-Length, so no window can be asked for ahead
