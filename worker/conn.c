@@ -233,12 +233,15 @@ flush(struct lg_conn *c)
 
 /* Closing after a response: shut the write side (the client reads the response, then EOF) and
  * drain what it still sends until its FIN, LINGER_S or LINGER_BYTES, so that the close does not
- * turn into a reset that discards the response from the client's receive queue. Returns -1:
- * for the caller the connection is finished (it is closed later by the loop). */
+ * turn into a reset that discards the response from the client's receive queue (a close with
+ * unread input sends RST: RFC 9293 section 3.10.7.1; RFC 9112 section 9.6). A draining loop
+ * lingers too: a client that pipelined requests behind the last one answered has sent input
+ * that is never read. Returns -1: for the caller the connection is finished (it is closed
+ * later by the loop). */
 static int
 linger(struct lg_conn *c)
 {
-	if (c->w->draining || shutdown(c->fd, SHUT_WR) == -1) {
+	if (shutdown(c->fd, SHUT_WR) == -1) {
 		lg_conn_close(c);
 		return -1;
 	}

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from conftest import (Call, calibrate_heavy, get, heavy_iterations_for, heavy_result, job_slots,
-                      pid_alive, proc_cpu_ticks, proc_stat, wait_jobs, wait_until)
+from conftest import (Call, calibrate_heavy, connect, get, heavy_iterations_for, heavy_result,
+                      job_slots, pid_alive, proc_cpu_ticks, proc_stat, read_response, wait_jobs,
+                      wait_until)
 
 
 def snapshot(srv):
@@ -72,6 +73,35 @@ def test_sigterm_drains_inflight_heavy(start_server):
     assert rc == 0, "exit code %r after drain\nstderr:\n%s" % (rc, srv.log())
     left = wait_gone(kids, 0.3)
     assert not left, "children still alive after drain: %r" % (left,)
+
+
+@pytest.mark.timeout(90)
+def test_a_draining_loop_lingers_rather_than_resetting_a_connection_with_more_input(
+        start_server):
+    """A loop that drains answers the request in progress with Connection: close, then lingers
+    as after any answer that closes (shuts its write side and reads what the client still
+    sends until its FIN, 2 s or 1 MiB). It used to close at once: requests the client had
+    sent behind the first one meanwhile, unread, made the close a reset (RFC 9293 section
+    3.10.7.1 and RFC 9112 section 9.6), which can discard the answer from the client's
+    receive queue (7 of 24 pipelined batches of a reload trial got a reset)."""
+    srv = start_server("--loop-workers", "1", "--compute-workers", "1",
+                       "--drain-timeout-ms", "20000")
+    n = heavy_iterations_for(srv.port, 1.0)
+    s = connect(srv.port, timeout=30)
+    s.sendall(b"GET /heavy?iterations=%d HTTP/1.1\r\nHost: x\r\n\r\n" % n)
+    assert wait_jobs(srv.port, running=1), job_slots(srv.port)
+    os.kill(srv.pid, signal.SIGTERM)
+    assert wait_until(lambda: re.search(r"draining \d+ connection", srv.log()), 10), srv.log()
+    # behind it, never to be answered: more than the loop buffers, so some stays unread
+    s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n" * 4096)
+    # read nothing until the server is gone: a reset would have come by then
+    assert srv.proc.wait(30) == 0, srv.log()
+    r = read_response(s)
+    assert r.status == 200, r
+    assert r.json()["result"] == heavy_result(n)
+    assert r.headers.get("connection") == "close", r.headers
+    assert s.recv(100) == b"", "bytes after the answer"  # EOF, not ConnectionResetError
+    s.close()
 
 
 @pytest.mark.timeout(90)
