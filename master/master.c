@@ -291,8 +291,8 @@ notify_duties(struct master *m, uint64_t now, uint64_t *next)
 		*next = m->next_watchdog;
 }
 
-/* Once a second: punch the pages of large finished jobs and publish how much of the arena is
- * backed by memory. */
+/* Every TRIM_PERIOD_NS (250 ms): punch the pages of large finished jobs and publish how much
+ * of the arena is backed by memory. */
 static void
 housekeeping(struct lg_gen *g, uint64_t now, uint64_t *next)
 {

@@ -380,7 +380,7 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 		P("lagless_cgroup_throttled_seconds_total %.6f\n", (double)cs.throttled_ns / 1e9);
 	}
 	family(b, "lagless_shm_bytes_in_use", "gauge",
-	    "Bytes of the shared-memory arena backed by memory (refreshed each second).");
+	    "Bytes of the shared-memory arena backed by memory (refreshed every 250 ms).");
 	P("lagless_shm_bytes_in_use %" PRIu64 "\n", atomic_load(&mp->shm_bytes));
 	memory_families(b, mp);
 	family(b, "lagless_ready", "gauge", "1 when /ready answers 200.");
