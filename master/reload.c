@@ -71,19 +71,44 @@ reload_done(struct master *m, int notified)
 		lg_master_send_status(m, 1);
 }
 
+/* Appends to items (cap bytes), after ", " when it is not empty, what a moved listener stays
+ * as: "NAME VALUE", or "no NAME" when value is "" (none). */
+static void
+kept_item(char *items, size_t cap, const char *name, const char *value)
+{
+	size_t n = strlen(items);
+
+	if (value[0])
+		snprintf(items + n, cap - n, "%s%s %s", n ? ", " : "", name, value);
+	else
+		snprintf(items + n, cap - n, "%sno %s", n ? ", " : "", name);
+}
+
 /* The listeners change only with a restart: a new configuration cfg that moves them keeps
  * those of the running one (run), logged and said in kept (cap bytes; "" when none moved),
- * which the reload's outcome carries to -s reload. */
+ * which the reload's outcome carries to -s reload: each moved one by its running value
+ * ("listen 127.0.0.1:8080" for listen and port, "and the others of listen" after it with
+ * more than one, "admin_listen ADDR:PORT" or "no admin_listen", the same for agent_listen). */
 static void
 keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, size_t cap)
 {
+	char items[512] = "", main[96];
+
 	kept[0] = '\0';
 	if (same_listen(cfg, run))
 		return;
-	log_warn("reload: the listen address changes only with a restart; keeping %s:%d",
-	    run->listen_addr, run->port);
-	snprintf(kept, cap, "; the listeners change only with a restart: kept %s:%d and the "
-	    "others", run->listen_addr, run->port);
+	if (strcmp(cfg->listen_addr, run->listen_addr) != 0 || cfg->port != run->port ||
+	    memcmp(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more)) != 0) {
+		snprintf(main, sizeof(main), "%s:%d%s", run->listen_addr, run->port,
+		    run->listen_more[0][0] ? " and the others of listen" : "");
+		kept_item(items, sizeof(items), "listen", main);
+	}
+	if (strcmp(cfg->admin_listen, run->admin_listen) != 0)
+		kept_item(items, sizeof(items), "admin_listen", run->admin_listen);
+	if (strcmp(cfg->agent_listen, run->agent_listen) != 0)
+		kept_item(items, sizeof(items), "agent_listen", run->agent_listen);
+	log_warn("reload: the listeners change only with a restart; keeping %s", items);
+	snprintf(kept, cap, "; the listeners change only with a restart: kept %s", items);
 	memcpy(cfg->listen_addr, run->listen_addr, sizeof(cfg->listen_addr));
 	memcpy(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more));
 	memcpy(cfg->admin_listen, run->admin_listen, sizeof(cfg->admin_listen));

@@ -36,7 +36,7 @@ struct master {
 	uint32_t reload_gen;   /* the generation that reload started; its readiness is the answer */
 	pid_t gen_from;        /* reload_from and reload_asked_ns of the reload that started it */
 	uint64_t gen_asked_ns;
-	char gen_kept[200];    /* what that reload kept of the running configuration ("" none) */
+	char gen_kept[360];    /* what that reload kept of the running configuration ("" none) */
 	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role
