@@ -92,7 +92,9 @@ kept_item(char *items, size_t cap, const char *name, const char *value)
 static void
 keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, size_t cap)
 {
-	char items[512] = "", main[96];
+	/* at most "listen " + main, then ", admin_listen " and ", agent_listen " with their
+	 * 79-byte values: 291 bytes, and with the 50-byte lead-in below it fits in gen_kept (360) */
+	char items[300] = "", main[96];
 
 	kept[0] = '\0';
 	if (same_listen(cfg, run))
