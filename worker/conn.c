@@ -64,6 +64,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->want_continue = 0;
 	c->cont_off = 0;
 	c->nreq = 0;
+	c->processing = 0;
 	c->reject_extra[0] = '\0';
 	c->out.whead_len = c->out.woff = c->out.wbody_len = 0;
 	c->out.wreq = 0;
@@ -300,6 +301,8 @@ response_done(struct lg_conn *c)
 	if (c->close_after || c->w->draining)
 		return linger(c);
 	c->state = LG_CONN_HEAD;
+	if (c->processing)
+		return 0; /* conn_process watches and arms for what comes next (watch_next) */
 	watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return 0;
@@ -415,7 +418,8 @@ lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra)
 static void
 consume(struct lg_conn *c, size_t n)
 {
-	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+	if (n < c->rlen) /* pipelined bytes: most reads hold one request and leave none */
+		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
 	c->rlen -= n;
 }
 
@@ -515,14 +519,19 @@ watch_next(struct lg_conn *c)
 static int
 conn_process(struct lg_conn *c)
 {
+	int outer = c->processing;
+
+	c->processing = 1; /* back to outer before each return that leaves c open */
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
 		if (!lg_obs_in_request(&c->obs))
 			lg_obs_request_begin(c);
 		size_t used = lg_http_feed(&c->http, c->rbuf, c->rlen);
 
 		consume(c, used);
-		if (c->http.status || c->http.rejected)
+		if (c->http.status || c->http.rejected) {
+			c->processing = outer;
 			return answer_refusal(c);
+		}
 		if (c->http.body_wait)
 			break; /* its body's next window is being backed: lg_conn_body_ready resumes */
 		if (!c->http.complete && c->rlen == sizeof(c->rbuf)) {
@@ -531,6 +540,7 @@ conn_process(struct lg_conn *c)
 			 * would reset the connection. The head cannot fit: 431. */
 			c->http.status = 431;
 			c->http.why = "head does not fit the input buffer";
+			c->processing = outer;
 			return answer_refusal(c);
 		}
 		if (!c->http.complete)
@@ -541,8 +551,9 @@ conn_process(struct lg_conn *c)
 		int r = w->ops->dispatch(c);
 		lg_obs_unit_end(w);
 		if (r == -1)
-			return -1;
+			return -1; /* c is closed or lingers: conn_init clears processing */
 	}
+	c->processing = outer;
 	return watch_next(c);
 }
 

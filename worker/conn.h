@@ -140,6 +140,9 @@ struct lg_conn {
 	int reject_status;            /* status chosen by the head hook for a rejected request */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
 	unsigned nreq;                /* requests parsed on this connection */
+	/* conn_process is running for c: it watches c's socket and arms its timer for the state
+	 * it leaves c in when it returns, so a response finished inside it does not do so too */
+	int processing;
 	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
 	 * the body will be read; the 100 goes out only while the body is awaited, and a response
 	 * drops an unsent one or finishes a partly sent one first. */
