@@ -29,7 +29,10 @@ bucket_of(const uint64_t *bounds, unsigned nb, uint64_t v)
 {
 	unsigned lo = 0, hi = nb;
 
-	/* first bound >= v (Prometheus buckets are "less than or equal") */
+	/* first bound >= v (Prometheus buckets are "less than or equal"); most observations
+	 * (a request, a lag probe) fall in the first bucket, which is tried first */
+	if (nb > 0 && v <= bounds[0])
+		return 0;
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
 
