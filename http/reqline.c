@@ -157,23 +157,40 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	 * timeout. Checked first, and only within the first `limit` bytes (past them the line is
 	 * too long already), so the verdict is the same however the bytes were split into reads. */
 	size_t upto = lf != NULL ? (size_t)(lf - b) : len; /* a CR at upto - 1 may end the line */
+	size_t end = upto, m = p, e = 0; /* end: index of the LF, once there is one */
+	int plain = 0;
 
-	if (upto > p + 1 && memchr(b + p, '\r', upto - 1 - p < limit ? upto - 1 - p : limit) != NULL)
+	/* The common line, a method, SP, a target of target bytes without '%' within the limit
+	 * and " HTTP/1.x" CR, is read in one pass: it holds no CR but its last (no tchar, no
+	 * target byte is one), so the CR rule holds without a scan, and check_target would take
+	 * its target. Any other line is judged by the rules in their order below. */
+	if (lf != NULL) {
+		while (m < end && lg_ch(b[m], LG_CH_TCHAR))
+			m++;
+		if (m > p && m - p <= METHOD_MAX && b[m] == ' ') {
+			e = m + 1;
+			while (e < end && lg_ch(b[e], LG_CH_TARGET) && b[e] != '%')
+				e++;
+			plain = e > m + 1 && e - (m + 1) <= f->lim->max_target && end == e + 10 &&
+			    memcmp(b + e, " HTTP/1.", 8) == 0 && (b[e + 8] == '0' || b[e + 8] == '1') &&
+			    b[end - 1] == '\r';
+		}
+	}
+	if (!plain && upto > p + 1 &&
+	    memchr(b + p, '\r', upto - 1 - p < limit ? upto - 1 - p : limit) != NULL)
 		return fail(f, 400, "CR not followed by LF");
 	if (lf == NULL) {
 		f->rl_scanned = len;
 		return len - p > limit ? rl_too_long(f, b, len, p) : rl_cannot_be_http(f, b, len, p);
 	}
-	size_t end = (size_t)(lf - b); /* index of the LF */
-	size_t m = p;
-	while (m < end && lg_ch(b[m], LG_CH_TCHAR))
-		m++;
 	if (m == p || b[m] != ' ' || m - p > METHOD_MAX)
 		return fail(f, 400, "malformed method");
-	size_t t = m + 1, e = target_end(b, t, end);
+	size_t t = m + 1;
 
-	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t,
-	    m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
+	if (!plain)
+		e = target_end(b, t, end);
+	if ((!plain && check_target(f, b + t, e - t, 1) == -1) || check_target_form(f, b + t,
+	    e - t, m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
 		return -1;
 	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
 	if (end < e + 1 + 8 + 1 || end != e + 10 || b[end - 1] != '\r' ||
