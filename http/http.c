@@ -17,6 +17,8 @@ clear_req(struct lg_http_req *r)
 	r->target[0] = '\0';
 }
 
+_Static_assert(LG_HTTP_KEEP_NAME <= 64, "struct lg_http_keep's lens has a bit per length");
+
 int
 lg_http_keep_add(struct lg_http_keep *k, const char *name)
 {
@@ -32,6 +34,7 @@ lg_http_keep_add(struct lg_http_keep *k, const char *name)
 	for (size_t i = 0; i <= n; i++)
 		k->names[k->n][i] = (char)tolower((unsigned char)name[i]);
 	k->n++;
+	k->lens |= 1ull << n; /* n < LG_HTTP_KEEP_NAME = 64 */
 	return 0;
 }
 
@@ -54,6 +57,8 @@ wanted(const struct lg_http *h, const char *name, size_t len)
 		return 0;
 	if (k == NULL)
 		return 1;
+	if (!(k->lens >> len & 1))
+		return 0; /* no kept name is that long: most names of a request end here */
 	/* names[] are lower case and NUL-terminated: a cheap test of the length and the first
 	 * byte goes first (most names of a request fail it); strncasecmp decides */
 	for (unsigned i = 0; i < k->n; i++)

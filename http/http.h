@@ -35,10 +35,12 @@
 struct lg_http_keep {
 	unsigned n;
 	char names[LG_HTTP_KEEP_NAMES][LG_HTTP_KEEP_NAME];
+	uint64_t lens;  /* bit L set: a name of L bytes is among them (L < LG_HTTP_KEEP_NAME) */
 };
 
 /* Adds name (any case; stored lower case) to k unless already there. Returns 0, or -1 when the
- * name is empty, LG_HTTP_KEEP_NAME bytes or longer, or k is full. */
+ * name is empty, LG_HTTP_KEEP_NAME bytes or longer, or k is full. Build a keep set with it
+ * alone (from a zeroed struct): it keeps names and lens in step. */
 int lg_http_keep_add(struct lg_http_keep *k, const char *name);
 
 struct lg_http_field {

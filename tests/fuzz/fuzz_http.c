@@ -49,7 +49,7 @@ static struct lg_channels ch;
 static struct lg_loop_env env;
 static struct lg_worker w;
 /* a keep set, as a loop worker has (worker/keptfields.c): names gathered across pieces */
-static const struct lg_http_keep keep = { 3, { "x-user", "content-type", "x-forwarded-for" } };
+static struct lg_http_keep keep; /* x-user, content-type, x-forwarded-for: see Initialize */
 static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20, &keep };
 
 static int
@@ -197,6 +197,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	char err[256];
 
 	lg_log_level = LG_LOG_ERROR;
+	if (lg_http_keep_add(&keep, "x-user") == -1 || lg_http_keep_add(&keep, "content-type") == -1 ||
+	    lg_http_keep_add(&keep, "x-forwarded-for") == -1)
+		abort();
 	if (lg_arena_create(&arena, 2, 1, 4096, 8192) == -1 || lg_channels_create(&ch, 1, 1) == -1)
 		abort();
 	/* the routes a server serves without configuration (kinds/registry.h) */
