@@ -27,6 +27,7 @@ struct lg_route {
 	const struct lg_route_def *def;
 	int (*handler)(struct lg_conn *c); /* a loop handler, or NULL for a kind */
 	unsigned row;                      /* statistics row */
+	size_t path_len;                   /* strlen(def->path) */
 };
 
 static int
@@ -47,9 +48,10 @@ method_bit(unsigned m)
  * route more than any prefix (nginx's location rule: an exact path wins, then the longest
  * prefix; a catch-all prefix route never takes /ping from its exact route). */
 static size_t
-path_rank(const struct lg_route_def *d, const struct lg_http_req *r)
+path_rank(const struct lg_route *rt, const struct lg_http_req *r)
 {
-	size_t n = strlen(d->path);
+	const struct lg_route_def *d = rt->def;
+	size_t n = rt->path_len;
 
 	if (d->prefix)
 		return r->path_len >= n && memcmp(d->path, r->path, n) == 0 ? n + 1 : 0;
@@ -57,18 +59,18 @@ path_rank(const struct lg_route_def *d, const struct lg_http_req *r)
 }
 
 static int
-path_matches(const struct lg_route_def *d, const struct lg_http_req *r)
+path_matches(const struct lg_route *rt, const struct lg_http_req *r)
 {
-	return path_rank(d, r) != 0;
+	return path_rank(rt, r) != 0;
 }
 
 /* path_rank for the routes this server serves (test-only routes need --enable-test-jobs). */
 static size_t
-match_rank(const struct lg_worker *w, const struct lg_route_def *d, const struct lg_http_req *r)
+match_rank(const struct lg_worker *w, const struct lg_route *rt, const struct lg_http_req *r)
 {
-	if (d->test_only && !w->env->cfg->enable_test_jobs)
+	if (rt->def->test_only && !w->env->cfg->enable_test_jobs)
 		return 0;
-	return path_rank(d, r);
+	return path_rank(rt, r);
 }
 
 /* The route for path and method: among the routes whose path matches best (match_rank), the
@@ -82,7 +84,7 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 	uint32_t bit = method_bit(r->method);
 
 	for (unsigned i = 0; i < w->rt.nroutes; i++) {
-		size_t k = match_rank(w, w->rt.routes[i].def, r);
+		size_t k = match_rank(w, &w->rt.routes[i], r);
 
 		if (k == 0 || k < rank)
 			continue;
@@ -126,7 +128,7 @@ allow_header(const struct lg_conn *c, char *buf, size_t cap)
 	char list[64];
 
 	for (unsigned i = 0; i < w->rt.nroutes; i++)
-		if (path_matches(w->rt.routes[i].def, &c->http.req))
+		if (path_matches(&w->rt.routes[i], &c->http.req))
 			set |= w->rt.routes[i].def->methods;
 	lg_registry_methods_str(set, list, sizeof(list));
 	snprintf(buf, cap, "Allow: %s\r\n", list);
@@ -516,6 +518,7 @@ lg_router_build(struct lg_worker *w)
 
 		rt->def = &reg->routes[i];
 		rt->row = i;
+		rt->path_len = strlen(rt->def->path);
 		rt->handler = lg_inline_handler(rt->def->handler);
 		if (rt->def->kind == 0 && rt->handler == NULL) {
 			errno = EINVAL;
