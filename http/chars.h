@@ -17,6 +17,8 @@ enum {
 	                    * '[' ']' (RFC 3986 section 3.2) */
 	LG_CH_REGNAME = 32, /* a Host byte that may stand in a reg-name or IPv4address as it is:
 	                     * LG_CH_HOST but ':' '[' ']' '%' SP HTAB (RFC 3986 section 3.2.2) */
+	LG_CH_DIGIT = 64,   /* DIGIT (RFC 5234 appendix B.1): a port's bytes */
+	LG_CH_TPLAIN = 128, /* LG_CH_TARGET but '%': a target byte judged on its own */
 };
 
 /* The classes of each byte value: lg_http_chars[c] & LG_CH_*. Read-only, defined in
@@ -27,6 +29,15 @@ static inline int
 lg_ch(unsigned char c, unsigned cls)
 {
 	return (lg_http_chars[c] & cls) != 0;
+}
+
+/* Whether the four bytes at p are all of class cls: one test for four table entries, where a
+ * byte loop makes four. */
+static inline int
+lg_ch4(const unsigned char *p, unsigned cls)
+{
+	return (lg_http_chars[p[0]] & lg_http_chars[p[1]] & lg_http_chars[p[2]] &
+	    lg_http_chars[p[3]] & cls) != 0;
 }
 
 #endif

@@ -230,6 +230,17 @@ token_is(const char *t, const char *lower, size_t n)
 	return 1;
 }
 
+/* The four bytes at t as one word, each byte with bit 0x20 set: token_is's rule, four at a time
+ * (for a literal, its bytes as they are, lower case). */
+static inline uint32_t
+lower4(const char *t)
+{
+	uint32_t x;
+
+	memcpy(&x, t, 4);
+	return x | 0x20202020u;
+}
+
 /* The colon after the field name name[0..nlen) (only its first 24 bytes are read; nlen may be
  * 25 for any longer name): which interesting field the line is, and the value begins. Returns
  * S_VALUE, or -1 with f->status set. */
@@ -249,12 +260,15 @@ name_end(struct lg_frame *f, const char *name, size_t nlen)
 	if (nlen > 17 && token_is(name, "transfer-encoding", 17))
 		return fail(f, 400, "field name extends Transfer-Encoding");
 	f->field = FLD_OTHER;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].len == nlen) {
-			if (token_is(name, names[i].name, nlen))
-				f->field = names[i].field;
-			break;
-		}
+	if (nlen == 4) /* names[0], Host, in nearly every request: one word compared */
+		f->field = lower4(name) == lower4("host") ? FLD_HOST : FLD_OTHER;
+	else
+		for (size_t i = 1; i < sizeof(names) / sizeof(names[0]); i++)
+			if (names[i].len == nlen) {
+				if (token_is(name, names[i].name, nlen))
+					f->field = names[i].field;
+				break;
+			}
 	f->val_len = 0;
 	f->val_long = 0;
 	f->host_ok = 0;
@@ -441,33 +455,30 @@ head_byte(struct lg_frame *f, int st, const char *buf, size_t i, size_t *mark, c
 	return 0;
 }
 
-/* Whether the n bytes at v are all field-value characters but HTAB (RFC 9110 section 5.5:
- * no CTL), eight at a time: a word has a byte below 0x20 when (x - 0x20..) & ~x & 0x80.. is
- * not 0, and a 0x7f when x ^ 0x7f.. has a zero byte (the "haszero" bit trick). An HTAB, which
- * is allowed, makes this say no: the byte loop then judges the line. */
-static int
-clean_value(const unsigned char *v, size_t n)
+/* Where the first control byte (below 0x20, HTAB included, or 0x7f: RFC 9110 section 5.5 allows
+ * none in a value but HTAB) is in b[p..len), or len: eight bytes at a time, a word having one
+ * where (x - 0x20..) & ~x & 0x80.. or, for 0x7f, (d - 0x01..) & ~d & 0x80.. with d = x ^ 0x7f..
+ * is not 0 (the "haszero" bit trick); the lowest byte flagged is the first such byte (a
+ * borrow reaches only the bytes above it). A field line's first one must be its CR. */
+static size_t
+ctl_at(const unsigned char *b, size_t p, size_t len)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-	size_t p = 0;
 
-	if (n < 8) {
-		for (; p < n; p++)
-			if (v[p] < 0x20 || v[p] == 0x7f)
-				return 0;
-		return 1;
-	}
-	for (;;) { /* the last word overlaps the one before it when n is no multiple of 8 */
-		uint64_t x, d;
+	for (; p + 8 <= len; p += 8) {
+		uint64_t x, d, m;
 
-		memcpy(&x, v + p, 8);
+		memcpy(&x, b + p, 8);
 		d = x ^ (0x7f * ones);
-		if ((((x - 0x20 * ones) & ~x) | ((d - ones) & ~d)) & highs)
-			return 0;
-		if (p + 8 == n)
-			return 1;
-		p = p + 16 <= n ? p + 8 : n - 8;
+		m = (((x - 0x20 * ones) & ~x) | ((d - ones) & ~d)) & highs;
+		if (m != 0)
+			return p + (size_t)(__builtin_ctzll(m) >> 3);
 	}
+#endif
+	while (p < len && b[p] >= 0x20 && b[p] != 0x7f)
+		p++;
+	return p;
 }
 
 /* Whether the n bytes at v are the common Host value, a reg-name or IPv4 address of plain
@@ -478,11 +489,16 @@ plain_host(const unsigned char *v, size_t n)
 {
 	size_t p = 0;
 
+	while (p + 4 <= n && lg_ch4(v + p, LG_CH_REGNAME))
+		p += 4;
 	while (p < n && lg_ch(v[p], LG_CH_REGNAME))
 		p++;
-	if (p < n && v[p] == ':')
-		for (p++; p < n && v[p] >= '0' && v[p] <= '9'; p++)
+	if (p < n && v[p] == ':') {
+		for (p++; p + 4 <= n && lg_ch4(v + p, LG_CH_DIGIT); p += 4)
 			;
+		while (p < n && lg_ch(v[p], LG_CH_DIGIT))
+			p++;
+	}
 	return p == n;
 }
 
@@ -502,6 +518,8 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 	size_t j = i, v, cr, room = f->lim->max_head - f->head_bytes;
 	uint64_t hb = f->head_bytes;
 
+	while (j + 4 <= len && lg_ch4(b + j, LG_CH_TCHAR))
+		j += 4;
 	while (j < len && lg_ch(b[j], LG_CH_TCHAR))
 		j++;
 	if (j == i || j == len || b[j] != ':' || f->nfields >= f->lim->max_fields)
@@ -509,18 +527,15 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 	v = j + 1;
 	while (v < len && (b[v] == ' ' || b[v] == '\t'))
 		v++;
-	const unsigned char *at = v < len ? memchr(b + v, '\r', len - v) : NULL;
-
-	if (at == NULL)
+	cr = ctl_at(b, v, len); /* the value's bytes before it are clean */
+	if (cr + 1 >= len || b[cr] != '\r' || b[cr + 1] != '\n' || cr + 2 - i > room)
 		return i;
-	cr = (size_t)(at - b);
-	if (cr + 1 >= len || b[cr + 1] != '\n' || cr + 2 - i > room || !clean_value(b + v, cr - v))
-		return i;
-	/* the line is whole and clean: as the byte loop, from its colon on */
+	/* the line is whole and clean: as the byte loop, from its colon on (the field hook, when
+	 * there is one, gets name and value together where the value hook would be called) */
 	f->nfields++;
 	f->head_bytes = hb + (j - i + 1);
 	if (name_end(f, buf + i, j - i <= 24 ? j - i : 25) == -1 ||
-	    (k != NULL && report(f, k->name, buf, i, j) == -1))
+	    (k != NULL && k->field == NULL && report(f, k->name, buf, i, j) == -1))
 		return j;
 	f->vstarted = v < cr;
 	if (f->field == FLD_CL || f->field == FLD_CONN) { /* checked or split as they come */
@@ -542,16 +557,30 @@ fast_line(struct lg_frame *f, const char *buf, size_t i, size_t len)
 			f->head_bytes = hb + (p - i + 1);
 			return p;
 		}
-		f->val_len = n < sizeof(f->val) ? n : sizeof(f->val);
-		f->val_long = n > sizeof(f->val);
-		memcpy(f->val, b + v, f->val_len);
+		if (!f->host_ok) { /* a valid plain Host is judged: field_done reads no value */
+			f->val_len = n < sizeof(f->val) ? n : sizeof(f->val);
+			f->val_long = n > sizeof(f->val);
+			memcpy(f->val, b + v, f->val_len);
+		}
 	}
 	f->head_bytes = hb + (cr - i + 1);
-	if (k != NULL && report(f, k->value, buf, v, cr) == -1)
+	if (k != NULL && k->field != NULL) {
+		if (k->field(f->ctx, buf + i, j - i, buf + v, cr - v) != 0) {
+			hook_stopped(f);
+			return cr;
+		}
+	} else if (k != NULL && report(f, k->value, buf, v, cr) == -1) {
 		return cr;
+	}
 	f->head_bytes = hb + (cr + 2 - i);
-	if (field_done(f, 0) == -1)
+	if (f->host_ok) { /* field_done's verdict on a plain Host, which reads nothing more */
+		if (++f->host_count > 1) {
+			fail(f, 400, "more than one Host");
+			return cr + 1;
+		}
+	} else if (field_done(f, 0) == -1) {
 		return cr + 1;
+	}
 	f->state = S_LINE;
 	return cr + 2;
 }

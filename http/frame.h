@@ -52,6 +52,10 @@ struct lg_frame_hooks {
 	int (*name)(void *ctx, const char *at, size_t len);
 	int (*value)(void *ctx, const char *at, size_t len);
 	int (*data)(void *ctx, const char *at, size_t len);
+	/* Optional: a field line of the header section that is read whole, its name[0..nlen)
+	 * and its value[0..vlen) as the name and value hooks would get them in one piece each,
+	 * in one call instead of those two (the other lines still come through them). */
+	int (*field)(void *ctx, const char *name, size_t nlen, const char *value, size_t vlen);
 };
 
 struct lg_frame {

@@ -281,8 +281,30 @@ on_data(void *ctx, const char *at, size_t len)
 	return -1;
 }
 
+/* A field line read whole (the field hook): what on_name then on_value do with it, the name
+ * judged in place rather than gathered in pend first, when it is not one to keep. */
+static int
+on_field(void *ctx, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+	struct lg_http *h = ctx;
+	struct lg_http_req *r = &h->req;
+
+	if (r->kept_open == -1) {
+		r->kept_short = 1;
+		return 0;
+	}
+	if (!wanted(h, name, nlen)) { /* wanted takes no name of LG_HTTP_KEEP_NAME or more */
+		r->kept_open = 3;
+		return 0;
+	}
+	memcpy(r->pend, name, nlen);
+	r->pend_len = nlen;
+	r->kept_open = 1;
+	return on_value(ctx, value, vlen);
+}
+
 static const struct lg_frame_hooks hooks = {
-	.name = on_name, .value = on_value, .data = on_data,
+	.name = on_name, .value = on_value, .data = on_data, .field = on_field,
 };
 
 static const struct lg_http_limits default_limits = {

@@ -133,12 +133,69 @@ rl_cannot_be_http(struct lg_frame *f, const unsigned char *b, size_t len, size_t
 	return 0;
 }
 
+/* The request line at b[p..len) that is not the plain one, judged by the rules in their order:
+ * the CR rule, then (once the LF is here) method, target, target form and version. Returns the
+ * index of its LF when it passes them; 0 when more bytes are needed (f->rl_scanned advanced),
+ * or 0 with f->status set when a rule failed. */
+static size_t
+line_rules(struct lg_frame *f, const unsigned char *b, size_t len, size_t p)
+{
+	size_t limit = f->lim->max_target + 64;
+	const unsigned char *lf;
+
+	if (f->rl_scanned < p)
+		f->rl_scanned = p;
+	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
+	/* A CR may only end the line, just before its LF (RFC 9112 section 2.2): one followed by
+	 * any other byte settles it as soon as that byte is here, before any LF, not at the head
+	 * timeout. Checked first, and only within the first `limit` bytes (past them the line is
+	 * too long already), so the verdict is the same however the bytes were split into reads. */
+	size_t upto = lf != NULL ? (size_t)(lf - b) : len; /* a CR at upto - 1 may end the line */
+
+	if (upto > p + 1 && memchr(b + p, '\r', upto - 1 - p < limit ? upto - 1 - p : limit) != NULL) {
+		fail(f, 400, "CR not followed by LF");
+		return 0;
+	}
+	if (lf == NULL) {
+		f->rl_scanned = len;
+		if (len - p > limit)
+			rl_too_long(f, b, len, p);
+		else
+			rl_cannot_be_http(f, b, len, p);
+		return 0;
+	}
+	size_t end = (size_t)(lf - b), m = p;
+
+	while (m < end && lg_ch(b[m], LG_CH_TCHAR))
+		m++;
+	if (m == p || b[m] != ' ' || m - p > METHOD_MAX) {
+		fail(f, 400, "malformed method");
+		return 0;
+	}
+	size_t t = m + 1, e = target_end(b, t, end);
+
+	if (check_target(f, b + t, e - t, 1) == -1 || check_target_form(f, b + t, e - t,
+	    m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
+		return 0;
+	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
+	if (end < e + 1 + 8 + 1 || end != e + 10 || b[end - 1] != '\r' ||
+	    memcmp(b + e, " HTTP/", 6) != 0 || b[e + 6] < '0' || b[e + 6] > '9' ||
+	    b[e + 7] != '.' || b[e + 8] < '0' || b[e + 8] > '9') {
+		fail(f, 400, "malformed HTTP-version or line end");
+		return 0;
+	}
+	if (b[e + 6] != '1' || b[e + 8] > '1') {
+		fail(f, 505, "HTTP version other than 1.0 or 1.1");
+		return 0;
+	}
+	return end;
+}
+
 long
 lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 {
 	const unsigned char *b = (const unsigned char *)buf;
-	size_t p = 0, limit = f->lim->max_target + 64;
-	const unsigned char *lf;
+	size_t p = 0;
 
 	/* RFC 9112 section 2.2: empty lines before the request line are ignored (CRLF only). */
 	while (p + 1 < len && b[p] == '\r' && b[p + 1] == '\n')
@@ -148,57 +205,40 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	if (p < len && b[p] == '\n')
 		return fail(f, 400, "bare LF");
 	/* Known before the line is whole or valid, so a refusal of a HEAD has no body either. */
-	f->head_method = len - p >= 5 && memcmp(b + p, "HEAD ", 5) == 0;
-	if (f->rl_scanned < p)
-		f->rl_scanned = p;
-	lf = len > f->rl_scanned ? memchr(b + f->rl_scanned, '\n', len - f->rl_scanned) : NULL;
-	/* A CR may only end the line, just before its LF (RFC 9112 section 2.2): one followed by
-	 * any other byte settles it as soon as that byte is here, before any LF, not at the head
-	 * timeout. Checked first, and only within the first `limit` bytes (past them the line is
-	 * too long already), so the verdict is the same however the bytes were split into reads. */
-	size_t upto = lf != NULL ? (size_t)(lf - b) : len; /* a CR at upto - 1 may end the line */
-	size_t end = upto, m = p, e = 0; /* end: index of the LF, once there is one */
-	int plain = 0;
+	f->head_method = len - p >= 5 && b[p] == 'H' && memcmp(b + p, "HEAD ", 5) == 0;
+	/* The common line, a method, SP, a target of target bytes without '%' within the limit,
+	 * " HTTP/1.0" or " HTTP/1.1" and CRLF, is read in one pass, without a search for its LF:
+	 * none of its bytes before the CR is a CR or an LF (no tchar, no target byte is one), so
+	 * it is the line the rules below would take, and they would find nothing to refuse in it
+	 * before the method's. Any other line is judged by the rules, in their order. */
+	size_t m = p, e = 0, end;
 
-	/* The common line, a method, SP, a target of target bytes without '%' within the limit
-	 * and " HTTP/1.x" CR, is read in one pass: it holds no CR but its last (no tchar, no
-	 * target byte is one), so the CR rule holds without a scan, and check_target would take
-	 * its target. Any other line is judged by the rules in their order below. */
-	if (lf != NULL) {
-		while (m < end && lg_ch(b[m], LG_CH_TCHAR))
+	while (m < len && lg_ch(b[m], LG_CH_TCHAR))
+		m++;
+	if (m > p && m - p <= METHOD_MAX && m < len && b[m] == ' ') {
+		e = m + 1;
+		while (e + 4 <= len && lg_ch4(b + e, LG_CH_TPLAIN))
+			e += 4;
+		while (e < len && lg_ch(b[e], LG_CH_TPLAIN))
+			e++;
+	}
+	end = e + 10; /* the LF of a plain line */
+	if (e > m + 1 && e - (m + 1) <= f->lim->max_target && end < len &&
+	    memcmp(b + e, " HTTP/1.", 8) == 0 && (b[e + 8] == '0' || b[e + 8] == '1') &&
+	    b[e + 9] == '\r' && b[end] == '\n') {
+		if (check_target_form(f, b + m + 1, e - (m + 1),
+		    m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
+			return -1;
+	} else if ((end = line_rules(f, b, len, p)) == 0) {
+		return f->status ? -1 : 0;
+	} else {
+		m = p;
+		while (lg_ch(b[m], LG_CH_TCHAR))
 			m++;
-		if (m > p && m - p <= METHOD_MAX && b[m] == ' ') {
-			e = m + 1;
-			while (e < end && lg_ch(b[e], LG_CH_TARGET) && b[e] != '%')
-				e++;
-			plain = e > m + 1 && e - (m + 1) <= f->lim->max_target && end == e + 10 &&
-			    memcmp(b + e, " HTTP/1.", 8) == 0 && (b[e + 8] == '0' || b[e + 8] == '1') &&
-			    b[end - 1] == '\r';
-		}
+		e = end - 10;
 	}
-	if (!plain && upto > p + 1 &&
-	    memchr(b + p, '\r', upto - 1 - p < limit ? upto - 1 - p : limit) != NULL)
-		return fail(f, 400, "CR not followed by LF");
-	if (lf == NULL) {
-		f->rl_scanned = len;
-		return len - p > limit ? rl_too_long(f, b, len, p) : rl_cannot_be_http(f, b, len, p);
-	}
-	if (m == p || b[m] != ' ' || m - p > METHOD_MAX)
-		return fail(f, 400, "malformed method");
 	size_t t = m + 1;
 
-	if (!plain)
-		e = target_end(b, t, end);
-	if ((!plain && check_target(f, b + t, e - t, 1) == -1) || check_target_form(f, b + t,
-	    e - t, m - p == 7 && memcmp(b + p, "OPTIONS", 7) == 0) == -1)
-		return -1;
-	/* " HTTP/" DIGIT "." DIGIT CR LF, exactly (RFC 9112 section 2.3) */
-	if (end < e + 1 + 8 + 1 || end != e + 10 || b[end - 1] != '\r' ||
-	    memcmp(b + e, " HTTP/", 6) != 0 || b[e + 6] < '0' || b[e + 6] > '9' ||
-	    b[e + 7] != '.' || b[e + 8] < '0' || b[e + 8] > '9')
-		return fail(f, 400, "malformed HTTP-version or line end");
-	if (b[e + 6] != '1' || b[e + 8] > '1')
-		return fail(f, 505, "HTTP version other than 1.0 or 1.1");
 	if ((f->method = lg_http_method_find((const char *)b + p, m - p)) < 0)
 		return fail(f, 501, "method not implemented");
 	if (end + 1 > f->lim->max_head)

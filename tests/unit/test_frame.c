@@ -78,6 +78,31 @@ test_table(void **state)
 		{ "GET / HTTP/1.1\r\nX-A: 12345678\x01\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: 1234567\x7f" "9\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: \x80\xff\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		/* the control-byte search goes eight bytes at a time: one after obs-text words, an
+		 * HTAB inside, a CR not followed by LF and a bare LF are each found where they are */
+		{ "GET / HTTP/1.1\r\nX-A: \xff\xfe\xfd\xfc\x80\x81\x82\x83\x7f\r\nHost: a\r\n\r\n",
+		  400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: \xff\xfe\xfd\xfc\x80\x81\x82\x83\x84\r\nHost: a\r\n\r\n",
+		  0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nX-A: abcdefgh\tijklmnop\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nX-A: abcdefghij\rklm\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nX-A: abcdefghij\nklm\r\nHost: a\r\n\r\n", 400, 0 },
+		/* Host's name is matched as one word, in any case; its port four digits at a time */
+		{ "GET / HTTP/1.1\r\nhOsT: a:80\r\nHOST: b\r\n\r\n", 400, 0 },
+		{ "GET / HTTP/1.1\r\nHosu: a\r\n\r\n", 400, 0 }, /* no Host */
+		{ "GET / HTTP/1.1\r\nHost: a.b.c.d.e:123456789\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET / HTTP/1.1\r\nHost: a.b.c.d.e:1234567x\r\n\r\n", 400, 0 },
+		/* request lines the one-pass read does not take go through the rules in order */
+		{ "GET /a HTTP/1.2\r\nHost: a\r\n\r\n", 505, 0 },
+		{ "GET /a HTTP/2.0\r\nHost: a\r\n\r\n", 505, 0 },
+		{ "GET /a HTTP/1.1 \r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /a\rb HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "GET /a HTTP/1.1\n\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "FOO /a HTTP/1.1\r\nHost: a\r\n\r\n", 501, 0 },
+		{ "GET * HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
+		{ "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n", 0, LG_FRAME_NONE },
+		{ "GET http:/b HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: a\rb\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nX-A: a\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/1.1\r\nHOST: a\r\nhost: b\r\n\r\n", 400, 0 },
