@@ -69,19 +69,20 @@ wanted(const struct lg_http *h, const char *name, size_t len)
 	return 0;
 }
 
-/* The name in pend is complete: a kept field starts (its value follows), or the field is
- * passed over. Returns 0, or -1 with status 431 when a wanted one cannot be kept. */
+/* A field's name is complete (name[0..len): pend, or the whole line's): a kept field starts
+ * (its value follows), or the field is passed over. Returns 0, or -1 with status 431 when a
+ * wanted one cannot be kept. */
 static int
-name_done(struct lg_http *h)
+name_done(struct lg_http *h, const char *name, size_t len)
 {
 	struct lg_http_req *r = &h->req;
 	struct lg_http_field *f;
 
-	if (!wanted(h, r->pend, r->pend_len)) {
+	if (!wanted(h, name, len)) {
 		r->kept_open = 3;
 		return 0;
 	}
-	if (r->nkept == LG_HTTP_KEPT || r->pend_len > sizeof(r->fbuf) - r->fbuf_len) {
+	if (r->nkept == LG_HTTP_KEPT || len > sizeof(r->fbuf) - r->fbuf_len) {
 		if (h->lim->keep != NULL)
 			return keep_full(h);
 		r->kept_open = -1; /* every field kept: the first ones that fit, no more */
@@ -89,10 +90,10 @@ name_done(struct lg_http *h)
 		return 0;
 	}
 	f = &r->kept[r->nkept++];
-	*f = (struct lg_http_field){ (uint16_t)r->fbuf_len, (uint16_t)r->pend_len,
-	    (uint16_t)(r->fbuf_len + r->pend_len), 0 };
-	memcpy(r->fbuf + r->fbuf_len, r->pend, r->pend_len);
-	r->fbuf_len += r->pend_len;
+	*f = (struct lg_http_field){ (uint16_t)r->fbuf_len, (uint16_t)len,
+	    (uint16_t)(r->fbuf_len + len), 0 };
+	memcpy(r->fbuf + r->fbuf_len, name, len);
+	r->fbuf_len += len;
 	r->kept_open = 2;
 	return 0;
 }
@@ -119,16 +120,14 @@ on_name(void *ctx, const char *at, size_t len)
 	return 0;
 }
 
-/* A piece of a field value (the value hook: at least one per line, leading OWS left out). */
+/* A piece of the value of the field being kept (if one is) goes into fbuf. Returns 0, or -1
+ * with status 431 when it does not fit and the field is one the server reads. */
 static int
-on_value(void *ctx, const char *at, size_t len)
+keep_value(struct lg_http *h, const char *at, size_t len)
 {
-	struct lg_http *h = ctx;
 	struct lg_http_req *r = &h->req;
 	struct lg_http_field *f;
 
-	if (r->kept_open == 1 && name_done(h) == -1)
-		return -1;
 	if (r->kept_open != 2)
 		return 0;
 	f = &r->kept[r->nkept - 1];
@@ -145,6 +144,18 @@ on_value(void *ctx, const char *at, size_t len)
 	r->fbuf_len += len;
 	f->value_len = (uint16_t)(f->value_len + len);
 	return 0;
+}
+
+/* A piece of a field value (the value hook: at least one per line, leading OWS left out). */
+static int
+on_value(void *ctx, const char *at, size_t len)
+{
+	struct lg_http *h = ctx;
+	struct lg_http_req *r = &h->req;
+
+	if (r->kept_open == 1 && name_done(h, r->pend, r->pend_len) == -1)
+		return -1;
+	return keep_value(h, at, len);
 }
 
 const char *
@@ -282,7 +293,7 @@ on_data(void *ctx, const char *at, size_t len)
 }
 
 /* A field line read whole (the field hook): what on_name then on_value do with it, the name
- * judged in place rather than gathered in pend first, when it is not one to keep. */
+ * judged and kept in place rather than gathered in pend first. */
 static int
 on_field(void *ctx, const char *name, size_t nlen, const char *value, size_t vlen)
 {
@@ -293,14 +304,9 @@ on_field(void *ctx, const char *name, size_t nlen, const char *value, size_t vle
 		r->kept_short = 1;
 		return 0;
 	}
-	if (!wanted(h, name, nlen)) { /* wanted takes no name of LG_HTTP_KEEP_NAME or more */
-		r->kept_open = 3;
-		return 0;
-	}
-	memcpy(r->pend, name, nlen);
-	r->pend_len = nlen;
-	r->kept_open = 1;
-	return on_value(ctx, value, vlen);
+	if (name_done(h, name, nlen) == -1) /* wanted takes no name of LG_HTTP_KEEP_NAME or more */
+		return -1;
+	return keep_value(h, value, vlen);
 }
 
 static const struct lg_frame_hooks hooks = {

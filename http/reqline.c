@@ -232,10 +232,7 @@ lg_frame_request_line(struct lg_frame *f, const char *buf, size_t len)
 	} else if ((end = line_rules(f, b, len, p)) == 0) {
 		return f->status ? -1 : 0;
 	} else {
-		m = p;
-		while (lg_ch(b[m], LG_CH_TCHAR))
-			m++;
-		e = end - 10;
+		e = end - 10; /* m is the method's end as line_rules found it: the first non-tchar */
 	}
 	size_t t = m + 1;
 
