@@ -232,12 +232,10 @@ def per_cpu_second(pid, port):
     busiest first) of wrk -t1 -c64. The spread matters on a machine whose cores the client
     shares: one worker holding all 64 connections reads more requests per wakeup and is
     preempted less than two that split them, so its CPU per request is lower."""
-    hz = os.sysconf("SC_CLK_TCK")
     t0, w0 = tree_cpu_ticks(pid), worker_ticks(pid)
     rps, total = wrk(port, 64)
     ticks, w1 = tree_cpu_ticks(pid) - t0, worker_ticks(pid)
-    spread = sorted(((w1[p] - w0.get(p, 0)) / hz for p in w1), reverse=True)
-    return total / (ticks / hz), rps, spread
+    return total / (ticks / os.sysconf("SC_CLK_TCK")), rps, spread_of(w0, w1)
 
 
 class Servers:
@@ -310,6 +308,12 @@ def worker_ticks(pid):
     return {p: cpu_ticks(p) for p in children_of(pid) if comm_of(p) in WORKER_COMMS}
 
 
+def spread_of(t0, t1):
+    """CPU seconds of each worker between two worker_ticks readings, busiest first."""
+    hz = os.sysconf("SC_CLK_TCK")
+    return sorted(((t1[p] - t0.get(p, 0)) / hz for p in t1), reverse=True)
+
+
 def refusal_p99(client, port, pid, max_seconds=15.0):
     """(p99 µs of the 503s a keep-alive probe gets while wrk floods /heavy, probes, 503s, CPU
     seconds of each worker process during the probes, busiest first: the flood's spread)."""
@@ -326,14 +330,13 @@ def refusal_p99(client, port, pid, max_seconds=15.0):
         flood.terminate()
         flood.wait(10)
     refused = [ns for st, ns in got if st == 503]
-    hz = os.sysconf("SC_CLK_TCK")
-    spread = sorted(((t1[p] - t0.get(p, 0)) / hz for p in t1), reverse=True)
-    return (Stats(refused).p99 if refused else float("nan")), len(got), len(refused), spread
+    return (Stats(refused).p99 if refused else float("nan")), len(got), len(refused), \
+        spread_of(t0, t1)
 
 
-def spread_text(fig, at=3):
-    """The CPU seconds per worker of a figure (its element at), as "a/b"."""
-    return "/".join("%.2f" % x for x in fig[at])
+def spread_text(seconds):
+    """CPU seconds per worker (spread_of) as "a/b"."""
+    return "/".join("%.2f" % x for x in seconds)
 
 
 def bench_one_worker(servers, results):
@@ -376,7 +379,7 @@ def bench_refusal(cfg, servers, results):
         % (ours[0], ours[2], ours[1], theirs[0][0], theirs[1][0]))
     log("   CPU seconds of each worker process during the probes (how the flood spread; a "
         "probe on a worker the flood left idle is answered at once): lagless %s; nginx %s and %s"
-        % (spread_text(ours), spread_text(theirs[0]), spread_text(theirs[1])))
+        % (spread_text(ours[3]), spread_text(theirs[0][3]), spread_text(theirs[1][3])))
     log("   client floor (bench/latency on nginx /ping, idle): p50 %.0f us, p99 %.0f us"
         % (floors[0][0], floors[0][1]))
     results.append(Result("6d. 503 p99 under a /heavy flood / nginx", r, 0.5,
@@ -384,8 +387,8 @@ def bench_refusal(cfg, servers, results):
     if bare:
         log("   the same on bench/bare: %.0f us with a canned 503 and no jobs running (workers "
             "%s); %.0f us with %s (lagless's user CPU per refusal, one job running; workers %s)"
-            % (bare[0][0], spread_text(bare[0]), bare[1][0], " ".join(BARE_503_MODEL[2:]),
-               spread_text(bare[1])))
+            % (bare[0][0], spread_text(bare[0][3]), bare[1][0], " ".join(BARE_503_MODEL[2:]),
+               spread_text(bare[1][3])))
         results.append(Result("6d. ceiling: bench/bare 503 p99 / nginx", bare[0][0] / ref, 0.5,
                               gated=False, figures={"bare": bare[0], "nginx": theirs}))
         results.append(Result("6d. model: bare %s / nginx" % " ".join(BARE_503_MODEL[2:]),
@@ -447,8 +450,8 @@ def run(cfg, sz):
         "CPU-s (%.0f and %.0f req/s)" % (ours[0], ours[1], theirs[0][0], theirs[1][0],
                                           theirs[0][1], theirs[1][1]))
     log("   CPU seconds of each worker process (how the 64 connections spread): lagless %s; "
-        "nginx %s and %s" % (spread_text(ours, 2), spread_text(theirs[0], 2),
-                             spread_text(theirs[1], 2)))
+        "nginx %s and %s" % (spread_text(ours[2]), spread_text(theirs[0][2]),
+                             spread_text(theirs[1][2])))
     if min(t[1] for t in theirs) < 100000:
         log("   note: nginx below 100,000 req/s with wrk -t1 -c64: a loaded machine, or "
             "misconfigured")
@@ -456,7 +459,7 @@ def run(cfg, sz):
                           figures={"lagless": ours, "nginx": theirs}))
     if bare:
         log("   the same on bench/bare (recv and send, no other work): %.0f req per CPU-s "
-            "(%.0f req/s; workers %s)" % (bare[0][0], bare[0][1], spread_text(bare[0], 2)))
+            "(%.0f req/s; workers %s)" % (bare[0][0], bare[0][1], spread_text(bare[0][2])))
         results.append(Result("6c. ceiling: bench/bare req per CPU-s / nginx", bare[0][0] / ref,
                               1.3, kind="min", gated=False,
                               figures={"bare": bare[0], "nginx": theirs}))
