@@ -203,12 +203,16 @@ struct lg_proc_page {
 	uint32_t pad_init;
 	_Atomic uint64_t rejected_query;      /* loop: 400 before admission because a query argument
 	                                       * the kind declares is malformed or out of range */
+	_Atomic uint32_t conn_buffers;        /* loop: struct lg_conn blocks held by connections
+	                                       * with bytes in flight (refreshed each 100 ms tick) */
+	_Atomic uint32_t conn_buffers_free;   /* loop: blocks mapped and free in the pool until a
+	                                       * trim unmaps them (same tick) */
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 856];
+	uint8_t reserved[LG_PROC_PAGE - 864];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 856, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 864, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */

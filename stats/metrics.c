@@ -391,7 +391,7 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 static void
 process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
-	uint32_t loops = 0, computes = 0, busy = 0, inflight = 0, conns = 0;
+	uint32_t loops = 0, computes = 0, busy = 0, inflight = 0, conns = 0, cbuf = 0, cfree = 0;
 
 	for (uint32_t k = 0; k < a->nprocs; k++) {
 		const struct lg_proc_page *p = &a->procs[k];
@@ -402,6 +402,8 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 			loops++;
 			inflight += atomic_load_explicit(&p->inflight, memory_order_relaxed);
 			conns += atomic_load_explicit(&p->connections, memory_order_relaxed);
+			cbuf += atomic_load_explicit(&p->conn_buffers, memory_order_relaxed);
+			cfree += atomic_load_explicit(&p->conn_buffers_free, memory_order_relaxed);
 		} else {
 			computes++;
 			busy += atomic_load_explicit(&p->job, memory_order_relaxed) != LG_NO_JOB;
@@ -417,6 +419,12 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 	P("lagless_inflight_requests %u\n", inflight);
 	family(b, "lagless_connections_open", "gauge", "Open client connections.");
 	P("lagless_connections_open %u\n", conns);
+	family(b, "lagless_connection_buffers", "gauge",
+	    "Connection buffers (one block of about 33 KiB of address space each) of all loops: "
+	    "in_use, held by a connection with bytes in flight; free, kept for reuse until a "
+	    "trim unmaps them. An idle keep-alive connection holds none. Refreshed each 100 ms.");
+	P("lagless_connection_buffers{state=\"in_use\"} %u\n", cbuf);
+	P("lagless_connection_buffers{state=\"free\"} %u\n", cfree);
 	family(b, "lagless_connections_refused_total", "counter",
 	    "Connections accepted over --max-conns and answered 503 at once (Retry-After: 1), "
 	    "then closed.");

@@ -173,6 +173,7 @@ lg_conn_tick(struct lg_worker *w)
 			to_idle(c);
 	}
 	lg_pool_trim(lg_conn_pool(w));
+	lg_obs_conn_buffers(w, lg_conn_pool(w));
 }
 
 void

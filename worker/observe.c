@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/pool.h"
 #include "shm/stats.h"
 #include "worker/access.h"
 
@@ -267,4 +268,12 @@ lg_obs_conns(struct lg_worker *w)
 {
 	atomic_store_explicit(&w->env->page->connections, (uint32_t)w->nconns,
 	    memory_order_relaxed);
+}
+
+void
+lg_obs_conn_buffers(struct lg_worker *w, const struct lg_pool *p)
+{
+	atomic_store_explicit(&w->env->page->conn_buffers, (uint32_t)(p->mapped - p->len),
+	    memory_order_relaxed);
+	atomic_store_explicit(&w->env->page->conn_buffers_free, p->len, memory_order_relaxed);
 }

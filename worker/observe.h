@@ -52,4 +52,12 @@ void lg_obs_route_hit(struct lg_conn *c);
 /* Publishes the open-connection gauge after w->nconns changed. */
 void lg_obs_conns(struct lg_worker *w);
 
+struct lg_pool;
+/* Publishes the connection-buffer gauges from w's pool p (common/pool.h): blocks held by
+ * connections (mapped - free) and blocks free until a trim, counted in blocks, not bytes. The
+ * loop's tick calls it after its trim, so the figures are at most one tick (100 ms) old. They
+ * are the server's own count, so they read the same in the ASan build, whose resident memory
+ * also holds its shadow and quarantine. */
+void lg_obs_conn_buffers(struct lg_worker *w, const struct lg_pool *p);
+
 #endif

@@ -5,12 +5,15 @@ a process whose promise is to stay small and responsive. The waiters on one loop
 share one copy (struct lg_body in worker/conn.h). Measured without timing: the loop's RssAnon
 (proc(5)) while 16 waiters that do not read hold their answers of 8 MiB each (the kernel takes
 at most tcp_wmem's 4 MiB of each into the socket, so over half of every copy stays in the loop's
-heap when there is one per waiter)."""
+heap when there is one per waiter). The figure is asserted on the plain build: under ASan the
+loop's RssAnon also holds the quarantine of freed blocks and shadow memory, whose size depends
+on the machine (36.6 MiB there on one fresh machine, under 32 on another); the ASan run checks
+the rest (one job, every waiter answered with the whole answer)."""
 import socket
 
 import pytest
 
-from conftest import Call, metric, read_response, wait_until
+from conftest import SANITIZED, Call, metric, read_response, wait_until
 
 ECHO = """
 [route /echo]
@@ -69,7 +72,8 @@ def test_waiters_of_one_job_share_one_copy_of_its_answer(start_server, tmp_path)
         assert metric(srv.port, "lagless_coalesced_waiters_total") == WAITERS - 1
         grown_mib = (rss_anon_kb(loop) - before) / 1024
         # one copy is 8 MiB; a copy per waiter was over 16 x 4 MiB
-        assert grown_mib < 32, grown_mib
+        if not SANITIZED:
+            assert grown_mib < 32, grown_mib
         for s in socks:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # read them faster
             r = read_response(s)
