@@ -111,6 +111,7 @@ struct lg_config {
 	uint64_t max_head;         /* request line + header section bytes; over -> 431 */
 	uint64_t max_uri;          /* request-target bytes (at most 8192); over -> 414 */
 	int max_fields;            /* header field lines; over -> 431 */
+	int merge_slashes;         /* a run of '/' in a path is one '/' (http/path.h) */
 	uint64_t head_timeout_ms;  /* from a request's first byte (or accept) to its whole head; 408 */
 	uint64_t body_timeout_ms;  /* longest silence while a body is read; 408 */
 	uint64_t body_deadline_ms; /* whole body of an offloaded request (it holds a slot); 408 */

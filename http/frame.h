@@ -32,6 +32,9 @@ struct lg_http_limits {
 	/* the header fields a request keeps for the server's own use and the kinds' views
 	 * (http/http.h lg_http_keep), borrowed; NULL keeps every field while they fit */
 	const struct lg_http_keep *keep;
+	/* 1: a run of '/' in the path stays as it is; 0 (the default, nginx's merge_slashes):
+	 * it is one '/' (http/path.h) */
+	int keep_slashes;
 };
 
 enum lg_frame_body {

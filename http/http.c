@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "common/query.h"
+#include "http/path.h"
 
 /* Every field of r zero but the arrays read only up to their counts (pend, kept, fbuf) and the
  * bytes of the target past its NUL. */
@@ -223,6 +224,30 @@ split_target(struct lg_http_req *r)
 	return 0;
 }
 
+/* The path normalized in place (http/path.h), and the target made "path?query" again behind
+ * it: everything after the request line sees the one form. Returns 0, or -1 with *why set. */
+static int
+normalize_path(struct lg_http_req *r, int keep_slashes, const char **why)
+{
+	size_t len = r->path_len;
+
+	if (r->path[0] != '/' || r->path < r->target || r->path >= r->target + r->target_len)
+		return 0; /* "*", or an empty absolute-form path taken as "/" (not in target) */
+	char *p = r->target + (r->path - r->target);
+	if (lg_path_normalize(p, &len, keep_slashes, why) == -1)
+		return -1;
+	if (len < r->path_len) { /* the rest (query, NUL) moves up behind the shorter path */
+		size_t rest = r->target_len - (size_t)(p - r->target) - r->path_len;
+
+		memmove(p + len, p + r->path_len, rest + 1);
+		r->target_len -= r->path_len - len;
+		if (r->query != NULL)
+			r->query -= r->path_len - len;
+		r->path_len = len;
+	}
+	return 0;
+}
+
 /* The request line is in: a message begins (its line is buf[0..n)). */
 static void
 take_line(struct lg_http *h, const char *buf)
@@ -258,6 +283,10 @@ take_head(struct lg_http *h)
 	if (split_target(r) == -1) {
 		h->status = 400;
 		h->why = "request-target is neither origin-form nor absolute-form";
+		return -1;
+	}
+	if (normalize_path(r, h->lim->keep_slashes, &h->why) == -1) {
+		h->status = 400;
 		return -1;
 	}
 	switch (h->on_head ? h->on_head(h, h->ctx) : LG_HTTP_BODY_PARSER) {

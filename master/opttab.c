@@ -53,6 +53,9 @@ const struct lg_opt lg_opts[] = {
 	  "request-target length, at most 8192; 414 above it" },
 	{ "max-fields", K_INT, F(max_fields), 1, 10000, "100", "N",
 	  "header field lines; 431 above it" },
+	{ "merge-slashes", K_BOOL, F(merge_slashes), 0, 0, "yes", "[=yes|no]",
+	  "a run of '/' in a request path is one '/' before routing (nginx's merge_slashes); the "
+	  "path is otherwise normalized always (docs/HTTP.md)" },
 	{ "head-timeout-ms", K_MS, F(head_timeout_ms), 1, 86400000, "10000", "MS",
 	  "time to receive a whole request head (from its first byte, or accept); 408" },
 	{ "body-timeout-ms", K_MS, F(body_timeout_ms), 1, 86400000, "15000", "MS",

@@ -325,6 +325,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	w->lim.max_head = (size_t)env->cfg->max_head;
 	w->lim.max_target = (size_t)env->cfg->max_uri;
 	w->lim.max_fields = (unsigned)env->cfg->max_fields;
+	w->lim.keep_slashes = !env->cfg->merge_slashes;
 	w->lim.max_body = env->cfg->max_body;
 	keep_fields(w);
 	w->ops = &lg_route_conn_ops;

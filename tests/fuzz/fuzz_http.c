@@ -50,7 +50,7 @@ static struct lg_loop_env env;
 static struct lg_worker w;
 /* a keep set, as a loop worker has (worker/keptfields.c): names gathered across pieces */
 static struct lg_http_keep keep; /* x-user, content-type, x-forwarded-for: see Initialize */
-static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20, &keep };
+static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20, &keep, 0 };
 
 static int
 accept_body(struct lg_http *h, void *ctx, const char *at, size_t len)

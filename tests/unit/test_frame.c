@@ -13,7 +13,7 @@
 
 #include "http/frame.h"
 
-static const struct lg_http_limits lim = { 1024, 64, 8, 0, NULL };
+static const struct lg_http_limits lim = { 1024, 64, 8, 0, NULL, 0 };
 
 /* Runs the check over msg in pieces of `piece` bytes; returns its status (0 when the message
  * ended cleanly), and the body framing and declared length through the pointers. */
@@ -205,7 +205,7 @@ test_table(void **state)
 static void
 test_chunked_body_limit(void **state)
 {
-	static const struct lg_http_limits small = { 1024, 64, 8, 10, NULL };
+	static const struct lg_http_limits small = { 1024, 64, 8, 10, NULL, 0 };
 	static const char head[] = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
 	struct { const char *chunks; int status; } cases[] = {
 		{ "a\r\n0123456789\r\n0\r\n\r\n", 0 },             /* exactly the limit */

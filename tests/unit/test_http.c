@@ -107,7 +107,7 @@ test_kept_only_listed(void **state)
 {
 	static struct lg_http_keep k;
 	static const struct lg_http_limits lim = { LG_HTTP_MAX_HEAD, LG_HTTP_MAX_TARGET,
-		LG_HTTP_MAX_FIELDS, 0, &k };
+		LG_HTTP_MAX_FIELDS, 0, &k, 0 };
 	static char req[16384];
 	struct lg_http h;
 	struct cap c;
