@@ -348,10 +348,17 @@ lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *ex
 {
 	const struct lg_http_req *r = &c->http.req;
 	/* A response to HEAD never has a body, refusals included (RFC 9110 section 9.3.2): the
-	 * framing check knows the method before the request is whole or valid. */
+	 * framing check knows the method before the request is whole or valid. Nor has a 204,
+	 * 205 or 304, whatever a kind wrote (sections 15.3.5, 15.3.6, 15.4.5): its body is
+	 * dropped, and a 205 says Content-Length: 0 (a 204 and a 304 carry none,
+	 * lg_conn_put_head), so a kept connection stays in step. */
 	int head_only = c->http.frame.head_method;
 	size_t pre = 0, n;
 
+	if (status == 204 || status == 205 || status == 304) {
+		head_only = 1;
+		len = 0;
+	}
 	if (!r->keep_alive || c->w->draining)
 		c->close_after = 1;
 	lg_obs_response(&c->obs, status, head_only ? 0 : len);

@@ -117,12 +117,18 @@ lg_conn_put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t le
 
 	put_status(&at, end, status);
 	put_date(&at, end, c->w);
-	put_u64(&at, end, len);
-	if (ctype != NULL) {
-		put(&at, end, "\r\nContent-Type: ", 16);
-		put(&at, end, ctype, strlen(ctype));
+	if (status == 204 || status == 304 || status < 200) {
+		/* no content, and no Content-Length (RFC 9110 sections 8.6, 15.3.5, 15.4.5): the
+		 * stored lines end with its name, which goes again */
+		at -= sizeof("Content-Length: ") - 1;
+	} else {
+		put_u64(&at, end, len);
+		if (ctype != NULL) {
+			put(&at, end, "\r\nContent-Type: ", 16);
+			put(&at, end, ctype, strlen(ctype));
+		}
+		put(&at, end, "\r\n", 2);
 	}
-	put(&at, end, "\r\n", 2);
 	put(&at, end, conn_lines[conn].s, conn_lines[conn].len);
 	if (extra != NULL)
 		put(&at, end, extra, strlen(extra));

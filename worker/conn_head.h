@@ -17,7 +17,7 @@ enum lg_conn_line {
 
 /* Writes the head of c's response: status (100..999, else 500), Server, Date (the loop's
  * cached one, RFC 9110 section 6.6.1), Content-Length len (bytes), Content-Type ctype unless
- * NULL, the connection line conn and the extra lines (CRLF-ended, or NULL), X-Request-Id
+ * NULL (neither for a 1xx, 204 or 304: RFC 9110 sections 8.6, 15.4.5), the connection line conn and the extra lines (CRLF-ended, or NULL), X-Request-Id
  * under --request-id, and the empty line, into out[0..cap). Returns its length in bytes;
  * >= cap when it does not fit (out then holds a cut head). */
 size_t lg_conn_put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t len,

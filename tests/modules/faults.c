@@ -80,7 +80,7 @@ overrun(const struct lagless_request *rq, struct lagless_output *out)
 }
 
 /* The request view as text: method, path, query, each listed field, the route's key "greeting"
- * and whether init ran; ?status=N answers a 4xx with a message. */
+ * and whether init ran; ?status=N answers a 4xx with a message, or a 2xx with that text. */
 static int
 echo(const struct lagless_request *rq, struct lagless_output *out)
 {
@@ -95,6 +95,8 @@ echo(const struct lagless_request *rq, struct lagless_output *out)
 		rq->host->set_message(out, "refused with %d", (int)status);
 		return LAGLESS_BAD_INPUT;
 	}
+	if (status >= 200 && rq->host->set_status(out, (int)status) == -1)
+		return LAGLESS_BAD_INPUT; /* a 2xx answered with the echo as its body (204, 205) */
 	n = snprintf((char *)out->data, out->cap, "%s %s ?%s body=%zu greeting=%s init=%d\n",
 	    rq->method, rq->path, rq->query, rq->input_len, g ? g : "-", inited);
 	if (n < 0 || (size_t)n >= out->cap)
