@@ -119,6 +119,9 @@ struct lg_config {
 	                               * on every path; 408; 0 = head_timeout_ms +
 	                               * body_deadline_ms */
 	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
+	uint64_t lingering_time_ms;    /* closing with input unread: drain it this long at most */
+	uint64_t lingering_timeout_ms; /* ... with at most this silence between reads */
+	uint64_t lingering_bytes;      /* ... and at most this many bytes (worker/conn.c linger) */
 	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
 	/* job modules and routes (docs/MODULES.md) */
 	uint64_t max_output;       /* bytes of a job's output region (its answer); 0 = from max_body */

@@ -67,6 +67,13 @@ const struct lg_opt lg_opts[] = {
 	  "body read and dropped); 408; 0 = head-timeout-ms + body-deadline-ms" },
 	{ "keepalive-timeout-ms", K_MS, F(keepalive_timeout_ms), 1, 86400000, "60000", "MS",
 	  "idle time between requests before the connection is closed" },
+	{ "lingering-time-ms", K_MS, F(lingering_time_ms), 0, 3600000, "30000", "MS",
+	  "after a refusal that closes with the body unread (503, 413), read and drop the rest "
+	  "this long at most, so the client reads the answer (lingering_time); 0 = no wait" },
+	{ "lingering-timeout-ms", K_MS, F(lingering_timeout_ms), 1, 3600000, "5000", "MS",
+	  "while lingering, the longest silence before the close (nginx's lingering_timeout)" },
+	{ "lingering-bytes", K_SIZE, F(lingering_bytes), 0, 1ull << 40, "64M", "BYTES",
+	  "while lingering, the most input read and dropped before the close" },
 	{ "write-timeout-ms", K_MS, F(write_timeout_ms), 1, 86400000, "30000", "MS",
 	  "longest stall of a response write before the connection is closed" },
 	{ "transit-buffers", K_INT, F(transit_buffers), 0, 100000, "0", "N",

@@ -27,8 +27,9 @@ static void conn_io(struct lg_conn *c, int revents);
 
 static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN (sizeof(continue_line) - 1)
-#define LINGER_S     2.0        /* longest wait for the client's FIN after an error answer */
-#define LINGER_BYTES (1 << 20)  /* most input drained while lingering */
+/* A draining loop lingers at most this long (s), whatever --lingering-time-ms says: its exit
+ * waits for its lingering connections. */
+#define LINGER_DRAIN_S 2.0
 
 static void
 watch(struct lg_conn *c, int events)
@@ -233,37 +234,61 @@ flush(struct lg_conn *c)
 }
 
 /* Closing after a response: shut the write side (the client reads the response, then EOF) and
- * drain what it still sends until its FIN, LINGER_S or LINGER_BYTES, so that the close does not
- * turn into a reset that discards the response from the client's receive queue (a close with
- * unread input sends RST: RFC 9293 section 3.10.7.1; RFC 9112 section 9.6). A draining loop
- * lingers too: a client that pipelined requests behind the last one answered has sent input
- * that is never read. Returns -1: for the caller the connection is finished (it is closed
- * later by the loop). */
+ * drain what it still sends until its FIN, so that the close does not turn into a reset that
+ * discards the response from the client's receive queue (a close with unread input sends RST:
+ * RFC 9293 section 3.10.7.1; RFC 9112 section 9.6), and a client still writing a refused body
+ * (Python's http.client and httpx write it whole before they read) finishes and reads the
+ * answer instead of getting EPIPE. Bounded as nginx's lingering close: --lingering-time-ms in
+ * all, --lingering-timeout-ms of silence, --lingering-bytes read (LINGER_DRAIN_S in a draining
+ * loop). A draining loop lingers too: a client that pipelined requests behind the last one
+ * answered has sent input that is never read. Returns -1: for the caller the connection is
+ * finished (it is closed later by the loop). */
 static int
 linger(struct lg_conn *c)
 {
-	if (shutdown(c->fd, SHUT_WR) == -1) {
+	const struct lg_config *cfg = c->w->env->cfg;
+	ev_tstamp now = ev_now(c->w->ev), most = cfg->lingering_time_ms / 1e3;
+
+	if (c->w->draining && most > LINGER_DRAIN_S)
+		most = LINGER_DRAIN_S;
+	if (most <= 0 || shutdown(c->fd, SHUT_WR) == -1) {
 		lg_conn_close(c);
 		return -1;
 	}
 	c->state = LG_CONN_LINGER;
 	c->rlen = 0;
 	c->tmo.lingered = 0;
-	c->tmo.linger_until = ev_now(c->w->ev) + LINGER_S;
+	c->tmo.linger_copy = 0;
+	c->tmo.linger_until = now + most;
+	c->tmo.linger_seen = now;
 	watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return -1;
 }
 
+/* Drops what the client sent while lingering: recv(2) with MSG_TRUNC discards a TCP socket's
+ * queued bytes without copying them (tcp(7)); a unix socket refuses it (EFAULT), and is read
+ * into rbuf. Closes at EOF, an error or --lingering-bytes. */
 static void
 linger_read(struct lg_conn *c)
 {
-	ssize_t n = read(c->fd, c->rbuf, sizeof(c->rbuf));
+	uint64_t cap = c->w->env->cfg->lingering_bytes;
+	ssize_t n = -1;
 
+	if (!c->tmo.linger_copy) {
+		n = recv(c->fd, NULL, 1u << 20, MSG_TRUNC | MSG_DONTWAIT);
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			c->tmo.linger_copy = 1;
+	}
+	if (c->tmo.linger_copy)
+		n = read(c->fd, c->rbuf, sizeof(c->rbuf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0 && (c->tmo.lingered += (uint64_t)n) < LINGER_BYTES)
+	if (n > 0 && (c->tmo.lingered += (uint64_t)n) < cap) {
+		c->tmo.linger_seen = ev_now(c->w->ev);
+		lg_conn_rearm(c);
 		return;
+	}
 	lg_conn_close(c);
 }
 

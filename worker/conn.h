@@ -105,8 +105,11 @@ struct lg_conn_tmo {
 	ev_tstamp req_at;             /* first byte of the current request (accept for the first),
 	                               * 0 while idle between requests */
 	ev_tstamp body_at;            /* the body began, 0 before */
-	ev_tstamp linger_until;
+	ev_tstamp linger_until;       /* lingering (conn.c linger): the close at the latest */
+	ev_tstamp linger_seen;        /* lingering: the client's last bytes (or the start) */
 	uint64_t lingered;            /* input bytes drained while lingering */
+	int linger_copy;              /* lingering: recv(MSG_TRUNC) is refused (a unix socket):
+	                               * drained by read(2) into rbuf instead */
 	ev_tstamp write_at;           /* the current response began to be written */
 	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
 	uint64_t wdelivered;          /* response bytes the client had taken then (written minus

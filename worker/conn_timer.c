@@ -116,7 +116,7 @@ lg_conn_rearm(struct lg_conn *c)
 	if (c->state == LG_CONN_JOB)
 		return;
 	if (c->state == LG_CONN_LINGER) {
-		at = c->tmo.linger_until;
+		at = earliest(c->tmo.linger_until, c->tmo.linger_seen + cfg->lingering_timeout_ms / 1e3);
 	} else if (c->state == LG_CONN_WRITE) {
 		at = earliest(c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3, lg_conn_download_due(c));
 	} else if (lg_conn_in_body(c)) {

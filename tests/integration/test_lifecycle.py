@@ -80,7 +80,7 @@ def test_a_draining_loop_lingers_rather_than_resetting_a_connection_with_more_in
         start_server):
     """A loop that drains answers the request in progress with Connection: close, then lingers
     as after any answer that closes (shuts its write side and reads what the client still
-    sends until its FIN, 2 s or 1 MiB). It used to close at once: requests the client had
+    sends until its FIN, or 2 s in a draining loop). It used to close at once: requests the client had
     sent behind the first one meanwhile, unread, made the close a reset (RFC 9293 section
     3.10.7.1 and RFC 9112 section 9.6), which can discard the answer from the client's
     receive queue (7 of 24 pipelined batches of a reload trial got a reset)."""
