@@ -40,6 +40,7 @@ struct lg_module {
 	char name[LG_NAME_MAX];
 	char version[LG_NAME_MAX];
 	char path[LG_PATH_MAX];     /* the configured file; "" for a built-in module */
+	uint64_t content;           /* XXH3-64 of the file's bytes (master/modules.c); 0 built in */
 	struct lagless_module desc; /* the module's descriptor, zero-extended to the host's size */
 	void *handle;               /* dlopen handle (never closed while a process may use it) */
 	struct lagless_conf conf;   /* its [module] section's keys (path excluded) */

@@ -108,6 +108,22 @@ explain_queue_wait(const struct lg_config *cfg)
 	}
 }
 
+/* A rule with scope = cluster and no --redis is local: said at start-up and by lagless -t, not
+ * silently (docs/CACHE.md "Across replicas"). */
+static void
+warn_cluster_without_redis(const struct lg_config *cfg)
+{
+	if (cfg->redis[0] != '\0' || cfg->reg == NULL)
+		return;
+	for (uint32_t i = 0; i < cfg->reg->nroutes; i++) {
+		const struct lg_route_def *rt = &cfg->reg->routes[i];
+
+		if (rt->has_coal && rt->coal.cluster)
+			log_warn("route %s has scope = cluster and no --redis is set: its keys are "
+			    "shared on this server only", rt->path);
+	}
+}
+
 /* The first steps of the command: the options (a refusal exits 2 for a usage error, with the
  * hint, else 1, as lagless(8) says), --help, --example and --version, then the error log.
  * Returns -1 to go on, else the exit status for main. */
@@ -153,6 +169,8 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 	if (!cmd->print_sizing && cfg->access_log_json && !cfg->access_log)
 		log_warn("access_log_json chooses the access log's form, and access_log is off: no "
 		    "access lines are written");
+	if (!cmd->print_sizing)
+		warn_cluster_without_redis(cfg);
 	return -1;
 }
 

@@ -582,6 +582,18 @@ teardown(struct master *m)
 	}
 }
 
+/* The agent's answer for the serving generation: drain while stopping or draining, and while a
+ * server with --redis has a loop worker whose first Redis connect has not settled (its
+ * cluster keys would run alone; the wait is bounded: redis/redis.h). */
+static void
+serve_agent(struct master *m)
+{
+	struct lg_gen *g = lg_master_serving(m);
+	int held = g->cfg.redis[0] != '\0' && !lg_cache_cluster_settled(&g->cache);
+
+	lg_agent_serve(&m->agent, &g->arena, m->stopping || m->drain_at || held);
+}
+
 int
 lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc, char **argv)
 {
@@ -615,7 +627,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 		/* Control headers first: reading signals may destroy nothing, but keep the order
 		 * that cannot touch a generation freed in this round. */
 		if (pfd[agent].revents)
-			lg_agent_serve(&m.agent, &lg_master_serving(&m)->arena, m.stopping || m.drain_at);
+			serve_agent(&m);
 		for (nfds_t i = 1; i < agent; i++)
 			if (pfd[i].revents)
 				read_ctl(owner[i]);

@@ -325,7 +325,7 @@ open_copy(int mfd, const char *path, void **handle, const struct lagless_module 
 
 int
 lg_modules_open(const char *path, void **handle, const struct lagless_module **desc,
-    char *err, size_t cap)
+    uint64_t *content, char *err, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), mfd = -1, rc = -1;
 	struct stat st;
@@ -343,6 +343,7 @@ lg_modules_open(const char *path, void **handle, const struct lagless_module **d
 	if ((mfd = private_copy(fd, &st, path, &map, err, cap)) == -1)
 		goto out;
 	XXH64_hash_t hash = XXH3_64bits(map, (size_t)st.st_size);
+	*content = hash;
 	if ((l = loaded_copy((size_t)st.st_size, hash)) != NULL) {
 		*handle = l->handle; /* the same bytes: reuse it (the new copy is closed) */
 		*desc = l->desc;

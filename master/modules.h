@@ -10,14 +10,17 @@
 #define LG_MASTER_MODULES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <lagless/module.h>
 
 /* Opens the module at path: private copy, ELF check, dlopen(RTLD_NOW | RTLD_LOCAL), then the
- * LAGLESS_MODULE_SYMBOL descriptor. Returns 0 with *handle and *desc, or -1 with one line in
+ * LAGLESS_MODULE_SYMBOL descriptor. Returns 0 with *handle, *desc and *content (the XXH3-64
+ * of the file's bytes: what the cluster scope keys a module's answers by), or -1 with one line in
  * err naming path (cannot read, changed while read, not a complete ELF shared object,
  * dlerror()'s text for a missing library or symbol, no lagless_module symbol). */
 int lg_modules_open(const char *path, void **handle, const struct lagless_module **desc,
+    uint64_t *content,
     char *err, size_t cap);
 
 /* Checks, before anything reads kinds[], that the descriptor m of the module opened as handle

@@ -179,6 +179,7 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	struct lagless_conf conf;
 	const struct lagless_module *desc;
 	void *handle;
+	uint64_t content;
 	char why[512];
 
 	for (unsigned i = 0; i < sec->nkv; i++)
@@ -191,13 +192,14 @@ load_module(struct lg_registry *r, const char *file, struct section *sec, char *
 	}
 	if (split_conf(sec, own, 0, &conf) == -1)
 		return fail_kv(err, cap, file, path, "out of memory");
-	if (lg_modules_open(path->value, &handle, &desc, why, sizeof(why)) == -1) {
+	if (lg_modules_open(path->value, &handle, &desc, &content, why, sizeof(why)) == -1) {
 		free((void *)conf.kv); /* not the registry's yet */
 		return fail_kv(err, cap, file, path, why);
 	}
 	/* From here the registry's row holds conf (even when the module is then refused). */
 	if (lg_registry_add_module(r, desc, path->value, handle, &conf, why, sizeof(why)) == -1)
 		return fail_kv(err, cap, file, path, why);
+	r->modules[r->nmodules - 1].content = content;
 	if (strcmp(desc->name, sec->name) != 0) {
 		snprintf(why, sizeof(why), "the module calls itself '%s', so its section must be "
 		    "[module %s], not [module %s]", desc->name, desc->name, sec->name);

@@ -21,6 +21,9 @@ struct lg_redis_ticket {
 	struct lg_redis_op *op;      /* NULL once cancelled */
 	ev_timer budget;
 	uint64_t start_ns;
+	struct lg_redis_script *script; /* sent as EVALSHA: its EVAL form, for a NOSCRIPT */
+	char *fallback;
+	int fallback_len;
 };
 
 struct lg_redis {
@@ -36,11 +39,13 @@ struct lg_redis {
 	ev_timer connect_budget;     /* from a connect to both connections ready */
 	ev_timer breaker;            /* open -> connect again */
 	ev_timer resub;              /* the subscription alone was lost: reconnect it now */
+	ev_timer settle;             /* the bound on the first connect (readiness held meanwhile) */
 	struct lg_cluster_counters *ctr;
 	struct lg_redis_hooks hooks;
 };
 
 static void connect_all(struct lg_redis *r);
+static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 static int connect_sub(struct lg_redis *r);
 
 static void
@@ -51,6 +56,8 @@ set_up(struct lg_redis *r)
 	atomic_store(&r->ctr->up, (uint64_t)up);
 	if (up) {
 		ev_timer_stop(r->ev, &r->connect_budget);
+		ev_timer_stop(r->ev, &r->settle);
+		atomic_store(&r->ctr->settled, 1);
 		if (r->quiet)
 			log_info("redis %s: connected; cluster keys shared again", r->addr);
 		r->quiet = 0;
@@ -105,6 +112,42 @@ record_rtt(struct lg_redis *r, uint64_t start_ns)
 	lg_stats_add(&r->ctr->rtt_sum_us, us);
 }
 
+/* Error replies that say Redis itself cannot serve (redis.io "Errors", the server's error
+ * prefixes): these open the breaker. Any other error concerns the command's own keys. */
+static int
+server_error(const char *s, size_t n)
+{
+	static const char *const prefixes[] = { "LOADING", "BUSY", "MASTERDOWN", "READONLY",
+	    "OOM", "NOAUTH", "NOPERM", "MISCONF", "CLUSTERDOWN", "TRYAGAIN", "MOVED", "ASK",
+	    "EXECABORT", NULL };
+
+	for (const char *const *p = prefixes; *p != NULL; p++) {
+		size_t k = strlen(*p);
+
+		if (n >= k && memcmp(s, *p, k) == 0 && (n == k || s[k] == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+static void load_script(struct lg_redis *r, struct lg_redis_script *s);
+
+/* A NOSCRIPT for an EVALSHA: the same command again as EVAL, on the same ticket and budget.
+ * Returns 0 when sent. */
+static int
+resend_eval(struct lg_redis *r, struct lg_redis_ticket *t)
+{
+	int rc;
+
+	t->script->sha[0] = '\0';
+	load_script(r, t->script);
+	rc = redisAsyncFormattedCommand(r->cmd, on_reply, t, t->fallback,
+	    (size_t)t->fallback_len);
+	redisFreeCommand(t->fallback);
+	t->fallback = NULL;
+	return rc == REDIS_OK ? 0 : -1;
+}
+
 static void
 on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
@@ -114,16 +157,25 @@ on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 	struct lg_redis_op *op = t->op;
 	uint64_t start_ns = t->start_ns;
 
+	if (rp != NULL && rp->type == REDIS_REPLY_ERROR && t->fallback != NULL &&
+	    strncmp(rp->str, "NOSCRIPT", 8) == 0 && resend_eval(r, t) == 0)
+		return; /* the EVAL's reply calls back */
 	ev_timer_stop(r->ev, &t->budget);
+	if (t->fallback != NULL)
+		redisFreeCommand(t->fallback);
 	free(t);
 	if (op != NULL)
 		op->t = NULL;
 	if (rp != NULL)
 		record_rtt(r, start_ns);
-	if (rp != NULL && rp->type == REDIS_REPLY_ERROR) {
+	if (rp != NULL && rp->type == REDIS_REPLY_ERROR && server_error(rp->str, rp->len)) {
 		log_warn("redis %s: error reply: %.*s", r->addr, (int)rp->len, rp->str);
 		trip(r, "error reply");
 		rp = NULL;
+	} else if (rp != NULL && rp->type == REDIS_REPLY_ERROR) {
+		lg_stats_add(&r->ctr->key_errors, 1);
+		log_debug("redis %s: error reply for one key: %.*s", r->addr, (int)rp->len,
+		    rp->str);
 	}
 	if (op != NULL)
 		op->done(op, rp);
@@ -137,26 +189,69 @@ budget_cb(struct ev_loop *ev, ev_timer *w, int revents)
 	trip(t->r, "command over its budget"); /* frees t through on_reply */
 }
 
-int
-lg_redis_cmd(struct lg_redis *r, struct lg_redis_op *op, int argc, const char **argv,
-    const size_t *lens)
+/* Sends argv for op on a new ticket (fallback: the EVAL form of an EVALSHA, taken over).
+ * Returns 0 or -1 (nothing sent, fallback freed). */
+static int
+send_cmd(struct lg_redis *r, struct lg_redis_op *op, int argc, const char **argv,
+    const size_t *lens, struct lg_redis_script *s, char *fallback, int fallback_len)
 {
 	struct lg_redis_ticket *t;
 
-	if (!lg_redis_ready(r) || (t = calloc(1, sizeof(*t))) == NULL)
+	if (!lg_redis_ready(r) || (t = calloc(1, sizeof(*t))) == NULL) {
+		if (fallback != NULL)
+			redisFreeCommand(fallback);
 		return -1;
+	}
 	t->r = r;
 	t->op = op;
 	t->start_ns = lg_now_ns();
+	t->script = s;
+	t->fallback = fallback;
+	t->fallback_len = fallback_len;
 	ev_timer_init(&t->budget, budget_cb, (double)r->cfg.budget_ms / 1000., 0.);
 	t->budget.data = t;
 	if (redisAsyncCommandArgv(r->cmd, on_reply, t, argc, argv, lens) != REDIS_OK) {
+		if (fallback != NULL)
+			redisFreeCommand(fallback);
 		free(t);
 		return -1;
 	}
 	ev_timer_start(r->ev, &t->budget);
 	op->t = t;
 	return 0;
+}
+
+int
+lg_redis_cmd(struct lg_redis *r, struct lg_redis_op *op, int argc, const char **argv,
+    const size_t *lens)
+{
+	return send_cmd(r, op, argc, argv, lens, NULL, NULL, 0);
+}
+
+int
+lg_redis_eval(struct lg_redis *r, struct lg_redis_op *op, struct lg_redis_script *s,
+    int argc, const char **argv, const size_t *lens)
+{
+	const char *av[16] = { "EVAL", s->src };
+	size_t al[16] = { 4, strlen(s->src) };
+	char *fallback = NULL;
+	int n = 0;
+
+	if (argc > 14)
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		av[2 + i] = argv[i];
+		al[2 + i] = lens[i];
+	}
+	if (s->sha[0] != '\0') {
+		if ((n = redisFormatCommandArgv(&fallback, argc + 2, av, al)) < 0)
+			return -1;
+		av[0] = "EVALSHA";
+		al[0] = 7;
+		av[1] = s->sha;
+		al[1] = strlen(s->sha);
+	}
+	return send_cmd(r, op, argc + 2, av, al, s, fallback, n);
 }
 
 void
@@ -196,6 +291,25 @@ on_sub(redisAsyncContext *ac, void *reply, void *privdata)
 }
 
 static void
+on_loaded(redisAsyncContext *ac, void *reply, void *privdata)
+{
+	struct lg_redis_script *s = privdata;
+	redisReply *rp = reply;
+
+	if (rp != NULL && rp->type == REDIS_REPLY_STRING && rp->len == 40)
+		memcpy(s->sha, rp->str, 41);
+}
+
+/* SCRIPT LOAD s: its SHA-1 comes back (on_loaded); no budget of its own (a hung Redis trips
+ * on the next command's). */
+static void
+load_script(struct lg_redis *r, struct lg_redis_script *s)
+{
+	if (r->cmd != NULL)
+		(void)redisAsyncCommand(r->cmd, on_loaded, s, "SCRIPT LOAD %s", s->src);
+}
+
+static void
 on_connect(const redisAsyncContext *ac, int status)
 {
 	struct lg_redis *r = ac->data;
@@ -213,6 +327,8 @@ on_connect(const redisAsyncContext *ac, int status)
 	}
 	if (ac == r->cmd) {
 		r->cmd_up = 1;
+		for (unsigned i = 0; i < r->cfg.nscripts; i++)
+			load_script(r, &r->cfg.scripts[i]);
 		set_up(r);
 	}
 }
@@ -297,6 +413,18 @@ breaker_cb(struct ev_loop *ev, ev_timer *w, int revents)
 	connect_all(w->data);
 }
 
+/* The first connect did not come up within its bound: the replica stops holding its
+ * readiness (fail open: its cluster keys are local until Redis answers). */
+static void
+settle_cb(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct lg_redis *r = w->data;
+
+	atomic_store(&r->ctr->settled, 1);
+	log_warn("redis %s: not up within %.0f ms of start: ready without it (cluster keys "
+	    "local until it answers)", r->addr, w->repeat * 1000.);
+}
+
 static void
 resub_cb(struct ev_loop *ev, ev_timer *w, int revents)
 {
@@ -353,6 +481,13 @@ lg_redis_start(struct ev_loop *ev, const struct lg_redis_cfg *cfg,
 	r->breaker.data = r;
 	ev_timer_init(&r->resub, resub_cb, 0., 0.);
 	r->resub.data = r;
+	/* A first connect, its breaker period, and one more connect: then ready anyway. */
+	double bound = (double)(2 * cfg->budget_ms + cfg->breaker_ms) / 1000.;
+
+	ev_timer_init(&r->settle, settle_cb, bound, 0.);
+	r->settle.repeat = bound; /* only read by settle_cb's message */
+	r->settle.data = r;
+	ev_timer_start(ev, &r->settle);
 	connect_all(r);
 	return r;
 }

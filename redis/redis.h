@@ -20,8 +20,11 @@ struct lg_redis_ticket;
 struct redisReply;
 
 /* A command's caller: done is called once per lg_redis_cmd that returned 0, unless cancelled
- * first, with the reply (valid during the call only) or NULL when it failed (error reply,
- * budget, lost connection: the breaker is open by then). */
+ * first, with the reply (valid during the call only) or NULL when it failed (budget, lost
+ * connection, an error reply that says Redis itself is unwell: LOADING, OOM, READONLY...; the
+ * breaker is open by then). An error reply about the command's own keys (WRONGTYPE, a script's
+ * error) is passed as a REDIS_REPLY_ERROR reply and opens no breaker: one foreign key must not
+ * take every key off the cluster (counted in key_errors). */
 struct lg_redis_op {
 	void (*done)(struct lg_redis_op *op, const struct redisReply *reply);
 	void *data;
@@ -36,14 +39,25 @@ struct lg_redis_hooks {
 	void *arg;
 };
 
+/* A Lua script sent as EVALSHA once SCRIPT LOAD (at each connect) gave its SHA-1, as EVAL
+ * before that; a NOSCRIPT reply (Redis restarted, SCRIPT FLUSH) sends the same command again
+ * as EVAL and loads the script again. The caller owns it (static storage). */
+struct lg_redis_script {
+	const char *src;
+	char sha[41];               /* "" while unknown */
+};
+
 struct lg_redis_cfg {
 	const char *addr;           /* "unix:/path" or "IP:PORT" / "[IPv6]:PORT" */
 	uint64_t budget_ms, breaker_ms;
 	const char *pattern;        /* PSUBSCRIBE pattern, e.g. "lagless:done:*" */
+	struct lg_redis_script *scripts; /* loaded at each connect (may be NULL) */
+	unsigned nscripts;
 };
 
 /* Starts connecting on ev (both connections). ctr: the loop's shared counters (trips, open,
- * up, round-trip histogram). Returns the handle (lives as long as the process), or NULL
+ * up, round-trip histogram; settled is set once both connections are first up, or after
+ * 2 * budget_ms + breaker_ms without that: the bound on the readiness it holds). Returns the handle (lives as long as the process), or NULL
  * (ENOMEM, EINVAL: a bad address). */
 struct lg_redis *lg_redis_start(struct ev_loop *ev, const struct lg_redis_cfg *cfg,
     struct lg_cluster_counters *ctr, const struct lg_redis_hooks *hooks);
@@ -56,6 +70,12 @@ int lg_redis_ready(const struct lg_redis *r);
  * before it returns. */
 int lg_redis_cmd(struct lg_redis *r, struct lg_redis_op *op, int argc, const char **argv,
     const size_t *lens);
+
+/* Runs script s with argv (argc strings of lens bytes: numkeys, the keys, the arguments;
+ * copied) for op, as EVALSHA when its SHA-1 is known (falling back to EVAL on NOSCRIPT within
+ * the same budget), else as EVAL. Returns and calls op->done as lg_redis_cmd. argc <= 14. */
+int lg_redis_eval(struct lg_redis *r, struct lg_redis_op *op, struct lg_redis_script *s,
+    int argc, const char **argv, const size_t *lens);
 
 /* op's command in flight, if any, will not call op->done (its reply is dropped). */
 void lg_redis_cancel(struct lg_redis_op *op);

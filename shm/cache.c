@@ -117,6 +117,17 @@ lg_cache_destroy(struct lg_cache *c)
 	c->fd = -1;
 }
 
+int
+lg_cache_cluster_settled(const struct lg_cache *c)
+{
+	if (c == NULL || c->hdr == NULL)
+		return 1;
+	for (uint32_t i = 0; i < c->hdr->nloops; i++)
+		if (atomic_load_explicit(&c->ctr[i].cl.settled, memory_order_acquire) == 0)
+			return 0;
+	return 1;
+}
+
 struct lg_cache_counters *
 lg_cache_row(struct lg_cache *c, uint32_t i)
 {

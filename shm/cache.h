@@ -83,7 +83,11 @@ struct lg_cluster_counters {
 	_Atomic uint64_t rtt_sum_us;  /* round trips: sum, count, buckets */
 	_Atomic uint64_t rtt_count;
 	_Atomic uint64_t rtt[LG_CLUSTER_RTT_BUCKETS];
-	uint64_t pad[7];
+	_Atomic uint64_t bad_values;  /* values or leases in Redis refused by the checks: a miss */
+	_Atomic uint64_t key_errors;  /* error replies for one key (WRONGTYPE...): a miss, no trip */
+	_Atomic uint64_t settled;     /* 1 once this loop's first connect ended (up, or given up
+	                               * after its bound): /ready and the agent wait for it */
+	uint64_t pad[4];
 };
 _Static_assert(sizeof(struct lg_cluster_counters) == 256, "cluster counters: 32 words");
 
@@ -229,6 +233,11 @@ int lg_cache_sweep(struct lg_cache *c, uint64_t now_ns);
 
 /* Master, for a process it reaped: frees every entry that pid left FILLING. Returns how many. */
 int lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid);
+
+/* 1 when every loop worker's first Redis connect has settled (its counters' settled word:
+ * connected, or given up after its bound; redis/redis.h), else 0. A cache without rows: 1.
+ * Read by /ready and the HAProxy agent of a server with --redis. */
+int lg_cache_cluster_settled(const struct lg_cache *c);
 
 /* Counter row of loop worker i (i < nloops). */
 struct lg_cache_counters *lg_cache_row(struct lg_cache *c, uint32_t i);

@@ -17,13 +17,16 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/version.h"
+#include "kinds/registry.h"
 #include "shm/arena.h"
 #include "shm/stats.h"
 #include "worker/coalesce_int.h"
 #include "worker/loop.h"
 #include "redis/redis.h"
 
-#define VALUE_VERSION 1
+#define VALUE_VERSION 2      /* 2: the key holds what made the answer (maker) */
+#define MAKER_LEN 16         /* XXH3-128 of what makes a route's answers (route_maker) */
 /* A value of a rule without a TTL (coalescing only) lives this long in Redis: enough for the
  * followers woken by its PUBLISH to read it. */
 #define FOLLOWER_READ_MS 1000u
@@ -32,15 +35,22 @@
 #define LEASE_MIN_MS 200u    /* the shortest lease derived from run times */
 #define LEASE_COLD_MS 2000u  /* the lease of a kind that has not run here yet */
 
-/* KEYS[1] value, KEYS[2] lease; ARGV[1] token, ARGV[2] lease ms. The value (a hit), else the
- * lease taken (1), else the holder's token and the lease's time to live in ms (a follower waits
- * that long at most; a new holder means the last one died). One script, so no leader can store
- * between a GET and a SET NX. */
+/* KEYS[1] value, KEYS[2] lease; ARGV[1] token, ARGV[2] lease ms, ARGV[3] the largest value
+ * accepted, bytes. The value (a hit), else the lease taken (1), else the holder's token and
+ * the lease's time to live in ms (-1: no expiry, not a lease of ours). A key of another type
+ * (FOREIGN) or a value or holder too long to read within the budget (TOO_LONG) is that key's
+ * miss, never an error reply. One script, so no leader can store between a GET and a SET NX. */
 static const char ACQUIRE[] =
-    "local v = redis.call('GET', KEYS[1]) if v then return v end "
+    "local t = redis.call('TYPE', KEYS[1]).ok "
+    "if t == 'string' then "
+    "if redis.call('STRLEN', KEYS[1]) > tonumber(ARGV[3]) then return 3 end "
+    "return redis.call('GET', KEYS[1]) elseif t ~= 'none' then return 2 end "
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
-    "local t = redis.call('PTTL', KEYS[2]) if t < 0 then t = 0 end "
-    "return {redis.call('GET', KEYS[2]) or '', t}";
+    "if redis.call('TYPE', KEYS[2]).ok ~= 'string' then return 2 end "
+    "if redis.call('STRLEN', KEYS[2]) > 200 then return 3 end "
+    "return {redis.call('GET', KEYS[2]), redis.call('PTTL', KEYS[2])}";
+#define FOREIGN 2
+#define TOO_LONG 3
 /* KEYS as above; ARGV[1] token, ARGV[2] value, ARGV[3] ttl ms ("0": a release, no value),
  * ARGV[4] channel, ARGV[5] message. Only the lease's holder stores: the fencing of a leader
  * paused past its lease. 1 stored (or released), 0 refused. */
@@ -55,6 +65,12 @@ static const char RENEW[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 
+/* Sent as EVALSHA once loaded (redis/redis.h), one table per process. */
+enum { S_ACQUIRE, S_STORE, S_RENEW };
+static struct lg_redis_script scripts[] = {
+	[S_ACQUIRE] = { ACQUIRE, "" }, [S_STORE] = { STORE, "" }, [S_RENEW] = { RENEW, "" },
+};
+
 struct lg_cflight {
 	struct lg_cflight *prev, *next;
 	struct lg_cluster *k;
@@ -64,7 +80,10 @@ struct lg_cflight {
 	ev_timer renew;              /* leader: extends its lease while its job runs */
 	char tag[33];                /* hex XXH3-128 of the key: the {hash tag} */
 	char token[112];
+	uint32_t route;              /* the route's index: its maker */
 	uint64_t lease_ms;
+	uint64_t deadline_ms;        /* the route's: a follower waits at most half of it */
+	uint64_t follow_end_ns;      /* when the first wait began + that bound; 0 before */
 	int waits;                   /* follower waits so far */
 	int changes;                 /* new lease holders seen since the first */
 	char holder[112];            /* the lease's holder when last asked */
@@ -82,6 +101,8 @@ struct lg_cluster {
 	struct lg_cflight *list;
 	const struct lg_config *cfg;
 	char id[96];                 /* host:pid:random, the token's replica and process part */
+	unsigned char (*maker)[MAKER_LEN]; /* by route index (route_maker) */
+	uint32_t nroutes;
 	uint64_t seq;
 };
 
@@ -115,22 +136,32 @@ key_names(const struct lg_cluster *k, const char *tag, char *v, char *l, char *c
 
 static void acquire_done(struct lg_redis_op *op, const struct redisReply *reply);
 
+/* The longest value read from Redis, bytes: the largest answer stored, its key and the
+ * fields around them. A longer one is not transferred (the script says TOO_LONG): a few MB
+ * would not be read within the budget. */
+static uint64_t
+value_max(const struct lg_cluster *k)
+{
+	return k->cfg->cluster_max_value + MAKER_LEN + LG_FLIGHT_KEY_MAX + 512u;
+}
+
 /* Asks Redis for cf's value or lease. Returns 0, or -1 (not sent). */
 static int
 acquire(struct lg_cflight *cf)
 {
-	char v[160], l[160], ch[160], ms[24];
-	const char *argv[7] = { "EVAL", ACQUIRE, "2", v, l, cf->token, ms };
-	size_t lens[7];
+	char v[160], l[160], ch[160], ms[24], max[24];
+	const char *argv[6] = { "2", v, l, cf->token, ms, max };
+	size_t lens[6];
 
 	key_names(cf->k, cf->tag, v, l, ch, sizeof(v));
 	snprintf(ms, sizeof(ms), "%" PRIu64, cf->lease_ms);
-	for (int i = 0; i < 7; i++)
+	snprintf(max, sizeof(max), "%" PRIu64, value_max(cf->k));
+	for (int i = 0; i < 6; i++)
 		lens[i] = strlen(argv[i]);
 	cf->op.done = acquire_done;
 	cf->op.data = cf;
 	cf->published = 0;
-	return lg_redis_cmd(cf->k->r, &cf->op, 7, argv, lens);
+	return lg_redis_eval(cf->k->r, &cf->op, &scripts[S_ACQUIRE], 6, argv, lens);
 }
 
 /* cf's key runs on this replica without Redis (breaker, error, waits used up). */
@@ -143,8 +174,63 @@ local(struct lg_cflight *cf)
 	cf->k->ops.run(cf->f); /* may drop the flight, and cf with it */
 }
 
-/* Reads a value [version, key, status, ctype, stored_ms, ttl_ms, body] of f's key and answers
- * f from it. Returns 0, or -1 (not a value of this key: f is untouched). */
+/* Whether a status may come from a kind, for what the rule stores: a 2xx (204 and 205
+ * without a body: RFC 9110 sections 15.3.5 and 15.3.6), and under negative-ttl a kind error
+ * (4xx, 500): never 1xx, 3xx or another 5xx, which a kind cannot give (kinds/host.c). */
+static int
+status_ok(const struct lg_policy *p, uint64_t status, size_t body_len)
+{
+	if (status >= 200 && status <= 299)
+		return (status != 204 && status != 205) || body_len == 0;
+	return p->negative_ttl_ms > 0 && ((status >= 400 && status <= 499) || status == 500);
+}
+
+/* A content type fit for a header line: printable ASCII, as kinds/host.c asks of a module's. */
+static int
+ctype_ok(const char *p, size_t n)
+{
+	if (n >= LG_CACHE_CTYPE)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* The longest a value of status may live under rule p, ms (what lg_cluster_store gives it). */
+static uint64_t
+ttl_max(const struct lg_policy *p, uint64_t status)
+{
+	if (status < 200 || status > 299)
+		return p->negative_ttl_ms;
+	return p->ttl_ms > 0 ? p->ttl_ms : FOLLOWER_READ_MS;
+}
+
+/* Whether o, a value's 7 fields [version, maker + key, status, ctype, stored_ms, ttl_ms,
+ * body], is one this replica would have stored for cf's key: nothing read from Redis is
+ * trusted more than a module's answer (docs/CACHE.md "What is checked"). */
+static int
+value_ok(const struct lg_cflight *cf, const msgpack_object *o, const char *key, size_t klen)
+{
+	const struct lg_policy *p = cf->f->pol;
+	const unsigned char *maker = cf->k->maker[cf->route];
+
+	return o[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER && o[0].via.u64 == VALUE_VERSION &&
+	    o[1].type == MSGPACK_OBJECT_BIN && o[1].via.bin.size == MAKER_LEN + klen &&
+	    memcmp(o[1].via.bin.ptr, maker, MAKER_LEN) == 0 &&
+	    memcmp(o[1].via.bin.ptr + MAKER_LEN, key, klen) == 0 &&
+	    o[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	    o[3].type == MSGPACK_OBJECT_STR && ctype_ok(o[3].via.str.ptr, o[3].via.str.size) &&
+	    o[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	    o[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+	    o[6].type == MSGPACK_OBJECT_BIN &&
+	    o[6].via.bin.size <= cf->k->cfg->cluster_max_value &&
+	    status_ok(p, o[2].via.u64, o[6].via.bin.size) &&
+	    o[5].via.u64 > 0 && o[5].via.u64 <= ttl_max(p, o[2].via.u64);
+}
+
+/* Reads a value of f's key (value_ok) and answers f from it. Returns 0, or -1 (not a value
+ * this replica would have stored for this key, or trailing bytes: f is untouched). */
 static int
 hit(struct lg_cflight *cf, const char *data, size_t len)
 {
@@ -155,29 +241,20 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 	int rc = -1;
 
 	msgpack_unpacked_init(&up);
-	if (msgpack_unpack_next(&up, data, len, &off) == MSGPACK_UNPACK_SUCCESS &&
-	    up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size == 7) {
+	if (msgpack_unpack_next(&up, data, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len &&
+	    up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size == 7 &&
+	    value_ok(cf, up.data.via.array.ptr, key, klen)) {
 		msgpack_object *o = up.data.via.array.ptr;
 		char ctype[LG_CACHE_CTYPE];
+		uint64_t age = now > o[4].via.u64 ? now - o[4].via.u64 : 0;
+		uint64_t left = o[5].via.u64 > age ? o[5].via.u64 - age : 0;
 
-		if (o[0].type == MSGPACK_OBJECT_POSITIVE_INTEGER && o[0].via.u64 == VALUE_VERSION &&
-		    o[1].type == MSGPACK_OBJECT_BIN && o[1].via.bin.size == klen &&
-		    memcmp(o[1].via.bin.ptr, key, klen) == 0 &&
-		    o[2].type == MSGPACK_OBJECT_POSITIVE_INTEGER && o[2].via.u64 < 600 &&
-		    o[3].type == MSGPACK_OBJECT_STR && o[3].via.str.size < sizeof(ctype) &&
-		    o[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-		    o[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
-		    o[6].type == MSGPACK_OBJECT_BIN) {
-			uint64_t age = now > o[4].via.u64 ? now - o[4].via.u64 : 0;
-			uint64_t left = o[5].via.u64 > age ? o[5].via.u64 - age : 0;
-
-			memcpy(ctype, o[3].via.str.ptr, o[3].via.str.size);
-			ctype[o[3].via.str.size] = '\0';
-			lg_stats_add(&cf->k->ctr->hits, 1);
-			cf->k->ops.hit(cf->f, (int)o[2].via.u64, ctype, o[6].via.bin.ptr,
-			    o[6].via.bin.size, age, left); /* drops the flight */
-			rc = 0;
-		}
+		memcpy(ctype, o[3].via.str.ptr, o[3].via.str.size);
+		ctype[o[3].via.str.size] = '\0';
+		lg_stats_add(&cf->k->ctr->hits, 1);
+		cf->k->ops.hit(cf->f, (int)o[2].via.u64, ctype, o[6].via.bin.ptr,
+		    o[6].via.bin.size, age, left); /* drops the flight */
+		rc = 0;
 	}
 	msgpack_unpacked_destroy(&up);
 	return rc;
@@ -185,20 +262,34 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 
 /* Another replica (token holder, len bytes) holds the lease for about pttl_ms more: wait for
  * its PUBLISH, or for the lease's end (then ask again: take it over if the leader died). A
- * leader renewing its lease is waited for as long as it runs (its deadline bounds it); after
- * MAX_CHANGES new holders (leaders that died in turn) the key is computed here. */
+ * leader renewing its lease is waited for as long as it runs, up to half the route's deadline
+ * (a legitimate leader's own deadline ends its job; a foreign writer's renewals must not park
+ * requests until theirs); after MAX_CHANGES new holders (leaders that died in turn) the key is
+ * computed here. A lease without an expiry (PTTL -1: a foreign SET or PERSIST) is not a
+ * lease: computed here at once. Each wait lasts at least a third of our lease (a live
+ * leader's PTTL never falls below two thirds of it; its PUBLISH ends a wait early), so a
+ * lease kept near its end cannot make a follower poll. */
 static void
-follow(struct lg_cflight *cf, const char *holder, size_t len, uint64_t pttl_ms)
+follow(struct lg_cflight *cf, const char *holder, size_t len, int64_t pttl)
 {
 	struct lg_cluster *k = cf->k;
+	uint64_t now = lg_now_ns(), pttl_ms;
 
 	if (len >= sizeof(cf->holder))
 		len = sizeof(cf->holder) - 1;
+	if (pttl < 0) {
+		lg_stats_add(&k->ctr->bad_values, 1);
+		log_debug("lease of key {%s} has no expiry: not a lease; computed here", cf->tag);
+		local(cf);
+		return;
+	}
+	pttl_ms = (uint64_t)pttl;
 	if (cf->waits++ == 0) {
 		lg_stats_add(&k->ctr->lost, 1);
 		lg_stats_add(&k->ctr->waits, 1);
-	} else if ((strlen(cf->holder) != len || memcmp(cf->holder, holder, len) != 0) &&
-	    ++cf->changes > MAX_CHANGES) {
+		cf->follow_end_ns = now + cf->deadline_ms / 2 * LG_NS_PER_MS;
+	} else if (((strlen(cf->holder) != len || memcmp(cf->holder, holder, len) != 0) &&
+	    ++cf->changes > MAX_CHANGES) || now >= cf->follow_end_ns) {
 		local(cf);
 		return;
 	}
@@ -213,6 +304,10 @@ follow(struct lg_cflight *cf, const char *holder, size_t len, uint64_t pttl_ms)
 	}
 	if (pttl_ms > cf->lease_ms)
 		pttl_ms = cf->lease_ms;
+	if (pttl_ms < cf->lease_ms / 3)
+		pttl_ms = cf->lease_ms / 3;
+	if (now + (pttl_ms + LEASE_MARGIN_MS) * LG_NS_PER_MS > cf->follow_end_ns)
+		pttl_ms = cf->follow_end_ns > now ? (cf->follow_end_ns - now) / LG_NS_PER_MS : 0;
 	cf->waiting = 1;
 	ev_timer_set(&cf->lease, (double)(pttl_ms + LEASE_MARGIN_MS) / 1000., 0.);
 	ev_timer_start(k->w->ev, &cf->lease);
@@ -237,18 +332,19 @@ renew_cb(struct ev_loop *ev, ev_timer *t, int revents)
 {
 	struct lg_cflight *cf = t->data;
 	char v[160], l[160], ch[160], ms[24];
-	const char *argv[6] = { "EVAL", RENEW, "1", l, cf->token, ms };
-	size_t lens[6];
+	const char *argv[4] = { "1", l, cf->token, ms };
+	size_t lens[4];
 
 	if (cf->op.t != NULL)
 		return; /* the last one has not answered yet */
 	key_names(cf->k, cf->tag, v, l, ch, sizeof(v));
 	snprintf(ms, sizeof(ms), "%" PRIu64, cf->lease_ms);
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 4; i++)
 		lens[i] = strlen(argv[i]);
 	cf->op.done = renew_done;
 	cf->op.data = cf;
-	lg_redis_cmd(cf->k->r, &cf->op, 6, argv, lens); /* not ready: the lease may pass */
+	/* not ready: the lease may pass */
+	lg_redis_eval(cf->k->r, &cf->op, &scripts[S_RENEW], 4, argv, lens);
 }
 
 static void
@@ -259,9 +355,16 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 
 	if (reply == NULL) {
 		local(cf);
-	} else if (reply->type == REDIS_REPLY_STRING) {
-		if (hit(cf, reply->str, reply->len) == -1) {
-			log_warn("redis value of key {%s} unreadable: computed locally", cf->tag);
+	} else if (reply->type == REDIS_REPLY_STRING ||
+	    (reply->type == REDIS_REPLY_INTEGER && reply->integer != 1)) {
+		/* a value refused by the checks, one of another type or too long: this key's miss,
+		 * counted, computed here (one line per key at debug level: a client can repeat
+		 * it at its request rate) */
+		if (reply->type == REDIS_REPLY_INTEGER || hit(cf, reply->str, reply->len) == -1) {
+			lg_stats_add(&k->ctr->bad_values, 1);
+			log_debug("redis value of key {%s} refused (%s): computed locally", cf->tag,
+			    reply->type == REDIS_REPLY_STRING ? "failed the checks" :
+			    reply->integer == FOREIGN ? "not a string" : "too long");
 			local(cf);
 		}
 	} else if (reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) {
@@ -281,7 +384,7 @@ acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 		if (cf->waits == 0)
 			lg_stats_add(&k->ctr->misses, 1);
 		follow(cf, reply->element[0]->str, reply->element[0]->len,
-		    (uint64_t)reply->element[1]->integer);
+		    (int64_t)reply->element[1]->integer);
 	} else {
 		local(cf);
 	}
@@ -365,8 +468,8 @@ send_store(struct lg_cflight *cf, const char *value, size_t len, const char *ttl
 {
 	struct lg_cstore *s = calloc(1, sizeof(*s));
 	char v[160], l[160], ch[160];
-	const char *argv[10] = { "EVAL", STORE, "2", v, l, cf->token, value, ttl, ch, cf->tag };
-	size_t lens[10];
+	const char *argv[8] = { "2", v, l, cf->token, value, ttl, ch, cf->tag };
+	size_t lens[8];
 
 	cf->done = 1;
 	ev_timer_stop(cf->k->w->ev, &cf->renew);
@@ -377,9 +480,9 @@ send_store(struct lg_cflight *cf, const char *value, size_t len, const char *ttl
 	s->op.done = store_done;
 	s->op.data = s;
 	key_names(cf->k, cf->tag, v, l, ch, sizeof(v));
-	for (int i = 0; i < 10; i++)
-		lens[i] = i == 6 ? len : strlen(argv[i]);
-	if (lg_redis_cmd(cf->k->r, &s->op, 10, argv, lens) == -1)
+	for (int i = 0; i < 8; i++)
+		lens[i] = i == 4 ? len : strlen(argv[i]);
+	if (lg_redis_eval(cf->k->r, &s->op, &scripts[S_STORE], 8, argv, lens) == -1)
 		free(s);
 }
 
@@ -409,7 +512,8 @@ lg_cluster_store(struct lg_lflight *f, int status, const char *ctype, const void
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_pack_array(&pk, 7);
 	msgpack_pack_uint64(&pk, VALUE_VERSION);
-	msgpack_pack_bin(&pk, klen);
+	msgpack_pack_bin(&pk, MAKER_LEN + klen);
+	msgpack_pack_bin_body(&pk, cf->k->maker[cf->route], MAKER_LEN);
 	msgpack_pack_bin_body(&pk, key, klen);
 	msgpack_pack_uint64(&pk, (uint64_t)status);
 	msgpack_pack_str(&pk, clen);
@@ -474,7 +578,7 @@ lease_for(const struct lg_cluster *k, uint32_t kind, uint64_t deadline_ms)
 }
 
 int
-lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms)
+lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint32_t route, uint64_t deadline_ms)
 {
 	struct lg_cluster *k = the;
 	struct lg_cflight *cf;
@@ -482,13 +586,22 @@ lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms)
 	uint64_t hash;
 	const char *key = k != NULL ? k->ops.key(f, &klen, &hash) : NULL;
 
-	if (k == NULL || !lg_redis_ready(k->r) || (cf = calloc(1, sizeof(*cf))) == NULL)
+	if (k == NULL || route >= k->nroutes || !lg_redis_ready(k->r) ||
+	    (cf = calloc(1, sizeof(*cf))) == NULL)
 		return -1;
-	XXH128_hash_t h = XXH3_128bits(key, klen); /* unseeded: the same on every replica */
+	/* unseeded: the same on every replica running the same code and configuration */
+	unsigned char both[MAKER_LEN + LG_FLIGHT_KEY_MAX];
+
+	memcpy(both, k->maker[route], MAKER_LEN);
+	memcpy(both + MAKER_LEN, key, klen < LG_FLIGHT_KEY_MAX ? klen : LG_FLIGHT_KEY_MAX);
+	XXH128_hash_t h = XXH3_128bits(both, MAKER_LEN + (klen < LG_FLIGHT_KEY_MAX ? klen :
+	    LG_FLIGHT_KEY_MAX));
 	snprintf(cf->tag, sizeof(cf->tag), "%016" PRIx64 "%016" PRIx64, h.high64, h.low64);
 	snprintf(cf->token, sizeof(cf->token), "%s:%" PRIu64, k->id, ++k->seq);
 	cf->k = k;
 	cf->f = f;
+	cf->route = route;
+	cf->deadline_ms = deadline_ms;
 	cf->lease_ms = lease_for(k, kind, deadline_ms);
 	ev_timer_init(&cf->lease, lease_cb, 1., 0.);
 	cf->lease.data = cf;
@@ -504,6 +617,59 @@ lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms)
 	k->list = cf;
 	f->cl = cf;
 	return 0;
+}
+
+static void
+maker_str(XXH3_state_t *st, const char *v)
+{
+	XXH3_128bits_update(st, v, strlen(v) + 1); /* NUL included: "ab","c" is not "a","bc" */
+}
+
+static void
+maker_conf(XXH3_state_t *st, const struct lagless_conf *conf)
+{
+	for (unsigned i = 0; i < conf->n; i++) {
+		maker_str(st, conf->kv[i].key);
+		maker_str(st, conf->kv[i].value);
+	}
+	maker_str(st, "");
+}
+
+/* What makes the answers of route rt (docs/CACHE.md "What a cluster key holds"): the lagless
+ * release (the built-in kinds and the host), the kind's name, its module's name, version and
+ * file contents (XXH3-64, master/modules.c), the module's and the route's keys and the route's
+ * content type. Two replicas share a key only when all of it is equal: during a rolling
+ * upgrade, or after a reload that changed any of it, old and new code never read each
+ * other's answers. Into out (MAKER_LEN bytes). */
+static void
+route_maker(const struct lg_registry *reg, const struct lg_route_def *rt, unsigned char *out)
+{
+	const struct lg_kind *kd = lg_registry_kind(reg, rt->kind);
+	XXH3_state_t *st = XXH3_createState();
+
+	if (st == NULL) {
+		memset(out, 0xff, MAKER_LEN); /* out of memory at start: shares with no one */
+		return;
+	}
+	XXH3_128bits_reset(st);
+	maker_str(st, "lagless cluster value " LG_VERSION);
+	maker_str(st, kd != NULL ? kd->name : "");
+	if (kd != NULL && kd->module < reg->nmodules) {
+		const struct lg_module *m = &reg->modules[kd->module];
+
+		maker_str(st, m->name);
+		maker_str(st, m->version);
+		XXH3_128bits_update(st, &m->content, sizeof(m->content));
+		maker_conf(st, &m->conf);
+	}
+	maker_conf(st, &rt->conf);
+	maker_str(st, rt->ctype);
+	XXH128_hash_t h = XXH3_128bits_digest(st);
+
+	XXH3_freeState(st);
+
+	memcpy(out, &h.high64, 8);
+	memcpy(out + 8, &h.low64, 8);
 }
 
 int
@@ -528,17 +694,26 @@ lg_cluster_setup(struct lg_worker *w, const struct lg_cluster_ops *ops)
 	k->cfg = cfg;
 	k->ops = *ops;
 	k->ctr = &lg_cache_row(w->env->cache, w->env->index)->cl;
+	k->nroutes = cfg->reg->nroutes;
+	if ((k->maker = calloc(k->nroutes ? k->nroutes : 1, MAKER_LEN)) == NULL) {
+		free(k);
+		return -1;
+	}
+	for (uint32_t i = 0; i < k->nroutes; i++)
+		route_maker(cfg->reg, &cfg->reg->routes[i], k->maker[i]);
 	gethostname(host, sizeof(host) - 1);
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 		rnd = (uint32_t)lg_now_ns();
 	snprintf(k->id, sizeof(k->id), "%s:%d:%08x", host, (int)getpid(), rnd);
 	snprintf(pattern, sizeof(pattern), "%sdone:*", cfg->redis_prefix);
 	struct lg_redis_cfg rc = { .addr = cfg->redis, .budget_ms = cfg->redis_budget_ms,
-	    .breaker_ms = cfg->redis_breaker_ms, .pattern = pattern };
+	    .breaker_ms = cfg->redis_breaker_ms, .pattern = pattern, .scripts = scripts,
+	    .nscripts = sizeof(scripts) / sizeof(scripts[0]) };
 	struct lg_redis_hooks h = { .message = on_message, .ready = on_ready, .down = on_down,
 	    .arg = k };
 
 	if ((k->r = lg_redis_start(w->ev, &rc, k->ctr, &h)) == NULL) {
+		free(k->maker);
 		free(k);
 		return -1;
 	}

@@ -41,11 +41,13 @@ int lg_cluster_setup(struct lg_worker *w, const struct lg_cluster_ops *ops);
 /* Whether a cluster key may ask Redis now (connected, breaker closed). */
 int lg_cluster_ready(struct lg_worker *w);
 
-/* Owner flight f (its key in its shared entry, waiters parked) of a job of kind asks Redis;
+/* Owner flight f (its key in its shared entry, waiters parked) of a job of kind on route (its
+ * index in the registry: its answers' maker, part of the Redis key) asks Redis;
  * its lease is --redis-lease-ms, or (0) twice the kind's p99 run time here, at most
  * deadline_ms. Returns 0 (ops->run or ops->hit, or the flight's drop, follows), or -1 (nothing
  * sent: run it locally). */
-int lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint64_t deadline_ms);
+int lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint32_t route,
+    uint64_t deadline_ms);
 
 /* f's job answered: stores status, ctype, body (len bytes, copied) for ttl_ms through the
  * token-checked script when f holds the lease and the answer may be shared (2xx, or a kind

@@ -593,7 +593,7 @@ cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
 	f->owner = 1;
 	f->deadline_ms = c->job.deadline_ms;
 	f->ctype = c->job.ctype;
-	if (lg_cluster_begin(f, c->job.kind, c->job.deadline_ms) == -1) {
+	if (lg_cluster_begin(f, c->job.kind, (uint32_t)c->job.arg, c->job.deadline_ms) == -1) {
 		lg_coal_drop_flight(f); /* start_owner makes it again */
 		return -1;
 	}

@@ -29,10 +29,16 @@ route_ping(struct lg_conn *c)
 	return lg_conn_respond(c, 200, "text/plain", NULL, "ok", 2);
 }
 
+/* Ready: started, not stopping or draining, and, with --redis, every loop worker's first Redis
+ * connect settled (docs/CACHE.md "Across replicas": a replica taking traffic before its
+ * subscription is up would run its cluster keys' jobs alone). */
 static int
 route_ready(struct lg_conn *c)
 {
-	if (lg_status_ready(c->w->env->arena->master, c->w->draining))
+	const struct lg_loop_env *env = c->w->env;
+
+	if (lg_status_ready(env->arena->master, c->w->draining) &&
+	    (env->cfg->redis[0] == '\0' || lg_cache_cluster_settled(env->cache)))
 		return lg_conn_respond(c, 200, "text/plain", NULL, "ready\n", 6);
 	return lg_conn_respond(c, 503, "text/plain", NULL, "not ready\n", 10);
 }
