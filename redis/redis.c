@@ -36,6 +36,7 @@ struct lg_redis {
 	int cmd_up, subscribed;
 	int open;                    /* the breaker: nothing is sent */
 	int quiet;                   /* a trip while not up again: logged at debug level */
+	char err[128];               /* why the last connect could not start (open_ctx) */
 	ev_timer connect_budget;     /* from a connect to both connections ready */
 	ev_timer breaker;            /* open -> connect again */
 	ev_timer resub;              /* the subscription alone was lost: reconnect it now */
@@ -362,8 +363,8 @@ open_ctx(struct lg_redis *r)
 
 	if (ac == NULL)
 		return NULL;
-	if (ac->err) {
-		log_warn("redis %s: %s", r->addr, ac->errstr);
+	if (ac->err) { /* said once by the trip that follows (connect_all), not per retry */
+		snprintf(r->err, sizeof(r->err), "cannot connect: %s", ac->errstr);
 		redisAsyncFree(ac);
 		return NULL;
 	}
@@ -397,8 +398,9 @@ connect_all(struct lg_redis *r)
 	r->open = 0;
 	atomic_store(&r->ctr->open, 0);
 	ev_timer_again(r->ev, &r->connect_budget);
+	r->err[0] = '\0';
 	if ((r->cmd = open_ctx(r)) == NULL || connect_sub(r) == -1)
-		trip(r, "cannot connect");
+		trip(r, r->err[0] ? r->err : "cannot connect");
 }
 
 static void
@@ -421,8 +423,9 @@ settle_cb(struct ev_loop *ev, ev_timer *w, int revents)
 	struct lg_redis *r = w->data;
 
 	atomic_store(&r->ctr->settled, 1);
-	log_warn("redis %s: not up within %.0f ms of start: ready without it (cluster keys "
-	    "local until it answers)", r->addr, w->repeat * 1000.);
+	log_warn("redis %s: not up within %llu ms of start: ready without it (cluster keys "
+	    "local until it answers)", r->addr,
+	    (unsigned long long)(2 * r->cfg.budget_ms + r->cfg.breaker_ms));
 }
 
 static void
@@ -484,8 +487,7 @@ lg_redis_start(struct ev_loop *ev, const struct lg_redis_cfg *cfg,
 	/* A first connect, its breaker period, and one more connect: then ready anyway. */
 	double bound = (double)(2 * cfg->budget_ms + cfg->breaker_ms) / 1000.;
 
-	ev_timer_init(&r->settle, settle_cb, bound, 0.);
-	r->settle.repeat = bound; /* only read by settle_cb's message */
+	ev_timer_init(&r->settle, settle_cb, bound, 0.); /* once: a repeat would fire again */
 	r->settle.data = r;
 	ev_timer_start(ev, &r->settle);
 	connect_all(r);

@@ -387,3 +387,47 @@ def test_route_section_scope_and_the_value_bound(start_server, redis, tmp_path):
     assert jobs(a) == 1 and jobs(b) == 1
     # still a local hit on each
     assert get(a.port, "/shared?ms=100").header("X-Cache") == "hit"
+
+
+# Regression (issue "[deploy]" 6): with Redis down, one loop wrote 43 warning lines in 20 s.
+# An outage is one warning when it begins (and an info line when Redis is back); the
+# breaker's retries while it lasts are at debug level, counted in
+# lagless_cluster_breaker_trips_total. The start-up bound ("ready without it") is logged once
+# too: its timer once repeated every period.
+def redis_warnings(log):
+    return [l for l in log.splitlines() if " warn " in l and "redis" in l]
+
+
+@pytest.mark.timeout(120)
+def test_an_outage_is_one_warning_not_one_per_retry(start_server, redis):
+    srv = replica(start_server, redis)  # --redis-breaker-ms 300
+    assert redis_warnings(srv.log()) == [], srv.log()
+    redis.stop()
+    n = 0
+
+    def retried_often():
+        nonlocal n
+        n += 1  # requests for cluster keys while it is down: each may try Redis
+        assert get(srv.port, "/test/sleep?ms=1&n=%d" % n, timeout=20).status == 200
+        return metric(srv.port, "lagless_cluster_breaker_trips_total") >= 6
+    assert wait_until(retried_often, 60), srv.log()
+    lines = redis_warnings(srv.log())
+    assert 1 <= len(lines) <= 2, "\n".join(lines)
+    # back: one line says so, and a new outage is warned of again
+    redis.start()
+    assert wait_until(lambda: metric(srv.port, "lagless_cluster_redis_up") == 1, 30)
+    assert wait_until(lambda: re.search(r"redis .*: connected", srv.log()), 10), srv.log()
+
+
+@pytest.mark.timeout(60)
+def test_a_redis_never_up_warns_once_that_ready_goes_without_it(start_server, tmp_path):
+    sock = str(tmp_path / "none.sock")  # nothing listens there
+    srv = start_server("--loop-workers", "1", "--compute-workers", "1", "--enable-test-jobs",
+                       "1", "--coalesce", "/test/sleep ttl=60000 scope=cluster",
+                       "--redis", "unix:" + sock, "--redis-budget-ms", "100",
+                       "--redis-breaker-ms", "200", start_timeout=30)
+    assert wait_until(lambda: metric(srv.port, "lagless_cluster_breaker_trips_total") >= 10,
+                      30), srv.log()
+    lines = redis_warnings(srv.log())
+    assert len([l for l in lines if "ready without it" in l]) == 1, "\n".join(lines)
+    assert len(lines) <= 2, "\n".join(lines)
