@@ -613,7 +613,8 @@ lg_options_example(void *fp)
 {
 	FILE *f = fp;
 
-	fprintf(f, "; lagless configuration: every setting with its default.\n"
+	fprintf(f, "; lagless configuration: every setting with its default, but demo_routes: the\n"
+	    "; built-in kinds' demonstration routes are no part of a deployed server.\n"
 	    "; Keys may also be given as flags (--key-name) or environment variables\n"
 	    "; (LAGLESS_KEY_NAME); precedence: flag > environment > this file > default.\n"
 	    "[lagless]\n");
@@ -624,6 +625,10 @@ lg_options_example(void *fp)
 		for (const char *p = lg_opts[i].name; *p && n < sizeof(key) - 1; p++)
 			key[n++] = *p == '-' ? '_' : *p;
 		key[n] = '\0';
+		if (strcmp(key, "demo_routes") == 0) {
+			fprintf(f, "\n; %s (default yes)\n%s = no\n", lg_opts[i].help, key);
+			continue;
+		}
 		fprintf(f, "\n; %s\n%s%s = %s\n", lg_opts[i].help, lg_opts[i].def ? "" : ";", key,
 		    lg_opts[i].def ? lg_opts[i].def : "");
 	}

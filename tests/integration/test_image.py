@@ -280,7 +280,8 @@ mount -t proc proc "$0/proc"
 mount --rbind /sys "$0/sys"
 mkdir -p "$0/dev/shm" && mount -t tmpfs -o size=64k tmpfs "$0/dev/shm"
 exec chroot "$0" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin /usr/local/bin/lagless \
-    -c /etc/lagless/lagless.conf --listen 127.0.0.1:0 --drain-timeout-ms 5000' "$2"
+    -c /etc/lagless/lagless.conf --listen 127.0.0.1:0 --drain-timeout-ms 5000 \
+    --demo-routes=yes' "$2"
 '''
 
 
