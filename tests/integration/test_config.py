@@ -1,5 +1,6 @@
 """Configuration: file, environment and flags, `lagless -t`, and the shipped example file."""
 import os
+import re
 import socket
 import subprocess
 
@@ -22,6 +23,12 @@ def test_shipped_example_is_current_and_valid():
     r = run("-t", "-c", os.path.join(REPO_ROOT, "deploy", "lagless.conf"))
     assert r.returncode == 0, r.stderr
     assert '"budget"' in r.stdout
+    # a deployed server leaves the demonstrations out (/hash: 19 MiB and 40 ms a request),
+    # and so do the examples a team copies
+    for routes in (r.stdout, run("-t", "-c", os.path.join(REPO_ROOT, "examples", "python",
+                                                          "lagless.conf")).stdout):
+        for demo in ("/heavy", "/compress", "/decompress", "/hash", "/verify"):
+            assert not re.search(r"^\s*%s\b" % re.escape(demo), routes, re.M), (demo, routes)
 
 
 @pytest.mark.timeout(30)
