@@ -110,10 +110,12 @@ struct lg_resp {
 	struct lg_resp_span reason;    /* the reason phrase, maybe empty */
 	int interim;                   /* 1xx but 101: another head follows (lg_resp_head) */
 	int keep_alive;                /* the connection may carry the next request once this
-	                                * message is done (RFC 9112 9.3) */
+	                                * message is done (RFC 9112 9.3); final once it is */
 	enum lg_resp_framing framing;
 	uint64_t content_length;       /* LG_RESP_LENGTH: the body's bytes */
 	int cl_merged;                 /* several identical Content-Length values made one */
+	int trailer_conn;              /* a Connection field in the trailer section: keep_alive
+	                                * is cleared, whatever it lists */
 	unsigned nfields;              /* entries of fields[] */
 	unsigned nconn;                /* entries of conn[]: the Connection field's options */
 	struct lg_resp_span conn[LG_RESP_CONN_MAX];
