@@ -15,7 +15,12 @@ enum {
 	H_FIELDS,                /* .. H_FIELDS + F_END_LF */
 	H_INTERIM = H_FIELDS + 6, /* a 1xx head was returned: the next call starts another */
 	B_LENGTH, B_CLOSE,
-	B_CSIZE0, B_CSIZE, B_CBWS, B_CEXT, B_CSIZE_LF, B_CDATA, B_CDATA_CR, B_CDATA_LF,
+	B_CSIZE0, B_CSIZE, B_CBWS,
+	/* chunk-ext (RFC 9112 7.1.1): after ';', a name, BWS after it, after '=', a token value,
+	 * a quoted one, a quoted-pair, after the value, BWS after it */
+	B_EXT, B_EXT_NAME, B_EXT_NBWS, B_EXT_EQ, B_EXT_TOKEN, B_EXT_QUOTED, B_EXT_QPAIR,
+	B_EXT_VEND, B_EXT_VBWS,
+	B_CSIZE_LF, B_CDATA, B_CDATA_CR, B_CDATA_LF,
 	T_FIELDS,                /* .. T_FIELDS + F_END_LF */
 	S_DONE = T_FIELDS + 6,
 };
@@ -460,16 +465,66 @@ lg_resp_head(struct lg_resp *r, const char *buf, size_t len)
 	return LG_RESP_PARTIAL;
 }
 
+/* One byte of a chunk extension (RFC 9112 section 7.1.1): chunk-ext = *( BWS ";" BWS
+ * chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ), name a token, value a token or a
+ * quoted-string (RFC 9110 section 5.6.4); BWS comes only before ';' or '=', so never before the
+ * CR. Extensions are checked and ignored. Returns the next state, or -1 (r->err is the
+ * caller's to set). */
+static int
+ext_byte(int st, unsigned char c)
+{
+	int tchar = lg_ch(c, LG_CH_TCHAR), end = c == '\r' ? B_CSIZE_LF : c == ';' ? B_EXT : -1;
+
+	switch (st) {
+	case B_EXT:
+		if (ows(c))
+			return B_EXT;
+		return tchar ? B_EXT_NAME : -1;
+	case B_EXT_NAME:
+		if (tchar)
+			return B_EXT_NAME;
+		__attribute__((fallthrough));
+	case B_EXT_NBWS:
+		if (ows(c))
+			return B_EXT_NBWS;
+		return c == '=' ? B_EXT_EQ : st == B_EXT_NAME || c == ';' ? end : -1;
+	case B_EXT_EQ:
+		if (ows(c))
+			return B_EXT_EQ;
+		return c == '"' ? B_EXT_QUOTED : tchar ? B_EXT_TOKEN : -1;
+	case B_EXT_TOKEN:
+		if (tchar)
+			return B_EXT_TOKEN;
+		__attribute__((fallthrough));
+	case B_EXT_VEND:
+		return ows(c) ? B_EXT_VBWS : end;
+	case B_EXT_VBWS:
+		return ows(c) ? B_EXT_VBWS : c == ';' ? B_EXT : -1;
+	case B_EXT_QUOTED: /* qdtext: HTAB, SP, VCHAR but '"' and '\\', obs-text */
+		if (c == '"')
+			return B_EXT_VEND;
+		if (c == '\\')
+			return B_EXT_QPAIR;
+		return lg_ch(c, LG_CH_VALUE) ? B_EXT_QUOTED : -1;
+	default: /* B_EXT_QPAIR */
+		return lg_ch(c, LG_CH_VALUE) ? B_EXT_QUOTED : -1;
+	}
+}
+
 /* One byte of a chunk-size line or of the CRLF after chunk data (RFC 9112 section 7.1):
- * chunk-size [ chunk-ext ] CRLF, chunk-size = 1*HEXDIG, chunk-ext = *( BWS ";" ... ) read as
- * bytes of field-value characters. Returns the next state or -1. */
+ * chunk-size [ chunk-ext ] CRLF, chunk-size = 1*HEXDIG. Returns the next state or -1. */
 static int
 chunk_byte(struct lg_resp *r, int st, unsigned char c)
 {
 	int h = lg_hexval(c);
 
-	if (st <= B_CEXT && c != '\r' && ++r->chunk_line > LG_RESP_CHUNK_LINE)
+	if (st <= B_EXT_VBWS && c != '\r' && ++r->chunk_line > LG_RESP_CHUNK_LINE)
 		return fail(r, LG_RESP_E_CHUNK_LINE);
+	if (st >= B_EXT && st <= B_EXT_VBWS) {
+		int n = ext_byte(st, c);
+
+		return n >= 0 ? n : fail(r, c == '\n' ? LG_RESP_E_BARE_LF : LG_RESP_E_CHUNK_EXT);
+	}
 	switch (st) {
 	case B_CSIZE0:
 		if (h < 0)
@@ -490,14 +545,8 @@ chunk_byte(struct lg_resp *r, int st, unsigned char c)
 		if (ows(c))
 			return B_CBWS;
 		if (c == ';')
-			return B_CEXT;
+			return B_EXT;
 		return fail(r, c == '\n' ? LG_RESP_E_BARE_LF : LG_RESP_E_CHUNK_SIZE);
-	case B_CEXT:
-		if (c == '\r')
-			return B_CSIZE_LF;
-		if (!lg_ch(c, LG_CH_VALUE))
-			return fail(r, c == '\n' ? LG_RESP_E_BARE_LF : LG_RESP_E_CHUNK_EXT);
-		return B_CEXT;
 	case B_CSIZE_LF:
 		if (c != '\n')
 			return fail(r, LG_RESP_E_BARE_CR);

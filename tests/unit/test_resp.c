@@ -163,6 +163,11 @@ static const struct ok_case oks[] = {
 	{ H11 "200 OK\r\ntransfer-encoding: CHUNKED\r\n\r\n00A\r\n0123456789\r\n000;x\r\n"
 	  "X-Sum: 1\r\nX-B:\t2 \r\n\r\n", 0, 0, 200, 1, 0, LG_RESP_CHUNKED, 0, "0123456789" },
 	{ H11 "200 OK\r\n" TE_CH "\r\n0\r\n\r\n", 0, 0, 200, 1, 0, LG_RESP_CHUNKED, 0, "" },
+	/* a Connection trailer is no connection management's, but the connection is not kept */
+	{ H11 "200 OK\r\n" TE_CH "\r\n0\r\nConnection: keep-alive\r\n\r\n", 0, 0, 200, 0, 0,
+	  LG_RESP_CHUNKED, 0, "" },
+	{ H11 "200 OK\r\n" TE_CH "\r\n1; a\t=\t\"b\\\"c\\\\\" ;d = e ;f\r\nx\r\n0;g=\"\"\r\n\r\n", 0, 0,
+	  200, 1, 0, LG_RESP_CHUNKED, 0, "x" },
 	/* no body whatever the fields say (RFC 9112 6.3 (1)) */
 	{ H11 "200 OK\r\nContent-Length: 5\r\n\r\n", 1, 0, 200, 1, 0, LG_RESP_NONE, 5, "" },
 	{ H11 "200 OK\r\n" TE_CH "\r\n", 1, 0, 200, 1, 0, LG_RESP_NONE, 0, "" },
@@ -312,6 +317,15 @@ static const struct err_case errs[] = {
 	E(H11 "200 OK\r\n" TE_CH "\r\nffffffffffffffffff\r\n", 0, LG_RESP_E_CHUNK_OVERFLOW),
 	E(H11 "200 OK\r\n" TE_CH "\r\n1;a\x01\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
 	E(H11 "200 OK\r\n" TE_CH "\r\n1;a\nx\r\n", 0, LG_RESP_E_BARE_LF),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a \r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=b \r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=b c\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=\"b\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=\"b\"c\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;a=(\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
+	E(H11 "200 OK\r\n" TE_CH "\r\n1;;a\r\nx\r\n", 0, LG_RESP_E_CHUNK_EXT),
 	E(H11 "200 OK\r\n" TE_CH "\r\n1\r\nxy\r\n", 0, LG_RESP_E_CHUNK_CRLF),
 	E(H11 "200 OK\r\n" TE_CH "\r\n1\r\nx\n0\r\n", 0, LG_RESP_E_CHUNK_CRLF),
 	E(H11 "200 OK\r\n" TE_CH "\r\n0\r\nContent-Length: 1\r\n\r\n", 0,
