@@ -150,6 +150,14 @@ $(ORACLE_BIN): tests/oracle/replay.c $(ORACLE_SRC) tests/oracle/http_oracle.h $(
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/oracle/replay.c $(ORACLE_SRC) $(LIB_OBJ) $(LDLIBS) \
 	    $(ORACLE_LIBS)
 
+# The response parser over files of upstream bytes (tests/integration/test_corpus_llhttp_responses.py
+# replays llhttp's response vectors through it).
+RESP_REPLAY := $(OBJDIR)/tests/resp_replay
+
+$(RESP_REPLAY): tests/oracle/resp_replay.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
 # Installs only what dpkg says is missing; needs root (or sudo) the first time.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -165,10 +173,10 @@ run: deps
 	$(MAKE) all
 	./$(BIN) $(ARGS)
 
-unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN)
+unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN) $(RESP_REPLAY)
 	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN)
+integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN) $(RESP_REPLAY)
 	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) \
 	    LAGLESS_TEST_MODULES=$(abspath $(OBJDIR)/tests/modules) \
 	    LAGLESS_LOAD_BIN=$(abspath $(LOAD_BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpora: the conformance cases' request bytes for fuzz_http, a
 few well-formed and broken msgpack headers for fuzz_wire, and upstream answers for fuzz_resp
-(each after its flag byte: bit 0 the request was HEAD, bits 1-4 a piece size).
+(its own and llhttp's response vectors, tests/conformance/llhttp-responses.json), each after
+its flag byte (bit 0: the request was HEAD; bits 1-4: a piece size).
 usage: seeds.py HTTP_DIR WIRE_DIR [RESP_DIR]"""
 import glob
+import json
 import os
 import sys
 
@@ -47,6 +49,11 @@ RESPONSES = {
 
 def write_resp(resp_dir):
     os.makedirs(resp_dir, exist_ok=True)
+    corpus = os.path.join(HERE, "..", "conformance", "llhttp-responses.json")
+    with open(corpus) as f:  # llhttp's response vectors, under a flag byte of their own
+        for i, v in enumerate(json.load(f)["vectors"]):
+            with open(os.path.join(resp_dir, "llhttp-%03d" % i), "wb") as out:
+                out.write(bytes([0x01 if v["head"] else 0x00]) + v["data"].encode("latin-1"))
     for name, data in RESPONSES.items():
         for flag, suffix in ((0x00, ""), (0x01, "-head"), (0x0e, "-piece8")):
             with open(os.path.join(resp_dir, name + suffix), "wb") as f:
