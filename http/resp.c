@@ -322,6 +322,18 @@ conn_element(struct lg_resp *r, const char *v, size_t off, size_t n)
 	return 0;
 }
 
+/* One element of a Proxy-Connection field, a name no RFC defines (RFC 9110 7.6.1 lists it
+ * among the hop-by-hop ones a proxy removes): its close is taken, as http-parser and llhttp
+ * take it, since a connection closed without need costs less than one reused that the
+ * upstream closes; nothing else of it is read. */
+static int
+pconn_element(struct lg_resp *r, const char *v, size_t off, size_t n)
+{
+	if (name_is(v + off, n, "close"))
+		r->conn_close = 1;
+	return 0;
+}
+
 /* A field line of the header section is whole, buf[r->line..end): index it and read what a
  * framing or connection field says. */
 static int
@@ -350,8 +362,12 @@ field_done(struct lg_resp *r, const char *buf, size_t end)
 		fl->flags = LG_RESP_F_HOP;
 		return list_each(v, vlen, conn_element, r);
 	}
-	if (name_is(name, nlen, "keep-alive") || name_is(name, nlen, "proxy-connection") ||
-	    name_is(name, nlen, "te") || name_is(name, nlen, "upgrade"))
+	if (name_is(name, nlen, "proxy-connection")) {
+		fl->flags = LG_RESP_F_HOP;
+		return list_each(v, vlen, pconn_element, r);
+	}
+	if (name_is(name, nlen, "keep-alive") || name_is(name, nlen, "te") ||
+	    name_is(name, nlen, "upgrade"))
 		fl->flags = LG_RESP_F_HOP;
 	return 0;
 }

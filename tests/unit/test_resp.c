@@ -153,6 +153,10 @@ static const struct ok_case oks[] = {
 	  LG_RESP_LENGTH, 2, "hi" },
 	{ H11 "200 OK\r\nConnection:\r\nContent-Length: 2\r\n\r\nhi", 0, 0, 200, 1, 0,
 	  LG_RESP_LENGTH, 2, "hi" },
+	{ H11 "200 OK\r\nProxy-Connection: x, Close\r\nContent-Length: 2\r\n\r\nhi", 0, 0,
+	  200, 0, 0, LG_RESP_LENGTH, 2, "hi" },
+	{ "HTTP/1.0 200 OK\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\nhi",
+	  0, 0, 200, 0, 0, LG_RESP_LENGTH, 2, "hi" },
 	/* close-delimited (RFC 9112 6.3 (8)) */
 	{ H11 "200 OK\r\n\r\nuntil close", 0, 1, 200, 0, 0, LG_RESP_CLOSE, 0, "until close" },
 	{ "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nx", 0, 1, 200, 0, 0, LG_RESP_CLOSE,
