@@ -150,8 +150,8 @@ $(ORACLE_BIN): tests/oracle/replay.c $(ORACLE_SRC) tests/oracle/http_oracle.h $(
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/oracle/replay.c $(ORACLE_SRC) $(LIB_OBJ) $(LDLIBS) \
 	    $(ORACLE_LIBS)
 
-# The response parser over files of upstream bytes (tests/integration/test_corpus_llhttp_responses.py
-# replays llhttp's response vectors through it).
+# The response parser over files of upstream bytes
+# (tests/integration/test_corpus_llhttp_responses.py replays llhttp's response vectors with it).
 RESP_REPLAY := $(OBJDIR)/tests/resp_replay
 
 $(RESP_REPLAY): tests/oracle/resp_replay.c $(LIB_OBJ)

@@ -489,6 +489,41 @@ test_next_and_spans(void **state)
 	assert_int_equal(r.body_bytes, 3);
 }
 
+/* 101: the head is the message, the bytes after it are the new protocol's; calls out of order
+ * are refused; the close after a complete message is no error. */
+static void
+test_upgrade_and_order(void **state)
+{
+	static const char up[] = H11 "101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\n\r\n\x81\x05hello";
+	static const char ok[] = H11 "204 \r\n\r\n";
+	struct lg_resp r;
+	struct lg_resp_field fields[8];
+	const char *data;
+	size_t dlen;
+
+	lg_resp_init(&r, &lim, fields);
+	assert_int_equal(lg_resp_head(&r, up, sizeof(up) - 1), sizeof(up) - 1 - 7);
+	assert_int_equal(r.framing, LG_RESP_UPGRADE);
+	assert_int_equal(r.keep_alive, 0);
+	assert_int_equal(r.fields[0].flags, LG_RESP_F_HOP); /* Upgrade */
+	assert_int_equal(r.fields[1].flags, LG_RESP_F_HOP); /* Connection */
+	assert_true(lg_resp_done(&r));
+	assert_int_equal(lg_resp_eof(&r), 0);
+	/* the body before the head */
+	lg_resp_start(&r, 0);
+	assert_int_equal(lg_resp_body(&r, ok, sizeof(ok) - 1, &data, &dlen), LG_RESP_ERROR);
+	assert_int_equal(r.err, LG_RESP_E_MISUSE);
+	assert_null(data);
+	assert_int_equal(dlen, 0);
+	/* a refusal sticks until the next answer */
+	assert_int_equal(lg_resp_head(&r, ok, sizeof(ok) - 1), LG_RESP_ERROR);
+	lg_resp_start(&r, 0);
+	assert_int_equal(lg_resp_head(&r, ok, sizeof(ok) - 1), sizeof(ok) - 1);
+	assert_int_equal(lg_resp_body(&r, ok, 0, &data, &dlen), 0);
+	assert_int_equal(lg_resp_eof(&r), 0);
+}
+
 static void
 test_strerror(void **state)
 {
@@ -510,6 +545,7 @@ main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_next_and_spans),
+		cmocka_unit_test(test_upgrade_and_order),
 		cmocka_unit_test(test_strerror),
 	};
 
