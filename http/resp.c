@@ -224,9 +224,9 @@ extends_te(const char *v, size_t n)
 	return n > 17 && strncasecmp(v, "transfer-encoding", 17) == 0;
 }
 
-/* The elements of a #rule list (RFC 9110 section 5.6.1) in v[0..n): calls each with the
- * element's offset and length in v (0: an empty element) and the ctx; stops at the first
- * that returns -1. */
+/* The elements of a #rule list (RFC 9110 section 5.6.1) in v[0..n), split at each comma:
+ * calls each(r, v, off, len) with the element's offset and length in v, its OWS trimmed (len 0:
+ * an empty element). Returns -1 at the first call that does, else 0. */
 static int
 list_each(const char *v, size_t n, int (*each)(struct lg_resp *, const char *, size_t, size_t),
     struct lg_resp *r)

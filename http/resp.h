@@ -74,8 +74,9 @@ enum lg_resp_framing {
 };
 
 struct lg_resp_limits {
-	size_t max_head;     /* status line + header section bytes, CRLFs included; the same
-	                      * bound for a trailer section */
+	size_t max_head;     /* status line + header section bytes, CRLFs included, below 4 GiB
+	                      * (the index's offsets are 32-bit); the same bound for a trailer
+	                      * section */
 	unsigned max_fields; /* field lines in the header section (the capacity of the index) and
 	                      * in a trailer section */
 };
