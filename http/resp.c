@@ -451,6 +451,36 @@ head_field_byte(struct lg_resp *r, const char *buf, size_t i, int f)
 	return n;
 }
 
+/* Where the run of bytes from buf[i] that leaves state st as it is ends (within len and the
+ * head limit): name characters in a name; value characters but CR in a value or the reason
+ * phrase, a value's end moved past each that is not OWS. The byte loop would make the same
+ * checks one call per byte; this is its fast path, not a second reading. */
+static size_t
+run_end(struct lg_resp *r, int st, const char *buf, size_t i, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t stop = len < r->lim->max_head ? len : r->lim->max_head, j = i;
+
+	if (st == H_FIELDS + F_NAME) {
+		while (j + 4 <= stop && lg_ch4(b + j, LG_CH_TCHAR))
+			j += 4;
+		while (j < stop && lg_ch(b[j], LG_CH_TCHAR))
+			j++;
+		return j;
+	}
+	while (j < stop && lg_ch(b[j], LG_CH_VALUE)) /* CR, LF and CTLs are not */
+		j++;
+	if (st == H_FIELDS + F_VALUE) {
+		size_t e = j;
+
+		while (e > i && ows(b[e - 1]))
+			e--;
+		if (e > i)
+			r->vend = e;
+	}
+	return j;
+}
+
 long
 lg_resp_head(struct lg_resp *r, const char *buf, size_t len)
 {
@@ -465,6 +495,14 @@ lg_resp_head(struct lg_resp *r, const char *buf, size_t len)
 	for (i = r->scanned; i < len; i++) {
 		int st = r->state, n;
 
+		if (st == H_FIELDS + F_NAME || st == H_FIELDS + F_VALUE || st == H_REASON) {
+			size_t j = run_end(r, st, buf, i, len);
+
+			if (j > i) { /* the run's bytes change no state: its end byte is read below */
+				i = j - 1;
+				continue;
+			}
+		}
 		if (i >= r->lim->max_head)
 			return fail(r, LG_RESP_E_HEAD_TOO_LARGE);
 		if (st < H_FIELDS)
