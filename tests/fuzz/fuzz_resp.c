@@ -3,7 +3,8 @@
  *
  * 1. Through lg_resp_* whole and in pieces (the head presented again from its start as it
  *    grows, the body each byte once): the same verdict, reason, status, framing, end and body
- *    bytes both ways, every payload span inside the bytes its call took.
+ *    bytes both ways, every payload span inside the bytes its call took, and every head's
+ *    field index tiling its field lines (check_index).
  * 2. Differentially against http-parser 2.9.4 (libhttp-parser-dev) in HTTP_RESPONSE mode,
  *    pausing after each message, the end of input as the upstream's close: wherever lg_resp
  *    accepts (every interim head and the final answer complete, or a close-delimited body
@@ -62,6 +63,34 @@ put_body(struct reading *rd, const char *at, size_t n)
 	rd->body_len += n;
 }
 
+/* The index of a head h[0..n) tiles its field lines in order, each a name ending at its colon,
+ * a value without leading or trailing OWS inside the line, and a CRLF; the empty line is last;
+ * every Connection option is inside the head. */
+static void
+check_index(const struct lg_resp *r, const char *h, size_t n)
+{
+	size_t at = r->nfields ? r->fields[0].line.off : n - 2;
+
+	for (unsigned i = 0; i < r->nfields; i++) {
+		const struct lg_resp_field *f = &r->fields[i];
+		size_t end = (size_t)f->line.off + f->line.len, v = f->value.off, vl = f->value.len;
+
+		if (f->line.off != at || f->name.off != at || f->name.len == 0 || end > n - 2 ||
+		    h[f->name.off + f->name.len] != ':' || v + vl > end - 2 ||
+		    v <= (size_t)f->name.off + f->name.len || memcmp(h + end - 2, "\r\n", 2) != 0)
+			abort();
+		if (vl > 0 && (h[v] == ' ' || h[v] == '\t' || h[v + vl - 1] == ' ' ||
+		    h[v + vl - 1] == '\t'))
+			abort();
+		at = end;
+	}
+	if (at != n - 2 || memcmp(h + n - 2, "\r\n", 2) != 0)
+		abort();
+	for (unsigned j = 0; j < r->nconn; j++)
+		if ((size_t)r->conn[j].off + r->conn[j].len > n || r->conn[j].len == 0)
+			abort();
+}
+
 /* One head step over in[*off..avail), the head presented from its start: returns 1 when the
  * final head is in, 2 after an interim head, 0 when more bytes are needed, -1 on a refusal. */
 static int
@@ -73,6 +102,7 @@ head_step(struct lg_resp *r, struct reading *rd, const char *in, size_t *off, si
 		return n == LG_RESP_ERROR ? -1 : 0;
 	if (n <= 0 || (size_t)n > avail - *off)
 		abort();
+	check_index(r, in + *off, (size_t)n);
 	*off += (size_t)n;
 	rd->cl_merged |= r->cl_merged; /* in any head of the answer */
 	if (rd->nmsg < MSGS) {
