@@ -639,7 +639,8 @@ trailer_byte(struct lg_resp *r, int f, unsigned char c)
 	    name_is(r->tname, r->tname_len, "transfer-encoding") ||
 	    extends_te(r->tname, r->tname_len))) {
 		return fail(r, LG_RESP_E_TRAILER_FRAMING);
-	} else if (f == F_NAME && name_is(r->tname, r->tname_len, "connection")) {
+	} else if (f == F_NAME && (name_is(r->tname, r->tname_len, "connection") ||
+	    name_is(r->tname, r->tname_len, "proxy-connection"))) {
 		/* connection management is no trailer's (RFC 9110 6.5.1), but a reader that
 		 * takes its close (http-parser) must not find lagless reusing the connection */
 		r->trailer_conn = 1;

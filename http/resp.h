@@ -115,8 +115,8 @@ struct lg_resp {
 	enum lg_resp_framing framing;
 	uint64_t content_length;       /* LG_RESP_LENGTH: the body's bytes */
 	int cl_merged;                 /* several identical Content-Length values made one */
-	int trailer_conn;              /* a Connection field in the trailer section: keep_alive
-	                                * is cleared, whatever it lists */
+	int trailer_conn;              /* a Connection (or Proxy-Connection) field in the trailer
+	                                * section: keep_alive is cleared, whatever it lists */
 	unsigned nfields;              /* entries of fields[] */
 	unsigned nconn;                /* entries of conn[]: the Connection field's options */
 	struct lg_resp_span conn[LG_RESP_CONN_MAX];

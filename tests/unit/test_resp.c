@@ -170,6 +170,8 @@ static const struct ok_case oks[] = {
 	/* a Connection trailer is no connection management's, but the connection is not kept */
 	{ H11 "200 OK\r\n" TE_CH "\r\n0\r\nConnection: keep-alive\r\n\r\n", 0, 0, 200, 0, 0,
 	  LG_RESP_CHUNKED, 0, "" },
+	{ H11 "200 OK\r\n" TE_CH "\r\n0\r\nproxy-connection: x\r\n\r\n", 0, 0, 200, 0, 0,
+	  LG_RESP_CHUNKED, 0, "" },
 	{ H11 "200 OK\r\n" TE_CH "\r\n1; a\t=\t\"b\\\"c\\\\\" ;d = e ;f\r\nx\r\n0;g=\"\"\r\n\r\n", 0, 0,
 	  200, 1, 0, LG_RESP_CHUNKED, 0, "x" },
 	/* no body whatever the fields say (RFC 9112 6.3 (1)) */
