@@ -6,8 +6,8 @@
 #   make SAN=1 ...  build with AddressSanitizer and UndefinedBehaviorSanitizer (into build/san)
 #   make bench      install missing Debian packages, build, run the benchmark suite (bench/,
 #                   docs/BENCHMARKS.md); BENCH_STRICT=0 reports without failing on a missed target
-#   make fuzz       libFuzzer harnesses (clang) for the request path and the wire decoder, each
-#                   run FUZZ_SECONDS (default 60) from a seed corpus of the conformance cases
+#   make fuzz       libFuzzer harnesses (clang) for the request path, the wire decoder and the
+#                   response parser, each run FUZZ_SECONDS (default 60) from a seed corpus
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
@@ -150,6 +150,14 @@ $(ORACLE_BIN): tests/oracle/replay.c $(ORACLE_SRC) tests/oracle/http_oracle.h $(
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ tests/oracle/replay.c $(ORACLE_SRC) $(LIB_OBJ) $(LDLIBS) \
 	    $(ORACLE_LIBS)
 
+# The response parser over files of upstream bytes
+# (tests/integration/test_corpus_llhttp_responses.py replays llhttp's response vectors with it).
+RESP_REPLAY := $(OBJDIR)/tests/resp_replay
+
+$(RESP_REPLAY): tests/oracle/resp_replay.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
 # Installs only what dpkg says is missing; needs root (or sudo) the first time.
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -165,10 +173,10 @@ run: deps
 	$(MAKE) all
 	./$(BIN) $(ARGS)
 
-unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN)
+unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN) $(RESP_REPLAY)
 	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN)
+integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN) $(RESP_REPLAY)
 	LAGLESS_BIN=$(abspath $(BIN)) LAGLESS_MODULES=$(abspath $(OBJDIR)/modules) \
 	    LAGLESS_TEST_MODULES=$(abspath $(OBJDIR)/tests/modules) \
 	    LAGLESS_LOAD_BIN=$(abspath $(LOAD_BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration tests/regress
@@ -235,7 +243,7 @@ FUZZ_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wmissing-prototypes -Ws
                 -Wno-unused-parameter -I. -Iinclude -MMD -MP -D_GNU_SOURCE -fno-omit-frame-pointer \
                 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
-FUZZERS      := $(FUZZ_DIR)/fuzz_http $(FUZZ_DIR)/fuzz_wire
+FUZZERS      := $(FUZZ_DIR)/fuzz_http $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/fuzz_resp
 
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -249,19 +257,26 @@ $(FUZZ_DIR)/fuzz_http: tests/fuzz/fuzz_http.c $(ORACLE_SRC) tests/oracle/http_or
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(ORACLE_SRC) $(FUZZ_OBJ) $(LDLIBS) \
 	    $(ORACLE_LIBS)
 
+# fuzz_resp: the response parser (http/resp.c) against http-parser in HTTP_RESPONSE mode
+$(FUZZ_DIR)/fuzz_resp: tests/fuzz/fuzz_resp.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS) $(ORACLE_LIBS)
+
 fuzz-build: $(FUZZERS)
 
 # Each fuzzer runs FUZZ_SECONDS from its seeds; a crash stops make and leaves the input in
 # build/fuzz/artifacts/ (turn it into a tests/regress/ case).
 fuzz: deps
 	$(MAKE) fuzz-build
-	$(PYTHON) tests/fuzz/seeds.py $(FUZZ_DIR)/seeds/http $(FUZZ_DIR)/seeds/wire
-	@mkdir -p $(FUZZ_DIR)/corpus/http $(FUZZ_DIR)/corpus/wire $(FUZZ_DIR)/artifacts
+	$(PYTHON) tests/fuzz/seeds.py $(FUZZ_DIR)/seeds/http $(FUZZ_DIR)/seeds/wire $(FUZZ_DIR)/seeds/resp
+	@mkdir -p $(FUZZ_DIR)/corpus/http $(FUZZ_DIR)/corpus/wire $(FUZZ_DIR)/corpus/resp \
+	    $(FUZZ_DIR)/artifacts
 	$(FUZZ_DIR)/fuzz_http -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
 	    -artifact_prefix=$(FUZZ_DIR)/artifacts/http- $(FUZZ_DIR)/corpus/http $(FUZZ_DIR)/seeds/http
 	$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=256 -timeout=10 \
 	    -artifact_prefix=$(FUZZ_DIR)/artifacts/wire- $(FUZZ_DIR)/corpus/wire $(FUZZ_DIR)/seeds/wire
-	@echo "fuzz: both fuzzers ran $(FUZZ_SECONDS) s without a finding"
+	$(FUZZ_DIR)/fuzz_resp -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/resp- $(FUZZ_DIR)/corpus/resp $(FUZZ_DIR)/seeds/resp
+	@echo "fuzz: the three fuzzers ran $(FUZZ_SECONDS) s each without a finding"
 
 clean:
 	rm -rf build

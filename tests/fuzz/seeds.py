@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the fuzzers' seed corpora: the conformance cases' request bytes for fuzz_http, and a
-few well-formed and broken msgpack headers for fuzz_wire.   usage: seeds.py HTTP_DIR WIRE_DIR"""
+"""Writes the fuzzers' seed corpora: the conformance cases' request bytes for fuzz_http, a
+few well-formed and broken msgpack headers for fuzz_wire, and upstream answers for fuzz_resp
+(its own and llhttp's response vectors, tests/conformance/llhttp-responses.json), each after
+its flag byte (bit 0: the request was HEAD; bits 1-4: a piece size).
+usage: seeds.py HTTP_DIR WIRE_DIR [RESP_DIR]"""
 import glob
+import json
 import os
 import sys
 
@@ -24,7 +28,41 @@ def mp_array(vals):
     return bytes([0x90 | len(vals)]) + b"".join(mp_uint(v) for v in vals)
 
 
-def main(http_dir, wire_dir):
+RESPONSES = {
+    "length": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello",
+    "empty-reason": b"HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n",
+    "http10-keep-alive": b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi",
+    "close-delimited": b"HTTP/1.0 200 OK\r\nServer: x\r\n\r\nuntil the close",
+    "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+               b"6;a=b\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n",
+    "interim": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+               b"HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx",
+    "upgrade": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+               b"Connection: Upgrade\r\n\r\n\x81\x00",
+    "no-content": b"HTTP/1.1 204 No Content\r\nConnection: close, X-A\r\nX-A: 1\r\n\r\n",
+    "not-modified": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+    "cl-and-te": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    "obs-fold": b"HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n",
+    "pipelined": b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n",
+}
+
+
+def write_resp(resp_dir):
+    os.makedirs(resp_dir, exist_ok=True)
+    corpus = os.path.join(HERE, "..", "conformance", "llhttp-responses.json")
+    with open(corpus) as f:  # llhttp's response vectors, under a flag byte of their own
+        for i, v in enumerate(json.load(f)["vectors"]):
+            with open(os.path.join(resp_dir, "llhttp-%03d" % i), "wb") as out:
+                out.write(bytes([0x01 if v["head"] else 0x00]) + v["data"].encode("latin-1"))
+    for name, data in RESPONSES.items():
+        for flag, suffix in ((0x00, ""), (0x01, "-head"), (0x0e, "-piece8")):
+            with open(os.path.join(resp_dir, name + suffix), "wb") as f:
+                f.write(bytes([flag]) + data)
+
+
+def main(http_dir, wire_dir, resp_dir=None):
+    if resp_dir is not None:
+        write_resp(resp_dir)
     os.makedirs(http_dir, exist_ok=True)
     os.makedirs(wire_dir, exist_ok=True)
     for c in CASES:
@@ -52,4 +90,4 @@ def main(http_dir, wire_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
