@@ -51,7 +51,7 @@ def config(python_path, *specs):
 
 JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
-    "unprocessable", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
+    "unprocessable", "fastapi_422", "long_bad", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
     "total", "crash", "whoami", "keep")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
@@ -115,9 +115,10 @@ def test_three_return_shapes(srv):
     r = post(srv.port, "/created", b"12345")
     assert r.status == 201 and r.body == b'{"made": 5}' and ctype(r) == "application/json", r
     r = post(srv.port, "/teapot")
-    assert r.status == 418 and r.body == b"short and stout\n", r
+    assert r.status == 418 and r.body == b"short and stout", r
+    assert ctype(r) == "text/plain"
     r = post(srv.port, "/tuple_500")
-    assert r.status == 500 and r.body == b"the tuple said 500\n", r
+    assert r.status == 500 and r.body == b"the tuple said 500", r
     r = post(srv.port, "/weird_status")
     assert r.status == 500 and b"status 302: a Python kind answers 2xx, 4xx or 500" in r.body
     r = post(srv.port, "/nothing")
@@ -141,6 +142,14 @@ def test_bad_request_and_exceptions(srv):
     assert r.status == 400 and r.body == b"need a name\n", r
     r = post(srv.port, "/unprocessable")
     assert r.status == 422 and r.body == b"not like that\n", r
+    # a 4xx body is sent whole, with its content type: not cut to 255 bytes of text/plain
+    r = post(srv.port, "/fastapi_422")
+    assert r.status == 422 and ctype(r) == "application/json", r
+    assert len(r.body) > 255 and len(r.json()["detail"]) == 8, r
+    r = post(srv.port, "/long_bad")
+    want = ("the field 'name' " + "is much too long, " * 30 + "end\n").encode()
+    assert r.status == 400 and r.body == want, r
+    assert ctype(r) == "text/plain; charset=utf-8"
     r = post(srv.port, "/fails")
     assert r.status == 500 and r.body == b"ValueError: the value was wrong\n", r
     log = srv.log()
