@@ -307,6 +307,40 @@ def test_check_finds_the_callable_in_a_child(tmp_path):
     assert r.returncode == 1 and b"No such file or directory" in r.stderr, r
 
 
+@pytest.mark.timeout(90)
+def test_venv_pth_files_and_sys_executable(start_server, tmp_path):
+    """python_path naming a venv's site-packages: its .pth files are processed (an editable
+    install is a .pth naming the project's source directory), and sys.executable is the
+    interpreter of the embedded libpython's version, not the python3 first on PATH."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    src = tmp_path / "project" / "src"
+    site.mkdir(parents=True)
+    src.mkdir(parents=True)
+    (src / "pthmod.py").write_text("def hello(body, request):\n    return 'from the .pth'\n")
+    (site / "__editable__.pthmod-0.1.pth").write_text("%s\n" % src)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\nexit 3\n")
+    (fake / "python3").chmod(0o755)
+    conf = tmp_path / "venv.conf"
+    conf.write_text(config("%s:%s" % (TESTPKG, site), ("pth", "pthmod:hello", ""),
+                           ("exe", "lgtest.jobs:executable", "")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAGLESS_")}
+    env["PATH"] = "%s:%s" % (fake, env.get("PATH", "/usr/bin:/bin"))
+    if SAN:
+        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30, env=env)
+    r = post(srv.port, "/pth")
+    assert r.status == 200 and r.body == b"from the .pth", r
+    r = post(srv.port, "/exe")
+    assert r.status == 200, r
+    exe, version = r.body.decode().split("|")
+    assert not exe.startswith(str(fake)) and os.path.basename(exe) == "python" + version, exe
+    p = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.decode().strip() == version, p
+
+
 @pytest.mark.timeout(60)
 def test_check_timeout_and_preload(start_server, tmp_path):
     app = tmp_path / "app"

@@ -147,3 +147,8 @@ def keep(body, request):
 
 
 not_callable = 42
+
+
+def executable(body, request):
+    import sys
+    return "%s|%d.%d" % (sys.executable, sys.version_info[0], sys.version_info[1])
