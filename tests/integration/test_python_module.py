@@ -15,6 +15,7 @@ runs in the normal build only (as test_kinds.py's argon2 one does)."""
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -55,6 +56,7 @@ JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "total", "crash", "whoami", "keep")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
+    ("spin_long", "lgtest.jobs:spin", "deadline_ms = 60000\n"),
 ]
 
 
@@ -222,6 +224,31 @@ def test_deadline_kill_then_a_fresh_interpreter(srv):
     t0 = time.monotonic()
     r = post(srv.port, "/spin")
     assert r.status == 504 and time.monotonic() - t0 < 10, r
+
+    def fresh():
+        a = post(srv.port, "/whoami")
+        return a.status == 200 and a.body
+    body = wait_until(fresh, 20)
+    assert body and body.endswith(b" calls=1") and b"pid=%d " % pid not in body, body
+
+
+@pytest.mark.timeout(90)
+def test_a_client_that_leaves_stops_its_call(srv):
+    """The background article's complaint: asyncio.wait_for's timeout stops the waiting, not
+    the worker. Here a client that leaves while its call runs (nobody else waiting on it) has
+    the compute process killed and replaced (--on-client-gone kill, the default), far before
+    the route's 60 s deadline."""
+    r = post(srv.port, "/whoami")
+    pid = int(r.body.split()[0].split(b"=")[1])
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /spin_long HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert wait_until(lambda: request(srv.port, "GET", "/health").json()["slots"]["running"] == 1,
+                      10)
+    t0 = time.monotonic()
+    s.close()
+    assert wait_until(lambda: re.search(r"killing compute\[\d+\] pid=%d: slot \d+ lost its "
+                                        r"client" % pid, srv.log()), 10), srv.log()[-2000:]
+    assert time.monotonic() - t0 < 20
 
     def fresh():
         a = post(srv.port, "/whoami")
