@@ -1,8 +1,10 @@
 """The python job module (modules/python/, docs/MODULES.md "Python kinds"), loaded by the real
 server from a configuration naming the test package tests/python/lgtest: answers and status
-codes, the three return shapes, BadRequest, exceptions, the read-only body, the zero-copy output,
-a crash in a C extension, the deadline kill, the memory limit, the import check at -t and at
-SIGHUP, a reload with a changed Python file, where = loop, --run-kind.
+codes, the three return shapes, BadRequest, whole 4xx bodies with their content type,
+exceptions, the read-only body, the zero-copy output, a crash in a C extension, the deadline
+kill, a client that leaves stopping its call, the memory limit, a venv's .pth files and
+sys.executable, the import check at -t and at SIGHUP, a reload with a changed Python file,
+where = loop, --run-kind.
 
 Under ASan (build/san) the module and lagless are instrumented, libpython is not. Two things
 differ there and are handled here: a SIGSEGV is ASan's report and exit rather than a death by
