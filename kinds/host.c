@@ -111,8 +111,22 @@ host_set_message(struct lagless_output *out, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		n = 0;
+	/* A cut message was a silently broken answer (issue 39): say so, and what to use. */
+	if ((size_t)n >= sizeof(pv->meta->msg))
+		host_log(LAGLESS_LOG_WARN, "set_message: a %d-byte message cut to %zu bytes (a "
+		    "longer error body: host->error_body, docs/MODULES.md)", n,
+		    sizeof(pv->meta->msg) - 1);
 	pv->meta->msg_len = (uint32_t)((size_t)n < sizeof(pv->meta->msg) ? (size_t)n :
 	    sizeof(pv->meta->msg) - 1);
+	return 0;
+}
+
+static int
+host_error_body(struct lagless_output *out)
+{
+	struct out_priv *pv = out->host_private;
+
+	pv->meta->flags |= LG_OUT_ERROR_BODY;
 	return 0;
 }
 
@@ -220,6 +234,7 @@ const struct lagless_host lg_host = {
 	.conf_at = host_conf_at,
 	.conf_uint = host_conf_uint,
 	.vlog = host_vlog,
+	.error_body = host_error_body,
 };
 
 static size_t
@@ -359,11 +374,12 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 		*out_len = out.len;
 		return LG_JOB_OK;
 	case LAGLESS_BAD_INPUT:
-		return LG_JOB_BAD_INPUT;
+	case LAGLESS_ERROR:
+		if (meta->flags & LG_OUT_ERROR_BODY)
+			*out_len = out.len; /* the whole body of the 4xx or 500 */
+		return st == LAGLESS_ERROR ? LG_JOB_ERROR : LG_JOB_BAD_INPUT;
 	case LAGLESS_TOO_LARGE:
 		return LG_JOB_TOO_LARGE;
-	case LAGLESS_ERROR:
-		return LG_JOB_ERROR;
 	default:
 		log_warn("kind of module %s returned %d, not a lagless_status: error", r->module, st);
 		return LG_JOB_ERROR;

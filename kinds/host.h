@@ -76,10 +76,14 @@ struct lg_out_meta {
 	uint32_t http_status;       /* 0: the default for the status (200, 400, 413, 500) */
 	uint32_t ctype_len;         /* 0: the route's or the kind's content type */
 	uint32_t msg_len;           /* 0: the default text */
-	uint32_t pad;
+	uint32_t flags;             /* LG_OUT_ERROR_BODY */
 	char ctype[128];
 	char msg[256];
 };
+
+/* lg_out_meta.flags: the kind called host->error_body (ABI 1.2), so the body after the
+ * metadata (the slot's out_len bytes) is that of its 4xx or 500 answer, with ctype. */
+#define LG_OUT_ERROR_BODY 0x1u
 
 /* What one run needs besides the kind. */
 struct lg_run {
@@ -99,7 +103,9 @@ struct lg_run {
 
 /* Runs one job: clears the metadata, builds the request and output views, calls run and checks
  * what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
- * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len. */
+ * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len: that of the
+ * answer for LG_JOB_OK, of the error body for LG_JOB_BAD_INPUT or LG_JOB_ERROR when the kind
+ * called error_body (LG_OUT_ERROR_BODY), else 0. */
 int lg_host_run(const struct lg_run *r, uint64_t *out_len);
 
 /* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);

@@ -122,8 +122,9 @@ const struct lg_opt lg_opts[] = {
 	  "in production: only the routes [route] sections declare, and the loop's own" },
 	{ "stuck-loop-ms", K_MS, F(stuck_loop_ms), 300, 3600000, "5000", "MS",
 	  "replace a loop worker whose heartbeat is this old" },
-	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "finish", "finish|kill",
-	  "running job of a departed client: finish or kill" },
+	{ "on-client-gone", K_GONE, F(on_client_gone), 0, 0, "kill", "finish|kill",
+	  "running job of a departed client: kill its compute process (no other request waits on "
+	  "it) or let it finish" },
 	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
 	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
 	  "(503 for it); 0 = never" },

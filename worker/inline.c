@@ -170,23 +170,29 @@ route_test_block(struct lg_conn *c)
 
 /* "routes":{"/ping":n,...}: requests that reached each handler, summed over every loop
  * worker's proc page, each path a JSON string (RFC 8259 section 7: a route path may hold '"'
- * or '\\'). Returns the bytes written to buf (at most cap - 1; a route that does not fit is
- * left out whole). */
+ * or '\\'). Only the routes this server serves: the /test/ ones are in the registry whether
+ * or not --enable-test-jobs is on (the router skips them when it is off). Returns the bytes
+ * written to buf (at most cap - 1; a route that does not fit is left out whole). */
 static size_t
 route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, size_t cap)
 {
 	struct lg_buf b;
+	int first = 1;
 
 	lg_buf_init(&b, buf, cap);
 	for (unsigned i = 0; i < w->rt.nroutes && i < a->stat_routes; i++) {
-		const char *path = w->env->cfg->reg->routes[i].path;
+		const struct lg_route_def *def = &w->env->cfg->reg->routes[i];
+		const char *path = def->path;
 		size_t mark = b.len;
 		uint64_t sum = 0;
 
+		if (def->test_only && !w->env->cfg->enable_test_jobs)
+			continue;
 		for (uint32_t p = 0; p < a->nprocs; p++)
 			if (a->procs[p].role == LG_ROLE_LOOP)
 				sum += atomic_load(&lg_arena_route_stats(a, p, i)->hits);
-		lg_buf_printf(&b, "%s\"", i ? "," : "");
+		lg_buf_printf(&b, "%s\"", first ? "" : ",");
+		first = 0;
 		lg_buf_json_chars(&b, path, strlen(path));
 		lg_buf_printf(&b, "\":%" PRIu64, sum);
 		if (b.overflow) {

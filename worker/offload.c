@@ -500,20 +500,20 @@ timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 	    c->flight.coal_alone ? "X-Cache: bypass\r\n" : "");
 }
 
-/* Answers c from its job that ended OK with out_len answer bytes after the metadata page
- * (they fit the output region): the kind's 2xx (else 200) and content type (else the route's),
- * extra the timing header lines. Returns as lg_conn_respond. */
+/* Answers c with the out_len bytes after its slot's metadata page (they fit the output
+ * region): status code, the kind's content type (else ctype_default), extra header lines. A
+ * small body is copied and the slot given back first; a larger one is sent from the region,
+ * the slot held until it is written. Returns as lg_conn_respond. */
 static int
-answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
+answer_region(struct lg_conn *c, int code, uint64_t out_len, const char *ctype_default,
+    const char *extra)
 {
 	struct lg_arena *a = c->w->env->arena;
 	const unsigned char *region = lg_arena_out(a, (uint32_t)c->job.slot);
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	char text[LG_FAIL_TEXT_CAP];
-	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
-	    (int)meta->http_status : 200;
 	const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
-	    1) ? text : c->job.ctype;
+	    1) ? text : ctype_default;
 
 	if (out_len > SMALL_ANSWER)
 		return lg_conn_respond(c, code, ctype, extra, region + LG_OUT_META,
@@ -526,6 +526,19 @@ answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
 	snprintf(ct, sizeof(ct), "%s", ctype);
 	lg_offload_release(c);
 	return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
+}
+
+/* Answers c from its job that ended OK with out_len answer bytes: the kind's 2xx (else 200)
+ * and content type (else the route's). Returns as lg_conn_respond. */
+static int
+answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
+{
+	const struct lg_out_meta *meta =
+	    (const struct lg_out_meta *)lg_arena_out(c->w->env->arena, (uint32_t)c->job.slot);
+	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
+	    (int)meta->http_status : 200;
+
+	return answer_region(c, code, out_len, c->job.ctype, extra);
 }
 
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
@@ -572,8 +585,13 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
 	    "%s job on slot %d failed (status %u): %d%s%.*s", kind_name(c->w, c->job.kind),
 	    c->job.slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
-	lg_offload_release(c);
 	timing_headers(c, extra, sizeof(extra), code == 503);
+	/* The kind's whole error body (host->error_body, ABI 1.2), not only its short message;
+	 * a large one is not mapped ahead as a 2xx is (map_output): the sends fault it in. */
+	if (own && st != LG_JOB_TOO_LARGE && (meta->flags & LG_OUT_ERROR_BODY) &&
+	    out_len <= a->out_cap - LG_OUT_META)
+		return answer_region(c, code, out_len, "text/plain", extra);
+	lg_offload_release(c);
 	if (n == 0)
 		return lg_conn_error(c, code, code == 502, extra);
 	return lg_conn_respond(c, code, "text/plain", extra, text, n);

@@ -85,7 +85,7 @@ extern "C" {
 #endif
 
 #define LAGLESS_ABI_MAJOR 1
-#define LAGLESS_ABI_MINOR 1
+#define LAGLESS_ABI_MINOR 2
 #define LAGLESS_MODULE_MAGIC  0x4c474d44u   /* "LGMD" */
 #define LAGLESS_MODULE_SYMBOL "lagless_module"
 
@@ -130,8 +130,10 @@ enum lagless_status {
 	LAGLESS_OK = 0,         /* out->len bytes of out->data are the body; status 200 unless
 	                         * set_status chose another 2xx */
 	LAGLESS_BAD_INPUT = 1,  /* the request is wrong: 400 (or the 4xx given to set_status), body
-	                         * the short message given to set_message */
-	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500 */
+	                         * the short message given to set_message, or (ABI 1.2) the
+	                         * out->len bytes of out->data after host->error_body */
+	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500, body as for
+	                         * LAGLESS_BAD_INPUT */
 	LAGLESS_TOO_LARGE = 3,  /* the answer would not fit out->cap, or the input is over a limit
 	                         * of the kind (a decompression bomb): 413 */
 };
@@ -238,8 +240,10 @@ struct lagless_host {
 	/* The Content-Type of this answer, over the route's and the kind's (copied; at most 127
 	 * bytes of visible ASCII). Returns 0 or -1. */
 	int (*set_ctype)(struct lagless_output *out, const char *ctype);
-	/* A short message (at most 255 bytes after formatting, cut there) sent as the body of a
-	 * 4xx or 500 answer instead of the default text. Returns 0. */
+	/* A short message (at most 255 bytes after formatting, cut there with a warning on the
+	 * error log) sent as the body of a 4xx or 500 answer instead of the default text, and
+	 * named in the server's log line of the failure. For a longer body or another content
+	 * type, see error_body (ABI 1.2). Returns 0. */
 	int (*set_message)(struct lagless_output *out, const char *fmt, ...)
 #if defined(__GNUC__)
 	    __attribute__((format(printf, 2, 3)))
@@ -273,6 +277,14 @@ struct lagless_host {
 	    __attribute__((format(printf, 2, 0)))
 #endif
 	    ;
+	/* ---- ABI 1.2 ---- */
+	/* Makes the answer's bytes (out->len at out->data, written as for LAGLESS_OK) the body of
+	 * the 4xx or 500 that run then returns (LAGLESS_BAD_INPUT, LAGLESS_ERROR), whole, with the
+	 * Content-Type given to set_ctype (text/plain when none): a JSON error document, say. The
+	 * bound is out->cap, as for any answer. Without it such an answer's body is set_message's
+	 * text, as before 1.2; with it that text only names the failure in the server's log.
+	 * It has no effect on the other statuses. Returns 0. */
+	int (*error_body)(struct lagless_output *out);
 };
 
 /* ABI 1.1: one declared parameter of a kind, a query argument or a route key

@@ -166,28 +166,50 @@ put_body(const struct lagless_host *h, struct lagless_output *out, PyObject *bod
 	return st;
 }
 
-/* The message of a 4xx or 500 tuple answer: its body as text (255 bytes are sent). */
+/* The body of a 4xx or 500 answer, n bytes at p, sent whole (ABI 1.2 error_body) with the
+ * content type set before: cut to the output region, with a log line, when over it (p may lie
+ * in that region: request.output[:n]). Its first line, at most 200 bytes, is also the short
+ * message that names the failure in the server's log and in --run-kind. */
+static void
+error_text(const struct lagless_host *h, struct lagless_output *out, const void *p, size_t n)
+{
+	const char *nl = memchr(p, '\n', n);
+	size_t keep = n < out->cap ? n : out->cap, line = nl ? (size_t)(nl - (const char *)p) : n;
+
+	h->set_message(out, "%.*s", (int)(line < 200 ? line : 200), (const char *)p);
+	if (keep < n)
+		h->log(LAGLESS_LOG_WARN, "an error body of %zu bytes cut to the %zu bytes of the "
+		    "output region", n, keep);
+	memmove(out->data, p, keep);
+	out->len = keep;
+	h->error_body(out);
+}
+
+/* The body of a 4xx or 500 tuple answer (str as UTF-8, or bytes-like; None: the default
+ * text) into out with error_text. Returns st, or -1 with an exception. */
 static int
-put_message(const struct lagless_host *h, struct lagless_output *out, PyObject *body, int st)
+put_error(const struct lagless_host *h, struct lagless_output *out, PyObject *body, int st)
 {
 	Py_buffer b;
 
 	if (PyUnicode_Check(body)) {
-		const char *s = PyUnicode_AsUTF8(body);
+		Py_ssize_t n;
+		const char *s = PyUnicode_AsUTF8AndSize(body, &n);
 
 		if (s == NULL)
 			return -1;
-		h->set_message(out, "%s", s);
+		error_text(h, out, s, (size_t)n);
 	} else if (body != Py_None) {
 		if (PyObject_GetBuffer(body, &b, PyBUF_SIMPLE) == -1)
 			return -1;
-		h->set_message(out, "%.*s", (int)(b.len > 255 ? 255 : b.len), (const char *)b.buf);
+		error_text(h, out, b.buf, (size_t)b.len);
 		PyBuffer_Release(&b);
 	}
 	return st;
 }
 
-/* (status, content_type, body): 2xx with a body, 4xx or 500 with body as the message. */
+/* (status, content_type, body): 2xx with a body, 4xx or 500 with that body too (whole, with
+ * its content type: a FastAPI-style 422 {"detail": [...]} in application/json). */
 static int
 put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 {
@@ -198,7 +220,7 @@ put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 	if (code == -1 && PyErr_Occurred())
 		return -1;
 	if (ctype != Py_None && (!PyUnicode_Check(ctype) || (ct = PyUnicode_AsUTF8(ctype)) == NULL ||
-	    (code < 300 && h->set_ctype(out, ct) == -1))) {
+	    h->set_ctype(out, ct) == -1)) {
 		if (!PyErr_Occurred())
 			PyErr_Format(PyExc_ValueError, "content type %R: at most 127 visible ASCII "
 			    "characters", ctype);
@@ -210,10 +232,10 @@ put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 	}
 	if (code >= 400 && code <= 499) {
 		h->set_status(out, (int)code);
-		return put_message(h, out, body, LAGLESS_BAD_INPUT);
+		return put_error(h, out, body, LAGLESS_BAD_INPUT);
 	}
 	if (code == 500)
-		return put_message(h, out, body, LAGLESS_ERROR);
+		return put_error(h, out, body, LAGLESS_ERROR);
 	PyErr_Format(PyExc_ValueError, "status %ld: a Python kind answers 2xx, 4xx or 500", code);
 	return -1;
 }
@@ -235,6 +257,45 @@ answer(const struct lagless_host *h, struct lagless_output *out, PyObject *res)
 	return -1;
 }
 
+/* A BadRequest raised by the call, into out: its status (400 unless it says another 4xx)
+ * and its message, whole, as text (not the exception's first line only). */
+static int
+bad_request(const struct lg_python *py, const char *what, const struct lagless_host *h,
+    struct lagless_output *out)
+{
+	PyObject *t, *v, *tb, *s = NULL;
+	long code = 400;
+	char line[256];
+
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (v != NULL && (s = PyObject_GetAttrString(v, "status")) != NULL) {
+		code = PyLong_AsLong(s);
+		Py_CLEAR(s);
+	}
+	PyErr_Clear();
+	h->set_status(out, code >= 400 && code <= 499 ? (int)code : 400);
+	Py_ssize_t n;
+	const char *msg = v != NULL && (s = PyObject_Str(v)) != NULL ?
+	    PyUnicode_AsUTF8AndSize(s, &n) : NULL;
+	if (msg != NULL) {
+		h->set_ctype(out, "text/plain; charset=utf-8");
+		error_text(h, out, msg, (size_t)n);
+		h->write(out, "\n", 1); /* as the short message always was; none past the cap */
+		Py_DECREF(s);
+		Py_XDECREF(t);
+		Py_XDECREF(v);
+		Py_XDECREF(tb);
+		PyErr_Clear();
+		return LAGLESS_BAD_INPUT;
+	}
+	Py_XDECREF(s);
+	PyErr_Restore(t, v, tb);
+	lg_python_error(py, h, what, 0, line, sizeof(line)); /* a str() that failed: its name */
+	h->set_message(out, "%s\n", line);
+	return LAGLESS_BAD_INPUT;
+}
+
 /* The exception the call raised (or answer() set), into out: BadRequest is its 4xx, anything
  * else a 500 whose message is the exception's first line, with the traceback in the log. */
 static int
@@ -244,24 +305,8 @@ failure(const struct lg_python *py, const struct lagless_request *rq, struct lag
 	char what[160], line[256];
 
 	snprintf(what, sizeof(what), "%s %s", rq->method, rq->path);
-	if (PyErr_ExceptionMatches(py->bad_request)) {
-		PyObject *t, *v, *tb, *s;
-		long code = 400;
-
-		PyErr_Fetch(&t, &v, &tb);
-		PyErr_NormalizeException(&t, &v, &tb);
-		if (v != NULL && (s = PyObject_GetAttrString(v, "status")) != NULL) {
-			code = PyLong_AsLong(s);
-			Py_DECREF(s);
-		}
-		PyErr_Restore(t, v, tb);
-		lg_python_error(py, h, what, 0, line, sizeof(line));
-		/* the message alone: "BadRequest: " is the class, not the client's business */
-		const char *msg = strncmp(line, "BadRequest: ", 12) == 0 ? line + 12 : line;
-		h->set_status(out, code >= 400 && code <= 499 ? (int)code : 400);
-		h->set_message(out, "%s\n", msg);
-		return LAGLESS_BAD_INPUT;
-	}
+	if (PyErr_ExceptionMatches(py->bad_request))
+		return bad_request(py, what, h, out);
 	if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
 		PyErr_Clear(); /* formatting a traceback needs the memory there is not */
 		h->log(LAGLESS_LOG_ERROR, "%s: MemoryError (the process memory limit, "

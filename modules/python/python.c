@@ -137,8 +137,56 @@ promote_libpython(void)
 		dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
 }
 
-/* sys.path[0:0] = paths; sys.stdout = sys.stderr (print() goes to the error log, never into
- * the answer of --run-kind); traceback.format_exception kept for the failures. */
+/* The .pth files of each python_path entry, as site.py reads them in site-packages: a venv's
+ * site-packages holds its editable installs (`pip install -e`: a path or an import hook in
+ * a .pth file) and namespace packages that way. site.addsitedir does not add an entry that is
+ * already on sys.path again; the directories a .pth file names go to its end. */
+static int
+add_site_dirs(void)
+{
+	PyObject *site = PyImport_ImportModule("site");
+
+	for (size_t i = 0; site != NULL && i < npaths; i++) {
+		PyObject *r = PyObject_CallMethod(site, "addsitedir", "O&", PyUnicode_DecodeFSDefault,
+		    paths[i]);
+
+		if (r == NULL) {
+			Py_DECREF(site);
+			return -1;
+		}
+		Py_DECREF(r);
+	}
+	Py_XDECREF(site);
+	return site != NULL ? 0 : -1;
+}
+
+/* sys.executable: the interpreter of the embedded libpython's own version under its prefix
+ * (/usr/bin/python3.11 for Debian's libpython3.11), not whatever `python3` comes first on PATH
+ * (an embedded interpreter has no argv[0] to go by), so that subprocess.run([sys.executable,
+ * ...]) runs the version the callables run in. Left as it is when there is no such file. */
+static int
+set_executable(void)
+{
+	PyObject *pre = PySys_GetObject("base_exec_prefix"), *exe;
+	const char *p = pre != NULL ? PyUnicode_AsUTF8(pre) : NULL;
+	char path[PATH_MAX];
+
+	if (p == NULL)
+		return pre != NULL ? -1 : 0;
+	snprintf(path, sizeof(path), "%s/bin/python%d.%d", p, PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	if (access(path, X_OK) != 0)
+		return 0;
+	if ((exe = PyUnicode_DecodeFSDefault(path)) == NULL)
+		return -1;
+	int rc = PySys_SetObject("executable", exe) == -1 ||
+	    PySys_SetObject("_base_executable", exe) == -1 ? -1 : 0;
+	Py_DECREF(exe);
+	return rc;
+}
+
+/* sys.path[0:0] = paths, their .pth files processed; sys.executable; sys.stdout = sys.stderr
+ * (print() goes to the error log, never into the answer of --run-kind);
+ * traceback.format_exception kept for the failures. */
 static int
 setup_sys(void)
 {
@@ -153,7 +201,8 @@ setup_sys(void)
 		}
 		Py_DECREF(s);
 	}
-	if (sys_path == NULL || (err != NULL && PySys_SetObject("stdout", err) == -1))
+	if (sys_path == NULL || add_site_dirs() == -1 || set_executable() == -1 ||
+	    (err != NULL && PySys_SetObject("stdout", err) == -1))
 		return -1;
 	if ((tb = PyImport_ImportModule("traceback")) == NULL)
 		return -1;

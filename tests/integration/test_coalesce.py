@@ -109,7 +109,10 @@ def test_killed_compute_gives_502_to_all_and_frees_the_key(start_server):
 
 @pytest.mark.timeout(60)
 def test_some_waiters_leave_others_get_the_one_job(start_server):
+    """Under the default --on-client-gone kill, waiters leaving a coalesced job do not stop it
+    while one is left: its compute process is not killed."""
     srv = start_server("--compute-workers", "1", "--coalesce", "/heavy query=iterations")
+    compute = srv.wait_children("compute", 1)
     n = heavy_iterations_for(srv.port, 1.5)
     before = heavy_jobs(srv.port)
     leavers = [connect(srv.port) for _ in range(5)]
@@ -124,6 +127,7 @@ def test_some_waiters_leave_others_get_the_one_job(start_server):
     assert [g[0] for g in got] == [200] * 5
     assert wait_until(lambda: heavy_jobs(srv.port) - before == 1, 5)
     assert metric(srv.port, "lagless_coalesce_cancelled_total") == 0
+    assert srv.children("compute") == compute and "lost its client" not in srv.log()
 
 
 @pytest.mark.timeout(60)

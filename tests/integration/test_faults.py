@@ -214,8 +214,9 @@ def test_client_gone_queued_job_never_runs(start_server):
 
 
 @pytest.mark.timeout(60)
-def test_client_gone_running_job_finishes_by_default(start_server):
-    srv = start_server("--compute-workers", "1", "--deadline-ms", "60000")
+def test_client_gone_running_job_finishes_under_finish(start_server):
+    srv = start_server("--compute-workers", "1", "--deadline-ms", "60000",
+                       "--on-client-gone", "finish")
     comp = srv.wait_children("compute", 1)[0]
     n = heavy_iterations_for(srv.port, 1.0)
     s = send_get(srv.port, "/heavy?iterations=%d" % n)
@@ -231,9 +232,10 @@ def test_client_gone_running_job_finishes_by_default(start_server):
 
 
 @pytest.mark.timeout(60)
-def test_client_gone_running_job_killed_by_policy(start_server):
-    srv = start_server("--compute-workers", "1", "--deadline-ms", "60000",
-                       "--on-client-gone", "kill")
+def test_client_gone_running_job_killed_by_default(start_server):
+    """A client that leaves (a caller's timeout, asyncio.wait_for's) stops the work it asked
+    for when nobody else waits on it: the default since issue 39 (it was finish)."""
+    srv = start_server("--compute-workers", "1", "--deadline-ms", "60000")
     old = srv.wait_children("compute", 1)
     s = send_get(srv.port, "/heavy?iterations=%d" % ENDLESS)
     assert wait_until(lambda: health(srv.port)["slots"]["running"] == 1, 3)

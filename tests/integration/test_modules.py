@@ -131,7 +131,7 @@ def test_configuration_errors_name_file_line_and_key(tmp_path):
 def test_module_load_errors(tmp_path):
     conf, err = error_of(tmp_path, "[module badabi]\npath = %s\n" % mod("badabi"))
     assert "%s:2: key 'path'" % conf in err and mod("badabi") in err
-    assert "module compiled with module ABI 2.0, lagless has ABI 1.1" in err
+    assert "module compiled with module ABI 2.0, lagless has ABI 1.2" in err
     conf, err = error_of(tmp_path, "[module nosym]\npath = %s\n" % mod("nosym"))
     assert "no lagless_module symbol" in err
     conf, err = error_of(tmp_path, "[module clash]\npath = %s\n" % mod("clash"))
@@ -166,6 +166,17 @@ def test_request_view_and_output_api(start_server, tmp_path):
     assert sorted(lines[1:]) == ["content-type: text/x", "x-user: bob"]   # listed fields only
     r = get(srv.port, "/echo?status=404")
     assert r.status == 404 and r.body == b"refused with 404\n", r
+    # a whole error body with its own type (host->error_body, ABI 1.2), small and large
+    for n in (300, 70000):
+        r = get(srv.port, "/echo?status=422&json=%d" % n)
+        assert r.status == 422 and r.header("content-type") == "application/json", r
+        assert len(r.body) == n and r.body.startswith(b'{"detail":"xxx') and \
+            r.body.endswith(b'x"}'), (len(r.body), r.body[:40])
+    # a message over set_message's 255 bytes is cut, and the log says so
+    r = get(srv.port, "/echo?status=409&msg=300")
+    assert r.status == 409 and r.body == b"0" * 255 + b"\n", r
+    assert wait_until(lambda: "set_message: a 300-byte message cut to 255 bytes" in srv.log(),
+                      5), srv.log()[-2000:]
     r = get(srv.port, "/echo?status=x")
     assert r.status == 400, r
     # where=loop: the same kind inline, never queued

@@ -1,8 +1,10 @@
 """The python job module (modules/python/, docs/MODULES.md "Python kinds"), loaded by the real
 server from a configuration naming the test package tests/python/lgtest: answers and status
-codes, the three return shapes, BadRequest, exceptions, the read-only body, the zero-copy output,
-a crash in a C extension, the deadline kill, the memory limit, the import check at -t and at
-SIGHUP, a reload with a changed Python file, where = loop, --run-kind.
+codes, the three return shapes, BadRequest, whole 4xx bodies with their content type,
+exceptions, the read-only body, the zero-copy output, a crash in a C extension, the deadline
+kill, a client that leaves stopping its call, the memory limit, a venv's .pth files and
+sys.executable, the import check at -t and at SIGHUP, a reload with a changed Python file,
+where = loop, --run-kind.
 
 Under ASan (build/san) the module and lagless are instrumented, libpython is not. Two things
 differ there and are handled here: a SIGSEGV is ASan's report and exit rather than a death by
@@ -15,6 +17,7 @@ runs in the normal build only (as test_kinds.py's argon2 one does)."""
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -51,10 +54,11 @@ def config(python_path, *specs):
 
 JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
-    "unprocessable", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
+    "unprocessable", "fastapi_422", "long_bad", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
     "total", "crash", "whoami", "keep")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
+    ("spin_long", "lgtest.jobs:spin", "deadline_ms = 60000\n"),
 ]
 
 
@@ -115,9 +119,10 @@ def test_three_return_shapes(srv):
     r = post(srv.port, "/created", b"12345")
     assert r.status == 201 and r.body == b'{"made": 5}' and ctype(r) == "application/json", r
     r = post(srv.port, "/teapot")
-    assert r.status == 418 and r.body == b"short and stout\n", r
+    assert r.status == 418 and r.body == b"short and stout", r
+    assert ctype(r) == "text/plain"
     r = post(srv.port, "/tuple_500")
-    assert r.status == 500 and r.body == b"the tuple said 500\n", r
+    assert r.status == 500 and r.body == b"the tuple said 500", r
     r = post(srv.port, "/weird_status")
     assert r.status == 500 and b"status 302: a Python kind answers 2xx, 4xx or 500" in r.body
     r = post(srv.port, "/nothing")
@@ -141,6 +146,14 @@ def test_bad_request_and_exceptions(srv):
     assert r.status == 400 and r.body == b"need a name\n", r
     r = post(srv.port, "/unprocessable")
     assert r.status == 422 and r.body == b"not like that\n", r
+    # a 4xx body is sent whole, with its content type: not cut to 255 bytes of text/plain
+    r = post(srv.port, "/fastapi_422")
+    assert r.status == 422 and ctype(r) == "application/json", r
+    assert len(r.body) > 255 and len(r.json()["detail"]) == 8, r
+    r = post(srv.port, "/long_bad")
+    want = ("the field 'name' " + "is much too long, " * 30 + "end\n").encode()
+    assert r.status == 400 and r.body == want, r
+    assert ctype(r) == "text/plain; charset=utf-8"
     r = post(srv.port, "/fails")
     assert r.status == 500 and r.body == b"ValueError: the value was wrong\n", r
     log = srv.log()
@@ -213,6 +226,31 @@ def test_deadline_kill_then_a_fresh_interpreter(srv):
     t0 = time.monotonic()
     r = post(srv.port, "/spin")
     assert r.status == 504 and time.monotonic() - t0 < 10, r
+
+    def fresh():
+        a = post(srv.port, "/whoami")
+        return a.status == 200 and a.body
+    body = wait_until(fresh, 20)
+    assert body and body.endswith(b" calls=1") and b"pid=%d " % pid not in body, body
+
+
+@pytest.mark.timeout(90)
+def test_a_client_that_leaves_stops_its_call(srv):
+    """The background article's complaint: asyncio.wait_for's timeout stops the waiting, not
+    the worker. Here a client that leaves while its call runs (nobody else waiting on it) has
+    the compute process killed and replaced (--on-client-gone kill, the default), far before
+    the route's 60 s deadline."""
+    r = post(srv.port, "/whoami")
+    pid = int(r.body.split()[0].split(b"=")[1])
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /spin_long HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert wait_until(lambda: request(srv.port, "GET", "/health").json()["slots"]["running"] == 1,
+                      10)
+    t0 = time.monotonic()
+    s.close()
+    assert wait_until(lambda: re.search(r"killing compute\[\d+\] pid=%d: slot \d+ lost its "
+                                        r"client" % pid, srv.log()), 10), srv.log()[-2000:]
+    assert time.monotonic() - t0 < 20
 
     def fresh():
         a = post(srv.port, "/whoami")
@@ -296,6 +334,40 @@ def test_check_finds_the_callable_in_a_child(tmp_path):
     conf.write_text(config(tmp_path / "nowhere", ("x", "lgapp:ok", "")))
     r = lagless("-t", "-c", str(conf))
     assert r.returncode == 1 and b"No such file or directory" in r.stderr, r
+
+
+@pytest.mark.timeout(90)
+def test_venv_pth_files_and_sys_executable(start_server, tmp_path):
+    """python_path naming a venv's site-packages: its .pth files are processed (an editable
+    install is a .pth naming the project's source directory), and sys.executable is the
+    interpreter of the embedded libpython's version, not the python3 first on PATH."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    src = tmp_path / "project" / "src"
+    site.mkdir(parents=True)
+    src.mkdir(parents=True)
+    (src / "pthmod.py").write_text("def hello(body, request):\n    return 'from the .pth'\n")
+    (site / "__editable__.pthmod-0.1.pth").write_text("%s\n" % src)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\nexit 3\n")
+    (fake / "python3").chmod(0o755)
+    conf = tmp_path / "venv.conf"
+    conf.write_text(config("%s:%s" % (TESTPKG, site), ("pth", "pthmod:hello", ""),
+                           ("exe", "lgtest.jobs:executable", "")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAGLESS_")}
+    env["PATH"] = "%s:%s" % (fake, env.get("PATH", "/usr/bin:/bin"))
+    if SAN:
+        env["ASAN_OPTIONS"] = "detect_leaks=0:" + env.get("ASAN_OPTIONS", "")
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30, env=env)
+    r = post(srv.port, "/pth")
+    assert r.status == 200 and r.body == b"from the .pth", r
+    r = post(srv.port, "/exe")
+    assert r.status == 200, r
+    exe, version = r.body.decode().split("|")
+    assert not exe.startswith(str(fake)) and os.path.basename(exe) == "python" + version, exe
+    p = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0 and p.stdout.decode().strip() == version, p
 
 
 @pytest.mark.timeout(60)

@@ -79,19 +79,47 @@ overrun(const struct lagless_request *rq, struct lagless_output *out)
 	return LAGLESS_OK;
 }
 
+/* A 4xx whose body is a JSON document of n bytes (n >= 16), {"detail":"xxx...x"}, through
+ * host->error_body (ABI 1.2); or, with msg = 1, a set_message text of n bytes (cut to 255). */
+static int
+refuse_long(const struct lagless_request *rq, struct lagless_output *out, uint64_t n, int msg)
+{
+	const struct lagless_host *h = rq->host;
+
+	if (msg) {
+		h->set_message(out, "%0*d", (int)n, 0);
+		return LAGLESS_BAD_INPUT;
+	}
+	if (n < 16 || n > out->cap)
+		return LAGLESS_TOO_LARGE;
+	memcpy(out->data, "{\"detail\":\"", 11);
+	memset(out->data + 11, 'x', n - 13);
+	memcpy(out->data + n - 2, "\"}", 2);
+	out->len = n;
+	h->set_ctype(out, "application/json");
+	h->error_body(out);
+	return LAGLESS_BAD_INPUT;
+}
+
 /* The request view as text: method, path, query, each listed field, the route's key "greeting"
- * and whether init ran; ?status=N answers a 4xx with a message, or a 2xx with that text. */
+ * and whether init ran; ?status=N answers a 4xx with a message, or a 2xx with that text;
+ * ?status=4xx&json=N a 4xx with a JSON body of N bytes, ?status=4xx&msg=N one with a message
+ * of N bytes. */
 static int
 echo(const struct lagless_request *rq, struct lagless_output *out)
 {
 	const char *g = rq->host->conf_get(rq->conf, "greeting");
-	uint64_t status;
+	uint64_t status, json, msg;
 	int n;
 
-	if (rq->host->query_uint(rq, "status", 0, 0, 499, &status) == -1)
+	if (rq->host->query_uint(rq, "status", 0, 0, 499, &status) == -1 ||
+	    rq->host->query_uint(rq, "json", 0, 0, 1u << 20, &json) == -1 ||
+	    rq->host->query_uint(rq, "msg", 0, 0, 4096, &msg) == -1)
 		return LAGLESS_BAD_INPUT;
 	if (status >= 400) {
 		rq->host->set_status(out, (int)status);
+		if (json || msg)
+			return refuse_long(rq, out, json ? json : msg, json == 0);
 		rq->host->set_message(out, "refused with %d", (int)status);
 		return LAGLESS_BAD_INPUT;
 	}

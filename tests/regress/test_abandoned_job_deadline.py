@@ -1,6 +1,6 @@
 """Regression: a running job whose client left was not stopped at its deadline.
 
-With --on-client-gone finish (the default) the loop releases the slot (RUNNING -> ABANDONED)
+With --on-client-gone finish (the default until issue 39) the loop releases the slot (RUNNING -> ABANDONED)
 and forgets it, so nothing enforced --deadline-ms any more: a 10^12-iteration job held the only
 compute process for minutes and every later job waited and got 504. The master now kills the
 runner of an ABANDONED slot once the slot's deadline passes.
@@ -18,7 +18,8 @@ def test_abandoned_job_is_killed_at_its_deadline(start_server):
     srv = start_server("--compute-workers", "1", "--queue", "1", "--deadline-ms", "20000")
     n = heavy_iterations_for(srv.port, 30.0)  # far beyond the deadline below
     srv.stop()
-    srv = start_server("--compute-workers", "1", "--queue", "1", "--deadline-ms", "1500")
+    srv = start_server("--compute-workers", "1", "--queue", "1", "--deadline-ms", "1500",
+                       "--on-client-gone", "finish")
     compute = srv.wait_children("compute", 1)
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
     s.sendall(b"GET /heavy?iterations=%d HTTP/1.1\r\nHost: x\r\n\r\n" % n)

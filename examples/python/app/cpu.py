@@ -18,8 +18,10 @@ def execute_cpu_workload(iterations: int = 35_000_000) -> int:
 
 def compute(body, request):
     """POST /compute?iterations=N: the article's /compute-non-blocking, without the executor.
-    A request past its deadline_ms is answered 504 and this process killed: the article's
-    asyncio.wait_for could only stop waiting, its worker went on computing."""
+    A client that disconnects while it runs (its own timeout) has this process killed
+    (--on-client-gone kill, the default), and a request past its deadline_ms is answered 504
+    and this process killed: the article's asyncio.wait_for could only stop waiting, its worker
+    went on computing."""
     try:
         iterations = int(request.query.get("iterations", "35000000"))
     except ValueError:

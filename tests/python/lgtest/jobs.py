@@ -29,6 +29,18 @@ def tuple_500(body, request):
     return (500, None, b"the tuple said 500")
 
 
+def fastapi_422(body, request):
+    """A FastAPI-style validation error: a JSON document well over 255 bytes."""
+    import json
+    detail = [{"loc": ["body", "item", i], "msg": "field required", "type": "value_error.missing"}
+              for i in range(8)]
+    return (422, "application/json", json.dumps({"detail": detail}))
+
+
+def long_bad(body, request):
+    raise lagless.BadRequest("the field 'name' " + "is much too long, " * 30 + "end")
+
+
 def weird_status(body, request):
     return (302, None, b"")
 
@@ -135,3 +147,8 @@ def keep(body, request):
 
 
 not_callable = 42
+
+
+def executable(body, request):
+    import sys
+    return "%s|%d.%d" % (sys.executable, sys.version_info[0], sys.version_info[1])
