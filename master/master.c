@@ -442,6 +442,7 @@ run_timers(struct master *m)
 	} else if (m->drain_at && m->drain_at < next) {
 		next = m->drain_at;
 	}
+	lg_reload_check_step(m, now, &next);
 	if (!m->stopping) {
 		lg_reload_apply_pending(m);
 		check_ready(m, now);
@@ -592,6 +593,7 @@ teardown(struct master *m)
 		close(m->listen_fd);
 	lg_listeners_close(&m->more);
 	lg_agent_close(&m->agent);
+	lg_precheck_end(&m->check);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
 	if (m->pid_file[0])
@@ -621,7 +623,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 {
 	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1,
 	    .more = { .admin = -1 }, .agent = { .fd = -1 }, .argc = argc, .argv = argv, .next_id = 1,
-	    .stop = begin_stop };
+	    .stop = begin_stop, .check = { .fd = -1 } };
 	int timeout;
 
 	lg_memwatch_score(-900); /* the OOM killer takes compute processes first, the master last */
@@ -631,7 +633,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	}
 	lg_respawn_spawn_all(&m, m.gens);
 	while ((timeout = run_timers(&m)) != -2) {
-		struct pollfd pfd[2 + MAX_GENS];
+		struct pollfd pfd[3 + MAX_GENS];
 		struct lg_gen *owner[1 + MAX_GENS];
 		nfds_t n = 1, agent;
 
@@ -642,6 +644,8 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 		}
 		agent = n;
 		pfd[n++] = (struct pollfd){ .fd = m.agent.fd, .events = POLLIN }; /* -1: ignored */
+		/* a reload's check: its report wakes the loop; run_timers reads it */
+		pfd[n++] = (struct pollfd){ .fd = m.check.fd, .events = POLLIN };
 		if (poll(pfd, n, timeout) == -1 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;
