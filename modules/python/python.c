@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -307,15 +308,20 @@ lg_python_error(const struct lg_python *p, const struct lagless_host *h, const c
 	PyErr_Clear();
 }
 
-/* The check child: leads a process group of its own (so whatever the import forks can be
- * killed with it), starts Python as a compute process would, imports spec, writes the reason
- * ("" when found) and its NUL to fd, and leaves with _exit (no atexit handler of the master). */
+/* The check child: dies with its parent (a reload's check process is SIGKILLed when the master
+ * stops or gives up on it, and this child is not in its group), leads a process group of its
+ * own (so whatever the import forks can be killed with it), starts Python as a compute process
+ * would, imports spec, writes the reason ("" when found) and its NUL to fd, and leaves with
+ * _exit (no atexit handler of the master). */
 static void __attribute__((noreturn))
-check_child(const char *spec, int fd)
+check_child(const char *spec, int fd, pid_t parent)
 {
 	char why[512] = "";
 	PyObject *fn;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent) /* it died before the prctl took effect (prctl(2)) */
+		_exit(1);
 	setpgid(0, 0);
 	if (start_python(why, sizeof(why)) == 0) {
 		if ((fn = resolve(spec)) == NULL)
@@ -441,7 +447,7 @@ check_import(const char *spec, char *err, size_t errlen)
 	struct check_run c = { .n = 0 };
 	struct timespec t0;
 	int fds[2], held;
-	pid_t pid;
+	pid_t pid, self = getpid();
 
 	if (pipe2(fds, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "cannot check %s: pipe: %s", spec, strerror(errno));
@@ -456,7 +462,7 @@ check_import(const char *spec, char *err, size_t errlen)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		check_child(spec, fds[1]);
+		check_child(spec, fds[1], self);
 	}
 	setpgid(pid, pid); /* as the child does: whichever runs first */
 	close(fds[1]);

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import free_port, get, wait_jobs, wait_until
-from test_python_module import module
+from test_python_module import _gone, module
 from haproxy_rig import agent_line
 
 IMPORT_S = 6  # the import check's time at the reload (under check_timeout_ms = 10000)
@@ -17,11 +17,11 @@ IMPORT_S = 6  # the import check's time at the reload (under check_timeout_ms = 
 
 def slow_app(d, flag, started):
     """d/slowimp.py: its import takes IMPORT_S seconds once flag exists, and says when it
-    begins by creating started."""
+    begins by writing its pid into started."""
     (d / "slowimp.py").write_text(
         "import os, time\n"
         "if os.path.exists(%r):\n"
-        "    open(%r, 'w').close()\n"
+        "    open(%r, 'w').write(str(os.getpid()))\n"
         "    time.sleep(%d)\n"
         "def f(body, request):\n    return b'slow'\n" % (str(flag), str(started), IMPORT_S))
 
@@ -79,3 +79,27 @@ def test_master_serves_while_a_reload_is_checked(start_server, tmp_path):
     assert wait_until(lambda: "ready: generation 2" in srv.log(), IMPORT_S + 15), srv.log()
     assert get(srv.port, "/cheap?ms=1").status == 200
 
+
+
+@pytest.mark.timeout(60)
+def test_stop_during_a_reload_check(start_server, tmp_path):
+    # SIGTERM while a reload is checked: the master stops at once (it used to finish the
+    # check first) and the check's processes end with it.
+    app = tmp_path / "app"
+    app.mkdir()
+    flag, started = tmp_path / "slow-now", tmp_path / "import-began"
+    slow_app(app, flag, started)
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("[module python]\npath = %s\npython_path = %s\ncheck_timeout_ms = 10000\n"
+                    "[route /slow]\nkind = python.call\ncallable = slowimp:f\n"
+                    % (module(), app))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--loop-workers", "1",
+                       start_timeout=30)
+    flag.touch()
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: started.exists() and started.read_text(), 10), srv.log()
+    importer = int(started.read_text())
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGTERM, timeout=IMPORT_S + 10) == 0, srv.log()
+    assert time.monotonic() - t0 < 3, (time.monotonic() - t0, srv.log())
+    assert wait_until(lambda: _gone(importer), 5), importer
