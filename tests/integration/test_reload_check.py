@@ -103,3 +103,31 @@ def test_stop_during_a_reload_check(start_server, tmp_path):
     assert srv.stop(signal.SIGTERM, timeout=IMPORT_S + 10) == 0, srv.log()
     assert time.monotonic() - t0 < 3, (time.monotonic() - t0, srv.log())
     assert wait_until(lambda: _gone(importer), 5), importer
+
+
+@pytest.mark.timeout(60)
+def test_a_file_changed_during_the_check_is_checked_again(start_server, tmp_path):
+    # The master applies only what the check process checked: a file edited while the check
+    # runs refuses that reload ("changed while it was checked"), and the SIGHUP sent after the
+    # edit, which came during the check, is checked after it and applied.
+    app = tmp_path / "app"
+    app.mkdir()
+    flag, started = tmp_path / "slow-now", tmp_path / "import-began"
+    slow_app(app, flag, started)
+    conf = tmp_path / "lagless.conf"
+    text = ("[module python]\npath = %s\npython_path = %s\ncheck_timeout_ms = 10000\n"
+            "[route /slow]\nkind = python.call\ncallable = slowimp:f\n" % (module(), app))
+    conf.write_text(text)
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--loop-workers", "1",
+                       "--enable-test-jobs", "1", start_timeout=30)
+    assert get(srv.port, "/extra?ms=1").status == 404
+    flag.touch()
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(started.exists, 10), srv.log()
+    flag.unlink()  # the next check imports at once
+    conf.write_text(text + "[route /extra]\nmethods = GET\nkind = test-sleep\n")
+    os.kill(srv.pid, signal.SIGHUP)
+    assert wait_until(lambda: "changed while it was checked" in srv.log(), IMPORT_S + 10), \
+        srv.log()
+    assert wait_until(lambda: "ready: generation 2" in srv.log(), 15), srv.log()
+    assert get(srv.port, "/extra?ms=1").status == 200
