@@ -46,7 +46,8 @@ struct lg_precheck {
 /* What a check and the master's second reading must agree on: the modules (name, file path,
  * the XXH3 hash of the file's bytes, their keys) and the routes (path, prefix, methods,
  * handler, kind, their keys, file and line) of r. Two readings of the same files give the
- * same value; a file edited between them almost surely another. */
+ * same value; a file edited between them almost surely another. What the hooks never see (a
+ * route's deadline_ms, the other settings) is not in it: the master applies its own reading. */
 uint64_t lg_precheck_digest(const struct lg_registry *r);
 
 /* Forks the check process for a reload: it drops the master's descriptors (closes[0..n-1],

@@ -193,7 +193,7 @@ void
 lg_reload(struct master *m, int notified)
 {
 	int ngens = count_gens(m);
-	int closes[3] = { m->listen_fd, m->sigfd, m->agent.fd };
+	int closes[2] = { m->listen_fd, m->sigfd }; /* the rest: lg_gen_forget_all */
 
 	if (m->stopping || m->drain_at) {
 		log_warn("SIGHUP ignored: stopping");
@@ -217,7 +217,7 @@ lg_reload(struct master *m, int notified)
 		m->reload_pending = 1;
 		return;
 	}
-	if (lg_precheck_start(&m->check, m->gens, m->argc, m->argv, closes, 3, CHECK_MAX_MS) ==
+	if (lg_precheck_start(&m->check, m->gens, m->argc, m->argv, closes, 2, CHECK_MAX_MS) ==
 	    -1) {
 		char err[128];
 
