@@ -230,6 +230,8 @@ add_kind(struct lg_registry *r, const struct lagless_kind *k, size_t ksize, uint
 	return 0;
 }
 
+int lg_registry_skip_hooks;
+
 static int
 drop_conf(const struct lagless_conf *conf)
 {
@@ -295,7 +297,7 @@ lg_registry_add_module(struct lg_registry *r, const struct lagless_module *m,
 		    (size_t)i * m->kind_size), m->kind_size, idx, err, cap) == -1)
 			return -1;
 	lg_host_set_module(row->name);
-	int bad = row->desc.check != NULL &&
+	int bad = row->desc.check != NULL && !lg_registry_skip_hooks &&
 	    row->desc.check(&lg_host, &row->conf, why, sizeof(why)) != 0;
 	lg_host_set_module(NULL);
 	if (bad) {
@@ -404,7 +406,7 @@ lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char
 		if (route_keys(k, rt, &kconf, err, cap) == -1)
 			return -1;
 		lg_host_set_module(r->modules[k->module].name);
-		int bad = k->desc.check != NULL &&
+		int bad = k->desc.check != NULL && !lg_registry_skip_hooks &&
 		    k->desc.check(&lg_host, &rt->conf, why, sizeof(why)) != 0;
 		lg_host_set_module(NULL);
 		if (bad) {

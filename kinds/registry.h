@@ -108,6 +108,13 @@ struct lg_registry {
  * stay open (their code may still run in another process). NULL is ignored. */
 void lg_registry_free(struct lg_registry *r);
 
+/* When set, lg_registry_add_module and lg_registry_add_route skip the modules' check hooks
+ * (module.check, kind.check; everything else is checked): set only by the master around a
+ * reload's second reading of a configuration whose hooks already passed in the reload's check
+ * process (master/precheck.h), so a slow hook (a Python import check) never runs in the
+ * master's loop. */
+extern int lg_registry_skip_hooks;
+
 /* Creates an empty registry holding the built-in modules (the kinds shipped with lagless and the
  * fault-injection kinds). Returns 0, or -1 with a message in err (cap bytes). */
 int lg_registry_init(struct lg_registry *r, char *err, size_t cap);

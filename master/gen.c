@@ -354,6 +354,16 @@ lg_gen_set_listeners(const int *fds, int n)
 		memcpy(more_fds, fds, (size_t)nmore * sizeof(*fds));
 }
 
+void
+lg_gen_forget_all(struct lg_gen *all, int sigfd)
+{
+	child_reset(all, NULL, sigfd);
+	for (int i = 0; i < nmore; i++)
+		close(more_fds[i]);
+	if (admin_fd >= 0)
+		close(admin_fd);
+}
+
 /* Runs the role in the child. Never returns. */
 static void
 child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, int sigfd,

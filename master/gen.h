@@ -97,6 +97,12 @@ void lg_gen_set_listeners(const int *fds, int n);
 /* The admin listener (--admin-listen; -1 none), handed to loop workers the same way. */
 void lg_gen_set_admin(int fd);
 
+/* In a process the master forked for something other than a generation (a reload's check,
+ * master/precheck.c), right after fork: closes sigfd, the listeners handed to loop workers, the
+ * admin and master-only descriptors and every generation's channels, arena, flights and cache
+ * (all, newest first), and resets the signals as a child's. */
+void lg_gen_forget_all(struct lg_gen *all, int sigfd);
+
 /* A descriptor only the master serves (the --agent-listen socket; -1 none): every child closes
  * it right after fork, so no loop or compute process holds the agent's port open. */
 void lg_gen_set_master_only(int fd);

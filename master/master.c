@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -441,6 +442,7 @@ run_timers(struct master *m)
 	} else if (m->drain_at && m->drain_at < next) {
 		next = m->drain_at;
 	}
+	lg_reload_check_step(m, now, &next);
 	if (!m->stopping) {
 		lg_reload_apply_pending(m);
 		check_ready(m, now);
@@ -451,33 +453,54 @@ run_timers(struct master *m)
 	return next <= now ? 0 : (int)((next - now + LG_NS_PER_MS - 1) / LG_NS_PER_MS);
 }
 
-/* The listening socket: the one systemd passed (socket activation), else our own. It belongs
- * to the master and outlives generations, so a reload never refuses a connection. */
-static int
-open_listener(struct master *m, const struct lg_config *cfg)
+/* Logs passed descriptor fd (number i of n) by its address: "listening on 127.0.0.1:8080
+ * (socket activation, fd 3)", a unix socket by its path. */
+static void
+log_activated(int fd, int i, int n)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char addr[INET6_ADDRSTRLEN] = "?";
-	int port = 0;
+	int port = 0, v6 = 0;
 
-	if ((m->listen_fd = lg_notify_listen_fd()) >= 0) {
-		if (getsockname(m->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
-			int v6 = ss.ss_family == AF_INET6;
-
-			inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
-			    (void *)&((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
-			port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-			    ((struct sockaddr_in *)&ss)->sin_port);
-		}
-		log_info("listening on %s%s%s:%d (socket activation, fd %d)",
-		    strchr(addr, ':') ? "[" : "", addr, strchr(addr, ':') ? "]" : "", port,
-		    m->listen_fd);
-		return lg_listeners_open(&m->more, cfg, NULL, 1);
+	memset(&ss, 0, sizeof(ss));
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
+		log_info("listening on unix:%s (socket activation, fd %d, %d of %d)",
+		    ((struct sockaddr_un *)&ss)->sun_path, fd, i + 1, n);
+		return;
 	}
-	if (errno != 0) {
-		log_error("socket activation: %s", strerror(errno));
+	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+		v6 = ss.ss_family == AF_INET6;
+		inet_ntop(ss.ss_family, v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr :
+		    (void *)&((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr));
+		port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+		    ((struct sockaddr_in *)&ss)->sin_port);
+	}
+	log_info("listening on %s%s%s:%d (socket activation, fd %d, %d of %d)", v6 ? "[" : "",
+	    addr, v6 ? "]" : "", port, fd, i + 1, n);
+}
+
+/* The listening sockets: those systemd passed (socket activation: every one is served, the
+ * first as listen_fd, the others as listen's further listeners; more than listen takes, or one
+ * that is not a listening stream socket, refuses the start), else our own. They belong to the
+ * master and outlive generations, so a reload never refuses a connection. */
+static int
+open_listener(struct master *m, const struct lg_config *cfg)
+{
+	int fds[LG_LISTEN_MAX], n, port = 0;
+	char err[256];
+
+	if ((n = lg_notify_listen_fds(fds, LG_LISTEN_MAX, err, sizeof(err))) == -1) {
+		log_error("socket activation: %s", err);
 		return -1;
+	}
+	if (n > 0) {
+		m->listen_fd = fds[0];
+		for (int i = 0; i < n; i++)
+			log_activated(fds[i], i, n);
+		for (int i = 1; i < n; i++)
+			m->more.more[m->more.nmore++] = fds[i];
+		return lg_listeners_open(&m->more, cfg, NULL, 1);
 	}
 	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
 		return lg_listeners_open(&m->more, cfg, &m->listen_fd, 0);
@@ -570,6 +593,7 @@ teardown(struct master *m)
 		close(m->listen_fd);
 	lg_listeners_close(&m->more);
 	lg_agent_close(&m->agent);
+	lg_precheck_end(&m->check);
 	if (m->sigfd >= 0)
 		close(m->sigfd);
 	if (m->pid_file[0])
@@ -599,7 +623,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 {
 	struct master m = { .pid = getpid(), .listen_fd = -1, .sigfd = -1,
 	    .more = { .admin = -1 }, .agent = { .fd = -1 }, .argc = argc, .argv = argv, .next_id = 1,
-	    .stop = begin_stop };
+	    .stop = begin_stop, .check = { .fd = -1 } };
 	int timeout;
 
 	lg_memwatch_score(-900); /* the OOM killer takes compute processes first, the master last */
@@ -609,7 +633,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	}
 	lg_respawn_spawn_all(&m, m.gens);
 	while ((timeout = run_timers(&m)) != -2) {
-		struct pollfd pfd[2 + MAX_GENS];
+		struct pollfd pfd[3 + MAX_GENS];
 		struct lg_gen *owner[1 + MAX_GENS];
 		nfds_t n = 1, agent;
 
@@ -620,6 +644,8 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 		}
 		agent = n;
 		pfd[n++] = (struct pollfd){ .fd = m.agent.fd, .events = POLLIN }; /* -1: ignored */
+		/* a reload's check: its report wakes the loop; run_timers reads it */
+		pfd[n++] = (struct pollfd){ .fd = m.check.fd, .events = POLLIN };
 		if (poll(pfd, n, timeout) == -1 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;

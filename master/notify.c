@@ -3,12 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/log.h"
 
 /* sd_notify returns a negative errno; turn it into our -1/errno convention. */
 static int
@@ -60,24 +60,34 @@ lg_notify_watchdog_usec(void)
 }
 
 int
-lg_notify_listen_fd(void)
+lg_notify_listen_fds(int *fds, int cap, char *err, size_t errlen)
 {
-	int n = sd_listen_fds(1), fd = SD_LISTEN_FDS_START;
+	int n = sd_listen_fds(1);
 
-	if (n <= 0) {
-		errno = n < 0 ? -n : 0;
+	if (n < 0) {
+		snprintf(err, errlen, "LISTEN_FDS: %s", strerror(-n));
 		return -1;
 	}
-	if (n > 1)
-		log_warn("socket activation passed %d descriptors; using only fd %d", n, fd);
-	for (int extra = 1; extra < n; extra++)
-		close(fd + extra);
-	if (sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
-		errno = EINVAL;
+	if (n > cap) {
+		snprintf(err, errlen, "systemd passed %d sockets (LISTEN_FDS); lagless serves at most "
+		    "%d, as many as listen takes", n, cap);
 		return -1;
 	}
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1 ||
-	    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1)
-		return -1;
-	return fd;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+
+		if (sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+			snprintf(err, errlen, "passed descriptor %d (number %d of LISTEN_FDS=%d) is "
+			    "not a listening stream socket (ListenStream= in the .socket unit)", fd,
+			    i + 1, n);
+			return -1;
+		}
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1 ||
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
+			snprintf(err, errlen, "passed descriptor %d: fcntl: %s", fd, strerror(errno));
+			return -1;
+		}
+		fds[i] = fd;
+	}
+	return n;
 }

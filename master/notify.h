@@ -4,6 +4,7 @@
 #ifndef LG_MASTER_NOTIFY_H
 #define LG_MASTER_NOTIFY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Sends READY=1 with a STATUS= line (status may be NULL). Returns > 0 when sent, 0 when not
@@ -27,10 +28,13 @@ int lg_notify_watchdog(void);
  * when the watchdog is off. */
 uint64_t lg_notify_watchdog_usec(void);
 
-/* Socket activation (sd_listen_fds(3)): returns the first passed listening socket, made
- * non-blocking and close-on-exec, and clears LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES so children
- * do not inherit them; -1 when none was passed (errno 0), or -1 with errno EINVAL when the passed
- * descriptor is not a listening stream socket. Extra descriptors are closed and logged. */
-int lg_notify_listen_fd(void);
+/* Socket activation (sd_listen_fds(3)): every passed descriptor (SD_LISTEN_FDS_START.., in the
+ * order of the .socket unit's Listen lines) into fds (cap of them), each checked to be a
+ * listening stream socket and made non-blocking and close-on-exec; LISTEN_PID/LISTEN_FDS/
+ * LISTEN_FDNAMES are cleared so children do not inherit them. Returns how many (0 when none was
+ * passed), or -1 with the reason in err (errlen bytes): more than cap were passed, or one is not
+ * a listening stream socket (all are served or the start is refused, never a part: a socket
+ * nobody accepts on would hold its connections in the backlog). The descriptors stay open. */
+int lg_notify_listen_fds(int *fds, int cap, char *err, size_t errlen);
 
 #endif

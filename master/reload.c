@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "common/log.h"
+#include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/options.h"
 #include "master/pidfile.h"
+#include "master/precheck.h"
 #include "master/respawn.h"
 #include "master/state.h"
 
@@ -118,44 +121,37 @@ keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, s
 	cfg->port = run->port;
 }
 
-/* SIGHUP: read the configuration again; if it is valid, start a new generation beside the
- * running one (the retirement of the old one waits until the new one accepts, so no
- * connection is refused). An invalid configuration changes nothing. While MAX_GENS
- * generations are alive (older ones still draining) the request is remembered, not lost:
- * run_timers applies it once one has gone, reading the configuration then, so repeated
- * requests coalesce into the latest configuration (issue 10 item 4). notified: RELOADING=1 was
- * already sent for this request. */
-void
-lg_reload(struct master *m, int notified)
+/* The reload's check, bounded as a whole: a hook that never returns costs that reload, never
+ * the master (the Python module bounds each import by its check_timeout_ms, up to 600 s). */
+#define CHECK_MAX_MS (15 * 60 * 1000)
+
+/* The checked configuration applied: read again without the hooks (they passed in the check
+ * process), refused when it is not what was checked, then a new generation beside the running
+ * one (the retirement of the old one waits until the new one accepts, so no connection is
+ * refused). */
+static void
+apply_checked(struct master *m, int notified, uint64_t digest)
 {
 	struct lg_config cfg;
 	struct lg_command cmd;
 	struct lg_sizing sz;
 	struct lg_gen *g;
-	char err[512];
-	int ngens = count_gens(m);
+	char err[512], kept[sizeof(m->gen_kept)];
+	int rc;
 
-	if (m->stopping || m->drain_at) {
-		log_warn("SIGHUP ignored: stopping");
-		lg_reload_outcome(m, m->reload_from, m->reload_asked_ns, 0,
-		    "the server is stopping");
-		return;
+	lg_registry_skip_hooks = 1;
+	rc = lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err));
+	lg_registry_skip_hooks = 0;
+	if (rc == 0 && lg_precheck_digest(cfg.reg) != digest) {
+		lg_registry_free(cfg.reg);
+		snprintf(err, sizeof(err), "the configuration or a module file changed while it was "
+		    "checked; reload again");
+		rc = -1;
 	}
-	if (ngens >= MAX_GENS) {
-		if (!m->reload_pending)
-			lg_notify_reloading();
-		log_warn("reload deferred: %d generations alive (limit %d, older ones still "
-		    "draining); it takes effect with the configuration read once one has gone%s",
-		    ngens, MAX_GENS, m->reload_pending ? " (coalesced with the pending one)" : "");
-		m->reload_pending = 1;
-		return;
-	}
-	if (lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err)) == -1) {
+	if (rc == -1) {
 		refuse_reload(m, notified, err);
 		return;
 	}
-	char kept[sizeof(m->gen_kept)];
-
 	keep_listeners(&cfg, &m->gens->cfg, kept, sizeof(kept));
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
@@ -185,6 +181,126 @@ lg_reload(struct master *m, int notified)
 	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
 	    g->id, sz.budget, sz.loop_workers, sz.compute_workers, sz.queue_capacity);
 	lg_respawn_spawn_all(m, g);
+}
+
+/* SIGHUP: the configuration is checked in a check process (lg_reload_check_step goes on when
+ * it is done); an invalid one changes nothing. While MAX_GENS generations are alive (older
+ * ones still draining) the request is remembered, not lost: run_timers applies it once one has
+ * gone, reading the configuration then, so repeated requests coalesce into the latest
+ * configuration (issue 10 item 4); one that comes while a check runs is checked again after
+ * it. notified: RELOADING=1 was already sent for this request. */
+void
+lg_reload(struct master *m, int notified)
+{
+	int ngens = count_gens(m);
+	int closes[2] = { m->listen_fd, m->sigfd }; /* the rest: lg_gen_forget_all */
+
+	if (m->stopping || m->drain_at) {
+		log_warn("SIGHUP ignored: stopping");
+		lg_reload_outcome(m, m->reload_from, m->reload_asked_ns, 0,
+		    "the server is stopping");
+		return;
+	}
+	if (m->check.pid > 0) {
+		log_info("reload: a check is running (pid %d); the configuration is checked again "
+		    "once it is done", (int)m->check.pid);
+		m->check.again = 1;
+		m->check.again_notified |= notified;
+		return;
+	}
+	if (ngens >= MAX_GENS) {
+		if (!m->reload_pending)
+			lg_notify_reloading();
+		log_warn("reload deferred: %d generations alive (limit %d, older ones still "
+		    "draining); it takes effect with the configuration read once one has gone%s",
+		    ngens, MAX_GENS, m->reload_pending ? " (coalesced with the pending one)" : "");
+		m->reload_pending = 1;
+		return;
+	}
+	if (lg_precheck_start(&m->check, m->gens, m->argc, m->argv, closes, 2, CHECK_MAX_MS) ==
+	    -1) {
+		char err[128];
+
+		snprintf(err, sizeof(err), "cannot start the check process: %s", strerror(errno));
+		refuse_reload(m, notified, err);
+		return;
+	}
+	if (!notified)
+		lg_notify_reloading(); /* READY=1 follows when it takes effect or is refused */
+	m->check.notified = 1;
+	m->check.from = m->reload_from;
+	m->check.asked_ns = m->reload_asked_ns;
+	log_info("reload: checking the configuration in pid %d", (int)m->check.pid);
+}
+
+/* How a check that ended without a report ended, into why (cap bytes). */
+static void
+check_died(const struct lg_precheck *c, char *why, size_t cap)
+{
+	if (WIFSIGNALED(c->status))
+		snprintf(why, cap, "the reload's check process was killed by signal %d (%s)",
+		    WTERMSIG(c->status), strsignal(WTERMSIG(c->status)));
+	else
+		snprintf(why, cap, "the reload's check process exited with status %d and no report",
+		    WEXITSTATUS(c->status));
+}
+
+/* The end of a check: its verdict applied (a generation started, or the reload refused) for
+ * the SIGHUP that started it. */
+static void
+check_done(struct master *m, struct lg_precheck *c, int reported)
+{
+	char why[sizeof(c->rep.err)];
+	uint64_t digest = c->rep.digest;
+	int notified = c->notified, ok = reported && c->exited && c->rep.ok;
+
+	if (reported && c->exited)
+		snprintf(why, sizeof(why), "%s", c->rep.err);
+	else if (c->exited)
+		check_died(c, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "the reload's checks did not finish within %d s; "
+		    "killed", CHECK_MAX_MS / 1000);
+	lg_precheck_end(c);
+	if (ok)
+		apply_checked(m, notified, digest);
+	else
+		refuse_reload(m, notified, why);
+}
+
+void
+lg_reload_check_step(struct master *m, uint64_t now, uint64_t *next)
+{
+	struct lg_precheck *c = &m->check;
+	pid_t latest = m->reload_from;
+	uint64_t latest_ns = m->reload_asked_ns;
+	int reported;
+
+	if (c->pid <= 0)
+		return;
+	reported = lg_precheck_read(c);
+	if (!m->stopping && !m->drain_at && !c->exited && now < c->deadline_ns) {
+		*next = c->deadline_ns < *next ? c->deadline_ns : *next;
+		return;
+	}
+	/* answered for the SIGHUP that started it; a later one is checked again after it */
+	m->reload_from = c->from;
+	m->reload_asked_ns = c->asked_ns;
+	if (m->stopping || m->drain_at) {
+		lg_precheck_end(c);
+		lg_reload_outcome(m, c->from, c->asked_ns, 0, "the server is stopping");
+		c->again = 0;
+	} else {
+		check_done(m, c, reported);
+	}
+	m->reload_from = latest;
+	m->reload_asked_ns = latest_ns;
+	if (c->again) {
+		int notified = c->again_notified;
+
+		c->again = c->again_notified = 0;
+		lg_reload(m, notified);
+	}
 }
 
 /* A deferred SIGHUP: applied as soon as fewer than MAX_GENS generations are alive. */

@@ -14,6 +14,13 @@ struct master;
  * sent to systemd for this request. */
 void lg_reload(struct master *m, int notified);
 
+/* Once per master pass while a reload's check runs (master/precheck.h): once the check
+ * process has exited (the reaper set m->check.exited) its report is applied, starting the new
+ * generation or refusing the reload with the check's reason; past its deadline it is killed
+ * and the reload refused; a stop ends it (refused: "the server is stopping"). A SIGHUP that
+ * came meanwhile is then checked. Lowers *next to the deadline. */
+void lg_reload_check_step(struct master *m, uint64_t now, uint64_t *next);
+
 /* A deferred reload, applied once fewer than MAX_GENS generations are alive and the master is
  * not stopping; nothing otherwise. */
 void lg_reload_apply_pending(struct master *m);

@@ -322,6 +322,12 @@ lg_respawn_reap(struct master *m)
 
 	/* As PID 1 in a container this also reaps orphans that were reparented to us. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == m->check.pid) { /* lg_reload_check_step applies its report */
+			kill(-pid, SIGKILL); /* what its hooks forked and left in its group */
+			m->check.exited = 1;
+			m->check.status = status;
+			continue;
+		}
 		for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 			for (uint32_t k = 0; k < g->nchildren; k++)
 				if (g->children[k].pid == pid) {

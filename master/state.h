@@ -8,6 +8,7 @@
 
 #include "master/agent.h"
 #include "master/master.h"
+#include "master/precheck.h"
 
 struct lg_gen;
 
@@ -39,6 +40,8 @@ struct master {
 	char gen_kept[360];    /* what that reload kept of the running configuration ("" none) */
 	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
+	struct lg_precheck check; /* a reload's check process (pid 0: none); its exit is noted
+	                           * by the reaper (respawn.c), the rest is reload.c's */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role
 	 * keeps crashing: respawn.c never calls back into the file that calls it. */
 	void (*stop)(struct master *m, int how);

@@ -43,7 +43,10 @@
  *   1. master, at `lagless -t`, start-up and each SIGHUP, before any fork: dlopen, validate the
  *      descriptor, then call check(module config) and, for every route that uses one of its
  *      kinds, kind.check(route config). A failure is reported with the configuration file, line
- *      and key and fails -t / start-up, or leaves the running server untouched on SIGHUP.
+ *      and key and fails -t / start-up, or leaves the running server untouched on SIGHUP. At a
+ *      SIGHUP both run in a check process the master forks (so a slow check never holds the
+ *      master's loop), not in the master, which then loads the same configuration without
+ *      calling them: keep nothing from check for later (init receives the module config).
  *   2. every process that may run the module's kinds (compute processes; loop workers too when a
  *      route runs a kind where=loop), once after fork: init(module config, &state). It is also
  *      run once in a short-lived child at `lagless -t`, and in such a child to retry an init

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -306,71 +308,152 @@ lg_python_error(const struct lg_python *p, const struct lagless_host *h, const c
 	PyErr_Clear();
 }
 
-/* The check child: starts Python as a compute process would, imports spec, writes "" (found) or
- * the reason to fd, and leaves with _exit (no atexit handler of the master runs). */
+/* The check child: dies with its parent (a reload's check process is SIGKILLed when the master
+ * stops or gives up on it, and this child is not in its group), leads a process group of its
+ * own (so whatever the import forks can be killed with it), starts Python as a compute process
+ * would, imports spec, writes the reason ("" when found) and its NUL to fd, and leaves with
+ * _exit (no atexit handler of the master). */
 static void __attribute__((noreturn))
-check_child(const char *spec, int fd)
+check_child(const char *spec, int fd, pid_t parent)
 {
 	char why[512] = "";
 	PyObject *fn;
 
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent) /* it died before the prctl took effect (prctl(2)) */
+		_exit(1);
+	setpgid(0, 0);
 	if (start_python(why, sizeof(why)) == 0) {
 		if ((fn = resolve(spec)) == NULL)
 			lg_python_error(&py, NULL, NULL, 0, why, sizeof(why));
 		Py_XDECREF(fn);
 	}
-	(void)!write(fd, why, strlen(why));
+	(void)!write(fd, why, strlen(why) + 1); /* one write under PIPE_BUF: whole or nothing */
 	_exit(0);
 }
 
-/* Reads the child's answer until it closes the pipe or the time is up. Returns the bytes read,
- * or -1 on timeout. */
-static ssize_t
-read_answer(int fd, char *buf, size_t cap)
+/* What a check saw: the report (complete once its NUL arrived) and the child's exit. */
+struct check_run {
+	char why[512];
+	size_t n;
+	int reported, exited, status;
+};
+
+static int64_t
+ms_since(const struct timespec *t0)
 {
-	struct timespec t0, t;
-	size_t n = 0;
+	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Reads what is in the (non-blocking) pipe fd; notes the report once its NUL is in. */
+static void
+take_report(int fd, struct check_run *c)
+{
+	ssize_t k;
+
+	while (!c->reported && c->n < sizeof(c->why) &&
+	    (k = read(fd, c->why + c->n, sizeof(c->why) - c->n)) > 0) {
+		c->reported = memchr(c->why + c->n, '\0', (size_t)k) != NULL;
+		c->n += (size_t)k;
+	}
+	c->why[sizeof(c->why) - 1] = '\0';
+}
+
+/* Runs the check of child pid until it has reported and exited (left unreaped), or check_timeout_ms has passed
+ * since it was forked (t0): the end is the child's report and exit, never the pipe's EOF, which a
+ * process the import forked holds off as long as it lives. A pidfd (pidfd_open(2), Linux 5.3)
+ * wakes the poll at the exit; without one the poll wakes every 20 ms to ask waitpid. */
+static void
+await_check(pid_t pid, int fd, const struct timespec *t0, struct check_run *c)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		int64_t left = (int64_t)check_timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 +
-		    (t.tv_nsec - t0.tv_nsec) / 1000000);
-		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = (int64_t)check_timeout_ms - ms_since(t0);
+		struct pollfd p[2] = { { fd, c->reported ? 0 : POLLIN, 0 }, { pidfd, POLLIN, 0 } };
 
+		siginfo_t si = { .si_pid = 0 };
+
+		take_report(fd, c);
+		/* WNOWAIT: the exited child stays a zombie, so its pid (its group's id) cannot be
+		 * reused before check_import kills the group */
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+			c->exited = 1;
+		if (c->exited) {
+			take_report(fd, c); /* written before the exit: in the pipe by now */
+			break;
+		}
 		if (left <= 0)
-			return -1;
-		int r = poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0)
-			return -1;
-		ssize_t k = read(fd, buf + n, cap - 1 - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || (n += (size_t)k) == cap - 1)
+			break;
+		if (poll(p, pidfd >= 0 ? 2 : 1, pidfd >= 0 ? (int)(left > INT_MAX ? INT_MAX : left) :
+		    (int)(left < 20 ? left : 20)) == -1 && errno != EINTR)
 			break;
 	}
-	buf[n] = '\0';
-	return (ssize_t)n;
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+/* 1 when a process other than the check child still holds the write end of pipe fd: the import
+ * forked one that outlived it (poll(2): POLLHUP once every writer has closed). */
+static int
+pipe_held(int fd)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	char b[64];
+
+	while (read(fd, b, sizeof(b)) > 0) /* what the leftover wrote, if anything */
+		;
+	return poll(&p, 1, 0) == 1 ? !(p.revents & POLLHUP) : 1;
+}
+
+/* The refusal for what c saw, into err; 0 when the import succeeded cleanly. */
+static int
+check_verdict(const char *spec, const struct check_run *c, int held, char *err, size_t errlen)
+{
+	int st = c->status;
+
+	if (c->reported && c->why[0])
+		snprintf(err, errlen, "callable %s: %s", spec, c->why);
+	else if (c->exited && !c->reported)
+		snprintf(err, errlen, "callable %s: the check process died (%s %d) importing it",
+		    spec, WIFSIGNALED(st) ? "signal" : "status",
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	else if (!c->reported)
+		snprintf(err, errlen, "importing %s took over check_timeout_ms = %llu", spec,
+		    (unsigned long long)check_timeout_ms);
+	else if (held)
+		snprintf(err, errlen, "callable %s: the import finished but left a process holding "
+		    "the check's output open (it forked one that outlives the import; every compute "
+		    "process would do the same); killed with the check's process group", spec);
+	else
+		return 0;
+	return -1;
 }
 
 /* lagless -t, start-up and SIGHUP: can spec be imported? Asked of a child, so that importing
- * user code never runs in the master (it could start threads or install signal handlers in the
- * process that forks every other). The master's SIGCHLD is read from a signalfd by the same
- * thread that runs this check, so the waitpid below is not raced by its reaper. */
+ * user code never runs in the caller (it could start threads or install signal handlers in the
+ * process that forks every other). The whole check is bounded by check_timeout_ms; the child's
+ * process group is SIGKILLed when it ends, so nothing the import forked outlives the check
+ * (only a process that left the group with setsid(2) can). The caller's SIGCHLD is read from a
+ * signalfd by the same thread that runs this check (or left at its default), so the waitpid
+ * here is not raced by a reaper. */
 static int
 check_import(const char *spec, char *err, size_t errlen)
 {
-	char why[512];
-	int fds[2], status = 0;
-	pid_t pid;
-	ssize_t n;
+	struct check_run c = { .n = 0 };
+	struct timespec t0;
+	int fds[2], held;
+	pid_t pid, self = getpid();
 
 	if (pipe2(fds, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "cannot check %s: pipe: %s", spec, strerror(errno));
 		return -1;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if ((pid = fork()) == -1) {
 		snprintf(err, errlen, "cannot check %s: fork: %s", spec, strerror(errno));
 		close(fds[0]);
@@ -379,27 +462,17 @@ check_import(const char *spec, char *err, size_t errlen)
 	}
 	if (pid == 0) {
 		close(fds[0]);
-		check_child(spec, fds[1]);
+		check_child(spec, fds[1], self);
 	}
+	setpgid(pid, pid); /* as the child does: whichever runs first */
 	close(fds[1]);
-	n = read_answer(fds[0], why, sizeof(why));
-	close(fds[0]);
-	if (n < 0)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+	await_check(pid, fds[0], &t0, &c);
+	held = c.exited && pipe_held(fds[0]);
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, &c.status, 0) == -1 && errno == EINTR)
 		;
-	if (n < 0)
-		snprintf(err, errlen, "importing %s took over check_timeout_ms = %llu", spec,
-		    (unsigned long long)check_timeout_ms);
-	else if (n > 0)
-		snprintf(err, errlen, "callable %s: %s", spec, why);
-	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		snprintf(err, errlen, "callable %s: the check process died (%s %d) importing it",
-		    spec, WIFSIGNALED(status) ? "signal" : "status",
-		    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-	else
-		return 0;
-	return -1;
+	close(fds[0]);
+	return check_verdict(spec, &c, held, err, errlen);
 }
 
 static int

@@ -397,6 +397,53 @@ def test_check_timeout_and_preload(start_server, tmp_path):
     assert post(srv.port, "/ok").body == b"ok"
 
 
+def _gone(pid):
+    """pid has ended (a zombie its new parent has not reaped yet counts)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.timeout(60)
+def test_check_of_an_import_that_leaves_a_process(tmp_path):
+    # Issue 33 section 3: an import that forks a process outliving it kept the check's pipe
+    # open; the check waited for EOF past check_timeout_ms (25 s for 10 s) and then blamed the
+    # import's time. It ends when the check process has reported and exited, names the cause
+    # and kills the process group (the leftover with it).
+    app = tmp_path / "app"
+    app.mkdir()
+    pidfile = tmp_path / "leftover.pid"
+    (app / "forks.py").write_text(
+        "import os, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(50)\n"
+        "    os._exit(0)\n"
+        "open(%r, 'w').write(str(pid))\n"
+        "def f(body, request):\n    return b''\n" % str(pidfile))
+    conf = tmp_path / "forks.conf"
+    conf.write_text(config(app, ("x", "forks:f", "")).replace(
+        "python_path", "check_timeout_ms = 10000\npython_path"))
+    t0 = time.monotonic()
+    try:
+        r = lagless("-t", "-c", str(conf))
+        took = time.monotonic() - t0
+        assert r.returncode == 1 and b"callable forks:f: the import finished but left a " \
+            b"process holding the check's output open" in r.stderr, r
+        assert b"took over check_timeout_ms" not in r.stderr, r
+        assert took < 8, took  # at the report, not at check_timeout_ms or the leftover's exit
+        leftover = int(pidfile.read_text())
+        assert wait_until(lambda: _gone(leftover), 5), leftover
+    finally:
+        if pidfile.exists():
+            try:
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
 @pytest.mark.timeout(120)
 def test_reload_with_a_changed_file_and_a_refused_import(start_server, tmp_path):
     app = tmp_path / "app"

@@ -95,6 +95,61 @@ def test_socket_activation(tmp_path):
             log.close()
 
 
+def _activate(tmp_path, ports, *args):
+    """lagless under systemd-socket-activate with one passed socket per port, in that order."""
+    if shutil.which("systemd-socket-activate") is None:
+        pytest.skip("systemd-socket-activate is not installed (Debian package systemd)")
+    log = open(tmp_path / "stderr.log", "wb")
+    listen = [a for p in ports for a in ("-l", "127.0.0.1:%d" % p)]
+    proc = subprocess.Popen(["systemd-socket-activate"] + listen + [LAGLESS_BIN] + list(args),
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    log.close()
+    return proc
+
+
+def _end(proc, want):
+    try:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)  # the same pid: systemd-socket-activate execs
+        assert proc.wait(timeout=15) == want
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.mark.timeout(60)
+def test_socket_activation_serves_every_passed_socket(tmp_path):
+    # Issue 33 section 4: with LISTEN_FDS=2 only the first socket was served and the second
+    # was closed, so its port refused connections.
+    ports = [free_port(), free_port()]
+    proc = _activate(tmp_path, ports, "--loop-workers", "2", "--compute-workers", "1")
+    try:
+        assert wait_until(lambda: _ping(ports[0]), 15), (tmp_path / "stderr.log").read_text()
+        text = (tmp_path / "stderr.log").read_text()
+        assert ":%d (socket activation, fd 3, 1 of 2)" % ports[0] in text, text
+        assert ":%d (socket activation, fd 4, 2 of 2)" % ports[1] in text, text
+        for _ in range(4):  # each loop worker accepts on both
+            assert _ping(ports[1]), (tmp_path / "stderr.log").read_text()
+        assert get(ports[1], "/heavy?iterations=1000").status == 200
+    finally:
+        _end(proc, 0)
+
+
+@pytest.mark.timeout(60)
+def test_socket_activation_refuses_more_sockets_than_it_serves(tmp_path):
+    ports = [free_port() for _ in range(9)]
+    proc = _activate(tmp_path, ports, "--loop-workers", "1", "--compute-workers", "1")
+    try:
+        # the first connection starts it (once systemd-socket-activate listens)
+        assert wait_until(lambda: _ping(ports[0]) or proc.poll() is not None, 15)
+        assert proc.wait(timeout=15) == 1
+        text = (tmp_path / "stderr.log").read_text()
+        assert "systemd passed 9 sockets (LISTEN_FDS); lagless serves at most 8" in text, text
+    finally:
+        _end(proc, 1)
+
+
 def _ping(port):
     try:
         return get(port, "/ping", timeout=2).status == 200
