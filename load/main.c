@@ -88,8 +88,8 @@ usage(FILE *f)
 	    "      --fast-ms MS           a 503's p99 at most (10)\n"
 	    "      --capacity-share F     heavy 2xx at least F x capacity (0.8)\n"
 	    "      --steps L1,L2,...      step mode: the heavy routes at each level in turn (Nx or\n"
-	    "                             a rate: 0.5x,1x,1.5x,2x,3x); the knee is the highest\n"
-	    "                             level whose verdicts all pass\n"
+	    "                             a rate: 0.5x,1x,1.5x,2x,3x); the knee is where 2xx/s\n"
+	    "                             falls under 90 %% of the offer (the capacity)\n"
 	    "      --ramp FROM:TO:N       step mode with N levels evenly from FROM to TO\n"
 	    "      --step-duration S      each level's length (5s)\n"
 	    "      --scenario FILE        options and expected verdicts of an experiment\n"
@@ -616,7 +616,8 @@ run_phase(const struct opts *o, struct ll_engine *e, struct ll_report *r, int la
 	return 0;
 }
 
-/* Step mode: each level in turn, judged on its own; then the knee. Returns 0 or -1. */
+/* Step mode: each level in turn, judged on its own; then the knee and the highest graceful
+ * level. Returns 0 or -1. */
 static int
 step_phases(struct opts *o, struct ll_engine *e, struct ll_report *r, int lagless)
 {
@@ -710,13 +711,13 @@ setup_routes(struct opts *o, struct sockaddr_storage *ss, socklen_t *sslen, char
 	return 0;
 }
 
-/* 0 or 1: step mode, a knee was found; a scenario, every expectation met; else no verdict
- * failed. */
+/* 0 or 1: step mode, the lowest level passed (some level degrades gracefully); a scenario,
+ * every expectation met; else no verdict failed. */
 static int
 exit_status(const struct opts *o, const struct ll_report *r, struct ll_scenario *sc)
 {
 	if (o->steps.n > 0)
-		return o->steps.knee >= 0 ? 0 : 1;
+		return o->steps.graceful >= 0 ? 0 : 1;
 	if (r->scenario != NULL && sc->nexpect > 0)
 		return ll_scenario_check(sc, r) ? 0 : 1;
 	return ll_report_ok(r) ? 0 : 1;

@@ -421,9 +421,12 @@ def test_habits_durations_rates_headers_prefix(test_server):
 @pytest.mark.timeout(120)
 def test_steps_find_the_known_knee(test_server, tmp_path):
     """A stand-in server that serves /knee at exactly 40 per second and queues the rest: step
-    levels 0.5x, 1x and 2x of that capacity pass, pass, and fail ("queued, not refused"), so
-    the knee is 1x; 2x gets 40 2xx/s, not 80. The same server refusing at once what it cannot
-    do passes every level of a ramp, and its 503 share grows with the offer."""
+    levels 0.5x, 1x and 2x of that capacity pass, pass, and fail ("queued, not refused"); 2x
+    gets 40 2xx/s, not 80, so the knee (where the 2xx rate stops following the offer) is 2x
+    and the capacity about 40/s, and the highest level that degrades gracefully is 1x. The same
+    server refusing at once what it cannot do passes every level of a ramp 20, 50, 80/s, and
+    its 503 share grows with the offer: the highest graceful level is then 80/s, but the knee
+    is 50/s and the capacity still about 40/s (the verdicts passing is not the capacity)."""
     srv = test_server("--knee-rps", "40")
     png = str(tmp_path / "steps.png")
     rc, out, err = run_load(["--rate", "/fast=20", "--rate", "/knee=1x,capacity=40",
@@ -436,12 +439,15 @@ def test_steps_find_the_known_knee(test_server, tmp_path):
     assert [round(l["offered_per_s"]) for l in lv] == [20, 40, 80]
     assert [l["pass"] for l in lv] == [True, True, False], err
     assert lv[2]["verdicts"]["refusal_is_fast"] is False
-    assert st["knee"] == 1 and rc == 0, err
+    assert st["graceful_level"] == 1 and rc == 0, err
+    assert st["knee"]["level"] == 2 and st["goodput_threshold"] == 0.9, st
+    assert 30 <= st["capacity"]["ok_per_s"] <= 42 and st["capacity"]["reached"], st
     assert 0.9 * 20 <= lv[0]["ok_per_s"] <= 20.5
     assert 30 <= lv[2]["ok_per_s"] <= 42, lv[2]     # the server's 40/s, not the 80 offered
     assert all(l["share_503"] == 0 for l in lv)
     assert lv[0]["t1_s"] <= lv[1]["t0_s"] and abs(lv[0]["t1_s"] - lv[0]["t0_s"] - 2.5) < 0.01
-    assert "<- knee" in err or "knee: level 1x" in err
+    assert "knee: level 2x, 80.0/s offered" in err, err
+    assert "highest level that degrades gracefully: 1x" in err, err
     knee_png = str(tmp_path / "steps-knee.png")
     for p in (png, knee_png):
         with open(p, "rb") as f:
@@ -454,7 +460,9 @@ def test_steps_find_the_known_knee(test_server, tmp_path):
     st = json.loads(out)["steps"]
     assert [round(l["offered_per_s"]) for l in st["levels"]] == [20, 50, 80]
     assert [l["pass"] for l in st["levels"]] == [True, True, True], err
-    assert st["knee"] == 2 and rc == 0
+    assert st["graceful_level"] == 2 and rc == 0
+    assert st["knee"]["level"] == 1 and 30 <= st["capacity"]["ok_per_s"] <= 42, st
+    assert "knee: level 50/s" in err and "degrades gracefully: 80/s" in err, err
     shares = [l["share_503"] for l in st["levels"]]
     assert shares[0] < 0.05 and 0.05 < shares[1] < shares[2] < 0.75, shares
 

@@ -72,7 +72,9 @@ fill_steps(struct fixture *f)
 
 	f->steps.n = 2;
 	f->steps.seconds = 2.5;
-	f->steps.knee = 0;
+	f->steps.knee = -1;
+	f->steps.capacity = 0;
+	f->steps.graceful = 0;
 	f->steps.lagless = 1;
 	k[0].level = (struct ll_rate){ 0.5, 1 };
 	k[0].t1_s = 2.50004;
@@ -222,13 +224,16 @@ static const char before[] =
 	"_total\":1e+09,\"timed_out_total\":null,\"failed_total\":null,\"restarts_total\":null,\""
 	"job_run_seconds_sum\":null,\"job_run_seconds_count\":null,\"job_slots\":null,\"job_queue"
 	"_wait_seconds_sum\":null,\"job_queue_wait_seconds_count\":null}]},\"steps\":{\"seconds\""
-	":2.5,\"knee\":0,\"levels\":[{\"level\":0.5,\"relative\":true,\"t0_s\":0.0000,\"t1_s\":2."
-	"5000,\"offered_per_s\":5.125,\"ok_per_s\":5,\"refused_per_s\":0,\"share_503\":0,\"capaci"
+	":2.5,\"goodput_threshold\":0.9,\"knee\":null,\"capacity\":{\"ok_per_s\":5,\"level\":0,"
+	"\"reached\":false},\"graceful_level\":0,\"levels\":[{\"level\":0.5,\"relative\":true,"
+	"\"t0_s\":0.0000,\"t1_s\":2.5000,\"offered_per_s\":5.125,\"ok_per_s\":5,\"refused_per_s\""
+	":0,\"goodput_share\":0.97561,\"share_503\":0,\"capaci"
 	"ty_per_s\":0,\"cheap_p99_ms\":1.23457,\"server\":{\"lag_p99_ms\":0.001,\"lag_bound_ms\":"
 	"0,\"lag_mean_ms\":0,\"queue_wait_mean_ms\":0,\"queue_depth_max\":0},\"pass\":true,\"verd"
 	"icts\":{\"cheap_stays_cheap\":true,\"refusal_is_fast\":true,\"pool_used_to_capacity\":tr"
 	"ue,\"nothing_timed_out\":true}},{\"level\":30,\"relative\":false,\"t0_s\":2.5000,\"t1_s"
-	"\":5.0000,\"offered_per_s\":0,\"ok_per_s\":0,\"refused_per_s\":20,\"share_503\":0.666667"
+	"\":5.0000,\"offered_per_s\":0,\"ok_per_s\":0,\"refused_per_s\":20,\"goodput_share\":1,"
+	"\"share_503\":0.666667"
 	",\"capacity_per_s\":10.25,\"cheap_p99_ms\":null,\"server\":{\"lag_p99_ms\":0,\"lag_bound"
 	"_ms\":0,\"lag_mean_ms\":0,\"queue_wait_mean_ms\":0,\"queue_depth_max\":0},\"pass\":false"
 	",\"verdicts\":{\"cheap_stays_cheap\":null,\"refusal_is_fast\":false,\"pool_used_to_capac"
@@ -263,7 +268,7 @@ static void
 test_parses_with_its_numbers(void **state)
 {
 	static const char *ns[] = { "start_monotonic_ns", NULL };
-	static const char *knee[] = { "steps", "knee", NULL };
+	static const char *knee[] = { "steps", "graceful_level", NULL };
 	static const char *srv[] = { "server", "after", "inflight", NULL };
 	char err[160], *out;
 	yajl_val doc;
