@@ -323,9 +323,10 @@ plot_script(FILE *g, const struct ll_steps *st, const char *dat, const char *out
 	for (i = 0; i < st->n; i++)
 		xmax = fmax(xmax, fmax(st->s[i].offered_rps, st->s[i].ok_rps));
 	if (strlen(out) > 4 && strcmp(out + strlen(out) - 4, ".svg") == 0)
-		fputs("set terminal svg size 900,600 dynamic font 'sans,11' background '#ffffff'\n", g);
+		fputs("set terminal svg noenhanced size 900,600 dynamic font 'sans,11' "
+		      "background '#ffffff'\n", g);
 	else
-		fputs("set terminal pngcairo size 900,600 font 'sans,10'\n", g);
+		fputs("set terminal pngcairo noenhanced size 900,600 font 'sans,10'\n", g);
 	fprintf(g, "set output '%s'\nset grid\nset key top left opaque box\n"
 	        "set title 'lagless-load steps: achieved against offered, %.1f s per level'\n"
 	        "set xlabel 'offered per second (stepped routes)'\nset ylabel 'answers per second'\n"

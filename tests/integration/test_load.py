@@ -286,6 +286,31 @@ def test_plot_png_and_svg(start_server, tmp_path):
     assert "<svg" in text and "loop lag" in text and "/heavy" in text
 
 
+def svg_text(path):
+    """The text an SVG shows: every element's text joined, tags removed, entities decoded."""
+    import html
+    with open(path) as f:
+        return html.unescape(re.sub(r"<[^>]*>", "", f.read()))
+
+
+def test_plot_legends_are_literal(test_server, tmp_path):
+    """gnuplot's enhanced text mode reads '_' as a subscript, '@' as a phantom box and '&{..}'
+    as a space: a route name holding them must still appear as it is in the legend of the
+    time plot and the knee plot (the SVG's text, joined, holds the whole name)."""
+    srv = test_server()
+    name = '/fast?odd_name=1&x@y"z^w~v'
+    svg = str(tmp_path / "run.svg")
+    rc, out, err = run_load(["--rate", name + "=40", "--rate", "/knee=1x,capacity=50",
+                             "--steps", "0.5x", "--step-duration", "1", "--idle", "0",
+                             "--fast-ms", "250", "--plot", svg, "-q",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc in (0, 1), err
+    assert "--plot" not in err, err
+    shown = svg_text(svg)
+    assert name in shown, shown[:2000]
+    assert "lagless-load steps" in svg_text(str(tmp_path / "run-knee.svg"))
+
+
 def test_usage_and_unreachable(tmp_path):
     rc, out, err = run_load(["--version"])
     assert rc == 0 and out.startswith("lagless-load ")
