@@ -226,6 +226,8 @@ json_server(struct ll_jw *w, const struct ll_report *r)
 		return;
 	}
 	ll_jw_map(w, "server");
+	ll_jw_u64(w, "servers", r->after.nservers);
+	ll_jw_u64(w, "servers_changed", ll_report_servers_changed(r));
 	ll_jw_map(w, "before");
 	json_scrape(w, &r->before);
 	ll_jw_end_map(w);

@@ -70,6 +70,14 @@ struct ll_server_figures {
 };
 void ll_report_server_figures(const struct ll_report *r, struct ll_server_figures *sf);
 
+/* Pairs of consecutive scrapes of the run (before, during, after) that came from different
+ * servers (ll_scrape_same): a load balancer's replicas answering /metrics in turn, or a
+ * restart. No difference is taken over such a pair. */
+unsigned ll_report_servers_changed(const struct ll_report *r);
+
+/* One WARNING line saying so, when ll_report_servers_changed is not 0; else nothing. */
+void ll_report_servers_text(FILE *f, const struct ll_report *r);
+
 /* Fills r->v from the engine's results. */
 void ll_report_judge(struct ll_report *r);
 

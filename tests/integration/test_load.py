@@ -521,6 +521,54 @@ def test_steps_against_lagless(start_server, tmp_path):
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", p
 
 
+def metric_value(port, name):
+    """One unlabelled sample of the lagless at port's /metrics."""
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    return float(re.search(r"^%s (\S+)$" % name, text, re.M).group(1))
+
+
+@pytest.mark.timeout(150)
+def test_replicas_behind_haproxy(start_server, tmp_path):
+    """Two lagless replicas behind the real haproxy (round robin): /metrics answers from either
+    replica in turn, so taking differences between scrapes would subtract one server's
+    counters from another's (negative loop-lag means, lag spikes that are not there). The
+    report says so once, and takes no difference over a pair of scrapes from different
+    servers. Given both replicas' metrics URLs (--metrics), every scrape is their sum: the
+    same servers each time, so differences are taken, and the gauges add up."""
+    from haproxy_rig import HAProxy
+    reps = [start_server(*lagless_args()) for _ in range(2)]
+    hp = HAProxy(str(tmp_path), reps, "roundrobin", agent=False)
+    try:
+        assert wait_until(lambda: [r["status"] for r in hp.stats().values()] == ["UP"] * 2, 30)
+        url = "http://127.0.0.1:%d" % hp.port
+        rc, out, err = run_load(["--rate", "/ping=40", "-d", "2", "--idle", "0",
+                                 "--scrape-ms", "100", "--json", "-", url])
+        assert rc in (0, 1), err
+        srv = json.loads(out)["server"]
+        assert srv["servers_changed"] > 0, srv["servers_changed"]
+        assert err.count("different servers") == 1, err
+        assert all(s["lag_mean_ms"] >= 0 for s in srv["scrapes"]), srv["scrapes"]
+        # every replica's metrics URL: one sum per scrape, always of the same two servers
+        metrics = ",".join("http://127.0.0.1:%d/metrics" % r.port for r in reps)
+        rc, out, err = run_load(["--rate", "/ping=40", "-d", "2", "--idle", "0",
+                                 "--scrape-ms", "100", "--metrics", metrics, "--json", "-", url])
+        assert rc in (0, 1), err
+        doc = json.loads(out)
+        srv = doc["server"]
+        assert doc["lagless"] and srv["servers_changed"] == 0 and srv["servers"] == 2, err
+        assert "different servers" not in err, err
+        slots = sum(metric_value(r.port, "lagless_job_slots") for r in reps)
+        assert len(srv["scrapes"]) >= 5
+        for s in srv["scrapes"]:
+            assert s["compute_processes"] == 2 and s["job_slots"] == slots, s
+            assert s["lag_mean_ms"] >= 0
+        assert any(s["lag_mean_ms"] > 0 for s in srv["scrapes"][1:]), srv["scrapes"]
+    finally:
+        hp.stop()
+
+
 POOLS_CONF = """
 [pool slow]
 compute = 1
