@@ -2,6 +2,7 @@
 #include "load/engine.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +288,7 @@ issue(struct ll_engine *e, unsigned route, uint64_t due)
 	}
 	r->route = route;
 	r->due_ns = due;
+	r->tvalue = NAN;
 	r->iov[0].iov_base = rt->head;
 	r->iov[0].iov_len = rt->head_len;
 	if (rt->tmpl != NULL) {
@@ -304,6 +306,7 @@ issue(struct ll_engine *e, unsigned route, uint64_t due)
 		}
 		r->iov[0].iov_base = r->own_head;
 		r->iov[0].iov_len = len;
+		r->tvalue = rt->tmpl->value;
 	}
 	r->iov[1].iov_base = rt->body;
 	r->iov[1].iov_len = rt->body_len;
@@ -331,6 +334,7 @@ finish_req(struct ll_engine *e, struct ll_lreq *r)
 			s->latency_ns = lat;
 			s->status = r->status;
 			s->route = r->route;
+			s->tvalue = r->tvalue;
 		} else {
 			e->samples_dropped++;
 		}

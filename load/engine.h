@@ -70,6 +70,7 @@ struct ll_sample {            /* one request of the measured run, for plots and 
 	uint64_t latency_ns;
 	int32_t status;
 	uint32_t route;
+	double tvalue;            /* its path template's value (load/tmpl.h), NaN without one */
 };
 
 struct ll_point {             /* one /metrics scrape during the run */

@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/version.h"
 #include "load/engine.h"
+#include "load/hints.h"
 #include "load/json.h"
 #include "load/plot.h"
 #include "load/report.h"
@@ -512,6 +513,7 @@ outputs(const struct opts *o, struct ll_report *r)
 	if ((!o->quiet || !o->json) && r->steps != NULL) {
 		ll_steps_text(text, r->steps);
 		ll_report_servers_text(text, r);
+		ll_report_hints_text(text, r);
 	} else if (!o->quiet || !o->json)
 		ll_report_text(text, r);
 	if (r->scenario != NULL && r->steps == NULL)
@@ -778,6 +780,7 @@ main(int argc, char **argv)
 		die("%s", strerror(errno));
 	if (o.steps.n == 0)
 		ll_report_judge(&r);
+	ll_hints_find(&r);
 	if (r.scenario != NULL && o.steps.n == 0)
 		ll_scenario_check(&sc, &r);
 	rc = outputs(&o, &r);

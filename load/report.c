@@ -602,6 +602,15 @@ text_server(FILE *f, const struct ll_report *r)
 	ll_report_servers_text(f, r);
 }
 
+void
+ll_report_hints_text(FILE *f, const struct ll_report *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nhints; i++)
+		fprintf(f, "%s\n", r->hints[i].text);
+}
+
 unsigned
 ll_report_servers_changed(const struct ll_report *r)
 {
@@ -647,6 +656,7 @@ ll_report_text(FILE *f, const struct ll_report *r)
 	if (e->peak_pending > 0)
 		fprintf(f, "generator: up to %u requests waited for a connection (bound %u); their "
 		        "wait counts in their latency\n", e->peak_pending, e->max_conns);
+	ll_report_hints_text(f, r);
 	fprintf(f, "\n");
 	for (i = 0; i < LL_P_COUNT; i++)
 		fprintf(f, "%-4s %s: %s\n", r->v[i].state == LL_V_NA ? "n/a" : word[r->v[i].state],

@@ -569,6 +569,32 @@ def test_replicas_behind_haproxy(start_server, tmp_path):
         hp.stop()
 
 
+def test_warnings_name_the_likely_cause(test_server):
+    """Two warnings that say why, not only what. /delay?ms={rand:60} answers after as many ms
+    as its key says: its latency grows with the template's value, so the work grows with the
+    key (and /fast?k={rand:60}, whose latency does not, gets no such warning). Then the whole
+    server stalls for 0.8 s: the cheap route's latency rises at the same moments as the heavy
+    route's, which points at something both wait on (a shared pool or queue, or the loop)."""
+    srv = test_server()
+    rc, out, err = run_load(["--rate", "/delay?ms={rand:60}=50", "--rate", "/fast?k={rand:60}=50",
+                             "-d", "3", "--idle", "0", "--json", "-",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc in (0, 1), err
+    warn = json.loads(out)["warnings"]
+    assert [(w["kind"], w["route"]) for w in warn] == [("work_grows_with_key", 0)], warn
+    assert "{rand:60}" in warn[0]["text"] and "grows with" in err, err
+    stall = test_server("--stall-after", "2.5", "--stall-for", "0.8")
+    rc, out, err = run_load(["--rate", "/fast=50", "--rate", "/delay?ms=20=20,heavy,capacity=100",
+                             "-d", "5", "--idle", "1", "--json", "-",
+                             "http://127.0.0.1:%d" % stall.port])
+    assert rc in (0, 1), err
+    assert stall.stalls(), "the server did not stall"
+    warn = json.loads(out)["warnings"]
+    assert [(w["kind"], w["route"]) for w in warn] == [("shared_wait", 0)], warn
+    assert "/delay?ms=20" in warn[0]["text"] and "shared" in warn[0]["text"], warn
+    assert "rose together with" in err, err
+
+
 POOLS_CONF = """
 [pool slow]
 compute = 1

@@ -110,10 +110,10 @@ setup(void **state)
 	routes_hists_init(f.routes, 2);
 	fill_routes(&f);
 	fill_steps(&f);
-	f.samples[0] = (struct ll_sample){ 100000000, 1500000, 200, 0 };
-	f.samples[1] = (struct ll_sample){ 1200000000, 2500000, 200, 0 };
-	f.samples[2] = (struct ll_sample){ 1300000000, 1000000, 503, 1 };
-	f.samples[3] = (struct ll_sample){ 1400000000, 9000000, -1, 1 };
+	f.samples[0] = (struct ll_sample){ 100000000, 1500000, 200, 0, NAN };
+	f.samples[1] = (struct ll_sample){ 1200000000, 2500000, 200, 0, NAN };
+	f.samples[2] = (struct ll_sample){ 1300000000, 1000000, 503, 1, NAN };
+	f.samples[3] = (struct ll_sample){ 1400000000, 9000000, -1, 1, NAN };
 	f.e.samples = f.samples;
 	f.e.nsamples = 4;
 	f.e.samples_dropped = 3;
@@ -140,6 +140,8 @@ setup(void **state)
 	f.r.lagless = 1;
 	f.r.steps = &f.steps;
 	f.r.scenario = &f.sc;
+	f.r.nhints = 1;
+	f.r.hints[0] = (struct ll_hint){ "shared_wait", 0, "/ping: WARNING: x" };
 	f.r.after.seen[LL_SF_INFLIGHT] = 1;
 	f.r.after.v[LL_SF_INFLIGHT] = 0.1;
 	for (i = 0; i < LL_P_COUNT; i++) {
@@ -204,7 +206,8 @@ static const char before[] =
 	"52.5,\"mean_ms\":1,\"p50_ms\":1,\"p90_ms\":1,\"p99_ms\":1,\"p999_ms\":1,\"max_ms\":1}]}]"
 	",\"verdicts\":{\"cheap_stays_cheap\":{\"pass\":false,\"why\":\"why 0\"},\"refusal_is_fas"
 	"t\":{\"pass\":null,\"why\":\"why 1\"},\"pool_used_to_capacity\":{\"pass\":true,\"why\":"
-	"\"why 2\"},\"nothing_timed_out\":{\"pass\":true,\"why\":\"why 3\"}},\"series\":[{\"t_s\""
+	"\"why 2\"},\"nothing_timed_out\":{\"pass\":true,\"why\":\"why 3\"}},\"warnings\":[{\"kin"
+	"d\":\"shared_wait\",\"route\":0,\"text\":\"/ping: WARNING: x\"}],\"series\":[{\"t_s\""
 	":0,\"route\":0,\"count\":1,\"n503\":0,\"errors\":0,\"p50_ms\":1.5,\"p99_ms\":1.5,\"max_m"
 	"s\":1.5},{\"t_s\":1,\"route\":0,\"count\":1,\"n503\":0,\"errors\":0,\"p50_ms\":2.5,\"p99"
 	"_ms\":2.5,\"max_ms\":2.5},{\"t_s\":0,\"route\":1,\"count\":0,\"n503\":0,\"errors\":0,\"p"
