@@ -6,7 +6,10 @@
 * Against the real lagless with the pool flooded at 3x its measured capacity: every verdict
   passes and the JSON parses; with --inline-heavy (the heavy job blocks the loop) the cheap
   and refusal verdicts fail, as they must.
-* The plot is drawn (PNG and SVG), and usage errors exit 2.
+* The plot is drawn (PNG and SVG) with route names as written, and usage errors exit 2.
+* Step mode's knee is where the 2xx rate stops following the offer, not the highest level
+  whose verdicts pass; two lagless replicas behind the real haproxy are told apart by their
+  start time, and --metrics sums them; warnings name a likely cause.
 """
 
 import csv
