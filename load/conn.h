@@ -30,6 +30,7 @@ struct ll_lreq {
 	uint64_t sent_ns;       /* when its first byte was written */
 	struct iovec iov[2];    /* head and body, borrowed from the route */
 	char *own_head;         /* a head built for this request (a path template), owned */
+	double tvalue;          /* its template's value (load/tmpl.h), NaN without one */
 	int head_method;        /* HEAD: the response has no body */
 	char *body;             /* capture of the response body (NULL: count only), borrowed */
 	size_t body_cap;

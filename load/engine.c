@@ -2,6 +2,7 @@
 #include "load/engine.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,7 +140,6 @@ ll_engine_init(struct ll_engine *e, const struct sockaddr *addr, socklen_t addrl
 	e->timeout_s = timeout_s;
 	e->seed = seed;
 	e->closed_route = -1;
-	e->scrape_s = 0.25;
 	e->active = calloc(n, 1);
 	e->samples_cap = max_samples;
 	e->samples = calloc(max_samples ? max_samples : 1, sizeof(*e->samples));
@@ -184,8 +184,6 @@ ll_engine_free(struct ll_engine *e)
 	free(e->active);
 	free(e->samples);
 	free(e->points);
-	free(e->scrape_head);
-	free(e->scrape_buf);
 }
 
 /* ---- connections and dispatch */
@@ -290,6 +288,7 @@ issue(struct ll_engine *e, unsigned route, uint64_t due)
 	}
 	r->route = route;
 	r->due_ns = due;
+	r->tvalue = NAN;
 	r->iov[0].iov_base = rt->head;
 	r->iov[0].iov_len = rt->head_len;
 	if (rt->tmpl != NULL) {
@@ -307,6 +306,7 @@ issue(struct ll_engine *e, unsigned route, uint64_t due)
 		}
 		r->iov[0].iov_base = r->own_head;
 		r->iov[0].iov_len = len;
+		r->tvalue = rt->tmpl->value;
 	}
 	r->iov[1].iov_base = rt->body;
 	r->iov[1].iov_len = rt->body_len;
@@ -334,6 +334,7 @@ finish_req(struct ll_engine *e, struct ll_lreq *r)
 			s->latency_ns = lat;
 			s->status = r->status;
 			s->route = r->route;
+			s->tvalue = r->tvalue;
 		} else {
 			e->samples_dropped++;
 		}
@@ -451,100 +452,52 @@ on_tick(struct ev_loop *loop, ev_io *w, int revents)
 	arm(e);
 }
 
-/* ---- /metrics scraping during the run */
+/* ---- /metrics scrapes of the run (load/scraper.h takes them) */
 
-static void scrape_closed(struct ll_lconn *c);
-static void scrape_done(struct ll_lconn *c, struct ll_lreq *r);
-static const struct ll_lconn_ops scrape_ops = { scrape_done, scrape_closed };
-
-static void
-scrape_closed(struct ll_lconn *c)
+int
+ll_engine_add_point(struct ll_engine *e, const struct ll_scrape *m, uint64_t sent_ns,
+                    uint64_t end_ns)
 {
-	struct ll_engine *e = c->ctx;
-
-	e->scrape_open = 0;
-}
-
-static void
-scrape_done(struct ll_lconn *c, struct ll_lreq *r)
-{
-	struct ll_engine *e = c->ctx;
 	struct ll_point *p, *prev;
 
-	e->scrape_busy = 0;
 	/* only scrapes of the scheduled run count: one answered while the last requests drain
 	 * would put the drain's figures (or the next phase's) into the run's maxima */
-	if (r->status != 200 || e->phase != LL_PH_RUN || (r->sent_ns + r->end_ns) / 2 >
-	    e->phase_end)
-		return;
+	if (e->phase != LL_PH_RUN || (sent_ns + end_ns) / 2 > e->phase_end)
+		return 0;
 	if (e->npoints == e->points_cap) {
 		size_t cap = e->points_cap ? e->points_cap * 2 : 256;
 		struct ll_point *np = realloc(e->points, cap * sizeof(*np));
 
 		if (np == NULL)
-			return;
+			return -1;
 		e->points = np;
 		e->points_cap = cap;
 	}
 	p = &e->points[e->npoints];
 	memset(p, 0, sizeof(*p));
 	/* the scrape is placed at the middle of its exchange, on the samples' axis */
-	p->t_s = (double)((int64_t)((r->sent_ns + r->end_ns) / 2) - (int64_t)e->origin_ns) / 1e9;
+	p->t_s = (double)((int64_t)((sent_ns + end_ns) / 2) - (int64_t)e->origin_ns) / 1e9;
 	p->seg = e->nruns - 1;
-	if (ll_scrape_parse(&p->m, e->scrape_buf, c->resp.body_len < e->scrape_cap ?
-	                    c->resp.body_len : e->scrape_cap - 1) == -1 || c->resp.body_cut)
-		return;
-	if (e->npoints > 0 && (prev = &e->points[e->npoints - 1])->seg == p->seg) {
+	p->m = *m;
+	prev = e->npoints > 0 ? &e->points[e->npoints - 1] : NULL;
+	/* a scrape of other servers than the last one (a load balancer's choice of replica, or a
+	 * restart) is never subtracted from it: its counters are another server's */
+	if (prev != NULL && !ll_scrape_same(&prev->m, &p->m))
+		e->servers_changed++;
+	else if (prev != NULL && prev->seg == p->seg) {
 		p->has_lag = 1;
 		ll_scrape_lag_delta(&prev->m, &p->m, &p->lag_mean_s, &p->lag_max_s);
 		p->lag_p50_s = ll_scrape_lag_quantile(&prev->m, &p->m, 0.5);
 		p->lag_p99_s = ll_scrape_lag_quantile(&prev->m, &p->m, 0.99);
 	}
 	e->npoints++;
-}
-
-static void
-on_scrape(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct ll_engine *e = w->data;
-
-	if (e->scrape_busy)
-		return;
-	if (!e->scrape_open) {
-		if (ll_lconn_open(&e->scrape_conn, loop, (struct sockaddr *)&e->addr, e->addrlen,
-		                  e->timeout_s, &scrape_ops, e) == -1)
-			return;
-		e->scrape_open = 1;
-	} else if (e->scrape_conn.state != LL_LC_IDLE) {
-		return;
-	}
-	memset(&e->scrape_req, 0, sizeof(e->scrape_req));
-	e->scrape_req.iov[0].iov_base = e->scrape_head;
-	e->scrape_req.iov[0].iov_len = strlen(e->scrape_head);
-	e->scrape_req.body = e->scrape_buf;
-	e->scrape_req.body_cap = e->scrape_cap;
-	e->scrape_busy = 1;
-	ll_lconn_send(&e->scrape_conn, &e->scrape_req);
-}
-
-static int
-scrape_setup(struct ll_engine *e)
-{
-	size_t len;
-
-	if (e->scrape_head == NULL) {
-		e->scrape_head = build_head("GET", "/metrics", e->host, e->headers, NULL, 0, &len);
-		e->scrape_cap = 4u << 20;
-		e->scrape_buf = malloc(e->scrape_cap);
-		if (e->scrape_head == NULL || e->scrape_buf == NULL) {
-			errno = ENOMEM;
-			return -1;
-		}
-	}
-	ev_timer_init(&e->scrape_timer, on_scrape, 0, e->scrape_s);
-	e->scrape_timer.data = e;
-	ev_timer_start(e->loop, &e->scrape_timer);
 	return 0;
+}
+
+char *
+ll_engine_get_head(const struct ll_engine *e, const char *path, const char *host, size_t *len)
+{
+	return build_head("GET", path, host ? host : e->host, e->headers, NULL, 0, len);
 }
 
 /* ---- phases */
@@ -649,14 +602,7 @@ ll_engine_run(struct ll_engine *e, enum ll_phase ph, const unsigned char *active
 			ll_sched_init(&e->routes[i].sched, e->routes[i].arrival, e->routes[i].rps,
 			              e->phase_start, e->seed + 0x9e3779b9u * (i + 1) + ph);
 	}
-	if (ph == LL_PH_RUN && e->scrape_on && scrape_setup(e) == -1)
-		return -1;
 	run_loop(e, seconds);
-	if (ph == LL_PH_RUN && e->scrape_on) {
-		ev_timer_stop(e->loop, &e->scrape_timer);
-		if (e->scrape_open)
-			ll_lconn_close(&e->scrape_conn);
-	}
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* The open-loop engine of lagless-load: routes on their schedules, a bounded set of keep-alive
  * connections shared by every route, a FIFO of requests due while every connection is busy,
- * per-route and per-status histograms, a sample log for plots, and the /metrics scraper.
+ * per-route and per-status histograms, a sample log for plots, and the server's /metrics
+ * scrapes on the same time axis (taken by load/scraper.h).
  *
  * A request is due at its scheduled time (load/sched.h) and its latency runs from then to the
  * last byte of its response, whether it waited for a connection, for the server to accept, or
@@ -69,6 +70,7 @@ struct ll_sample {            /* one request of the measured run, for plots and 
 	uint64_t latency_ns;
 	int32_t status;
 	uint32_t route;
+	double tvalue;            /* its path template's value (load/tmpl.h), NaN without one */
 };
 
 struct ll_point {             /* one /metrics scrape during the run */
@@ -118,18 +120,10 @@ struct ll_engine {
 	struct ll_sample *samples;
 	size_t nsamples, samples_cap;
 	uint64_t samples_dropped;
-	/* metrics */
-	int scrape_on;                       /* the target is lagless and scraping is wanted */
-	double scrape_s;
-	ev_timer scrape_timer;
-	struct ll_lconn scrape_conn;
-	int scrape_busy, scrape_open;
-	struct ll_lreq scrape_req;
-	char *scrape_head;
-	char *scrape_buf;
-	size_t scrape_cap;
+	/* /metrics scrapes of the run phases, taken by load/scraper.h */
 	struct ll_point *points;
 	size_t npoints, points_cap;
+	unsigned servers_changed;            /* scrapes from other servers than the one before */
 	/* progress */
 	void (*progress)(struct ll_engine *e, void *ctx);
 	void *progress_ctx;
@@ -156,9 +150,23 @@ int ll_engine_fetch(struct ll_engine *e, const char *path, char *buf, size_t cap
 
 /* Runs routes with active[i] != 0 on their schedules for seconds, then waits for every request
  * still out (each bounded by the timeout). Results go to phase ph of each route; the run phase
- * also logs samples and scrapes /metrics when e->scrape_on. Returns 0, or -1 with errno. */
+ * also logs samples. Returns 0, or -1 with errno. */
 int ll_engine_run(struct ll_engine *e, enum ll_phase ph, const unsigned char *active,
                   double seconds);
+
+/* Keeps scrape m (copied) as a point of the current run phase, answered between sent_ns and
+ * end_ns (CLOCK_MONOTONIC): placed at their middle on the samples' axis, with the loop lag
+ * since the previous point when both are of this phase and of the same servers
+ * (ll_scrape_same; else e->servers_changed counts it). A scrape outside the run's schedule
+ * is dropped. Returns 0, or -1 with errno ENOMEM. */
+int ll_engine_add_point(struct ll_engine *e, const struct ll_scrape *m, uint64_t sent_ns,
+                        uint64_t end_ns);
+
+/* "GET path" with host (NULL: the target's Host) and the -H headers of every request, as the
+ * routes' heads are built. Returns a malloc'd head (its length in *len; the caller frees it),
+ * or NULL (ENOMEM). */
+char *ll_engine_get_head(const struct ll_engine *e, const char *path, const char *host,
+                         size_t *len);
 
 /* Empties phase ph's results of every route (a step level starts afresh); samples and scrapes
  * are kept. Returns 0, or -1 with errno ENOMEM. */

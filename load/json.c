@@ -226,6 +226,8 @@ json_server(struct ll_jw *w, const struct ll_report *r)
 		return;
 	}
 	ll_jw_map(w, "server");
+	ll_jw_u64(w, "servers", r->after.nservers);
+	ll_jw_u64(w, "servers_changed", ll_report_servers_changed(r));
 	ll_jw_map(w, "before");
 	json_scrape(w, &r->before);
 	ll_jw_end_map(w);
@@ -299,6 +301,15 @@ ll_json_write(FILE *f, const struct ll_report *r, char *err, size_t len)
 		ll_jw_end_map(&w);
 	}
 	ll_jw_end_map(&w);
+	ll_jw_arr(&w, "warnings");
+	for (i = 0; i < r->nhints; i++) {
+		ll_jw_map(&w, NULL);
+		ll_jw_str(&w, "kind", r->hints[i].kind);
+		ll_jw_u64(&w, "route", r->hints[i].route);
+		ll_jw_str(&w, "text", r->hints[i].text);
+		ll_jw_end_map(&w);
+	}
+	ll_jw_end_arr(&w);
 	if (json_series(&w, r) == -1) {
 		ll_jw_finish(&w, err, len);  /* frees it; "left unclosed" is not the cause */
 		return ll_fail(err, len, "%s", strerror(ENOMEM));

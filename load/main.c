@@ -26,11 +26,13 @@
 #include "common/clock.h"
 #include "common/version.h"
 #include "load/engine.h"
+#include "load/hints.h"
 #include "load/json.h"
 #include "load/plot.h"
 #include "load/report.h"
 #include "load/routespec.h"
 #include "load/scenario.h"
+#include "load/scraper.h"
 #include "load/steps.h"
 #include "load/units.h"
 
@@ -41,6 +43,8 @@ struct opts {
 	int cpu;                        /* pin to this CPU, or -1 */
 	enum ll_arrival arrival;
 	const char *json, *plot, *samples;
+	const char *metrics;            /* --metrics URL,...: the replicas' /metrics, or NULL */
+	struct ll_scraper *scraper;     /* where /metrics is read (load/scraper.h) */
 	char *headers;                  /* -H, "Name: value\r\n"... */
 	int scrape, progress, quiet;
 	uint64_t seed;
@@ -78,6 +82,8 @@ usage(FILE *f)
 	    "  -c, --max-conns N          connections at most (1000); beyond, due requests wait\n"
 	    "      --timeout S            per request (10)\n"
 	    "      --scrape-ms MS         /metrics period against lagless (250); --no-scrape\n"
+	    "      --metrics URL,...      every replica's /metrics behind a load balancer, summed\n"
+	    "                             per scrape (http://10.0.0.1:8080/metrics,...)\n"
 	    "      --json FILE            the report as JSON ('-': stdout, the table to stderr)\n"
 	    "      --plot FILE.png|.svg   latency over time, loop lag, queue depth (gnuplot)\n"
 	    "      --samples FILE         every request: due_s,route,status,latency_ms (CSV)\n"
@@ -88,8 +94,8 @@ usage(FILE *f)
 	    "      --fast-ms MS           a 503's p99 at most (10)\n"
 	    "      --capacity-share F     heavy 2xx at least F x capacity (0.8)\n"
 	    "      --steps L1,L2,...      step mode: the heavy routes at each level in turn (Nx or\n"
-	    "                             a rate: 0.5x,1x,1.5x,2x,3x); the knee is the highest\n"
-	    "                             level whose verdicts all pass\n"
+	    "                             a rate: 0.5x,1x,1.5x,2x,3x); the knee is where 2xx/s\n"
+	    "                             falls under 90 %% of the offer (the capacity)\n"
 	    "      --ramp FROM:TO:N       step mode with N levels evenly from FROM to TO\n"
 	    "      --step-duration S      each level's length (5s)\n"
 	    "      --scenario FILE        options and expected verdicts of an experiment\n"
@@ -100,7 +106,7 @@ usage(FILE *f)
 
 enum { O_ARRIVAL = 256, O_IDLE, O_CALIB, O_CALIB_CONNS, O_CAPACITY, O_TIMEOUT, O_SCRAPE_MS,
        O_NO_SCRAPE, O_JSON, O_PLOT, O_SAMPLES, O_SEED, O_CHEAP_F, O_CHEAP_S, O_FAST, O_SHARE,
-       O_PROGRESS, O_CPU, O_STEPS, O_RAMP, O_STEP_S };
+       O_PROGRESS, O_CPU, O_STEPS, O_RAMP, O_STEP_S, O_METRICS };
 
 static const struct option longopts[] = {
 	{ "rate", required_argument, NULL, 'r' },
@@ -115,6 +121,7 @@ static const struct option longopts[] = {
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "scrape-ms", required_argument, NULL, O_SCRAPE_MS },
 	{ "no-scrape", no_argument, NULL, O_NO_SCRAPE },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "json", required_argument, NULL, O_JSON },
 	{ "plot", required_argument, NULL, O_PLOT },
 	{ "samples", required_argument, NULL, O_SAMPLES },
@@ -217,6 +224,7 @@ parse_args(struct opts *o, int argc, char **argv)
 				die("-H: %s", err);
 			break;
 		case O_NO_SCRAPE: o->scrape = 0; break;
+		case O_METRICS: o->metrics = optarg; break;
 		case O_JSON: o->json = optarg; break;
 		case O_PLOT: o->plot = optarg; break;
 		case O_SAMPLES: o->samples = optarg; break;
@@ -288,23 +296,12 @@ resolve(const struct opts *o, struct sockaddr_storage *ss, socklen_t *len, char 
 	return 0;
 }
 
-/* One /metrics of the target into s. Returns 1 when it is lagless, 0 when it answered
- * otherwise, -1 when it cannot be reached. */
+/* One /metrics of the target, or the sum of every replica's, into s. Returns 1 when it is
+ * lagless, 0 when it answered otherwise, -1 when it cannot be reached. */
 static int
-probe(struct ll_engine *e, struct ll_scrape *s)
+probe(const struct opts *o, struct ll_scrape *s)
 {
-	size_t cap = 4u << 20;
-	char *buf = malloc(cap);
-	int st, lagless = 0;
-
-	memset(s, 0, sizeof(*s));
-	if (buf == NULL)
-		return -1;
-	st = ll_engine_fetch(e, "/metrics", buf, cap);
-	if (st == 200 && ll_scrape_parse(s, buf, strlen(buf)) == 0 && s->lagless)
-		lagless = 1;
-	free(buf);
-	return st == LL_LERR_CONNECT || st == LL_LERR_TIMEOUT ? -1 : lagless;
+	return ll_scraper_probe(o->scraper, s);
 }
 
 struct progress {
@@ -422,10 +419,11 @@ calibrate_route(struct opts *o, struct ll_engine *e, unsigned i, int lagless,
 	if (!o->quiet)
 		fprintf(stderr, "calibrating %s: %u outstanding for %.1f s\n", rt->path, conc,
 		        o->calibrate);
-	seen = lagless && probe(e, &a) == 1;
+	seen = lagless && probe(o, &a) == 1;
 	rt->capacity_rps = ll_engine_calibrate(e, i, conc, o->calibrate, warm);
 	spread(rt, e, o->calibrate - warm);
-	seen = seen && probe(e, &b) == 1;
+	/* b minus a only when both are of the same servers (not two replicas behind a balancer) */
+	seen = seen && probe(o, &b) == 1 && ll_scrape_same(&a, &b);
 	jobs = seen ? b.v[LL_SF_RUN_COUNT] - a.v[LL_SF_RUN_COUNT] : 0;
 	if (jobs > 0 && b.v[LL_SF_RUN_SUM] > a.v[LL_SF_RUN_SUM])
 		/* C processes each finishing one job per mean run time */
@@ -512,9 +510,11 @@ outputs(const struct opts *o, struct ll_report *r)
 	FILE *text = o->json && strcmp(o->json, "-") == 0 ? stderr : stdout;
 	int rc = 0;
 
-	if ((!o->quiet || !o->json) && r->steps != NULL)
+	if ((!o->quiet || !o->json) && r->steps != NULL) {
 		ll_steps_text(text, r->steps);
-	else if (!o->quiet || !o->json)
+		ll_report_servers_text(text, r);
+		ll_report_hints_text(text, r);
+	} else if (!o->quiet || !o->json)
 		ll_report_text(text, r);
 	if (r->scenario != NULL && r->steps == NULL)
 		ll_scenario_text(text, r->scenario, r);
@@ -592,16 +592,17 @@ run_phase(const struct opts *o, struct ll_engine *e, struct ll_report *r, int la
 	pg.duration = seconds;
 	e->progress = pg.tty || pg.plain ? progress : NULL;
 	e->progress_ctx = &pg;
-	e->scrape_on = lagless && o->scrape;
-	e->scrape_s = o->scrape_ms / 1e3;
 	if (lagless)
-		probe(e, &r->before);
+		probe(o, &r->before);
 	memset(active, 1, o->nroutes);
+	if (lagless && o->scrape)
+		ll_scraper_start(o->scraper, o->scrape_ms / 1e3);
 	if (ll_engine_run(e, LL_PH_RUN, active, seconds) == -1)
 		return -1;
+	ll_scraper_stop(o->scraper);
 	if (pg.tty)
 		fprintf(stderr, "\n");
-	r->have_scrapes = lagless && probe(e, &r->after) == 1;
+	r->have_scrapes = lagless && probe(o, &r->after) == 1;
 	r->e = e;
 	r->url = o->url;
 	r->lagless = lagless;
@@ -616,7 +617,8 @@ run_phase(const struct opts *o, struct ll_engine *e, struct ll_report *r, int la
 	return 0;
 }
 
-/* Step mode: each level in turn, judged on its own; then the knee. Returns 0 or -1. */
+/* Step mode: each level in turn, judged on its own; then the knee and the highest graceful
+ * level. Returns 0 or -1. */
 static int
 step_phases(struct opts *o, struct ll_engine *e, struct ll_report *r, int lagless)
 {
@@ -710,13 +712,13 @@ setup_routes(struct opts *o, struct sockaddr_storage *ss, socklen_t *sslen, char
 	return 0;
 }
 
-/* 0 or 1: step mode, a knee was found; a scenario, every expectation met; else no verdict
- * failed. */
+/* 0 or 1: step mode, the lowest level passed (some level degrades gracefully); a scenario,
+ * every expectation met; else no verdict failed. */
 static int
 exit_status(const struct opts *o, const struct ll_report *r, struct ll_scenario *sc)
 {
 	if (o->steps.n > 0)
-		return o->steps.knee >= 0 ? 0 : 1;
+		return o->steps.graceful >= 0 ? 0 : 1;
 	if (r->scenario != NULL && sc->nexpect > 0)
 		return ll_scenario_check(sc, r) ? 0 : 1;
 	return ll_report_ok(r) ? 0 : 1;
@@ -731,6 +733,7 @@ main(int argc, char **argv)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	static struct ll_scenario sc;
+	static struct ll_scraper scraper;
 	char hosthdr[300], err[512];
 	ev_signal sigint;
 	unsigned i;
@@ -758,12 +761,15 @@ main(int argc, char **argv)
 	if (ll_engine_init(&e, (struct sockaddr *)&ss, sslen, hosthdr, o.headers, o.routes,
 	                   o.nroutes, o.max_conns, o.timeout, o.seed, 2000000) == -1)
 		die("%s", strerror(errno));
+	if (ll_scraper_init(&scraper, &e, o.metrics, err, sizeof(err)) == -1)
+		die("%s", err);
+	o.scraper = &scraper;
 	sig_engine = &e;
 	ev_signal_init(&sigint, on_sigint, SIGINT);
 	ev_signal_start(e.loop, &sigint);
 	ev_unref(e.loop);  /* the signal watcher alone does not keep a phase running */
-	if ((lagless = probe(&e, &r.before)) == -1)
-		die("%s: cannot connect or no answer", o.url);
+	if ((lagless = probe(&o, &r.before)) == -1)
+		die("%s: cannot connect or no answer", o.metrics ? o.metrics : o.url);
 	if (!o.quiet && !lagless)
 		fprintf(stderr, "%s is not lagless (no lagless /metrics): server-side figures will be "
 		        "n/a\n", o.url);
@@ -774,9 +780,11 @@ main(int argc, char **argv)
 		die("%s", strerror(errno));
 	if (o.steps.n == 0)
 		ll_report_judge(&r);
+	ll_hints_find(&r);
 	if (r.scenario != NULL && o.steps.n == 0)
 		ll_scenario_check(&sc, &r);
 	rc = outputs(&o, &r);
+	ll_scraper_free(&scraper);
 	ll_engine_free(&e);
 	for (i = 0; i < o.nroutes; i++)
 		ll_routespec_free(&o.routes[i]);

@@ -313,10 +313,11 @@ write_script(const struct ll_report *r, const char *dir, const char *out, const 
 	if ((g = fopen(p, "w")) == NULL)
 		return -1;
 	if (ends_with(out, ".svg"))
-		fprintf(g, "set terminal svg size 1200,%d dynamic font 'sans,11' background '#ffffff'\n",
-		        240 + 240 * panels);
+		fprintf(g, "set terminal svg noenhanced size 1200,%d dynamic font 'sans,11' "
+		        "background '#ffffff'\n", 240 + 240 * panels);
 	else
-		fprintf(g, "set terminal pngcairo size 1200,%d font 'sans,10'\n", 240 + 240 * panels);
+		fprintf(g, "set terminal pngcairo noenhanced size 1200,%d font 'sans,10'\n",
+		        240 + 240 * panels);
 	fputs("set output '", g);
 	gq(g, out);
 	fprintf(g, "'\nset grid\nset lmargin 12\nset rmargin 4\nset xrange [0:%g]\n", span(r));

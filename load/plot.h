@@ -1,7 +1,9 @@
 /* The run as a picture, drawn by gnuplot (Debian gnuplot-nox): every request's latency over the
  * run's time axis per route (log scale, 503s marked), and against lagless the loop lag and the
  * queue depth, in-flight requests and busy compute processes beneath on the same axis. PNG
- * (pngcairo) or SVG, chosen by the file name's ending. */
+ * (pngcairo) or SVG, chosen by the file name's ending. Every text is drawn as it is written
+ * (the terminals are set noenhanced): in gnuplot's enhanced mode a route named /a_b would show
+ * b as a subscript, and '@', '&', '^', '~', '{' would be markup. */
 #ifndef LL_LOAD_PLOT_H
 #define LL_LOAD_PLOT_H
 

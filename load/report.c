@@ -154,21 +154,27 @@ run_points(const struct ll_report *r, size_t *n)
 double
 ll_report_counter_increase(const struct ll_report *r, enum ll_scrape_field k)
 {
+	const struct ll_scrape *prev;
 	const struct ll_point *pt;
-	double prev, sum = 0;
+	double sum = 0;
 	size_t i, n;
 
 	if (!r->have_scrapes)
 		return 0;
 	pt = run_points(r, &n);
-	prev = r->before.v[k];
+	prev = &r->before;
+	/* a pair of scrapes of different servers (replicas behind a balancer) is skipped: one
+	 * server's counter minus another's is no increase of either */
 	for (i = 0; i < n; i++) {
 		if (!pt[i].m.seen[k])
 			continue;
-		sum += ll_counter_increase(prev, pt[i].m.v[k]);
-		prev = pt[i].m.v[k];
+		if (ll_scrape_same(prev, &pt[i].m))
+			sum += ll_counter_increase(prev->v[k], pt[i].m.v[k]);
+		prev = &pt[i].m;
 	}
-	return sum + ll_counter_increase(prev, r->after.v[k]);
+	if (ll_scrape_same(prev, &r->after))
+		sum += ll_counter_increase(prev->v[k], r->after.v[k]);
+	return sum;
 }
 
 /* Against lagless the pool's own gauges answer the question directly: were its compute
@@ -212,7 +218,8 @@ pool_flooded(const struct ll_report *r, unsigned k, double *full, double *depth)
 	int at_cap = 0;
 
 	pt = run_points(r, &n);
-	*full = r->after.pools[k].v[LL_PF_FULL] - (b ? b->v[LL_PF_FULL] : 0);
+	*full = ll_scrape_same(&r->before, &r->after) ?
+	        r->after.pools[k].v[LL_PF_FULL] - (b ? b->v[LL_PF_FULL] : 0) : 0;
 	*depth = 0;
 	for (i = 0; i < n; i++) {
 		const struct ll_scrape_pool *p = ll_scrape_pool(&pt[i].m, r->after.pools[k].name);
@@ -539,6 +546,7 @@ ll_report_server_figures(const struct ll_report *r, struct ll_server_figures *sf
 	const struct ll_point *pt;
 	double lag_sum = 0, lag_n = 0;
 	size_t i, n;
+	int same;
 
 	memset(sf, 0, sizeof(*sf));
 	pt = run_points(r, &n);
@@ -552,14 +560,17 @@ ll_report_server_figures(const struct ll_report *r, struct ll_server_figures *sf
 		lag_sum += pt[i].lag_mean_s;
 		lag_n++;
 	}
-	/* the run's p99 from the buckets' counts between its first and last scrape */
-	if (n >= 2 && pt[0].seg == pt[n - 1].seg)
+	/* the run's p99 from the buckets' counts between its first and last scrape, when both
+	 * are of the same servers */
+	same = n >= 2 && ll_scrape_same(&pt[0].m, &pt[n - 1].m);
+	if (same && pt[0].seg == pt[n - 1].seg)
 		sf->lag_p99_ms = 1e3 * ll_scrape_lag_quantile(&pt[0].m, &pt[n - 1].m, 0.99);
 	sf->lag_mean_ms = lag_n > 0 ? 1e3 * lag_sum / lag_n : 0;
-	if (n >= 2 && pt[n - 1].m.v[LL_SF_WAIT_COUNT] > pt[0].m.v[LL_SF_WAIT_COUNT])
+	if (same && pt[n - 1].m.v[LL_SF_WAIT_COUNT] > pt[0].m.v[LL_SF_WAIT_COUNT])
 		sf->wait_mean_ms = 1e3 * (pt[n - 1].m.v[LL_SF_WAIT_SUM] - pt[0].m.v[LL_SF_WAIT_SUM]) /
 		                   (pt[n - 1].m.v[LL_SF_WAIT_COUNT] - pt[0].m.v[LL_SF_WAIT_COUNT]);
-	else if (r->have_scrapes && r->after.v[LL_SF_WAIT_COUNT] > r->before.v[LL_SF_WAIT_COUNT])
+	else if (r->have_scrapes && ll_scrape_same(&r->before, &r->after) &&
+	         r->after.v[LL_SF_WAIT_COUNT] > r->before.v[LL_SF_WAIT_COUNT])
 		sf->wait_mean_ms = 1e3 * (r->after.v[LL_SF_WAIT_SUM] - r->before.v[LL_SF_WAIT_SUM]) /
 		                   (r->after.v[LL_SF_WAIT_COUNT] - r->before.v[LL_SF_WAIT_COUNT]);
 }
@@ -588,6 +599,37 @@ text_server(FILE *f, const struct ll_report *r)
 		        ll_report_counter_increase(r, LL_SF_FAILED));
 	fprintf(f, "\n");
 	text_pools(f, r);
+	ll_report_servers_text(f, r);
+}
+
+void
+ll_report_hints_text(FILE *f, const struct ll_report *r)
+{
+	unsigned i;
+
+	for (i = 0; i < r->nhints; i++)
+		fprintf(f, "%s\n", r->hints[i].text);
+}
+
+unsigned
+ll_report_servers_changed(const struct ll_report *r)
+{
+	return r->e->servers_changed +
+	       (r->have_scrapes && !ll_scrape_same(&r->before, &r->after));
+}
+
+void
+ll_report_servers_text(FILE *f, const struct ll_report *r)
+{
+	unsigned n = ll_report_servers_changed(r);
+
+	if (n == 0)
+		return;
+	fprintf(f, "server: WARNING: /metrics answered from different servers between scrapes "
+	        "(lagless_start_time_seconds changed %u times): several replicas behind one "
+	        "address (a load balancer), or a restart; no difference is taken over such a pair "
+	        "of scrapes (loop lag, queue wait, counters), so those figures cover less of the "
+	        "run; give every replica's metrics URL with --metrics URL,...\n", n);
 }
 
 void
@@ -614,6 +656,7 @@ ll_report_text(FILE *f, const struct ll_report *r)
 	if (e->peak_pending > 0)
 		fprintf(f, "generator: up to %u requests waited for a connection (bound %u); their "
 		        "wait counts in their latency\n", e->peak_pending, e->max_conns);
+	ll_report_hints_text(f, r);
 	fprintf(f, "\n");
 	for (i = 0; i < LL_P_COUNT; i++)
 		fprintf(f, "%-4s %s: %s\n", r->v[i].state == LL_V_NA ? "n/a" : word[r->v[i].state],

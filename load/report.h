@@ -29,6 +29,14 @@ struct ll_verdict {
 	char why[512];
 };
 
+/* A warning that names the likely cause of what was measured (load/hints.h finds them). */
+#define LL_REPORT_HINTS 8
+struct ll_hint {
+	const char *kind;            /* "shared_wait", "work_grows_with_key": static */
+	unsigned route;              /* the route it is about */
+	char text[640];              /* one line, without its newline */
+};
+
 struct ll_report {
 	const struct ll_engine *e;
 	const char *url;
@@ -44,6 +52,8 @@ struct ll_report {
 	/* thresholds (options) */
 	double cheap_factor, cheap_slack_ms, fast_ms, capacity_share;
 	struct ll_verdict v[LL_P_COUNT];
+	unsigned nhints;
+	struct ll_hint hints[LL_REPORT_HINTS];
 };
 
 /* The generator's own delay (first byte written minus due time) at p99, the worst route's, in
@@ -69,6 +79,17 @@ struct ll_server_figures {
 	double busy_mean;      /* busy compute processes */
 };
 void ll_report_server_figures(const struct ll_report *r, struct ll_server_figures *sf);
+
+/* Pairs of consecutive scrapes of the run (before, during, after) that came from different
+ * servers (ll_scrape_same): a load balancer's replicas answering /metrics in turn, or a
+ * restart. No difference is taken over such a pair. */
+unsigned ll_report_servers_changed(const struct ll_report *r);
+
+/* The hints of r (r->hints), one line each. */
+void ll_report_hints_text(FILE *f, const struct ll_report *r);
+
+/* One WARNING line saying so, when ll_report_servers_changed is not 0; else nothing. */
+void ll_report_servers_text(FILE *f, const struct ll_report *r);
 
 /* Fills r->v from the engine's results. */
 void ll_report_judge(struct ll_report *r);

@@ -33,6 +33,7 @@ static const char *const pool_names[LL_PF_COUNT] = {
 };
 
 #define LAG "lagless_loop_lag_seconds"
+#define START "lagless_start_time_seconds"   /* stats/metrics.c: the server's identity */
 
 /* The value of label key in labels [l, e), parsed as a number; 0 when found. */
 static int
@@ -147,6 +148,8 @@ sample(struct ll_scrape *s, const char *name, size_t nl, const char *l, const ch
 
 	if (nl == strlen("lagless_build_info") && memcmp(name, "lagless_build_info", nl) == 0)
 		s->lagless = 1;
+	if (nl == strlen(START) && memcmp(name, START, nl) == 0)
+		s->start_s[0] = v;
 	if (nl == strlen(LAG "_bucket") && memcmp(name, LAG "_bucket", nl) == 0) {
 		if (l != NULL && label_number(l, le, "le", &bound) == 0)
 			lag_bucket(s, bound, v);
@@ -174,6 +177,7 @@ ll_scrape_parse(struct ll_scrape *s, const char *text, size_t len)
 	int any = 0;
 
 	memset(s, 0, sizeof(*s));
+	s->nservers = 1;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *name = p, *ne, *l = NULL, *le = NULL, *val;
@@ -216,6 +220,55 @@ next:
 		p = eol + 1;
 	}
 	return any ? 0 : -1;
+}
+
+void
+ll_scrape_add(struct ll_scrape *sum, const struct ll_scrape *b)
+{
+	unsigned i, f, k;
+
+	if (sum->nservers == 0) {
+		*sum = *b;
+		return;
+	}
+	sum->lagless = sum->lagless && b->lagless;
+	for (i = 0; i < LL_SF_COUNT; i++) {
+		sum->v[i] += b->v[i];
+		sum->seen[i] |= b->seen[i];
+	}
+	for (i = 0; i < b->nlag; i++)
+		lag_bucket(sum, b->lag_le[i], b->lag_cum[i]);
+	sum->lag_sum += b->lag_sum;
+	sum->lag_count += b->lag_count;
+	for (i = 0; i < b->npools; i++) {
+		for (k = 0; k < sum->npools; k++)
+			if (strcmp(sum->pools[k].name, b->pools[i].name) == 0)
+				break;
+		if (k == sum->npools) {
+			if (k == LL_SCRAPE_POOLS)
+				continue;
+			memset(&sum->pools[k], 0, sizeof(sum->pools[k]));
+			strcpy(sum->pools[k].name, b->pools[i].name);
+			sum->npools++;
+		}
+		for (f = 0; f < LL_PF_COUNT; f++)
+			sum->pools[k].v[f] += b->pools[i].v[f];
+	}
+	for (i = 0; i < b->nservers && sum->nservers < LL_SCRAPE_SERVERS; i++)
+		sum->start_s[sum->nservers++] = b->start_s[i];
+}
+
+int
+ll_scrape_same(const struct ll_scrape *a, const struct ll_scrape *b)
+{
+	unsigned i;
+
+	if (a->nservers != b->nservers)
+		return 0;
+	for (i = 0; i < a->nservers; i++)
+		if (a->start_s[i] != b->start_s[i])
+			return 0;
+	return 1;
 }
 
 void

@@ -13,6 +13,7 @@
 #define LL_SCRAPE_LAG_BOUNDS 32
 #define LL_SCRAPE_POOLS LG_MAX_POOLS /* named pools kept (lagless --pool); more are summed only */
 #define LL_SCRAPE_POOL_NAME 32
+#define LL_SCRAPE_SERVERS 16  /* servers whose /metrics one scrape may sum (--metrics URL,...) */
 
 enum ll_pool_field {
 	LL_PF_ACTIVE,          /* lagless_pool_processes{state="active"}: running a job */
@@ -57,12 +58,28 @@ struct ll_scrape {
 	double lag_sum, lag_count;         /* seconds, samples */
 	unsigned npools;                   /* pools in the order they first appeared */
 	struct ll_scrape_pool pools[LL_SCRAPE_POOLS];
+	/* which servers answered: lagless_start_time_seconds of each text summed in, in order (a
+	 * text without it counts as 0); two scrapes may be subtracted only when these agree */
+	unsigned nservers;
+	double start_s[LL_SCRAPE_SERVERS];
 };
 
-/* Parses a /metrics body of len bytes (need not be NUL-terminated) into s. Lines it does not
- * know are skipped; malformed ones too. Returns 0, or -1 when the text has no sample line at
- * all (not Prometheus text). */
+/* Parses a /metrics body of len bytes (need not be NUL-terminated) into s, one server's:
+ * s->nservers is 1 and s->start_s[0] its lagless_start_time_seconds (0 when absent). Lines it
+ * does not know are skipped; malformed ones too. Returns 0, or -1 when the text has no sample
+ * line at all (not Prometheus text). */
 int ll_scrape_parse(struct ll_scrape *s, const char *text, size_t len);
+
+/* Adds scrape b (one server's, or a sum) into sum, as one scrape of several replicas: every
+ * gauge and counter summed, the loop-lag buckets summed per bound, pools summed by name,
+ * lagless only when both are, b's servers appended (up to LL_SCRAPE_SERVERS). An empty sum
+ * (zeroed, nservers 0) takes b as it is. */
+void ll_scrape_add(struct ll_scrape *sum, const struct ll_scrape *b);
+
+/* 1 when a and b came from the same servers in the same order (their start times agree), so
+ * that b minus a is what those servers did in between; 0 when a load balancer sent the two
+ * scrapes to different replicas, or a server restarted (a new start time) in between. */
+int ll_scrape_same(const struct ll_scrape *a, const struct ll_scrape *b);
 
 /* Loop lag between two scrapes of the same server (later minus earlier): the mean in seconds,
  * and the upper bound of the highest bucket that gained samples (the interval's maximum to

@@ -51,7 +51,7 @@ ll_steps_parse(const char *s, int ramp, struct ll_steps *st, char *err, size_t e
 	int rc = 0;
 
 	memset(st, 0, sizeof(*st));
-	st->knee = -1;
+	st->knee = st->capacity = st->graceful = -1;
 	if (copy == NULL)
 		return ll_fail(err, errlen, "out of memory");
 	if (ramp) {
@@ -122,16 +122,29 @@ ll_steps_fill(struct ll_step *k, const struct ll_report *r)
 	k->pass = ll_report_ok(r);
 }
 
+/* 2xx/s over offered/s of level k; 1 for a level offered nothing */
+static double
+goodput(const struct ll_step *k)
+{
+	return k->offered_rps > 0 ? k->ok_rps / k->offered_rps : 1;
+}
+
 void
 ll_steps_knee(struct ll_steps *st)
 {
 	unsigned i;
 
-	/* the levels pass from the lowest up to the knee: a level that passes again above a failed
-	 * one (a quiet moment of a busy machine) does not move it */
-	st->knee = -1;
+	st->knee = st->capacity = st->graceful = -1;
+	for (i = 0; i < st->n; i++) {
+		if (st->knee < 0 && goodput(&st->s[i]) < LL_STEPS_GOODPUT)
+			st->knee = (int)i;
+		if (st->capacity < 0 || st->s[i].ok_rps > st->s[st->capacity].ok_rps)
+			st->capacity = (int)i;
+	}
+	/* the levels pass from the lowest up to the graceful one: a level that passes again above
+	 * a failed one (a quiet moment of a busy machine) does not move it */
 	for (i = 0; i < st->n && st->s[i].pass; i++)
-		st->knee = (int)i;
+		st->graceful = (int)i;
 }
 
 static const char *
@@ -141,6 +154,40 @@ level_name(const struct ll_step *k, char *buf, size_t len)
 	return buf;
 }
 
+/* The knee, the capacity and the highest level that degrades gracefully, one line each */
+static void
+steps_summary(FILE *f, const struct ll_steps *st)
+{
+	const struct ll_step *k;
+	char name[32];
+
+	if (st->knee >= 0) {
+		k = &st->s[st->knee];
+		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s (%.0f %% of the offer, under "
+		        "%.0f %%): the 2xx rate stops following the offered rate here\n",
+		        level_name(k, name, sizeof(name)), k->offered_rps, k->ok_rps, 100 * goodput(k),
+		        100 * LL_STEPS_GOODPUT);
+	} else if (st->n > 0) {
+		fprintf(f, "knee: not reached: the 2xx rate kept within %.0f %% of the offer at every "
+		        "level, up to %.1f/s offered (offer more)\n", 100 * LL_STEPS_GOODPUT,
+		        st->s[st->n - 1].offered_rps);
+	}
+	if (st->capacity >= 0) {
+		k = &st->s[st->capacity];
+		fprintf(f, "capacity: %s%.1f 2xx/s, at level %s (the highest 2xx rate of any level)\n",
+		        st->knee >= 0 ? "" : "at least ", k->ok_rps, level_name(k, name, sizeof(name)));
+	}
+	if (st->graceful >= 0) {
+		k = &st->s[st->graceful];
+		fprintf(f, "highest level that degrades gracefully: %s, %.1f/s offered, %.1f 2xx/s (its "
+		        "verdicts all pass, as every level below it does; not the capacity)\n",
+		        level_name(k, name, sizeof(name)), k->offered_rps, k->ok_rps);
+	} else {
+		fprintf(f, "highest level that degrades gracefully: none (the lowest level failed a "
+		        "verdict): start lower\n");
+	}
+}
+
 void
 ll_steps_text(FILE *f, const struct ll_steps *st)
 {
@@ -148,13 +195,14 @@ ll_steps_text(FILE *f, const struct ll_steps *st)
 	unsigned i, p;
 
 	fprintf(f, "steps: %u levels of %.1f s each\n", st->n, st->seconds);
-	fprintf(f, "%-8s %10s %10s %8s %12s %12s %12s %10s  %s\n", "level", "offered/s", "2xx/s",
-	        "503 %", "cheap p99 ms", "lag p99 ms", "lag mean ms", "wait ms", "verdicts");
+	fprintf(f, "%-8s %10s %10s %10s %8s %12s %12s %12s %10s  %s\n", "level", "offered/s",
+	        "2xx/s", "2xx/offer", "503 %", "cheap p99 ms", "lag p99 ms", "lag mean ms", "wait ms",
+	        "verdicts");
 	for (i = 0; i < st->n; i++) {
 		const struct ll_step *k = &st->s[i];
 
-		fprintf(f, "%-8s %10.1f %10.1f %8.1f ", level_name(k, name, sizeof(name)),
-		        k->offered_rps, k->ok_rps, 100 * k->share_503);
+		fprintf(f, "%-8s %10.1f %10.1f %9.0f%% %8.1f ", level_name(k, name, sizeof(name)),
+		        k->offered_rps, k->ok_rps, 100 * goodput(k), 100 * k->share_503);
 		if (k->cheap_p99_ms >= 0)
 			fprintf(f, "%12.3f ", k->cheap_p99_ms);
 		else
@@ -164,7 +212,8 @@ ll_steps_text(FILE *f, const struct ll_steps *st)
 			        k->sf.wait_mean_ms);
 		else
 			fprintf(f, "%12s %12s %10s  ", "n/a", "n/a", "n/a");
-		fprintf(f, "%s%s\n", k->pass ? "PASS" : "FAIL", (int)i == st->knee ? "  <- knee" : "");
+		fprintf(f, "%s%s%s\n", k->pass ? "PASS" : "FAIL", (int)i == st->knee ? "  <- knee" : "",
+		        (int)i == st->graceful ? "  <- highest graceful" : "");
 	}
 	for (i = 0; i < st->n; i++)
 		for (p = 0; p < LL_P_COUNT; p++)
@@ -183,12 +232,7 @@ ll_steps_text(FILE *f, const struct ll_steps *st)
 			        k->ok_rps, 100 * k->ok_rps / k->capacity_rps, k->capacity_rps,
 			        100 * LL_REPORT_CALIB_OFF, k->ok_rps > 0 ? k->offered_rps / k->ok_rps : 0.0);
 	}
-	if (st->knee >= 0)
-		fprintf(f, "knee: level %s, %.1f/s offered, %.1f 2xx/s: the highest level whose "
-		        "verdicts all pass, as every level below it does\n", level_name(&st->s[st->knee], name, sizeof(name)),
-		        st->s[st->knee].offered_rps, st->s[st->knee].ok_rps);
-	else
-		fprintf(f, "knee: none (no level passed every verdict): start lower\n");
+	steps_summary(f, st);
 }
 
 /* one level's figures and verdicts, into the object open */
@@ -204,6 +248,7 @@ steps_level(struct ll_jw *w, const struct ll_step *k, int lagless)
 	ll_jw_g6(w, "offered_per_s", k->offered_rps);
 	ll_jw_g6(w, "ok_per_s", k->ok_rps);
 	ll_jw_g6(w, "refused_per_s", k->refused_rps);
+	ll_jw_g6(w, "goodput_share", goodput(k));
 	ll_jw_g6(w, "share_503", k->share_503);
 	ll_jw_g6(w, "capacity_per_s", k->capacity_rps);
 	if (k->cheap_p99_ms >= 0)
@@ -234,10 +279,30 @@ ll_steps_json(struct ll_jw *w, const struct ll_steps *st)
 
 	ll_jw_map(w, "steps");
 	ll_jw_g6(w, "seconds", st->seconds);
-	if (st->knee >= 0)
-		ll_jw_u64(w, "knee", (uint64_t)st->knee);
-	else
+	ll_jw_g6(w, "goodput_threshold", LL_STEPS_GOODPUT);
+	if (st->knee >= 0) {
+		ll_jw_map(w, "knee");
+		ll_jw_u64(w, "level", (uint64_t)st->knee);
+		ll_jw_g6(w, "offered_per_s", st->s[st->knee].offered_rps);
+		ll_jw_g6(w, "ok_per_s", st->s[st->knee].ok_rps);
+		ll_jw_g6(w, "goodput_share", goodput(&st->s[st->knee]));
+		ll_jw_end_map(w);
+	} else {
 		ll_jw_null(w, "knee");
+	}
+	if (st->capacity >= 0) {
+		ll_jw_map(w, "capacity");
+		ll_jw_g6(w, "ok_per_s", st->s[st->capacity].ok_rps);
+		ll_jw_u64(w, "level", (uint64_t)st->capacity);
+		ll_jw_bool(w, "reached", st->knee >= 0);
+		ll_jw_end_map(w);
+	} else {
+		ll_jw_null(w, "capacity");
+	}
+	if (st->graceful >= 0)
+		ll_jw_u64(w, "graceful_level", (uint64_t)st->graceful);
+	else
+		ll_jw_null(w, "graceful_level");
 	ll_jw_arr(w, "levels");
 	for (i = 0; i < st->n; i++) {
 		ll_jw_map(w, NULL);
@@ -258,9 +323,10 @@ plot_script(FILE *g, const struct ll_steps *st, const char *dat, const char *out
 	for (i = 0; i < st->n; i++)
 		xmax = fmax(xmax, fmax(st->s[i].offered_rps, st->s[i].ok_rps));
 	if (strlen(out) > 4 && strcmp(out + strlen(out) - 4, ".svg") == 0)
-		fputs("set terminal svg size 900,600 dynamic font 'sans,11' background '#ffffff'\n", g);
+		fputs("set terminal svg noenhanced size 900,600 dynamic font 'sans,11' "
+		      "background '#ffffff'\n", g);
 	else
-		fputs("set terminal pngcairo size 900,600 font 'sans,10'\n", g);
+		fputs("set terminal pngcairo noenhanced size 900,600 font 'sans,10'\n", g);
 	fprintf(g, "set output '%s'\nset grid\nset key top left opaque box\n"
 	        "set title 'lagless-load steps: achieved against offered, %.1f s per level'\n"
 	        "set xlabel 'offered per second (stepped routes)'\nset ylabel 'answers per second'\n"
@@ -270,11 +336,25 @@ plot_script(FILE *g, const struct ll_steps *st, const char *dat, const char *out
 		const struct ll_step *k = &st->s[st->knee];
 
 		fprintf(g, "set arrow 1 from %g, graph 0 to %g, graph 1 nohead lw 2 dt 2 lc rgb "
-		        "'#2ca02c'\nset label 1 'knee: %s, %.1f/s' at %g, graph 0.95 offset 1,0 "
-		        "tc rgb '#2ca02c'\n", k->offered_rps, k->offered_rps,
+		        "'#d62728'\nset label 1 'knee: %s, %.1f/s' at %g, graph 0.95 offset 1,0 "
+		        "tc rgb '#d62728'\n", k->offered_rps, k->offered_rps,
 		        level_name(k, name, sizeof(name)), k->offered_rps, k->offered_rps);
 	} else {
-		fputs("set label 1 'no level passed every verdict' at graph 0.3, 0.9\n", g);
+		fputs("set label 1 'knee not reached: offer more' at graph 0.3, 0.9\n", g);
+	}
+	if (st->capacity >= 0)
+		fprintf(g, "set arrow 2 from graph 0, first %g to graph 1, first %g nohead lw 1.5 dt 4 "
+		        "lc rgb '#1f77b4'\nset label 2 'capacity %.1f 2xx/s' at graph 0.6, first %g "
+		        "offset 0,0.7 tc rgb '#1f77b4'\n", st->s[st->capacity].ok_rps,
+		        st->s[st->capacity].ok_rps, st->s[st->capacity].ok_rps,
+		        st->s[st->capacity].ok_rps);
+	if (st->graceful >= 0) {
+		const struct ll_step *k = &st->s[st->graceful];
+
+		fprintf(g, "set arrow 3 from %g, graph 0 to %g, graph 1 nohead lw 2 dt 2 lc rgb "
+		        "'#2ca02c'\nset label 3 'highest graceful: %s' at %g, graph 0.88 offset 1,0 "
+		        "tc rgb '#2ca02c'\n", k->offered_rps, k->offered_rps,
+		        level_name(k, name, sizeof(name)), k->offered_rps);
 	}
 	fprintf(g, "plot x with lines dt 3 lc rgb '#7f7f7f' title 'achieved = offered', \\\n"
 	        "  '%s' using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title '2xx/s', \\\n"

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 {
 	const char *s;
 	struct ll_tmpl_part *p;
+	unsigned k;
 
 	memset(t, 0, sizeof(*t));
 	t->rng = seed;
@@ -100,7 +102,29 @@ ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t run, 
 			return -1;
 		s = close + 1;
 	}
+	t->value_part = -1;
+	t->value = NAN;
+	for (k = 0; k < t->nparts && t->value_part < 0; k++)
+		if (t->parts[k].kind == LL_TP_SEQ || t->parts[k].kind == LL_TP_RAND ||
+		    t->parts[k].kind == LL_TP_KEY)
+			t->value_part = (int)k;
 	return 0;
+}
+
+const char *
+ll_tmpl_part_name(const struct ll_tmpl *t, unsigned k, char *buf, size_t len)
+{
+	const struct ll_tmpl_part *p = &t->parts[k];
+
+	switch (p->kind) {
+	case LL_TP_SEQ: snprintf(buf, len, "{seq}"); break;
+	case LL_TP_RAND: snprintf(buf, len, "{rand:%.0f}", p->arg); break;
+	case LL_TP_HIT: snprintf(buf, len, "{hit:%g}", p->arg); break;
+	case LL_TP_KEY: snprintf(buf, len, "{key}"); break;
+	case LL_TP_RUN: snprintf(buf, len, "{run}"); break;
+	default: snprintf(buf, len, "%.*s", (int)p->len, p->lit); break;
+	}
+	return buf;
 }
 
 int
@@ -193,6 +217,15 @@ ll_tmpl_expand(struct ll_tmpl *t, char *out, size_t cap)
 		}
 		if (put(out, cap, &len, s, n) == -1)
 			return -1;
+		if ((int)i == t->value_part) {
+			/* a number, or NaN (a {key} that is not one, or too long) */
+			char v[40], *end;
+
+			snprintf(v, sizeof(v), "%.*s", (int)n, s);
+			t->value = strtod(v, &end);
+			if (end == v || *end != '\0' || n >= sizeof(v))
+				t->value = NAN;
+		}
 	}
 	out[len] = '\0';
 	return (long)len;

@@ -36,7 +36,14 @@ struct ll_tmpl {
 	char **keys;                 /* lines of keys=@FILE, owned */
 	size_t nkeys, next_key;
 	uint64_t seq, misses, rng, run;
+	int value_part;              /* the first {seq}, {rand:N} or {key} part, -1 without one */
+	double value;                /* its value in the last expansion (a number; NaN for a {key}
+	                              * that is not one): what a warning sets latency against */
 };
+
+/* The placeholder of part k as written ("{seq}", "{rand:100}", "{key}") into buf (len bytes).
+ * Returns buf. */
+const char *ll_tmpl_part_name(const struct ll_tmpl *t, unsigned k, char *buf, size_t len);
 
 /* 1 when path holds a placeholder (a '{'). */
 int ll_tmpl_has(const char *path);
@@ -52,8 +59,8 @@ int ll_tmpl_parse(struct ll_tmpl *t, const char *path, uint64_t seed, uint64_t r
  * -1 with a message in err. */
 int ll_tmpl_keys(struct ll_tmpl *t, const char *file, char *err, size_t errlen);
 
-/* The next request's path into out (NUL-terminated, cap bytes). Returns its length, or -1 with
- * errno ENOSPC when it does not fit, EINVAL when {key} has no keys. */
+/* The next request's path into out (NUL-terminated, cap bytes), and t->value. Returns its
+ * length, or -1 with errno ENOSPC when it does not fit, EINVAL when {key} has no keys. */
 long ll_tmpl_expand(struct ll_tmpl *t, char *out, size_t cap);
 
 void ll_tmpl_free(struct ll_tmpl *t);

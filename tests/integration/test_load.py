@@ -6,7 +6,10 @@
 * Against the real lagless with the pool flooded at 3x its measured capacity: every verdict
   passes and the JSON parses; with --inline-heavy (the heavy job blocks the loop) the cheap
   and refusal verdicts fail, as they must.
-* The plot is drawn (PNG and SVG), and usage errors exit 2.
+* The plot is drawn (PNG and SVG) with route names as written, and usage errors exit 2.
+* Step mode's knee is where the 2xx rate stops following the offer, not the highest level
+  whose verdicts pass; two lagless replicas behind the real haproxy are told apart by their
+  start time, and --metrics sums them; warnings name a likely cause.
 """
 
 import csv
@@ -286,6 +289,31 @@ def test_plot_png_and_svg(start_server, tmp_path):
     assert "<svg" in text and "loop lag" in text and "/heavy" in text
 
 
+def svg_text(path):
+    """The text an SVG shows: every element's text joined, tags removed, entities decoded."""
+    import html
+    with open(path) as f:
+        return html.unescape(re.sub(r"<[^>]*>", "", f.read()))
+
+
+def test_plot_legends_are_literal(test_server, tmp_path):
+    """gnuplot's enhanced text mode reads '_' as a subscript, '@' as a phantom box and '&{..}'
+    as a space: a route name holding them must still appear as it is in the legend of the
+    time plot and the knee plot (the SVG's text, joined, holds the whole name)."""
+    srv = test_server()
+    name = '/fast?odd_name=1&x@y"z^w~v'
+    svg = str(tmp_path / "run.svg")
+    rc, out, err = run_load(["--rate", name + "=40", "--rate", "/knee=1x,capacity=50",
+                             "--steps", "0.5x", "--step-duration", "1", "--idle", "0",
+                             "--fast-ms", "250", "--plot", svg, "-q",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc in (0, 1), err
+    assert "--plot" not in err, err
+    shown = svg_text(svg)
+    assert name in shown, shown[:2000]
+    assert "lagless-load steps" in svg_text(str(tmp_path / "run-knee.svg"))
+
+
 def test_usage_and_unreachable(tmp_path):
     rc, out, err = run_load(["--version"])
     assert rc == 0 and out.startswith("lagless-load ")
@@ -421,9 +449,12 @@ def test_habits_durations_rates_headers_prefix(test_server):
 @pytest.mark.timeout(120)
 def test_steps_find_the_known_knee(test_server, tmp_path):
     """A stand-in server that serves /knee at exactly 40 per second and queues the rest: step
-    levels 0.5x, 1x and 2x of that capacity pass, pass, and fail ("queued, not refused"), so
-    the knee is 1x; 2x gets 40 2xx/s, not 80. The same server refusing at once what it cannot
-    do passes every level of a ramp, and its 503 share grows with the offer."""
+    levels 0.5x, 1x and 2x of that capacity pass, pass, and fail ("queued, not refused"); 2x
+    gets 40 2xx/s, not 80, so the knee (where the 2xx rate stops following the offer) is 2x
+    and the capacity about 40/s, and the highest level that degrades gracefully is 1x. The same
+    server refusing at once what it cannot do passes every level of a ramp 20, 50, 80/s, and
+    its 503 share grows with the offer: the highest graceful level is then 80/s, but the knee
+    is 50/s and the capacity still about 40/s (the verdicts passing is not the capacity)."""
     srv = test_server("--knee-rps", "40")
     png = str(tmp_path / "steps.png")
     rc, out, err = run_load(["--rate", "/fast=20", "--rate", "/knee=1x,capacity=40",
@@ -436,12 +467,15 @@ def test_steps_find_the_known_knee(test_server, tmp_path):
     assert [round(l["offered_per_s"]) for l in lv] == [20, 40, 80]
     assert [l["pass"] for l in lv] == [True, True, False], err
     assert lv[2]["verdicts"]["refusal_is_fast"] is False
-    assert st["knee"] == 1 and rc == 0, err
+    assert st["graceful_level"] == 1 and rc == 0, err
+    assert st["knee"]["level"] == 2 and st["goodput_threshold"] == 0.9, st
+    assert 30 <= st["capacity"]["ok_per_s"] <= 42 and st["capacity"]["reached"], st
     assert 0.9 * 20 <= lv[0]["ok_per_s"] <= 20.5
     assert 30 <= lv[2]["ok_per_s"] <= 42, lv[2]     # the server's 40/s, not the 80 offered
     assert all(l["share_503"] == 0 for l in lv)
     assert lv[0]["t1_s"] <= lv[1]["t0_s"] and abs(lv[0]["t1_s"] - lv[0]["t0_s"] - 2.5) < 0.01
-    assert "<- knee" in err or "knee: level 1x" in err
+    assert "knee: level 2x, 80.0/s offered" in err, err
+    assert "highest level that degrades gracefully: 1x" in err, err
     knee_png = str(tmp_path / "steps-knee.png")
     for p in (png, knee_png):
         with open(p, "rb") as f:
@@ -454,7 +488,9 @@ def test_steps_find_the_known_knee(test_server, tmp_path):
     st = json.loads(out)["steps"]
     assert [round(l["offered_per_s"]) for l in st["levels"]] == [20, 50, 80]
     assert [l["pass"] for l in st["levels"]] == [True, True, True], err
-    assert st["knee"] == 2 and rc == 0
+    assert st["graceful_level"] == 2 and rc == 0
+    assert st["knee"]["level"] == 1 and 30 <= st["capacity"]["ok_per_s"] <= 42, st
+    assert "knee: level 50/s" in err and "degrades gracefully: 80/s" in err, err
     shares = [l["share_503"] for l in st["levels"]]
     assert shares[0] < 0.05 and 0.05 < shares[1] < shares[2] < 0.75, shares
 
@@ -486,6 +522,80 @@ def test_steps_against_lagless(start_server, tmp_path):
     for p in (png, str(tmp_path / "run-knee.png")):
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n", p
+
+
+def metric_value(port, name):
+    """One unlabelled sample of the lagless at port's /metrics."""
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    return float(re.search(r"^%s (\S+)$" % name, text, re.M).group(1))
+
+
+@pytest.mark.timeout(150)
+def test_replicas_behind_haproxy(start_server, tmp_path):
+    """Two lagless replicas behind the real haproxy (round robin): /metrics answers from either
+    replica in turn, so taking differences between scrapes would subtract one server's
+    counters from another's (negative loop-lag means, lag spikes that are not there). The
+    report says so once, and takes no difference over a pair of scrapes from different
+    servers. Given both replicas' metrics URLs (--metrics), every scrape is their sum: the
+    same servers each time, so differences are taken, and the gauges add up."""
+    from haproxy_rig import HAProxy
+    reps = [start_server(*lagless_args()) for _ in range(2)]
+    hp = HAProxy(str(tmp_path), reps, "roundrobin", agent=False)
+    try:
+        assert wait_until(lambda: [r["status"] for r in hp.stats().values()] == ["UP"] * 2, 30)
+        url = "http://127.0.0.1:%d" % hp.port
+        rc, out, err = run_load(["--rate", "/ping=40", "-d", "2", "--idle", "0",
+                                 "--scrape-ms", "100", "--json", "-", url])
+        assert rc in (0, 1), err
+        srv = json.loads(out)["server"]
+        assert srv["servers_changed"] > 0, srv["servers_changed"]
+        assert err.count("different servers") == 1, err
+        assert all(s["lag_mean_ms"] >= 0 for s in srv["scrapes"]), srv["scrapes"]
+        # every replica's metrics URL: one sum per scrape, always of the same two servers
+        metrics = ",".join("http://127.0.0.1:%d/metrics" % r.port for r in reps)
+        rc, out, err = run_load(["--rate", "/ping=40", "-d", "2", "--idle", "0",
+                                 "--scrape-ms", "100", "--metrics", metrics, "--json", "-", url])
+        assert rc in (0, 1), err
+        doc = json.loads(out)
+        srv = doc["server"]
+        assert doc["lagless"] and srv["servers_changed"] == 0 and srv["servers"] == 2, err
+        assert "different servers" not in err, err
+        slots = sum(metric_value(r.port, "lagless_job_slots") for r in reps)
+        assert len(srv["scrapes"]) >= 5
+        for s in srv["scrapes"]:
+            assert s["compute_processes"] == 2 and s["job_slots"] == slots, s
+            assert s["lag_mean_ms"] >= 0
+        assert any(s["lag_mean_ms"] > 0 for s in srv["scrapes"][1:]), srv["scrapes"]
+    finally:
+        hp.stop()
+
+
+def test_warnings_name_the_likely_cause(test_server):
+    """Two warnings that say why, not only what. /delay?ms={rand:60} answers after as many ms
+    as its key says: its latency grows with the template's value, so the work grows with the
+    key (and /fast?k={rand:60}, whose latency does not, gets no such warning). Then the whole
+    server stalls for 0.8 s: the cheap route's latency rises at the same moments as the heavy
+    route's, which points at something both wait on (a shared pool or queue, or the loop)."""
+    srv = test_server()
+    rc, out, err = run_load(["--rate", "/delay?ms={rand:60}=50", "--rate", "/fast?k={rand:60}=50",
+                             "-d", "3", "--idle", "0", "--json", "-",
+                             "http://127.0.0.1:%d" % srv.port])
+    assert rc in (0, 1), err
+    warn = json.loads(out)["warnings"]
+    assert [(w["kind"], w["route"]) for w in warn] == [("work_grows_with_key", 0)], warn
+    assert "{rand:60}" in warn[0]["text"] and "grows with" in err, err
+    stall = test_server("--stall-after", "2.5", "--stall-for", "0.8")
+    rc, out, err = run_load(["--rate", "/fast=50", "--rate", "/delay?ms=20=20,heavy,capacity=100",
+                             "-d", "5", "--idle", "1", "--json", "-",
+                             "http://127.0.0.1:%d" % stall.port])
+    assert rc in (0, 1), err
+    assert stall.stalls(), "the server did not stall"
+    warn = json.loads(out)["warnings"]
+    assert [(w["kind"], w["route"]) for w in warn] == [("shared_wait", 0)], warn
+    assert "/delay?ms=20" in warn[0]["text"] and "shared" in warn[0]["text"], warn
+    assert "rose together with" in err, err
 
 
 POOLS_CONF = """

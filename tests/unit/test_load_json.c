@@ -72,7 +72,9 @@ fill_steps(struct fixture *f)
 
 	f->steps.n = 2;
 	f->steps.seconds = 2.5;
-	f->steps.knee = 0;
+	f->steps.knee = -1;
+	f->steps.capacity = 0;
+	f->steps.graceful = 0;
 	f->steps.lagless = 1;
 	k[0].level = (struct ll_rate){ 0.5, 1 };
 	k[0].t1_s = 2.50004;
@@ -108,10 +110,10 @@ setup(void **state)
 	routes_hists_init(f.routes, 2);
 	fill_routes(&f);
 	fill_steps(&f);
-	f.samples[0] = (struct ll_sample){ 100000000, 1500000, 200, 0 };
-	f.samples[1] = (struct ll_sample){ 1200000000, 2500000, 200, 0 };
-	f.samples[2] = (struct ll_sample){ 1300000000, 1000000, 503, 1 };
-	f.samples[3] = (struct ll_sample){ 1400000000, 9000000, -1, 1 };
+	f.samples[0] = (struct ll_sample){ 100000000, 1500000, 200, 0, NAN };
+	f.samples[1] = (struct ll_sample){ 1200000000, 2500000, 200, 0, NAN };
+	f.samples[2] = (struct ll_sample){ 1300000000, 1000000, 503, 1, NAN };
+	f.samples[3] = (struct ll_sample){ 1400000000, 9000000, -1, 1, NAN };
 	f.e.samples = f.samples;
 	f.e.nsamples = 4;
 	f.e.samples_dropped = 3;
@@ -138,6 +140,8 @@ setup(void **state)
 	f.r.lagless = 1;
 	f.r.steps = &f.steps;
 	f.r.scenario = &f.sc;
+	f.r.nhints = 1;
+	f.r.hints[0] = (struct ll_hint){ "shared_wait", 0, "/ping: WARNING: x" };
 	f.r.after.seen[LL_SF_INFLIGHT] = 1;
 	f.r.after.v[LL_SF_INFLIGHT] = 0.1;
 	for (i = 0; i < LL_P_COUNT; i++) {
@@ -202,12 +206,14 @@ static const char before[] =
 	"52.5,\"mean_ms\":1,\"p50_ms\":1,\"p90_ms\":1,\"p99_ms\":1,\"p999_ms\":1,\"max_ms\":1}]}]"
 	",\"verdicts\":{\"cheap_stays_cheap\":{\"pass\":false,\"why\":\"why 0\"},\"refusal_is_fas"
 	"t\":{\"pass\":null,\"why\":\"why 1\"},\"pool_used_to_capacity\":{\"pass\":true,\"why\":"
-	"\"why 2\"},\"nothing_timed_out\":{\"pass\":true,\"why\":\"why 3\"}},\"series\":[{\"t_s\""
+	"\"why 2\"},\"nothing_timed_out\":{\"pass\":true,\"why\":\"why 3\"}},\"warnings\":[{\"kin"
+	"d\":\"shared_wait\",\"route\":0,\"text\":\"/ping: WARNING: x\"}],\"series\":[{\"t_s\""
 	":0,\"route\":0,\"count\":1,\"n503\":0,\"errors\":0,\"p50_ms\":1.5,\"p99_ms\":1.5,\"max_m"
 	"s\":1.5},{\"t_s\":1,\"route\":0,\"count\":1,\"n503\":0,\"errors\":0,\"p50_ms\":2.5,\"p99"
 	"_ms\":2.5,\"max_ms\":2.5},{\"t_s\":0,\"route\":1,\"count\":0,\"n503\":0,\"errors\":0,\"p"
 	"50_ms\":0,\"p99_ms\":0,\"max_ms\":0},{\"t_s\":1,\"route\":1,\"count\":2,\"n503\":1,\"err"
-	"ors\":1,\"p50_ms\":1,\"p99_ms\":9,\"max_ms\":9}],\"server\":{\"before\":{\"queue_depth\""
+	"ors\":1,\"p50_ms\":1,\"p99_ms\":9,\"max_ms\":9}],\"server\":{\"servers\":0,\"servers_changed\":0,"
+	"\"before\":{\"queue_depth\""
 	":null,\"queue_capacity\":null,\"inflight\":null,\"compute_busy\":null,\"compute_processe"
 	"s\":null,\"connections\":null,\"rejected_total\":null,\"timed_out_total\":null,\"failed_"
 	"total\":null,\"restarts_total\":null,\"job_run_seconds_sum\":null,\"job_run_seconds_coun"
@@ -222,13 +228,16 @@ static const char before[] =
 	"_total\":1e+09,\"timed_out_total\":null,\"failed_total\":null,\"restarts_total\":null,\""
 	"job_run_seconds_sum\":null,\"job_run_seconds_count\":null,\"job_slots\":null,\"job_queue"
 	"_wait_seconds_sum\":null,\"job_queue_wait_seconds_count\":null}]},\"steps\":{\"seconds\""
-	":2.5,\"knee\":0,\"levels\":[{\"level\":0.5,\"relative\":true,\"t0_s\":0.0000,\"t1_s\":2."
-	"5000,\"offered_per_s\":5.125,\"ok_per_s\":5,\"refused_per_s\":0,\"share_503\":0,\"capaci"
+	":2.5,\"goodput_threshold\":0.9,\"knee\":null,\"capacity\":{\"ok_per_s\":5,\"level\":0,"
+	"\"reached\":false},\"graceful_level\":0,\"levels\":[{\"level\":0.5,\"relative\":true,"
+	"\"t0_s\":0.0000,\"t1_s\":2.5000,\"offered_per_s\":5.125,\"ok_per_s\":5,\"refused_per_s\""
+	":0,\"goodput_share\":0.97561,\"share_503\":0,\"capaci"
 	"ty_per_s\":0,\"cheap_p99_ms\":1.23457,\"server\":{\"lag_p99_ms\":0.001,\"lag_bound_ms\":"
 	"0,\"lag_mean_ms\":0,\"queue_wait_mean_ms\":0,\"queue_depth_max\":0},\"pass\":true,\"verd"
 	"icts\":{\"cheap_stays_cheap\":true,\"refusal_is_fast\":true,\"pool_used_to_capacity\":tr"
 	"ue,\"nothing_timed_out\":true}},{\"level\":30,\"relative\":false,\"t0_s\":2.5000,\"t1_s"
-	"\":5.0000,\"offered_per_s\":0,\"ok_per_s\":0,\"refused_per_s\":20,\"share_503\":0.666667"
+	"\":5.0000,\"offered_per_s\":0,\"ok_per_s\":0,\"refused_per_s\":20,\"goodput_share\":1,"
+	"\"share_503\":0.666667"
 	",\"capacity_per_s\":10.25,\"cheap_p99_ms\":null,\"server\":{\"lag_p99_ms\":0,\"lag_bound"
 	"_ms\":0,\"lag_mean_ms\":0,\"queue_wait_mean_ms\":0,\"queue_depth_max\":0},\"pass\":false"
 	",\"verdicts\":{\"cheap_stays_cheap\":null,\"refusal_is_fast\":false,\"pool_used_to_capac"
@@ -263,7 +272,7 @@ static void
 test_parses_with_its_numbers(void **state)
 {
 	static const char *ns[] = { "start_monotonic_ns", NULL };
-	static const char *knee[] = { "steps", "knee", NULL };
+	static const char *knee[] = { "steps", "graceful_level", NULL };
 	static const char *srv[] = { "server", "after", "inflight", NULL };
 	char err[160], *out;
 	yajl_val doc;

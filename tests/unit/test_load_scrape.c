@@ -180,6 +180,66 @@ test_pools(void **state)
 	assert_true(s.v[LL_SF_BUSY] == 2);
 }
 
+/* Two replicas' texts summed as one scrape: counters, gauges, lag buckets and pools add up,
+ * and the start times say which servers answered, so that a scrape of other servers (a load
+ * balancer's choice, or a restart) is never subtracted from this one. */
+static void
+test_replicas_summed_and_told_apart(void **state)
+{
+	static const char r1[] =
+		"lagless_build_info{version=\"0.1.0\"} 1\n"
+		"lagless_start_time_seconds 1700000000.125\n"
+		"lagless_compute_processes 1\n"
+		"lagless_jobs_rejected_total{reason=\"queue_full\"} 10\n"
+		"lagless_pool_queue_depth{pool=\"batch\"} 2\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 90\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 100\n"
+		"lagless_loop_lag_seconds_sum{worker=\"0\"} 0.2\n"
+		"lagless_loop_lag_seconds_count{worker=\"0\"} 100\n";
+	static const char r2[] =
+		"lagless_build_info{version=\"0.1.0\"} 1\n"
+		"lagless_start_time_seconds 1700000001.5\n"
+		"lagless_compute_processes 2\n"
+		"lagless_jobs_rejected_total{reason=\"queue_full\"} 5\n"
+		"lagless_pool_queue_depth{pool=\"batch\"} 1\n"
+		"lagless_pool_queue_depth{pool=\"fast\"} 3\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"0.001\"} 10\n"
+		"lagless_loop_lag_seconds_bucket{worker=\"0\",le=\"+Inf\"} 50\n"
+		"lagless_loop_lag_seconds_sum{worker=\"0\"} 1\n"
+		"lagless_loop_lag_seconds_count{worker=\"0\"} 50\n";
+	struct ll_scrape a, b, sum, again;
+
+	assert_int_equal(ll_scrape_parse(&a, r1, strlen(r1)), 0);
+	assert_int_equal(ll_scrape_parse(&b, r2, strlen(r2)), 0);
+	assert_int_equal(a.nservers, 1);
+	assert_true(a.start_s[0] == 1700000000.125);
+	/* a scrape of replica 2 after one of replica 1: not the same server, not subtracted */
+	assert_false(ll_scrape_same(&a, &b));
+	assert_true(ll_scrape_same(&a, &a));
+	memset(&sum, 0, sizeof(sum));
+	ll_scrape_add(&sum, &a);
+	ll_scrape_add(&sum, &b);
+	assert_true(sum.lagless);
+	assert_true(sum.v[LL_SF_COMPUTE] == 3 && sum.v[LL_SF_REJECTED] == 15);
+	assert_int_equal(sum.nlag, 2);
+	assert_true(sum.lag_cum[0] == 100 && sum.lag_cum[1] == 150 && sum.lag_count == 150);
+	assert_true(fabs(sum.lag_sum - 1.2) < 1e-12);
+	assert_int_equal(sum.npools, 2);
+	assert_true(ll_scrape_pool(&sum, "batch")->v[LL_PF_DEPTH] == 3);
+	assert_true(ll_scrape_pool(&sum, "fast")->v[LL_PF_DEPTH] == 3);
+	assert_int_equal(sum.nservers, 2);
+	/* the same two replicas again: comparable; in the other order or one alone: not */
+	memset(&again, 0, sizeof(again));
+	ll_scrape_add(&again, &a);
+	ll_scrape_add(&again, &b);
+	assert_true(ll_scrape_same(&sum, &again));
+	assert_false(ll_scrape_same(&sum, &a));
+	memset(&again, 0, sizeof(again));
+	ll_scrape_add(&again, &b);
+	ll_scrape_add(&again, &a);
+	assert_false(ll_scrape_same(&sum, &again));
+}
+
 int
 main(void)
 {
@@ -189,6 +249,7 @@ main(void)
 		cmocka_unit_test(test_lag_delta),
 		cmocka_unit_test(test_lag_quantile),
 		cmocka_unit_test(test_pools),
+		cmocka_unit_test(test_replicas_summed_and_told_apart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

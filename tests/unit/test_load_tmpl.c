@@ -1,6 +1,7 @@
 /* Unit tests for load/tmpl.c: per-request path templates ({seq}, {rand:N}, {hit:R}, {key},
  * {run}, {{), their errors, and the keys file. */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +140,30 @@ test_errors(void **state)
 	}
 }
 
+/* The value a warning sets latency against: the first {seq}, {rand:N} or {key}, as a number */
+static void
+test_value(void **state)
+{
+	struct ll_tmpl t;
+	char out[128], err[256], name[32], *q;
+	int i;
+
+	assert_int_equal(ll_tmpl_parse(&t, "/d?h={hit:0.5}&ms={rand:100}&n={seq}", 3, 0, err,
+	                               sizeof(err)), 0);
+	assert_int_equal(t.value_part, 3);
+	assert_string_equal(ll_tmpl_part_name(&t, 3, name, sizeof(name)), "{rand:100}");
+	for (i = 0; i < 20; i++) {
+		assert_true(ll_tmpl_expand(&t, out, sizeof(out)) > 0);
+		q = strstr(out, "ms=") + 3;
+		assert_true(t.value == strtod(q, NULL));
+	}
+	ll_tmpl_free(&t);
+	assert_int_equal(ll_tmpl_parse(&t, "/a/{run}/{hit:0.1}", 3, 5, err, sizeof(err)), 0);
+	assert_int_equal(t.value_part, -1);
+	assert_true(isnan(t.value));
+	ll_tmpl_free(&t);
+}
+
 int
 main(void)
 {
@@ -148,6 +173,7 @@ main(void)
 		cmocka_unit_test(test_hit_ratio),
 		cmocka_unit_test(test_keys_file),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
