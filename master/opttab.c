@@ -10,7 +10,9 @@
 const struct lg_opt lg_opts[] = {
 	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
 	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
-	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
+	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged); "
+	  "\",proxy\" after one: it takes a PROXY protocol v1/v2 header first, from "
+	  "trusted-proxies peers only" },
 	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
 	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
 	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
