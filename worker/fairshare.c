@@ -19,7 +19,7 @@
 /* The per-client rules count whatever address reaches them: a server that sees every request
  * from one address (a proxy not in --trusted-proxies, a NAT) gives all its clients one share
  * and locks them all out at one cut (issue 39: 18 slow uploads through HAProxy made every
- * heavy request a 503 client_share with half the buffers free). Said once per process, when
+ * heavy request a 503 client_share with half the buffers free). Said once per loop, when
  * an untrusted peer forwards X-Forwarded-For or when ONE_ADDRESS_RUN requests in a row came
  * from one peer. named: lg_client_addr's answer; tag that address's. */
 static void

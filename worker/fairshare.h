@@ -12,7 +12,7 @@
 /* The share tag (shm/share.h lg_share_tag) of c's client: the peer, or behind a trusted proxy
  * the client it names (worker/client.h lg_client_addr: PROXY header, X-Forwarded-For); 0 when
  * it has none (a Unix socket, or getpeername(2) failed). One getpeername(2) per offloaded
- * request. Warns once per process when the rules seem to count a proxy as one client. */
+ * request. Warns once per loop when the rules seem to count a proxy as one client. */
 uint32_t lg_fair_tag(const struct lg_conn *c);
 
 /* Whether c's client address (tag) may not take another transit buffer of c's pool now: it

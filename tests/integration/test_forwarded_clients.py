@@ -120,7 +120,7 @@ def test_forwarded_clients_have_shares_and_lock_outs_of_their_own(start_server, 
 
 @pytest.mark.timeout(60)
 def test_an_untrusted_forwarding_peer_is_warned_about_once(start_server):
-    srv = start_server("--compute-workers", "1")
+    srv = start_server("--compute-workers", "1", "--loop-workers", "1")  # once per loop
     for i in range(3):
         r = heavy_for(srv.port, "xff", "10.0.0.%d" % i)
         assert r == 200, r
