@@ -194,3 +194,22 @@ def test_haproxy_send_proxy_v1_and_v2(start_server, tmp_path):
             proc.kill()
             proc.wait(5)
         log.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_unix_listener_takes_the_header_from_whoever_its_file_lets_in(start_server, tmp_path):
+    sock = str(tmp_path / "pp.sock")
+    srv = start_server("--listen", "127.0.0.1:0", "--listen", "unix:%s,mode=0600,proxy" % sock,
+                       "--access-log", "--loop-workers", "1", "--compute-workers", "1")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(sock)
+        s.sendall(b"PROXY TCP4 203.0.113.5 127.0.0.1 5555 80\r\nGET /ping?unixpp HTTP/1.1\r\n"
+                  b"Host: t\r\nConnection: close\r\n\r\n")
+        assert read_response(s).status == 200
+    assert wait_until(lambda: access_clients(srv, "unixpp") == ["203.0.113.5"], 5), \
+        srv.log()[-2000:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.connect(sock)
+        s.sendall(b"GET /ping HTTP/1.1\r\nHost: t\r\n\r\n")  # no header: closed
+        assert closed_unanswered(s)

@@ -157,7 +157,8 @@ v2(uint8_t *out, uint8_t ver_cmd, uint8_t fam, const void *payload, size_t plen)
 	out[13] = fam;
 	out[14] = (uint8_t)(plen >> 8);
 	out[15] = (uint8_t)plen;
-	memcpy(out + 16, payload, plen);
+	if (plen > 0)
+		memcpy(out + 16, payload, plen);
 	return 16 + plen;
 }
 
