@@ -6,6 +6,7 @@ one slow upload locked HAProxy's address, so every client, out for 5 s. The clie
 one a trusted peer names: its rightmost untrusted X-Forwarded-For entry, or the address of the
 PROXY protocol header on a ",proxy" listener. Here the "proxy" is a raw client on the trusted
 127.0.0.1 forwarding twelve tricklers and one good client."""
+import os
 import re
 import socket
 import threading
@@ -14,6 +15,7 @@ import time
 import pytest
 
 from conftest import free_port, get, read_response, wait_until
+from haproxy_rig import HAPROXY, HAProxy, Replica
 
 
 def sample(text, series):
@@ -28,13 +30,15 @@ def uploading(port):
 
 def forwarded(mode, client):
     """What the proxy puts before the request line (PROXY header) and among the fields
-    (X-Forwarded-For) for client."""
+    (X-Forwarded-For) for client; nothing when client is None (a real proxy adds them)."""
+    if client is None:
+        return b"", b""
     if mode == "proxy":
         return b"PROXY TCP4 %s 127.0.0.1 40000 80\r\n" % client.encode(), b""
     return b"", b"X-Forwarded-For: %s\r\n" % client.encode()
 
 
-def trickler(port, mode, client, stop):
+def trickler(port, mode, client, stop, source="127.0.0.1"):
     """POST /compress announcing 10 MB, 120 bytes every 0.1 s (above --min-upload-rate), sent
     for client; reconnects at once whenever answered (503, or 408 when cut) or closed."""
     pre, field = forwarded(mode, client)
@@ -42,7 +46,8 @@ def trickler(port, mode, client, stop):
         b"Content-Length: 10000000\r\n\r\n"
     while not stop.is_set():
         try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                         source_address=(source, 0))
         except OSError:
             stop.wait(0.05)
             continue
@@ -62,10 +67,11 @@ def trickler(port, mode, client, stop):
             s.close()
 
 
-def heavy_for(port, mode, client):
+def heavy_for(port, mode, client, source="127.0.0.1"):
     pre, field = forwarded(mode, client)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=10,
+                                      source_address=(source, 0)) as s:
             s.settimeout(10)
             s.sendall(pre + b"GET /heavy?iterations=1000 HTTP/1.1\r\nHost: t\r\n" + field +
                       b"Connection: close\r\n\r\n")
@@ -126,3 +132,40 @@ def test_an_untrusted_forwarding_peer_is_warned_about_once(start_server):
         assert r == 200, r
     assert wait_until(lambda: "per-client rules" in srv.log(), 5), srv.log()[-2000:]
     assert srv.log().count("per-client rules") == 1, srv.log()[-2000:]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not os.access(HAPROXY, os.X_OK), reason="no haproxy")
+def test_through_the_reference_haproxy(tmp_path):
+    """The issue's setting: the real haproxy with the reference configuration (its option
+    forwardfor) in front of a replica run as the reference says (--trusted-proxies: haproxy's
+    address). Twelve tricklers from twelve addresses hold all twelve transit buffers at the
+    default --transit-share-pct 50 (before: six, haproxy's share, the others refused), and a
+    client from another address is served after at most a Retry-After or two."""
+    rep = Replica(str(tmp_path / "r1"), compute=1, queue=2,
+                  extra=["--transit-buffers", "12"]).start()
+    hp, stop, ts = None, threading.Event(), []
+    try:
+        hp = HAProxy(str(tmp_path), [rep])
+        assert wait_until(lambda: hp.all_up(1), 30), hp.stats()
+        ts = [threading.Thread(target=trickler, args=(hp.port, "xff", None, stop),
+                               kwargs={"source": "127.0.0.%d" % (10 + i)}, daemon=True)
+              for i in range(12)]
+        for t in ts:
+            t.start()
+        assert wait_until(lambda: uploading(rep.port) == 12, 20), rep.srv.log()[-2000:]
+        t0, results = time.monotonic(), []
+        while time.monotonic() - t0 < 7:
+            st = heavy_for(hp.port, "xff", None, source="127.0.0.2")
+            results.append((round(time.monotonic() - t0, 2), st))
+            if st == 200:
+                break
+            time.sleep(1.0)  # Retry-After: 1
+        assert results[-1][1] == 200 and results[-1][0] < 4, results
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(5)
+        if hp is not None:
+            hp.stop()
+        rep.stop()
