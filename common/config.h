@@ -51,6 +51,9 @@ struct lg_config {
 	 * unix:/path first listener is listen_more[0] with listen_addr "" (no TCP listener). */
 #define LG_LISTEN_MAX 8
 	char listen_more[LG_LISTEN_MAX][160];
+	/* bit k: the k-th listener of --listen (0 the first, whatever its kind; a socket systemd
+	 * passed is the first) takes a PROXY protocol header first (",proxy": worker/client.h) */
+	uint32_t listen_proxy;
 	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
 	char agent_listen[80];     /* "ADDR:PORT" of the HAProxy agent (master/agent.h); "" none */
 	int agent_maxconn;         /* > 0: the agent says maxconn:(job slots + this); 0 not sent */

@@ -100,7 +100,7 @@ parse_inet(const char *s, size_t n, char *addr, size_t cap, int *port)
 	return 0;
 }
 
-/* "unix:/absolute/path[,mode=OCTAL][,owner=USER[:GROUP]]": checked here (path length for
+/* "unix:/absolute/path[,mode=OCTAL][,owner=USER[:GROUP]][,proxy]": checked here (path length for
  * sun_path, unix(7); the mode; that the user and group exist), applied by master/listen.c. */
 static int
 check_unix(const char *s, size_t n)
@@ -132,13 +132,36 @@ check_unix(const char *s, size_t n)
 				*grp++ = '\0';
 			if (getpwnam(o + 6) == NULL || (grp != NULL && getgrnam(grp) == NULL))
 				return -1;
-		} else {
+		} else if (strcmp(o, "proxy") != 0) {
 			return -1;
 		}
 		if (next != NULL)
 			*next = ',';
 	}
 	return 0;
+}
+
+/* The options after a listener's address (the n bytes of s from its first ','): whether
+ * ",proxy" is among them (a unix listener's mode= and owner= are check_unix's). A TCP
+ * listener takes no other option. Returns 1, 0, or -1 for an option it does not take. */
+static int
+proxy_opt(const char *s, size_t n, int is_unix)
+{
+	int proxy = 0;
+
+	while (n > 0) {
+		size_t len;
+
+		s++, n--; /* the ',' */
+		len = strcspn(s, ",");
+		len = len < n ? len : n;
+		if (len == 5 && memcmp(s, "proxy", 5) == 0)
+			proxy = 1;
+		else if (!is_unix)
+			return -1;
+		s += len, n -= len;
+	}
+	return proxy;
 }
 
 int
@@ -149,21 +172,28 @@ lg_listen_parse(const char *v, struct lg_config *cfg, int append)
 	if (append)
 		while (nmore < LG_LISTEN_MAX && cfg->listen_more[nmore][0])
 			nmore++;
-	else
+	else {
 		memset(cfg->listen_more, 0, sizeof(cfg->listen_more));
+		cfg->listen_proxy = 0;
+	}
 	for (v += strspn(v, " \t"); *v; v += strspn(v, " \t")) {
-		size_t n = strcspn(v, " \t");
+		size_t n = strcspn(v, " \t"), alen = strcspn(v, ",");
 		char addr[sizeof(cfg->listen_addr)] = "0.0.0.0";
-		int port, is_unix = strncmp(v, "unix:", 5) == 0;
+		int port, is_unix = strncmp(v, "unix:", 5) == 0, proxy;
 
+		alen = alen < n ? alen : n;
+		if ((proxy = proxy_opt(v + alen, n - alen, is_unix)) == -1)
+			return -1;
 		if (is_unix ? check_unix(v, n) == -1 :
-		    parse_inet(v, n, first ? cfg->listen_addr : addr, sizeof(addr),
+		    parse_inet(v, alen, first ? cfg->listen_addr : addr, sizeof(addr),
 		    first ? &cfg->port : &port) == -1)
 			return -1;
 		if (first && is_unix)
 			cfg->listen_addr[0] = '\0'; /* no TCP listener unless another one names it */
 		else if (first && cfg->listen_addr[0] == '\0')
 			snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "0.0.0.0"); /* "PORT" */
+		/* the listener's number: the first, or the TCP first one and those before it */
+		int k = first ? 0 : (cfg->listen_addr[0] != '\0') + nmore;
 		if (!first || is_unix) {
 			/* at most LG_LISTEN_MAX in all, the TCP first listener (listen_addr) included */
 			if (nmore + (cfg->listen_addr[0] != '\0') >= LG_LISTEN_MAX ||
@@ -176,6 +206,8 @@ lg_listen_parse(const char *v, struct lg_config *cfg, int append)
 				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]),
 				    strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
 		}
+		if (proxy)
+			cfg->listen_proxy |= 1u << k;
 		first = 0;
 		v += n;
 	}
@@ -343,6 +375,27 @@ lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
 				    "overlaps", all[j].setting, all[j].spec);
 				return -1;
 			}
+	return 0;
+}
+
+int
+lg_listen_check_proxy(const struct lg_config *cfg, char *err, size_t cap)
+{
+	int first_tcp = cfg->listen_addr[0] != '\0';
+
+	if (cfg->trusted_proxies[strspn(cfg->trusted_proxies, " ,\t")] != '\0')
+		return 0;
+	for (int k = 0; k < LG_LISTEN_MAX + 1; k++) {
+		const char *spec = k == 0 && first_tcp ? cfg->listen_addr : k - first_tcp <
+		    LG_LISTEN_MAX ? cfg->listen_more[k - first_tcp] : "";
+
+		if (!(cfg->listen_proxy & 1u << k) || strncmp(spec, "unix:", 5) == 0)
+			continue;
+		snprintf(err, cap, "listen %s,proxy: a PROXY protocol header is taken only from a "
+		    "trusted-proxies peer, and that list is empty (every connection would be closed)",
+		    spec);
+		return -1;
+	}
 	return 0;
 }
 

@@ -50,7 +50,7 @@ void lg_listeners_close(struct lg_listeners *l);
 
 /* The value of a listen setting (master/options.c): blank-separated listeners, the first TCP
  * one into cfg->listen_addr and cfg->port, the others into cfg->listen_more (replaced, or
- * added to when append). Host names are resolved here (getaddrinfo(3), the first address).
+ * added to when append); a listener's ",proxy" option sets its bit in cfg->listen_proxy. Host names are resolved here (getaddrinfo(3), the first address).
  * Returns 0, or -1 for a malformed or unresolvable listener, or more than LG_LISTEN_MAX. */
 int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
 
@@ -70,6 +70,12 @@ void lg_path_dir(const char *path, char *out, size_t cap);
  * bind(2); -t and a reload's check now say so first. Returns 0, or -1 naming both settings in
  * err (cap bytes). */
 int lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap);
+
+/* Refuses a TCP listener with ",proxy" (cfg->listen_proxy) while --trusted-proxies is empty:
+ * its header is taken only from a trusted peer, so it would close every connection. A unix
+ * listener's peers are whoever its file's mode and owner let in: no address to check.
+ * Returns 0, or -1 with the reason in err (cap bytes). */
+int lg_listen_check_proxy(const struct lg_config *cfg, char *err, size_t cap);
 
 /* One TCP listener "ADDR:PORT" (or "PORT", or a host name) normalized into out (cap bytes) as
  * numeric "ADDR:PORT", IPv6 in brackets. Returns 0 or -1. */

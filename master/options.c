@@ -566,7 +566,8 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		lg_site_free(site);
 		return -1;
 	}
-	if (lg_listen_check_distinct(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1) {
+	if (lg_listen_check_distinct(cfg, err, cap) == -1 ||
+	    lg_listen_check_proxy(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1) {
 		lg_site_free(site);
 		return -1;
 	}

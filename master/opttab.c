@@ -10,7 +10,8 @@
 const struct lg_opt lg_opts[] = {
 	{ "listen", K_LISTEN, 0, 0, 0, "0.0.0.0:8080", "[ADDR:]PORT ...",
 	  "listeners, blank-separated (or --listen again): [ADDR:]PORT, [::1]:PORT, HOST:PORT, "
-	  "unix:/path[,mode=0660][,owner=USER[:GROUP]]; port 0 picks a free port (logged)" },
+	  "unix:/path[,mode=0660][,owner=USER[:GROUP]], each [,proxy] (PROXY header first); port 0 "
+	  "picks a free port" },
 	{ "port", K_INT, F(port), 0, 65535, NULL, "N", "listen port (short form of listen)" },
 	{ "admin-listen", K_ADDR, F(admin_listen), 0, sizeof(((struct lg_config *)0)->admin_listen),
 	  "", "ADDR:PORT", "a listener for /metrics, /status, /health, /ready and /ping only, which "
@@ -88,7 +89,8 @@ const struct lg_opt lg_opts[] = {
 	  "connection is closed below it; 0 = off" },
 	{ "transit-share-pct", K_INT, F(transit_share_pct), 1, 100, "50", "PCT",
 	  "most of a pool's transit buffers one client address (IPv6: its /64) may hold, never "
-	  "fewer than the pool's job slots; 503 over it; 100 = no limit (behind a proxy)" },
+	  "fewer than the pool's job slots (behind a trusted proxy: its client's); 503 over it; "
+	  "100 = no limit" },
 	{ "evict-upload-rate", K_U64, F(evict_upload_rate), 0, 1ull << 40, "32768", "BYTES/S",
 	  "when a request finds every transit buffer held, the slowest upload averaging below "
 	  "this (held 1 s or more) is cut with 408 to free its buffer; 0 = never" },
@@ -113,8 +115,8 @@ const struct lg_opt lg_opts[] = {
 	  "; the access log names it either way" },
 	{ "trusted-proxies", K_CIDRS, F(trusted_proxies), 0,
 	  sizeof(((struct lg_config *)0)->trusted_proxies), "", "CIDR ...",
-	  "peers whose X-Forwarded-For names the client in the access log (rightmost untrusted "
-	  "entry), e.g. 10.0.0.0/8 ::1" },
+	  "peers whose X-Forwarded-For (rightmost untrusted entry) or PROXY header names the "
+	  "client, for the access log and the per-client rules, e.g. 10.0.0.0/8 ::1" },
 	{ "inline-heavy", K_BOOL, F(inline_heavy), 0, 0, "no", "[=yes|no]",
 	  "run /heavy on the loop instead of the pool, to demonstrate a blocking handler" },
 	{ "demo-routes", K_BOOL, F(demo_routes), 0, 0, "yes", "[=yes|no]",

@@ -51,7 +51,7 @@ same_listen(const struct lg_config *a, const struct lg_config *b)
 {
 	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
 	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
-	    strcmp(a->admin_listen, b->admin_listen) == 0 &&
+	    a->listen_proxy == b->listen_proxy && strcmp(a->admin_listen, b->admin_listen) == 0 &&
 	    strcmp(a->agent_listen, b->agent_listen) == 0;
 }
 
@@ -103,7 +103,8 @@ keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, s
 	if (same_listen(cfg, run))
 		return;
 	if (strcmp(cfg->listen_addr, run->listen_addr) != 0 || cfg->port != run->port ||
-	    memcmp(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more)) != 0) {
+	    memcmp(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more)) != 0 ||
+	    cfg->listen_proxy != run->listen_proxy) {
 		snprintf(main, sizeof(main), "%s:%d%s", run->listen_addr, run->port,
 		    run->listen_more[0][0] ? " and the others of listen" : "");
 		kept_item(items, sizeof(items), "listen", main);
@@ -116,6 +117,7 @@ keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, s
 	snprintf(kept, cap, "; the listeners change only with a restart: kept %s", items);
 	memcpy(cfg->listen_addr, run->listen_addr, sizeof(cfg->listen_addr));
 	memcpy(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more));
+	cfg->listen_proxy = run->listen_proxy;
 	memcpy(cfg->admin_listen, run->admin_listen, sizeof(cfg->admin_listen));
 	memcpy(cfg->agent_listen, run->agent_listen, sizeof(cfg->agent_listen));
 	cfg->port = run->port;

@@ -10,13 +10,9 @@
 #include <unistd.h>
 
 #include "common/buf.h"
-#include "common/cidr.h"
 #include "common/log.h"
+#include "worker/client.h"
 #include "worker/conn.h"
-
-/* --trusted-proxies of this process, parsed on first use (-t checked it already). */
-static struct lg_cidr trusted[LG_CIDR_MAX];
-static int ntrusted = -1;
 
 size_t
 lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
@@ -41,92 +37,6 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 	int r = snprintf(out, cap, "%08x%016llx", (unsigned)getpid(),
 	    (unsigned long long)c->obs.rid);
 	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
-}
-
-/* One X-Forwarded-For field line v (n bytes), entries from right to left: 1 with the first
- * untrusted address in out, -1 on an entry that is no address (the list is unusable), 0 when
- * every entry is a trusted hop (look at the line before). */
-static int
-forwarded_line(const char *v, size_t n, char *out, size_t cap)
-{
-	for (;;) {
-		size_t start = n;
-		char one[64];
-		unsigned char bin[16];
-
-		while (start > 0 && v[start - 1] != ',')
-			start--;
-		const char *e = v + start;
-		size_t len = n - start;
-
-		while (len > 0 && (*e == ' ' || *e == '\t'))
-			e++, len--;
-		while (len > 0 && (e[len - 1] == ' ' || e[len - 1] == '\t'))
-			len--;
-		if (len == 0 || len >= sizeof(one))
-			return -1;
-		memcpy(one, e, len);
-		one[len] = '\0';
-		int fam = inet_pton(AF_INET, one, bin) == 1 ? AF_INET :
-		    inet_pton(AF_INET6, one, bin) == 1 ? AF_INET6 : 0;
-		if (fam == 0)
-			return -1;
-		if (!lg_cidr_match(trusted, ntrusted, fam, bin)) {
-			snprintf(out, cap, "%s", one);
-			return 1;
-		}
-		if (start == 0)
-			return 0; /* a trusted hop: look further left */
-		n = start - 1;
-	}
-}
-
-/* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
- * rule for the "for" chain), into out; 0 when there is none usable. Several field lines are
- * one list, in order (RFC 9110 section 5.3): HAProxy's "option forwardfor" appends a line of
- * its own after the one a client sent, so the last line is read first. */
-static int
-forwarded_for(const struct lg_conn *c, char *out, size_t cap)
-{
-	const char *line[LG_HTTP_KEPT];
-	size_t len[LG_HTTP_KEPT];
-	unsigned pos = 0, nl = 0;
-
-	while (nl < LG_HTTP_KEPT && (line[nl] = lg_http_field_next(&c->http.req,
-	    "x-forwarded-for", &pos, &len[nl])) != NULL)
-		nl++;
-	while (nl-- > 0) {
-		int r = len[nl] > 0 ? forwarded_line(line[nl], len[nl], out, cap) : -1;
-
-		if (r != 0)
-			return r == 1;
-	}
-	return 0;
-}
-
-/* The client's address into out: the peer, or what a trusted proxy says it forwarded. */
-static void
-client_addr(const struct lg_conn *c, char *out, size_t cap)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	const void *bin;
-
-	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(c->w->env->cfg->trusted_proxies,
-	    trusted)) < 0)
-		ntrusted = 0;
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == -1 ||
-	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
-		snprintf(out, cap, "%s", len > 0 && ss.ss_family == AF_UNIX ? "unix" : "-");
-		return;
-	}
-	bin = ss.ss_family == AF_INET ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr :
-	    (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
-	if (ntrusted > 0 && lg_cidr_match(trusted, ntrusted, ss.ss_family, bin) &&
-	    forwarded_for(c, out, cap))
-		return;
-	if (inet_ntop(ss.ss_family, bin, out, (socklen_t)cap) == NULL)
-		snprintf(out, cap, "-");
 }
 
 /* printf at *at within end, never past it (a line too long is cut). */
@@ -179,7 +89,7 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	struct timespec now;
 	struct tm tm;
 
-	client_addr(c, client, sizeof(client));
+	lg_client_text(c, client, sizeof(client));
 	lg_access_request_id(c, id, sizeof(id));
 	if ((ua = lg_http_field_get(r, "user-agent", &ua_len)) == NULL)
 		ua = "";

@@ -9,8 +9,8 @@
 struct lg_conn;
 
 /* Writes the access line of c's request, which took `took` ns from its first byte to its last
- * response byte: method, path, status, bytes, times, then the client address (the peer; from
- * a peer in --trusted-proxies, the rightmost X-Forwarded-For entry not trusted itself), the
+ * response byte: method, path, status, bytes, times, then the client address (the peer, or
+ * the client a trusted proxy names: worker/client.h lg_client_text), the
  * query, the User-Agent and the request id. One write(2) to standard error (the error log). */
 void lg_access_line(const struct lg_conn *c, uint64_t took);
 

@@ -13,6 +13,8 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "http/proxyproto.h"
+#include "worker/client.h"
 #include "worker/conn_head.h"
 #include "worker/conn_idle.h"
 #include "worker/conn_timer.h"
@@ -637,6 +639,28 @@ lg_conn_body_ready(struct lg_conn *c)
 	return 0;
 }
 
+/* The PROXY header a ",proxy" listener's connection owes first (worker/client.h), from the
+ * buffered bytes: a bad one closes c unanswered (haproxy doc/proxy-protocol.txt section 2), a
+ * partial one waits within the head timeout. Returns 0 (the rest is the client's), 1 (read
+ * more), -1 (closed). */
+static int
+proxy_header(struct lg_conn *c)
+{
+	ssize_t r = lg_client_proxy_feed(c->fd, c->rbuf, c->rlen);
+
+	if (r == LG_PROXY_PARTIAL) {
+		lg_conn_rearm(c);
+		return 1;
+	}
+	if (r < 0) {
+		log_info("bad PROXY protocol header (fd %d, %zu bytes): closing", c->fd, c->rlen);
+		lg_conn_close(c);
+		return -1;
+	}
+	consume(c, (size_t)r);
+	return 0;
+}
+
 static void
 read_input(struct lg_conn *c)
 {
@@ -653,6 +677,8 @@ read_input(struct lg_conn *c)
 	if (c->state == LG_CONN_HEAD) {
 		if (c->tmo.req_at == 0)
 			c->tmo.req_at = ev_now(c->w->ev);
+		if (lg_client_proxy_wanted(c->fd) && proxy_header(c) != 0)
+			return;
 		conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
 		watch(c, 0);
@@ -759,6 +785,10 @@ conn_timer(struct lg_conn *c)
 			    lg_conn_body_bytes(c));
 		}
 		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
+	} else if (lg_client_proxy_wanted(c->fd)) {
+		log_info("PROXY protocol header not complete within --head-timeout-ms (fd %d, "
+		    "%zu bytes): closing", c->fd, c->rlen);
+		lg_conn_close(c); /* no HTTP answer before the header: the peer is a proxy */
 	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
 		log_info("request head too slow (fd %d, %s): 408", c->fd,
 		    lg_conn_past(c, lg_conn_request_due(c)) ? "--request-deadline-ms" :

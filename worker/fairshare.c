@@ -1,22 +1,73 @@
 #include "worker/fairshare.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "shm/share.h"
 #include "shm/slot.h"
+#include "worker/client.h"
 
 #define CUT_GRACE_NS 1000000000ull /* an upload held this long shows a rate it may be cut for */
+
+/* Offloaded requests in a row of one loop from one peer address, no proxy naming another
+ * client, before the per-client rules are said to be counting a proxy (warn_one_address). */
+#define ONE_ADDRESS_RUN 1000
+
+/* The per-client rules count whatever address reaches them: a server that sees every request
+ * from one address (a proxy not in --trusted-proxies, a NAT) gives all its clients one share
+ * and locks them all out at one cut (issue 39: 18 slow uploads through HAProxy made every
+ * heavy request a 503 client_share with half the buffers free). Said once per loop, when
+ * an untrusted peer forwards X-Forwarded-For or when ONE_ADDRESS_RUN requests in a row came
+ * from one peer. named: lg_client_addr's answer; tag that address's. */
+static void
+warn_one_address(const struct lg_conn *c, const struct sockaddr_storage *ss, int named,
+    uint32_t tag)
+{
+	static int warned;
+	static uint32_t run_tag, run;
+	const struct lg_config *cfg = c->w->env->cfg;
+	size_t n;
+	int xff;
+
+	if (warned || named != 0 || (cfg->transit_share_pct >= 100 && cfg->evict_upload_rate == 0))
+		return;
+	run = tag == run_tag ? run + 1 : 1;
+	run_tag = tag;
+	xff = lg_http_field_get(&c->http.req, "x-forwarded-for", &n) != NULL;
+	if (!xff && run < ONE_ADDRESS_RUN)
+		return;
+	char text[INET6_ADDRSTRLEN] = "-";
+	const void *ip = ss->ss_family == AF_INET ?
+	    (const void *)&((const struct sockaddr_in *)ss)->sin_addr :
+	    (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+	if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6)
+		inet_ntop(ss->ss_family, ip, text, sizeof(text));
+	log_warn("%s %s: the per-client rules (--transit-share-pct %d, the 5 s lock-out after "
+	    "an upload cut) count every client behind it as one; behind a proxy, list it in "
+	    "--trusted-proxies (its X-Forwarded-For or PROXY protocol header then names the client)",
+	    xff ? "requests carrying X-Forwarded-For come from a peer not in --trusted-proxies," :
+	    "every one of 1000 offloaded requests in a row came from one address,", text,
+	    cfg->transit_share_pct);
+	warned = 1;
+}
 
 uint32_t
 lg_fair_tag(const struct lg_conn *c)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	socklen_t len;
+	int named = lg_client_addr(c, &ss, &len);
+	uint32_t tag;
 
-	if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == -1)
+	if (named == -1)
 		return 0;
-	return lg_share_tag((struct sockaddr *)&ss, len);
+	tag = lg_share_tag((struct sockaddr *)&ss, len);
+	if (tag != 0)
+		warn_one_address(c, &ss, named, tag);
+	return tag;
 }
 
 int

@@ -9,8 +9,10 @@
 
 #include "worker/conn.h"
 
-/* The share tag of c's client address (shm/share.h lg_share_tag), 0 when it has none (a Unix
- * socket, or getpeername(2) failed). One getpeername(2) per offloaded request. */
+/* The share tag (shm/share.h lg_share_tag) of c's client: the peer, or behind a trusted proxy
+ * the client it names (worker/client.h lg_client_addr: PROXY header, X-Forwarded-For); 0 when
+ * it has none (a Unix socket, or getpeername(2) failed). One getpeername(2) per offloaded
+ * request. Warns once per loop when the rules seem to count a proxy as one client. */
 uint32_t lg_fair_tag(const struct lg_conn *c);
 
 /* Whether c's client address (tag) may not take another transit buffer of c's pool now: it

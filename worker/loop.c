@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "kinds/registry.h"
 #include "shm/stats.h"
+#include "worker/client.h"
 #include "worker/coalesce.h"
 #include "worker/conn.h"
 #include "worker/fairshare.h"
@@ -123,6 +124,23 @@ refuse_queued(struct lg_worker *w)
 	warn_limited(w, &w->acc.refuse_warned_at, &w->acc.refuse_warn_repeats, what);
 }
 
+/* Whether listener lfd takes a PROXY protocol header first: bit 0 of cfg->listen_proxy is the
+ * first listener (env->listen_fd), bit i + 1 more_fds[i] (master/listen.c numbers them so). */
+static int
+takes_proxy(const struct lg_loop_env *env, int lfd)
+{
+	uint32_t bits = env->cfg->listen_proxy;
+
+	if (bits == 0)
+		return 0;
+	if (lfd == env->listen_fd)
+		return bits & 1u;
+	for (int i = 0; i < env->nmore; i++)
+		if (lfd == env->more_fds[i])
+			return (bits >> (i + 1)) & 1u;
+	return 0; /* the admin listener */
+}
+
 static void
 accept_conns(struct lg_worker *w, int lfd)
 {
@@ -145,7 +163,8 @@ accept_conns(struct lg_worker *w, int lfd)
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
 		}
-		if (w->env->admin_fd >= 0 && lg_loop_mark_conn(fd, lfd == w->env->admin_fd) == -1) {
+		if ((w->env->admin_fd >= 0 && lg_loop_mark_conn(fd, lfd == w->env->admin_fd) == -1) ||
+		    lg_client_accepted(w, fd, takes_proxy(w->env, lfd)) == -1) {
 			close(fd);
 			continue;
 		}

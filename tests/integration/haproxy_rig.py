@@ -46,7 +46,9 @@ class Replica:
 
     def start(self):
         self.runs += 1
-        args = ["--listen", "127.0.0.1:%d" % self.port, "--loop-workers", "1",
+        # --trusted-proxies: the reference's replica command line (haproxy connects from it)
+        args = ["--listen", "127.0.0.1:%d" % self.port, "--trusted-proxies", "127.0.0.1",
+                "--loop-workers", "1",
                 "--compute-workers", str(self.compute), "--enable-test-jobs", "1"]
         if self.queue is not None:
             args += ["--queue", str(self.queue)]
