@@ -303,16 +303,17 @@ DESTDIR ?=
 
 LG_VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' common/version.h)
 
-# Binaries, man pages, systemd units (with this PREFIX's path), the module ABI header with its
-# pkg-config file (share/pkgconfig: a module links no lagless library), and the example
-# configuration, which never overwrites an existing one.
-install: $(BIN) $(LOAD_BIN)
+# Binaries, man pages, systemd units (with this PREFIX's path), the job modules the image ships
+# (every one this build makes: upper, thumbnail, and python where python3-embed exists) in
+# PREFIX/lib/lagless/modules, the module ABI header with its pkg-config file (share/pkgconfig: a
+# module links no lagless library), and the example configuration, which never overwrites an
+# existing one.
+install: $(BIN) $(LOAD_BIN) $(MODULES)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
 	install -D -m 0755 $(LOAD_BIN) $(DESTDIR)$(PREFIX)/bin/lagless-load
 	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
-	@# the python job module, when this build has it (make builds it with python3-embed)
-	if [ -f $(OBJDIR)/modules/python.so ]; then install -D -m 0755 $(OBJDIR)/modules/python.so \
-	    $(DESTDIR)$(PREFIX)/lib/lagless/modules/python.so; fi
+	install -d $(DESTDIR)$(PREFIX)/lib/lagless/modules
+	install -m 0755 $(MODULES) $(DESTDIR)$(PREFIX)/lib/lagless/modules/
 	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
 	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc

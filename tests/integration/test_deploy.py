@@ -1,4 +1,5 @@
 """Deployment artefacts: make install, the systemd units, the man page and the Dockerfile."""
+import glob
 import os
 import re
 import shutil
@@ -22,6 +23,13 @@ def test_make_install_layout(tmp_path):
                 "usr/lib/systemd/system/lagless.service", "usr/lib/systemd/system/lagless.socket",
                 "etc/lagless/lagless.conf"):
         assert (dest / rel).is_file(), rel
+    # every job module the image ships (deploy/Dockerfile copies build/modules/), not only
+    # python.so (issue 39, section 6)
+    shipped = sorted(os.path.basename(f) for f in
+                     glob.glob(os.path.join(REPO_ROOT, "build", "modules", "*.so")))
+    assert {"upper.so", "thumbnail.so"} <= set(shipped), shipped
+    installed = sorted(os.listdir(dest / "usr/lib/lagless/modules"))
+    assert installed == shipped, (installed, shipped)
     unit = (dest / "usr/lib/systemd/system/lagless.service").read_text()
     assert "ExecStart=/usr/bin/lagless " in unit and "/usr/local" not in unit
     v = subprocess.run([str(dest / "usr/bin/lagless"), "--version"], capture_output=True,
