@@ -202,3 +202,30 @@ def test_haproxy_reference_states_its_limits():
     m = re.search(r"Cannot raise FD limit to (\d+)", out)
     assert m and proc.returncode != 0, out
     assert int(m.group(1)) == stated, (m.group(1), stated)
+
+
+@pytest.mark.timeout(30)
+def test_haproxy_per_client_refusal_limit_is_valid():
+    """The commented per-client limit of deploy/haproxy.cfg's frontend (docs/OPERATIONS.md "A
+    client that ignores Retry-After"), uncommented, is a configuration haproxy accepts."""
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.access(haproxy, os.X_OK):
+        pytest.skip("haproxy missing")
+    text = open(os.path.join(DEPLOY, "haproxy.cfg")).read()
+    lines = [l for l in text.splitlines()
+             if re.match(r"\s*#\s+(stick-table|http-request (track-sc0|deny)) ", l)]
+    assert len(lines) == 3, lines
+    for l in lines:
+        text = text.replace(l + "\n", l.replace("#", "", 1) + "\n")
+    assert "sc_http_fail_rate" in text and "deny_status 429" in text
+    tmp = tempfile.mkdtemp(prefix="lagless-haproxy-")
+    try:
+        cfg = os.path.join(tmp, "haproxy.cfg")
+        with open(cfg, "w") as f:
+            f.write(text)
+        r = subprocess.run([haproxy, "-c", "-f", cfg], capture_output=True, text=True,
+                           timeout=20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "http-request" not in r.stdout + r.stderr, r.stdout + r.stderr
