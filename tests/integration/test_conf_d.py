@@ -31,7 +31,7 @@ def route_line(out, path):
 
 @pytest.mark.timeout(30)
 def test_conf_d_files_add_routes_and_settings(confdir):
-    (confdir / "conf.d" / "10-heavy.conf").write_text("[route /work]\nkind = heavy\n"
+    (confdir / "conf.d" / "10-heavy.conf").write_text("[route /job]\nkind = heavy\n"
                                                        "deadline_ms = 1234\n")
     (confdir / "conf.d" / "20-off.conf").write_text("demo_routes = no\n")
     # not *.conf, hidden (a ConfigMap volume's ..data), or an editor's copy: not read
@@ -40,7 +40,7 @@ def test_conf_d_files_add_routes_and_settings(confdir):
     (confdir / "conf.d" / "10-heavy.conf~").write_text("oops\n")
     r = check(confdir / "lagless.conf")
     assert r.returncode == 0, r.stderr
-    line = route_line(r.stdout, "/work")
+    line = route_line(r.stdout, "/job")
     assert line and " 1234 " in line and line.endswith("conf.d/10-heavy.conf:2"), line
     assert route_line(r.stdout, "/hash") is None, "demo_routes = no of conf.d not applied"
     assert route_line(r.stdout, "/heavy") is None
@@ -94,12 +94,12 @@ def test_server_serves_a_conf_d_route(confdir):
     """Through symbolic links, as a ConfigMap volume's files are."""
     d = confdir / "conf.d"
     (confdir / "..data").mkdir()
-    (confdir / "..data" / "routes.conf").write_text("[route /work]\nkind = heavy\n")
+    (confdir / "..data" / "routes.conf").write_text("[route /job]\nkind = heavy\n")
     (d / "routes.conf").symlink_to(confdir / "..data" / "routes.conf")
     srv = Server(["--compute-workers", "1", "-c", str(confdir / "lagless.conf")],
                  workdir=str(confdir))
     try:
-        r = request(srv.port, "POST", "/work?iterations=1000", body=b"", timeout=10)
+        r = request(srv.port, "POST", "/job?iterations=1000", body=b"", timeout=10)
         assert r.status == 200, r
         assert request(srv.port, "GET", "/nowhere").status == 404
     finally:
