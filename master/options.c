@@ -78,11 +78,11 @@ struct file_ctx {
 	int nseen;
 };
 
-/* Was key `name` of `section` given before in this file or an earlier one (conf.d)? ([lagless]
- * is the top level; '-' and '_' are the same in a key.) Records it otherwise. Returns where it
- * was, or NULL. A key is
- * given once, as in a [route] or [module] section (master/site.c): a repeat is more likely a
- * mistake than an override, and the last one winning in silence hides it. */
+/* Was key `name` of `section` given before, in this file or an earlier one (the main file
+ * before conf.d)? ([lagless] is the top level; '-' and '_' are the same in a key.) Records it
+ * otherwise, with fc->path. Returns where it was, or NULL. A key is given once, as in a [route]
+ * or [module] section (master/site.c): a repeat is more likely a mistake than an override, and
+ * the last one winning in silence hides it, the more so across files. */
 static const struct seen_key *
 seen_before(struct file_ctx *fc, const char *section, const char *name)
 {
