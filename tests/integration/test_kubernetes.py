@@ -8,6 +8,7 @@ import glob
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -235,7 +236,8 @@ def test_configmap_mounted_shipped_and_checksummed(tmp_path):
     assert c["args"][c["args"].index("-c") + 1] == "/etc/lagless/lagless.conf"
     assert os.path.isfile(os.path.join(config_dir(tmp_path)["/etc/lagless"], "lagless.conf"))
     tool = os.path.join(REPO_ROOT, "deploy", "config-checksum")
-    r = subprocess.run([tool, "--check", MANIFEST], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([sys.executable, tool, "--check", MANIFEST], capture_output=True,
+                       text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     ann = dep["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
     assert re.fullmatch(r"[0-9a-f]{64}", ann), ann
@@ -243,9 +245,10 @@ def test_configmap_mounted_shipped_and_checksummed(tmp_path):
     copy = tmp_path / "kubernetes.yaml"
     text = open(MANIFEST).read()
     copy.write_text(text.replace("log_level = info", "log_level = warn"))
-    assert subprocess.run([tool, "--check", str(copy)], capture_output=True,
+    assert subprocess.run([sys.executable, tool, "--check", str(copy)], capture_output=True,
                           timeout=30).returncode == 1
-    r = subprocess.run([tool, str(copy)], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([sys.executable, tool, str(copy)], capture_output=True, text=True,
+                       timeout=30)
     assert r.returncode == 0 and r.stdout.strip() != ann, r
     new = copy.read_text()
     assert new.replace(r.stdout.strip(), ann) == text.replace("log_level = info",
