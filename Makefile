@@ -80,7 +80,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 LOAD_UNIT_BIN := $(LOAD_UNIT:tests/unit/%.c=$(OBJDIR)/tests/%)
 
 .PHONY: all run test check lint unit integration deps clean print-deps install bench fuzz fuzz-build \
-        modules print-build-pkgs print-runtime-pkgs image
+        modules print-build-pkgs print-runtime-pkgs image image-python-example
 all: $(BIN) $(LOAD_BIN) modules
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -296,27 +296,39 @@ print-runtime-pkgs:
 	@echo $(RUNTIME_PKGS)
 
 # The container image, with the package lists from here (needs a Docker engine; none is needed
-# to test it: tests/integration/test_image.py).
+# to test it: tests/integration/test_image.py). APP_PKGS: an application's own Debian packages
+# (the python3-* packages its Python kinds import), added to the runtime stage:
+#   make image APP_PKGS="python3-pil python3-numpy"
+# (not RUNTIME_PKGS+=...: on make's command line that replaces the list above, it does not
+# append to it). image-python-example: the image of examples/python/ (its code, configuration
+# and packages) built FROM $(IMAGE).
 IMAGE ?= lagless:$(LG_VERSION)
+APP_PKGS ?=
+EXAMPLE_IMAGE ?= lagless-python-example:$(LG_VERSION)
 image:
 	docker build -f deploy/Dockerfile --build-arg BUILD_PKGS="$(BUILD_PKGS)" \
-	    --build-arg RUNTIME_PKGS="$(RUNTIME_PKGS)" -t $(IMAGE) .
+	    --build-arg RUNTIME_PKGS="$(RUNTIME_PKGS)" --build-arg APP_PKGS="$(APP_PKGS)" \
+	    -t $(IMAGE) .
+
+image-python-example: image
+	docker build -f examples/python/Dockerfile --build-arg BASE=$(IMAGE) -t $(EXAMPLE_IMAGE) .
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
 LG_VERSION := $(shell sed -n 's/^\#define LG_VERSION "\(.*\)"/\1/p' common/version.h)
 
-# Binaries, man pages, systemd units (with this PREFIX's path), the module ABI header with its
-# pkg-config file (share/pkgconfig: a module links no lagless library), and the example
-# configuration, which never overwrites an existing one.
-install: $(BIN) $(LOAD_BIN)
+# Binaries, man pages, systemd units (with this PREFIX's path), the job modules the image ships
+# (every one this build makes: upper, thumbnail, and python where python3-embed exists) in
+# PREFIX/lib/lagless/modules, the module ABI header with its pkg-config file (share/pkgconfig: a
+# module links no lagless library), and the example configuration, which never overwrites an
+# existing one.
+install: $(BIN) $(LOAD_BIN) $(MODULES)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/lagless
 	install -D -m 0755 $(LOAD_BIN) $(DESTDIR)$(PREFIX)/bin/lagless-load
 	install -D -m 0644 include/lagless/module.h $(DESTDIR)$(PREFIX)/include/lagless/module.h
-	@# the python job module, when this build has it (make builds it with python3-embed)
-	if [ -f $(OBJDIR)/modules/python.so ]; then install -D -m 0755 $(OBJDIR)/modules/python.so \
-	    $(DESTDIR)$(PREFIX)/lib/lagless/modules/python.so; fi
+	install -d $(DESTDIR)$(PREFIX)/lib/lagless/modules
+	install -m 0755 $(MODULES) $(DESTDIR)$(PREFIX)/lib/lagless/modules/
 	install -d $(DESTDIR)$(PREFIX)/share/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LG_VERSION)|g' include/lagless.pc.in \
 	    > $(DESTDIR)$(PREFIX)/share/pkgconfig/lagless.pc

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
+#include "master/confd.h"
 #include "master/master.h"
 #include "master/optset.h"
 #include "master/opttab.h"
@@ -57,6 +58,7 @@ find_opt(const char *name, char dash)
 struct file_ctx {
 	struct lg_config *cfg;
 	struct lg_site_src *site; /* [route] and [module] sections */
+	const char *path;  /* the file being read: the main one, then each conf.d file */
 	FILE *fp;
 	int line;          /* of the line inih last read */
 	int sect_line;     /* of the last section header read */
@@ -68,15 +70,20 @@ struct file_ctx {
 	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
 	int why_line;      /* the line of that error */
-	struct seen_key { char key[96]; int line; } seen[256]; /* top-level and [pool] keys */
+	struct seen_key {      /* top-level and [pool] keys, over the main file and conf.d */
+		char key[96];
+		int line;
+		const char *file;
+	} seen[256];
 	int nseen;
 };
 
-/* Was key `name` of `section` given before in this file? ([lagless] is the top level; '-' and
- * '_' are the same in a key.) Records it otherwise. Returns the earlier line, or 0. A key is
- * given once, as in a [route] or [module] section (master/site.c): a repeat is more likely a
- * mistake than an override, and the last one winning in silence hides it. */
-static int
+/* Was key `name` of `section` given before, in this file or an earlier one (the main file
+ * before conf.d)? ([lagless] is the top level; '-' and '_' are the same in a key.) Records it
+ * otherwise, with fc->path. Returns where it was, or NULL. A key is given once, as in a [route]
+ * or [module] section (master/site.c): a repeat is more likely a mistake than an override, and
+ * the last one winning in silence hides it, the more so across files. */
+static const struct seen_key *
 seen_before(struct file_ctx *fc, const char *section, const char *name)
 {
 	char key[96];
@@ -88,12 +95,13 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 			key[i] = '_';
 	for (int i = 0; i < fc->nseen; i++)
 		if (strcmp(fc->seen[i].key, key) == 0)
-			return fc->seen[i].line;
+			return &fc->seen[i];
 	if (fc->nseen < (int)(sizeof(fc->seen) / sizeof(fc->seen[0]))) {
 		snprintf(fc->seen[fc->nseen].key, sizeof(fc->seen[0].key), "%s", key);
+		fc->seen[fc->nseen].file = fc->path;
 		fc->seen[fc->nseen++].line = fc->line;
 	}
-	return 0;
+	return NULL;
 }
 
 #define POOL_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-" /* of a pool's name */
@@ -279,13 +287,15 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 		}
 		return 0;
 	}
-	int before = seen_before(fc, section, name);
+	const struct seen_key *before = seen_before(fc, section, name);
 
-	if (before > 0) {
+	if (before != NULL) {
 		if (fc->why[0] == '\0') {
-			snprintf(fc->why, sizeof(fc->why), "key '%s' given twice%s%s%s (line %d; a key "
+			int same = strcmp(before->file, fc->path) == 0;
+
+			snprintf(fc->why, sizeof(fc->why), "key '%s' given twice%s%s%s (%s%s%d; a key "
 			    "is given once)", name, *section ? " in [" : "", section, *section ? "]" : "",
-			    before);
+			    same ? "line " : before->file, same ? "" : ":", before->line);
 			fc->why_line = fc->line;
 		}
 		return 0;
@@ -312,14 +322,50 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	return 0;
 }
 
+/* Reads one file into fc (its settings, its sites, its keys for the repeat check), fc->path
+ * being that file. Returns 0, or -1 with "FILE:LINE: reason" in err. */
+static int
+parse_file(struct file_ctx *fc, char *err, size_t cap)
+{
+	const char *path = fc->path;
+	int line;
+
+	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = 0;
+	fc->sect[0] = fc->why[0] = '\0';
+	if ((fc->fp = fopen(path, "r")) == NULL)
+		line = -1;
+	else
+		line = ini_parse_stream(read_line, fc, file_handler, fc);
+	if (fc->fp != NULL)
+		fclose(fc->fp);
+	fc->fp = NULL;
+	if (fc->bad_line && (line == 0 || line > fc->why_line))
+		line = fc->why_line;
+	if (line == 0)
+		return 0;
+	if (line < 0)
+		snprintf(err, cap, "%s: cannot read the configuration file: %s", path,
+		    line == -1 ? strerror(errno) : "out of memory");
+	else if (fc->why[0] != '\0' && fc->why_line == line)
+		snprintf(err, cap, "%s:%d: %s", path, line, fc->why);
+	else /* inih's own: the first error it returns is an earlier line than any key's */
+		snprintf(err, cap, "%s:%d: syntax error: a section header without ']', or a line that "
+		    "is not 'key = value'", path, line);
+	return -1;
+}
+
+/* The configuration file at path, then the files of its conf.d directory in name order
+ * (master/confd.h), into cfg and a new *site. Absent and not required: nothing read. */
 static int
 load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_src **site,
     char *err, size_t cap)
 {
-	struct file_ctx fc = { .cfg = cfg };
-	int line;
-
+	struct file_ctx fc = { .cfg = cfg, .path = path };
+	char **more = NULL;
+	size_t nmore = 0;
+	const char *bad;
 	struct stat st;
+	int rc = -1;
 
 	if (!required && access(path, F_OK) == -1)
 		return 0;
@@ -331,26 +377,27 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	if ((fc.fp = fopen(path, "r")) == NULL)
-		line = -1;
-	else
-		line = ini_parse_stream(read_line, &fc, file_handler, &fc);
-	if (fc.fp != NULL)
-		fclose(fc.fp);
+	if (parse_file(&fc, err, cap) == -1)
+		goto out;
+	if (lg_confd_list(path, &more, &nmore, &bad) == -1) {
+		snprintf(err, cap, "%s: cannot read the conf.d file: %s", bad, errno == EISDIR ?
+		    "not a regular file" : strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < nmore; i++) {
+		fc.path = more[i];
+		if (lg_site_file(fc.site, more[i]) == -1) {
+			snprintf(err, cap, "out of memory");
+			goto out;
+		}
+		if (parse_file(&fc, err, cap) == -1)
+			goto out;
+	}
+	rc = 0;
+out:
 	free(fc.lbuf);
-	if (fc.bad_line && (line == 0 || line > fc.why_line))
-		line = fc.why_line;
-	if (line == 0)
-		return 0;
-	if (line < 0)
-		snprintf(err, cap, "%s: cannot read the configuration file: %s", path,
-		    line == -1 ? strerror(errno) : "out of memory");
-	else if (fc.why[0] != '\0' && fc.why_line == line)
-		snprintf(err, cap, "%s:%d: %s", path, line, fc.why);
-	else /* inih's own: the first error it returns is an earlier line than any key's */
-		snprintf(err, cap, "%s:%d: syntax error: a section header without ']', or a line that "
-		    "is not 'key = value'", path, line);
-	return -1;
+	lg_confd_free(more, nmore);
+	return rc;
 }
 
 /* name = LAGLESS_ + the flag upper-cased, '-' as '_' (64 bytes). */

@@ -12,13 +12,15 @@
 struct section {
 	int route;                /* 1 route, 0 module */
 	char *name;               /* path or module name */
+	const char *file;         /* the file it is in (one of lg_site_src's files) */
 	int line;                 /* of its first key */
 	struct lg_kv *kv;
 	unsigned nkv;
 };
 
 struct lg_site_src {
-	char file[LG_PATH_MAX];
+	char **files;             /* the files read, in order; sections point at them */
+	unsigned nfiles;
 	struct section *secs;
 	unsigned nsecs;
 };
@@ -28,9 +30,25 @@ lg_site_new(const char *file)
 {
 	struct lg_site_src *s = calloc(1, sizeof(*s));
 
-	if (s != NULL)
-		snprintf(s->file, sizeof(s->file), "%s", file);
+	if (s != NULL && lg_site_file(s, file) == -1) {
+		lg_site_free(s);
+		return NULL;
+	}
 	return s;
+}
+
+int
+lg_site_file(struct lg_site_src *s, const char *file)
+{
+	char **files = realloc(s->files, (s->nfiles + 1) * sizeof(*files));
+
+	if (files == NULL)
+		return -1;
+	s->files = files;
+	if ((files[s->nfiles] = strdup(file)) == NULL)
+		return -1;
+	s->nfiles++;
+	return 0;
 }
 
 void
@@ -47,6 +65,9 @@ lg_site_free(struct lg_site_src *s)
 		free(s->secs[i].name);
 	}
 	free(s->secs);
+	for (unsigned i = 0; i < s->nfiles; i++)
+		free(s->files[i]);
+	free(s->files);
 	free(s);
 }
 
@@ -61,14 +82,16 @@ section_for(struct lg_site_src *s, int route, const char *name, int line)
 {
 	struct section *sec;
 
+	const char *file = s->files[s->nfiles - 1];
+
 	if (s->nsecs > 0 && s->secs[s->nsecs - 1].route == route &&
-	    strcmp(s->secs[s->nsecs - 1].name, name) == 0)
+	    s->secs[s->nsecs - 1].file == file && strcmp(s->secs[s->nsecs - 1].name, name) == 0)
 		return &s->secs[s->nsecs - 1];
 	if ((sec = realloc(s->secs, (s->nsecs + 1) * sizeof(*sec))) == NULL)
 		return NULL;
 	s->secs = sec;
 	sec = &s->secs[s->nsecs++];
-	*sec = (struct section){ route, strdup(name), line, NULL, 0 };
+	*sec = (struct section){ route, strdup(name), file, line, NULL, 0 };
 	return sec->name ? sec : NULL;
 }
 
@@ -688,13 +711,12 @@ static int
 build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char *err,
     size_t cap)
 {
-	const char *file = s ? s->file : "";
-
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		if (!s->secs[i].route && load_module(r, file, &s->secs[i], err, cap) == -1)
+		if (!s->secs[i].route && load_module(r, s->secs[i].file, &s->secs[i], err, cap) == -1)
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		if (s->secs[i].route && add_route(r, file, &s->secs[i], cfg, err, cap) == -1)
+		if (s->secs[i].route && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
+		    cap) == -1)
 			return -1;
 	/* A default route removed with off = yes stays removed: hold its path while the
 	 * defaults are added, then drop the placeholder. */

@@ -16,6 +16,10 @@ struct lg_site_src;
 /* A new empty collection for file (copied). NULL when out of memory. */
 struct lg_site_src *lg_site_new(const char *file);
 
+/* The sections collected from now on are in file (copied; a conf.d file, master/confd.h), so
+ * their errors name it. Returns 0, or -1 when out of memory. */
+int lg_site_file(struct lg_site_src *s, const char *file);
+
 /* Takes key = value of section at line if the section is a [route ...] or [module ...] one.
  * Returns 1 (taken), 0 (not such a section: the caller handles it), or -1 with a reason in why
  * (a malformed section name). */

@@ -39,6 +39,9 @@ lg_offered_step(struct lg_offered *st, const struct lg_offered_counts *c, uint64
 			st->mean_run_ns = (double)(c->run_ns - st->last.run_ns) / (double)jobs;
 		/* jobs per ns x ns per job = busy processes' worth of work */
 		inst = (double)offered / dt * st->mean_run_ns / (double)(computes ? computes : 1);
+		/* a client retrying its 503s at once must not read as thousands (offered.h) */
+		if (inst > LG_OFFERED_CEIL)
+			inst = LG_OFFERED_CEIL;
 		alpha = 1.0 - exp(-dt / (double)(tau_ns ? tau_ns : 1));
 		st->load += alpha * (inst - st->load);
 		if (st->load < 0)
@@ -99,7 +102,7 @@ lg_offered_metrics(struct lg_buf *b, const struct lg_arena *a)
 		return;
 	lg_buf_printf(b, "# HELP lagless_offered_load Compute work offered per compute process "
 	    "of the pool, smoothed over a few seconds: (completed + refused job rate) x mean run "
-	    "time / processes; 1 = exactly full, keeps rising past saturation.\n"
+	    "time / processes; 1 = exactly full, keeps rising past saturation, at most 4.\n"
 	    "# TYPE lagless_offered_load gauge\n");
 	for (uint32_t p = 0; p < np; p++)
 		lg_buf_printf(b, "lagless_offered_load{pool=\"%s\"} %.3f\n", a->master->pools[p].name,

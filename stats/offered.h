@@ -24,6 +24,17 @@
 #define LG_OFFERED_TAU_NS  (3000ull * 1000000ull)
 /* How often the master samples: often enough for the agent's one-second checks. */
 #define LG_OFFERED_PERIOD_NS (500ull * 1000000ull)
+/* The ceiling of one sample, before smoothing (so of the gauge too). A refused request costs
+ * its client one round trip, so a closed-loop client that retries 503s at once, ignoring
+ * Retry-After, is refused as fast as the loop workers can answer: a few connections made
+ * 30,000 refusals a second against a pool doing 10 jobs, and each refusal, priced at the mean
+ * run time, read as offered work (3,549 to 4,526 on one replica). Counters cannot tell such a
+ * loop from many real clients, so the reading is bounded instead: at most 4 (three times
+ * more than the pool can do refused on top of a full pool). An HPA at a target of 0.7 then
+ * asks for at most ceil(4 / 0.7) = 6 replicas per replica in one step, not its maxReplicas;
+ * a real load above 4x is still followed, replica step by replica step, since each step's
+ * share reads 4 until it falls below. Issue 39 section 3; docs/OPERATIONS.md "Autoscaling". */
+#define LG_OFFERED_CEIL 4.0
 
 /* The cumulative counters of one pool at one instant. */
 struct lg_offered_counts {
@@ -45,7 +56,8 @@ void lg_offered_read(const struct lg_arena *a, uint32_t p, struct lg_offered_cou
 
 /* Feeds one sample: counters c at now_ns (CLOCK_MONOTONIC) for a pool of computes processes
  * (0 counts as 1), smoothing with time constant tau_ns. The first sample (or one whose counters
- * went backwards) only primes st. Returns the smoothed offered load (>= 0). Pure: no I/O. */
+ * went backwards) only primes st. Each sample is clamped to [0, LG_OFFERED_CEIL] before it is
+ * smoothed. Returns the smoothed offered load (0 to LG_OFFERED_CEIL). Pure: no I/O. */
 double lg_offered_step(struct lg_offered *st, const struct lg_offered_counts *c, uint64_t now_ns,
     uint32_t computes, uint64_t tau_ns);
 

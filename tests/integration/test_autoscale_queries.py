@@ -27,12 +27,19 @@ pytestmark = pytest.mark.skipif(not os.access(PROMETHEUS, os.X_OK), reason="no p
 
 
 def manifests():
-    keda = yaml.safe_load(open(os.path.join(REPO_ROOT, "deploy", "keda-scaledobject.yaml")))
-    hpa_text = open(os.path.join(REPO_ROOT, "deploy", "hpa-prometheus-adapter.yaml")).read()
-    hpa = yaml.safe_load(hpa_text)
-    rule = yaml.safe_load("\n".join(line[1:] for line in hpa_text.splitlines()
+    """The KEDA ScaledObject, the HPA of deploy/kubernetes.yaml and the prometheus-adapter
+    rule (a comment block of deploy/prometheus-adapter.yaml)."""
+    keda = yaml.safe_load(open(os.path.join(REPO_ROOT, "deploy", "keda", "scaledobject.yaml")))
+    with open(os.path.join(REPO_ROOT, "deploy", "kubernetes.yaml")) as f:
+        (hpa,) = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "HorizontalPodAutoscaler"]
+    return keda, hpa, adapter_rule()
+
+
+def adapter_rule():
+    text = open(os.path.join(REPO_ROOT, "deploy", "prometheus-adapter.yaml")).read()
+    rule = yaml.safe_load("\n".join(line[1:] for line in text.splitlines()
                                     if line.startswith("#   ") or line.startswith("#     ")))
-    return keda, hpa, rule[0]
+    return rule[0]
 
 
 class Prometheus:

@@ -1,12 +1,14 @@
 """Deployment artefacts: make install, the systemd units, the man page and the Dockerfile."""
+import glob
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
-from conftest import LAGLESS_BIN, REPO_ROOT
+from conftest import LAGLESS_BIN, REPO_ROOT, free_port
 
 DEPLOY = os.path.join(REPO_ROOT, "deploy")
 
@@ -22,6 +24,13 @@ def test_make_install_layout(tmp_path):
                 "usr/lib/systemd/system/lagless.service", "usr/lib/systemd/system/lagless.socket",
                 "etc/lagless/lagless.conf"):
         assert (dest / rel).is_file(), rel
+    # every job module the image ships (deploy/Dockerfile copies build/modules/), not only
+    # python.so (issue 39, section 6)
+    shipped = sorted(os.path.basename(f) for f in
+                     glob.glob(os.path.join(REPO_ROOT, "build", "modules", "*.so")))
+    assert {"upper.so", "thumbnail.so"} <= set(shipped), shipped
+    installed = sorted(os.listdir(dest / "usr/lib/lagless/modules"))
+    assert installed == shipped, (installed, shipped)
     unit = (dest / "usr/lib/systemd/system/lagless.service").read_text()
     assert "ExecStart=/usr/bin/lagless " in unit and "/usr/local" not in unit
     v = subprocess.run([str(dest / "usr/bin/lagless"), "--version"], capture_output=True,
@@ -120,3 +129,103 @@ def test_install_module_header_and_pkgconfig(tmp_path):
     words = (ctypes.c_uint32 * 6).in_dll(lib, "lagless_module")
     assert words[0] == 0x4c474d44 and (words[1], words[2]) == (major, minor)
     assert words[5] == 1  # nkinds
+
+
+def cfg_sections(text):
+    """{section header: [its lines, comments included]} of an HAProxy configuration."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            cur = line.strip()
+            out[cur] = []
+        elif cur is not None:
+            out[cur].append(line.strip())
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_haproxy_reference_states_its_limits():
+    """deploy/haproxy.cfg says what its settings cost (issue 39, section 6): `retry-on 503`
+    replays only a request that fits in one buffer (tune.bufsize, 16 KB), and `maxconn N`
+    needs about 2N descriptors, a figure checked against what haproxy itself asks for."""
+    text = open(os.path.join(DEPLOY, "haproxy.cfg")).read()
+    sections = cfg_sections(text)
+    retried = 0
+    for name, lines in sections.items():
+        for i, line in enumerate(lines):
+            if line.startswith("retry-on") and "503" in line.split():
+                retried += 1
+                above = []
+                for prev in reversed(lines[:i]):
+                    if not prev.startswith("#"):
+                        break
+                    above.append(prev)
+                note = " ".join(above)
+                assert "buffer" in note, "%s: retry-on 503 without its buffer limit" % name
+                if "tune.bufsize" not in note:
+                    assert "be_lagless" in note, note  # points at the full comment
+    assert retried == 2, retried
+    full = " ".join(sections["backend be_lagless"])
+    assert "tune.bufsize" in full and "16384" in full, "be_lagless states the buffer size"
+    glob_lines = sections["global"]
+    maxconn = int(next(l.split()[1] for l in glob_lines if l.startswith("maxconn ")))
+    note = " ".join(l for l in glob_lines if l.startswith("#"))
+    stated = int(re.search(r"RLIMIT_NOFILE of (\d+)", note).group(1))
+    advised = int(re.search(r"LimitNOFILE=(\d+)", note).group(1))
+    assert 2 * maxconn <= stated <= advised, (maxconn, stated, advised)
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.access(haproxy, os.X_OK) or shutil.which("prlimit") is None:
+        pytest.skip("haproxy or prlimit (util-linux) missing")
+    # haproxy under a hard limit of 1024 it cannot raise (root could: run it as nobody, with
+    # the configuration where nobody can read it)
+    tmp = tempfile.mkdtemp(prefix="lagless-haproxy-")
+    os.chmod(tmp, 0o755)
+    cfg = os.path.join(tmp, "haproxy.cfg")
+    with open(cfg, "w") as f:
+        f.write(re.sub(r"(?m)^\s*bind .*$", "    bind 127.0.0.1:%d" % free_port(), text))
+    os.chmod(cfg, 0o644)
+    argv = ["prlimit", "--nofile=1024:1024", haproxy, "-db", "-f", cfg]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv (util-linux) missing")
+        argv = argv[:2] + ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + \
+            argv[2:]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        shutil.rmtree(tmp, ignore_errors=True)
+    m = re.search(r"Cannot raise FD limit to (\d+)", out)
+    assert m and proc.returncode != 0, out
+    assert int(m.group(1)) == stated, (m.group(1), stated)
+
+
+@pytest.mark.timeout(30)
+def test_haproxy_per_client_refusal_limit_is_valid():
+    """The commented per-client limit of deploy/haproxy.cfg's frontend (docs/OPERATIONS.md "A
+    client that ignores Retry-After"), uncommented, is a configuration haproxy accepts."""
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not os.access(haproxy, os.X_OK):
+        pytest.skip("haproxy missing")
+    text = open(os.path.join(DEPLOY, "haproxy.cfg")).read()
+    lines = [l for l in text.splitlines()
+             if re.match(r"\s*#\s+(stick-table|http-request (track-sc0|deny)) ", l)]
+    assert len(lines) == 3, lines
+    for l in lines:
+        text = text.replace(l + "\n", l.replace("#", "", 1) + "\n")
+    assert "sc_http_fail_rate" in text and "deny_status 429" in text
+    tmp = tempfile.mkdtemp(prefix="lagless-haproxy-")
+    try:
+        cfg = os.path.join(tmp, "haproxy.cfg")
+        with open(cfg, "w") as f:
+            f.write(text)
+        r = subprocess.run([haproxy, "-c", "-f", cfg], capture_output=True, text=True,
+                           timeout=20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "http-request" not in r.stdout + r.stderr, r.stdout + r.stderr

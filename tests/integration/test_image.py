@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import LAGLESS_BIN, REPO_ROOT, children_of, get, wait_until
+from conftest import LAGLESS_BIN, REPO_ROOT, Server, children_of, get, request, wait_until
 from test_sizing_cgroup import _rmdir_retry, _set_quota, _writable_parent
 
 DOCKERFILE = os.path.join(REPO_ROOT, "deploy", "Dockerfile")
@@ -351,3 +351,208 @@ def _ping(port):
         return get(port, "/ping", timeout=2).status == 200
     except OSError:
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Adding an application: APP_PKGS, the build context, the example's image (issue 39, section 4)
+
+EXAMPLE_DOCKERFILE = os.path.join(REPO_ROOT, "examples", "python", "Dockerfile")
+
+
+def make_dry(*args):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=REPO_ROOT,
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.replace("\\\n", " ")
+
+
+def build_args(command):
+    """{NAME: value} of the --build-arg NAME=value of the (first) docker build command line."""
+    (line,) = [x for x in command.splitlines() if x.startswith("docker build")][:1]
+    words = shlex.split(line)
+    return dict(words[i + 1].split("=", 1) for i, w in enumerate(words) if w == "--build-arg")
+
+
+def runtime_packages(dockerfile, given):
+    """The packages the last stage of dockerfile installs when built with the build arguments
+    given (the others at their ARG defaults), as `docker build --build-arg` would expand them."""
+    text = open(dockerfile).read().replace("\\\n", " ")
+    args = dict(re.findall(r'^ARG (\w+)(?:="([^"]*)")?', text, re.M))
+    args.update(given)
+    last = re.split(r"^FROM ", text, flags=re.M)[-1]
+    declared = set(re.findall(r"^ARG (\w+)", last, re.M))
+    pkgs = []
+    for m in re.finditer(r"apt-get install ([^&\n]*)", last):
+        for word in shlex.split(m.group(1)):
+            if word.startswith("$"):
+                name = word.strip("${}")
+                # an ARG not declared in the stage (again) is empty in it
+                pkgs += (args.get(name) or "").split() if name in declared else []
+            elif not word.startswith("-"):
+                pkgs.append(word)
+    return pkgs
+
+
+@pytest.mark.timeout(60)
+def test_make_image_app_pkgs_reach_the_runtime_stage():
+    """`make image` passes the Makefile's RUNTIME_PKGS, so a package added to the Dockerfile's
+    default was silently dropped; APP_PKGS is the way in, added to the runtime stage."""
+    runtime = make_print("print-runtime-pkgs")
+    cmd = make_dry("image", "APP_PKGS=python3-pil python3-numpy")
+    assert "-f deploy/Dockerfile" in cmd, cmd
+    given = build_args(cmd)
+    assert given.get("APP_PKGS") == "python3-pil python3-numpy", given
+    pkgs = runtime_packages(DOCKERFILE, given)
+    assert sorted(pkgs) == sorted(runtime + ["python3-pil", "python3-numpy"]), pkgs
+    # and without it, exactly RUNTIME_PKGS
+    assert sorted(runtime_packages(DOCKERFILE, build_args(make_dry("image")))) == \
+        sorted(runtime)
+
+
+def dockerignore():
+    """[(regex, excluded?)] of .dockerignore's patterns, in order (moby/patternmatcher: `*`
+    and `?` stay within a path element, `**` crosses them, `!` re-includes)."""
+    rules = []
+    for line in open(os.path.join(REPO_ROOT, ".dockerignore")).read().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        neg = line.startswith("!")
+        pat = os.path.normpath(line.lstrip("!").lstrip("/"))
+        rx = ""
+        i = 0
+        while i < len(pat):
+            if pat.startswith("**/", i):
+                rx, i = rx + "(?:.*/)?", i + 3
+            elif pat.startswith("**", i):
+                rx, i = rx + ".*", i + 2
+            elif pat[i] == "*":
+                rx, i = rx + "[^/]*", i + 1
+            elif pat[i] == "?":
+                rx, i = rx + "[^/]", i + 1
+            else:
+                rx, i = rx + re.escape(pat[i]), i + 1
+        rules.append((re.compile(rx + r"\Z"), not neg))
+    return rules
+
+
+def ignored(rel, rules):
+    """Whether the context leaves rel out: the last rule matching it or a parent decides."""
+    parts = rel.split("/")
+    out = False
+    for k in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:k])
+        for rx, excl in rules:
+            if rx.match(prefix):
+                out = excl
+        if out:
+            return True
+    return out
+
+
+def context_files():
+    """The files docker would send as the build context of the repository root."""
+    rules, files = dockerignore(), []
+    for d, dirs, names in os.walk(REPO_ROOT):
+        reld = os.path.relpath(d, REPO_ROOT)
+        reld = "" if reld == "." else reld + "/"
+        dirs[:] = [x for x in dirs if not ignored(reld + x, rules)]
+        files += [reld + n for n in names if not ignored(reld + n, rules)]
+    return files
+
+
+@pytest.mark.timeout(120)
+def test_dockerignore_keeps_git_and_build_out_and_the_build_in(tmp_path):
+    """`COPY . .` took .git and this machine's build/ into the image's build stage. The context
+    now leaves them out, and the build stage's make still finds every file it needs: a dry run
+    of its make in a copy of the context succeeds."""
+    rules = dockerignore()
+    for rel in (".git", ".git/HEAD", "build", "build/lagless", "build/modules/python.so",
+                "examples/python/app/__pycache__/cpu.cpython-311.pyc"):
+        assert ignored(rel, rules), rel
+    files = context_files()
+    assert "Makefile" in files and "deploy/lagless.conf" in files
+    ctx = tmp_path / "ctx"
+    for rel in files:
+        (ctx / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(REPO_ROOT, rel), ctx / rel, follow_symlinks=False)
+    # the build stage's RUN line, and the COPY sources of both Dockerfiles
+    text = open(DOCKERFILE).read()
+    run = re.search(r"^RUN (make clean && make .*)$", text, re.M).group(1)
+    targets = run.split("&&", 1)[1].split()[2:]
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "-n", "--no-print-directory", *targets], cwd=ctx,
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for path in (DOCKERFILE, EXAMPLE_DOCKERFILE):
+        for src in re.findall(r"^COPY (?!--from)(\S+) ", open(path).read(), re.M):
+            assert src == "." or os.path.exists(ctx / src), (path, src)
+
+
+def third_party_imports(folder):
+    """Top-level modules the .py files under folder import that are neither the standard
+    library nor the folder's own package nor the python module's `lagless`."""
+    import sys
+    own = {"app", "lagless"}
+    names = set()
+    for f in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
+        src = open(f).read()
+        names |= set(re.findall(r"^\s*import (\w+)", src, re.M))
+        names |= set(re.findall(r"^\s*from (\w+)[\w.]* import ", src, re.M))
+    return sorted(n for n in names if n not in own and n not in sys.stdlib_module_names)
+
+
+@pytest.mark.timeout(120)
+def test_python_example_image(tmp_path):
+    """examples/python/Dockerfile: FROM the image `make image` builds, APP_PKGS naming the
+    Debian package of every third-party module the app imports, and the configuration it
+    writes serving the app from where it copies it."""
+    text = open(EXAMPLE_DOCKERFILE).read()
+    assert "--build-arg BASE=$(IMAGE)" in open(os.path.join(REPO_ROOT, "Makefile")).read()
+    cmd = make_dry("image-python-example")
+    assert "-f examples/python/Dockerfile" in cmd and "-f deploy/Dockerfile" in cmd, cmd
+    assert re.search(r"^FROM \$\{?BASE\}?$", text, re.M) and "USER lagless" in text
+    pkgs = runtime_packages(EXAMPLE_DOCKERFILE, {})
+    assert pkgs, "the example installs no package"
+    app = os.path.join(REPO_ROOT, "examples", "python")
+    imports = third_party_imports(os.path.join(app, "app"))
+    assert "PIL" in imports, imports
+    debian_release_or_skip()
+    import importlib.util
+    origins = {}
+    for name in imports:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin, "%s is not installed here" % name
+        origins[name] = spec.origin
+    prime_owners(list(origins.values()))
+    missing = {n: owner(o) for n, o in origins.items() if owner(o) not in pkgs}
+    assert not missing, "imports whose Debian package APP_PKGS lacks: %r" % missing
+    # the image's layout: COPY examples/python/app/ /srv/app/app/, the configuration through
+    # the RUN sed line; then the server in that layout, with this build's module
+    copies = dict(re.findall(r"^COPY (\S+) (\S+)$", text, re.M))
+    root = tmp_path / "root"
+    shutil.copytree(os.path.join(app, "app"), root / copies["examples/python/app/"].strip("/"))
+    conf = root / copies["examples/python/lagless.conf"].lstrip("/")
+    conf.parent.mkdir(parents=True)
+    shutil.copy(os.path.join(app, "lagless.conf"), conf)
+    sed = re.search(r"^RUN (sed -i .*)$", text.replace("\\\n", " "), re.M).group(1)
+    sed = sed.replace(copies["examples/python/lagless.conf"], str(conf))
+    subprocess.run(["sh", "-c", sed], check=True, timeout=10)
+    so = os.path.join(MODULES_DIR, "python.so")
+    if not os.path.isfile(so):
+        pytest.skip("python.so not built")
+    written = conf.read_text()
+    assert "path = /usr/local/lib/lagless/modules/python.so" in written, written
+    assert re.search(r"(?m)^python_path = /srv/app$", written), written
+    assert "COPY --from=build /src/build/modules/ /usr/local/lib/lagless/modules/" in \
+        open(DOCKERFILE).read(), "the modules' place in the image"
+    conf.write_text(written.replace("/usr/local/lib/lagless/modules/python.so", so)
+                    .replace("python_path = /srv/app", "python_path = %s" % (root / "srv/app")))
+    srv = Server(["--compute-workers", "1", "-c", str(conf)], workdir=str(tmp_path),
+                 start_timeout=30)
+    try:
+        r = request(srv.port, "POST", "/summary", body=b"[1, 2, 3.5]", timeout=20)
+        assert r.status == 200, r
+    finally:
+        srv.kill_all()

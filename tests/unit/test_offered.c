@@ -114,6 +114,25 @@ test_mean_kept_and_reset_reprimes(void **state)
 	assert_float_equal(lg_offered_step(&st, &c, t, 1, LG_OFFERED_TAU_NS), l, 1e-9);
 }
 
+/* A closed-loop client retrying its 503s at once: 10 done and 30,000 refused a second on one
+ * process of 100 ms jobs read 3,001 before the ceiling; now LG_OFFERED_CEIL, while 2x (10 done,
+ * 10 refused) still reads 2. Issue 39 section 3. */
+static void
+test_retry_storm_reads_at_most_the_ceiling(void **state)
+{
+	struct lg_offered st;
+	struct lg_offered_counts c = { 0, 0, 0 };
+	uint64_t t = S;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	lg_offered_step(&st, &c, t, 1, LG_OFFERED_TAU_NS);
+	assert_float_equal(feed(&st, &c, &t, 30, 10, 10, 100, 1), 2.0, 0.02);
+	assert_float_equal(feed(&st, &c, &t, 30, 10, 30000, 100, 1), LG_OFFERED_CEIL, 0.01);
+	assert_true(st.load <= LG_OFFERED_CEIL);
+	assert_float_equal(feed(&st, &c, &t, 30, 10, 10, 100, 1), 2.0, 0.02);
+}
+
 static void
 test_weight_curve(void **state)
 {
@@ -159,6 +178,7 @@ main(void)
 		cmocka_unit_test(test_keeps_rising_past_saturation),
 		cmocka_unit_test(test_smoothing_time_constant),
 		cmocka_unit_test(test_mean_kept_and_reset_reprimes),
+		cmocka_unit_test(test_retry_storm_reads_at_most_the_ceiling),
 		cmocka_unit_test(test_weight_curve),
 		cmocka_unit_test(test_weight_damped),
 	};
