@@ -78,15 +78,6 @@ lg_modules_check_elf(const unsigned char *buf, size_t len, char *err, size_t cap
 	return 0;
 }
 
-uint64_t
-lg_modules_hash(const void *handle)
-{
-	for (const struct loaded *l = loaded; handle != NULL && l != NULL; l = l->next)
-		if (l->handle == handle)
-			return l->hash;
-	return 0;
-}
-
 /* A module already loaded from a file of these len bytes hashing to hash, or NULL. */
 static struct loaded *
 loaded_copy(size_t len, XXH64_hash_t hash)

@@ -23,10 +23,6 @@ int lg_modules_open(const char *path, void **handle, const struct lagless_module
     uint64_t *content,
     char *err, size_t cap);
 
-/* The XXH3 hash of the bytes of the file handle (from lg_modules_open) was loaded from, or 0
- * for a handle this process did not open (a built-in module's NULL). */
-uint64_t lg_modules_hash(const void *handle);
-
 /* Checks, before anything reads kinds[], that the descriptor m of the module opened as handle
  * and (when its magic and ABI major are lagless's) its whole kinds[] array (nkinds * kind_size
  * bytes, each bounded by LG_MODULE_*_MAX) lie inside readable loaded segments of that module

@@ -18,7 +18,6 @@
 #include "kinds/host.h"
 #include "kinds/registry.h"
 #include "master/gen.h"
-#include "master/modules.h"
 #include "master/options.h"
 
 static void
@@ -57,11 +56,10 @@ lg_precheck_digest(const struct lg_registry *r)
 	put(st, &r->nmodules, sizeof(r->nmodules));
 	for (uint32_t i = 0; i < r->nmodules; i++) {
 		const struct lg_module *m = &r->modules[i];
-		uint64_t file = lg_modules_hash(m->handle);
 
 		put_str(st, m->name);
 		put_str(st, m->path);
-		put(st, &file, sizeof(file));
+		put(st, &m->content, sizeof(m->content)); /* the file's bytes (lg_modules_open) */
 		put_conf(st, &m->conf);
 	}
 	put(st, &r->nroutes, sizeof(r->nroutes));
