@@ -38,8 +38,15 @@ copy_segment(char *p, size_t n, size_t *i, size_t *o, const char **why)
 			p[(*o)++] = p[(*i)++];
 			continue;
 		}
-		/* well formed by the request-line rules: two hex digits follow */
-		int v = lg_hexval((unsigned char)p[*i + 1]) << 4 | lg_hexval((unsigned char)p[*i + 2]);
+		/* The request-line rules let only "%" HEXDIG HEXDIG through; checked again all the
+		 * same, since a wrong one would index hex[] out of bounds. */
+		int hi = *i + 2 < n ? lg_hexval((unsigned char)p[*i + 1]) : -1;
+		int lo = hi >= 0 ? lg_hexval((unsigned char)p[*i + 2]) : -1;
+		if (lo < 0) {
+			*why = "bad pct-encoding in the path";
+			return -1;
+		}
+		int v = hi << 4 | lo;
 		*i += 3;
 		if (v == '/' || v == 0) {
 			*why = v ? "an encoded '/' (%2F) in the path" : "an encoded NUL (%00) in the path";

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-/* Normalizes the absolute path p[0..*len) (p[0] == '/', its pct-encodings already checked well
- * formed by the request-line rules, http/reqline.c) in place, in one pass:
+/* Normalizes the absolute path p[0..*len) (p[0] == '/'; its pct-encodings are checked well
+ * formed by the request-line rules, http/reqline.c, and refused here too) in place, in one pass:
  *  1. percent-encoding (RFC 3986 section 6.2.2.2): an encoded unreserved character (ALPHA,
  *     DIGIT, '-', '.', '_', '~') is decoded; every other pct-encoding stays encoded, its hex
  *     digits made upper case (section 6.2.2.1);
@@ -19,7 +19,8 @@
  * The result is never longer than the input; *len is set to its length. Returns 0, or -1 with
  * *why set (static text) for a path that has no normal form this server will route: an
  * encoded '/' ("%2F", which would make one segment two, or two one, depending on who decodes)
- * or an encoded NUL, and a ".." that climbs above the root (nginx answers both 400). */
+ * or an encoded NUL, and a ".." that climbs above the root (nginx answers both 400); a '%' not
+ * followed by two hex digits. */
 int lg_path_normalize(char *p, size_t *len, int keep_slashes, const char **why);
 
 #endif

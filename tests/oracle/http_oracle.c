@@ -169,7 +169,7 @@ lg_oracle_check(const unsigned char *data, size_t size, const struct lg_http_lim
 	for (size_t i = 0; i < size; i++)
 		shown[i] = data[i] == '\t' && !l.payload[i] ? ' ' : data[i];
 	orc_read_hp(&p, shown, size, lim->keep ? (const char (*)[64])lim->keep->names : NULL,
-	    lim->keep ? lim->keep->n : 0);
+	    lim->keep ? lim->keep->n : 0, lim->keep_slashes);
 	unsigned n = l.nmsg < p.nmsg ? l.nmsg : p.nmsg;
 	lg_oracle_compared += n;
 	for (unsigned i = 0; i < n && !bad; i++)

@@ -56,9 +56,10 @@ void orc_read_lagless(struct orc_reading *rd, const unsigned char *data, size_t 
     const struct lg_http_limits *lim);
 
 /* http-parser's reading of data[0..size), the kept fields being those named in keep[0..nkeep)
- * (lower case). */
+ * (lower case), its target's path shown normalized as the server's is (keep_slashes as in the
+ * server's limits, http/path.h). */
 void orc_read_hp(struct orc_reading *rd, const unsigned char *data, size_t size,
-    const char (*keep)[64], unsigned nkeep);
+    const char (*keep)[64], unsigned nkeep, int keep_slashes);
 
 void orc_free(struct orc_reading *rd);
 

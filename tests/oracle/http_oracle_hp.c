@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/path.h"
 #include "tests/oracle/http_oracle.h"
 
 struct hp_side {
@@ -25,6 +26,7 @@ struct hp_side {
 	size_t fields_len;
 	char target[16384];
 	size_t target_len;
+	int keep_slashes;         /* the server's lim->keep_slashes (http/path.h) */
 };
 
 static struct orc_msg *
@@ -126,6 +128,35 @@ on_value(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
+/* http-parser's target as the server keeps its own: the path normalized (http/path.h, the one
+ * form the server routes), the rest as read. A path with no normal form the server refuses,
+ * and then no message of it is compared; http-parser's target is shown as it is. */
+static void
+show_target(const struct hp_side *s, struct orc_msg *m)
+{
+	static char t[sizeof(s->target)];
+	const char *end = s->target + s->target_len, *p = s->target, *q;
+	const char *why;
+
+	if (s->target_len > 0 && s->target[0] != '/') { /* absolute-form: past the authority */
+		const char *auth = memmem(p, s->target_len, "://", 3);
+
+		for (p = auth ? auth + 3 : end; p < end && *p != '/' && *p != '?'; p++)
+			;
+	}
+	q = memchr(p, '?', (size_t)(end - p));
+	size_t len = (size_t)((q ? q : end) - p);
+
+	memcpy(t, s->target, s->target_len);
+	if (len == 0 || *p != '/' ||
+	    lg_path_normalize(t + (p - s->target), &len, s->keep_slashes, &why) == -1) {
+		orc_put(m, s->target, s->target_len);
+		return;
+	}
+	orc_put(m, t, (size_t)(p - s->target) + len);
+	orc_put(m, q ? q : end, (size_t)(end - (q ? q : end)));
+}
+
 static int
 on_headers(http_parser *p)
 {
@@ -141,7 +172,7 @@ on_headers(http_parser *p)
 	m->content_length = m->chunked || p->content_length == ULLONG_MAX ? UINT64_MAX :
 	    p->content_length;
 	orc_put(m, "T:", 2);
-	orc_put(m, s->target, s->target_len);
+	show_target(s, m);
 	orc_put(m, s->fields, s->fields_len);
 	orc_put(m, "\nB:", 3);
 	return 0;
@@ -169,7 +200,7 @@ static const http_parser_settings settings = {
 
 void
 orc_read_hp(struct orc_reading *rd, const unsigned char *data, size_t size,
-    const char (*keep)[64], unsigned nkeep)
+    const char (*keep)[64], unsigned nkeep, int keep_slashes)
 {
 	static struct hp_side s;
 	http_parser p;
@@ -180,6 +211,7 @@ orc_read_hp(struct orc_reading *rd, const unsigned char *data, size_t size,
 	s.rd = rd;
 	s.keep = keep;
 	s.nkeep = nkeep;
+	s.keep_slashes = keep_slashes;
 	http_parser_set_max_header_size(2u << 20); /* the server's limits are its own */
 	http_parser_init(&p, HTTP_REQUEST);
 	p.data = &s;
