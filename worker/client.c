@@ -168,7 +168,9 @@ forwarded_line(const char *v, size_t n, struct sockaddr_storage *ss, socklen_t *
 /* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
  * rule for the "for" chain), into *ss; 0 when there is none usable. Several field lines are
  * one list, in order (RFC 9110 section 5.3): HAProxy's "option forwardfor" appends a line of
- * its own after the one a client sent, so the last line is read first. */
+ * its own after the one a client sent, so the last line is read first. When the parser kept
+ * only the first fields (no keep set: http/http.h), the proxy's line may be among those
+ * dropped, and the rightmost kept entry is then one the client wrote: none is usable. */
 static int
 forwarded_for(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *sslen)
 {
@@ -176,6 +178,8 @@ forwarded_for(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *s
 	size_t len[LG_HTTP_KEPT];
 	unsigned pos = 0, nl = 0;
 
+	if (c->http.req.kept_short)
+		return 0;
 	while (nl < LG_HTTP_KEPT && (line[nl] = lg_http_field_next(&c->http.req,
 	    "x-forwarded-for", &pos, &len[nl])) != NULL)
 		nl++;
