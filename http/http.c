@@ -362,6 +362,11 @@ lg_http_next(struct lg_http *h)
 	h->complete = 0;
 	h->head_seen = 0;
 	h->self_body = 0;
+	/* The answered request's view goes now, not at the next request line: a next message
+	 * refused before its line is whole (400, 414) would otherwise be logged with the method,
+	 * path, query and fields of the one before it. */
+	clear_req(&h->req);
+	h->req.content_length = LG_HTTP_NO_LENGTH;
 	lg_frame_reset(&h->frame, h->lim);
 }
 

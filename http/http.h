@@ -129,7 +129,8 @@ struct lg_http {
  * Hooks and ctx are set by the caller afterwards. */
 void lg_http_init(struct lg_http *h, const struct lg_http_limits *lim);
 
-/* Readies h for the next request on the same connection (after a complete message). */
+/* Readies h for the next request on the same connection (after a complete message): the
+ * request view is emptied, as on a new connection, until the next request line is read. */
 void lg_http_next(struct lg_http *h);
 
 /* Feeds len bytes. Returns the number of bytes consumed; the caller keeps the rest and presents

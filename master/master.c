@@ -454,10 +454,13 @@ run_timers(struct master *m)
 }
 
 /* Logs passed descriptor fd (number i of n) by its address: "listening on 127.0.0.1:8080
- * (socket activation, fd 3)", a unix socket by its path. */
+ * (socket activation, fd 3)", a unix socket by its path, and whether it takes a PROXY header:
+ * the i-th listen entry's ",proxy" applies to the i-th passed socket (worker/loop.c
+ * takes_proxy numbers them so), which its address need not match. */
 static void
-log_activated(int fd, int i, int n)
+log_activated(const struct lg_config *cfg, int fd, int i, int n)
 {
+	const char *proxy = cfg->listen_proxy & 1u << i ? ", PROXY header first" : "";
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char addr[INET6_ADDRSTRLEN] = "?";
@@ -465,8 +468,8 @@ log_activated(int fd, int i, int n)
 
 	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX) {
-		log_info("listening on unix:%s (socket activation, fd %d, %d of %d)",
-		    ((struct sockaddr_un *)&ss)->sun_path, fd, i + 1, n);
+		log_info("listening on unix:%s (socket activation, fd %d, %d of %d%s)",
+		    ((struct sockaddr_un *)&ss)->sun_path, fd, i + 1, n, proxy);
 		return;
 	}
 	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
@@ -476,8 +479,8 @@ log_activated(int fd, int i, int n)
 		port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
 		    ((struct sockaddr_in *)&ss)->sin_port);
 	}
-	log_info("listening on %s%s%s:%d (socket activation, fd %d, %d of %d)", v6 ? "[" : "",
-	    addr, v6 ? "]" : "", port, fd, i + 1, n);
+	log_info("listening on %s%s%s:%d (socket activation, fd %d, %d of %d%s)", v6 ? "[" : "",
+	    addr, v6 ? "]" : "", port, fd, i + 1, n, proxy);
 }
 
 /* The listening sockets: those systemd passed (socket activation: every one is served, the
@@ -497,7 +500,7 @@ open_listener(struct master *m, const struct lg_config *cfg)
 	if (n > 0) {
 		m->listen_fd = fds[0];
 		for (int i = 0; i < n; i++)
-			log_activated(fds[i], i, n);
+			log_activated(cfg, fds[i], i, n);
 		for (int i = 1; i < n; i++)
 			m->more.more[m->more.nmore++] = fds[i];
 		return lg_listeners_open(&m->more, cfg, NULL, 1);

@@ -16,11 +16,15 @@
 
 enum { PEER, WANT_HEADER, FROM_HEADER };
 
-/* What the accept and a PROXY header said about a descriptor number. */
+/* What the accept and a PROXY header said about a descriptor number. The peer's address is
+ * kept from the accept: getpeername(2) fails once the peer has reset the connection, and a
+ * client that resets it right after its answer was written would be logged without one. */
 struct fd_client {
 	uint8_t state;           /* PEER, WANT_HEADER, FROM_HEADER */
 	uint8_t v6;              /* FROM_HEADER: addr is IPv6 (else IPv4, 4 bytes) */
 	uint8_t addr[16];
+	sa_family_t peer_fam;    /* AF_INET, AF_INET6, AF_UNIX, or 0: unknown (ask the socket) */
+	uint8_t peer[16];        /* AF_INET (4 bytes) or AF_INET6: the peer's IP address */
 };
 
 static struct fd_client *by_fd;    /* per descriptor number, grown as accept returns higher */
@@ -70,10 +74,10 @@ set_addr(struct sockaddr_storage *ss, socklen_t *len, int fam, const void *ip)
 }
 
 int
-lg_client_accepted(struct lg_worker *w, int fd, int proxy)
+lg_client_accepted(struct lg_worker *w, int fd, int proxy, const struct sockaddr_storage *peer)
 {
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	const struct sockaddr_storage *ss = peer;
+	const void *pip = ip_of(peer);
 
 	if ((size_t)fd >= by_fd_cap) {
 		size_t cap = (size_t)fd * 2 + 64;
@@ -88,17 +92,17 @@ lg_client_accepted(struct lg_worker *w, int fd, int proxy)
 		by_fd_cap = cap;
 	}
 	by_fd[fd].state = PEER;
+	by_fd[fd].peer_fam = pip != NULL || peer->ss_family == AF_UNIX ? peer->ss_family : 0;
+	if (pip != NULL)
+		memcpy(by_fd[fd].peer, pip, peer->ss_family == AF_INET ? 4 : 16);
 	if (!proxy)
 		return 0;
 	trusted_init(w->env->cfg);
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) == -1)
-		return -1;
-	if (ss.ss_family != AF_UNIX && !is_trusted(&ss)) {
+	if (ss->ss_family != AF_UNIX && !is_trusted(ss)) {
 		char text[INET6_ADDRSTRLEN] = "-";
-		const void *ip = ip_of(&ss);
 
-		if (ip != NULL)
-			inet_ntop(ss.ss_family, ip, text, sizeof(text));
+		if (pip != NULL)
+			inet_ntop(ss->ss_family, pip, text, sizeof(text));
 		log_debug("PROXY listener: %s is not in --trusted-proxies, closing fd %d", text, fd);
 		return -1;
 	}
@@ -168,7 +172,9 @@ forwarded_line(const char *v, size_t n, struct sockaddr_storage *ss, socklen_t *
 /* The rightmost X-Forwarded-For entry that is not a trusted proxy (RFC 7239 section 5.2's
  * rule for the "for" chain), into *ss; 0 when there is none usable. Several field lines are
  * one list, in order (RFC 9110 section 5.3): HAProxy's "option forwardfor" appends a line of
- * its own after the one a client sent, so the last line is read first. */
+ * its own after the one a client sent, so the last line is read first. When the parser kept
+ * only the first fields (no keep set: http/http.h), the proxy's line may be among those
+ * dropped, and the rightmost kept entry is then one the client wrote: none is usable. */
 static int
 forwarded_for(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *sslen)
 {
@@ -176,6 +182,8 @@ forwarded_for(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *s
 	size_t len[LG_HTTP_KEPT];
 	unsigned pos = 0, nl = 0;
 
+	if (c->http.req.kept_short)
+		return 0;
 	while (nl < LG_HTTP_KEPT && (line[nl] = lg_http_field_next(&c->http.req,
 	    "x-forwarded-for", &pos, &len[nl])) != NULL)
 		nl++;
@@ -199,6 +207,12 @@ lg_client_addr(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *
 	if (f != NULL && f->state == FROM_HEADER) {
 		set_addr(ss, len, f->v6 ? AF_INET6 : AF_INET, f->addr);
 		named = 1;
+	} else if (f != NULL && (f->peer_fam == AF_INET || f->peer_fam == AF_INET6)) {
+		set_addr(ss, len, f->peer_fam, f->peer);
+	} else if (f != NULL && f->peer_fam == AF_UNIX) {
+		memset(ss, 0, sizeof(*ss));
+		ss->ss_family = AF_UNIX;
+		*len = sizeof(sa_family_t);
 	} else if (getpeername(c->fd, (struct sockaddr *)ss, len) == -1) {
 		return -1;
 	}

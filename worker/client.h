@@ -15,12 +15,13 @@
 struct lg_conn;
 struct lg_worker;
 
-/* fd was just accepted on a listener that takes a PROXY header first (proxy 1) or not (0).
- * On a proxy listener the peer must be in --trusted-proxies (a unix socket's peer is whoever
+/* fd was just accepted, from peer (accept4(2)'s address), on a listener that takes a PROXY
+ * header first (proxy 1) or not (0). On a proxy listener the peer must be in --trusted-proxies (a unix socket's peer is whoever
  * its file lets in: taken); the header is then awaited (lg_client_proxy_feed). Returns 0, or
  * -1 when fd is to be closed at once, unanswered: an untrusted peer of a proxy listener
  * (logged at debug level), or no memory to record the state (ENOMEM). */
-int lg_client_accepted(struct lg_worker *w, int fd, int proxy);
+int lg_client_accepted(struct lg_worker *w, int fd, int proxy,
+    const struct sockaddr_storage *peer);
 
 /* 1 while connection fd still owes its PROXY header, else 0. */
 int lg_client_proxy_wanted(int fd);
@@ -34,7 +35,7 @@ ssize_t lg_client_proxy_feed(int fd, const char *buf, size_t len);
 /* The client of c's current request into *ss (*len bytes, AF_INET or AF_INET6, or the peer's
  * AF_UNIX address), by the rule above; the X-Forwarded-For lines are those of c's parsed
  * head. Returns 1 when a trusted proxy named it (PROXY header or X-Forwarded-For), 0 when it
- * is the peer itself, -1 when there is none (getpeername(2) failed). */
+ * is the peer itself (as accepted), -1 when there is none. */
 int lg_client_addr(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *len);
 
 /* lg_client_addr as text into out (cap bytes, 46 fit any address): numeric, "unix" for a

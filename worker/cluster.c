@@ -229,6 +229,16 @@ value_ok(const struct lg_cflight *cf, const msgpack_object *o, const char *key, 
 	    o[5].via.u64 > 0 && o[5].via.u64 <= ttl_max(p, o[2].via.u64);
 }
 
+/* Whether value o (value_ok) is within its TTL by our clock, a stored time ahead of it taken
+ * as now. One past it is refused: Redis should have expired it, so its expiry was removed (a
+ * foreign PERSIST) or the replica that stored it keeps another time; served, it would be an
+ * answer older than the rule allows, for as long as the key stays. */
+static int
+fresh(const msgpack_object *o, uint64_t now)
+{
+	return o[4].via.u64 >= now || now - o[4].via.u64 < o[5].via.u64;
+}
+
 /* Reads a value of f's key (value_ok) and answers f from it. Returns 0, or -1 (not a value
  * this replica would have stored for this key, or trailing bytes: f is untouched). */
 static int
@@ -243,11 +253,11 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 	msgpack_unpacked_init(&up);
 	if (msgpack_unpack_next(&up, data, len, &off) == MSGPACK_UNPACK_SUCCESS && off == len &&
 	    up.data.type == MSGPACK_OBJECT_ARRAY && up.data.via.array.size == 7 &&
-	    value_ok(cf, up.data.via.array.ptr, key, klen)) {
+	    value_ok(cf, up.data.via.array.ptr, key, klen) && fresh(up.data.via.array.ptr, now)) {
 		msgpack_object *o = up.data.via.array.ptr;
 		char ctype[LG_CACHE_CTYPE];
 		uint64_t age = now > o[4].via.u64 ? now - o[4].via.u64 : 0;
-		uint64_t left = o[5].via.u64 > age ? o[5].via.u64 - age : 0;
+		uint64_t left = o[5].via.u64 - age;
 
 		memcpy(ctype, o[3].via.str.ptr, o[3].via.str.size);
 		ctype[o[3].via.str.size] = '\0';

@@ -168,7 +168,8 @@ send_to_loop(struct lg_worker *w, uint32_t loop, const struct lg_msg *m)
 }
 
 /* Gives the owner's job slot back without an answer: a queued job never runs, a running one is
- * abandoned (and killed under --on-client-gone kill). */
+ * abandoned (and killed when its pool's on_client_gone is kill, as a job without waiters is:
+ * a pool may say finish against the server-wide default). */
 static void
 cancel_job(struct lg_lflight *f)
 {
@@ -180,7 +181,7 @@ cancel_job(struct lg_lflight *f)
 	}
 	lg_stats_add(&w->coal->ctr->cancelled, 1);
 	if (lg_slot_release(&w->env->arena->slots[f->slot], f->slot_gen) == LG_SLOT_ABANDONED &&
-	    w->env->cfg->on_client_gone == LG_GONE_KILL)
+	    w->env->cfg->pools[f->pool].on_client_gone == LG_GONE_KILL)
 		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
 	log_info("every waiter of a coalesced job left: job on slot %d cancelled", f->slot);
 	lg_coal_drop_flight(f);
@@ -468,6 +469,7 @@ lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 	f->owner = 1;
 	f->slot = c->job.slot;
 	f->slot_gen = c->job.gen;
+	f->pool = c->job.pool;
 	f->background = background;
 	f->deadline_ms = c->job.deadline_ms;
 	f->ctype = c->job.ctype;

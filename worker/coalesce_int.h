@@ -34,6 +34,7 @@ struct lg_lflight {
 	uint64_t stale_seq;
 	int slot;
 	uint32_t slot_gen;
+	uint32_t pool;                /* owner: the job's pool (its on_client_gone) */
 	struct lg_conn *waiters;
 	unsigned nwait;
 	const struct lg_policy *pol;

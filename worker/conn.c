@@ -268,6 +268,17 @@ linger(struct lg_conn *c)
 	return -1;
 }
 
+void
+lg_conn_drain_linger(struct lg_conn *c)
+{
+	ev_tstamp most = ev_now(c->w->ev) + LINGER_DRAIN_S;
+
+	if (c->tmo.linger_until > most) {
+		c->tmo.linger_until = most;
+		lg_conn_rearm(c);
+	}
+}
+
 /* Drops what the client sent while lingering: recv(2) with MSG_TRUNC discards a TCP socket's
  * queued bytes without copying them (tcp(7)); a unix socket refuses it (EFAULT), and is read
  * into rbuf. Closes at EOF, an error or --lingering-bytes. */

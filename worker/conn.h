@@ -177,6 +177,10 @@ void lg_conn_tick(struct lg_worker *w);
  * one more request (lg_conn_drain_idle), busy ones finish theirs. */
 void lg_conn_drain(struct lg_worker *w);
 
+/* A graceful drain reached c while it lingers after a closing answer: it lingers no longer than
+ * a connection that begins lingering in a draining loop, which the loop's exit waits for. */
+void lg_conn_drain_linger(struct lg_conn *c);
+
 /* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). c's
  * block is back in the pool on return: the caller must not touch c again. */
 void lg_conn_close(struct lg_conn *c);

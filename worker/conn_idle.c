@@ -196,5 +196,7 @@ lg_conn_drain(struct lg_worker *w)
 		 * of a head leaves rlen at 0, but req_start_ns says a request began) */
 		if (c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs))
 			lg_conn_drain_idle(c);
+		else if (c->state == LG_CONN_LINGER)
+			lg_conn_drain_linger(c);
 	}
 }

@@ -149,7 +149,9 @@ accept_conns(struct lg_worker *w, int lfd)
 			pause_accept(w); /* resumed by the tick once connections close */
 			return;
 		}
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 				/* Out of descriptors: stop polling the ready socket, or the loop
@@ -164,7 +166,7 @@ accept_conns(struct lg_worker *w, int lfd)
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
 		}
 		if ((w->env->admin_fd >= 0 && lg_loop_mark_conn(fd, lfd == w->env->admin_fd) == -1) ||
-		    lg_client_accepted(w, fd, takes_proxy(w->env, lfd)) == -1) {
+		    lg_client_accepted(w, fd, takes_proxy(w->env, lfd), &peer) == -1) {
 			close(fd);
 			continue;
 		}

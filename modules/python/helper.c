@@ -29,7 +29,7 @@ static const char helper_src[] =
 "    \"\"\"What the callable knows of the request. Valid only during the call: output is\n"
 "    released when the callable returns.\n"
 "\n"
-"    method, path: str, as received (path without the query)\n"
+"    method, path: str; the path normalized as routing saw it, without the query\n"
 "    raw_query: str, the query after '?', not decoded ('' when none)\n"
 "    query: dict, the query decoded (urllib.parse.parse_qsl; the last value of a name wins)\n"
 "    headers: dict, the header fields the route lists (fields = ...), lower-case names\n"

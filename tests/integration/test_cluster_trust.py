@@ -125,6 +125,9 @@ TAMPER = [
     ("status 204 with a body", lambda f: f.__setitem__(2, 204)),
     ("status 101", lambda f: f.__setitem__(2, 101)),
     ("a TTL of 10^15 ms", lambda f: f.__setitem__(5, 10 ** 15)),
+    # stored longer ago than its TTL, still in Redis (a PERSIST, another replica's clock): it
+    # was served as a hit with an Age past the rule's ttl for as long as the key stayed
+    ("past its own TTL", lambda f: f.__setitem__(4, f[4] - f[5] - 1000)),
     ("trailing bytes", None),
 ]
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, Notify, get, wait_until
+from conftest import LAGLESS_BIN, Notify, get, read_response, wait_until
 
 
 @pytest.fixture
@@ -174,3 +174,25 @@ def test_reload_sends_reloading_then_ready(start_server, notify, tmp_path):
     i_ready = max(i for i, m in enumerate(notify.messages) if "READY=1" in m)
     assert i_rel < i_ready
     assert "generation 2" in notify.messages[i_ready]
+
+
+@pytest.mark.timeout(60)
+def test_socket_activation_proxy_flags_apply_by_position(tmp_path):
+    # The n-th --listen entry's ,proxy applies to the n-th passed socket (worker/loop.c
+    # takes_proxy); the docs said only the first entry's applied (man: none), and nothing in
+    # the log said which passed socket took a PROXY header.
+    ports = [free_port(), free_port()]
+    proc = _activate(tmp_path, ports, "--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2,proxy",
+                     "--trusted-proxies", "127.0.0.1", "--loop-workers", "1",
+                     "--compute-workers", "1")
+    try:
+        assert wait_until(lambda: _ping(ports[0]), 15), (tmp_path / "stderr.log").read_text()
+        text = (tmp_path / "stderr.log").read_text()
+        assert ":%d (socket activation, fd 3, 1 of 2)" % ports[0] in text, text
+        assert ":%d (socket activation, fd 4, 2 of 2, PROXY header first)" % ports[1] in text, text
+        with socket.create_connection(("127.0.0.1", ports[1]), timeout=5) as s:
+            s.sendall(b"PROXY TCP4 192.0.2.7 127.0.0.1 1234 80\r\n"
+                      b"GET /ping HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            assert read_response(s).status == 200
+    finally:
+        _end(proc, 0)
