@@ -27,10 +27,19 @@ MODULES_DIR = os.environ.get("LAGLESS_MODULES") or os.path.join(BUILD_DIR, "modu
 RELEASE = "bookworm"
 
 
+def plain_make_env():
+    """The environment for a make of the tests' own: none of the outer make's flags, and not
+    its command-line variables either (make exports SAN=1 of `make SAN=1 check` to every
+    recipe, so a make run from the ASan pass built build/san/ targets: "No rule to make target
+    'build/lagless'")."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "SAN", "DEBUG")}
+
+
 def make_print(target):
     # Under `make test` this make is a sub-make of a sub-make, which prints "Entering
     # directory" lines on stdout: --no-print-directory, and none of the outer make's flags.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = plain_make_env()
     r = subprocess.run(["make", "-s", "--no-print-directory", target], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, "make %s: %s" % (target, r.stderr)
@@ -360,7 +369,7 @@ EXAMPLE_DOCKERFILE = os.path.join(REPO_ROOT, "examples", "python", "Dockerfile")
 
 
 def make_dry(*args):
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = plain_make_env()
     r = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=REPO_ROOT,
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
@@ -481,7 +490,7 @@ def test_dockerignore_keeps_git_and_build_out_and_the_build_in(tmp_path):
     text = open(DOCKERFILE).read()
     run = re.search(r"^RUN (make clean && make .*)$", text, re.M).group(1)
     targets = run.split("&&", 1)[1].split()[2:]
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env = plain_make_env()
     r = subprocess.run(["make", "-n", "--no-print-directory", *targets], cwd=ctx,
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
