@@ -9,13 +9,15 @@
 #include "common/query.h"
 #include "http/path.h"
 
-/* Every field of r zero but the arrays read only up to their counts (pend, kept, fbuf) and the
- * bytes of the target past its NUL. */
+/* The view of no request: every field of r zero but the arrays read only up to their counts
+ * (pend, kept, fbuf) and the bytes of the target past its NUL, and no Content-Length. Done by
+ * lg_http_init and lg_http_next, so a request line finds it empty. */
 static void
 clear_req(struct lg_http_req *r)
 {
 	memset(r, 0, offsetof(struct lg_http_req, pend));
 	r->target[0] = '\0';
+	r->content_length = LG_HTTP_NO_LENGTH;
 }
 
 _Static_assert(LG_HTTP_KEEP_NAME <= 64, "struct lg_http_keep's lens has a bit per length");
@@ -255,8 +257,6 @@ take_line(struct lg_http *h, const char *buf)
 	const struct lg_frame *f = &h->frame;
 	struct lg_http_req *r = &h->req;
 
-	clear_req(r);
-	r->content_length = LG_HTTP_NO_LENGTH;
 	h->body_seen = 0;
 	r->method = (unsigned)f->method;
 	r->major = 1;
@@ -366,7 +366,6 @@ lg_http_next(struct lg_http *h)
 	 * refused before its line is whole (400, 414) would otherwise be logged with the method,
 	 * path, query and fields of the one before it. */
 	clear_req(&h->req);
-	h->req.content_length = LG_HTTP_NO_LENGTH;
 	lg_frame_reset(&h->frame, h->lim);
 }
 
