@@ -56,7 +56,7 @@ DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 p
 # FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
 BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
 
-LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c cpupool/*.c kinds/*.c))
+LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c worker/*/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
 MAIN_OBJ := $(OBJDIR)/master/main.o
 BIN      := $(OBJDIR)/lagless

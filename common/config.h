@@ -52,7 +52,7 @@ struct lg_config {
 #define LG_LISTEN_MAX 8
 	char listen_more[LG_LISTEN_MAX][160];
 	/* bit k: the k-th listener of --listen (0 the first, whatever its kind; a socket systemd
-	 * passed is the first) takes a PROXY protocol header first (",proxy": worker/client.h) */
+	 * passed is the first) takes a PROXY protocol header first (",proxy": worker/core/client.h) */
 	uint32_t listen_proxy;
 	char admin_listen[80];     /* "ADDR:PORT" of the admin listener (probes, scrapes); "" none */
 	char agent_listen[80];     /* "ADDR:PORT" of the HAProxy agent (master/agent.h); "" none */
@@ -85,7 +85,7 @@ struct lg_config {
 	uint64_t lag_interval_ms;  /* loop-lag probe period; default 10 */
 	uint64_t slow_callback_ms; /* a loop callback longer than this is logged; default 50 */
 	int access_log;            /* one log line per request; off by default */
-	int access_log_json;       /* ... as JSON lines (worker/access.c) */
+	int access_log_json;       /* ... as JSON lines (worker/core/access.c) */
 	int request_id;            /* echo X-Request-Id (the client's or a generated one) */
 	char trusted_proxies[256]; /* CIDRs whose X-Forwarded-For names the client (common/cidr.h) */
 	int inline_heavy;          /* run /heavy on the loop (demonstrates what lag looks like) */
@@ -99,7 +99,7 @@ struct lg_config {
 	uint64_t cache_bytes;      /* shared-memory cache budget */
 	uint64_t cache_max_entry;  /* largest answer stored */
 	int cache_jitter_pct;      /* TTL jitter, percent */
-	/* the cluster scope's shared store (redis/redis.c, worker/cluster.c) */
+	/* the cluster scope's shared store (redis/redis.c, worker/flight/cluster.c) */
 	char redis[256];           /* "unix:/path" or "IP:PORT" of Redis; "" = none (all local) */
 	uint64_t redis_budget_ms;  /* connect, and each command: past it the breaker opens */
 	uint64_t redis_breaker_ms; /* how long an open breaker keeps every key local */
@@ -124,7 +124,7 @@ struct lg_config {
 	uint64_t keepalive_timeout_ms; /* idle time between requests before the close */
 	uint64_t lingering_time_ms;    /* closing with input unread: drain it this long at most */
 	uint64_t lingering_timeout_ms; /* ... with at most this silence between reads */
-	uint64_t lingering_bytes;      /* ... and at most this many bytes (worker/conn.c linger) */
+	uint64_t lingering_bytes;      /* ... and at most this many bytes (worker/core/conn.c linger) */
 	uint64_t write_timeout_ms; /* longest time a response write makes no progress */
 	/* job modules and routes (docs/MODULES.md) */
 	uint64_t max_output;       /* bytes of a job's output region (its answer); 0 = from max_body */

@@ -97,7 +97,7 @@ set_credentials(struct lg_policy *p, const char *v)
 }
 
 /* scope=local|cluster: a cluster key is shared across replicas through Redis (--redis,
- * worker/cluster.c, docs/CACHE.md "Across replicas"); without --redis it is local. */
+ * worker/flight/cluster.c, docs/CACHE.md "Across replicas"); without --redis it is local. */
 static int
 set_scope(struct lg_policy *p, const char *v)
 {

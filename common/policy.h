@@ -19,13 +19,13 @@
  *   body-max=BYTES       largest request body hashed into the key (K/M suffixes; default
  *                        LG_POLICY_BODY_MAX); a longer body runs its own job, uncached
  *   scope=local|cluster  cluster: one job per key across every replica sharing --redis
- *                        (worker/cluster.c); local (the default): this server only
+ *                        (worker/flight/cluster.c); local (the default): this server only
  *
  * The key is always the method (HEAD as GET) and the path, then the listed parameters and
  * headers in the order listed, to which the route adds every query parameter its kind reads and
  * every header field it hands the kind (master/site.c); a request with a body, or of a method other than GET and HEAD,
  * adds its Content-Type and Content-Encoding and a seeded 128-bit hash of its body
- * (worker/coalesce_key.c). */
+ * (worker/flight/coalesce_key.c). */
 #ifndef LG_COMMON_POLICY_H
 #define LG_COMMON_POLICY_H
 
@@ -94,7 +94,7 @@ int lg_policy_parse(const char *spec, struct lg_policies *out, char *err, size_t
 int lg_policy_add_name(struct lg_policy *p, int header, const char *name, size_t len);
 
 /* What p's key is made of, for lagless -t, into buf (cap bytes, cut to fit, NUL-terminated):
- * "method, path, query a,b, headers c, ..." as worker/coalesce_key.c builds it. */
+ * "method, path, query a,b, headers c, ..." as worker/flight/coalesce_key.c builds it. */
 void lg_policy_describe(const struct lg_policy *p, char *buf, size_t cap);
 
 /* The rule for path (len bytes), or NULL. */

@@ -1,7 +1,7 @@
 /* The PROXY protocol header (versions 1 and 2) a load balancer sends before the client's bytes,
  * naming the client it accepted (haproxy doc/proxy-protocol.txt, "The PROXY protocol", 2020/03/05
  * revision). A pure parser over a byte buffer: no socket, no worker state, no allocation. The
- * listener side (which listeners expect it, from which peers) is worker/client.c's. */
+ * listener side (which listeners expect it, from which peers) is worker/core/client.c's. */
 #ifndef LG_HTTP_PROXYPROTO_H
 #define LG_HTTP_PROXYPROTO_H
 

@@ -3,7 +3,7 @@
  * every kind, built-in or loaded, with the one grammar of common/value.h: the registry checks
  * the declarations when it adds a kind, parses a route's keys into the kind's route struct once
  * (start-up, lagless -t, reload), and the loop worker checks a request's query before the job
- * takes a queue slot (worker/routes.c). Depends on common/ only. */
+ * takes a queue slot (worker/route/routes.c). Depends on common/ only. */
 #ifndef LG_KINDS_PARAMS_H
 #define LG_KINDS_PARAMS_H
 

@@ -64,7 +64,7 @@ _Static_assert(sizeof(struct lg_cache_entry) == 128, "cache entry header is two 
 #define LG_CLUSTER_RTT_BUCKETS 10
 #define LG_CLUSTER_RTT_BOUNDS_US { 250, 500, 1000, 2000, 5000, 10000, 25000, 100000, 1000000 }
 
-/* One loop worker's counters of the cluster scope (worker/cluster.c, stats/cluster_metrics.c):
+/* One loop worker's counters of the cluster scope (worker/flight/cluster.c, stats/cluster_metrics.c):
  * 32 words. */
 struct lg_cluster_counters {
 	_Atomic uint64_t hits;        /* answered from the value in Redis */
@@ -105,7 +105,7 @@ struct lg_cache_counters {
 	_Atomic uint64_t cancelled;   /* coalesced jobs cancelled: every waiter left */
 	_Atomic uint64_t body_alone;  /* requests run alone: body over the rule's body-max */
 	uint64_t pad[4];
-	struct lg_cluster_counters cl; /* the cluster scope's (worker/cluster.c) */
+	struct lg_cluster_counters cl; /* the cluster scope's (worker/flight/cluster.c) */
 };
 _Static_assert(sizeof(struct lg_cache_counters) == 384, "counter row is six cache lines");
 

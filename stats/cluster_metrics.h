@@ -1,4 +1,4 @@
-/* The cluster scope's families of /metrics (worker/cluster.c; docs/CACHE.md "Across
+/* The cluster scope's families of /metrics (worker/flight/cluster.c; docs/CACHE.md "Across
  * replicas"), rendered from the cluster counters of the shared cache's loop rows (shm/cache.h). */
 #ifndef LG_STATS_CLUSTER_METRICS_H
 #define LG_STATS_CLUSTER_METRICS_H

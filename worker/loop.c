@@ -17,16 +17,16 @@
 #include "common/log.h"
 #include "kinds/registry.h"
 #include "shm/stats.h"
-#include "worker/client.h"
-#include "worker/coalesce.h"
-#include "worker/conn.h"
-#include "worker/fairshare.h"
-#include "worker/inline.h"
-#include "worker/keptfields.h"
+#include "worker/core/client.h"
+#include "worker/flight/coalesce.h"
+#include "worker/core/conn.h"
+#include "worker/job/fairshare.h"
+#include "worker/route/inline.h"
+#include "worker/core/keptfields.h"
 #include "worker/loop_admin.h"
 #include "worker/observe.h"
-#include "worker/offload.h"
-#include "worker/routes.h"
+#include "worker/job/offload.h"
+#include "worker/route/routes.h"
 
 #define ACCEPT_BATCH 64   /* connections accepted per readiness event, for fairness */
 #define TICK_S       0.1  /* heartbeat period */
@@ -258,7 +258,7 @@ lower_oom_score(void)
 /* Grows this process's descriptor table once, to room for max_conns connections plus the
  * descriptors a loop holds besides (64), bounded by RLIMIT_NOFILE. The kernel doubles the table
  * when a new descriptor passes its end (64, 128, 256, ...), and in a process whose threads
- * share it (the backing helper, worker/backing.c) every growth first waits for an RCU grace
+ * share it (the backing helper, worker/job/backing.c) every growth first waits for an RCU grace
  * period (expand_fdtable() in fs/file.c: synchronize_rcu() when files->count > 1): milliseconds
  * inside accept4(2) on the loop thread, 7.7 ms measured for the 64th descriptor of a burst of
  * 100 new connections. Grown here, while the process has one thread, it costs no grace
@@ -324,7 +324,7 @@ watch_loop(struct lg_worker *w)
 	ev_timer_start(w->ev, &w->tick);
 }
 
-/* The header fields this process's parser keeps (worker/keptfields.h): the ones the server
+/* The header fields this process's parser keeps (worker/core/keptfields.h): the ones the server
  * reads and every route's listed ones; all of them when the names do not fit the list. */
 static void
 keep_fields(struct lg_worker *w)

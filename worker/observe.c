@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "shm/stats.h"
-#include "worker/access.h"
+#include "worker/core/access.h"
 
 static void
 lag_arm(struct lg_worker *w)

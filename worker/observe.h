@@ -5,7 +5,7 @@
 #ifndef LG_WORKER_OBSERVE_H
 #define LG_WORKER_OBSERVE_H
 
-#include "worker/conn.h"
+#include "worker/core/conn.h"
 
 /* Resets this incarnation's gauges, marks the page RUNNING and starts the lag probe: a timer
  * every cfg->lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the

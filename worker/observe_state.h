@@ -1,7 +1,7 @@
 /* Observability's part of a connection and of the loop worker (worker/observe.c, and
- * worker/access.c for the access line): embedded in struct lg_conn as c->obs and in struct
+ * worker/core/access.c for the access line): embedded in struct lg_conn as c->obs and in struct
  * lg_worker as w->obs. A small header of its own because worker/observe.h includes
- * worker/conn.h. */
+ * worker/core/conn.h. */
 #ifndef LG_WORKER_OBSERVE_STATE_H
 #define LG_WORKER_OBSERVE_STATE_H
 

@@ -11,7 +11,7 @@
  *    real memfd arena and real channels) owns one end of a socketpair, the harness writes the
  *    bytes to the other end, shuts it, plays the compute pool (takes JOB headers, finishes the
  *    slot, sends DONE) and drains the answers until the worker closes the connection. ASan and
- *    UBSan watch the real hooks (worker/routes.c), the offload path and the writes.
+ *    UBSan watch the real hooks (worker/route/routes.c), the offload path and the writes.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -28,11 +28,11 @@
 #include "shm/channel.h"
 #include "shm/slot.h"
 #include "tests/oracle/http_oracle.h"
-#include "worker/coalesce.h"
-#include "worker/conn.h"
+#include "worker/flight/coalesce.h"
+#include "worker/core/conn.h"
 #include "http/http.h"
-#include "worker/offload.h"
-#include "worker/routes.h"
+#include "worker/job/offload.h"
+#include "worker/route/routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -48,7 +48,7 @@ static struct lg_arena arena;
 static struct lg_channels ch;
 static struct lg_loop_env env;
 static struct lg_worker w;
-/* a keep set, as a loop worker has (worker/keptfields.c): names gathered across pieces */
+/* a keep set, as a loop worker has (worker/core/keptfields.c): names gathered across pieces */
 static struct lg_http_keep keep; /* x-user, content-type, x-forwarded-for: see Initialize */
 static const struct lg_http_limits lim = { 2048, 512, 20, 1 << 20, &keep, 0 };
 

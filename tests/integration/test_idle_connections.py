@@ -1,4 +1,4 @@
-"""Idle keep-alive connections cost almost nothing in the loop worker (worker/conn.h
+"""Idle keep-alive connections cost almost nothing in the loop worker (worker/core/conn.h
 lg_conn_start): once a connection has been idle for a loop tick its buffers go back to the
 worker's pool, and they come back when bytes arrive. Checked by the server's own count of
 connection buffers held (lagless_connection_buffers{state="in_use"}, the same in every build),

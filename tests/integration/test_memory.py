@@ -259,7 +259,7 @@ def thread_faults(pid):
 def process_faults(pid):
     """Minor page faults so far of every thread pid has had, those that ended included (proc(5),
     /proc/PID/stat field 10 sums the thread group): the backing helper thread ends when idle
-    (worker/backing.h), so its faults are read here, not per thread."""
+    (worker/job/backing.h), so its faults are read here, not per thread."""
     with open("/proc/%d/stat" % pid) as f:
         data = f.read()
     return int(data[data.rfind(")") + 2:].split()[7])
@@ -301,7 +301,7 @@ def test_loop_thread_does_not_fault_in_uploaded_body(start_server):
 @pytest.mark.timeout(60)
 def test_body_after_the_helper_ended_is_backed_by_a_new_one(start_server):
     """The backing helper thread ends after LG_BACKING_IDLE_MS (1 s) without work, so a loop
-    serving inline routes is a process of one thread (worker/backing.h). A body that comes
+    serving inline routes is a process of one thread (worker/job/backing.h). A body that comes
     after that starts a new helper: it is backed and mapped off the loop thread as before."""
     srv = start_server("--loop-workers", "1", "--compute-workers", "1")
     loop = srv.wait_children("loop", 1)[0]
@@ -323,7 +323,7 @@ def test_body_after_the_helper_ended_is_backed_by_a_new_one(start_server):
 @pytest.mark.timeout(30)
 def test_a_loop_that_served_only_inline_routes_never_had_a_second_thread(start_server):
     """The request views are mapped on the loop thread before the loop serves
-    (worker/offload.h lg_offload_map_views), not by a helper thread started for it: a thread
+    (worker/job/offload.h lg_offload_map_views), not by a helper thread started for it: a thread
     once started leaves the process multi-threaded for glibc for good, and every recv and send
     of it then pays the cancellation-point bookkeeping. So a loop that served /ping from its
     start has had one thread all along (before, the helper lived for its first second)."""

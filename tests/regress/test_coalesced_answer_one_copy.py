@@ -2,7 +2,7 @@
 the loop worker, freed when that waiter had read it), so N waiters of an L-byte answer held
 N x L bytes of the loop's heap while they read: 100 slow readers of a 10 MiB answer, 1 GB, in
 a process whose promise is to stay small and responsive. The waiters on one loop worker now
-share one copy (struct lg_body in worker/conn.h). Measured without timing: the loop's RssAnon
+share one copy (struct lg_body in worker/core/conn.h). Measured without timing: the loop's RssAnon
 (proc(5)) while 16 waiters that do not read hold their answers of 8 MiB each (the kernel takes
 at most tcp_wmem's 4 MiB of each into the socket, so over half of every copy stays in the loop's
 heap when there is one per waiter). The figure is asserted on the plain build: under ASan the

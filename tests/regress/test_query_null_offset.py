@@ -1,5 +1,5 @@
 """Regression (found by fuzz_http): an offloaded request without a query string computed
-NULL + 0 in query_param, undefined behaviour that UBSan reports (worker/routes.c). The input
+NULL + 0 in query_param, undefined behaviour that UBSan reports (worker/route/routes.c). The input
 libFuzzer saved is replayed against the real server; under SAN=1 a report fails the test via
 the start_server fixture's crash check."""
 import os

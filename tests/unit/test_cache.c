@@ -96,7 +96,7 @@ test_classes_fit_the_budget(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
-/* The body-hash seed of keys (worker/coalesce_key.c) is drawn per cache: shared by every process
+/* The body-hash seed of keys (worker/flight/coalesce_key.c) is drawn per cache: shared by every process
  * that maps it (one key for one body across loop workers), different from another server's. */
 static void
 test_key_seed_is_random_per_cache(void **state)

@@ -1,0 +1,249 @@
+/* Connection and worker state shared by the loop worker's modules (worker/ only; the master
+ * sees nothing of it). One request at a time per connection: read and parse, then either answer
+ * inline or wait for the compute pool, write the response, and go on with any pipelined bytes.
+ *
+ * Ownership rule: a struct lg_conn is a block of the loop's pool (common/pool.h), given back the
+ * moment the connection closes, and any answer may close it (a failed write, the last response
+ * of a closing or draining connection). Every function that may close c therefore returns an
+ * int: 0 while c is still the caller's, -1 when it is closed or finished for the caller
+ * (lingering: it closes later by itself). After -1 nothing may read or write c: whatever must be
+ * counted or decided about the request (statistics, a cache refresh) is done before answering.
+ * The ASan build poisons pool blocks while they are free, so any test that reaches such a use
+ * reports it. */
+#ifndef LG_WORKER_CONN_H
+#define LG_WORKER_CONN_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "common/pool.h"
+#include "http/http.h"
+#include "worker/flight/coalesce_state.h"
+#include "worker/route/inline_state.h"
+#include "worker/loop.h"
+#include "worker/observe_state.h"
+#include "worker/job/offload_state.h"
+#include "worker/route/routes_state.h"
+
+#define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
+                              * bound; the parser streams, so a head may be longer */
+#define LG_CONN_WHEAD 8192  /* queued output: response heads and copied bodies */
+#define LG_CONN_COPY  2048  /* bodies up to this size are copied into it, larger ones referenced */
+#define LG_CONN_BATCH 4096  /* pipelined responses are batched while at most this much is
+                             * queued, so the next head and a copied body always fit */
+
+enum lg_conn_state {
+	LG_CONN_HEAD,   /* reading and parsing a request head (or a body the parser reads) */
+	LG_CONN_BODY,   /* reading a Content-Length body straight into a slot's input region */
+	LG_CONN_JOB,    /* the job is queued or running; waiting for its completion */
+	LG_CONN_WRITE,  /* writing the response */
+	LG_CONN_LINGER, /* response sent, write side shut: unread input is drained before the close,
+	                 * so the kernel does not reset the connection and lose the response
+	                 * (RFC 9112 section 9.6) */
+};
+
+struct lg_route;
+struct lg_conn;
+struct lg_conn_idle;
+struct lg_coal;
+struct lg_body;
+
+/* What the connection I/O calls back into, given by its creator (the router and the offload
+ * path, worker/route/routes.c): conn.c answers through its own respond API and knows nothing of
+ * routes, jobs or slots beyond the slot index it holds. */
+struct lg_conn_ops {
+	/* http-parser hooks (struct lg_http on_head / on_body), ctx being the connection */
+	int (*head)(struct lg_http *h, void *conn);
+	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
+	/* struct lg_http body_room: input bytes the parser may take of a body it reads (chunked)
+	 * before more must be backed; SIZE_MAX when unbounded */
+	size_t (*body_room)(struct lg_http *h, void *conn);
+	/* a complete request head (and any parser-read body): answer or start the job.
+	 * Returns 0, or -1 when the connection was closed or finished (the rule above) */
+	int (*dispatch)(struct lg_conn *c);
+	/* before reading more of a Content-Length body into the slot: 0, 1 (wait for the
+	 * backing), or -1 (answered: closed or finished) */
+	int (*body_window)(struct lg_conn *c);
+	/* the Content-Length body in the slot is complete: 0, or -1 (closed) */
+	int (*body_done)(struct lg_conn *c);
+	/* the job deadline passed (state LG_CONN_JOB): 0, or -1 (closed) */
+	int (*job_timeout)(struct lg_conn *c);
+	/* the response is written while c holds a slot: give it back */
+	int (*release)(struct lg_conn *c);
+	/* c closes while it holds a slot or is parked on a flight (fl set): client gone, write
+	 * failed */
+	void (*gone)(struct lg_conn *c);
+};
+
+struct lg_worker {
+	struct ev_loop *ev;
+	const struct lg_loop_env *env;
+	ev_signal sig_term, sig_int;
+	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
+	int nconns;
+	int draining;
+	struct lg_worker_accept acc;  /* the listener's side (worker/loop.c) */
+	struct lg_worker_job job;     /* completions, slots held, backing (worker/job/offload_state.h) */
+	struct lg_coal *coal;         /* single-flight state (worker/flight/coalesce.c), opaque here */
+	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
+	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
+	struct lg_pool pool;          /* struct lg_conn blocks (worker/core/conn.c) */
+	char date[96];                /* cached "Server: lagless\r\nDate: ...\r\nContent-Length: "
+	                               * (RFC 9110 section 6.6.1; worker/core/conn_head.c) */
+	size_t date_len;
+	ev_tstamp date_at;
+	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/observe_state.h) */
+	struct lg_worker_render render; /* /metrics and /status buffer (worker/route/inline_state.h) */
+	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
+	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
+	struct lg_worker_rt rt;       /* the router's table (worker/route/routes_state.h) */
+};
+
+/* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
+ * state (worker/core/conn_timer.c), from these instants. */
+struct lg_conn_tmo {
+	ev_tstamp req_at;             /* first byte of the current request (accept for the first),
+	                               * 0 while idle between requests */
+	ev_tstamp body_at;            /* the body began, 0 before */
+	ev_tstamp linger_until;       /* lingering (conn.c linger): the close at the latest */
+	ev_tstamp linger_seen;        /* lingering: the client's last bytes (or the start) */
+	uint64_t lingered;            /* input bytes drained while lingering */
+	int linger_copy;              /* lingering: recv(MSG_TRUNC) is refused (a unix socket):
+	                               * drained by read(2) into rbuf instead */
+	ev_tstamp write_at;           /* the current response began to be written */
+	ev_tstamp wprogress_at;       /* the client last took response bytes (docs/HTTP.md) */
+	uint64_t wdelivered;          /* response bytes the client had taken then (written minus
+	                               * the socket's unsent queue) */
+	unsigned idle_ticks;          /* loop ticks seen idle with no I/O in between (conn.c) */
+	ev_tstamp due;                /* the limit lg_conn_arm_timer set (the timer may fire
+	                               * earlier: worker/core/conn_timer.h) */
+};
+
+/* Queued output (worker/core/conn.c): the head bytes in whead, then one body. */
+struct lg_conn_out {
+	size_t whead_len, woff;       /* queued output in whead, and how much of it is written */
+	int wreq;                     /* the queued output ends with the current request's answer */
+	const unsigned char *wbody;   /* NULL or a region that stays valid until written */
+	size_t wbody_len;
+	char *wbody_owned;            /* a rendered body freed (or handed back) once written */
+	struct lg_body *wbody_shared; /* shared (lg_conn_respond_shared): dropped once written */
+};
+
+/* A connection: the core below is connection I/O (worker/core/conn.c); each module keeps its own
+ * part in an embedded struct declared in a header of its own (nginx's r->upstream). */
+struct lg_conn {
+	struct lg_worker *w;
+	struct lg_conn *prev, *next;
+	int fd;
+	ev_io io;
+	ev_timer timer;               /* idle, body or job deadline, by state */
+	enum lg_conn_state state;
+	struct lg_http http;
+	int close_after;              /* close once the current response is written */
+	int reject_status;            /* status chosen by the head hook for a rejected request */
+	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
+	unsigned nreq;                /* requests parsed on this connection */
+	/* conn_process is running for c: it watches c's socket and arms its timer for the state
+	 * it leaves c in when it returns, so a response finished inside it does not do so too */
+	int processing;
+	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
+	 * the body will be read; the 100 goes out only while the body is awaited, and a response
+	 * drops an unsent one or finishes a partly sent one first. */
+	int want_continue;
+	size_t cont_off;              /* bytes of the interim response written */
+	struct lg_conn_tmo tmo;       /* timeouts (above) */
+	struct lg_conn_out out;       /* queued output (above) */
+	struct lg_conn_rt rt;         /* the router's: route, row, label (worker/route/routes_state.h) */
+	struct lg_conn_job job;       /* the offloaded job (worker/job/offload_state.h) */
+	struct lg_conn_flight flight; /* single-flight and cache (worker/flight/coalesce_state.h) */
+	struct lg_conn_obs obs;       /* metrics and the access log (worker/observe_state.h) */
+	size_t rlen;
+	char rbuf[LG_CONN_RBUF];
+	char whead[LG_CONN_WHEAD];
+};
+
+/* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
+ * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
+ * nothing to write, no slot), the connection holds only a struct lg_conn_idle; a struct lg_conn
+ * (buffers and parser, ~33 KiB of address space) comes from w->pool while bytes are in flight.
+ * Returns 0, or -1 with errno ENOMEM (fd is closed). */
+int lg_conn_start(struct lg_worker *w, int fd);
+
+/* The loop's periodic tick (100 ms): connections idle since the previous tick give their
+ * struct lg_conn back, and pool blocks unused for a whole tick are unmapped. */
+void lg_conn_tick(struct lg_worker *w);
+
+/* A graceful drain began: every connection idle between requests gets LG_CONN_DRAIN_IDLE_MS for
+ * one more request (lg_conn_drain_idle), busy ones finish theirs. */
+void lg_conn_drain(struct lg_worker *w);
+
+/* A graceful drain reached c while it lingers after a closing answer: it lingers no longer than
+ * a connection that begins lingering in a draining loop, which the loop's exit waits for. */
+void lg_conn_drain_linger(struct lg_conn *c);
+
+/* Closes the connection and frees it; releases any slot it holds (cancelling a queued job). c's
+ * block is back in the pool on return: the caller must not touch c again. */
+void lg_conn_close(struct lg_conn *c);
+
+/* A response body several connections of one loop worker send at once: the answer of one
+ * coalesced job to each of its waiters, one copy however many wait (a copy per waiter made 100
+ * waiters of a 10 MiB answer hold 1 GB). Loop-local, so the count is a plain integer. */
+struct lg_body {
+	unsigned refs;
+	size_t len;                   /* bytes of data */
+	unsigned char data[];
+};
+
+/* A body of len bytes with one reference, the caller's; data is not initialised. Returns NULL
+ * when out of memory (errno ENOMEM). */
+struct lg_body *lg_body_new(size_t len);
+
+/* Drops one reference to b; the last one frees it. NULL is a no-op. */
+void lg_body_unref(struct lg_body *b);
+
+/* lg_conn_respond with body b->data, b->len, which c holds a reference to until it is written
+ * or c closes (the caller keeps its own). Returns as lg_conn_respond. */
+int lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    struct lg_body *b);
+
+/* Queues a response: status, optional Content-Type, extra header lines (each ending in CRLF, or
+ * NULL), and a body. A body of up to 2 KiB is copied; a larger one is referenced and must stay
+ * valid until written (arena output regions do: the slot is held until then). HEAD requests get
+ * the head only. Then writes what the socket takes. Returns 0, or -1 when the connection was
+ * closed (write error, a draining loop's last answer) or is finished (lingering after a closing
+ * answer); the caller must not touch c after -1. */
+int lg_conn_respond(struct lg_conn *c, int status, const char *ctype, const char *extra,
+    const void *body, size_t len);
+
+/* A graceful drain reached c while it is idle between requests: rather than closing at once
+ * (a request the client is sending right now would then fail), give it LG_CONN_DRAIN_IDLE_MS
+ * for one more request, which is answered with Connection: close; then close. */
+void lg_conn_drain_idle(struct lg_conn *c);
+
+#define LG_CONN_DRAIN_IDLE_MS 500
+
+/* The header line of every 503 whose cause passes within a second or so (no job slot or
+ * buffer free, shared memory short, too many connections): RFC 9110 section 10.2.3
+ * Retry-After in delay-seconds, CRLF-terminated, for lg_conn_error's extra. */
+#define LG_CONN_RETRY_AFTER "Retry-After: 1\r\n"
+
+/* Answers an error status with a short text body. close_after forces Connection: close.
+ * Returns as lg_conn_respond. */
+int lg_conn_error(struct lg_conn *c, int status, int close_after, const char *extra);
+
+/* Ends the body c is receiving with 408 and a close, to free its transit buffer for another
+ * request (worker/job/fairshare.c lg_fair_tick): held_s is how long it has held it, for the log.
+ * Counted as a slow upload. Returns 1 when it did (c may be closed: the caller must not touch
+ * it), 0 when c is not receiving a body (nothing done). */
+int lg_conn_cut_upload(struct lg_conn *c, double held_s);
+
+/* The input region of c got backed (worker/job/backing.h): reading the body may go on. In state
+ * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
+ * when c was closed or finished. */
+int lg_conn_body_ready(struct lg_conn *c);
+
+/* Continues a connection after an asynchronous event changed its state (a job completed):
+ * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */
+int lg_conn_resume(struct lg_conn *c);
+
+#endif

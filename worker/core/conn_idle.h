@@ -1,0 +1,34 @@
+/* Between worker/core/conn.c (a busy connection's I/O, the pool of struct lg_conn blocks and the
+ * connection count) and worker/core/conn_idle.c (idle connections); nothing else includes this.
+ * Calls go one way: conn_idle.c calls into conn.c (lg_conn_pool, lg_conn_gone, lg_conn_wake),
+ * conn.c calls nothing of conn_idle.c. */
+#ifndef LG_WORKER_CONN_IDLE_H
+#define LG_WORKER_CONN_IDLE_H
+
+#include "worker/core/conn.h"
+
+/* Points io at fd, the socket another (stopped) watcher of this loop just watched for the same
+ * events: unlike ev_io_set, which makes libev tell epoll about fd again (a failing
+ * EPOLL_CTL_ADD, since the socket is registered already), this keeps the kernel's state as it
+ * is. Only for a descriptor that stayed open in between (a reused number needs ev_io_set). */
+static inline void
+lg_conn_io_move(ev_io *io, void (*cb)(struct ev_loop *, ev_io *, int), int fd, int events)
+{
+	ev_init(io, cb);
+	io->fd = fd;
+	io->events = events;
+}
+
+/* The loop worker's pool of struct lg_conn blocks, set up on first use (worker/core/conn.c). */
+struct lg_pool *lg_conn_pool(struct lg_worker *w);
+
+/* A connection of w (busy or idle) is gone: counts it, and ends a drain that is complete
+ * (worker/core/conn.c). */
+void lg_conn_gone(struct lg_worker *w);
+
+/* Bytes (or EOF) arrived on idle connection fd: c (a pool block) becomes its struct lg_conn, with
+ * req_at as its head deadline's start (0: none yet), and handles revents. c may be closed (and
+ * back in the pool) on return. */
+void lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, int revents);
+
+#endif

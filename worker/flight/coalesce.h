@@ -1,0 +1,81 @@
+/* Single-flight and the result cache, seen from a loop worker (shm/flight.h, shm/cache.h,
+ * common/policy.h; docs/CACHE.md).
+ *
+ * A request of a route with a rule is decided at dispatch: a fresh cached answer is sent at
+ * once (X-Cache: hit); a stale one is sent at once while one background job refreshes it
+ * (stale); a job already in flight for the key is joined and the connection parked until it
+ * ends (coalesced); otherwise this request's job becomes the key's flight (miss). The loop that
+ * claimed the job slot owns the flight; when the job ends it stores the answer in the cache
+ * first, frees the flight entry, answers its own parked connections and sends one WAKE to each
+ * other loop that has parked connections, which answers its own from the cache entry. Parked
+ * connections are woken by that message on the completion channel, never by polling. */
+#ifndef LG_WORKER_COALESCE_H
+#define LG_WORKER_COALESCE_H
+
+#include "common/buf.h"
+#include "shm/cache.h"
+#include "shm/wire.h"
+#include "worker/core/conn.h"
+
+/* Sets up w's coalescing state. Returns 0, or -1 (ENOMEM). */
+int lg_coal_setup(struct lg_worker *w);
+
+/* After lg_coal_setup: connects w's coalescing to the cluster scope (worker/flight/cluster.h
+ * lg_cluster_setup with coalescing's hooks; nothing when no --redis). Returns what
+ * lg_cluster_setup returns. */
+int lg_coal_cluster_setup(struct lg_worker *w);
+
+/* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
+ * from the configuration: master/site.c), NULL for none. When it does, c->flight.coal and
+ * c->flight.pol are set, and a bodiless request claims no slot before dispatch.
+ * c->job.deadline_ms must hold the route's job deadline. */
+int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
+
+/* Dispatch of a complete request with c->flight.coal set: answers from the cache, parks c on a
+ * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or
+ * -1: no slot; it sets c->job.slot and the job's kind, route, deadline and content type); a
+ * request with a body holds its transit buffer since head time, the body complete in it
+ * (called from lg_coal_body_done with claim NULL): a cache hit gives it back, a parked request
+ * keeps it until answered (so it can still run its own job if the shared answer cannot reach
+ * it), and a miss's job runs in it. Returns 0, or -1 when c was closed. */
+int lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c));
+
+/* A DONE header for slot m->slot found no connection waiting: if the slot runs a flight of this
+ * loop, finishes it. Returns 1 when it was a flight's, 0 otherwise. */
+int lg_coal_completion(struct lg_worker *w, const struct lg_msg *m);
+
+/* A WAKE or UNWANTED header on the completion channel. */
+void lg_coal_message(struct lg_worker *w, const struct lg_msg *m);
+
+/* c is closing while parked on a flight: it leaves; the last waiter leaving cancels the job. */
+void lg_coal_gone(struct lg_conn *c);
+
+/* c's own deadline passed while parked: it leaves and is answered 504. Returns 0 or -1. */
+int lg_coal_deadline(struct lg_conn *c);
+
+/* The router's ops (struct lg_conn_ops, worker/route/routes.c) for a route that may coalesce, over
+ * the offload path's (worker/job/offload.h), which knows nothing of flights:
+ * body_done: the body is complete in c's slot; a coalescing request (c->flight.coal, not run on the
+ * loop) is dispatched now, its key holding the body's hash; any other is queued
+ * (lg_offload_queue). Returns 0 or -1 (closed). */
+int lg_coal_body_done(struct lg_conn *c);
+
+/* job_timeout: c parked on a flight leaves it (lg_coal_deadline); else lg_offload_deadline. */
+int lg_coal_job_timeout(struct lg_conn *c);
+
+/* gone: c parked on a flight leaves it (lg_coal_gone: a body's transit buffer is given back
+ * there); else lg_offload_client_gone. */
+void lg_coal_conn_gone(struct lg_conn *c);
+
+/* The key of c's request (common/policy.h): method (HEAD as GET), path, the listed query
+ * parameters and headers, and for a request with a body or of another method than GET/HEAD
+ * its Content-Type, Content-Encoding, length and body hash (the body complete in c's transit
+ * buffer), into key (LG_FLIGHT_KEY_MAX bytes, binary), *len bytes. Returns 0, or -1 when the
+ * request must not share: credentials the rule keeps out of sharing, kept headers that did
+ * not fit, a body over the rule's body-max, or a longer key. */
+int lg_coal_key(const struct lg_conn *c, char *key, size_t *len);
+
+/* Whether c's request carries a body (chunked, or a Content-Length over 0). */
+int lg_coal_has_body(const struct lg_conn *c);
+
+#endif

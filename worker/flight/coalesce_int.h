@@ -1,0 +1,76 @@
+/* Single-flight internals shared by worker/flight/coalesce.c, worker/flight/coalesce_answer.c (the answers
+ * and the store) and worker/flight/coalesce_cluster.c (the cluster scope's hooks): the loop's record
+ * of a flight and the steps that answer it. Private to the coalescing module;
+ * worker/flight/coalesce.h is its interface. */
+#ifndef LG_WORKER_COALESCE_INT_H
+#define LG_WORKER_COALESCE_INT_H
+
+#include "shm/cache.h"
+#include "shm/flight.h"
+#include "worker/core/conn.h"
+
+#define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
+
+struct lg_cflight;
+
+/* A loop's single-flight state (w->coal). */
+struct lg_coal {
+	struct lg_lflight *list;
+	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
+	struct lg_lflight **by_slot;  /* owner flights by job slot */
+	struct lg_cache_counters *ctr;
+};
+
+/* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
+ * parked connections. */
+struct lg_lflight {
+	struct lg_lflight *next;
+	struct lg_worker *w;
+	struct lg_flight_ref ref;
+	int owner, background;
+	int gated;                    /* background: holds the refresh gate of stale entry
+	                               * (stale_idx, stale_seq) (lg_cache_refresh_take) */
+	uint32_t stale_idx;
+	uint64_t stale_seq;
+	int slot;
+	uint32_t slot_gen;
+	uint32_t pool;                /* owner: the job's pool (its on_client_gone) */
+	struct lg_conn *waiters;
+	unsigned nwait;
+	const struct lg_policy *pol;
+	uint64_t deadline_ms;         /* owner: the route's job deadline */
+	const char *ctype;            /* owner: the route's content type (registry storage) */
+	ev_timer deadline;            /* owner: the job's deadline */
+	struct lg_cflight *cl;        /* owner of a cluster-scoped key: its Redis state
+	                               * (worker/flight/cluster.c), NULL when local */
+};
+
+/* The answers and the store (worker/flight/coalesce_answer.c, see their comments there). */
+int lg_coal_refuse(struct lg_conn *c, const char *label);
+int lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct lg_body *b);
+int lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *label,
+    uint64_t age_s, int with_age, struct lg_body *b);
+struct lg_body *lg_coal_cached_body(struct lg_worker *w, const struct lg_cache_meta *m);
+int lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct lg_body *b,
+    const char *label, _Atomic uint64_t *counter);
+int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
+    const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
+
+/* The helpers of worker/flight/coalesce.c (see their comments there). */
+int lg_coal_job_slot(struct lg_conn *c);
+struct lg_lflight *lg_coal_add_flight(struct lg_worker *w, const struct lg_flight_ref *ref,
+    const struct lg_policy *pol);
+void lg_coal_drop_flight(struct lg_lflight *f);
+void lg_coal_park(struct lg_conn *c, struct lg_lflight *f, const char *label);
+void lg_coal_unpark(struct lg_conn *c);
+void lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int64_t mask,
+    int status, const struct lg_cache_meta *m, uint64_t queue_ns, uint64_t run_ns);
+void lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
+    const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns);
+const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash);
+/* c (holding job slot c->job.slot) sends its job and hands the slot to owner flight f (which
+ * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,
+ * or -1 when the job could not be sent (c's slot given back; nothing answered). */
+int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked);
+
+#endif

@@ -1,0 +1,67 @@
+/* The offload path's part of a connection and of the loop worker (worker/job/offload.c, with the
+ * helper thread of worker/job/backing.c): embedded in struct lg_conn as c->job and in struct
+ * lg_worker as w->job, so the connection core (worker/core/conn.h) holds them without knowing what is
+ * in them. A small header of its own because worker/job/offload.h includes worker/core/conn.h. */
+#ifndef LG_WORKER_OFFLOAD_STATE_H
+#define LG_WORKER_OFFLOAD_STATE_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/job/backing.h"
+
+struct lg_conn;
+
+/* The current offloaded job of a connection (set at head time by lg_offload_claim). */
+struct lg_conn_job {
+	int slot;                     /* -1 when the connection holds no slot */
+	uint32_t gen;
+	uint64_t arg;                 /* the route's index (the compute side finds its config) */
+	uint64_t deadline_ms;         /* of the job, queue wait included */
+	int run_inline;               /* a where=loop kind: run here, not queued */
+	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
+	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
+	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
+	uint64_t body_off;            /* the body's offset in the input region (after the view) */
+	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
+	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
+	int backing_wait;             /* a backing request for the slot is with the helper */
+	size_t head_body;             /* body bytes that came with the head, still in rbuf until
+	                               * the first window is backed */
+	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time (metrics, access log) */
+};
+
+/* Readies a connection's job part: no slot held, no backing asked for. */
+static inline void
+lg_job_init(struct lg_conn_job *j)
+{
+	j->slot = -1;
+	j->backing_wait = 0;
+	j->head_body = 0;
+}
+
+/* 1 when the connection holds a job slot (j->slot is its index), else 0. */
+static inline int
+lg_job_holds_slot(const struct lg_conn_job *j)
+{
+	return j->slot >= 0;
+}
+
+/* The loop worker's side of the offload path. */
+struct lg_worker_job {
+	ev_io done_io;                /* completion headers from the compute pool */
+	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
+	struct lg_backing backing;    /* helper thread that backs input regions (worker/job/backing.h) */
+};
+
+/* Completions and backing outcomes for slot no longer find c (single-flight took the slot
+ * over): clears wj->pending[slot] when it is c. slot is a valid index. */
+static inline void
+lg_job_unpend(struct lg_worker_job *wj, const struct lg_conn *c, int slot)
+{
+	if (wj->pending[slot] == c)
+		wj->pending[slot] = NULL;
+}
+
+#endif

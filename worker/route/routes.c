@@ -1,0 +1,534 @@
+#include "worker/route/routes.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "kinds/params.h"
+#include "kinds/registry.h"
+#include "shm/slot.h"
+#include "shm/stats.h"
+#include "worker/flight/coalesce.h"
+#include "worker/route/inline.h"
+#include "worker/observe.h"
+#include "worker/job/offload.h"
+#include "worker/loop.h"
+
+/* A row of this loop worker's router, built from the registry's routes at start. */
+struct lg_route {
+	const struct lg_route_def *def;
+	int (*handler)(struct lg_conn *c); /* a loop handler, or NULL for a kind */
+	unsigned row;                      /* statistics row */
+	size_t path_len;                   /* strlen(def->path) */
+};
+
+static int
+method_bit(unsigned m)
+{
+	switch (m) {
+	case HTTP_GET: return LG_M_GET;
+	case HTTP_HEAD: return LG_M_HEAD;
+	case HTTP_POST: return LG_M_POST;
+	case HTTP_PUT: return LG_M_PUT;
+	case HTTP_DELETE: return LG_M_DELETE;
+	case HTTP_PATCH: return LG_M_PATCH;
+	default: return 0;
+	}
+}
+
+/* How specific route d is for r's path: 0 no match, a prefix route its length + 1, an exact
+ * route more than any prefix (nginx's location rule: an exact path wins, then the longest
+ * prefix; a catch-all prefix route never takes /ping from its exact route). */
+static size_t
+path_rank(const struct lg_route *rt, const struct lg_http_req *r)
+{
+	const struct lg_route_def *d = rt->def;
+	size_t n = rt->path_len;
+
+	if (d->prefix)
+		return r->path_len >= n && memcmp(d->path, r->path, n) == 0 ? n + 1 : 0;
+	return n == r->path_len && memcmp(d->path, r->path, n) == 0 ? SIZE_MAX : 0;
+}
+
+static int
+path_matches(const struct lg_route *rt, const struct lg_http_req *r)
+{
+	return path_rank(rt, r) != 0;
+}
+
+/* path_rank for the routes this server serves (test-only routes need --enable-test-jobs). */
+static size_t
+match_rank(const struct lg_worker *w, const struct lg_route *rt, const struct lg_http_req *r)
+{
+	if (rt->def->test_only && !w->env->cfg->enable_test_jobs)
+		return 0;
+	return path_rank(rt, r);
+}
+
+/* The route for path and method: among the routes whose path matches best (match_rank), the
+ * first in the table whose methods include it; else the first of them (405); else NULL
+ * (404). A less specific route never answers a method the best match lacks. */
+static const struct lg_route *
+find_route(const struct lg_worker *w, const struct lg_http_req *r)
+{
+	const struct lg_route *best = NULL;
+	size_t rank = 0;
+	uint32_t bit = method_bit(r->method);
+
+	for (unsigned i = 0; i < w->rt.nroutes; i++) {
+		size_t k = match_rank(w, &w->rt.routes[i], r);
+
+		if (k == 0 || k < rank)
+			continue;
+		if (k > rank || (!(best->def->methods & bit) && (w->rt.routes[i].def->methods & bit)))
+			best = &w->rt.routes[i];
+		rank = k;
+		if (rank == SIZE_MAX && (best->def->methods & bit))
+			break; /* an exact route that takes the method: nothing can beat it */
+	}
+	return best;
+}
+
+static int
+method_ok(const struct lg_route *rt, unsigned method)
+{
+	return (rt->def->methods & method_bit(method)) != 0;
+}
+
+/* OPTIONS * (RFC 9112 section 3.2.4): a question about the server, not a resource. */
+static int
+is_asterisk(const struct lg_http_req *r)
+{
+	return r->method == HTTP_OPTIONS && r->path_len == 1 && r->path[0] == '*';
+}
+
+static int
+reject(struct lg_conn *c, int status)
+{
+	c->reject_status = status;
+	if (status == 503)
+		snprintf(c->reject_extra, sizeof(c->reject_extra), LG_CONN_RETRY_AFTER);
+	return LG_HTTP_REJECT;
+}
+
+/* "Allow: ...\r\n" for a 405 (RFC 9110 section 15.5.6): every method of the path's routes. */
+static void
+allow_header(const struct lg_conn *c, char *buf, size_t cap)
+{
+	const struct lg_worker *w = c->w;
+	uint32_t set = 0;
+	char list[64];
+
+	for (unsigned i = 0; i < w->rt.nroutes; i++)
+		if (path_matches(&w->rt.routes[i], &c->http.req))
+			set |= w->rt.routes[i].def->methods;
+	lg_registry_methods_str(set, list, sizeof(list));
+	snprintf(buf, cap, "Allow: %s\r\n", list);
+}
+
+/* Whether a body that will be dropped is better read (the connection stays usable) than left
+ * unread (answered at once, and the connection closes): not when the client holds it back for a
+ * 100 Continue (RFC 9110 section 10.1.1), nor when it is declared longer than --max-discard,
+ * beyond which reading costs more than the client's reconnect. A chunked body is bounded as it
+ * arrives (lg_route_body). */
+static int
+discard_ok(const struct lg_conn *c, const struct lg_http_req *r)
+{
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+
+	if (!has_body)
+		return 1;
+	return !r->expect_continue && (r->chunked ||
+	    r->content_length <= c->w->env->cfg->max_discard);
+}
+
+/* "Retry-After: N" in c->reject_extra, copied rather than formatted (every refusal of a
+ * flood takes this path). */
+static void
+set_retry_after(struct lg_conn *c, uint64_t retry_s)
+{
+	static const char name[] = "Retry-After: ";
+	char *p = c->reject_extra;
+
+	_Static_assert(sizeof(name) - 1 + LG_FMT_U64_MAX + 3 <= sizeof(c->reject_extra),
+	    "reject_extra holds a Retry-After line");
+	memcpy(p, name, sizeof(name) - 1);
+	p += sizeof(name) - 1;
+	p += lg_fmt_u64(p, retry_s);
+	memcpy(p, "\r\n", 3);
+}
+
+/* Whether kind's module is marked failed in the master page (its init failed or crashed in
+ * some process); *retry_s, when given, the seconds until the master's next retry (at least 1). */
+static int
+module_down(const struct lg_worker *w, uint32_t kind, uint64_t *retry_s)
+{
+	uint32_t mod = lg_registry_module_of(w->env->cfg->reg, kind);
+	const struct lg_module_health *h;
+
+	if (mod >= LG_MODULE_HEALTH)
+		return 0;
+	h = &w->env->arena->master->modules[mod];
+	if (!atomic_load(&h->failed))
+		return 0;
+	if (retry_s != NULL) {
+		uint64_t at = atomic_load(&h->retry_ns), now = lg_now_ns();
+
+		*retry_s = at > now ? (at - now + 999999999u) / 1000000000u : 1;
+	}
+	return 1;
+}
+
+/* A refusal that keeps the connection when discarding the body is cheap: answered at dispatch,
+ * in order behind any pipelined request before it, after the parser has read and dropped the
+ * body; otherwise at once, closing. status is 503 (Retry-After: retry_s). */
+static int
+refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t retry_s)
+{
+	set_retry_after(c, retry_s);
+	if (!discard_ok(c, r)) {
+		c->reject_status = status;
+		return LG_HTTP_REJECT;
+	}
+	c->rt.refuse_status = status;
+	return LG_HTTP_BODY_PARSER;
+}
+
+/* A request that will not be served (404, 405) but announces a body with Expect: 100-continue
+ * is answered at once instead of waiting for a body the client holds back (RFC 9110 section
+ * 10.1.1); the connection then closes, since the body was never read. The same for a body
+ * declared longer than --max-discard. */
+static int
+refuse_early(struct lg_conn *c, const struct lg_http_req *r)
+{
+	if (c->rt.route == NULL)
+		return reject(c, 404);
+	allow_header(c, c->reject_extra, sizeof(c->reject_extra));
+	return reject(c, 405);
+}
+
+/* The query arguments c's kind declares (ABI 1.1, kinds/params.h) checked against r's query:
+ * 1 with a short reason in why (cap bytes, "iterations: expected ...\n") when one is malformed
+ * or out of range, else 0. A table walk over the kind's declaration, no per-kind code. */
+static int
+query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
+{
+	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, c->rt.route->def->kind);
+	size_t n;
+
+	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
+	    r->query, r->query ? r->query_len : 0, why, cap - 1) == 0)
+		return 0;
+	n = strlen(why);
+	why[n] = '\n';
+	why[n + 1] = '\0';
+	return 1;
+}
+
+/* A bad query argument: 400 before the job claims a slot or a coalescing key, whatever the
+ * pool's state (issue: a malformed argument used to wait behind running jobs for the compute
+ * process to refuse it). Answered at dispatch (the reason is found again there) behind any
+ * pipelined request, the body read and dropped; or at once, closing, when the body is not
+ * worth reading. */
+static int
+refuse_query(struct lg_conn *c, const struct lg_http_req *r)
+{
+	c->reject_extra[0] = '\0';
+	atomic_fetch_add(&c->w->env->page->rejected_query, 1);
+	if (!discard_ok(c, r))
+		return reject(c, 400);
+	c->rt.refuse_status = 400;
+	return LG_HTTP_BODY_PARSER;
+}
+
+/* The request view the kind sees: method, path, raw query and the route's listed fields. */
+static void
+request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_view *v)
+{
+	const struct lg_http_req *r = &c->http.req;
+	const char *m = http_method_str(r->method);
+
+	memset(v, 0, sizeof(*v));
+	v->method = m;
+	v->method_len = strlen(m);
+	v->path = r->path;
+	v->path_len = r->path_len;
+	v->query = r->query ? r->query : "";
+	v->query_len = r->query ? r->query_len : 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		size_t len;
+		const char *val = lg_http_field_get(r, d->fields[i], &len);
+
+		if (val == NULL)
+			continue;
+		v->fields[v->nfields++] = (struct lagless_field){ d->fields[i],
+		    strlen(d->fields[i]), val, len };
+	}
+}
+
+/* Claims a job slot for c's kind route and writes its request view (at head time, or at
+ * dispatch for a coalescing route's job). Returns 0, or -1 (no free slot, or the view could
+ * not be backed: counted; the caller answers 503). */
+static int
+route_claim(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	const struct lg_route_def *d = c->rt.route->def;
+	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
+	struct lg_view v;
+
+	request_view(c, d, &v);
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->rt.route - c->w->rt.routes),
+	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
+	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
+	return lg_offload_claim(c, &sp);
+}
+
+/* --admin-listen: a connection it accepted gets the loop's own answers (ping, health, ready,
+ * metrics, status) and nothing else, and the other listeners no longer answer /metrics and
+ * /status, so probes and scrapes stay on a port a Service does not expose. */
+static int
+admin_allows(const struct lg_conn *c, const struct lg_route *rt)
+{
+	static const char *const admin[] = { "ping", "health", "ready", "metrics", "status" };
+	const char *h = rt->def->handler;
+	int i = 0;
+
+	if (c->w->env->admin_fd < 0)
+		return 1;
+	while (i < 5 && (rt->handler == NULL || strcmp(h, admin[i]) != 0))
+		i++;
+	return lg_loop_admin_conn(c->fd) ? i < 5 : i < 3 || i == 5;
+}
+
+/* The methods of every route c's listener serves (the admin listener only its GET/HEAD
+ * handlers): what OPTIONS * answers in Allow. */
+static uint32_t
+served_methods(const struct lg_conn *c)
+{
+	uint32_t set = 0;
+
+	for (unsigned i = 0; i < c->w->rt.nroutes; i++)
+		if (admin_allows(c, &c->w->rt.routes[i]))
+			set |= c->w->rt.routes[i].def->methods;
+	return set;
+}
+
+/* A new request head on c: its route (NULL for none, or one the admin listener rule hides),
+ * its metrics row and label, its body limit, and the per-request state of the last one
+ * cleared. */
+static void
+route_begin(struct lg_conn *c, const struct lg_http_req *r)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+
+	c->rt.route = find_route(c->w, r);
+	if (c->rt.route != NULL && !admin_allows(c, c->rt.route))
+		c->rt.route = NULL; /* 404, as for a path that has no route */
+	lg_flight_begin(&c->flight);
+	c->rt.route_row = c->rt.route ? c->rt.route->row : c->w->rt.none_row;
+	c->rt.route_label = c->w->rt.row_names[c->rt.route_row];
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->rt.refuse_status = 0;
+	c->reject_extra[0] = '\0';
+	c->rt.max_body = c->rt.route && c->rt.route->def->kind ? c->rt.route->def->max_body :
+	    cfg->max_body;
+}
+
+int
+lg_route_head(struct lg_http *h, void *conn)
+{
+	struct lg_conn *c = conn;
+	const struct lg_http_req *r = &h->req;
+	const struct lg_config *cfg = c->w->env->cfg;
+	const struct lg_route_def *d;
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+
+	route_begin(c, r);
+	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->rt.max_body)
+		return reject(c, 413);
+	if ((c->rt.route == NULL && !is_asterisk(r)) ||
+	    (c->rt.route && !method_ok(c->rt.route, r->method))) {
+		if (!discard_ok(c, r))
+			return refuse_early(c, r);
+		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
+	}
+	if (is_asterisk(r) || c->rt.route->handler != NULL) {
+		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
+			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
+		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
+		return LG_HTTP_BODY_PARSER;
+	}
+	d = c->rt.route->def;
+	char why[256];
+	if (query_bad(c, r, why, sizeof(why)))
+		return refuse_query(c, r);
+	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
+	    lg_now_ns());
+	if (left > 0) {
+		/* A kind that keeps killing compute processes is refused for a while
+		 * (--quarantine-deaths); Retry-After says when it is tried again. */
+		atomic_fetch_add(&c->w->env->page->rejected_quarantine, 1);
+		return refuse_keep(c, r, 503, (left + 999999999u) / 1000000000u);
+	}
+	if (module_down(c->w, d->kind, &left)) {
+		/* Its module's init failed or crashed: refused (with the reason, at dispatch)
+		 * until the master's retry of the init succeeds; Retry-After is that retry. */
+		atomic_fetch_add(&c->w->env->page->rejected_module, 1);
+		return refuse_keep(c, r, 503, left);
+	}
+	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
+	 * needs no slot (worker/flight/coalesce.h). A request with a body takes its transit buffer now
+	 * like any job, and is decided once the body (hashed into its key) is complete. */
+	c->job.deadline_ms = d->deadline_ms;
+	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c, d->has_coal ? &d->coal : NULL) &&
+	    !has_body)
+		return LG_HTTP_BODY_PARSER;
+	/* The bounded queue: no free slot means 503 now, before any body byte is read into
+	 * shared memory; a small body is read and dropped so the connection stays usable. */
+	if (route_claim(c) == -1)
+		return refuse_keep(c, r, 503, 1);
+	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
+	 * connection sends it while the body is awaited (worker/core/conn.c). */
+	c->want_continue = r->expect_continue && has_body;
+	return c->job.body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+}
+
+int
+lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
+{
+	struct lg_conn *c = conn;
+
+	if (h->body_seen > c->rt.max_body) {
+		h->status = 413;
+		return -1;
+	}
+	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
+		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
+		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
+		 * long Content-Length (refuse_early) */
+		h->status = c->rt.refuse_status ? c->rt.refuse_status :
+		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 :
+		    c->rt.route != NULL && !method_ok(c->rt.route, h->req.method) ? 405 : 413;
+		if (h->status == 405)
+			allow_header(c, c->reject_extra, sizeof(c->reject_extra));
+		return -1;
+	}
+	if (!lg_job_holds_slot(&c->job))
+		return 0; /* a body nobody reads (inline route, refusal) is dropped */
+	return lg_offload_body(c, h, at, len);
+}
+
+static size_t
+route_body_room(struct lg_http *h, void *conn)
+{
+	struct lg_conn *c = conn;
+
+	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
+}
+
+int
+lg_route_dispatch(struct lg_conn *c)
+{
+	const struct lg_http_req *r = &c->http.req;
+
+	if (c->rt.refuse_status) {
+		char why[256];
+		size_t n = c->rt.refuse_status == 503 && c->rt.route && c->rt.route->def->kind &&
+		    module_down(c->w, c->rt.route->def->kind, NULL) ?
+		    lg_offload_unavailable_text(c->w, c->rt.route->def->kind, why, sizeof(why)) : 0;
+
+		if (n > 0) /* its module's init failed: say so */
+			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
+		if (c->rt.refuse_status == 400 && c->rt.route && query_bad(c, r, why, sizeof(why))) {
+			lg_obs_route_hit(c); /* the route answered it, without a job */
+			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
+		}
+		return lg_conn_error(c, c->rt.refuse_status, 0, c->reject_extra);
+	}
+	if (c->rt.route == NULL && is_asterisk(r))
+		return lg_inline_options_any(c, served_methods(c));
+	if (c->rt.route == NULL)
+		return lg_conn_error(c, 404, 0, NULL);
+	if (!method_ok(c->rt.route, r->method)) {
+		char allow[96];
+
+		allow_header(c, allow, sizeof(allow));
+		return lg_conn_error(c, 405, 0, allow);
+	}
+	if (c->rt.route->handler != NULL) {
+		lg_obs_route_hit(c);
+		return c->rt.route->handler(c);
+	}
+	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
+		return lg_coal_dispatch(c, route_claim);
+	return lg_offload_start(c);
+}
+
+static int
+route_release(struct lg_conn *c)
+{
+	return lg_offload_release(c);
+}
+
+const struct lg_conn_ops lg_route_conn_ops = {
+	.head = lg_route_head,
+	.body = lg_route_body,
+	.body_room = route_body_room,
+	.dispatch = lg_route_dispatch,
+	.body_window = lg_offload_body_window,
+	.body_done = lg_coal_body_done,
+	.job_timeout = lg_coal_job_timeout,
+	.release = route_release,
+	.gone = lg_coal_conn_gone,
+};
+
+int
+lg_router_build(struct lg_worker *w)
+{
+	const struct lg_registry *reg = w->env->cfg->reg;
+
+	w->rt.nroutes = reg->nroutes;
+	w->rt.routes = calloc(reg->nroutes + 1, sizeof(*w->rt.routes));
+	/* Statistics rows: one per route, then "none"; the arena's stats area was sized from
+	 * the same registry (master/gen.c), so every route has its own row. */
+	w->rt.nrows = reg->nroutes + 1;
+	if (w->rt.nrows > w->env->arena->stat_routes) {
+		errno = ERANGE;
+		return -1;
+	}
+	w->rt.row_names = calloc(w->rt.nrows, sizeof(*w->rt.row_names));
+	w->rt.kind_names = calloc(reg->nkinds, sizeof(*w->rt.kind_names));
+	if (w->rt.routes == NULL || w->rt.row_names == NULL || w->rt.kind_names == NULL)
+		return -1;
+	for (unsigned i = 0; i < reg->nroutes; i++) {
+		struct lg_route *rt = &w->rt.routes[i];
+
+		rt->def = &reg->routes[i];
+		rt->row = i;
+		rt->path_len = strlen(rt->def->path);
+		rt->handler = lg_inline_handler(rt->def->handler);
+		if (rt->def->kind == 0 && rt->handler == NULL) {
+			errno = EINVAL;
+			return -1;
+		}
+		w->rt.row_names[i] = rt->def->path;
+	}
+	w->rt.none_row = w->rt.nrows - 1;
+	w->rt.row_names[w->rt.none_row] = "none";
+	for (uint32_t k = 1; k < reg->nkinds; k++)
+		w->rt.kind_names[k] = reg->kinds[k].name;
+	return 0;
+}

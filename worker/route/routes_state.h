@@ -1,0 +1,42 @@
+/* The router's part of a connection and of the loop worker (worker/route/routes.c): embedded in
+ * struct lg_conn as c->rt and in struct lg_worker as w->rt. worker/observe.c reads the
+ * request's row and label. A small header of its own because worker/route/routes.h includes
+ * worker/core/conn.h. */
+#ifndef LG_WORKER_ROUTES_STATE_H
+#define LG_WORKER_ROUTES_STATE_H
+
+#include <stdint.h>
+
+struct lg_route;
+
+/* The route of the current request. */
+struct lg_conn_rt {
+	const struct lg_route *route; /* NULL when none matched (opaque outside the router) */
+	unsigned route_row;           /* its row in the statistics (w->rt.none_row when none) */
+	const char *route_label;      /* its path for logs and metrics ("none" when none) */
+	uint64_t max_body;            /* of the route */
+	int refuse_status;            /* a refusal answered at dispatch, keeping the connection
+	                               * (its body, if any, read and dropped first), or 0 */
+};
+
+/* The route table, built from the registry's routes at start. */
+struct lg_worker_rt {
+	struct lg_route *routes;
+	unsigned nroutes;
+	unsigned nrows;               /* statistics rows: routes (capped), then "none" */
+	const char **row_names;
+	const char **kind_names;      /* by kind id */
+	unsigned none_row;            /* stats row of a request that matched no route */
+};
+
+/* A request begins: no route yet, counted on the "none" row of wrt until the router matches
+ * one. */
+static inline void
+lg_rt_none(struct lg_conn_rt *rt, const struct lg_worker_rt *wrt)
+{
+	rt->route = NULL;
+	rt->route_row = wrt->none_row;
+	rt->route_label = "none";
+}
+
+#endif
