@@ -53,8 +53,9 @@ DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 p
             python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
             gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
-# FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
-BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
+# FastAPI and uvicorn: the Python reference of benchmark 10; valgrind: the instructions per
+# request of 6c); CI does not install them.
+BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn valgrind
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c worker/*/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)
