@@ -78,8 +78,9 @@ struct lg_fwd_opts {
  * (lg_http_field_next), names as the client spelt them, values without surrounding OWS; r
  * must have kept every field (parsed without a keep set in its limits, kept_short 0), else a
  * field would be silently lost. Returns the bytes written, or -1 with errno EINVAL (r or o
- * NULL, r->kept_short, an unknown o->body or o->style, o->host or o->request_id with a byte
- * they may not hold) or ENOSPC (cap too small; buf then holds nothing usable). */
+ * NULL, r->kept_short, a CONNECT request (a tunnel, RFC 9110 section 9.3.6, is not offered),
+ * an unknown o->body or o->style, o->host or o->request_id with a byte they may not hold) or
+ * ENOSPC (cap too small; buf then holds nothing usable). */
 ssize_t lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
     size_t cap);
 

@@ -455,6 +455,11 @@ test_invalid(void **state)
 	o.style = 9;
 	assert_int_equal(lg_fwd_head(r, &o, buf, sizeof(buf)), -1);
 	assert_int_equal(errno, EINVAL);
+	o = opts();
+	r = parse("CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n");
+	errno = 0;
+	assert_int_equal(lg_fwd_head(r, &o, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EINVAL);
 }
 
 /* A view that lost fields (more than LG_HTTP_KEPT lines) cannot be forwarded. */
