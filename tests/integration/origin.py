@@ -5,12 +5,13 @@ serves each connection in a thread of its own (keep-alive: several requests per 
 and records what it received. Its behaviour is chosen per request by the LAST segment of the
 path, so ``/ok`` and ``/api/ok`` are the same behaviour (a route prefix needs no rewrite)::
 
-    ok                 200, body b"ok\\n" (Content-Length)
+    ok                 200, body b"ok\\n" (Content-Length), with X-Origin: ok
     echo               200, JSON of what was received: method, target, version, headers
                        (list of [name, value]), head (the raw head, latin-1), body (latin-1),
                        body_len
     sleep?ms=N         200 after N ms
-    hold               waits until release_all() (or stop()), then 200 b"released\\n"
+    hold               waits for a release_all() made after it arrived (or stop()), then
+                       200 b"released\\n"
     big?bytes=N&mode=chunked|length   N bytes of a known pattern (pattern(N)), streamed in
                        64 KiB pieces; mode length (default) or chunked
     cl-and-te          200 with both Content-Length and Transfer-Encoding: chunked
@@ -38,7 +39,7 @@ Control API (thread-safe)::
     o.seen                      # list of Seen (method, target, path, headers, head, body...)
     o.connections               # connections accepted
     o.in_flight, o.max_in_flight  # requests whose head is in and answer not finished
-    o.release_all()             # every /hold and /no-read waiting now goes on
+    o.release_all()             # every /hold and /no-read that arrived before goes on
     o.wait(pred, timeout)       # waits (bounded, on a condition) until pred(o) is true
     o.stop()                    # closes everything; every thread ends (joined, bounded)
 
@@ -85,6 +86,7 @@ class Seen:
         self.raw_body = b""
         self.complete = False
         self.t = time.monotonic()
+        self.gen = 0
 
     def values(self, name):
         """Every value of field name (case-insensitive), in order."""
@@ -310,7 +312,8 @@ class Origin:
         self.stop()
 
     def release_all(self):
-        """Lets every /hold and /no-read request waiting now go on (later ones wait again)."""
+        """Lets every /hold and /no-read request that has arrived go on (later ones wait for
+        the next call)."""
         with self._cond:
             self._release_gen += 1
             self._cond.notify_all()
@@ -368,6 +371,7 @@ class Origin:
                 method, target, version, headers = _parse_head(head)
                 seen = Seen(n, head, method, target, version, headers)
                 with self._cond:
+                    seen.gen = self._release_gen  # what a hold waits past: see _held
                     self._seen.append(seen)
                     self.in_flight += 1
                     self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -392,11 +396,11 @@ class Origin:
             except OSError:
                 pass
 
-    def _held(self):
-        """Waits until release_all() is called after this point, or stop(). True if released."""
+    def _held(self, s):
+        """Waits until release_all() is called after s's head arrived (so a release made as
+        soon as in_flight counts s is not missed), or stop(). True if released."""
         with self._cond:
-            gen = self._release_gen
-            while self._release_gen == gen and not self._stopping:
+            while self._release_gen == s.gen and not self._stopping:
                 self._cond.wait()
             return not self._stopping
 
@@ -411,7 +415,7 @@ class Origin:
         if b == "no-read":
             if q.get("answer") == "1":
                 c.send(_answer(200, b"ok\n", close=True))
-            self._held()
+            self._held(s)
             return False
         c.read_body(s)
         self._recorded()
@@ -422,7 +426,7 @@ class Origin:
         return handler(c, s, q)
 
     def _b_ok(self, c, s, q):
-        answer = _answer(200, b"ok\n", extra=["Content-Type: text/plain"])
+        answer = _answer(200, b"ok\n", extra=["Content-Type: text/plain", "X-Origin: ok"])
         c.send(answer[:-3] if s.method == "HEAD" else answer)  # HEAD: the head alone
         return True
 
@@ -442,7 +446,7 @@ class Origin:
         return True
 
     def _b_hold(self, c, s, q):
-        if not self._held():
+        if not self._held(s):
             return False
         c.send(_answer(200, b"released\n"))
         return True
