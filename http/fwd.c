@@ -376,7 +376,7 @@ lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
 
 	/* CONNECT asks for a tunnel, not a resource (RFC 9110 section 9.3.6): none is offered */
 	if (r == NULL || o == NULL || (buf == NULL && cap > 0) || r->kept_short ||
-	    r->method == HTTP_CONNECT || !opts_ok(o)) {
+	    r->nkept != r->nfields || r->method == HTTP_CONNECT || !opts_ok(o)) {
 		errno = EINVAL;
 		return -1;
 	}
