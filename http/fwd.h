@@ -85,4 +85,8 @@ struct lg_fwd_opts {
 ssize_t lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
     size_t cap);
 
+/* The bytes lg_fwd_head(r, o, ...) needs (what it would return with room enough), to size a
+ * buffer first; writes nothing. -1 with errno EINVAL as lg_fwd_head. */
+ssize_t lg_fwd_head_size(const struct lg_http_req *r, const struct lg_fwd_opts *o);
+
 #endif
