@@ -252,17 +252,23 @@ probe_step(const struct lg_app_conf *a, struct lg_app_proc *p)
 		}
 		return errno == EAGAIN || errno == ENOTCONN ? 0 : -1;
 	}
-	ssize_t got = recv(p->probe, p->reply + p->nreply, sizeof(p->reply) - 1 - p->nreply, 0);
+	char sink[512];
+	ssize_t got;
+
+	/* the first bytes kept; the rest read to the end, so the app's answer is not cut */
+	while ((got = recv(p->probe, sink, sizeof(sink), 0)) > 0) {
+		size_t take = sizeof(p->reply) - 1 - p->nreply;
+
+		take = (size_t)got < take ? (size_t)got : take;
+		memcpy(p->reply + p->nreply, sink, take);
+		p->nreply += take;
+	}
 	if (got == -1)
 		return errno == EAGAIN ? 0 : -1;
-	if (got == 0)
-		return -1;
-	p->nreply += (size_t)got;
-	if (p->nreply < 12)
-		return 0;
 	p->reply[p->nreply] = '\0';
-	/* RFC 9112 section 4: HTTP/1.x SP 3DIGIT */
-	return strncmp(p->reply, "HTTP/1.", 7) == 0 && p->reply[9] == '2' ? 1 : -1;
+	/* the answer is whole (Connection: close); RFC 9112 section 4: HTTP/1.x SP 3DIGIT */
+	return p->nreply >= 12 && strncmp(p->reply, "HTTP/1.", 7) == 0 && p->reply[9] == '2' ?
+	    1 : -1;
 }
 
 void

@@ -412,13 +412,13 @@ app_timers(struct master *m, uint64_t now, uint64_t *next)
 	uint32_t oldest = UINT32_MAX;
 	char why[700];
 
-	for (struct lg_gen *g = m->gens; g != NULL; g = g->next) {
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		oldest = g->id < oldest ? g->id : oldest;
-		lg_app_publish(m->apps, g->arena.master);
-	}
 	if (m->gens == NULL)
 		lg_app_stop_all(m->apps);
 	lg_app_tick(m->apps, now, next, oldest);
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		lg_app_publish(m->apps, g->arena.master);
 	if (m->gens == NULL && lg_app_alive(m->apps) == 0)
 		return -2;
 	if (!m->stopping && lg_app_failed(m->apps, why, sizeof(why))) {
