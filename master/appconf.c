@@ -130,21 +130,23 @@ app_of(struct lg_apps **apps, const char *name, const char *file, int line, cons
 static int
 set_command(struct lg_app_conf *a, const char *v, const char **why)
 {
-	int s = strstr(v, "{socket}") != NULL, p = strstr(v, "{port}") != NULL;
+	int s = strstr(v, "{socket}") != NULL, p = strstr(v, "{port}") != NULL, n;
+	char words[sizeof(a->words)];
 
 	if (strlen(v) >= sizeof(a->command)) {
 		*why = "too long";
 		return -1;
 	}
-	if ((a->argc = lg_appconf_split(v, a->words, sizeof(a->words), LG_APP_ARGS_MAX - 1,
-	    why)) <= 0) {
-		*why = a->argc == 0 ? "an empty command" : *why;
+	if ((n = lg_appconf_split(v, words, sizeof(words), LG_APP_ARGS_MAX - 1, why)) <= 0) {
+		*why = n == 0 ? "an empty command" : *why;
 		return -1;
 	}
 	if (s && p) {
 		*why = "a command names {socket} or {port}, not both";
 		return -1;
 	}
+	memcpy(a->words, words, sizeof(words));
+	a->argc = n;
 	snprintf(a->command, sizeof(a->command), "%s", v);
 	a->addr = s ? LG_APP_ADDR_SOCKET : p ? LG_APP_ADDR_PORT : LG_APP_ADDR_NONE;
 	return 0;
