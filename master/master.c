@@ -439,6 +439,8 @@ run_timers(struct master *m)
 
 	if (app_timers(m, now, &next) == -2)
 		return -2;
+	if (m->gens != NULL)
+		lg_reload_app_step(m); /* before a stop can take the last generation away */
 	while (*pg != NULL) {
 		struct lg_gen *g = *pg;
 		int loops, alive = child_timers(m, g, now, &next, &loops);
@@ -660,6 +662,7 @@ teardown(struct master *m)
 		m->gens = g->next;
 		lg_gen_destroy(g);
 	}
+	lg_reload_forget(m);
 	lg_app_free(m->apps); /* SIGKILLs what is left: nothing after a stop */
 }
 

@@ -257,3 +257,67 @@ def test_test_config_prints_each_app_and_its_addresses(tmp_path):
     assert "web[1]: unix:" in out and "web.1.1.sock" in out
     assert re.search(r"^app worker: \d+ process\(es\) \(auto\)", out, re.M), out
     assert "worker[0]: 127.0.0.1:{port}" in out
+
+
+def reload_cmd(conf):
+    return subprocess.run([LAGLESS_BIN, "-c", str(conf), "-s", "reload"], capture_output=True,
+                          text=True, timeout=60, env=env())
+
+
+def served_with_app(start_server, tmp_path, section):
+    pidf = tmp_path / "lagless.pid"
+    conf = write_conf(tmp_path, "pid_file = %s\n" % pidf + section)
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    return srv, conf, pidf
+
+
+def rewrite(conf, tmp_path, section):
+    pidf = tmp_path / "lagless.pid"
+    conf.write_text(write_conf(tmp_path, "pid_file = %s\n" % pidf + section).read_text())
+
+
+@pytest.mark.timeout(90)
+def test_reload_keeps_an_unchanged_app(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = sorted(app_pids(srv))
+    r = reload_cmd(conf)
+    assert r.returncode == 0 and "generation 2" in r.stderr, r.stderr
+    assert sorted(app_pids(srv)) == before
+    assert "(run 2)" not in srv.log()
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_starts_a_changed_app_ready_before_the_old_one_stops(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("ok", extra="env = VERSION=2\n"))
+    r = reload_cmd(conf)
+    assert r.returncode == 0 and "generation 2" in r.stderr, r.stderr
+    wait_log(srv, r"app web: run 1 stopped", 20)
+    log = srv.log()
+    assert (log.index("app web: 2 process(es) ready (run 2)") < log.index("ready: generation 2")
+            < log.index("app web: stopping run 1")), log
+    assert not [p for p, s in before.items() if pid_alive(p, s)]
+    assert len(app_pids(srv)) == 2
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_to_an_app_that_never_gets_ready_is_refused(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("noready").replace("ready_timeout_ms = 8000",
+                                                            "ready_timeout_ms = 1500"))
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "was not ready within ready_timeout_ms 1500" in r.stderr, \
+        r.stderr
+    wait_log(srv, r"app web: run 2 stopped", 20)
+    # the old processes keep serving; no generation 2
+    assert all(pid_alive(p, s) for p, s in before.items())
+    assert "starting generation 2" not in srv.log()
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
