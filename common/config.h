@@ -134,6 +134,8 @@ struct lg_config {
 	uint64_t memory_reserve;   /* bytes left to the processes' own memory; 0 = derived */
 	uint64_t shm_budget;       /* transit bytes backed at once; 0 = derived from the limit */
 	struct lg_registry *reg;   /* built by the master before fork; never freed while used */
+	int app_fixed;             /* processes of the [app]s with a count, summed */
+	int app_auto;              /* [app]s with processes = auto (sizing/sizing.h) */
 	struct lg_apps *apps;      /* [app] sections (heap, NULL none): the master's app
 	                            * supervisor takes it over (master/app.h); -t frees it */
 	struct lg_pool_cfg pools[LG_MAX_POOLS]; /* [0] is "default" */

@@ -360,7 +360,7 @@ check_ready_timeout(struct run *r, struct lg_app_proc *p, uint64_t now, uint64_t
 		return;
 	}
 	snprintf(what, sizeof(what), "process %d was not ready within ready_timeout_ms %llu "
-	    "(ready_path %s)", p->index, (unsigned long long)r->conf.ready_timeout_ms,
+	    "(ready_path %.60s)", p->index, (unsigned long long)r->conf.ready_timeout_ms,
 	    r->conf.ready_path[0] ? r->conf.ready_path : "none: a connection");
 	if (!r->up) {
 		fail_run(r, what);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/value.h"
+#include "sizing/sizing.h"
 
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-"
 
@@ -291,12 +292,7 @@ lg_appconf_nauto(const struct lg_apps *apps)
 int
 lg_appconf_count(const struct lg_app_conf *a, int budget, int nauto)
 {
-	int n;
-
-	if (a->processes > 0)
-		return a->processes;
-	n = budget / 2 / (nauto > 0 ? nauto : 1);
-	return n < 1 ? 1 : n > LG_APP_PROCS_MAX ? LG_APP_PROCS_MAX : n;
+	return a->processes > 0 ? a->processes : lg_sizing_app_share(budget, nauto);
 }
 
 int

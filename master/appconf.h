@@ -65,9 +65,9 @@ int lg_appconf_split(const char *s, char *out, size_t cap, int max, const char *
  * out (cap bytes). Returns 0, or -1 when the result does not fit. */
 int lg_appconf_subst(const char *word, const char *socket, int port, char *out, size_t cap);
 
-/* The processes app runs under a CPU budget of `budget` whole CPUs shared by `napps` apps
- * with processes = auto: its count when given, else max(1, budget / 2 / napps) (the other
- * half is the loops' and the compute pool's). */
+/* The processes app runs under a CPU budget of `budget` whole CPUs shared by nauto apps with
+ * processes = auto: its count when given, else lg_sizing_app_share (sizing/sizing.h: half the
+ * budget shared by the auto apps, the other half the loops' and the compute pool's). */
 int lg_appconf_count(const struct lg_app_conf *a, int budget, int nauto);
 
 /* How many apps of apps (NULL: none) have processes = auto. */

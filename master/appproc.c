@@ -135,7 +135,8 @@ emit(const char *name, struct lg_app_proc *p, struct lg_app_tail *tail, int cut)
 	if (p->nline > 0 && p->line[p->nline - 1] == '\r')
 		p->line[p->nline - 1] = '\0';
 	log_info("app %s[%d]: %s%s", name, p->index, p->line, cut ? " [line cut]" : "");
-	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%s", p->line);
+	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s",
+	    p->line);
 	tail->next++;
 	p->nline = 0;
 }

@@ -635,6 +635,10 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 		cfg->apps = NULL;
 		return -1;
 	}
+	for (int i = 0; cfg->apps != NULL && i < cfg->apps->n; i++) { /* for the sizing */
+		cfg->app_fixed += cfg->apps->app[i].processes;
+		cfg->app_auto += cfg->apps->app[i].processes == 0;
+	}
 	if (lg_site_build(site, cfg, err, cap) == -1) {
 		lg_appconf_free(cfg->apps);
 		cfg->apps = NULL;

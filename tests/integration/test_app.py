@@ -321,3 +321,20 @@ def test_reload_to_an_app_that_never_gets_ready_is_refused(start_server, tmp_pat
     assert "starting generation 2" not in srv.log()
     assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
     assert srv.stop() == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("processes,apps,compute", [("auto", 2, 1), ("1", 1, 2), ("6", 6, 1)])
+def test_app_processes_count_against_the_cpu_budget(tmp_path, processes, apps, compute):
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("[app web]\ncommand = %s -c pass\nprocesses = %s\n" % (PY, processes))
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--cpus", "4", "--print-sizing"],
+                       capture_output=True, env=env(), timeout=20)
+    assert p.returncode == 0, p.stderr.decode()
+    import json
+    sz = json.loads(p.stdout)
+    assert (sz["loop_workers"], sz["compute_workers"], sz["app_processes"]) == (4, compute, apps)
+    # a compute count that is given stays as given
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--cpus", "4", "--compute-workers", "3",
+                        "--print-sizing"], capture_output=True, env=env(), timeout=20)
+    assert json.loads(p.stdout)["compute_workers"] == 3
