@@ -27,6 +27,16 @@ APP = textwrap.dedent(r'''
         sys.exit(3)
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, lambda *a: print("SIGTERM ignored", flush=True))
+    if mode == "orphan":  # a grandchild the app leaves behind: reparented to the master
+        first = os.fork()
+        if first == 0:
+            if os.fork() == 0:
+                time.sleep(0.2)  # its parent is gone by now
+                print("orphan %d parent %d" % (os.getpid(), os.getppid()), flush=True)
+                time.sleep(1.0)
+                os._exit(0)
+            os._exit(0)
+        os.waitpid(first, 0)
     if mode == "chatty":
         sys.stdout.write("x" * 5000 + "\n")
         for i in range(20000):
@@ -338,3 +348,24 @@ def test_app_processes_count_against_the_cpu_budget(tmp_path, processes, apps, c
     p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--cpus", "4", "--compute-workers", "3",
                         "--print-sizing"], capture_output=True, env=env(), timeout=20)
     assert json.loads(p.stdout)["compute_workers"] == 3
+
+
+@pytest.mark.timeout(60)
+def test_what_an_app_orphans_is_reaped_by_the_master(start_server, tmp_path):
+    """Outside a container the master is the apps' subreaper (as PID 1 it reaps every orphan
+    anyway, test_pid1.py): a grandchild the app left behind is reparented to it and reaped."""
+    conf = write_conf(tmp_path, app_section("orphan"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    rx = re.compile(r"app web\[\d\]: orphan (\d+) parent (\d+)")
+    assert wait_until(lambda: len(rx.findall(srv.log())) == 2, 10), srv.log()[-3000:]
+    orphans = rx.findall(srv.log())
+    # reparented to the master, not to the machine's init
+    assert orphans and all(int(parent) == srv.pid for _, parent in orphans), (orphans, srv.pid)
+
+    def gone(pid):
+        st = proc_stat(pid)
+        return st is None  # a zombie would still have its /proc entry
+    assert wait_until(lambda: all(gone(int(p)) for p, _ in orphans), 10), orphans
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
