@@ -272,6 +272,7 @@ lg_app_commit(struct lg_appsup *s, uint32_t gen_id)
 			continue;
 		r->staged = 0;
 		if ((old = active_named(s, r->conf.name)) != NULL) {
+			r->restarts += old->restarts; /* the app's counter, not the run's */
 			old->state = RUN_OLD;
 			old->stop_after = gen_id;
 		}
