@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, HARNESS_VARS, get, pid_alive, proc_stat, wait_until
+from conftest import LAGLESS_BIN, HARNESS_VARS, Notify, get, pid_alive, proc_stat, wait_until
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -25,6 +25,8 @@ APP = textwrap.dedent(r'''
         print("loading settings", flush=True)
         print("boom: settings.py has no DATABASE_URL", file=sys.stderr, flush=True)
         sys.exit(3)
+    if mode == "slow":
+        time.sleep(1.5)  # an app that takes its time to import
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, lambda *a: print("SIGTERM ignored", flush=True))
     if mode == "orphan":  # a grandchild the app leaves behind: reparented to the master
@@ -369,3 +371,20 @@ def test_what_an_app_orphans_is_reaped_by_the_master(start_server, tmp_path):
     assert wait_until(lambda: all(gone(int(p)) for p, _ in orphans), 10), orphans
     assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
     assert srv.stop() == 0
+
+
+@pytest.mark.timeout(60)
+def test_systemd_ready_waits_for_a_slow_app(start_server, tmp_path):
+    notify = Notify(str(tmp_path / "notify.sock"))
+    try:
+        conf = write_conf(tmp_path, app_section("slow"))
+        srv = start_server("-c", str(conf), start_timeout=30,
+                           env=dict(env(), NOTIFY_SOCKET=notify.path))
+        assert notify.wait_for("READY=1", 20), notify.messages
+        # READY=1 came once both app processes had answered their probe
+        assert "app web: 2 process(es) ready" in srv.log(), srv.log()[-3000:]
+        ready_at = [l for l in srv.log().splitlines() if "process(es) ready (run 1)" in l]
+        assert ready_at
+        assert srv.stop() == 0
+    finally:
+        notify.close()
