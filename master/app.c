@@ -219,7 +219,7 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 }
 
 static void
-stop_run(struct run *r)
+stop_run(struct run *r, int immediate)
 {
 	if (r->state == RUN_STOPPING)
 		return;
@@ -228,14 +228,20 @@ stop_run(struct run *r)
 		struct lg_app_proc *p = &r->proc[k];
 
 		lg_appproc_probe_close(p);
-		if (p->pid > 0 && !p->stopping) {
+		if (p->pid > 0 && immediate) {
+			kill(-p->pid, SIGKILL);
+			p->stopping = 1;
+		} else if (p->pid > 0 && !p->stopping) {
 			kill(p->pid, SIGTERM);
 			p->stopping = 1;
 			p->kill_at = lg_now_ns() + r->conf.stop_grace_ms * LG_NS_PER_MS;
 		}
 	}
-	log_info("app %s: stopping run %u (SIGTERM, SIGKILL after %llu ms)", r->conf.name,
-	    r->serial, (unsigned long long)r->conf.stop_grace_ms);
+	if (immediate)
+		log_info("app %s: stopping run %u at once (SIGKILL)", r->conf.name, r->serial);
+	else
+		log_info("app %s: stopping run %u (SIGTERM, SIGKILL after %llu ms)", r->conf.name,
+		    r->serial, (unsigned long long)r->conf.stop_grace_ms);
 }
 
 int
@@ -285,7 +291,7 @@ lg_app_unstage(struct lg_appsup *s)
 {
 	for (int i = 0; i < s->nruns; i++) {
 		if (s->runs[i]->staged)
-			stop_run(s->runs[i]);
+			stop_run(s->runs[i], 0);
 		s->runs[i]->staged = 0;
 		if (s->runs[i]->state == RUN_ACTIVE)
 			s->runs[i]->stop_after = 0;
@@ -343,7 +349,7 @@ fail_run(struct run *r, const char *what)
 	    tail[0] ? tail : "(none)");
 	r->failed = 1;
 	log_error("%s", r->why);
-	stop_run(r);
+	stop_run(r, 0);
 }
 
 /* A process of r not ready within ready_timeout_ms of its start: before the run was up it
@@ -431,7 +437,7 @@ lg_app_tick(struct lg_appsup *s, uint64_t now, uint64_t *next, uint32_t oldest)
 		int ready = 0;
 
 		if (r->state == RUN_OLD && oldest >= r->stop_after)
-			stop_run(r);
+			stop_run(r, 0);
 		for (int k = 0; k < r->n; k++) {
 			tick_proc(s, r, &r->proc[k], now, next);
 			ready += r->proc[k].ready;
@@ -505,13 +511,13 @@ lg_app_reaped(struct lg_appsup *s, pid_t pid, int status)
 }
 
 void
-lg_app_stop_all(struct lg_appsup *s)
+lg_app_stop_all(struct lg_appsup *s, int immediate)
 {
 	if (s->stopping)
 		return;
 	s->stopping = 1;
 	for (int i = 0; i < s->nruns; i++)
-		stop_run(s->runs[i]);
+		stop_run(s->runs[i], immediate);
 }
 
 int

@@ -79,8 +79,8 @@ void lg_app_tick(struct lg_appsup *s, uint64_t now, uint64_t *next, uint32_t old
 int lg_app_reaped(struct lg_appsup *s, pid_t pid, int status);
 
 /* Stop: every app process gets SIGTERM, then SIGKILL (to its process group) after its
- * stop_grace_ms; none is restarted. */
-void lg_app_stop_all(struct lg_appsup *s);
+ * stop_grace_ms, or at once when immediate (SIGQUIT, a failed start-up); none is restarted. */
+void lg_app_stop_all(struct lg_appsup *s, int immediate);
 
 /* App processes still running (any run). */
 int lg_app_alive(const struct lg_appsup *s);

@@ -414,8 +414,8 @@ app_timers(struct master *m, uint64_t now, uint64_t *next)
 
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		oldest = g->id < oldest ? g->id : oldest;
-	if (m->gens == NULL)
-		lg_app_stop_all(m->apps);
+	if (m->gens == NULL) /* SIGQUIT or a failed start: no grace for the apps either */
+		lg_app_stop_all(m->apps, m->stopping == 2);
 	lg_app_tick(m->apps, now, next, oldest);
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		lg_app_publish(m->apps, g->arena.master);

@@ -388,3 +388,17 @@ def test_systemd_ready_waits_for_a_slow_app(start_server, tmp_path):
         assert srv.stop() == 0
     finally:
         notify.close()
+
+
+@pytest.mark.timeout(60)
+def test_sigquit_stops_the_apps_at_once(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("stubborn").replace("stop_grace_ms = 1500",
+                                                                "stop_grace_ms = 30000"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10
+    assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
+    assert not [p for p, s in pids.items() if pid_alive(p, s)]
