@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, HARNESS_VARS, Notify, get, pid_alive, proc_stat, wait_until
+from conftest import (LAGLESS_BIN, HARNESS_VARS, Notify, children_of, get, pid_alive, proc_stat,
+                      wait_until)
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -402,3 +403,56 @@ def test_sigquit_stops_the_apps_at_once(start_server, tmp_path):
     assert time.monotonic() - t0 < 10
     assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
     assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(60)
+def test_pid1_in_a_container_reaps_what_the_app_orphans(tmp_path):
+    """lagless as PID 1 of a PID namespace (the stand-in for a container, as test_pid1.py):
+    the app's orphans are reparented to it and reaped, and a SIGTERM from outside stops the
+    loops, then the app, and exits 0."""
+    from test_pid1 import _namespaces_usable
+    why = _namespaces_usable()
+    if why:
+        pytest.skip(why)
+    conf = write_conf(tmp_path, app_section("orphan"))
+    log_path = tmp_path / "stderr.log"
+    log = open(log_path, "wb")
+    outer = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", LAGLESS_BIN, "-c",
+                              str(conf), "--listen", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                             env=env())
+    master = None
+    seen = {}
+
+    def text():
+        return log_path.read_bytes().decode(errors="replace")
+    try:
+        assert wait_until(lambda: "ready: generation 1" in text(), 20), text()
+        assert re.search(r"master\[0\] pid=1 ", text()), text()
+        kids = [p for p, c, s, _ in children_of(outer.pid)
+                if c == "lagless"]
+        assert len(kids) == 1
+        master = kids[0]
+        for p, _, _, start in children_of(master):
+            seen[p] = start
+        rx = re.compile(r"app web\[\d\]: orphan (\d+) parent (\d+)")
+        assert wait_until(lambda: len(rx.findall(text())) == 2, 10), text()
+        # inside the namespace the orphans' parent is PID 1: lagless
+        assert all(parent == "1" for _, parent in rx.findall(text())), rx.findall(text())
+
+        def zombies_or_orphans():
+            return [(p, c, s) for p, c, s, _ in children_of(master)
+                    if s == "Z" or (c.startswith("python") and p not in seen)]
+        assert wait_until(lambda: not zombies_or_orphans(), 10), zombies_or_orphans()
+        os.kill(master, signal.SIGTERM)
+        assert outer.wait(20) == 0, text()
+        out = text()
+        assert out.index("generation 1 retired") < out.index("app web: stopping run 1"), out
+        assert not [p for p, s in seen.items() if pid_alive(p, s)]
+    finally:
+        if master is not None and pid_alive(master):
+            os.kill(master, signal.SIGKILL)  # PID 1: the whole namespace dies with it
+        if outer.poll() is None:
+            outer.kill()
+        outer.wait(5)
+        log.close()
