@@ -69,7 +69,8 @@ APP = textwrap.dedent(r'''
                 s, _ = self.socket.accept()
                 return s, ("local", 0)
         srv = U(addr, H)
-    print("serving on", addr, flush=True)
+    print("serving on", addr, "uid", os.getuid(), "cwd", os.getcwd(), "greeting",
+          os.environ.get("GREETING"), flush=True)
     srv.serve_forever()
 ''')
 
@@ -456,3 +457,34 @@ def test_pid1_in_a_container_reaps_what_the_app_orphans(tmp_path):
             outer.kill()
         outer.wait(5)
         log.close()
+
+
+@pytest.mark.timeout(60)
+def test_env_cwd_and_user_reach_the_app(start_server, tmp_path):
+    """env lines are added to its environment, cwd is where it runs, and user (honoured when
+    lagless runs as root) is whom it runs as; its socket directory is given to that user."""
+    import pwd
+    import shutil
+    import tempfile
+    user = "nobody" if os.geteuid() == 0 else ""
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the app's user
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+        conf = tmp_path / "lagless.conf"
+        conf.write_text("[lagless]\nloop_workers = 1\ncompute_workers = 1\n"
+                        "[app web]\ncommand = %s app.py ok {socket}\nprocesses = 1\n"
+                        "cwd = %s\nenv = GREETING=hello world\n%s"
+                        % (PY, shared, "user = %s\n" % user if user else ""))
+        srv = start_server("-c", str(conf), start_timeout=30)
+        wait_log(srv, r"ready: generation 1", 20)
+        m = re.search(r"app web\[0\]: serving on \S+ uid (\d+) cwd (\S+) greeting (.*)$",
+                      srv.log(), re.M)
+        assert m, srv.log()[-3000:]
+        want_uid = pwd.getpwnam(user).pw_uid if user else os.getuid()
+        assert int(m.group(1)) == want_uid
+        assert m.group(2) == shared and m.group(3) == "hello world"
+        assert srv.stop() == 0
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
