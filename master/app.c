@@ -30,7 +30,9 @@ struct run {
 	struct lg_app_conf conf;
 	uint32_t serial;
 	enum run_state state;
-	uint32_t stop_after;     /* RUN_OLD: stopped once no generation older than it is left */
+	uint32_t from_gen;       /* the first generation that routes to it (0: from the first) */
+	uint32_t stop_after;     /* RUN_OLD: the first generation that does not route to it; it
+	                          * is stopped once no generation older than that is left */
 	int up;                  /* every process was ready at once: failures restart from now */
 	int failed;              /* it could not start (why) */
 	int initial;             /* started with the master: its failure fails the start-up */
@@ -283,6 +285,7 @@ lg_app_commit(struct lg_appsup *s, uint32_t gen_id)
 			old->stop_after = gen_id;
 		}
 		r->state = RUN_ACTIVE;
+		r->from_gen = gen_id;
 	}
 }
 
@@ -531,29 +534,38 @@ lg_app_alive(const struct lg_appsup *s)
 	return n;
 }
 
+/* Whether generation gen routes to run r: r became active at or before it and was not
+ * replaced (or removed) by then. */
+static int
+run_of_gen(const struct run *r, uint32_t gen)
+{
+	if (r->staged || r->failed || r->state == RUN_STOPPING)
+		return 0;
+	return r->from_gen <= gen && (r->state != RUN_OLD || gen < r->stop_after);
+}
+
 void
-lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp)
+lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp, uint32_t gen)
 {
 	int row = 0;
 
 	for (int i = 0; i < s->nruns && row < LG_APP_ROWS; i++) {
 		const struct run *r = s->runs[i];
-		struct lg_app_row *w = &mp->apps[row++];
+		struct lg_app_row *w = &mp->apps[row];
 		uint32_t ready = 0, running = 0;
 
-		if (r->state != RUN_ACTIVE) {
-			row--;
+		if (!run_of_gen(r, gen))
 			continue;
-		}
 		for (int k = 0; k < r->n; k++) {
-			ready += r->proc[k].ready;
+			ready |= (uint32_t)(r->proc[k].ready && r->proc[k].pid > 0) << k;
 			running += r->proc[k].pid > 0;
 		}
 		memcpy(w->name, r->conf.name, sizeof(w->name));
-		atomic_store(&w->processes, (uint32_t)r->n);
-		atomic_store(&w->running, running);
-		atomic_store(&w->ready, ready);
+		atomic_store(&w->processes, (uint16_t)r->n);
+		atomic_store(&w->running, (uint16_t)running);
+		atomic_store(&w->ready_mask, ready);
 		atomic_store(&w->restarts, r->restarts);
+		row++;
 	}
 	atomic_store(&mp->napps, (uint32_t)row);
 }
@@ -561,27 +573,34 @@ lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp)
 int
 lg_app_servers(const struct lg_appsup *s, const char *name, struct lg_app_server *out, int max)
 {
+	const struct run *best = NULL;
+
+	/* the newest run that is not stopping: a reload's staged one before the active one */
 	for (int i = 0; i < s->nruns; i++) {
 		const struct run *r = s->runs[i];
 		const char *up = r->conf.upstream[0] ? r->conf.upstream : r->conf.name;
 
-		if (r->state != RUN_ACTIVE || (strcmp(r->conf.name, name) && strcmp(up, name)))
+		if ((r->state != RUN_ACTIVE && !r->staged) || r->failed ||
+		    (strcmp(r->conf.name, name) && strcmp(up, name)))
 			continue;
-		for (int k = 0; k < r->n && k < max; k++) {
-			const struct lg_app_proc *p = &r->proc[k];
-
-			if (p->sock[0])
-				snprintf(out[k].addr, sizeof(out[k].addr), "unix:%s", p->sock);
-			else if (p->port > 0)
-				snprintf(out[k].addr, sizeof(out[k].addr), "127.0.0.1:%d", p->port);
-			else
-				out[k].addr[0] = '\0';
-			out[k].ready = p->ready && p->pid > 0;
-			out[k].pid = p->pid;
-		}
-		return r->n;
+		if (best == NULL || r->serial > best->serial)
+			best = r;
 	}
-	return -1;
+	if (best == NULL)
+		return -1;
+	for (int k = 0; k < best->n && k < max; k++) {
+		const struct lg_app_proc *p = &best->proc[k];
+
+		if (p->sock[0])
+			snprintf(out[k].addr, sizeof(out[k].addr), "unix:%s", p->sock);
+		else if (p->port > 0)
+			snprintf(out[k].addr, sizeof(out[k].addr), "127.0.0.1:%d", p->port);
+		else
+			out[k].addr[0] = '\0';
+		out[k].ready = p->ready && p->pid > 0;
+		out[k].pid = p->pid;
+	}
+	return best->n;
 }
 
 void

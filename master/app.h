@@ -85,14 +85,19 @@ void lg_app_stop_all(struct lg_appsup *s, int immediate);
 /* App processes still running (any run). */
 int lg_app_alive(const struct lg_appsup *s);
 
-/* Writes the running set's rows (name, processes, ready, restarts) into a master page for
- * /status and /metrics (shm/layout.h lg_app_row). */
-void lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp);
+/* Writes into mp, the master page of generation gen, the rows (shm/layout.h lg_app_row: name,
+ * processes, running, ready_mask, restarts) of the runs that generation routes to: those
+ * active when it was created and not replaced before it. /status, /metrics and an upstream's
+ * choice of ready servers read them. */
+void lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp, uint32_t gen);
 
-/* The servers of the app (or of the app whose `upstream` is) `name` in the running set into
- * out (room for max). Returns how many (its process count), or -1 when no app has that name.
- * The addresses are stable while the run lives; a reload that replaces the app changes them
- * (new serial, new ports). */
+/* The servers of the app named `name` (or whose `upstream` is `name`) that the next generation
+ * routes to: a reload's staged run when there is one (call it after lg_app_stage, before the
+ * generation is created), else the running one. Fills out (room for max; the count returned is
+ * the app's process count even when larger). Returns -1 when no app has that name. The
+ * addresses are stable while the run lives (a restart keeps its socket path or port); a reload
+ * that replaces the app gives its new run new ones (new serial, new ports). ready is the state
+ * now; the loops read it live from their generation's page (lg_app_publish, ready_mask). */
 int lg_app_servers(const struct lg_appsup *s, const char *name, struct lg_app_server *out,
     int max);
 

@@ -418,7 +418,7 @@ app_timers(struct master *m, uint64_t now, uint64_t *next)
 		lg_app_stop_all(m->apps, m->stopping == 2);
 	lg_app_tick(m->apps, now, next, oldest);
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
-		lg_app_publish(m->apps, g->arena.master);
+		lg_app_publish(m->apps, g->arena.master, g->id);
 	if (m->gens == NULL && lg_app_alive(m->apps) == 0)
 		return -2;
 	if (!m->stopping && lg_app_failed(m->apps, why, sizeof(why))) {
@@ -580,6 +580,27 @@ raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
 		    cfg->max_conns, sz->loop_workers, (unsigned long long)want);
 }
 
+/* The app processes start first, so their addresses are known when the first generation is
+ * created (an upstream's servers), and run beside the loops (the first READY=1 waits for
+ * both); the supervisor takes the configuration's apps over. */
+static int
+start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
+{
+	char err[300];
+
+	if ((m->apps = lg_app_new(m->pid)) == NULL) {
+		log_error("out of memory");
+		return -1;
+	}
+	if (cfg->apps != NULL)
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
+	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1) {
+		log_error("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 {
@@ -617,30 +638,11 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		return -1;
 	}
 	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->pid_file);
-	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
+	if (start_apps(m, cfg, sz) == -1 ||
+	    (m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
-	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
-	return 0;
-}
-
-/* The app processes start with the loops (the first READY=1 waits for both); the supervisor
- * takes the configuration's apps over. */
-static int
-start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
-{
-	char err[300];
-
-	if ((m->apps = lg_app_new(m->pid)) == NULL) {
-		log_error("out of memory");
-		return -1;
-	}
 	m->gens->cfg.apps = NULL; /* the supervisor's now */
-	if (cfg->apps != NULL)
-		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
-	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1) {
-		log_error("%s", err);
-		return -1;
-	}
+	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
 	return 0;
 }
 
@@ -687,7 +689,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	int timeout;
 
 	lg_memwatch_score(-900); /* the OOM killer takes compute processes first, the master last */
-	if (setup(&m, cfg, sz) == -1 || start_apps(&m, cfg, sz) == -1) {
+	if (setup(&m, cfg, sz) == -1) {
 		teardown(&m);
 		return 1;
 	}

@@ -283,13 +283,14 @@ _Static_assert(sizeof(struct lg_module_health) == 32, "module health row");
 /* Apps the master runs ([app NAME], master/app.h) shown by /status and /metrics. */
 #define LG_APP_ROWS 8
 
-/* One app's row: written by the master only (every generation's page), read by the loops. */
+/* One app's row in a generation's page: the processes of the run that generation routes to
+ * (master/app.h lg_app_publish). Written by the master only, read by the loops. */
 struct lg_app_row {
 	char name[32];                  /* NUL-terminated */
-	_Atomic uint16_t processes;     /* its process count */
+	_Atomic uint16_t processes;     /* its process count (at most 32) */
 	_Atomic uint16_t running;       /* of them running now */
-	_Atomic uint16_t ready;         /* of them past their readiness probe */
-	uint16_t pad;
+	_Atomic uint32_t ready_mask;    /* bit k: its process k runs and passed its readiness
+	                                 * probe (an upstream sends only to those) */
 	_Atomic uint64_t restarts;      /* processes of it the master restarted */
 };
 _Static_assert(sizeof(struct lg_app_row) == 48, "app row");

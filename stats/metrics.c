@@ -411,7 +411,7 @@ app_families(struct lg_buf *b, const struct lg_master_page *mp)
 		P("lagless_app_processes{app=\"%.31s\",state=\"running\"} %u\n", r->name,
 		    (unsigned)atomic_load(&r->running));
 		P("lagless_app_processes{app=\"%.31s\",state=\"ready\"} %u\n", r->name,
-		    (unsigned)atomic_load(&r->ready));
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)));
 	}
 }
 

@@ -118,7 +118,7 @@ app_rows(struct lg_buf *b, const struct lg_master_page *mp)
 		P("%s{\"name\":\"%.31s\",\"processes\":%u,\"running\":%u,\"ready\":%u,"
 		    "\"restarts\":%" PRIu64 "}", i ? "," : "", r->name,
 		    (unsigned)atomic_load(&r->processes), (unsigned)atomic_load(&r->running),
-		    (unsigned)atomic_load(&r->ready), atomic_load(&r->restarts));
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)), atomic_load(&r->restarts));
 	}
 	P("],");
 }
