@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "master/memwatch.h"
 
 #define PROBE_RETRY_NS  (50 * LG_NS_PER_MS)
 #define PROBE_MAX_NS    (1000 * LG_NS_PER_MS)
@@ -76,6 +77,9 @@ child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, in
 		fprintf(stderr, "lagless: cannot enter %s: %s\n", a->cwd, strerror(errno));
 		_exit(127);
 	}
+	/* the master's -900 (inherited) would have the OOM killer take the master's own
+	 * processes before the app: the app is an ordinary process (proc(5)) */
+	lg_memwatch_score(0);
 	if (become_user(a->user) == -1)
 		_exit(127);
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setuid, which clears it */

@@ -42,10 +42,10 @@ struct lg_app_tail {
 /* Forks and execs process p of app a (argv from a->words with {socket} and {port} of p):
  * own process group, stdin /dev/null, stdout and stderr into a new pipe whose read end
  * (non-blocking, CLOEXEC) goes to p->out, every other descriptor closed, signals reset, env
- * lines added, cwd, and when the master runs as root a->user's ids (setgid, initgroups,
- * setuid), PR_SET_PDEATHSIG SIGKILL. A stale socket file is removed first. Returns 0 (p->pid
- * set), or -1 with errno (pipe, fork). What fails in the child (chdir, exec) is said on its
- * stderr and it exits 127. */
+ * lines added, cwd, oom_score_adj 0 (not the master's -900), and when the master runs as root
+ * a->user's ids (setgid, initgroups, setuid), PR_SET_PDEATHSIG SIGKILL. A stale socket file is
+ * removed first. Returns 0 (p->pid set), or -1 with errno (pipe, fork). What fails in the
+ * child (chdir, exec) is said on its stderr and it exits 127. */
 int lg_appproc_spawn(const struct lg_app_conf *a, struct lg_app_proc *p, pid_t master);
 
 /* Reads what p printed (all that is there when drain, else up to 64 KiB) and logs each whole

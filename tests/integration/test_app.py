@@ -142,6 +142,9 @@ def test_app_is_probed_ready_before_the_master_is(start_server, tmp_path, addr):
     assert log.index("app web: 2 process(es) ready") < log.index("ready: generation 1"), log
     assert "2 app process(es)" in log
     assert len(app_pids(srv)) == 2
+    for pid in app_pids(srv):  # an ordinary process for the OOM killer, not the master's -900
+        with open("/proc/%d/oom_score_adj" % pid) as f:
+            assert f.read().strip() == "0"
     # the app answers on the address lagless gave it
     if addr == "{socket}":
         m = re.search(r"app web\[0\] pid=\d+ started on unix:(\S+)", log)
