@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "cpupool/compute.h"
 #include "kinds/registry.h"
+#include "master/app.h"
 #include "master/gen.h"
 #include "master/state.h"
 #include "shm/slot.h"
@@ -328,6 +329,8 @@ lg_respawn_reap(struct master *m)
 			m->check.status = status;
 			continue;
 		}
+		if (lg_app_reaped(m->apps, pid, status))
+			continue;
 		for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 			for (uint32_t k = 0; k < g->nchildren; k++)
 				if (g->children[k].pid == pid) {

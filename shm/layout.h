@@ -280,6 +280,21 @@ struct lg_module_health {
 };
 _Static_assert(sizeof(struct lg_module_health) == 32, "module health row");
 
+/* Apps the master runs ([app NAME], master/app.h) shown by /status and /metrics. */
+#define LG_APP_ROWS 8
+
+/* One app's row in a generation's page: the processes of the run that generation routes to
+ * (master/app.h lg_app_publish). Written by the master only, read by the loops. */
+struct lg_app_row {
+	char name[32];                  /* NUL-terminated */
+	_Atomic uint16_t processes;     /* its process count (at most 32) */
+	_Atomic uint16_t running;       /* of them running now */
+	_Atomic uint32_t ready_mask;    /* bit k: its process k runs and passed its readiness
+	                                 * probe (an upstream sends only to those) */
+	_Atomic uint64_t restarts;      /* processes of it the master restarted */
+};
+_Static_assert(sizeof(struct lg_app_row) == 48, "app row");
+
 /* The master's own page, page 1 of the arena: the static fields are written once before the
  * first fork, the atomic ones by the master while it runs; everyone else only reads. */
 struct lg_master_page {
@@ -316,11 +331,14 @@ struct lg_master_page {
 	                                 * UINT64_MAX = no bound */
 	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
 	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */
-	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_MAX_POOLS -
-	    32 * LG_MODULE_HEALTH];
+	_Atomic uint32_t napps;         /* rows of apps in use */
+	uint32_t pad_apps;
+	struct lg_app_row apps[LG_APP_ROWS];
+	uint8_t reserved[LG_PAGE - 792 - 40 * LG_KIND_HEALTH - 192 * LG_MAX_POOLS -
+	    32 * LG_MODULE_HEALTH - 48 * LG_APP_ROWS];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    784 + 40 * LG_KIND_HEALTH + 192 * LG_MAX_POOLS + 32 * LG_MODULE_HEALTH,
+    792 + 40 * LG_KIND_HEALTH + 192 * LG_MAX_POOLS + 32 * LG_MODULE_HEALTH + 48 * LG_APP_ROWS,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

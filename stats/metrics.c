@@ -388,6 +388,33 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 	(void)now_ns;
 }
 
+/* The apps the master runs ([app NAME], shm/layout.h lg_app_row). */
+static void
+app_families(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	uint32_t n = atomic_load(&mp->napps);
+
+	if (n == 0)
+		return;
+	family(b, "lagless_app_restarts_total", "counter",
+	    "Processes of an [app] the master restarted (they died or were not ready in time).");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++)
+		P("lagless_app_restarts_total{app=\"%.31s\"} %" PRIu64 "\n", mp->apps[i].name,
+		    atomic_load(&mp->apps[i].restarts));
+	family(b, "lagless_app_processes", "gauge",
+	    "Processes of an [app]: configured, running, and ready (past the readiness probe).");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++) {
+		const struct lg_app_row *r = &mp->apps[i];
+
+		P("lagless_app_processes{app=\"%.31s\",state=\"configured\"} %u\n", r->name,
+		    (unsigned)atomic_load(&r->processes));
+		P("lagless_app_processes{app=\"%.31s\",state=\"running\"} %u\n", r->name,
+		    (unsigned)atomic_load(&r->running));
+		P("lagless_app_processes{app=\"%.31s\",state=\"ready\"} %u\n", r->name,
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)));
+	}
+}
+
 static void
 process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
@@ -439,6 +466,7 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 			P("lagless_process_restarts_total{role=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 			    role == 0 ? "loop" : "compute", lg_stats_restart_reason((unsigned)r),
 			    atomic_load(&a->master->restarts[role][r]));
+	app_families(b, a->master);
 }
 
 static void

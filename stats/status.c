@@ -105,6 +105,24 @@ admission(struct lg_buf *b, const struct lg_master_page *mp)
 	    atomic_load(&c->intervals), atomic_load(&c->overloaded_intervals));
 }
 
+/* The apps the master runs (shm/layout.h lg_app_row; names are [a-z0-9_-]). */
+static void
+app_rows(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	uint32_t n = atomic_load(&mp->napps);
+
+	P("\"apps\":[");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++) {
+		const struct lg_app_row *r = &mp->apps[i];
+
+		P("%s{\"name\":\"%.31s\",\"processes\":%u,\"running\":%u,\"ready\":%u,"
+		    "\"restarts\":%" PRIu64 "}", i ? "," : "", r->name,
+		    (unsigned)atomic_load(&r->processes), (unsigned)atomic_load(&r->running),
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)), atomic_load(&r->restarts));
+	}
+	P("],");
+}
+
 static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
@@ -149,6 +167,7 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stat
 		    (double)lg_stats_quarantine_left(a->master, kind, now_ns) / 1e6);
 	}
 	P("],");
+	app_rows(b, a->master);
 }
 
 static const char *
