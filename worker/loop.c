@@ -311,9 +311,7 @@ watch_loop(struct lg_worker *w)
 {
 	const struct lg_loop_env *env = w->env;
 
-	ev_io_init(&w->job.done_io, done_cb, env->ch->done[env->index][0], EV_READ);
-	w->job.done_io.data = w;
-	ev_io_start(w->ev, &w->job.done_io);
+	lg_offload_watch(w, done_cb, env->ch->done[env->index][0]);
 	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
 	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
 	w->sig_term.data = w->sig_int.data = w;
@@ -361,7 +359,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
-	if ((w->job.pending = calloc(env->arena->nslots, sizeof(*w->job.pending))) == NULL)
+	if (lg_offload_setup(w) == -1)
 		return -1;
 	if (lg_coal_setup(w) == -1 || lg_coal_cluster_setup(w) == -1)
 		return -1;
@@ -378,8 +376,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
 	presize_fd_table(env->listen_fd, env->cfg->max_conns);
 	lower_oom_score();
-	if (lg_backing_start(&w->job.backing, w->ev, env->arena->fd, env->arena->base,
-	    lg_offload_backed, w) == -1)
+	if (lg_offload_backing_start(w) == -1)
 		return -1;
 	lg_offload_map_views(w);
 	watch_listeners(w);

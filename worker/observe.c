@@ -8,6 +8,7 @@
 #include "common/pool.h"
 #include "shm/stats.h"
 #include "worker/core/access.h"
+#include "worker/job/job.h"
 
 static void
 lag_arm(struct lg_worker *w)
@@ -204,7 +205,7 @@ lg_obs_request_begin(struct lg_conn *c)
 	lg_rt_none(&c->rt, &c->w->rt);
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
-	c->job.queue_ns = c->job.run_ns = 0;
+	lg_obs_job_times(&c->obs, 0, 0);
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->obs.inflight, memory_order_relaxed);
 	lg_stats_add(&c->w->env->page->begun, 1);
 }
@@ -250,7 +251,7 @@ lg_obs_conn_closed(struct lg_conn *c)
 		c->w->obs.cb_conn = NULL;
 	if (c->obs.req_start_ns == 0)
 		return;
-	if (lg_job_holds_slot(&c->job) && c->state == LG_CONN_JOB)
+	if (lg_job_held(c) && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);
 }

@@ -52,12 +52,11 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
 	c->w = w;
 	c->fd = fd;
-	lg_job_init(&c->job);
-	lg_flight_init(&c->flight);
+	c->held = 0;
+	w->ops->init(c);
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
-	lg_rt_none(&c->rt, &w->rt);
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
 	lg_obs_init(&c->obs);
@@ -165,7 +164,7 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+	if (c->held)
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
@@ -310,7 +309,7 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (lg_job_holds_slot(&c->job))
+	if (c->held & LG_CONN_HELD_BUFFER)
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
@@ -608,21 +607,23 @@ lg_conn_resume(struct lg_conn *c)
 	return c->state == LG_CONN_HEAD ? conn_process(c) : 0;
 }
 
-/* Reads the rest of a Content-Length body straight into the slot's input region. */
+/* Reads the rest of a Content-Length body straight into the room's body sink (ops->body_buf:
+ * the job room's slot input region). */
 static void
 read_body(struct lg_conn *c)
 {
-	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
+	const struct lg_conn_ops *ops = c->w->ops;
+	unsigned char *dst;
+	size_t len;
 
-	switch (c->w->ops->body_window(c)) {
+	switch (ops->body_buf(c, &dst, &len)) {
 	case -1:
 		return;
 	case 1:
 		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
 		return;
 	}
-	uint64_t want = c->job.body_need - c->job.body_got, room = c->job.reserved - c->job.body_got;
-	ssize_t n = read(c->fd, dst + c->job.body_got, want < room ? want : room);
+	ssize_t n = read(c->fd, dst, len);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */
@@ -630,13 +631,32 @@ read_body(struct lg_conn *c)
 	}
 	if (n < 0)
 		return;
-	c->job.body_got += (uint64_t)n;
-	if (c->job.body_got < c->job.body_need) {
+	if (ops->body_took(c, (size_t)n) == 0) {
 		lg_conn_rearm(c);
 		return;
 	}
-	if (c->w->ops->body_done(c) == 0)
+	if (ops->body_done(c) == 0)
 		conn_process(c);
+}
+
+void
+lg_conn_expect_body(struct lg_conn *c)
+{
+	c->state = LG_CONN_BODY;
+}
+
+size_t
+lg_conn_buffered(const struct lg_conn *c)
+{
+	return c->rlen;
+}
+
+void
+lg_conn_take(struct lg_conn *c, void *dst, size_t n)
+{
+	memcpy(dst, c->rbuf, n);
+	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
+	c->rlen -= n;
 }
 
 int

@@ -61,17 +61,26 @@ struct lg_conn_ops {
 	/* a complete request head (and any parser-read body): answer or start the job.
 	 * Returns 0, or -1 when the connection was closed or finished (the rule above) */
 	int (*dispatch)(struct lg_conn *c);
-	/* before reading more of a Content-Length body into the slot: 0, 1 (wait for the
-	 * backing), or -1 (answered: closed or finished) */
-	int (*body_window)(struct lg_conn *c);
-	/* the Content-Length body in the slot is complete: 0, or -1 (closed) */
+	/* The body sink of a Content-Length body the core reads in state LG_CONN_BODY, installed
+	 * by the room that owns its destination (the job room: the slot's input region); the core
+	 * writes nowhere else. body_buf: where the next bytes go, 0 with *dst and *len (> 0, at
+	 * most the bytes still owed) set, 1 while nothing is ready (wait for lg_conn_body_ready),
+	 * -1 after answering (closed or finished). body_took: n bytes were written at *dst;
+	 * returns 1 when that completed the body, else 0. body_got: the body's bytes so far. */
+	int (*body_buf)(struct lg_conn *c, unsigned char **dst, size_t *len);
+	int (*body_took)(struct lg_conn *c, size_t n);
+	uint64_t (*body_got)(const struct lg_conn *c);
+	/* the Content-Length body is complete (body_got reached it): 0, or -1 (closed) */
 	int (*body_done)(struct lg_conn *c);
+	/* readies the rooms' parts of c (c->job, c->flight, c->rt) when c gets its block */
+	void (*init)(struct lg_conn *c);
 	/* the job deadline passed (state LG_CONN_JOB): 0, or -1 (closed) */
 	int (*job_timeout)(struct lg_conn *c);
-	/* the response is written while c holds a slot: give it back */
+	/* the response is written while a room holds a buffer for c (LG_CONN_HELD_BUFFER): give
+	 * it back */
 	int (*release)(struct lg_conn *c);
-	/* c closes while it holds a slot or is parked on a flight (fl set): client gone, write
-	 * failed */
+	/* c closes while a room holds it (c->held: a buffer, or parked on a waiting list): client
+	 * gone, write failed */
 	void (*gone)(struct lg_conn *c);
 };
 
@@ -143,6 +152,7 @@ struct lg_conn {
 	int reject_status;            /* status chosen by the head hook for a rejected request */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
 	unsigned nreq;                /* requests parsed on this connection */
+	unsigned held;                /* LG_CONN_HELD_* bits: what rooms hold for c (lg_conn_hold) */
 	/* conn_process is running for c: it watches c's socket and arms its timer for the state
 	 * it leaves c in when it returns, so a response finished inside it does not do so too */
 	int processing;
@@ -161,6 +171,32 @@ struct lg_conn {
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];
 };
+
+/* What a room holds for a connection, in c->held: the core tells the room when c closes
+ * (ops->gone), gives the buffer back once the response is written (ops->release), keeps the
+ * body deadlines of a held buffer, and never lets c go idle while it holds one. */
+#define LG_CONN_HELD_BUFFER 1u  /* a transit buffer (a job slot: worker/job) */
+#define LG_CONN_HELD_PARKED 2u  /* c waits on a room's list (a flight: worker/flight) */
+
+/* A room took (lg_conn_hold) or gave back (lg_conn_unhold) what bit says for c. */
+static inline void
+lg_conn_hold(struct lg_conn *c, unsigned bit)
+{
+	c->held |= bit;
+}
+
+static inline void
+lg_conn_unhold(struct lg_conn *c, unsigned bit)
+{
+	c->held &= ~bit;
+}
+
+/* 1 when c is parked on a room's waiting list (a flight), else 0. */
+static inline int
+lg_conn_parked(const struct lg_conn *c)
+{
+	return (c->held & LG_CONN_HELD_PARKED) != 0;
+}
 
 /* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
  * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
@@ -241,6 +277,26 @@ int lg_conn_cut_upload(struct lg_conn *c, double held_s);
  * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
  * when c was closed or finished. */
 int lg_conn_body_ready(struct lg_conn *c);
+
+/* c waits for a job, its own or a flight's, for at most deadline_ms milliseconds from now: state
+ * LG_CONN_JOB, the timer armed for the deadline (then ops->job_timeout). The room that waits
+ * answers c through lg_conn_respond when the job ends, after lg_conn_stop_timer. */
+void lg_conn_wait_job(struct lg_conn *c, uint64_t deadline_ms);
+
+/* Stops c's timer: the room answering c (a job ended, c left a flight) re-arms nothing itself;
+ * the core arms the timer again for the state the answer leaves c in. */
+void lg_conn_stop_timer(struct lg_conn *c);
+
+/* The request head is complete and the rest of a Content-Length body goes to the room's body
+ * sink (ops->body_buf, ops->body_took): state LG_CONN_BODY. */
+void lg_conn_expect_body(struct lg_conn *c);
+
+/* Input bytes buffered on c after the current request's head (pipelined or body bytes). */
+size_t lg_conn_buffered(const struct lg_conn *c);
+
+/* Takes the first n buffered input bytes of c (n <= lg_conn_buffered(c)): copies them to dst
+ * (n bytes the caller owns) and drops them from c's input buffer. */
+void lg_conn_take(struct lg_conn *c, void *dst, size_t n);
 
 /* Continues a connection after an asynchronous event changed its state (a job completed):
  * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */

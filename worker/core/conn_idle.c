@@ -133,7 +133,7 @@ static int
 is_idle(const struct lg_conn *c)
 {
 	return c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs) &&
-	    c->out.whead_len == 0 && !lg_job_holds_slot(&c->job) && c->out.wbody_owned == NULL &&
+	    c->out.whead_len == 0 && !(c->held & LG_CONN_HELD_BUFFER) && c->out.wbody_owned == NULL &&
 	    !c->close_after && c->http.frame.head_bytes == 0 && c->cont_off == 0;
 }
 

@@ -22,6 +22,21 @@ lg_conn_timer_left(const struct lg_conn *c)
 	return c->tmo.due - ev_now(c->w->ev);
 }
 
+void
+lg_conn_wait_job(struct lg_conn *c, uint64_t deadline_ms)
+{
+	c->state = LG_CONN_JOB;
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, deadline_ms / 1000., 0.);
+	ev_timer_start(c->w->ev, &c->timer);
+}
+
+void
+lg_conn_stop_timer(struct lg_conn *c)
+{
+	ev_timer_stop(c->w->ev, &c->timer);
+}
+
 int
 lg_conn_timer_early(struct lg_conn *c)
 {
@@ -55,7 +70,7 @@ lg_conn_in_body(const struct lg_conn *c)
 uint64_t
 lg_conn_body_bytes(const struct lg_conn *c)
 {
-	return c->state == LG_CONN_BODY ? c->job.body_got : c->http.body_seen;
+	return c->state == LG_CONN_BODY ? c->w->ops->body_got(c) : c->http.body_seen;
 }
 
 /* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
@@ -65,7 +80,7 @@ lg_conn_upload_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	if (c->job.slot < 0 || cfg->min_upload_rate == 0)
+	if (!(c->held & LG_CONN_HELD_BUFFER) || cfg->min_upload_rate == 0)
 		return 0;
 	return c->tmo.body_at + cfg->body_timeout_ms / 1e3 +
 	    (double)lg_conn_body_bytes(c) / (double)cfg->min_upload_rate;
@@ -106,7 +121,7 @@ lg_conn_request_due(const struct lg_conn *c)
 /* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
  * client's last progress) and minimum download rate, body silence and (holding a transit
  * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
- * or keep-alive idle. A queued job's deadline is armed by offload.c. */
+ * or keep-alive idle. A job's deadline is armed by lg_conn_wait_job. */
 void
 lg_conn_rearm(struct lg_conn *c)
 {
@@ -123,7 +138,7 @@ lg_conn_rearm(struct lg_conn *c)
 		if (c->tmo.body_at == 0)
 			c->tmo.body_at = now;
 		at = now + cfg->body_timeout_ms / 1e3;
-		if (c->job.slot >= 0 && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
+		if ((c->held & LG_CONN_HELD_BUFFER) && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
 			at = c->tmo.body_at + cfg->body_deadline_ms / 1e3;
 		at = earliest(earliest(at, lg_conn_upload_due(c)), lg_conn_request_due(c));
 	} else if (c->tmo.req_at > 0) {

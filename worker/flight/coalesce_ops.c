@@ -10,7 +10,7 @@ lg_coal_body_done(struct lg_conn *c)
 {
 	/* A coalescing route's request with a body: its key holds the body's hash, so it is
 	 * decided only now that the body is complete in the transit buffer. */
-	if (c->flight.coal && !c->job.run_inline)
+	if (c->flight.coal && !lg_job_runs_inline(c))
 		return lg_coal_dispatch(c, NULL);
 	return lg_offload_queue(c);
 }

@@ -114,7 +114,7 @@ lg_fair_tick(struct lg_worker *w)
 
 	for (c = w->conns; c != NULL && rate > 0; c = next) {
 		next = c->next; /* c may close below */
-		if (!lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+		if (!lg_job_holds_slot(&c->job) || lg_conn_parked(c))
 			continue;
 		struct lg_slot *s = &a->slots[c->job.slot];
 		uint64_t word = atomic_load(&s->word), start = atomic_load(&s->up_start_ns);

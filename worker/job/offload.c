@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -91,8 +92,12 @@ refuse_memory(struct lg_conn *c)
 	return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 }
 
-int
-lg_offload_body_window(struct lg_conn *c)
+/* Before reading more of a Content-Length body into c's slot: asks the loop's helper thread
+ * to back the next window once the current one is half filled (fallocate never runs on the
+ * loop). Returns 0 (c->job.reserved > c->job.body_got), 1 when nothing is backed beyond
+ * c->job.body_got yet, or -1 after answering 503 with Connection: close. */
+static int
+body_window(struct lg_conn *c)
 {
 	/* The rate a claim that finds no free buffer judges this upload by (shm/share.h). */
 	atomic_store_explicit(&c->w->env->arena->slots[c->job.slot].up_bytes, c->job.body_got,
@@ -105,6 +110,34 @@ lg_offload_body_window(struct lg_conn *c)
 		return -1;
 	}
 	return c->job.body_got < c->job.reserved ? 0 : 1;
+}
+
+int
+lg_offload_body_buf(struct lg_conn *c, unsigned char **dst, size_t *len)
+{
+	int rc = body_window(c);
+
+	if (rc != 0)
+		return rc;
+	uint64_t want = c->job.body_need - c->job.body_got, room = c->job.reserved - c->job.body_got;
+
+	*dst = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off +
+	    c->job.body_got;
+	*len = (size_t)(want < room ? want : room);
+	return 0;
+}
+
+int
+lg_offload_body_took(struct lg_conn *c, size_t n)
+{
+	c->job.body_got += (uint64_t)n;
+	return c->job.body_got >= c->job.body_need;
+}
+
+uint64_t
+lg_offload_body_got(const struct lg_conn *c)
+{
+	return c->job.body_got;
 }
 
 static void answer_mapped(struct lg_conn *c);
@@ -157,9 +190,7 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 		/* The first window: move the body bytes that came with the head. */
 		size_t n = c->job.head_body;
 
-		memcpy(lg_arena_in(a, (uint32_t)c->job.slot) + c->job.body_off, c->rbuf, n);
-		memmove(c->rbuf, c->rbuf + n, c->rlen - n);
-		c->rlen -= n;
+		lg_conn_take(c, lg_arena_in(a, (uint32_t)c->job.slot) + c->job.body_off, n);
 		c->job.body_got = n;
 		c->job.head_body = 0;
 	}
@@ -168,6 +199,29 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 			return;
 	}
 	lg_conn_body_ready(c);
+}
+
+int
+lg_offload_setup(struct lg_worker *w)
+{
+	w->job.pending = calloc(w->env->arena->nslots, sizeof(*w->job.pending));
+	return w->job.pending == NULL ? -1 : 0;
+}
+
+void
+lg_offload_watch(struct lg_worker *w, void (*cb)(struct ev_loop *, ev_io *, int), int fd)
+{
+	ev_io_init(&w->job.done_io, cb, fd, EV_READ);
+	w->job.done_io.data = w;
+	ev_io_start(w->ev, &w->job.done_io);
+}
+
+int
+lg_offload_backing_start(struct lg_worker *w)
+{
+	const struct lg_arena *a = w->env->arena;
+
+	return lg_backing_start(&w->job.backing, w->ev, a->fd, a->base, lg_offload_backed, w);
 }
 
 /* Request-view bytes lg_offload_map_views maps on the loop thread before the loop starts
@@ -256,6 +310,7 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 		return lg_fair_refuse_transit(c);
 	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
 	c->job.slot = slot;
+	lg_conn_hold(c, LG_CONN_HELD_BUFFER);
 	c->job.kind = sp->kind;
 	c->job.arg = sp->route;
 	/* The route's deadline and the pool's: both default to --deadline-ms, so the shorter is
@@ -312,13 +367,15 @@ lg_offload_start(struct lg_conn *c)
 	if (c->job.body_got < c->job.body_need) {
 		/* Ask for the first window to be backed (off the loop); the body bytes that came
 		 * with the head stay in rbuf until it is, then the rest is read directly into the
-		 * slot's input region (lg_offload_body_window asks for more ahead of it). */
-		c->job.head_body = c->rlen < c->job.body_need ? c->rlen : (size_t)c->job.body_need;
+		 * slot's input region (lg_offload_body_buf asks for more ahead of it). */
+		size_t buffered = lg_conn_buffered(c);
+
+		c->job.head_body = buffered < c->job.body_need ? buffered : (size_t)c->job.body_need;
 		/* The whole body must fit the memory budget, decided before any byte is backed
 		 * or read into shared memory (issue 18). */
 		if (charge_whole(c) == -1 || back_async(c, c->job.head_body + RESERVE_AHEAD) == -1)
 			return refuse_memory(c);
-		c->state = LG_CONN_BODY;
+		lg_conn_expect_body(c);
 		return 0;
 	}
 	return c->w->ops->body_done(c); /* the router decides: queue it, or coalesce */
@@ -390,11 +447,8 @@ lg_offload_queue(struct lg_conn *c)
 	}
 	lg_obs_route_hit(c);
 	c->w->job.pending[c->job.slot] = c;
-	c->state = LG_CONN_JOB;
-	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, c->job.deadline_ms / 1000., 0.);
 	note_depth(a, c->job.pool);
-	ev_timer_start(c->w->ev, &c->timer);
+	lg_conn_wait_job(c, c->job.deadline_ms);
 	return 0;
 }
 
@@ -409,6 +463,7 @@ lg_offload_release(struct lg_conn *c)
 	if ((to = lg_slot_release(s, c->job.gen)) == LG_SLOT_ABANDONED)
 		log_debug("slot %d abandoned while running; the compute process frees it", c->job.slot);
 	c->job.slot = -1;
+	lg_conn_unhold(c, LG_CONN_HELD_BUFFER);
 	return to;
 }
 
@@ -489,15 +544,15 @@ meta_text(const char *src, uint32_t len, size_t max, char *dst, int header)
 }
 
 /* The X-Queue-Ms / X-Run-Ms header lines of an answer to a job that reached the pool, from
- * c->job.queue_ns and c->job.run_ns, then "Retry-After: 1" when retry: every offloaded answer
+ * c->obs.queue_ns and c->obs.run_ns, then "Retry-After: 1" when retry: every offloaded answer
  * carries them, 200 or 502/503/504 (README, response headers). */
 static void
 timing_headers(const struct lg_conn *c, char *buf, size_t cap, int retry)
 {
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
-	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
-	    c->flight.coal_alone ? "X-Cache: bypass\r\n" : "");
+	    (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
+	    c->job.bypass ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c with the out_len bytes after its slot's metadata page (they fit the output
@@ -562,7 +617,7 @@ answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		st = LG_JOB_ERROR;
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-		    kind_name(c->w, c->job.kind), c->job.slot, (double)c->job.queue_ns / 1e6);
+		    kind_name(c->w, c->job.kind), c->job.slot, (double)c->obs.queue_ns / 1e6);
 		lg_offload_release(c);
 		timing_headers(c, extra, sizeof(extra), 1);
 		return lg_conn_error(c, 503, 0, extra);
@@ -668,9 +723,9 @@ answer_finished(struct lg_conn *c, uint64_t word)
 	struct lg_slot *s = &a->slots[c->job.slot];
 	int ok = lg_slot_state(word) != LG_SLOT_FAILED;
 
-	ev_timer_stop(c->w->ev, &c->timer);
-	c->job.queue_ns = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
-	c->job.run_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
+	lg_conn_stop_timer(c);
+	lg_obs_job_times(&c->obs, s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0,
+	    s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0);
 	if (ok && s->out_len > SMALL_ANSWER && s->out_len <= a->out_cap - LG_OUT_META &&
 	    map_output(c, s->out_len) == 0)
 		return 0; /* still pending: the outcome finds c by slot */
@@ -729,8 +784,7 @@ run_here(struct lg_conn *c)
 		a->slots[slot].touched = c->job.body_off + c->job.body_got + need;
 		st = lg_registry_run(reg, &j, &out_len);
 	}
-	c->job.queue_ns = 0;
-	c->job.run_ns = lg_now_ns() - t0;
+	lg_obs_job_times(&c->obs, 0, lg_now_ns() - t0);
 	return answer_result(c, (uint32_t)st, out_len);
 }
 
@@ -794,11 +848,11 @@ lg_offload_deadline(struct lg_conn *c)
 		return lg_conn_resume(c);
 	}
 	running = st == LG_SLOT_RUNNING;
-	c->job.queue_ns = (running ? s->start_ns : now) - s->enqueue_ns;
-	c->job.run_ns = running ? now - s->start_ns : 0;
+	lg_obs_job_times(&c->obs, (running ? s->start_ns : now) - s->enqueue_ns,
+	    running ? now - s->start_ns : 0);
 	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
 	    "running %.1f ms): 504", kind_name(c->w, s->kind), c->job.slot, c->job.deadline_ms,
-	    running ? "running" : "queued", (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
+	    running ? "running" : "queued", (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6);
 	atomic_fetch_add(&env->page->timed_out, 1);
 	uint32_t slot = (uint32_t)c->job.slot;
 	lg_offload_release(c);

@@ -20,6 +20,8 @@ struct lg_conn_job {
 	uint64_t arg;                 /* the route's index (the compute side finds its config) */
 	uint64_t deadline_ms;         /* of the job, queue wait included */
 	int run_inline;               /* a where=loop kind: run here, not queued */
+	int bypass;                   /* a coalescing route's request runs its own job: its
+	                               * answer says X-Cache: bypass (lg_job_mark_bypass) */
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
 	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
 	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
@@ -29,7 +31,6 @@ struct lg_conn_job {
 	int backing_wait;             /* a backing request for the slot is with the helper */
 	size_t head_body;             /* body bytes that came with the head, still in rbuf until
 	                               * the first window is backed */
-	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time (metrics, access log) */
 };
 
 /* Readies a connection's job part: no slot held, no backing asked for. */
@@ -37,6 +38,7 @@ static inline void
 lg_job_init(struct lg_conn_job *j)
 {
 	j->slot = -1;
+	j->bypass = 0;
 	j->backing_wait = 0;
 	j->head_body = 0;
 }

@@ -335,6 +335,7 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	if (c->rt.route != NULL && !admin_allows(c, c->rt.route))
 		c->rt.route = NULL; /* 404, as for a path that has no route */
 	lg_flight_begin(&c->flight);
+	lg_job_begin(c);
 	c->rt.route_row = c->rt.route ? c->rt.route->row : c->w->rt.none_row;
 	c->rt.route_label = c->w->rt.row_names[c->rt.route_row];
 	c->want_continue = 0;
@@ -392,7 +393,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
 	 * needs no slot (worker/flight/coalesce.h). A request with a body takes its transit buffer now
 	 * like any job, and is decided once the body (hashed into its key) is complete. */
-	c->job.deadline_ms = d->deadline_ms;
+	lg_job_set_deadline(c, d->deadline_ms);
 	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c, d->has_coal ? &d->coal : NULL) &&
 	    !has_body)
 		return LG_HTTP_BODY_PARSER;
@@ -403,7 +404,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/core/conn.c). */
 	c->want_continue = r->expect_continue && has_body;
-	return c->job.body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+	return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
 int
@@ -415,7 +416,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		h->status = 413;
 		return -1;
 	}
-	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
 		 * long Content-Length (refuse_early) */
@@ -426,7 +427,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 			allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 		return -1;
 	}
-	if (!lg_job_holds_slot(&c->job))
+	if (!lg_job_held(c))
 		return 0; /* a body nobody reads (inline route, refusal) is dropped */
 	return lg_offload_body(c, h, at, len);
 }
@@ -436,7 +437,7 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
-	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
+	return !lg_job_held(c) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
 int
@@ -472,7 +473,7 @@ lg_route_dispatch(struct lg_conn *c)
 		lg_obs_route_hit(c);
 		return c->rt.route->handler(c);
 	}
-	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
+	if (!lg_job_held(c) && lg_flight_wanted(&c->flight))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
 }
@@ -483,12 +484,24 @@ route_release(struct lg_conn *c)
 	return lg_offload_release(c);
 }
 
+/* The rooms' parts of a connection that got its block: no route, no slot, no flight. */
+static void
+route_init(struct lg_conn *c)
+{
+	lg_job_init(&c->job);
+	lg_flight_init(&c->flight);
+	lg_rt_none(&c->rt, &c->w->rt);
+}
+
 const struct lg_conn_ops lg_route_conn_ops = {
 	.head = lg_route_head,
 	.body = lg_route_body,
 	.body_room = route_body_room,
 	.dispatch = lg_route_dispatch,
-	.body_window = lg_offload_body_window,
+	.body_buf = lg_offload_body_buf,
+	.body_took = lg_offload_body_took,
+	.body_got = lg_offload_body_got,
+	.init = route_init,
 	.body_done = lg_coal_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
