@@ -16,7 +16,7 @@
 #include "http/proxyproto.h"
 #include "worker/core/client.h"
 #include "worker/core/conn_head.h"
-#include "worker/core/conn_idle.h"
+#include "worker/core/conn_int.h"
 #include "worker/core/conn_timer.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
@@ -169,6 +169,15 @@ lg_conn_close(struct lg_conn *c)
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
 	close(c->fd);
+	lg_conn_free(c);
+	lg_conn_gone(w);
+}
+
+void
+lg_conn_free(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -176,7 +185,6 @@ lg_conn_close(struct lg_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	lg_pool_put(lg_conn_pool(w), c);
-	lg_conn_gone(w);
 }
 
 /* Records how many response bytes the client has taken (written minus still unsent) and, when

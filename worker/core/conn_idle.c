@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "worker/core/conn.h"
-#include "worker/core/conn_idle.h"
+#include "worker/core/conn_int.h"
 #include "worker/core/conn_timer.h"
 #include "worker/observe.h"
 
@@ -151,13 +151,7 @@ to_idle(struct lg_conn *c)
 		return; /* stays as it is; tried again next tick */
 	}
 	ev_timer_stop(w->ev, &c->timer);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	lg_pool_put(lg_conn_pool(w), c);
+	lg_conn_free(c);
 }
 
 void

@@ -28,12 +28,12 @@ int lg_coal_cluster_setup(struct lg_worker *w);
 /* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
  * from the configuration: master/site.c), NULL for none. When it does, c->flight.coal and
  * c->flight.pol are set, and a bodiless request claims no slot before dispatch.
- * c->job.deadline_ms must hold the route's job deadline. */
+ * lg_job_deadline_ms(c) must be the route's job deadline. */
 int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
 
 /* Dispatch of a complete request with c->flight.coal set: answers from the cache, parks c on a
  * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or
- * -1: no slot; it sets c->job.slot and the job's kind, route, deadline and content type); a
+ * -1: no slot; it claims c's job slot and sets the job's kind, route, deadline and content type); a
  * request with a body holds its transit buffer since head time, the body complete in it
  * (called from lg_coal_body_done with claim NULL): a cache hit gives it back, a parked request
  * keeps it until answered (so it can still run its own job if the shared answer cannot reach
