@@ -48,11 +48,14 @@ struct lg_conn_idle;
 struct lg_coal;
 struct lg_body;
 
-/* What the connection I/O calls back into, given by its creator (the router and the offload
- * path, worker/route/routes.c): conn.c answers through its own respond API and knows nothing of
- * routes, jobs or slots beyond the slot index it holds. */
+/* What the connection core calls back into, given by its creator (the router, which wires the
+ * job and flight rooms in: worker/route/routes.c). The core answers through its own respond API;
+ * of routes, jobs, slots and flights it knows only what the rooms tell it through these ops and
+ * c->held (lg_conn_hold), and it writes into no room's memory: a body goes to the sink a room
+ * installs (body_buf). */
 struct lg_conn_ops {
-	/* http-parser hooks (struct lg_http on_head / on_body), ctx being the connection */
+	/* the parser's hooks (struct lg_http on_head / on_body, http/http.h), ctx being the
+	 * connection */
 	int (*head)(struct lg_http *h, void *conn);
 	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
 	/* struct lg_http body_room: input bytes the parser may take of a body it reads (chunked)

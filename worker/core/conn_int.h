@@ -27,6 +27,10 @@ struct lg_pool *lg_conn_pool(struct lg_worker *w);
  * (worker/core/conn.c). */
 void lg_conn_gone(struct lg_worker *w);
 
+/* Records how many response bytes the client has taken (written minus still unsent in the
+ * socket, SIOCOUTQ) and, when that grew, the time of that progress (c->tmo). */
+void lg_conn_note_delivered(struct lg_conn *c);
+
 /* Takes c off w's list of busy connections and gives its block back to the pool; c's watchers
  * must be stopped. The caller must not touch c again. */
 void lg_conn_free(struct lg_conn *c);

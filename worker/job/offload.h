@@ -32,7 +32,7 @@ struct lg_offload_spec {
  * not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
-/* http-parser body hook for a chunked body: copies len bytes at `at` into c's slot, backing
+/* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at` into c's slot, backing
  * the input region as it goes. Returns 0, or -1 with h->status 413 (over the region) or 503
  * (shared memory could not be backed). */
 int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len);
