@@ -39,22 +39,22 @@ static int nwatch;                 /* more_io in use */
 static void
 pause_accept(struct lg_worker *w)
 {
-	if (w->acc.accepting) {
-		ev_io_stop(w->ev, &w->acc.io);
+	if (LG_ACC(w)->accepting) {
+		ev_io_stop(w->ev, &LG_ACC(w)->io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_stop(w->ev, &more_io[i]);
 	}
-	w->acc.accepting = 0;
+	LG_ACC(w)->accepting = 0;
 }
 
 static void
 resume_accept(struct lg_worker *w)
 {
-	if (!w->acc.accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
-		ev_io_start(w->ev, &w->acc.io);
+	if (!LG_ACC(w)->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
+		ev_io_start(w->ev, &LG_ACC(w)->io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_start(w->ev, &more_io[i]);
-		w->acc.accepting = 1;
+		LG_ACC(w)->accepting = 1;
 	}
 }
 
@@ -121,7 +121,7 @@ refuse_queued(struct lg_worker *w)
 	char what[128];
 	snprintf(what, sizeof(what), "%d connection(s) over --max-conns %d refused with 503", n,
 	    w->env->cfg->max_conns);
-	warn_limited(w, &w->acc.refuse_warned_at, &w->acc.refuse_warn_repeats, what);
+	warn_limited(w, &LG_ACC(w)->refuse_warned_at, &LG_ACC(w)->refuse_warn_repeats, what);
 }
 
 /* Whether listener lfd takes a PROXY protocol header first: bit 0 of cfg->listen_proxy is the
@@ -159,8 +159,8 @@ accept_conns(struct lg_worker *w, int lfd)
 				char what[128];
 				snprintf(what, sizeof(what), "accept: %s; pausing accept",
 				    strerror(errno));
-				warn_limited(w, &w->acc.emfile_warned_at, &w->acc.emfile_warn_repeats, what);
-				w->acc.paused_until_tick = 1;
+				warn_limited(w, &LG_ACC(w)->emfile_warned_at, &LG_ACC(w)->emfile_warn_repeats, what);
+				LG_ACC(w)->paused_until_tick = 1;
 				pause_accept(w);
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
@@ -210,9 +210,9 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
 	lg_conn_tick(w);
 	lg_fair_tick(w);
-	if (!w->draining && !w->acc.paused_until_tick && w->nconns >= w->env->cfg->max_conns)
+	if (!w->draining && !LG_ACC(w)->paused_until_tick && w->nconns >= w->env->cfg->max_conns)
 		refuse_queued(w);
-	w->acc.paused_until_tick = 0;
+	LG_ACC(w)->paused_until_tick = 0;
 	resume_accept(w);
 }
 
@@ -292,8 +292,8 @@ watch_listeners(struct lg_worker *w)
 	const struct lg_loop_env *env = w->env;
 	int one = 1;
 
-	ev_io_init(&w->acc.io, accept_cb, env->listen_fd, EV_READ);
-	w->acc.io.data = w;
+	ev_io_init(&LG_ACC(w)->io, accept_cb, env->listen_fd, EV_READ);
+	LG_ACC(w)->io.data = w;
 	for (int i = 0; i <= env->nmore; i++) {
 		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
 

@@ -18,12 +18,8 @@
 
 #include "common/pool.h"
 #include "http/http.h"
-#include "worker/flight/coalesce_state.h"
-#include "worker/route/inline_state.h"
-#include "worker/loop.h"
-#include "worker/observe_state.h"
-#include "worker/job/offload_state.h"
-#include "worker/route/routes_state.h"
+#include "worker/core/env.h"
+#include "worker/core/obs_state.h"
 
 #define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
                               * bound; the parser streams, so a head may be longer */
@@ -42,11 +38,37 @@ enum lg_conn_state {
 	                 * (RFC 9112 section 9.6) */
 };
 
-struct lg_route;
 struct lg_conn;
 struct lg_conn_idle;
 struct lg_coal;
 struct lg_body;
+
+/* A room's part of a connection or of the loop worker (nginx's r->ctx[module], r->upstream):
+ * bytes the core holds at a fixed place and never reads, typed and reached only by the room that
+ * owns them, through its own macro (LG_JOB(c) in worker/job/offload_state.h, LG_FLIGHT(c),
+ * LG_RT(c), ...). The header that declares a part's struct checks it fits its size here and
+ * alignment LG_PART_ALIGN (_Static_assert); the core includes none of those headers. */
+#define LG_PART_ALIGN 16
+#define LG_PART(bytes) struct { _Alignas(LG_PART_ALIGN) unsigned char b[bytes]; }
+
+/* A buffer the router renders a body into (/metrics, /status: worker/route/inline.c), reused
+ * for the next rendering once the core has written or dropped the body (lg_render_give_back). */
+struct lg_worker_render {
+	char *buf;                    /* cap bytes */
+	size_t cap;
+	int busy;                     /* a response is still being written from it */
+};
+
+/* A response body p was written or dropped: when p is the render buffer, the buffer is free for
+ * the next rendering and 1 is returned; else 0 (p is the caller's to free). */
+static inline int
+lg_render_give_back(struct lg_worker_render *r, const char *p)
+{
+	if (p != r->buf)
+		return 0;
+	r->busy = 0;
+	return 1;
+}
 
 /* What the connection core calls back into, given by its creator (the router, which wires the
  * job and flight rooms in: worker/route/routes.c). The core answers through its own respond API;
@@ -94,8 +116,9 @@ struct lg_worker {
 	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
 	int nconns;
 	int draining;
-	struct lg_worker_accept acc;  /* the listener's side (worker/loop.c) */
-	struct lg_worker_job job;     /* completions, slots held, backing (worker/job/offload_state.h) */
+	LG_PART(128) part_acc;        /* the listener's side: LG_ACC(w) (worker/loop.h) */
+	LG_PART(256) part_job;        /* completions, slots held, backing: LG_WJOB(w)
+	                               * (worker/job/offload_state.h) */
 	struct lg_coal *coal;         /* single-flight state (worker/flight/coalesce.c), opaque here */
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
@@ -104,11 +127,11 @@ struct lg_worker {
 	                               * (RFC 9110 section 6.6.1; worker/core/conn_head.c) */
 	size_t date_len;
 	ev_tstamp date_at;
-	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/observe_state.h) */
-	struct lg_worker_render render; /* /metrics and /status buffer (worker/route/inline_state.h) */
+	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/core/obs_state.h) */
+	struct lg_worker_render render; /* /metrics and /status buffer (above) */
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
-	struct lg_worker_rt rt;       /* the router's table (worker/route/routes_state.h) */
+	LG_PART(64) part_rt;          /* the router's table: LG_WRT(w) (worker/route/routes_state.h) */
 };
 
 /* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
@@ -166,10 +189,12 @@ struct lg_conn {
 	size_t cont_off;              /* bytes of the interim response written */
 	struct lg_conn_tmo tmo;       /* timeouts (above) */
 	struct lg_conn_out out;       /* queued output (above) */
-	struct lg_conn_rt rt;         /* the router's: route, row, label (worker/route/routes_state.h) */
-	struct lg_conn_job job;       /* the offloaded job (worker/job/offload_state.h) */
-	struct lg_conn_flight flight; /* single-flight and cache (worker/flight/coalesce_state.h) */
-	struct lg_conn_obs obs;       /* metrics and the access log (worker/observe_state.h) */
+	LG_PART(64) part_rt;          /* the router's: route, row, label: LG_RT(c)
+	                               * (worker/route/routes_state.h) */
+	LG_PART(128) part_job;        /* the offloaded job: LG_JOB(c) (worker/job/offload_state.h) */
+	LG_PART(64) part_flight;      /* single-flight and cache: LG_FLIGHT(c)
+	                               * (worker/flight/coalesce_state.h) */
+	struct lg_conn_obs obs;       /* metrics and the access log (worker/core/obs_state.h) */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];

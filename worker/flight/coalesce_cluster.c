@@ -27,7 +27,7 @@ run(struct lg_lflight *f)
 	}
 
 	while (c != NULL && !lg_job_held(c))
-		c = c->flight.fl_next;
+		c = LG_FLIGHT(c)->fl_next;
 	if (c == NULL && (c = f->waiters) != NULL && lg_coal_job_slot(c) == -1)
 		c = NULL;
 	if (c == NULL || lg_coal_own(c, f, 0, 1) == -1) {

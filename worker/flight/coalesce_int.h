@@ -8,6 +8,7 @@
 #include "shm/cache.h"
 #include "shm/flight.h"
 #include "worker/core/conn.h"
+#include "worker/flight/coalesce_state.h"
 
 #define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
 

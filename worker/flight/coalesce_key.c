@@ -57,7 +57,7 @@ put_body(const struct lg_conn *c, char *key, size_t *len)
 	if (put_header(key, len, r, "content-type") || put_header(key, len, r, "content-encoding"))
 		return -1;
 	if (lg_coal_has_body(c)) {
-		if (lg_job_body(c, &body, &n) == -1 || n > c->flight.pol->body_max)
+		if (lg_job_body(c, &body, &n) == -1 || n > LG_FLIGHT(c)->pol->body_max)
 			return -1;
 		p = body;
 	}
@@ -73,7 +73,7 @@ int
 lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 {
 	const struct lg_http_req *r = &c->http.req;
-	const struct lg_policy *p = c->flight.pol;
+	const struct lg_policy *p = LG_FLIGHT(c)->pol;
 
 	*len = 0;
 	size_t vl;

@@ -24,8 +24,8 @@ struct lg_offload_spec {
 };
 
 /* Claims a free job slot of pool sp->pool for c's request at head time and writes the request
- * view at the start of its input region. Returns 0 (c->job.slot set, body counters reset,
- * c->job.body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
+ * view at the start of its input region. Returns 0 (LG_JOB(c)->slot set, body counters reset,
+ * LG_JOB(c)->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
  * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the pool's
  * transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view could

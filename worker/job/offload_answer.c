@@ -16,8 +16,10 @@
 const char *
 lg_offload_kind_name(const struct lg_worker *w, uint32_t kind)
 {
-	return kind < w->env->cfg->reg->nkinds && w->rt.kind_names[kind] ? w->rt.kind_names[kind] :
-	    "unknown";
+	const struct lg_registry *reg = w->env->cfg->reg;
+
+	/* the registry's name, as the router's kind_names table holds it (kind 0 is none) */
+	return kind > 0 && kind < reg->nkinds ? reg->kinds[kind].name : "unknown";
 }
 
 /* The HTTP status of a failed job: the kind's own 4xx for bad input when it set one. */
@@ -71,7 +73,7 @@ lg_offload_timing_headers(const struct lg_conn *c, char *buf, size_t cap, int re
 	/* A request of a coalescing route that ran its own job says so (docs/CACHE.md). */
 	snprintf(buf, cap, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s%s",
 	    (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6, retry ? LG_CONN_RETRY_AFTER : "",
-	    c->job.bypass ? "X-Cache: bypass\r\n" : "");
+	    LG_JOB(c)->bypass ? "X-Cache: bypass\r\n" : "");
 }
 
 /* Answers c with the out_len bytes after its slot's metadata page (they fit the output
@@ -83,7 +85,7 @@ answer_region(struct lg_conn *c, int code, uint64_t out_len, const char *ctype_d
     const char *extra)
 {
 	struct lg_arena *a = c->w->env->arena;
-	const unsigned char *region = lg_arena_out(a, (uint32_t)c->job.slot);
+	const unsigned char *region = lg_arena_out(a, (uint32_t)LG_JOB(c)->slot);
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	char text[LG_FAIL_TEXT_CAP];
 	const char *ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), text,
@@ -108,11 +110,11 @@ static int
 answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
 {
 	const struct lg_out_meta *meta =
-	    (const struct lg_out_meta *)lg_arena_out(c->w->env->arena, (uint32_t)c->job.slot);
+	    (const struct lg_out_meta *)lg_arena_out(c->w->env->arena, (uint32_t)LG_JOB(c)->slot);
 	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
 	    (int)meta->http_status : 200;
 
-	return answer_region(c, code, out_len, c->job.ctype, extra);
+	return answer_region(c, code, out_len, LG_JOB(c)->ctype, extra);
 }
 
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
@@ -122,7 +124,7 @@ int
 lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 {
 	struct lg_arena *a = c->w->env->arena;
-	const unsigned char *region = lg_arena_out(a, (uint32_t)c->job.slot);
+	const unsigned char *region = lg_arena_out(a, (uint32_t)LG_JOB(c)->slot);
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	/* The metadata is the runner's only when the job ended by itself. */
 	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
@@ -136,15 +138,15 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		st = LG_JOB_ERROR;
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-		    lg_offload_kind_name(c->w, c->job.kind), c->job.slot, (double)c->obs.queue_ns / 1e6);
+		    lg_offload_kind_name(c->w, LG_JOB(c)->kind), LG_JOB(c)->slot, (double)c->obs.queue_ns / 1e6);
 		lg_offload_release(c);
 		lg_offload_timing_headers(c, extra, sizeof(extra), 1);
 		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
 	size_t n = st == LG_JOB_UNAVAILABLE ?
-	    lg_offload_unavailable_text(c->w, c->job.kind, text, sizeof(text)) :
-	    lg_offload_failure_text(c->w, c->job.slot, st, text, sizeof(text));
+	    lg_offload_unavailable_text(c->w, LG_JOB(c)->kind, text, sizeof(text)) :
+	    lg_offload_failure_text(c->w, LG_JOB(c)->slot, st, text, sizeof(text));
 
 	struct lg_proc_page *p = c->w->env->page;
 
@@ -157,8 +159,8 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	if (code >= 400 && code <= 499)
 		lg_stats_add(&p->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
-	    "%s job on slot %d failed (status %u): %d%s%.*s", lg_offload_kind_name(c->w, c->job.kind),
-	    c->job.slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
+	    "%s job on slot %d failed (status %u): %d%s%.*s", lg_offload_kind_name(c->w, LG_JOB(c)->kind),
+	    LG_JOB(c)->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_timing_headers(c, extra, sizeof(extra), code == 503);
 	/* The kind's whole error body (host->error_body, ABI 1.2), not only its short message;
 	 * a large one is not mapped ahead as a 2xx is (map_output): the sends fault it in. */

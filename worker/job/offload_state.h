@@ -1,7 +1,8 @@
 /* The offload path's part of a connection and of the loop worker (worker/job/offload.c, with the
- * helper thread of worker/job/backing.c): embedded in struct lg_conn as c->job and in struct
- * lg_worker as w->job, so the connection core (worker/core/conn.h) holds them without knowing what is
- * in them. A small header of its own because worker/job/offload.h includes worker/core/conn.h. */
+ * helper thread of worker/job/backing.c): held by struct lg_conn as part_job and by struct
+ * lg_worker as part_job (worker/core/conn.h LG_PART), so the connection core holds them without
+ * knowing what is in them; reached as LG_JOB(c) and LG_WJOB(w), only inside worker/job/ (make
+ * lint): the other rooms call the verbs of worker/job/job.h. */
 #ifndef LG_WORKER_OFFLOAD_STATE_H
 #define LG_WORKER_OFFLOAD_STATE_H
 
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker/core/conn.h"
 #include "worker/job/backing.h"
 
 struct lg_conn;
@@ -33,6 +35,10 @@ struct lg_conn_job {
 	                               * the first window is backed */
 };
 
+#define LG_JOB(c) ((struct lg_conn_job *)(void *)(c)->part_job.b)
+_Static_assert(sizeof(struct lg_conn_job) <= sizeof(((struct lg_conn *)0)->part_job) &&
+    _Alignof(struct lg_conn_job) <= LG_PART_ALIGN, "the job part of struct lg_conn");
+
 /* Readies a connection's job part: no slot held, no backing asked for. */
 static inline void
 lg_job_init(struct lg_conn_job *j)
@@ -56,6 +62,10 @@ struct lg_worker_job {
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/job/backing.h) */
 };
+
+#define LG_WJOB(w) ((struct lg_worker_job *)(void *)(w)->part_job.b)
+_Static_assert(sizeof(struct lg_worker_job) <= sizeof(((struct lg_worker *)0)->part_job) &&
+    _Alignof(struct lg_worker_job) <= LG_PART_ALIGN, "the job part of struct lg_worker");
 
 /* Completions and backing outcomes for slot no longer find c (single-flight took the slot
  * over): clears wj->pending[slot] when it is c. slot is a valid index. */

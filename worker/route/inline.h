@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "worker/core/conn.h"
+#include "worker/route/routes_state.h"
 
 /* The handler a route's `handler = name` names ("ping", "health", "ready", "metrics",
  * "status", "test-block"), or NULL for a name there is none for. Static functions, no

@@ -5,6 +5,7 @@
 #define LG_WORKER_ROUTES_H
 
 #include "worker/core/conn.h"
+#include "worker/route/routes_state.h"
 
 /* The parser's head hook (struct lg_http on_head, http/http.h): picks the route, checks the body limit and,
  * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
