@@ -389,15 +389,19 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 int
 lg_loop_main(const struct lg_loop_env *env)
 {
-	struct lg_worker w;
+	/* Allocated, as the connections' pool blocks are: the rooms' parts (LG_PART) are bytes
+	 * each room stores its own struct in, which allocated storage allows (C11 6.5p6: its
+	 * effective type is that of what is stored) and a declared object would not. Freed by
+	 * the process's exit. */
+	struct lg_worker *w = malloc(sizeof(*w));
 
-	if (setup(&w, env) == -1) {
+	if (w == NULL || setup(w, env) == -1) {
 		log_error("cannot set up the event loop: %s", strerror(errno));
 		return 1;
 	}
 	atomic_store(&env->page->heartbeat_ns, lg_now_ns());
 	log_info("started");
-	ev_run(w.ev, 0);
+	ev_run(w->ev, 0);
 	log_info("drained, exiting");
 	return 0;
 }
