@@ -25,6 +25,7 @@
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
 static int conn_process(struct lg_conn *c);
 static void conn_io(struct lg_conn *c, int revents);
+static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
 static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN (sizeof(continue_line) - 1)
@@ -82,7 +83,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	w->conns = c;
 	lg_conn_io_move(&c->io, conn_io_cb, fd, EV_READ); /* the idle watcher's socket */
 	c->io.data = c;
-	ev_init(&c->timer, lg_conn_timer_cb);
+	ev_init(&c->timer, conn_timer_cb);
 	c->timer.data = c;
 	ev_io_start(w->ev, &c->io);
 	lg_conn_rearm(c);
@@ -95,25 +96,6 @@ lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, i
 	conn_init(c, w, fd, req_at);
 	lg_obs_cb_begin(w, c);
 	conn_io(c, revents);
-}
-
-struct lg_body *
-lg_body_new(size_t len)
-{
-	struct lg_body *b = malloc(sizeof(*b) + (len ? len : 1));
-
-	if (b == NULL)
-		return NULL;
-	b->refs = 1;
-	b->len = len;
-	return b;
-}
-
-void
-lg_body_unref(struct lg_body *b)
-{
-	if (b != NULL && --b->refs == 0)
-		free(b);
 }
 
 /* Gives back a rendered body (the router's) or a shared one once it is written or the
@@ -137,14 +119,6 @@ lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const c
 	b->refs++;
 	c->out.wbody_shared = b; /* before responding: a write error closes c, which drops it */
 	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
-}
-
-struct lg_pool *
-lg_conn_pool(struct lg_worker *w)
-{
-	if (w->pool.size == 0) /* two kept blocks: sporadic traffic maps nothing */
-		lg_pool_init(&w->pool, sizeof(struct lg_conn), 2);
-	return &w->pool;
 }
 
 void
@@ -184,22 +158,6 @@ lg_conn_free(struct lg_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	lg_pool_put(lg_conn_pool(w), c);
-}
-
-/* Records how many response bytes the client has taken (written minus still unsent) and, when
- * that grew, the time of that progress. */
-void
-lg_conn_note_delivered(struct lg_conn *c)
-{
-	int unsent = 0;
-	uint64_t got = c->out.woff;
-
-	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
-		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
-	if (got > c->tmo.wdelivered) {
-		c->tmo.wdelivered = got;
-		c->tmo.wprogress_at = ev_now(c->w->ev);
-	}
 }
 
 /* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
@@ -646,26 +604,6 @@ read_body(struct lg_conn *c)
 		conn_process(c);
 }
 
-void
-lg_conn_expect_body(struct lg_conn *c)
-{
-	c->state = LG_CONN_BODY;
-}
-
-size_t
-lg_conn_buffered(const struct lg_conn *c)
-{
-	return c->rlen;
-}
-
-void
-lg_conn_take(struct lg_conn *c, void *dst, size_t n)
-{
-	memcpy(dst, c->rbuf, n);
-	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
-	c->rlen -= n;
-}
-
 int
 lg_conn_body_ready(struct lg_conn *c)
 {
@@ -767,6 +705,89 @@ conn_io(struct lg_conn *c, int revents)
 		read_input(c);
 }
 
+/* The write timer fired. The kernel signals EV_WRITE only once a third of the send buffer is
+ * free, so a client reading slowly but steadily (20 KB/s against megabytes of buffer) shows
+ * no event for longer than the stall timeout: its progress is read from the socket's unsent
+ * queue instead (SIOCOUTQ, tcp(7)), and any progress restarts the stall timeout. */
+static void
+write_timer(struct lg_conn *c)
+{
+	const struct lg_config *cfg = c->w->env->cfg;
+	ev_tstamp now = ev_now(c->w->ev), due;
+
+	lg_conn_note_delivered(c);
+	due = lg_conn_download_due(c);
+	if (lg_conn_past(c, due)) {
+		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
+		    "closing fd %d", c->tmo.wdelivered, now - c->tmo.write_at, c->fd);
+		lg_stats_add(&c->w->env->page->slow_downloads, 1);
+		lg_conn_close(c);
+	} else if (lg_conn_past(c, c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3)) {
+		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
+		lg_conn_close(c);
+	} else {
+		lg_conn_rearm(c);
+	}
+}
+
+static void
+conn_timer(struct lg_conn *c)
+{
+	switch (c->state) {
+	case LG_CONN_JOB:
+		c->w->ops->job_timeout(c);
+		return;
+	case LG_CONN_WRITE:
+		write_timer(c);
+		return;
+	case LG_CONN_LINGER:
+		lg_conn_close(c);
+		return;
+	default:
+		break;
+	}
+	if (lg_conn_in_body(c)) {
+		ev_tstamp due = lg_conn_upload_due(c), req_due = lg_conn_request_due(c);
+
+		if (lg_conn_past(c, req_due)) {
+			log_info("request not complete within --request-deadline-ms (fd %d, %" PRIu64
+			    " body bytes): 408", c->fd, lg_conn_body_bytes(c));
+		} else if (lg_conn_past(c, due)) {
+			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
+			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->tmo.body_at);
+			lg_stats_add(&c->w->env->page->slow_uploads, 1);
+		} else {
+			log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
+			    lg_conn_body_bytes(c));
+		}
+		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
+	} else if (lg_client_proxy_wanted(c->fd)) {
+		log_info("PROXY protocol header not complete within --head-timeout-ms (fd %d, "
+		    "%zu bytes): closing", c->fd, c->rlen);
+		lg_conn_close(c); /* no HTTP answer before the header: the peer is a proxy */
+	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
+		log_info("request head too slow (fd %d, %s): 408", c->fd,
+		    lg_conn_past(c, lg_conn_request_due(c)) ? "--request-deadline-ms" :
+		    "--head-timeout-ms");
+		lg_conn_error(c, 408, 1, NULL);
+	} else {
+		lg_conn_close(c); /* idle: nothing of a request was sent */
+	}
+}
+
+int
+lg_conn_cut_upload(struct lg_conn *c, double held_s)
+{
+	if (!lg_conn_in_body(c))
+		return 0;
+	log_info("upload cut to free its transit buffer, every one being held (fd %d, %" PRIu64
+	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, lg_conn_body_bytes(c),
+	    held_s);
+	lg_stats_add(&c->w->env->page->slow_uploads, 1);
+	lg_conn_error(c, 408, 1, NULL); /* gives the transit buffer back once written */
+	return 1;
+}
+
 /* The libev entry points, timed for slow-callback warnings (worker/observe.h). */
 static void
 conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
@@ -778,4 +799,18 @@ conn_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 	c->tmo.idle_ticks = 0;
 	conn_io(c, revents);
 	lg_obs_cb_end(w, "connection I/O");
+}
+
+static void
+conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_conn *c = t->data;
+	struct lg_worker *w = c->w;
+
+	if (lg_conn_timer_early(c))
+		return; /* the limit moved later since the timer was armed */
+	lg_obs_cb_begin(w, c);
+	c->tmo.idle_ticks = 0;
+	conn_timer(c);
+	lg_obs_cb_end(w, "connection timer");
 }

@@ -1,14 +1,12 @@
 /* The connection's limits in time (worker/core/conn_timer.h, docs/HTTP.md): when each is due,
- * the one timer that enforces them, and what the core does when one is reached. */
+ * and the one timer that enforces them. A leaf: what the core does when a limit is reached is
+ * conn.c's (conn_timer), so the calls between the two go one way. */
 #include "worker/core/conn_timer.h"
 
-#include <inttypes.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
-#include "common/log.h"
-#include "shm/stats.h"
-#include "worker/core/client.h"
 #include "worker/core/conn_int.h"
-#include "worker/observe.h"
 
 void
 lg_conn_arm_timer(struct lg_conn *c, double seconds)
@@ -158,100 +156,18 @@ lg_conn_rearm(struct lg_conn *c)
 	lg_conn_arm_timer(c, at > now ? at - now : 1e-3);
 }
 
-/* The write timer fired. The kernel signals EV_WRITE only once a third of the send buffer is
- * free, so a client reading slowly but steadily (20 KB/s against megabytes of buffer) shows
- * no event for longer than the stall timeout: its progress is read from the socket's unsent
- * queue instead (SIOCOUTQ, tcp(7)), and any progress restarts the stall timeout. */
-static void
-write_timer(struct lg_conn *c)
-{
-	const struct lg_config *cfg = c->w->env->cfg;
-	ev_tstamp now = ev_now(c->w->ev), due;
-
-	lg_conn_note_delivered(c);
-	due = lg_conn_download_due(c);
-	if (lg_conn_past(c, due)) {
-		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
-		    "closing fd %d", c->tmo.wdelivered, now - c->tmo.write_at, c->fd);
-		lg_stats_add(&c->w->env->page->slow_downloads, 1);
-		lg_conn_close(c);
-	} else if (lg_conn_past(c, c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3)) {
-		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
-		lg_conn_close(c);
-	} else {
-		lg_conn_rearm(c);
-	}
-}
-
-static void
-conn_timer(struct lg_conn *c)
-{
-	switch (c->state) {
-	case LG_CONN_JOB:
-		c->w->ops->job_timeout(c);
-		return;
-	case LG_CONN_WRITE:
-		write_timer(c);
-		return;
-	case LG_CONN_LINGER:
-		lg_conn_close(c);
-		return;
-	default:
-		break;
-	}
-	if (lg_conn_in_body(c)) {
-		ev_tstamp due = lg_conn_upload_due(c), req_due = lg_conn_request_due(c);
-
-		if (lg_conn_past(c, req_due)) {
-			log_info("request not complete within --request-deadline-ms (fd %d, %" PRIu64
-			    " body bytes): 408", c->fd, lg_conn_body_bytes(c));
-		} else if (lg_conn_past(c, due)) {
-			log_info("body slower than --min-upload-rate (fd %d, %" PRIu64 " bytes in "
-			    "%.1f s): 408", c->fd, lg_conn_body_bytes(c), ev_now(c->w->ev) - c->tmo.body_at);
-			lg_stats_add(&c->w->env->page->slow_uploads, 1);
-		} else {
-			log_info("body too slow (fd %d, %" PRIu64 " bytes): 408", c->fd,
-			    lg_conn_body_bytes(c));
-		}
-		lg_conn_error(c, 408, 1, NULL); /* releases the transit buffer once written */
-	} else if (lg_client_proxy_wanted(c->fd)) {
-		log_info("PROXY protocol header not complete within --head-timeout-ms (fd %d, "
-		    "%zu bytes): closing", c->fd, c->rlen);
-		lg_conn_close(c); /* no HTTP answer before the header: the peer is a proxy */
-	} else if (c->rlen > 0 || c->http.frame.head_bytes > 0) {
-		log_info("request head too slow (fd %d, %s): 408", c->fd,
-		    lg_conn_past(c, lg_conn_request_due(c)) ? "--request-deadline-ms" :
-		    "--head-timeout-ms");
-		lg_conn_error(c, 408, 1, NULL);
-	} else {
-		lg_conn_close(c); /* idle: nothing of a request was sent */
-	}
-}
-
-int
-lg_conn_cut_upload(struct lg_conn *c, double held_s)
-{
-	if (!lg_conn_in_body(c))
-		return 0;
-	log_info("upload cut to free its transit buffer, every one being held (fd %d, %" PRIu64
-	    " bytes in %.1f s, slower than --evict-upload-rate): 408", c->fd, lg_conn_body_bytes(c),
-	    held_s);
-	lg_stats_add(&c->w->env->page->slow_uploads, 1);
-	lg_conn_error(c, 408, 1, NULL); /* gives the transit buffer back once written */
-	return 1;
-}
-
-/* The libev entry point of c's timer, timed for slow-callback warnings (worker/observe.h). */
+/* Records how many response bytes the client has taken (written minus still unsent) and, when
+ * that grew, the time of that progress. */
 void
-lg_conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+lg_conn_note_delivered(struct lg_conn *c)
 {
-	struct lg_conn *c = t->data;
-	struct lg_worker *w = c->w;
+	int unsent = 0;
+	uint64_t got = c->out.woff;
 
-	if (lg_conn_timer_early(c))
-		return; /* the limit moved later since the timer was armed */
-	lg_obs_cb_begin(w, c);
-	c->tmo.idle_ticks = 0;
-	conn_timer(c);
-	lg_obs_cb_end(w, "connection timer");
+	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
+		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
+	if (got > c->tmo.wdelivered) {
+		c->tmo.wdelivered = got;
+		c->tmo.wprogress_at = ev_now(c->w->ev);
+	}
 }

@@ -54,9 +54,4 @@ ev_tstamp lg_conn_request_due(const struct lg_conn *c);
  * is armed by lg_conn_wait_job (nothing is done in state LG_CONN_JOB). */
 void lg_conn_rearm(struct lg_conn *c);
 
-/* libev callback of c's timer (t->data is c): a limit moved later re-arms it, a reached one
- * answers 408, closes, or calls ops->job_timeout in state LG_CONN_JOB. c may be closed on
- * return. */
-void lg_conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
-
 #endif

@@ -458,21 +458,6 @@ lg_offload_queue(struct lg_conn *c)
 	return 0;
 }
 
-int
-lg_offload_release(struct lg_conn *c)
-{
-	struct lg_slot *s = &c->w->env->arena->slots[LG_JOB(c)->slot];
-	int to;
-
-	if (LG_WJOB(c->w)->pending[LG_JOB(c)->slot] == c)
-		LG_WJOB(c->w)->pending[LG_JOB(c)->slot] = NULL;
-	if ((to = lg_slot_release(s, LG_JOB(c)->gen)) == LG_SLOT_ABANDONED)
-		log_debug("slot %d abandoned while running; the compute process frees it", LG_JOB(c)->slot);
-	LG_JOB(c)->slot = -1;
-	lg_conn_unhold(c, LG_CONN_HELD_BUFFER);
-	return to;
-}
-
 void
 lg_offload_kill(const struct lg_worker *w, uint32_t slot, uint32_t gen)
 {

@@ -1,6 +1,7 @@
 /* The offload path's answers (worker/job/offload.h): a finished slot's output, status and
- * headers turned into the client's response, a failed job's status and message, and the text
- * of a module that is unavailable. */
+ * headers turned into the client's response, a failed job's status and message, the text of a
+ * module that is unavailable, and the slot given back. A leaf of offload.c: it calls nothing
+ * of it, so the calls between the two go one way. */
 #include "worker/job/offload_int.h"
 
 #include <inttypes.h>
@@ -231,4 +232,19 @@ lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char
 	*body = region + LG_OUT_META;
 	*len = (size_t)out_len;
 	return 0;
+}
+
+int
+lg_offload_release(struct lg_conn *c)
+{
+	struct lg_slot *s = &c->w->env->arena->slots[LG_JOB(c)->slot];
+	int to;
+
+	if (LG_WJOB(c->w)->pending[LG_JOB(c)->slot] == c)
+		LG_WJOB(c->w)->pending[LG_JOB(c)->slot] = NULL;
+	if ((to = lg_slot_release(s, LG_JOB(c)->gen)) == LG_SLOT_ABANDONED)
+		log_debug("slot %d abandoned while running; the compute process frees it", LG_JOB(c)->slot);
+	LG_JOB(c)->slot = -1;
+	lg_conn_unhold(c, LG_CONN_HELD_BUFFER);
+	return to;
 }

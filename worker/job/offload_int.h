@@ -1,6 +1,6 @@
 /* The offload path's files' shared internals (worker/job/offload.c, the claim, body, queue and
- * completion stages; worker/job/offload_answer.c, the answers from a slot). Nothing outside
- * worker/job/ includes this. */
+ * completion stages; worker/job/offload_answer.c, the answers from a slot and its release, a
+ * leaf of offload.c). Nothing outside worker/job/ includes this. */
 #ifndef LG_WORKER_OFFLOAD_INT_H
 #define LG_WORKER_OFFLOAD_INT_H
 
