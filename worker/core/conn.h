@@ -226,6 +226,39 @@ lg_conn_parked(const struct lg_conn *c)
 	return (c->held & LG_CONN_HELD_PARKED) != 0;
 }
 
+/* The head hook's verbs (struct lg_conn_ops head, called inside the parser): lg_conn_head_begin
+ * forgets the previous request's interim response and refusal lines; lg_conn_reject chooses the
+ * status the core answers a request the hook returns LG_HTTP_REJECT for (its header lines, or
+ * "", in c->reject_extra); lg_conn_expect_continue(c, 1) says the body will be read, so a
+ * client waiting for 100 Continue (RFC 9110 section 10.1.1) gets it while the body is awaited. */
+static inline void
+lg_conn_head_begin(struct lg_conn *c)
+{
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->reject_extra[0] = '\0';
+}
+
+static inline void
+lg_conn_reject(struct lg_conn *c, int status)
+{
+	c->reject_status = status;
+}
+
+static inline void
+lg_conn_expect_continue(struct lg_conn *c, int want)
+{
+	c->want_continue = want;
+}
+
+/* The body the next response of c sends is p, a buffer the router rendered into: the core gives
+ * it back once written or dropped (lg_render_give_back, else free(3)). */
+static inline void
+lg_conn_own_body(struct lg_conn *c, char *p)
+{
+	c->out.wbody_owned = p;
+}
+
 /* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
  * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
  * nothing to write, no slot), the connection holds only a struct lg_conn_idle; a struct lg_conn

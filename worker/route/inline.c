@@ -91,7 +91,7 @@ route_rendered(struct lg_conn *c, int metrics)
 
 	if (p == NULL)
 		return lg_conn_error(c, 500, 0, NULL);
-	c->out.wbody_owned = p;
+	lg_conn_own_body(c, p);
 	lg_buf_init(&b, p, w->render.cap);
 	stats_names(w, &nm);
 	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :

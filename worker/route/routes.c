@@ -113,7 +113,7 @@ is_asterisk(const struct lg_http_req *r)
 static int
 reject(struct lg_conn *c, int status)
 {
-	c->reject_status = status;
+	lg_conn_reject(c, status);
 	if (status == 503)
 		snprintf(c->reject_extra, sizeof(c->reject_extra), LG_CONN_RETRY_AFTER);
 	return LG_HTTP_REJECT;
@@ -196,7 +196,7 @@ refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t
 {
 	set_retry_after(c, retry_s);
 	if (!discard_ok(c, r)) {
-		c->reject_status = status;
+		lg_conn_reject(c, status);
 		return LG_HTTP_REJECT;
 	}
 	LG_RT(c)->refuse_status = status;
@@ -338,10 +338,8 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	lg_job_begin(c);
 	LG_RT(c)->route_row = LG_RT(c)->route ? LG_RT(c)->route->row : LG_WRT(c->w)->none_row;
 	LG_RT(c)->route_label = LG_WRT(c->w)->row_names[LG_RT(c)->route_row];
-	c->want_continue = 0;
-	c->cont_off = 0;
+	lg_conn_head_begin(c);
 	LG_RT(c)->refuse_status = 0;
-	c->reject_extra[0] = '\0';
 	LG_RT(c)->max_body = LG_RT(c)->route && LG_RT(c)->route->def->kind ?
 	    LG_RT(c)->route->def->max_body : cfg->max_body;
 }
@@ -369,7 +367,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	if (is_asterisk(r) || LG_RT(c)->route->handler != NULL) {
 		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
 			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
-		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
+		lg_conn_expect_continue(c, r->expect_continue && has_body); /* read, then dropped */
 		return LG_HTTP_BODY_PARSER;
 	}
 	d = LG_RT(c)->route->def;
@@ -403,7 +401,7 @@ lg_route_head(struct lg_http *h, void *conn)
 		return refuse_keep(c, r, 503, 1);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/core/conn.c). */
-	c->want_continue = r->expect_continue && has_body;
+	lg_conn_expect_continue(c, r->expect_continue && has_body);
 	return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
