@@ -30,7 +30,10 @@ static struct {
 	size_t window;             /* the sink offers at most this many bytes per read */
 	int dispatched, inits, gone, timeouts;
 	int wait_job;              /* dispatch parks the request on a 50 ms job deadline */
+	size_t big;                /* dispatch answers this many bytes of big_body */
 } fk;
+
+static unsigned char big_body[1 << 20];
 
 static int
 fake_head(struct lg_http *h, void *conn)
@@ -69,6 +72,8 @@ fake_dispatch(struct lg_conn *c)
 		lg_conn_wait_job(c, 50);
 		return 0;
 	}
+	if (fk.big) /* referenced, not copied: it stays valid until written */
+		return lg_conn_respond(c, 200, "application/octet-stream", NULL, big_body, fk.big);
 	if (fk.need > 0) {
 		/* as the job room does: the body bytes that came with the head first */
 		size_t have = lg_conn_buffered(c) < fk.need ? lg_conn_buffered(c) : fk.need;
@@ -156,6 +161,7 @@ struct rig {
 	struct lg_loop_env env;
 	struct lg_worker w;
 	int client;                /* the test's end of the socketpair */
+	int server;                /* the core's end (owned by the core) */
 };
 
 static int
@@ -185,6 +191,7 @@ rig_up(void **state)
 		return -1;
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	r.client = sv[1];
+	r.server = sv[0];
 	if (lg_conn_start(&r.w, sv[0]) == -1)
 		return -1;
 	*state = &r;
@@ -373,6 +380,85 @@ test_job_deadline(void **state)
 	assert_true(now_s() - t0 < 2.0);
 }
 
+/* The client reads n bytes (or gives up after 3 s); returns how many it got. */
+static size_t
+read_n(struct rig *r, unsigned char *buf, size_t n)
+{
+	size_t len = 0;
+	double until = now_s() + 3.0;
+
+	fcntl(r->client, F_SETFL, O_NONBLOCK);
+	while (len < n && now_s() < until) {
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+		ssize_t got = read(r->client, buf + len, n - len);
+
+		if (got > 0)
+			len += (size_t)got;
+		else if (got == 0)
+			break;
+		else
+			usleep(500);
+	}
+	return len;
+}
+
+/* A response larger than the socket takes is written in parts as the client reads, arrives
+ * whole and in order, and the connection then serves the next request. */
+static void
+test_partial_writes(void **state)
+{
+	struct rig *r = *state;
+	static unsigned char got[(1 << 20) + 4096];
+	int small = 4096;
+	size_t head_len, n;
+	char *end;
+
+	for (size_t i = 0; i < sizeof(big_body); i++)
+		big_body[i] = (unsigned char)(i * 7 + i / 251);
+	setsockopt(r->server, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	fk.big = 300000;
+	send_all(r->client, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", 30);
+	for (int i = 0; i < 50; i++)
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+	assert_non_null(r->w.conns);
+	assert_int_equal(r->w.conns->state, LG_CONN_WRITE); /* blocked: the client reads nothing */
+	n = read_n(r, got, 512);
+	assert_int_equal(n, 512);
+	got[n] = '\0';
+	end = strstr((char *)got, "\r\n\r\n");
+	assert_non_null(end);
+	head_len = (size_t)(end + 4 - (char *)got);
+	n += read_n(r, got + n, head_len + fk.big - n);
+	assert_int_equal(n, head_len + fk.big);
+	assert_memory_equal(got + head_len, big_body, fk.big);
+	fk.big = 0;
+	send_all(r->client, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n", 32);
+	read_answers(r, (char *)got, sizeof(got), 1);
+	assert_non_null(strstr((char *)got, "r2 /after"));
+}
+
+/* The client leaves while its response is blocked on a full socket: the core closes. */
+static void
+test_close_while_writing(void **state)
+{
+	struct rig *r = *state;
+	int small = 4096;
+
+	setsockopt(r->server, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	fk.big = 300000;
+	send_all(r->client, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n", 30);
+	for (int i = 0; i < 50; i++)
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+	assert_int_equal(r->w.conns->state, LG_CONN_WRITE);
+	close(r->client);
+	for (int i = 0; i < 2000 && r->w.nconns > 0; i++) {
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+		usleep(500);
+	}
+	assert_int_equal(r->w.nconns, 0);
+	r->client = socket(AF_UNIX, SOCK_STREAM, 0); /* for rig_down to close */
+}
+
 int
 main(void)
 {
@@ -383,6 +469,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_close_at_every_step, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_body_into_sink, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_job_deadline, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_partial_writes, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_close_while_writing, rig_up, rig_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
