@@ -186,8 +186,8 @@ LINT_INC = grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"'
 # worker/job, flight, route, upstream or the loop's top-level headers; worker/job/ nothing of
 # flight, route or upstream; worker/flight/ nothing of route or upstream; only the loop
 # (worker/*.c) includes the loop's headers. A room's part of a connection is reached only in
-# the room: c->job (LG_JOB, part_job) in worker/job, c->flight (LG_FLIGHT, part_flight) in
-# worker/flight, c->rt (LG_RT, part_rt) in worker/route and the loop. The includes known to
+# the room: the job part (LG_JOB, part_job) in worker/job, the flight part (LG_FLIGHT) in
+# worker/flight, the router's (LG_RT, LG_WRT) in worker/route and the loop. The includes known to
 # cross, each to be removed rather than added to: observe.h (the loop's metrics, called from
 # every room) is still a top-level header; cluster.c, inline.c and routes.c include loop.h.
 LINT_KNOWN_OBS := ^worker/[a-z]+/[a-z_]+\.c:[0-9]+:\#include "worker/observe\.h"

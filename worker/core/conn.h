@@ -97,7 +97,7 @@ struct lg_conn_ops {
 	uint64_t (*body_got)(const struct lg_conn *c);
 	/* the Content-Length body is complete (body_got reached it): 0, or -1 (closed) */
 	int (*body_done)(struct lg_conn *c);
-	/* readies the rooms' parts of c (c->job, c->flight, c->rt) when c gets its block */
+	/* readies the rooms' parts of c (job, flight, route: LG_PART) when c gets its block */
 	void (*init)(struct lg_conn *c);
 	/* the job deadline passed (state LG_CONN_JOB): 0, or -1 (closed) */
 	int (*job_timeout)(struct lg_conn *c);

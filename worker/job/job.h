@@ -1,6 +1,6 @@
 /* The job room's verbs on a connection, for the rooms above it (worker/flight, worker/route) and
- * the loop: what they may ask of a connection's job part (struct lg_conn_job, c->job) without
- * reading or writing its fields. Only worker/job/ touches c->job's fields (make lint). All are
+ * the loop: what they may ask of a connection's job part (struct lg_conn_job, LG_JOB(c)) without
+ * reading or writing its fields. Only worker/job/ reaches LG_JOB(c) (make lint). All are
  * inline reads or one-line writes: some run for every request of a keep-alive connection. */
 #ifndef LG_WORKER_JOB_H
 #define LG_WORKER_JOB_H

@@ -27,14 +27,14 @@ struct lg_offload_spec {
  * view at the start of its input region. Returns 0 (LG_JOB(c)->slot set, body counters reset,
  * LG_JOB(c)->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
- * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the pool's
- * transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view could
- * not be backed: the caller answers 503; counted (a full pool in its page). */
+ * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the
+ * pool's transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view
+ * could not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
-/* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at` into c's slot, backing
- * the input region as it goes. Returns 0, or -1 with h->status 413 (over the region) or 503
- * (shared memory could not be backed). */
+/* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at`
+ * into c's slot, backing the input region as it goes. Returns 0, or -1 with h->status 413 (over
+ * the region) or 503 (shared memory could not be backed). */
 int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len);
 
 /* The request head is complete and c holds a slot: moves the body bytes that came with the
@@ -67,7 +67,7 @@ size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
  * when the connection has given the slot up. */
 void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
 
-/* The loop worker's job part (w->job) at loop start: lg_offload_setup allocates the table of
+/* The loop worker's job part (LG_WJOB(w)) at loop start: lg_offload_setup allocates the table of
  * pending connections by slot (returns 0, or -1 with errno ENOMEM); lg_offload_watch watches
  * completion channel fd (the loop's end of it, not owned) with cb, w as the watcher's data;
  * lg_offload_backing_start starts the helper thread that backs input regions (0, or -1 with

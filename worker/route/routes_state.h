@@ -13,7 +13,7 @@ struct lg_route;
 /* The route of the current request. */
 struct lg_conn_rt {
 	const struct lg_route *route; /* NULL when none matched (opaque outside the router) */
-	unsigned route_row;           /* its row in the statistics (w->rt.none_row when none) */
+	unsigned route_row;           /* its row in the statistics (LG_WRT(w)->none_row when none) */
 	const char *route_label;      /* its path for logs and metrics ("none" when none) */
 	uint64_t max_body;            /* of the route */
 	int refuse_status;            /* a refusal answered at dispatch, keeping the connection
