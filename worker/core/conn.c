@@ -16,16 +16,16 @@
 #include "http/proxyproto.h"
 #include "worker/core/client.h"
 #include "worker/core/conn_head.h"
-#include "worker/core/conn_idle.h"
+#include "worker/core/conn_int.h"
 #include "worker/core/conn_timer.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
 #include "worker/core/access.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
-static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 static int conn_process(struct lg_conn *c);
 static void conn_io(struct lg_conn *c, int revents);
+static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
 static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN (sizeof(continue_line) - 1)
@@ -52,12 +52,11 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
 	c->w = w;
 	c->fd = fd;
-	lg_job_init(&c->job);
-	lg_flight_init(&c->flight);
+	c->held = 0;
+	w->ops->init(c);
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
-	lg_rt_none(&c->rt, &w->rt);
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
 	lg_obs_init(&c->obs);
@@ -99,25 +98,6 @@ lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, i
 	conn_io(c, revents);
 }
 
-struct lg_body *
-lg_body_new(size_t len)
-{
-	struct lg_body *b = malloc(sizeof(*b) + (len ? len : 1));
-
-	if (b == NULL)
-		return NULL;
-	b->refs = 1;
-	b->len = len;
-	return b;
-}
-
-void
-lg_body_unref(struct lg_body *b)
-{
-	if (b != NULL && --b->refs == 0)
-		free(b);
-}
-
 /* Gives back a rendered body (the router's) or a shared one once it is written or the
  * connection goes. */
 static void
@@ -141,14 +121,6 @@ lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const c
 	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
 }
 
-struct lg_pool *
-lg_conn_pool(struct lg_worker *w)
-{
-	if (w->pool.size == 0) /* two kept blocks: sporadic traffic maps nothing */
-		lg_pool_init(&w->pool, sizeof(struct lg_conn), 2);
-	return &w->pool;
-}
-
 void
 lg_conn_gone(struct lg_worker *w)
 {
@@ -165,11 +137,20 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+	if (c->held)
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
 	close(c->fd);
+	lg_conn_free(c);
+	lg_conn_gone(w);
+}
+
+void
+lg_conn_free(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -177,23 +158,6 @@ lg_conn_close(struct lg_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	lg_pool_put(lg_conn_pool(w), c);
-	lg_conn_gone(w);
-}
-
-/* Records how many response bytes the client has taken (written minus still unsent) and, when
- * that grew, the time of that progress. */
-static void
-note_delivered(struct lg_conn *c)
-{
-	int unsent = 0;
-	uint64_t got = c->out.woff;
-
-	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
-		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
-	if (got > c->tmo.wdelivered) {
-		c->tmo.wdelivered = got;
-		c->tmo.wprogress_at = ev_now(c->w->ev);
-	}
 }
 
 /* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
@@ -310,7 +274,7 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (lg_job_holds_slot(&c->job))
+	if (c->held & LG_CONN_HELD_BUFFER)
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
@@ -608,21 +572,23 @@ lg_conn_resume(struct lg_conn *c)
 	return c->state == LG_CONN_HEAD ? conn_process(c) : 0;
 }
 
-/* Reads the rest of a Content-Length body straight into the slot's input region. */
+/* Reads the rest of a Content-Length body straight into the room's body sink (ops->body_buf:
+ * the job room's slot input region). */
 static void
 read_body(struct lg_conn *c)
 {
-	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
+	const struct lg_conn_ops *ops = c->w->ops;
+	unsigned char *dst;
+	size_t len;
 
-	switch (c->w->ops->body_window(c)) {
+	switch (ops->body_buf(c, &dst, &len)) {
 	case -1:
 		return;
 	case 1:
 		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
 		return;
 	}
-	uint64_t want = c->job.body_need - c->job.body_got, room = c->job.reserved - c->job.body_got;
-	ssize_t n = read(c->fd, dst + c->job.body_got, want < room ? want : room);
+	ssize_t n = read(c->fd, dst, len);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */
@@ -630,12 +596,11 @@ read_body(struct lg_conn *c)
 	}
 	if (n < 0)
 		return;
-	c->job.body_got += (uint64_t)n;
-	if (c->job.body_got < c->job.body_need) {
+	if (ops->body_took(c, (size_t)n) == 0) {
 		lg_conn_rearm(c);
 		return;
 	}
-	if (c->w->ops->body_done(c) == 0)
+	if (ops->body_done(c) == 0)
 		conn_process(c);
 }
 
@@ -710,7 +675,7 @@ conn_io(struct lg_conn *c, int revents)
 				conn_process(c);
 			return;
 		case 0:
-			note_delivered(c); /* progress: the stall timeout counts from here */
+			lg_conn_note_delivered(c); /* progress: the stall timeout counts from here */
 			lg_conn_rearm(c);
 			return;
 		default:
@@ -750,7 +715,7 @@ write_timer(struct lg_conn *c)
 	const struct lg_config *cfg = c->w->env->cfg;
 	ev_tstamp now = ev_now(c->w->ev), due;
 
-	note_delivered(c);
+	lg_conn_note_delivered(c);
 	due = lg_conn_download_due(c);
 	if (lg_conn_past(c, due)) {
 		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "
