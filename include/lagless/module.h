@@ -414,11 +414,44 @@ struct lagless_module {
 
 #define LAGLESS_UNPAREN_(...) __VA_ARGS__
 
-/* The module descriptor with hooks and a list of LAGLESS_KIND(...). hooks is a parenthesised
- * list of designated initializers of struct lagless_module, () for none:
- *   LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
- *       LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg")); */
-#define LAGLESS_MODULE_HOOKS(mname, mversion, hooks, ...)                                    \
+/* LAGLESS_MODULE_HOOKS takes the hooks in either of two forms, told apart by the preprocessor
+ * (the parenthesised one since ABI 1.1; the positional one of 1.0 compiles again since 1.2):
+ *   - a parenthesised list of designated initializers of struct lagless_module, () for none:
+ *       LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
+ *           LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg"));
+ *   - ABI 1.0's three positional hooks check, init, exit, each a function's name, its address
+ *     (&f), NULL or 0:
+ *       LAGLESS_MODULE_HOOKS("thumbnail", "1.0.0", NULL, thumb_init, thumb_exit, kinds...);
+ * The test: the third argument is the new form when it begins with '(' and what is inside
+ * that parenthesis does not (NULL is ((void *)0) in C, which begins with "(("). A positional
+ * hook written as a cast, (lagless_init_fn)0, is outside both forms: write NULL. */
+#define LAGLESS_PICK2_(a, b, ...) b
+#define LAGLESS_2ND_(...) LAGLESS_PICK2_(__VA_ARGS__)
+#define LAGLESS_PROBE_(...) ~, 1, ~
+/* 1 when the (expanded) tokens begin with '(', else 0. */
+#define LAGLESS_OPENS_(...) LAGLESS_2ND_(LAGLESS_PROBE_ __VA_ARGS__, 0, ~)
+#define LAGLESS_FIRST_(a, ...) a
+#define LAGLESS_HEAD_(...) LAGLESS_FIRST_(__VA_ARGS__)
+#define LAGLESS_CAT_(a, b) LAGLESS_CAT2_(a, b)
+#define LAGLESS_CAT2_(a, b) a##b
+#define LAGLESS_INNER_OPENS_1(x) LAGLESS_OPENS_(LAGLESS_HEAD_(LAGLESS_UNPAREN_ x, ~))
+#define LAGLESS_INNER_OPENS_0(x) 0
+/* Form 10 (opens, inside does not): the list; 11 (NULL), 00 (a name, 0, &f): positional. */
+#define LAGLESS_HOOKS_FORM_(x) \
+	LAGLESS_CAT_(LAGLESS_OPENS_(x), LAGLESS_CAT_(LAGLESS_INNER_OPENS_, LAGLESS_OPENS_(x))(x))
+#define LAGLESS_HOOKS_10(mname, mversion, hooks, ...) \
+	LAGLESS_MODULE_DEF_(mname, mversion, (LAGLESS_UNPAREN_ hooks), __VA_ARGS__)
+#define LAGLESS_HOOKS_11(mname, mversion, check_fn, init_fn, exit_fn, ...) \
+	LAGLESS_MODULE_DEF_(mname, mversion, \
+	    (.check = (check_fn), .init = (init_fn), .exit = (exit_fn)), __VA_ARGS__)
+#define LAGLESS_HOOKS_00 LAGLESS_HOOKS_11
+
+#define LAGLESS_MODULE_HOOKS(mname, mversion, ...)                                           \
+	LAGLESS_CAT_(LAGLESS_HOOKS_, LAGLESS_HOOKS_FORM_(LAGLESS_FIRST_(__VA_ARGS__, ~)))    \
+	(mname, mversion, __VA_ARGS__)
+
+/* The descriptor itself; hooks is a parenthesised list of designated initializers. */
+#define LAGLESS_MODULE_DEF_(mname, mversion, hooks, ...)                                     \
 	static const struct lagless_kind lagless_module_kinds_[] = { __VA_ARGS__ };          \
 	extern LAGLESS_EXPORT const struct lagless_module lagless_module;                   \
 	LAGLESS_EXPORT const struct lagless_module lagless_module = {                       \
@@ -432,7 +465,7 @@ struct lagless_module {
 /* The module descriptor without hooks:
  *   LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain")); */
 #define LAGLESS_MODULE(mname, mversion, ...) \
-	LAGLESS_MODULE_HOOKS(mname, mversion, (), __VA_ARGS__)
+	LAGLESS_MODULE_DEF_(mname, mversion, (), __VA_ARGS__)
 
 #ifdef __cplusplus
 }
