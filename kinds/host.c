@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/query.h"
 #include "common/value.h"
+#include "kinds/answer.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -77,7 +78,7 @@ host_set_status(struct lagless_output *out, int code)
 {
 	struct out_priv *pv = out->host_private;
 
-	if (!((code >= 200 && code <= 299) || (code >= 400 && code <= 499)))
+	if (!lg_answer_status_ok(code, -1))
 		return -1;
 	pv->meta->http_status = (uint32_t)code;
 	return 0;
@@ -128,6 +129,23 @@ host_error_body(struct lagless_output *out)
 
 	pv->meta->flags |= LG_OUT_ERROR_BODY;
 	return 0;
+}
+
+/* A field that breaks a rule is refused here and makes the answer a 502 (lg_answer_fields in
+ * the loop); the compute process's log names it too, with the module. */
+static int
+host_add_field(struct lagless_output *out, const char *name, size_t name_len,
+    const char *value, size_t value_len)
+{
+	struct out_priv *pv = out->host_private;
+	int first = !(pv->meta->flags & LG_OUT_BAD_FIELD);
+
+	if (lg_answer_field_add(pv->meta, name, name_len, value, value_len) == 0)
+		return 0;
+	if (first)
+		host_log(LAGLESS_LOG_WARN, "add_field refused, the answer will be a 502: %s",
+		    pv->meta->bad);
+	return -1;
 }
 
 static const char *
@@ -235,6 +253,7 @@ const struct lagless_host lg_host = {
 	.conf_uint = host_conf_uint,
 	.vlog = host_vlog,
 	.error_body = host_error_body,
+	.add_field = host_add_field,
 };
 
 static size_t

@@ -79,11 +79,21 @@ struct lg_out_meta {
 	uint32_t flags;             /* LG_OUT_ERROR_BODY */
 	char ctype[128];
 	char msg[256];
+	/* ABI 1.2, host->add_field: nfields "name: value" CRLF lines, fields_len bytes of
+	 * fields[]; checked again by the loop (kinds/answer.h) before one byte is sent. */
+	uint32_t nfields;
+	uint32_t fields_len;
+	char fields[LAGLESS_ANSWER_FIELDS_BYTES];
+	char bad[128];              /* LG_OUT_BAD_FIELD: why, NUL-terminated */
 };
 
 /* lg_out_meta.flags: the kind called host->error_body (ABI 1.2), so the body after the
  * metadata (the slot's out_len bytes) is that of its 4xx or 500 answer, with ctype. */
 #define LG_OUT_ERROR_BODY 0x1u
+/* The kind added a field that breaks a rule of host->add_field (reason in bad): 502. */
+#define LG_OUT_BAD_FIELD 0x2u
+
+_Static_assert(sizeof(struct lg_out_meta) <= LG_OUT_META, "the answer's metadata page");
 
 /* What one run needs besides the kind. */
 struct lg_run {

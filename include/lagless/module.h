@@ -131,11 +131,12 @@ extern "C" {
 /* What run returns. The host maps it to the HTTP answer. */
 enum lagless_status {
 	LAGLESS_OK = 0,         /* out->len bytes of out->data are the body; status 200 unless
-	                         * set_status chose another 2xx */
+	                         * set_status chose another 2xx (or, ABI 1.2, a 3xx) */
 	LAGLESS_BAD_INPUT = 1,  /* the request is wrong: 400 (or the 4xx given to set_status), body
 	                         * the short message given to set_message, or (ABI 1.2) the
 	                         * out->len bytes of out->data after host->error_body */
-	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500, body as for
+	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500 (ABI 1.2: or
+	                         * the 501-504 given to set_status), body as for
 	                         * LAGLESS_BAD_INPUT */
 	LAGLESS_TOO_LARGE = 3,  /* the answer would not fit out->cap, or the input is over a limit
 	                         * of the kind (a decompression bomb): 413 */
@@ -237,8 +238,11 @@ struct lagless_host {
 	/* Appends n bytes at out->data + out->len. Returns 0, or -1 (nothing written) when it would
 	 * pass out->cap. */
 	int (*write)(struct lagless_output *out, const void *p, size_t n);
-	/* The HTTP status of the answer: a 2xx with LAGLESS_OK, a 4xx with LAGLESS_BAD_INPUT.
-	 * Returns 0, or -1 for a code outside 200-299 and 400-499. */
+	/* The HTTP status of the answer: a 2xx with LAGLESS_OK, a 4xx with LAGLESS_BAD_INPUT;
+	 * since ABI 1.2 also a 3xx with LAGLESS_OK (300-303, 307, 308; 301, 302, 303, 307 and 308
+	 * with a Location field, add_field) and 501-504 with LAGLESS_ERROR (a runtime's own
+	 * gateway answers). A status that does not match what run returns is ignored (the
+	 * default of that return is sent). Returns 0, or -1 for any other code. */
 	int (*set_status)(struct lagless_output *out, int http_status);
 	/* The Content-Type of this answer, over the route's and the kind's (copied; at most 127
 	 * bytes of visible ASCII). Returns 0 or -1. */
@@ -288,7 +292,28 @@ struct lagless_host {
 	 * text, as before 1.2; with it that text only names the failure in the server's log.
 	 * It has no effect on the other statuses. Returns 0. */
 	int (*error_body)(struct lagless_output *out);
+	/* Adds a response header field to this answer, whatever its status (name_len and
+	 * value_len bytes, copied; neither needs a NUL). The host checks it here and again when it
+	 * builds the response:
+	 *   - name a token (RFC 9110 section 5.1); value visible ASCII, SP and HTAB, without
+	 *     leading or trailing white space (section 5.5): so no CR, LF or NUL in either;
+	 *   - no hop-by-hop field (section 7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
+	 *     Transfer-Encoding, Upgrade; and Trailer, the framing's), none of the fields the
+	 *     host writes itself (Content-Length, Content-Type: use set_ctype; Date, Server,
+	 *     X-Queue-Ms, X-Run-Ms, X-Request-Id, X-Cache);
+	 *   - at most LAGLESS_MAX_ANSWER_FIELDS fields, LAGLESS_ANSWER_FIELDS_BYTES bytes of
+	 *     "name: value" CRLF lines in all.
+	 * Returns 0, or -1 when the field breaks a rule: the answer is then a 502, whatever run
+	 * returns, logged with the reason (a field dropped in silence, a Location or a
+	 * Set-Cookie, would be a wrong answer). Names are sent as given; a name twice is sent
+	 * twice (Set-Cookie). A 301, 302, 303, 307 or 308 needs a Location field (RFC 9110
+	 * section 10.2.2), else it is a 502 too. */
+	int (*add_field)(struct lagless_output *out, const char *name, size_t name_len,
+	    const char *value, size_t value_len);
 };
+
+#define LAGLESS_MAX_ANSWER_FIELDS 16     /* response header fields an answer may add */
+#define LAGLESS_ANSWER_FIELDS_BYTES 1024 /* bytes of their "name: value" CRLF lines */
 
 /* ABI 1.1: one declared parameter of a kind, a query argument or a route key
  * (lagless_kind.query_params, .route_params), as nginx's ngx_command_t declares a directive.

@@ -1,6 +1,7 @@
 """Job modules and routes from the configuration (docs/MODULES.md): loading, the request view,
 the output API, where=loop, load errors at -t / start-up / reload, and modules that crash, hang,
 allocate without bound or write past their output region (tests/modules/*.c, built by make)."""
+import http.client
 import os
 import re
 import shutil
@@ -67,6 +68,15 @@ kind = faults.hog
 [route /overrun]
 methods = GET
 kind = faults.overrun
+
+[route /answer]
+methods = GET
+kind = faults.answer
+
+[route /answer-loop]
+methods = GET
+kind = faults.answer
+where = loop
 
 [route /heavy]
 off = yes
@@ -187,6 +197,51 @@ def test_request_view_and_output_api(start_server, tmp_path):
     r = get(srv.port, "/work?iterations=1000")
     assert r.status == 200 and r.json()["iterations"] == 1000  # rebound
     assert "faults module initialised" in srv.log()
+
+
+def fields_of(port, path):
+    """(status, [(name lower case, value), ...] in order, body) of GET path."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, [(k.lower(), v) for k, v in r.getheaders()], r.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/answer", "/answer-loop"])
+def test_answer_header_fields_and_statuses(start_server, tmp_path, path):
+    """ABI 1.2: a kind adds response header fields (host->add_field) and answers 3xx and
+    501-504; a field that breaks a rule makes the answer a 502, logged with the reason."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+
+    def one(case):
+        st, fs, body = fields_of(srv.port, path + "?case=" + case)
+        return st, dict(fs), [n for n, _ in fs], body
+
+    st, f, names, body = one("redirect")
+    assert st == 302 and f["location"] == "/elsewhere?x=1", (st, f)
+    assert body == b"redirect refused=0\n" and "x-queue-ms" in f, body
+    st, f, names, body = one("auth")
+    assert st == 401 and f["www-authenticate"] == 'Bearer realm="api"', (st, f)
+    st, f, names, body = one("gateway")
+    assert st == 503 and f["retry-after"] == "7", (st, f)
+    assert names.count("retry-after") == 1, names        # the kind's, not the host's as well
+    assert one("timeout")[0] == 504
+    st, f, names, body = one("cookies")
+    assert st == 200 and names.count("set-cookie") == 2, names
+    for case, why in (("hop", "hop-by-hop field"), ("crlf", "visible ASCII"),
+                      ("nul", "visible ASCII"), ("clen", "host writes itself"),
+                      ("many", "more fields than"),
+                      ("nolocation", "301 without a Location")):
+        st, f, names, body = one(case)
+        assert st == 502 and "x-injected" not in names and "x-many" not in names, (case, f)
+        assert "refused" not in body.decode(), body        # the kind's body is not sent
+        assert wait_until(lambda: why in srv.log(), 5), (case, srv.log()[-2000:])
+    assert one("redirect")[0] == 302                         # the process goes on
 
 
 @pytest.mark.timeout(90)
