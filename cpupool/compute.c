@@ -294,6 +294,17 @@ recycle_due(const struct lg_pool_cfg *pool, uint64_t jobs)
 	return 0;
 }
 
+/* After a job: 1 when its kind asked for this process to be replaced (host->recycle, module
+ * ABI 1.2), logged. The answer is already handed over: only later jobs are spared. */
+static int
+kind_recycle(void)
+{
+	if (!lg_host_recycle_asked())
+		return 0;
+	log_info("recycling: the kind of the last job asked for it (host->recycle)");
+	return 1;
+}
+
 /* Judges a header taken from the job channel (r from lg_chan_recv, not RETIRE): 1 when m names
  * a slot of this pool at its current generation, to run; 0 for a stale one (its job was
  * cancelled and the slot reused since), skipped; -1 for one no loop of ours wrote (a slot out
@@ -357,7 +368,7 @@ lg_compute_main(const struct lg_compute_env *env)
 			continue;
 		run_one(env, m.job.slot, m.job.gen);
 		reap_descendants();
-		if (recycle_due(pool, ++jobs))
+		if (recycle_due(pool, ++jobs) || kind_recycle())
 			return LG_COMPUTE_RECYCLE;
 	}
 }

@@ -17,6 +17,7 @@ struct out_priv {
 };
 
 static const char *current_module = "-";
+static int recycle_asked; /* host->recycle in this process's current run (lg_host_run) */
 
 void
 lg_host_set_module(const char *name)
@@ -148,6 +149,22 @@ host_add_field(struct lagless_output *out, const char *name, size_t name_len,
 	return -1;
 }
 
+static int
+host_recycle(struct lagless_output *out)
+{
+	(void)out;
+	if (!recycle_asked)
+		host_log(LAGLESS_LOG_INFO, "recycle: this process exits after this answer");
+	recycle_asked = 1;
+	return 0;
+}
+
+int
+lg_host_recycle_asked(void)
+{
+	return recycle_asked;
+}
+
 static const char *
 host_query(const struct lagless_request *rq, const char *name, size_t *len)
 {
@@ -254,6 +271,7 @@ const struct lagless_host lg_host = {
 	.vlog = host_vlog,
 	.error_body = host_error_body,
 	.add_field = host_add_field,
+	.recycle = host_recycle,
 };
 
 static size_t
@@ -380,6 +398,7 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 
 	memset(meta, 0, sizeof(*meta));
 	*out_len = 0;
+	recycle_asked = 0;
 	lg_host_set_module(r->module);
 	st = r->run(&rq, &out);
 	lg_host_set_module(NULL);

@@ -118,6 +118,10 @@ struct lg_run {
  * called error_body (LG_OUT_ERROR_BODY), else 0. */
 int lg_host_run(const struct lg_run *r, uint64_t *out_len);
 
+/* 1 when the kind of the last lg_host_run in this process called host->recycle (ABI 1.2): a
+ * compute process then exits after that job, as for max_jobs (cpupool/compute.c). */
+int lg_host_recycle_asked(void);
+
 /* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);
  * static storage or the registry's. */
 void lg_host_set_module(const char *name);

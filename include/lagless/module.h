@@ -66,6 +66,7 @@
  *   - No thread that outlives run, no signal handler, no fork without exec, no change to the
  *     process's signal mask, limits or working directory, no exit(): the process is shared by
  *     the next jobs and may be killed at any instant (deadline), losing only the current job.
+ *     A kind that left its process unfit for the next job calls host->recycle (ABI 1.2).
  *   - Memory is limited per compute process (a host setting); past it malloc fails, which the
  *     kind should answer with LAGLESS_ERROR. Time is limited by the route's deadline: past it the
  *     client gets 504 and the process is killed. rq->deadline_ns lets a long kind stop early.
@@ -310,6 +311,14 @@ struct lagless_host {
 	 * section 10.2.2), else it is a 502 too. */
 	int (*add_field)(struct lagless_output *out, const char *name, size_t name_len,
 	    const char *value, size_t value_len);
+	/* Asks that the compute process running this job exit cleanly once its answer is handed
+	 * over, before it takes another job; the master starts a fresh one at once, as for a
+	 * pool's max_jobs (a planned exit: no crash counted, no quarantine, no back-off). The
+	 * answer is sent as usual. For a kind that knows its process is no longer fit for
+	 * another job: a runtime whose user code kept a reference to job memory, leaked, or
+	 * changed process-wide state. No effect where=loop (a loop worker is not recycled for a
+	 * kind) nor under lagless --run-kind, which runs one job anyway. Returns 0. */
+	int (*recycle)(struct lagless_output *out);
 };
 
 #define LAGLESS_MAX_ANSWER_FIELDS 16     /* response header fields an answer may add */

@@ -5,7 +5,6 @@
  * next job, which no memoryview.release() could revoke. */
 #include "pymod.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -374,15 +373,17 @@ failure(const struct lg_python *py, const struct lagless_request *rq, struct lag
 }
 
 /* The callable kept a view of this job's memory: past this return that memory is another
- * job's, and no Python call can take the view back. The process must not run another job. */
+ * job's, and no Python call can take the view back. The process must not run another job:
+ * it is recycled after this answer (host->recycle, ABI 1.2; no Python runs in between, the
+ * module holding the GIL), so the answer itself is still sent. */
 static void
-kept_view(const struct lagless_request *rq, const char *which)
+kept_view(const struct lagless_request *rq, struct lagless_output *out, const char *which)
 {
 	rq->host->log(LAGLESS_LOG_ERROR, "%s %s: the callable kept a view of the request %s past "
 	    "its return (a slice, numpy array or buffer of it in a global, a cache or a "
-	    "thread); killing this process so that no later job sees it", rq->method, rq->path,
-	    which);
-	raise(SIGKILL);
+	    "thread); this process is replaced after this answer so that no later job sees it",
+	    rq->method, rq->path, which);
+	rq->host->recycle(out);
 }
 
 int
@@ -408,7 +409,7 @@ lg_python_call(const struct lg_python *py, PyObject *fn, PyObject *route,
 	if (outr != NULL && region_end(outr, outview) + region_end(in, body) > 0) {
 		PyGC_Collect(); /* a reference cycle (a frame kept by a closure) holds it? */
 		if (outr->exports > 0 || in->exports > 0)
-			kept_view(rq, in->exports > 0 ? "body" : "output");
+			kept_view(rq, out, in->exports > 0 ? "body" : "output");
 	} else if (in != NULL && outr == NULL) {
 		region_end(in, body);
 	}

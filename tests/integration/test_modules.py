@@ -244,6 +244,25 @@ def test_answer_header_fields_and_statuses(start_server, tmp_path, path):
     assert one("redirect")[0] == 302                         # the process goes on
 
 
+@pytest.mark.timeout(60)
+def test_a_kind_asks_for_its_process_to_be_recycled(start_server, tmp_path):
+    """ABI 1.2 host->recycle: the answer is sent, then the compute process exits as planned
+    and a fresh one takes the next job; no crash, no quarantine."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1", "--quarantine-deaths", "1")
+    seen = set(srv.wait_children("compute", 1))
+    for i in range(3):
+        st, _, body = fields_of(srv.port, "/answer?case=recycle")
+        assert st == 200 and body == b"recycle refused=0\n", (i, st, body)
+        seen |= set(srv.wait_children("compute", 1, timeout=15, exclude=seen))
+    assert len(seen) == 4, seen
+    assert wait_until(lambda: srv.log().count("recycled itself; replacing it") == 3, 5), \
+        srv.log()[-3000:]
+    assert "recycling: the kind of the last job asked for it (host->recycle)" in srv.log()
+    assert fields_of(srv.port, "/answer?case=cookies")[0] == 200      # not quarantined
+    assert "quarantin" not in srv.log() and "killed by signal" not in srv.log()
+
+
 @pytest.mark.timeout(90)
 def test_crashing_hanging_and_hogging_modules(start_server, tmp_path):
     conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))

@@ -153,7 +153,8 @@ field(struct lagless_output *out, const struct lagless_host *h, const char *name
 /* Answers with header fields and statuses (ABI 1.2): ?case= redirect (302 + Location),
  * nolocation (301 without one), auth (401 + WWW-Authenticate), gateway (503 + Retry-After),
  * timeout (504), cookies (200 + two Set-Cookie), and fields that break a rule: hop (Connection),
- * crlf (CR LF in a value), nul (a NUL in a value), clen (Content-Length), many (17 fields).
+ * crlf (CR LF in a value), nul (a NUL in a value), clen (Content-Length), many (17 fields);
+ * recycle answers 200 and asks for its process to be replaced after it (host->recycle).
  * The body says whether add_field refused ("refused=1"). */
 static int
 answer(const struct lagless_request *rq, struct lagless_output *out)
@@ -190,6 +191,8 @@ answer(const struct lagless_request *rq, struct lagless_output *out)
 		refused |= h->add_field(out, "X-A", 3, "a\0b", 3);
 	} else if (strcmp(cs, "clen") == 0) {
 		refused |= field(out, h, "content-length", "1");
+	} else if (strcmp(cs, "recycle") == 0) {
+		h->recycle(out); /* ABI 1.2: this process is replaced after this answer */
 	} else if (strcmp(cs, "many") == 0) {
 		for (int i = 0; i < 17; i++)
 			refused |= field(out, h, "X-Many", "v");
