@@ -171,7 +171,7 @@ run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint6
 	struct lg_slot_pool sp = { .arena = a, .pool = env->pool };
 
 	out_len = 0;
-	if (lg_stats_quarantine_left(a->master, m->kind, now))
+	if (lg_stats_quarantine_left(a->master, m->kind, (uint32_t)m->arg, now))
 		st = LG_JOB_QUARANTINED;
 	else if (lg_codel_shed(&pool->codel, &cp, wait, now, lg_slot_queued_floor, &sp))
 		st = LG_JOB_SHED;
@@ -210,6 +210,7 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 
 	/* A label for the master if this process dies: racy before the start, checked after. */
 	atomic_store(&env->page->job_kind, s->kind);
+	atomic_store(&env->page->job_route, (uint32_t)s->arg);
 	atomic_store(&env->page->job, ((uint64_t)slot << 32) | gen);
 	if (lg_slot_start(s, gen, atomic_load(&env->page->pid), now) == -1) {
 		/* Cancelled (client gone, deadline) or a stale header: skip it. */
@@ -230,6 +231,7 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 		return;
 	}
 	atomic_store(&env->page->job_kind, j.kind);
+	atomic_store(&env->page->job_route, (uint32_t)j.arg);
 	run_started(env, &j, now);
 }
 

@@ -139,14 +139,16 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stat
 	P("},\"job_kinds\":[");
 	for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
 		const struct lg_kind_health *h = &a->master->kinds[i];
-		uint32_t kind = atomic_load(&h->kind);
+		uint32_t kind = atomic_load_explicit(&h->kind, memory_order_acquire);
 
 		if (kind == 0)
 			break;
-		P("%s{\"kind\":\"%s\",\"process_deaths\":%" PRIu64 ",\"quarantines\":%" PRIu64
-		    ",\"quarantined_ms\":%.0f}", i ? "," : "", lg_stats_kind_name(nm, kind),
-		    atomic_load(&h->deaths), atomic_load(&h->quarantines),
-		    (double)lg_stats_quarantine_left(a->master, kind, now_ns) / 1e6);
+		P("%s{\"kind\":\"%s\",\"route\":\"%s\",\"process_deaths\":%" PRIu64
+		    ",\"quarantines\":%" PRIu64 ",\"quarantined_ms\":%.0f}", i ? "," : "",
+		    lg_stats_kind_name(nm, kind), h->route < nm->nroutes && nm->route[h->route] ?
+		    nm->route[h->route] : "unknown", atomic_load(&h->deaths),
+		    atomic_load(&h->quarantines),
+		    (double)lg_stats_quarantine_left(a->master, kind, h->route, now_ns) / 1e6);
 	}
 	P("],");
 }

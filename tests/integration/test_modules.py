@@ -290,6 +290,37 @@ def test_crashing_hanging_and_hogging_modules(start_server, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_quarantine_is_by_route_as_well_as_kind(start_server, tmp_path):
+    """ABI 1.2: deaths are charged to the kind on its route; a kind that keeps crashing on one
+    route is quarantined there (503) while the same kind on another route still runs."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")) +
+                      "\n[route /crash-too]\nmethods = GET\nkind = faults.crash\n")
+    srv = start_server("-c", conf, "--compute-workers", "1", "--quarantine-deaths", "2",
+                       "--quarantine-ms", "60000")
+    srv.expected_crash_re = r"compute\[\d+\] pid=\d+ killed by signal 6\b" + (
+        r"|AddressSanitizer|SEGV" if SAN else "")
+    for _ in range(2):
+        before = srv.wait_children("compute", 1)
+        assert get(srv.port, "/crash", timeout=10).status == 502
+        srv.wait_children("compute", 1, timeout=10, exclude=before)
+    assert wait_until(lambda: "quarantining job kind faults.crash on route /crash for" in
+                      srv.log(), 5), srv.log()[-3000:]
+    r = get(srv.port, "/crash", timeout=10)
+    assert r.status == 503 and r.header("retry-after") is not None, r
+    assert get(srv.port, "/crash-too", timeout=10).status == 502   # same kind, other route
+    text = get(srv.port, "/metrics").body.decode()
+    assert re.search(r'^lagless_job_kind_quarantined\{kind="faults.crash",route="/crash"\} 1$',
+                     text, re.M), text
+    assert re.search(r'^lagless_job_process_deaths_total\{kind="faults.crash",'
+                     r'route="/crash-too"\} 1$', text, re.M), text
+    assert re.search(r'^lagless_job_kind_quarantined\{kind="faults.crash",'
+                     r'route="/crash-too"\} 0$', text, re.M), text
+    kinds = get(srv.port, "/status").json()["job_kinds"]
+    assert {(k["kind"], k["route"], k["quarantined_ms"] > 0) for k in kinds} == {
+        ("faults.crash", "/crash", True), ("faults.crash", "/crash-too", False)}, kinds
+
+
+@pytest.mark.timeout(60)
 def test_run_kind_without_server(tmp_path):
     conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
     r = run("-c", conf, "--run-kind", "faults.echo", stdin=b"xyz",

@@ -233,6 +233,27 @@ def test_a_view_kept_past_the_return_recycles_the_process_after_its_answer(srv):
 
 
 @pytest.mark.timeout(90)
+def test_one_python_route_quarantined_leaves_the_others(start_server, tmp_path):
+    """ABI 1.2: every Python route runs python.call, but deaths and quarantine are counted by
+    route as well as kind: one crashing callable does not take the other routes with it."""
+    conf = tmp_path / "lagless.conf"
+    conf.write_text(config(TESTPKG, ("crash", "lgtest.jobs:crash", ""),
+                           ("echo", "lgtest.jobs:echo", "")))
+    s = start_server("-c", str(conf), "--compute-workers", "1", "--quarantine-deaths", "2",
+                     "--quarantine-ms", "60000", start_timeout=30)
+    s.expected_crash_re = CRASH_LINES
+    for _ in range(2):
+        before = s.wait_children("compute", 1, timeout=15)
+        assert post(s.port, "/crash").status == 502
+        s.wait_children("compute", 1, timeout=15, exclude=before)
+    assert wait_until(lambda: "quarantining job kind python.call on route /crash" in s.log(),
+                      5), s.log()[-3000:]
+    assert post(s.port, "/crash").status == 503
+    r = post(s.port, "/echo", b"still here")
+    assert r.status == 200 and r.body == b"still here", r
+
+
+@pytest.mark.timeout(90)
 def test_crash_in_a_c_extension_costs_only_that_request(srv):
     before = srv.wait_children("compute", 1)
     r = post(srv.port, "/crash")
