@@ -18,6 +18,21 @@ struct out_priv {
 
 static const char *current_module = "-";
 static int recycle_asked; /* host->recycle in this process's current run (lg_host_run) */
+static lg_host_routes_fn routes_fn; /* host->route_at while a module's init runs */
+static const void *routes_ctx;
+
+void
+lg_host_set_routes(lg_host_routes_fn fn, const void *ctx)
+{
+	routes_fn = fn;
+	routes_ctx = ctx;
+}
+
+static int
+host_route_at(size_t i, const char **path, const char **kind, const struct lagless_conf **conf)
+{
+	return routes_fn != NULL ? routes_fn(routes_ctx, i, path, kind, conf) : -1;
+}
 
 void
 lg_host_set_module(const char *name)
@@ -272,6 +287,7 @@ const struct lagless_host lg_host = {
 	.error_body = host_error_body,
 	.add_field = host_add_field,
 	.recycle = host_recycle,
+	.route_at = host_route_at,
 };
 
 static size_t

@@ -122,6 +122,16 @@ int lg_host_run(const struct lg_run *r, uint64_t *out_len);
  * compute process then exits after that job, as for max_jobs (cpupool/compute.c). */
 int lg_host_recycle_asked(void);
 
+/* host->route_at's source (ABI 1.2): the i-th route using a kind of the module whose init is
+ * running, its path, kind name and config, as the registry knows them (ctx is the
+ * registry's). Returns 0, or -1 past the last. */
+typedef int (*lg_host_routes_fn)(const void *ctx, size_t i, const char **path,
+    const char **kind, const struct lagless_conf **conf);
+
+/* Sets what host->route_at reads while a module's init runs; (NULL, NULL) after it, when
+ * route_at answers -1. */
+void lg_host_set_routes(lg_host_routes_fn fn, const void *ctx);
+
 /* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);
  * static storage or the registry's. */
 void lg_host_set_module(const char *name);

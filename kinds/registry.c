@@ -619,6 +619,50 @@ _Static_assert(LG_MODULES_MAX <= LG_MODULE_HEALTH, "a health row for every modul
 /* Runs module mod's init in this process, its index in *in_init meanwhile (a crash inside is
  * then the module's, not the process's: master/modprobe.c). A failure is marked in the shared
  * row (the process that marks it logs it, once); returns m->ready. */
+/* What host->route_at reads during module mod's init. */
+struct init_routes {
+	const struct lg_registry *r;
+	uint32_t mod;
+};
+
+/* lg_host_routes_fn over the registry: the i-th route whose kind belongs to module ctx->mod. */
+static int
+module_route_at(const void *ctx, size_t i, const char **path, const char **kind,
+    const struct lagless_conf **conf)
+{
+	const struct init_routes *ir = ctx;
+	const struct lg_registry *r = ir->r;
+
+	for (uint32_t n = 0; n < r->nroutes; n++) {
+		const struct lg_route_def *d = &r->routes[n];
+		const struct lg_kind *k = d->kind ? lg_registry_kind(r, d->kind) : NULL;
+
+		if (k == NULL || k->module != ir->mod || i-- > 0)
+			continue;
+		*path = d->path;
+		*kind = k->desc.name;
+		*conf = &d->conf;
+		return 0;
+	}
+	return -1;
+}
+
+/* Calls module mod's init with host->route_at answering its routes. Returns what init did. */
+static int
+call_init(struct lg_registry *r, uint32_t mod)
+{
+	struct lg_module *m = &r->modules[mod];
+	struct init_routes ir = { r, mod };
+	int rc;
+
+	lg_host_set_module(m->name);
+	lg_host_set_routes(module_route_at, &ir);
+	rc = m->desc.init(&lg_host, &m->conf, &m->state);
+	lg_host_set_routes(NULL, NULL);
+	lg_host_set_module(NULL);
+	return rc;
+}
+
 static int
 init_module(struct lg_registry *r, uint32_t mod, const struct lg_init_guard *g)
 {
@@ -629,9 +673,7 @@ init_module(struct lg_registry *r, uint32_t mod, const struct lg_init_guard *g)
 	m->state = NULL;
 	if (g && g->in_init)
 		atomic_store(g->in_init, mod + 1);
-	lg_host_set_module(m->name);
-	m->ready = m->desc.init(&lg_host, &m->conf, &m->state) == 0;
-	lg_host_set_module(NULL);
+	m->ready = call_init(r, mod) == 0;
 	if (g && g->in_init)
 		atomic_store(g->in_init, 0);
 	if (m->ready)
@@ -687,10 +729,7 @@ lg_registry_init_one(struct lg_registry *r, uint32_t mod)
 
 	if (m->desc.init == NULL)
 		return 0;
-	lg_host_set_module(m->name);
-	int rc = m->desc.init(&lg_host, &m->conf, &m->state);
-	lg_host_set_module(NULL);
-	return rc == 0 ? 0 : -1;
+	return call_init(r, mod) == 0 ? 0 : -1;
 }
 
 uint32_t

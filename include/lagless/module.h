@@ -48,7 +48,8 @@
  *      master's loop), not in the master, which then loads the same configuration without
  *      calling them: keep nothing from check for later (init receives the module config).
  *   2. every process that may run the module's kinds (compute processes; loop workers too when a
- *      route runs a kind where=loop), once after fork: init(module config, &state). It is also
+ *      route runs a kind where=loop), once after fork: init(module config, &state), which may
+ *      walk the routes that use its kinds with host->route_at (ABI 1.2). It is also
  *      run once in a short-lived child at `lagless -t`, and in such a child to retry an init
  *      that failed or crashed (the module's routes answer 503 meanwhile; after a successful
  *      retry each process runs init again before its next job of the module).
@@ -319,6 +320,16 @@ struct lagless_host {
 	 * changed process-wide state. No effect where=loop (a loop worker is not recycled for a
 	 * kind) nor under lagless --run-kind, which runs one job anyway. Returns 0. */
 	int (*recycle)(struct lagless_output *out);
+	/* In the module's init only: the i-th route (from 0, in configuration order) whose kind is
+	 * one of this module's, so init can prepare what those routes need (import their code,
+	 * open their files) before the first job instead of at it. *path is the route's path
+	 * ("/thumbnail"; "/img/" + "*" for a prefix route as written), *kind the kind's name
+	 * without the module's ("call"), *conf the route's kind config keys (the rq->conf its
+	 * jobs get: the same pointer). All valid for the life of the process. Returns 0, or -1
+	 * past the last route or outside init. A route of the configuration may still run in
+	 * another pool than this process's: init is told every route, as it runs in every pool. */
+	int (*route_at)(size_t i, const char **path, const char **kind,
+	    const struct lagless_conf **conf);
 };
 
 #define LAGLESS_MAX_ANSWER_FIELDS 16     /* response header fields an answer may add */

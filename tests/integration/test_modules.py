@@ -197,6 +197,9 @@ def test_request_view_and_output_api(start_server, tmp_path):
     r = get(srv.port, "/work?iterations=1000")
     assert r.status == 200 and r.json()["iterations"] == 1000  # rebound
     assert "faults module initialised" in srv.log()
+    # ABI 1.2: init is told the routes that use the module's kinds, with their keys
+    assert wait_until(lambda: "init sees route /echo (echo, greeting hi)" in srv.log() and
+                      "init sees route /answer-loop (answer)" in srv.log(), 5), srv.log()
 
 
 def fields_of(port, path):

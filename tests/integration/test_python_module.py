@@ -232,6 +232,21 @@ def test_a_view_kept_past_the_return_recycles_the_process_after_its_answer(srv):
 # --------------------------------------------------------------------- crash, deadline
 
 
+@pytest.mark.timeout(60)
+def test_init_imports_the_routes_callables_before_the_first_job(start_server, tmp_path):
+    """ABI 1.2: init is told the routes (host->route_at), so each compute process imports the
+    callables at its start, without preload, not at each route's first job."""
+    conf = tmp_path / "lagless.conf"
+    conf.write_text(config(TESTPKG, ("early", "lgtest.early:hello", "")))
+    s = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    (pid,) = s.wait_children("compute", 1, timeout=15)
+    assert wait_until(lambda: "lgtest.early imported in pid %d" % pid in s.log(), 15), \
+        s.log()[-3000:]
+    r = post(s.port, "/early")
+    assert r.status == 200 and r.body == b"hello from %d" % pid, r
+    assert s.log().count("lgtest.early imported in pid %d" % pid) == 1   # once, kept
+
+
 @pytest.mark.timeout(90)
 def test_one_python_route_quarantined_leaves_the_others(start_server, tmp_path):
     """ABI 1.2: every Python route runs python.call, but deaths and quarantine are counted by

@@ -254,6 +254,15 @@ init(const struct lagless_host *h, const struct lagless_conf *conf, void **state
 	(void)state;
 	inited = 1;
 	say(h, "faults module %s", "initialised");
+	/* ABI 1.2: init is told the routes that use this module's kinds */
+	const char *path, *kind;
+	const struct lagless_conf *rconf;
+	for (size_t i = 0; h->route_at(i, &path, &kind, &rconf) == 0; i++) {
+		const char *g = h->conf_get(rconf, "greeting");
+
+		say(h, "init sees route %s (%s%s%s)", path, kind, g ? ", greeting " : "",
+		    g ? g : "");
+	}
 	return 0;
 }
 
