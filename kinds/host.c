@@ -9,6 +9,7 @@
 #include "common/query.h"
 #include "common/value.h"
 #include "kinds/answer.h"
+#include "kinds/params.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -389,6 +390,32 @@ lg_view_decode(const unsigned char *src, size_t cap, struct lg_view *v)
 	return 0;
 }
 
+/* The declared query arguments of the run parsed into scratch memory from the top of out
+ * (ABI 1.2 rq->query_args): the struct, then the decoded strings. Returns 0 (*args NULL when
+ * the kind has no query struct), or an lg_job_status: TOO_LARGE when the scratch does not
+ * fit, BAD_INPUT (with the reason as the message) when an argument does not parse. */
+static int
+query_args(const struct lg_run *r, struct lagless_output *out, const void **args)
+{
+	const struct lg_view *v = r->view;
+	size_t strs = v->query_len + r->nqparams + 1, need = r->query_size + strs;
+	unsigned char *p;
+	char why[200];
+
+	*args = NULL;
+	if (r->query_size == 0)
+		return 0;
+	if ((p = host_alloc(out, need)) == NULL)
+		return LG_JOB_TOO_LARGE;
+	if (lg_params_parse_query(r->qparams, r->nqparams, v->query, v->query_len, p,
+	    r->query_size, (char *)p + r->query_size, strs, why, sizeof(why)) == -1) {
+		host_set_message(out, "%s\n", why);
+		return LG_JOB_BAD_INPUT;
+	}
+	*args = p;
+	return 0;
+}
+
 int
 lg_host_run(const struct lg_run *r, uint64_t *out_len)
 {
@@ -409,12 +436,15 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 		.size = sizeof(out), .data = r->region + LG_OUT_META,
 		.cap = r->region_cap - LG_OUT_META, .len = 0, .host_private = &pv,
 	};
-	size_t cap0 = out.cap;
+	size_t cap0;
 	int st;
 
 	memset(meta, 0, sizeof(*meta));
 	*out_len = 0;
 	recycle_asked = 0;
+	if ((st = query_args(r, &out, &rq.query_args)) != 0)
+		return st;
+	cap0 = out.cap;
 	lg_host_set_module(r->module);
 	st = r->run(&rq, &out);
 	lg_host_set_module(NULL);

@@ -109,9 +109,17 @@ struct lg_run {
 	size_t region_cap;          /* bytes of it (> LG_OUT_META) */
 	uint64_t deadline_ns, enqueue_ns, start_ns;
 	const void *route;          /* the route's parsed keys (rq->route), or NULL */
+	/* ABI 1.2: the kind's declared query arguments and the size of its query struct (0:
+	 * none is parsed, rq->query_args is NULL) */
+	const struct lagless_param *qparams;
+	uint32_t nqparams;
+	uint32_t query_size;
 };
 
-/* Runs one job: clears the metadata, builds the request and output views, calls run and checks
+/* Runs one job: clears the metadata, builds the request and output views (the declared query
+ * arguments parsed into scratch at the top of the output region when the kind has a query
+ * struct: 400 with the reason if one does not parse, which the loop's check makes rare), calls
+ * run and checks
  * what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
  * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len: that of the
  * answer for LG_JOB_OK, of the error body for LG_JOB_BAD_INPUT or LG_JOB_ERROR when the kind

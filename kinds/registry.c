@@ -25,6 +25,7 @@ static const struct {
 #define PARAM_SIZE_1_1  sizeof(struct lagless_param) /* the first struct lagless_param */
 #define PARAM_SIZE_MAX  1024u
 #define PARAMS_MAX      64u   /* declared parameters of one kind, each list */
+#define QUERY_SIZE_MAX  4096u /* bytes of a kind's query struct (ABI 1.2), parsed per run */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(MODULE_SIZE_1_0 == 80 && KIND_SIZE_1_0 == 64, "the ABI 1.0 sizes (LP64)");
 #endif
@@ -169,10 +170,16 @@ take_params(struct lg_kind *row, char *err, size_t cap)
 	const struct lagless_kind *d = &row->desc;
 	size_t len;
 
-	if (copy_params(d->query_params, d->nquery_params, d->param_size, 0, 0, &row->qparams,
-	    err, cap) == -1 || copy_params(d->route_params, d->nroute_params, d->param_size, 1,
-	    d->route_size, &row->rparams, err, cap) == -1)
+	if (d->query_size > QUERY_SIZE_MAX) {
+		snprintf(err, cap, "query_size %u is over %u bytes", d->query_size, QUERY_SIZE_MAX);
 		return -1;
+	}
+	/* with a query struct (ABI 1.2), each query argument's offset must hold its value */
+	if (copy_params(d->query_params, d->nquery_params, d->param_size, d->query_size > 0,
+	    d->query_size, &row->qparams, err, cap) == -1 || copy_params(d->route_params,
+	    d->nroute_params, d->param_size, 1, d->route_size, &row->rparams, err, cap) == -1)
+		return -1;
+	row->query_size = d->query_size;
 	row->nqparams = row->qparams ? d->nquery_params : 0;
 	row->nrparams = row->rparams ? d->nroute_params : 0;
 	row->route_size = d->route_params != NULL || d->route_size ? d->route_size : 0;
@@ -810,6 +817,7 @@ lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t
 		return LG_JOB_ERROR;
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    &r->routes[j->route].conf, &v, j->in + v.len, j->in_len, j->out, j->out_cap,
-	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf };
+	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf,
+	    k->qparams, k->nqparams, k->query_size };
 	return lg_host_run(&run, out_len);
 }

@@ -206,6 +206,12 @@ struct lagless_request {
 	const void *route;                 /* the route's keys parsed by the host into the kind's
 	                                    * route struct (lagless_kind.route_params), NULL when
 	                                    * the kind declares none */
+	/* ---- ABI 1.2 ---- */
+	const void *query_args;            /* the declared query arguments parsed by the host into
+	                                    * the kind's query struct (lagless_kind.query_size),
+	                                    * NULL when that size is 0; STRING values are
+	                                    * percent-decoded and NUL-terminated; all valid until
+	                                    * run returns */
 };
 
 #define LAGLESS_MAX_FIELDS 16          /* header fields a route may list */
@@ -410,6 +416,15 @@ struct lagless_kind {
 	uint32_t route_size;    /* bytes of the kind's route struct */
 	uint32_t param_size;    /* sizeof(struct lagless_param) as built (LAGLESS_KIND sets it):
 	                         * the stride of both arrays */
+	/* ---- ABI 1.2 (a kind of 1.0 or 1.1 reads as zero here) ---- */
+	/* Bytes of the kind's query struct (at most 4096), 0 for none. When set, each declared
+	 * query argument has an offset in it (as a route key in the route struct), and the host
+	 * parses a request's arguments into a zeroed struct of this size for every run
+	 * (rq->query_args): a present one percent-decoded (RFC 3986 section 2.1) and read with
+	 * the one grammar, an absent one from its default (zero when none). The loop worker has
+	 * already refused a malformed one with 400, so run reads values, not text.
+	 * LAGLESS_QUERY_ARGS sets it with the declarations. */
+	uint32_t query_size;
 };
 
 /* The module descriptor, the exported symbol. The first four fields keep their place in every
@@ -453,6 +468,11 @@ struct lagless_module {
  *   LAGLESS_KIND("k", run, LAGLESS_QUERY(k_query), LAGLESS_ROUTE(k_keys, struct k_route)) */
 #define LAGLESS_NELEM_(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 #define LAGLESS_QUERY(arr) .query_params = (arr), .nquery_params = LAGLESS_NELEM_(arr)
+/* ABI 1.2: the declared query arguments parsed into a struct of type (each LAGLESS_PARAM with
+ * .offset = offsetof(type, field)), handed to run as rq->query_args:
+ *   LAGLESS_KIND("k", run, LAGLESS_QUERY_ARGS(k_query, struct k_args)) */
+#define LAGLESS_QUERY_ARGS(arr, type) \
+	LAGLESS_QUERY(arr), .query_size = (uint32_t)sizeof(type)
 #define LAGLESS_ROUTE(arr, type) \
 	.route_params = (arr), .nroute_params = LAGLESS_NELEM_(arr), \
 	.route_size = (uint32_t)sizeof(type)

@@ -78,6 +78,15 @@ methods = GET
 kind = faults.answer
 where = loop
 
+[route /qargs]
+methods = GET
+kind = faults.qargs
+
+[route /qargs-loop]
+methods = GET
+kind = faults.qargs
+where = loop
+
 [route /heavy]
 off = yes
 
@@ -245,6 +254,21 @@ def test_answer_header_fields_and_statuses(start_server, tmp_path, path):
         assert "refused" not in body.decode(), body        # the kind's body is not sent
         assert wait_until(lambda: why in srv.log(), 5), (case, srv.log()[-2000:])
     assert one("redirect")[0] == 302                         # the process goes on
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/qargs", "/qargs-loop"])
+def test_declared_query_arguments_reach_the_kind_parsed(start_server, tmp_path, path):
+    """ABI 1.2 rq->query_args: the declared arguments parsed by the host into the kind's
+    struct, percent-decoded, defaults for the absent ones; a bad one is the loop's 400."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    r = get(srv.port, path + "?n=%34%32&name=a%20b&fast=yes&fmt=webp&other=1")
+    assert r.status == 200 and r.body == b"n=42 name=a b fast=1 fmt=1\n", r
+    r = get(srv.port, path)
+    assert r.status == 200 and r.body == b"n=7 name=- fast=0 fmt=0\n", r
+    r = get(srv.port, path + "?n=0")
+    assert r.status == 400 and b"n: expected a whole number from 1 to 100" in r.body, r
 
 
 @pytest.mark.timeout(60)

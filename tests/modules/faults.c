@@ -207,6 +207,40 @@ answer(const struct lagless_request *rq, struct lagless_output *out)
 	return st;
 }
 
+/* ABI 1.2: declared query arguments handed over parsed (rq->query_args). */
+struct qargs {
+	uint64_t n;
+	const char *name;
+	int fast, fmt;
+};
+
+static const char *const fmts[] = { "jpeg", "webp", NULL };
+
+static const struct lagless_param qargs_decl[] = {
+	LAGLESS_PARAM("n", UINT, .min = 1, .max = 100, .def = "7",
+	    .offset = offsetof(struct qargs, n)),
+	LAGLESS_PARAM("name", STRING, .max = 16, .offset = offsetof(struct qargs, name)),
+	LAGLESS_PARAM("fast", BOOL, .offset = offsetof(struct qargs, fast)),
+	LAGLESS_PARAM("fmt", ENUM, .choices = fmts, .offset = offsetof(struct qargs, fmt)),
+};
+
+/* The parsed arguments as text: "n=42 name=a b fast=1 fmt=1". */
+static int
+qargs(const struct lagless_request *rq, struct lagless_output *out)
+{
+	const struct qargs *a = rq->query_args;
+	int n;
+
+	if (a == NULL)
+		return LAGLESS_ERROR;
+	n = snprintf((char *)out->data, out->cap, "n=%llu name=%s fast=%d fmt=%d\n",
+	    (unsigned long long)a->n, a->name ? a->name : "-", a->fast, a->fmt);
+	if (n < 0 || (size_t)n >= out->cap)
+		return LAGLESS_TOO_LARGE;
+	out->len = (size_t)n;
+	return LAGLESS_OK;
+}
+
 /* [module faults] keys: only "level" is known. */
 static int
 check(const struct lagless_host *h, const struct lagless_conf *conf, char *err, size_t errlen)
@@ -275,4 +309,7 @@ LAGLESS_MODULE_HOOKS("faults", "1.0", (.check = check, .init = init),
     LAGLESS_KIND("echo", echo, .ctype = "text/plain", .check = echo_check,
         .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP),
     LAGLESS_KIND("answer", answer, .ctype = "text/plain",
-        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP),
+    LAGLESS_KIND("qargs", qargs, .ctype = "text/plain",
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP,
+        LAGLESS_QUERY_ARGS(qargs_decl, struct qargs)));
