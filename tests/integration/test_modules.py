@@ -257,6 +257,24 @@ def test_answer_header_fields_and_statuses(start_server, tmp_path, path):
 
 
 @pytest.mark.timeout(60)
+def test_answer_fields_on_a_coalescing_route(start_server, tmp_path):
+    """A stored (coalesced) answer is a status, a type and a body: one with fields or a 3xx is
+    not shared but a 500 with a warning, never sent without its fields; a kind's own 503
+    keeps its status."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")) +
+                      "\n[route /answer-coal]\nmethods = GET\nkind = faults.answer\n"
+                      "coalesce = on\nkey_query = case\n")
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    st, f, body = fields_of(srv.port, "/answer-coal?case=plain")
+    assert st == 200 and body == b"plain refused=0\n", (st, body)
+    st, f, body = fields_of(srv.port, "/answer-coal?case=redirect")
+    assert st == 500 and "location" not in dict(f), (st, f)
+    assert wait_until(lambda: "a coalesced answer with header fields or a 3xx is not shared"
+                      in srv.log(), 5), srv.log()[-2000:]
+    assert fields_of(srv.port, "/answer-coal?case=gateway")[0] == 503
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize("path", ["/qargs", "/qargs-loop"])
 def test_declared_query_arguments_reach_the_kind_parsed(start_server, tmp_path, path):
     """ABI 1.2 rq->query_args: the declared arguments parsed by the host into the kind's
