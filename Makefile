@@ -77,6 +77,9 @@ LOAD_LIBS := -lev -lhttp_parser -lyajl -lm
 # Job modules the integration tests load (tests/modules/, built against include/ only).
 TEST_MOD_SRC := $(wildcard tests/modules/*.c)
 TEST_MODS    := $(TEST_MOD_SRC:tests/modules/%.c=$(OBJDIR)/tests/modules/%.so)
+# The same 1.0 sources built against today's header: a 1.0 module's source must still compile.
+TEST_MODS    += $(patsubst tests/modules/abi10_%.c,$(OBJDIR)/tests/modules/src10_%.so,\
+    $(filter tests/modules/abi10_%.c,$(TEST_MOD_SRC)))
 
 UNIT_SRC := $(filter-out $(LOAD_UNIT),$(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
@@ -133,6 +136,12 @@ $(OBJDIR)/tests/modules/abi10_%.so: tests/modules/abi10_%.c tests/modules/abi1_0
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 -pedantic -O1 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
 	    -Itests/modules/abi1_0 $(SANFLAGS) -o $@ $<
+
+# A 1.0 source (its positional LAGLESS_MODULE_HOOKS) against the current header.
+$(OBJDIR)/tests/modules/src10_%.so: tests/modules/abi10_%.c include/lagless/module.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -pedantic -O1 -g -Wall -Wextra -Werror -fPIC -shared -fvisibility=hidden \
+	    -Iinclude $(SANFLAGS) -o $@ $<
 
 $(OBJDIR)/tests/modules/%.so: tests/modules/%.c include/lagless/module.h
 	@mkdir -p $(dir $@)

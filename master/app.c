@@ -560,6 +560,7 @@ lg_app_publish(const struct lg_appsup *s, struct lg_master_page *mp, uint32_t ge
 			ready |= (uint32_t)(r->proc[k].ready && r->proc[k].pid > 0) << k;
 			running += r->proc[k].pid > 0;
 		}
+		_Static_assert(sizeof(w->name) > LG_APP_NAME_LEN, "an app row holds its name");
 		memcpy(w->name, r->conf.name, sizeof(w->name));
 		atomic_store(&w->processes, (uint16_t)r->n);
 		atomic_store(&w->running, (uint16_t)running);

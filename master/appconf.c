@@ -101,8 +101,8 @@ app_of(struct lg_apps **apps, const char *name, const char *file, int line, cons
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || n >= LG_APP_NAME || name[strspn(name, NAME_CHARS)] != '\0') {
-		*why = "an app name is 1 to 31 of a-z, 0-9, _ and -";
+	if (n == 0 || n > LG_APP_NAME_LEN || name[strspn(name, NAME_CHARS)] != '\0') {
+		*why = "an app name is 1 to 23 of a-z, 0-9, _ and -";
 		return NULL;
 	}
 	if (*apps == NULL && (*apps = calloc(1, sizeof(**apps))) == NULL) {

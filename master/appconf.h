@@ -13,7 +13,9 @@
 #define LG_APP_PROCS_MAX  32   /* processes of one app */
 #define LG_APP_ARGS_MAX   64   /* words of its command */
 #define LG_APP_ENV_MAX    32   /* env lines of one app */
-#define LG_APP_NAME       32   /* bytes of a name, NUL included (1-31 of a-z 0-9 _ -) */
+#define LG_APP_NAME       32   /* bytes of a name field, NUL included */
+#define LG_APP_NAME_LEN   23   /* an app's name: 1-23 of a-z 0-9 _ - (its row in the master
+                                * page, shm/layout.h struct lg_app_row, holds 24 bytes) */
 #define LG_APP_STR        256  /* bytes of a value: the file's lines are shorter (INI_MAX_LINE) */
 
 struct lg_app_conf {

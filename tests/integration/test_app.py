@@ -248,7 +248,7 @@ def test_app_output_reaches_the_log_by_line_without_blocking(start_server, tmp_p
     ("[app web]\ncommand = x\nnonsense = 1\n", 3, "key 'nonsense' = '1': unknown key"),
     ("[app web]\ncommand = x\ncommand = y\n", 3, "key 'command' given twice"),
     ("[app web]\ncommand = x\nenv = NOEQUALS\n", 3, "expected KEY=VALUE"),
-    ("[app Web!]\ncommand = x\n", 2, "an app name is 1 to 31"),
+    ("[app Web!]\ncommand = x\n", 2, "an app name is 1 to 23"),
     ("[app web]\ncommand = x\nready_path = /health\n", 2, "ready_path needs an address"),
     ("[app web]\nprocesses = 1\n", 2, "command = ... is required"),
 ])

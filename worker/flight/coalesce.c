@@ -326,7 +326,7 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	struct lg_slot *s = &w->env->arena->slots[f->slot];
 	int ended = lg_slot_state(word) == LG_SLOT_FAILED;
 	uint32_t st = ended ? s->status : LG_JOB_ERROR;
-	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT ?
+	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ?
 	    lg_arena_out(w->env->arena, (uint32_t)f->slot) : NULL);
 	char msg[LG_FAIL_TEXT_CAP] = "", text[LG_FAIL_TEXT_CAP + 64];
 	size_t mlen = ended ? lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
@@ -336,7 +336,8 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	const char *key = lg_coal_flight_key(f, &klen, &hash);
 
 	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
-	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
+	lg_stats_add(st == LG_JOB_CRASHED ? &w->env->page->failed_crash :
+	    &w->env->page->failed_error, 1);
 	if (code >= 400 && code <= 499) /* the client's input refused: counted, not warned */
 		lg_stats_add(&w->env->page->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "kinds/answer.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -33,6 +34,9 @@ lg_offload_failure_status(uint32_t st, const void *m)
 	case LG_JOB_BAD_INPUT:
 		return meta && meta->http_status >= 400 && meta->http_status <= 499 ?
 		    (int)meta->http_status : 400;
+	case LG_JOB_ERROR: /* ABI 1.2: a kind's own 501-504 */
+		return meta && lg_answer_status_ok((int)meta->http_status, LAGLESS_ERROR) ?
+		    (int)meta->http_status : 500;
 	case LG_JOB_TOO_LARGE:
 		return 413;
 	case LG_JOB_CRASHED:
@@ -105,17 +109,67 @@ answer_region(struct lg_conn *c, int code, uint64_t out_len, const char *ctype_d
 	return lg_conn_respond(c, code, ct, extra, body, (size_t)out_len);
 }
 
-/* Answers c from its job that ended OK with out_len answer bytes: the kind's 2xx (else 200)
- * and content type (else the route's). Returns as lg_conn_respond. */
+/* The status of a job that ended OK: the kind's 2xx or (ABI 1.2) 3xx, else 200. */
+static int
+ok_code(const struct lg_out_meta *meta)
+{
+	return lg_answer_status_ok((int)meta->http_status, LAGLESS_OK) ? (int)meta->http_status :
+	    200;
+}
+
+/* Answers c from its job that ended OK with out_len answer bytes: the kind's 2xx or 3xx (else
+ * 200) and content type (else the route's). Returns as lg_conn_respond. */
 static int
 answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
 {
 	const struct lg_out_meta *meta =
 	    (const struct lg_out_meta *)lg_arena_out(c->w->env->arena, (uint32_t)LG_JOB(c)->slot);
-	int code = meta->http_status >= 200 && meta->http_status <= 299 ?
-	    (int)meta->http_status : 200;
 
-	return answer_region(c, code, out_len, LG_JOB(c)->ctype, extra);
+	return answer_region(c, ok_code(meta), out_len, LG_JOB(c)->ctype, extra);
+}
+
+/* The header fields the kind added to its answer (ABI 1.2), meta its own metadata or NULL (no
+ * fields), st how the job ended: checked by kinds/answer.h into fields (cap bytes), "" when
+ * none. Returns 0, or -1 when the answer must be a 502 instead (logged with the reason). */
+static int
+kind_fields(struct lg_conn *c, const struct lg_out_meta *meta, uint32_t st, char *fields,
+    size_t cap)
+{
+	char why[192];
+	int code;
+
+	fields[0] = '\0';
+	if (meta == NULL)
+		return 0;
+	code = st == LG_JOB_OK ? ok_code(meta) : lg_offload_failure_status(st, meta);
+	if (lg_answer_fields(meta, code, fields, cap, why, sizeof(why)) >= 0)
+		return 0;
+	log_warn("%s job on slot %d: its %d answer refused: %s: 502",
+	    lg_offload_kind_name(c->w, LG_JOB(c)->kind), LG_JOB(c)->slot, code, why);
+	fields[0] = '\0';
+	return -1;
+}
+
+/* Answers c with a 502 for a kind's answer that broke a rule of its fields (kind_fields). */
+static int
+answer_refused(struct lg_conn *c)
+{
+	char extra[128];
+
+	lg_offload_release(c);
+	lg_stats_add(&c->w->env->page->failed_error, 1);
+	lg_offload_timing_headers(c, extra, sizeof(extra), 0);
+	return lg_conn_error(c, 502, 0, extra);
+}
+
+/* Appends the kind's field lines to the head lines in extra (cap bytes; sized for both). */
+static const char *
+with_fields(char *extra, size_t cap, const char *fields)
+{
+	size_t n = strlen(extra);
+
+	snprintf(extra + n, cap - n, "%s", fields);
+	return extra;
 }
 
 /* Answers c from its job's result: st (enum lg_job_status), out_len answer bytes after the
@@ -130,13 +184,17 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	/* The metadata is the runner's only when the job ended by itself. */
 	int own = st == LG_JOB_OK || st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ||
 	    st == LG_JOB_TOO_LARGE;
-	char extra[128], text[LG_FAIL_TEXT_CAP];
+	char extra[128 + LAGLESS_ANSWER_FIELDS_BYTES], text[LG_FAIL_TEXT_CAP];
+	char fields[LAGLESS_ANSWER_FIELDS_BYTES + 1];
 
-	lg_offload_timing_headers(c, extra, sizeof(extra), 0);
-	if (st == LG_JOB_OK && out_len <= a->out_cap - LG_OUT_META)
-		return answer_ok(c, out_len, extra);
-	if (st == LG_JOB_OK)
+	if (st == LG_JOB_OK && out_len > a->out_cap - LG_OUT_META)
 		st = LG_JOB_ERROR;
+	if (kind_fields(c, own && st != LG_JOB_TOO_LARGE ? meta : NULL, st, fields,
+	    sizeof(fields)) == -1)
+		return answer_refused(c);
+	lg_offload_timing_headers(c, extra, sizeof(extra), 0);
+	if (st == LG_JOB_OK)
+		return answer_ok(c, out_len, with_fields(extra, sizeof(extra), fields));
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
 		    lg_offload_kind_name(c->w, LG_JOB(c)->kind), LG_JOB(c)->slot, (double)c->obs.queue_ns / 1e6);
@@ -154,7 +212,7 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	lg_stats_add(st == LG_JOB_QUARANTINED ? &p->rejected_quarantine :
 	    st == LG_JOB_UNAVAILABLE ? &p->rejected_module :
 	    st == LG_JOB_NO_SPACE ? &p->rejected_memory :
-	    code == 502 ? &p->failed_crash : &p->failed_error, 1);
+	    st == LG_JOB_CRASHED ? &p->failed_crash : &p->failed_error, 1);
 	/* A 4xx is the client's request refused by the kind: a client can send any number of
 	 * them, so they are counted (lagless_jobs_client_errors_total), logged at debug only. */
 	if (code >= 400 && code <= 499)
@@ -162,7 +220,9 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
 	    "%s job on slot %d failed (status %u): %d%s%.*s", lg_offload_kind_name(c->w, LG_JOB(c)->kind),
 	    LG_JOB(c)->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
-	lg_offload_timing_headers(c, extra, sizeof(extra), code == 503);
+	lg_offload_timing_headers(c, extra, sizeof(extra), code == 503 &&
+	    !lg_answer_has_field(fields, "retry-after"));
+	with_fields(extra, sizeof(extra), fields);
 	/* The kind's whole error body (host->error_body, ABI 1.2), not only its short message;
 	 * a large one is not mapped ahead as a 2xx is (map_output): the sends fault it in. */
 	if (own && st != LG_JOB_TOO_LARGE && (meta->flags & LG_OUT_ERROR_BODY) &&
@@ -170,7 +230,7 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		return answer_region(c, code, out_len, "text/plain", extra);
 	lg_offload_release(c);
 	if (n == 0)
-		return lg_conn_error(c, code, code == 502, extra);
+		return lg_conn_error(c, code, st == LG_JOB_CRASHED, extra);
 	return lg_conn_respond(c, code, "text/plain", extra, text, n);
 }
 
@@ -226,7 +286,13 @@ lg_offload_render(struct lg_worker *w, int slot, const char *ctype_default, char
 
 	if (out_len > a->out_cap - LG_OUT_META)
 		return -1;
-	*code = meta->http_status >= 200 && meta->http_status <= 299 ? (int)meta->http_status : 200;
+	*code = ok_code(meta);
+	if (meta->nfields > 0 || (meta->flags & LG_OUT_BAD_FIELD) || *code >= 300) {
+		/* a stored answer is a status, a type and a body: fields or a 3xx cannot be shared */
+		log_warn("slot %d: a coalesced answer with header fields or a 3xx is not shared: "
+		    "500 (docs/MODULES.md, \"Answer header fields\")", slot);
+		return -1;
+	}
 	*ctype = meta_text(meta->ctype, meta->ctype_len, sizeof(meta->ctype), tmp, 1) &&
 	    cap > sizeof(meta->ctype) ? tmp : ctype_default;
 	*body = region + LG_OUT_META;

@@ -375,7 +375,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	if (query_bad(c, r, why, sizeof(why)))
 		return refuse_query(c, r);
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
-	    lg_now_ns());
+	    (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), lg_now_ns());
 	if (left > 0) {
 		/* A kind that keeps killing compute processes is refused for a while
 		 * (--quarantine-deaths); Retry-After says when it is tried again. */
