@@ -321,6 +321,22 @@ lg_app_failed(const struct lg_appsup *s, char *err, size_t cap)
 	return 0;
 }
 
+void
+lg_app_close_in_child(void *arg)
+{
+	const struct lg_appsup *s = arg;
+
+	for (int i = 0; s != NULL && i < s->nruns; i++)
+		for (int k = 0; k < s->runs[i]->n; k++) {
+			const struct lg_app_proc *p = &s->runs[i]->proc[k];
+
+			if (p->out >= 0)
+				close(p->out);
+			if (p->probe >= 0)
+				close(p->probe);
+		}
+}
+
 int
 lg_app_pollfds(const struct lg_appsup *s, struct pollfd *pfd, int max)
 {

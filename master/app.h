@@ -65,6 +65,12 @@ int lg_app_ready(const struct lg_appsup *s);
  * ready_timeout_ms) while the running set has not been ready yet; else 0. */
 int lg_app_failed(const struct lg_appsup *s, char *err, size_t cap);
 
+/* In a process the master just forked (a loop worker, a compute process, a reload's check):
+ * closes the supervisor's descriptors of s (a struct lg_appsup *: output pipes, readiness
+ * probes), which only the master reads. Touches nothing else of s (the child's copy). For
+ * lg_gen_set_child_close (master/gen.h). */
+void lg_app_close_in_child(void *s);
+
 /* The descriptors to wait on (app output pipes, readiness probes) into pfd (room for max);
  * returns how many. Every one is serviced by lg_app_tick, whatever its revents. */
 int lg_app_pollfds(const struct lg_appsup *s, struct pollfd *pfd, int max);

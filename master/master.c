@@ -592,6 +592,7 @@ start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing
 		log_error("out of memory");
 		return -1;
 	}
+	lg_gen_set_child_close(lg_app_close_in_child, m->apps);
 	if (cfg->apps != NULL)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
 	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1) {

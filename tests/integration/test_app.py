@@ -491,3 +491,38 @@ def test_env_cwd_and_user_reach_the_app(start_server, tmp_path):
         assert srv.stop() == 0
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def pipe_inodes(pid):
+    """The pipe:[inode] targets among pid's descriptors."""
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:  # closed meanwhile
+            continue
+        if t.startswith("pipe:"):
+            out.add(t)
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_workers_hold_none_of_the_app_output_pipes(start_server, tmp_path):
+    """Regression: loop workers and compute processes forked after the apps started kept the
+    read end of every app's output pipe (only the master reads them)."""
+    conf = write_conf(tmp_path, app_section("ok"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    apps = app_pids(srv)
+    assert len(apps) == 2, apps
+    app_pipes = set()
+    for pid in apps:
+        app_pipes.add(os.readlink("/proc/%d/fd/1" % pid))
+    assert all(p.startswith("pipe:") for p in app_pipes), app_pipes
+    # the master reads them; no worker holds them
+    assert app_pipes <= pipe_inodes(srv.pid), (app_pipes, pipe_inodes(srv.pid))
+    workers = srv.children("loop") + srv.children("compute")
+    assert len(workers) == 2, workers
+    for pid in workers:
+        assert not app_pipes & pipe_inodes(pid), (pid, app_pipes & pipe_inodes(pid))
+    assert srv.stop() == 0, srv.log()
