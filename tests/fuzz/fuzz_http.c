@@ -279,8 +279,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	w.env = &env;
 	w.lim = lim;
 	w.ops = &lg_route_conn_ops;
-	w.job.pending = calloc(arena.nslots, sizeof(*w.job.pending));
-	if (w.ev == NULL || w.job.pending == NULL || lg_router_build(&w) == -1)
+	if (w.ev == NULL || lg_offload_setup(&w) == -1 || lg_router_build(&w) == -1)
 		abort();
 	lg_registry_init_process(&reg, 1, NULL);
 	return 0;
