@@ -36,6 +36,41 @@ lg_answer_status_ok(int code, int st)
 	}
 }
 
+/* Fields whose grammar is a single value, not a list (RFC 9110 section 5.3: a recipient may
+ * not combine them, and clients refuse an answer with two Location fields): an answer holds
+ * each at most once. */
+static const char *const singletons[] = {
+	"location", "retry-after", "etag", "last-modified", "expires", "age",
+	"content-location", "content-disposition", "content-range",
+};
+
+static int
+is_singleton(const char *name, size_t name_len)
+{
+	for (size_t i = 0; i < sizeof(singletons) / sizeof(singletons[0]); i++)
+		if (strlen(singletons[i]) == name_len &&
+		    strncasecmp(singletons[i], name, name_len) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether the field lines in block[0, len) ("name: value" CRLF each) hold one named
+ * name[0, name_len), any case. */
+static int
+block_has(const char *block, size_t len, const char *name, size_t name_len)
+{
+	for (size_t off = 0; off < len;) {
+		const char *nl = memchr(block + off, '\n', len - off);
+		size_t line = nl ? (size_t)(nl - (block + off)) + 1 : len - off;
+
+		if (line > name_len && block[off + name_len] == ':' &&
+		    strncasecmp(block + off, name, name_len) == 0)
+			return 1;
+		off += line;
+	}
+	return 0;
+}
+
 /* tchar of RFC 9110 section 5.6.2. */
 static int
 is_tchar(unsigned char ch)
@@ -66,6 +101,10 @@ lg_answer_field_check(const char *name, size_t name_len, const char *value, size
 			    "no CR, LF, NUL or other control character";
 			return -1;
 		}
+	}
+	if (value_len == 0 && name_len == 8 && strncasecmp(name, "location", 8) == 0) {
+		*why = "an empty Location (a redirect to itself)";
+		return -1;
 	}
 	if (value_len > 0 && (value[0] == ' ' || value[0] == '\t' || value[value_len - 1] == ' ' ||
 	    value[value_len - 1] == '\t')) {
@@ -102,6 +141,10 @@ lg_answer_field_add(struct lg_out_meta *meta, const char *name, size_t name_len,
 
 	if (lg_answer_field_check(name, name_len, value, value_len, &why) == -1)
 		return refuse(meta, name, name_len, why);
+	if (is_singleton(name, name_len) && used <= sizeof(meta->fields) &&
+	    block_has(meta->fields, used, name, name_len))
+		return refuse(meta, name, name_len, "a field that holds one value, given twice "
+		    "(RFC 9110 section 5.3)");
 	if (meta->nfields >= LAGLESS_MAX_ANSWER_FIELDS)
 		return refuse(meta, name, name_len, "more fields than an answer may add "
 		    "(LAGLESS_MAX_ANSWER_FIELDS)");
@@ -166,6 +209,12 @@ lg_answer_fields(const struct lg_out_meta *meta, int code, char *dst, size_t cap
 
 		if (check_line(dst + off, line, &reason) == -1) {
 			snprintf(why, whycap, "field line %u: %s", seen + 1, reason);
+			return -1;
+		}
+		size_t name_len = (size_t)((const char *)memchr(dst + off, ':', line) - (dst + off));
+		if (is_singleton(dst + off, name_len) && block_has(dst, off, dst + off, name_len)) {
+			snprintf(why, whycap, "field line %u: a field that holds one value, given "
+			    "twice (RFC 9110 section 5.3)", seen + 1);
 			return -1;
 		}
 		off += line;

@@ -105,6 +105,25 @@ test_add_then_loop_check(void **state)
 	assert_true(lg_answer_has_field(dst, "location"));
 	assert_true(lg_answer_has_field(dst, "SET-COOKIE"));
 	assert_false(lg_answer_has_field(dst, "retry-after"));
+	/* a single-valued field twice (RFC 9110 section 5.3), any case: refused; a list field
+	 * (Set-Cookie above) may repeat */
+	struct lg_out_meta m2;
+	memset(&m2, 0, sizeof(m2));
+	assert_int_equal(add(&m2, "Location", "/a"), 0);
+	assert_int_equal(add(&m2, "location", "/b"), -1);
+	assert_non_null(strstr(m2.bad, "given twice"));
+	memset(&m2, 0, sizeof(m2));
+	assert_int_equal(add(&m2, "Retry-After", "1"), 0);
+	assert_int_equal(add(&m2, "RETRY-AFTER", "2"), -1);
+	memset(&m2, 0, sizeof(m2));
+	assert_int_equal(add(&m2, "Location", ""), -1); /* a redirect to itself */
+	/* and the loop's check finds a repetition another process wrote */
+	memset(&m2, 0, sizeof(m2));
+	memcpy(m2.fields, "Location: /a\r\nX-A: 1\r\nlocation: /b\r\n", 36);
+	m2.fields_len = 36;
+	m2.nfields = 3;
+	assert_int_equal(lg_answer_fields(&m2, 302, dst, sizeof(dst), why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "given twice"));
 	/* a refused field: refused at add, and the answer as a whole is a 502 */
 	assert_int_equal(add(&m, "Connection", "close"), -1);
 	assert_int_equal(add(&m, "Upgrade", "h2c"), -1);

@@ -986,6 +986,13 @@ test_reason(void **state)
 	assert_string_equal(lg_http_reason(200), "OK");
 	assert_string_equal(lg_http_reason(400), "Bad Request");
 	assert_string_equal(lg_http_reason(404), "Not Found");
+	/* the redirects a kind may answer with (module ABI 1.2), and 304 */
+	assert_string_equal(lg_http_reason(301), "Moved Permanently");
+	assert_string_equal(lg_http_reason(302), "Found");
+	assert_string_equal(lg_http_reason(303), "See Other");
+	assert_string_equal(lg_http_reason(304), "Not Modified");
+	assert_string_equal(lg_http_reason(307), "Temporary Redirect");
+	assert_string_equal(lg_http_reason(308), "Permanent Redirect");
 	assert_string_equal(lg_http_reason(413), "Content Too Large");
 	assert_string_equal(lg_http_reason(414), "URI Too Long");
 	assert_string_equal(lg_http_reason(431), "Request Header Fields Too Large");
