@@ -9,6 +9,7 @@
 
 #include "shm/cache.h"
 #include "shm/flight.h"
+#include "shm/upstream.h"
 
 #include "common/config.h"
 #include "shm/arena.h"
@@ -27,6 +28,7 @@ struct lg_loop_env {
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
 	struct lg_flight_table *flights; /* single-flight table (shm/flight.h), shared */
 	struct lg_cache *cache;      /* result cache (shm/cache.h), shared */
+	struct lg_upshm *ups;        /* upstreams' admission records (shm/upstream.h), shared */
 };
 
 /* The accept side of a loop worker (worker/loop.c), embedded in struct lg_worker as w->acc. */
