@@ -61,6 +61,8 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
 	lg_obs_init(&c->obs);
+	c->up = NULL;
+	c->stream_wr = 0;
 	c->tmo.req_at = req_at;
 	c->tmo.body_at = 0;
 	c->tmo.idle_ticks = 0;
@@ -165,7 +167,7 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight) || c->up != NULL)
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
@@ -539,10 +541,11 @@ watch_next(struct lg_conn *c)
 	}
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
 		events = c->http.body_wait ? 0 : EV_READ;
-	else if (c->state == LG_CONN_JOB)
+	else if (c->state == LG_CONN_JOB || c->state == LG_CONN_PROXY)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
-		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+		events = (c->rlen < sizeof(c->rbuf) ? EV_READ : 0) |
+		    (c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	if (q == 0)
 		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
 	else if (lg_conn_in_body(c) && c->want_continue) {
@@ -600,6 +603,63 @@ conn_process(struct lg_conn *c)
 	}
 	c->processing = outer;
 	return watch_next(c);
+}
+
+void
+lg_conn_stream_begin(struct lg_conn *c)
+{
+	c->state = LG_CONN_PROXY;
+	c->stream_wr = 0;
+	ev_timer_stop(c->w->ev, &c->timer);
+	if (!c->processing)
+		watch_next(c);
+}
+
+ssize_t
+lg_conn_stream_write(struct lg_conn *c, const void *buf, size_t len)
+{
+	if (c->out.whead_len > 0) { /* answers batched before this one go first */
+		int r = flush(c);
+
+		if (r == -1)
+			return -1;
+		if (r == 0)
+			return 0;
+		c->out.whead_len = c->out.woff = 0;
+	}
+	for (;;) {
+		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n >= 0)
+			return n;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	}
+}
+
+void
+lg_conn_stream_want(struct lg_conn *c, int on)
+{
+	int ev = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+
+	c->stream_wr = on;
+	if (c->state == LG_CONN_PROXY)
+		watch(c, ev | (on || c->out.whead_len > 0 ? EV_WRITE : 0));
+}
+
+int
+lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close)
+{
+	lg_obs_response(&c->obs, status, (size_t)body_bytes);
+	if (close || !c->http.req.keep_alive || c->w->draining)
+		c->close_after = 1;
+	c->stream_wr = 0;
+	c->out.wreq = 1;
+	c->state = LG_CONN_WRITE;
+	if (response_done(c) == -1)
+		return -1;
+	return c->processing ? 0 : conn_process(c);
 }
 
 int
@@ -692,7 +752,7 @@ read_input(struct lg_conn *c)
 			return;
 		conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
-		watch(c, 0);
+		watch(c, c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	}
 }
 
@@ -725,6 +785,13 @@ conn_io(struct lg_conn *c, int revents)
 			return;
 		if (q == 1 && !(c->want_continue && lg_conn_in_body(c)))
 			watch(c, c->io.events & ~EV_WRITE);
+	}
+	if ((revents & EV_WRITE) && c->state == LG_CONN_PROXY && c->out.whead_len == 0 &&
+	    c->stream_wr) {
+		c->stream_wr = 0;
+		watch(c, c->io.events & ~EV_WRITE);
+		if (c->w->ops->stream(c) == -1 || c->state != LG_CONN_PROXY)
+			return;
 	}
 	if ((revents & EV_WRITE) && c->out.whead_len == 0 && c->want_continue && lg_conn_in_body(c)) {
 		if (send_continue(c) == -1)
@@ -772,6 +839,8 @@ conn_timer(struct lg_conn *c)
 	case LG_CONN_JOB:
 		c->w->ops->job_timeout(c);
 		return;
+	case LG_CONN_PROXY:
+		return; /* the upstream room keeps the request's deadline */
 	case LG_CONN_WRITE:
 		write_timer(c);
 		return;

@@ -37,6 +37,8 @@ enum lg_conn_state {
 	LG_CONN_BODY,   /* reading a Content-Length body straight into a slot's input region */
 	LG_CONN_JOB,    /* the job is queued or running; waiting for its completion */
 	LG_CONN_WRITE,  /* writing the response */
+	LG_CONN_PROXY,  /* the answer is streamed by another room (worker/upstream/) through the
+	                 * stream verbs below; that room keeps its own timers */
 	LG_CONN_LINGER, /* response sent, write side shut: unread input is drained before the close,
 	                 * so the kernel does not reset the connection and lose the response
 	                 * (RFC 9112 section 9.6) */
@@ -47,6 +49,8 @@ struct lg_conn;
 struct lg_conn_idle;
 struct lg_coal;
 struct lg_body;
+struct lg_conn_up;
+struct lg_worker_up;
 
 /* What the connection I/O calls back into, given by its creator (the router and the offload
  * path, worker/route/routes.c): conn.c answers through its own respond API and knows nothing of
@@ -70,9 +74,12 @@ struct lg_conn_ops {
 	int (*job_timeout)(struct lg_conn *c);
 	/* the response is written while c holds a slot: give it back */
 	int (*release)(struct lg_conn *c);
-	/* c closes while it holds a slot or is parked on a flight (fl set): client gone, write
-	 * failed */
+	/* c closes while it holds a slot, is parked on a flight (fl set) or has an upstream part
+	 * (up set): client gone, write failed */
 	void (*gone)(struct lg_conn *c);
+	/* state LG_CONN_PROXY: the client's socket can take more of the answer (asked for with
+	 * lg_conn_stream_want). Returns 0, or -1 when c was closed or finished */
+	int (*stream)(struct lg_conn *c);
 };
 
 struct lg_worker {
@@ -97,6 +104,7 @@ struct lg_worker {
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
 	struct lg_worker_rt rt;       /* the router's table (worker/route/routes_state.h) */
+	struct lg_worker_up *up;      /* upstream pools and queues (worker/upstream/), opaque here */
 };
 
 /* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
@@ -157,6 +165,9 @@ struct lg_conn {
 	struct lg_conn_job job;       /* the offloaded job (worker/job/offload_state.h) */
 	struct lg_conn_flight flight; /* single-flight and cache (worker/flight/coalesce_state.h) */
 	struct lg_conn_obs obs;       /* metrics and the access log (worker/observe_state.h) */
+	struct lg_conn_up *up;        /* the proxied request (worker/upstream/), opaque here; NULL
+	                               * when the request goes to no upstream */
+	int stream_wr;                /* state PROXY: ops->stream wants the socket writable */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];
@@ -241,6 +252,28 @@ int lg_conn_cut_upload(struct lg_conn *c, double held_s);
  * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
  * when c was closed or finished. */
 int lg_conn_body_ready(struct lg_conn *c);
+
+/* The stream verbs: another room (worker/upstream/) writes the answer of c's current request
+ * itself, as it arrives, instead of handing a whole one to lg_conn_respond.
+ *
+ * lg_conn_stream_begin, from ops->dispatch: c enters state LG_CONN_PROXY, its own timer
+ * stopped (the room keeps the request's deadline); the core keeps reading the socket to notice
+ * a client that leaves (ops->gone) and buffers pipelined bytes. */
+void lg_conn_stream_begin(struct lg_conn *c);
+
+/* Writes up to len bytes of the answer (state PROXY), after any answers queued before it.
+ * Returns the bytes the socket took (0: full, or queued answers still going out: ask for
+ * lg_conn_stream_want), or -1 on a write error (c is not closed: the caller closes it). */
+ssize_t lg_conn_stream_write(struct lg_conn *c, const void *buf, size_t len);
+
+/* on: call ops->stream when the socket can take more; off: do not. */
+void lg_conn_stream_want(struct lg_conn *c, int on);
+
+/* The streamed answer is complete: status and body_bytes for the metrics and the access line;
+ * close: the client's connection cannot carry another request (a close-delimited answer).
+ * Finishes the request as lg_conn_respond does (the next pipelined request, or the close).
+ * Returns 0, or -1 when c was closed or finished. */
+int lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close);
 
 /* Continues a connection after an asynchronous event changed its state (a job completed):
  * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */

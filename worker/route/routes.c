@@ -21,6 +21,7 @@
 #include "worker/observe.h"
 #include "worker/job/offload.h"
 #include "worker/loop.h"
+#include "worker/upstream/upstream.h"
 
 /* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
@@ -341,8 +342,26 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	c->cont_off = 0;
 	c->rt.refuse_status = 0;
 	c->reject_extra[0] = '\0';
-	c->rt.max_body = c->rt.route && c->rt.route->def->kind ? c->rt.route->def->max_body :
-	    cfg->max_body;
+	c->rt.max_body = c->rt.route && (c->rt.route->def->kind || c->rt.route->def->upstream) ?
+	    c->rt.route->def->max_body : cfg->max_body;
+}
+
+/* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
+ * full is a 503 at once, before any body byte is read (a small body read and dropped, keeping
+ * the connection, as for a kind). */
+static int
+route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_route_def *d)
+{
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms);
+
+	if (st == 503)
+		return refuse_keep(c, r, 503, 1);
+	if (st != 0)
+		return reject(c, st);
+	c->want_continue = r->expect_continue && has_body && lg_up_body_room(c) > 0;
+	return LG_HTTP_BODY_PARSER;
 }
 
 int
@@ -372,6 +391,8 @@ lg_route_head(struct lg_http *h, void *conn)
 		return LG_HTTP_BODY_PARSER;
 	}
 	d = c->rt.route->def;
+	if (d->upstream != 0)
+		return route_upstream(c, r, d);
 	char why[256];
 	if (query_bad(c, r, why, sizeof(why)))
 		return refuse_query(c, r);
@@ -415,6 +436,8 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		h->status = 413;
 		return -1;
 	}
+	if (c->up != NULL)
+		return lg_up_body(c, at, len);
 	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
@@ -436,6 +459,8 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
+	if (c->up != NULL)
+		return lg_up_body_room(c);
 	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
@@ -472,6 +497,10 @@ lg_route_dispatch(struct lg_conn *c)
 		lg_obs_route_hit(c);
 		return c->rt.route->handler(c);
 	}
+	if (c->up != NULL) {
+		lg_obs_route_hit(c);
+		return lg_up_dispatch(c);
+	}
 	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
@@ -483,6 +512,15 @@ route_release(struct lg_conn *c)
 	return lg_offload_release(c);
 }
 
+/* c closes: its upstream part, then its slot or flight. */
+static void
+route_gone(struct lg_conn *c)
+{
+	lg_up_gone(c);
+	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+		lg_coal_conn_gone(c);
+}
+
 const struct lg_conn_ops lg_route_conn_ops = {
 	.head = lg_route_head,
 	.body = lg_route_body,
@@ -492,7 +530,8 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body_done = lg_coal_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
-	.gone = lg_coal_conn_gone,
+	.gone = route_gone,
+	.stream = lg_up_stream,
 };
 
 int
@@ -520,7 +559,7 @@ lg_router_build(struct lg_worker *w)
 		rt->row = i;
 		rt->path_len = strlen(rt->def->path);
 		rt->handler = lg_inline_handler(rt->def->handler);
-		if (rt->def->kind == 0 && rt->handler == NULL) {
+		if (rt->def->kind == 0 && rt->handler == NULL && rt->def->upstream == 0) {
 			errno = EINVAL;
 			return -1;
 		}
@@ -530,5 +569,5 @@ lg_router_build(struct lg_worker *w)
 	w->rt.row_names[w->rt.none_row] = "none";
 	for (uint32_t k = 1; k < reg->nkinds; k++)
 		w->rt.kind_names[k] = reg->kinds[k].name;
-	return 0;
+	return lg_up_loop_init(w);
 }
