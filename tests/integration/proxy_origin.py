@@ -12,6 +12,7 @@ most requests in flight at once) and misbehaves on request, by path:
   /api/chunked     a well-formed chunked answer with a trailer
   /api/close       200 then the connection closed (Connection: close)
   /api/silent      accepts and never answers
+  /api/drop        reads the request, then closes without an answer
 """
 import json
 import os
@@ -145,6 +146,8 @@ class Origin:
             self.gate.wait(30)
         elif path == "/api/silent":
             time.sleep(30)
+            return False
+        if path == "/api/drop":
             return False
         if path == "/api/clte":
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"

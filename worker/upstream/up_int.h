@@ -121,7 +121,8 @@ void lg_up_io(struct lg_upc *uc, int revents);
 int lg_up_start(struct lg_conn_up *x);
 
 /* Ends x with an answer of lagless's own (status, reason) when nothing was forwarded yet, or a
- * close of the client's connection after. Returns -1 (c answered or closed). */
+ * close of the client's connection after. Returns -1: x is gone (c answered or closed; the
+ * caller touches neither). */
 int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
 
 /* Frees x and gives back what it holds (place, queue entry, connection: closed unless

@@ -99,7 +99,8 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	int whole = x->dispatched;
 	lg_up_free(x, 0);
 	/* A request whose body was not all read closes with the answer. */
-	return lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	(void)lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	return -1; /* x is gone (c may live on) */
 }
 
 /* The app connection failed before the answer's head (reset, closed, write error): sent again
@@ -225,6 +226,10 @@ lg_up_io(struct lg_upc *uc, int revents)
 	}
 	if ((revents & EV_WRITE) && send_out(x) == -1)
 		return;
+	if (x->uc != uc) { /* sent again on a new connection (conn_fault): its events decide */
+		upc_watch(x);
+		return;
+	}
 	if ((revents & EV_READ) && (read_in(x) == -1 || lg_up_pump(x) == -1))
 		return;
 	upc_watch(x);

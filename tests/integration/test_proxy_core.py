@@ -1,0 +1,220 @@
+"""Routes proxied to an upstream app (issue 35, worker/upstream/): the real binary in front of a
+real origin (proxy_origin.py) on loopback, checking what reaches the app and what the client
+gets: admission bounded for the whole server, fast 503, 504 from the queue, strict framing of
+answers, keep-alive reuse, no POST sent twice, cheap routes unaffected."""
+import http.client
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import LAGLESS_BIN, get, wait_until
+from proxy_origin import Origin
+
+
+@pytest.fixture
+def origin():
+    o = Origin()
+    yield o
+    o.close()
+
+
+def conf(tmp_path, origin, max_conns=4, queue=8, deadline_ms=5000, extra=""):
+    """/api/* proxied to origin; /api/hold (held by the origin until released) with a
+    deadline of its own, longer than the tests wait."""
+    p = tmp_path / "proxy.conf"
+    p.write_text("[upstream app]\nserver = %s\nmax_conns = %d\nqueue = %d\n%s\n"
+                 "[route /api/*]\nupstream = app\ndeadline_ms = %d\n\n"
+                 "[route /api/hold]\nupstream = app\ndeadline_ms = 20000\n"
+                 % (origin.address, max_conns, queue, extra, deadline_ms))
+    return str(p)
+
+
+def req(port, method, path, body=None, headers=None, timeout=10.0):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, dict(r.getheaders()), r.read()
+    finally:
+        c.close()
+
+
+def in_threads(n, fn):
+    out = [None] * n
+
+    def run(i):
+        try:
+            out[i] = fn(i)
+        except Exception as e:  # noqa: BLE001 - recorded for the assertion
+            out[i] = e
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    return out
+
+
+def test_config_check_prints_upstream_and_refuses_bad_keys(tmp_path, origin):
+    c = conf(tmp_path, origin)
+    out = subprocess.run([LAGLESS_BIN, "-t", "-c", c], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout + out.stderr
+    assert "upstream app" in text and "route /api/*" in text and origin.address in text
+    bad = [("[upstream app]\nserver = 127.0.0.1:70000\n", ":2: key 'server'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\nmax_conns = 0\n", ":3: key 'max_conns'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\nqueue = lots\n", ":3: key 'queue'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\nkeep_alive = 3\n", ":3: key 'keep_alive'"),
+           ("[upstream app]\nmax_conns = 3\n", ":2: upstream app: no 'server' key"),
+           ("[route /x]\nupstream = nope\n", ":2: key 'upstream'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\n[route /x]\nkind = heavy\nupstream = app\n",
+            ":5: key 'upstream'")]
+    for i, (text_in, want) in enumerate(bad):
+        p = tmp_path / ("bad%d.conf" % i)
+        p.write_text(text_in)
+        out = subprocess.run([LAGLESS_BIN, "-t", "-c", str(p)], capture_output=True, text=True,
+                             timeout=20)
+        assert out.returncode != 0, text_in
+        assert str(p) + want in out.stderr, (want, out.stderr)
+
+
+def test_get_forwards_end_to_end_without_hop_by_hop(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "2")
+    st, hd, body = req(srv.port, "GET", "/api/echo?a=1",
+                       headers={"Connection": "x-secret", "X-Secret": "1", "X-Keep": "yes",
+                                "Keep-Alive": "timeout=3", "X-Request-Id": "abc-1"})
+    assert st == 200
+    seen = json.loads(body)
+    h = seen["headers"]
+    assert seen["target"] == "/api/echo?a=1"
+    assert "x-secret" not in h and "keep-alive" not in h and "connection" not in h
+    assert h["x-keep"] == ["yes"]
+    assert h["x-forwarded-for"] == ["127.0.0.1"] and h["x-forwarded-proto"] == ["http"]
+    assert h["x-request-id"] == ["abc-1"]
+    assert 0 < int(h["x-lagless-deadline-ms"][0]) <= 5000
+    assert "Keep-Alive" not in hd  # the app's hop-by-hop field is not passed on
+    st, hd, body = req(srv.port, "GET", "/api/chunked")
+    assert st == 200 and body == b"hello world"
+    st, hd, body = req(srv.port, "HEAD", "/api/echo")
+    assert st == 200 and body == b""
+
+
+def test_bodies_stream_both_ways(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    big = b"x" * (3 * 1024 * 1024)
+    st, _, body = req(srv.port, "POST", "/api/echo", body=big)
+    assert st == 200 and json.loads(body)["body_len"] == len(big)
+
+    def chunks():
+        for _ in range(50):
+            yield b"y" * 1000
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    c.request("POST", "/api/echo", body=chunks(), encode_chunked=True,
+              headers={"Transfer-Encoding": "chunked"})
+    r = c.getresponse()
+    assert r.status == 200 and json.loads(r.read())["body_len"] == 50000
+    c.close()
+
+
+def test_keepalive_reuse(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "2")
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    for _ in range(50):
+        c.request("GET", "/api/echo")
+        r = c.getresponse()
+        assert r.status == 200
+        r.read()
+    c.close()
+    assert origin.count("/api/echo") == 50
+    assert origin.connections <= 2, origin.connections
+
+
+def test_app_never_sees_more_than_max_conns(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=2, queue=16, deadline_ms=10000),
+                       "--loop-workers", "2")
+    res = in_threads(12, lambda i: req(srv.port, "GET", "/api/slow?ms=150")[0])
+    assert res == [200] * 12, res
+    assert origin.count("/api/slow") == 12
+    assert origin.max_inflight <= 2, origin.max_inflight
+
+
+def test_full_is_503_at_once_and_ping_still_answers(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=0), "--loop-workers", "2")
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        t0 = time.monotonic()
+        st, hd, _ = req(srv.port, "POST", "/api/echo", body=b"z" * 100)
+        assert st == 503 and hd.get("Retry-After") == "1"
+        assert time.monotonic() - t0 < 0.5
+        assert origin.count("/api/echo") == 0
+        t0 = time.monotonic()
+        assert get(srv.port, "/ping").status == 200
+        assert time.monotonic() - t0 < 0.5
+    finally:
+        origin.release()
+        holder.join(10)
+
+
+def test_queued_past_deadline_is_504_and_never_reaches_app(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=600),
+                       "--loop-workers", "2")
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        t0 = time.monotonic()
+        st, _, _ = req(srv.port, "GET", "/api/echo")
+        took = time.monotonic() - t0
+        assert st == 504 and 0.3 < took < 3, (st, took)
+        assert origin.count("/api/echo") == 0
+    finally:
+        origin.release()
+        holder.join(10)
+    # the place given back: the next request goes through
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+
+
+@pytest.mark.parametrize("path", ["/api/clte", "/api/badchunk", "/api/garbage"])
+def test_invalid_answer_is_502_with_nothing_forwarded(tmp_path, origin, start_server, path):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    st, hd, body = req(srv.port, "GET", path)
+    assert st == 502 and body == b"Bad Gateway\n"
+    assert hd.get("Server") == "lagless"
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+
+
+def test_cut_answer_is_a_truncated_transfer(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    with pytest.raises(http.client.IncompleteRead):
+        req(srv.port, "GET", "/api/cut")
+
+
+def test_post_never_sent_twice_get_retried_once(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    assert req(srv.port, "GET", "/api/echo")[0] == 200  # a kept connection now
+    st, _, _ = req(srv.port, "POST", "/api/drop", body=b"once")
+    assert st == 502
+    assert origin.count("/api/drop") == 1
+    assert req(srv.port, "GET", "/api/echo")[0] == 200  # kept again
+    st, _, _ = req(srv.port, "GET", "/api/drop")
+    assert st == 502
+    assert origin.count("/api/drop") == 3  # the GET went twice: kept, then a new connection
+
+
+def test_refused_connect_is_503_or_502(tmp_path, start_server):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    p = tmp_path / "proxy.conf"
+    p.write_text("[upstream app]\nserver = 127.0.0.1:%d\n\n[route /api/*]\nupstream = app\n" % port)
+    srv = start_server("-c", str(p), "--loop-workers", "1")
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st in (502, 503)
+    assert get(srv.port, "/ping").status == 200
