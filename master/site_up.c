@@ -53,7 +53,7 @@ parse_server(const char *v, struct lg_upstream_server *s, char *why, size_t cap)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || res == NULL)
-		return snprintf(why, cap, "cannot resolve '%s'", host), -1;
+		return snprintf(why, cap, "cannot resolve '%.200s'", host), -1;
 	memcpy(&s->sa, res->ai_addr, res->ai_addrlen);
 	s->salen = res->ai_addrlen;
 	freeaddrinfo(res);

@@ -78,7 +78,8 @@ struct lg_conn_ops {
 	 * (up set): client gone, write failed */
 	void (*gone)(struct lg_conn *c);
 	/* state LG_CONN_PROXY: the client's socket can take more of the answer (asked for with
-	 * lg_conn_stream_want). Returns 0, or -1 when c was closed or finished */
+	 * lg_conn_stream_want). Returns 0, or -1 when c was closed or finished or may have been
+	 * (its request ended: the caller does nothing more with c in this event) */
 	int (*stream)(struct lg_conn *c);
 };
 

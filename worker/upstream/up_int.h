@@ -130,7 +130,7 @@ int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
 void lg_up_free(struct lg_conn_up *x, int reuse);
 
 /* up_resp.c: moves the answer on as far as the two sockets allow. Returns 0, or -1 when x is
- * gone. */
+ * gone (answered, failed, or c closed): the caller touches neither x nor c then. */
 int lg_up_pump(struct lg_conn_up *x);
 
 /* up_admit.c: the place */

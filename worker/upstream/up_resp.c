@@ -56,7 +56,8 @@ client_head(struct lg_conn_up *x, const char *head, size_t hlen)
 }
 
 /* The answer is whole and written: the app connection is kept when its answer was well framed
- * and nothing follows it, the place given back, the client's request finished. */
+ * and nothing follows it, the place given back, the client's request finished. Returns -1: x
+ * is gone. */
 static int
 finish(struct lg_conn_up *x)
 {
@@ -68,7 +69,8 @@ finish(struct lg_conn_up *x)
 
 	atomic_fetch_add(&lg_up_of(x)->adm->requests[status / 100], 1);
 	lg_up_free(x, reuse);
-	return lg_conn_stream_end(c, status, bytes, close);
+	(void)lg_conn_stream_end(c, status, bytes, close);
+	return -1; /* x is gone (c goes on with its next request, or closed) */
 }
 
 /* The head, when it is whole: 1xx interim answers dropped (lagless sent its own 100), 101
