@@ -48,13 +48,16 @@ BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser
 RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
                 libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 libyajl2 \
                 curl
-# The Debian packages the build, the tests and `make run` need.
+# The Debian packages the build, the tests and `make run` need (FastAPI and uvicorn: the app the
+# upstream routes' tests proxy to, tests/integration/fastapi_app.py, and benchmark 10's
+# Python reference).
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
-            gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server
-# Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
-# FastAPI and uvicorn: the Python reference of benchmark 10); CI does not install them.
-BENCH_PKGS := nginx varnish python3-fastapi python3-uvicorn
+            gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server \
+            python3-fastapi python3-uvicorn
+# Only make bench needs these (nginx: throughput and cache reference; varnish: cache
+# reference); CI does not install them.
+BENCH_PKGS := nginx varnish
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c worker/*/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)

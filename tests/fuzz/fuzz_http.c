@@ -12,6 +12,10 @@
  *    bytes to the other end, shuts it, plays the compute pool (takes JOB headers, finishes the
  *    slot, sends DONE) and drains the answers until the worker closes the connection. ASan and
  *    UBSan watch the real hooks (worker/route/routes.c), the offload path and the writes.
+ * 4. Through lg_fwd_head (http/fwd.h): a request accepted with every field kept is written as
+ *    the head an upstream would get, and that head must be one the strict parser accepts
+ *    whole, with the same method and path, no hop-by-hop field, one X-Forwarded-For and the
+ *    framing field the options chose.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -30,6 +34,7 @@
 #include "tests/oracle/http_oracle.h"
 #include "worker/flight/coalesce.h"
 #include "worker/core/conn.h"
+#include "http/fwd.h"
 #include "http/http.h"
 #include "worker/job/offload.h"
 #include "worker/route/routes.h"
@@ -191,6 +196,64 @@ through_conn(const uint8_t *data, size_t size)
 	close(sv[1]);
 }
 
+static int
+fwd_head_only(struct lg_http *h, void *ctx)
+{
+	return LG_HTTP_BODY_SELF;
+}
+
+/* Stage 4: the upstream head of the first request in data, re-read by the strict parser. */
+static void
+through_fwd(const uint8_t *data, size_t size)
+{
+	static const struct lg_http_limits relim = { LG_HTTP_HEAD_CAP, LG_FRAME_TARGET_CAP, 1000,
+		0, NULL, 1 };
+	static const char *const hop[] = { "connection", "keep-alive", "te", "trailer",
+		"proxy-connection", "expect", "upgrade", "x-lagless-deadline-ms" };
+	static struct lg_http in, re;
+	static char out[65536];
+	struct lg_fwd_opts o = { .client_addr = size % 2 ? "192.0.2.1" : "2001:db8::1",
+		.trusted = size % 3 == 0, .style = size % 5 == 0 ? LG_FWD_FORWARDED : LG_FWD_XFF,
+		.request_id = "fuzz", .deadline_ms = -1, .body = (int)(size % 3),
+		.content_length = size };
+	size_t len;
+	const char *v;
+	unsigned pos = 0;
+	int n = 0;
+
+	lg_http_init(&in, NULL);
+	in.on_head = fwd_head_only;
+	lg_http_feed(&in, (const char *)data, size);
+	if (in.status || !in.complete || in.req.kept_short)
+		return;
+	ssize_t nw = lg_fwd_head(&in.req, &o, out, sizeof(out));
+	if (in.req.method == HTTP_CONNECT && nw == -1 && errno == EINVAL)
+		return; /* no tunnel is offered */
+	if (nw <= 0)
+		abort(); /* every kept request fits 64 KiB */
+	lg_http_init(&re, &relim);
+	re.on_head = fwd_head_only;
+	if (lg_http_feed(&re, out, (size_t)nw) != (size_t)nw || re.status || !re.complete ||
+	    re.req.method != in.req.method || re.req.path_len != in.req.path_len ||
+	    memcmp(re.req.path, in.req.path, in.req.path_len) != 0 || re.req.minor != 1) {
+		fprintf(stderr, "the upstream head is not the request: %.*s\n", (int)nw, out);
+		abort();
+	}
+	if (re.req.chunked != (o.body == LG_FWD_BODY_CHUNKED) ||
+	    re.req.content_length != (o.body == LG_FWD_BODY_LENGTH ? size : LG_HTTP_NO_LENGTH))
+		abort();
+	if (re.req.kept_short)
+		return; /* the fields added took the re-read past what a view keeps (32 lines) */
+	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (lg_http_field_get(&re.req, hop[i], &len) != NULL)
+			abort();
+	while ((v = lg_http_field_next(&re.req, o.style == LG_FWD_XFF ? "x-forwarded-for" :
+	    "forwarded", &pos, &len)) != NULL)
+		n++;
+	if (n != 1)
+		abort();
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -248,5 +311,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	through_conn(data, size);
+	through_fwd(data, size);
 	return 0;
 }

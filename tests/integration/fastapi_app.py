@@ -1,0 +1,58 @@
+"""The FastAPI app behind lagless in the upstream routes' tests (issue 35), served by Debian's
+uvicorn: ``python3 -m uvicorn fastapi_app:app --app-dir tests/integration --uds PATH`` (or
+``--port N``); tests start it with appserver.UvicornApp.
+
+Every route is served at the root and again under /api, so a ``[route /api/*]`` and a
+``[route /*]`` in front of it both reach it without a rewrite of the path:
+
+    GET  /health          {"status": "ok"}
+    GET  /items/{id}      {"id": id}
+    GET  /slow?ms=N       {"slept_ms": N}, after an asyncio sleep of N ms (at most 60 s)
+    POST /echo            {"body_len": bytes received, "headers": [[name, value], ...]}
+    GET  /fib?n=N         {"n": N, "fib": fib(N)}, computed the slow recursive way (N <= 32)
+"""
+
+import asyncio
+
+from fastapi import APIRouter, FastAPI, HTTPException, Request
+
+router = APIRouter()
+
+
+@router.get("/health")
+async def health():
+    return {"status": "ok"}
+
+
+@router.get("/items/{item_id}")
+async def item(item_id: int):
+    return {"id": item_id}
+
+
+@router.get("/slow")
+async def slow(ms: int = 0):
+    ms = max(0, min(ms, 60_000))
+    await asyncio.sleep(ms / 1000.0)
+    return {"slept_ms": ms}
+
+
+@router.post("/echo")
+async def echo(request: Request):
+    body = await request.body()
+    return {"body_len": len(body), "headers": [[k, v] for k, v in request.headers.items()]}
+
+
+def _fib(n):
+    return n if n < 2 else _fib(n - 1) + _fib(n - 2)
+
+
+@router.get("/fib")
+def fib(n: int = 20):
+    if not 0 <= n <= 32:
+        raise HTTPException(status_code=400, detail="n must be within 0..32")
+    return {"n": n, "fib": _fib(n)}
+
+
+app = FastAPI()
+app.include_router(router)
+app.include_router(router, prefix="/api")
