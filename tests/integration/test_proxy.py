@@ -346,7 +346,10 @@ def test_queued_request_past_deadline_is_504_never_at_origin(origin, proxied):
 def test_invalid_answer_is_502_and_nothing_forwarded(origin, proxied, path, leak):
     srv = proxied(origin.unix_server)
     with connect(srv.port) as s:
-        s.sendall(b"GET %s HTTP/1.1\r\nHost: app.test\r\n\r\n" % path.encode())
+        # Connection: close, so that the read ends with the answer (a 502 keeps a kept
+        # connection open, and reading to EOF waited out the 15 s timeout)
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n"
+                  % path.encode())
         raw, _ = read_all(s, timeout=15)
     status, headers, body = split_answer(raw)
     assert status == 502, raw[:500]
