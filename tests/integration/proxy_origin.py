@@ -129,8 +129,7 @@ class Origin:
                 try:
                     keep = self._answer(c, method, target, path, head, body)
                 finally:
-                    with self.lock:
-                        self.inflight -= 1
+                    self._leave()
                 if not keep:
                     return
         except (OSError, ValueError):
@@ -138,7 +137,20 @@ class Origin:
         finally:
             c.close()
 
+    def _leave(self):
+        """The request leaves the in-flight count: just before its answer is sent (once the
+        last byte is out, the proxy may send the next request before this thread runs on)."""
+        with self.lock:
+            if not getattr(threading.current_thread(), "left", False):
+                self.inflight -= 1
+            threading.current_thread().left = True
+
     def _answer(self, c, method, target, path, head, body):
+        threading.current_thread().left = False
+
+        def send(data):
+            self._leave()
+            c.sendall(data)
         if path == "/api/slow":
             ms = int(target.split("ms=", 1)[1]) if "ms=" in target else 200
             time.sleep(ms / 1000.0)
@@ -150,20 +162,20 @@ class Origin:
         if path == "/api/drop":
             return False
         if path == "/api/clte":
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
                       b"5\r\nhello\r\n0\r\n\r\n")
             return True
         if path == "/api/badchunk":
-            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+            send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
             return True
         if path == "/api/garbage":
-            c.sendall(b"this is no answer\r\n\r\n")
+            send(b"this is no answer\r\n\r\n")
             return False
         if path == "/api/cut":
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789")
             return False
         if path == "/api/chunked":
-            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n"
+            send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n"
                       b"5\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n")
             return True
         headers = {}
@@ -174,7 +186,7 @@ class Origin:
         out = json.dumps({"method": method, "target": target, "headers": headers,
                           "body_len": len(body)}).encode()
         close = path == "/api/close"
-        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nKeep-Alive: timeout=5\r\n"
+        send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nKeep-Alive: timeout=5\r\n"
                   b"Content-Length: %d\r\n%s\r\n" % (len(out), b"Connection: close\r\n" if close else b"")
                   + (b"" if method == "HEAD" else out))
         return not close

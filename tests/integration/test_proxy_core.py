@@ -218,3 +218,39 @@ def test_refused_connect_is_503_or_502(tmp_path, start_server):
     st, _, _ = req(srv.port, "GET", "/api/echo")
     assert st in (502, 503)
     assert get(srv.port, "/ping").status == 200
+
+
+def metric_value(port, line_prefix):
+    text = get(port, "/metrics").body.decode()
+    for line in text.splitlines():
+        if line.startswith(line_prefix + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_per_upstream(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=0), "--loop-workers", "2")
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    assert req(srv.port, "GET", "/api/garbage")[0] == 502
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        assert req(srv.port, "GET", "/api/echo")[0] == 503
+        u = 'upstream="app"'
+        assert metric_value(srv.port, "lagless_upstream_in_flight{%s}" % u) == 1
+        assert metric_value(srv.port, "lagless_upstream_max_conns{%s}" % u) == 1
+        assert metric_value(srv.port, 'lagless_upstream_errors_total{%s,reason="full"}' % u) == 1
+        assert metric_value(srv.port,
+                            'lagless_upstream_errors_total{%s,reason="invalid"}' % u) == 1
+        assert metric_value(srv.port,
+                            'lagless_upstream_requests_total{%s,code="2xx"}' % u) == 1
+        assert metric_value(srv.port,
+                            'lagless_upstream_requests_total{%s,code="5xx"}' % u) == 2
+        assert metric_value(srv.port,
+                            'lagless_upstream_connections{%s,state="busy"}' % u) == 1
+    finally:
+        origin.release()
+        holder.join(10)
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
