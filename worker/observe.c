@@ -204,6 +204,7 @@ lg_obs_request_begin(struct lg_conn *c)
 	lg_rt_none(&c->rt, &c->w->rt);
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
+	c->obs.why = NULL;
 	c->job.queue_ns = c->job.run_ns = 0;
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->obs.inflight, memory_order_relaxed);
 	lg_stats_add(&c->w->env->page->begun, 1);

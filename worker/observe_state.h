@@ -19,6 +19,8 @@ struct lg_conn_obs {
 	                               * parsed at one clock reading) */
 	int resp_status;
 	size_t resp_bytes;            /* body bytes of the response */
+	const char *why;              /* why lagless answered a proxied request itself (static
+	                               * text: shm/upstream.h lg_up_reason_str), or NULL */
 };
 
 /* Readies a connection's part: no request in progress. */

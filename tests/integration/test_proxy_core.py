@@ -254,3 +254,12 @@ def test_metrics_per_upstream(tmp_path, origin, start_server):
         holder.join(10)
     assert wait_until(lambda: metric_value(
         srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
+
+
+def test_access_log_names_the_upstream_fault(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1", "--access-log")
+    assert req(srv.port, "GET", "/api/garbage")[0] == 502
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    assert wait_until(lambda: "upstream_error=invalid" in srv.log(), 5), srv.log()[-2000:]
+    lines = [ln for ln in srv.log().splitlines() if "/api/echo" in ln and "status=200" in ln]
+    assert lines and "upstream_error" not in lines[-1]

@@ -83,6 +83,7 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	const struct lg_upstream_def *u = lg_up_of(x)->def;
 
 	atomic_fetch_add(&lg_up_of(x)->adm->errors[why], 1);
+	c->obs.why = lg_up_reason_str(why);
 	if (x->started) {
 		/* Part of the answer went out: never let it look complete (RFC 9112 8). */
 		log_info("upstream %s: %s after the answer's head: closing the client's connection",
@@ -314,6 +315,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
 	case LG_UPADM_FULL:
 		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
+		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
 		count_status(x, 503);
 		c->up = NULL;
 		free(x);
@@ -326,6 +328,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	x->placed = 1;
 	if (lg_upc_get(c->w, x) == -1) {
 		atomic_fetch_add(&u->adm->errors[LG_UPR_CONNECT], 1);
+		c->obs.why = lg_up_reason_str(LG_UPR_CONNECT);
 		count_status(x, 503);
 		lg_up_free(x, 0);
 		return 503;
