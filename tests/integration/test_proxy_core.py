@@ -4,6 +4,8 @@ gets: admission bounded for the whole server, fast 503, 504 from the queue, stri
 answers, keep-alive reuse, no POST sent twice, cheap routes unaffected."""
 import http.client
 import json
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -263,3 +265,59 @@ def test_access_log_names_the_upstream_fault(tmp_path, origin, start_server):
     assert wait_until(lambda: "upstream_error=invalid" in srv.log(), 5), srv.log()[-2000:]
     lines = [ln for ln in srv.log().splitlines() if "/api/echo" in ln and "status=200" in ln]
     assert lines and "upstream_error" not in lines[-1]
+
+
+def test_drain_finishes_a_proxied_request(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "2")
+    result = {}
+    holder = threading.Thread(target=lambda: result.update(r=req(srv.port, "GET", "/api/hold")))
+    holder.start()
+    assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+    srv.proc.send_signal(15)
+    time.sleep(0.3)  # the drain is under way while the answer is held
+    origin.release()
+    holder.join(10)
+    assert result["r"][0] == 200
+    assert srv.proc.wait(10) == 0
+
+
+def test_queued_client_gone_frees_its_place(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=1), "--loop-workers", "1")
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        s = socket.create_connection(("127.0.0.1", srv.port))
+        s.sendall(b"GET /api/echo HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert wait_until(lambda: metric_value(
+            srv.port, 'lagless_upstream_queue_depth{upstream="app"}') == 1, 5)
+        s.close()
+        assert wait_until(lambda: metric_value(
+            srv.port, 'lagless_upstream_queue_depth{upstream="app"}') == 0, 5)
+        # its queue place is free again: the next one waits instead of a 503
+        t = threading.Thread(target=lambda: req(srv.port, "GET", "/api/echo"))
+        t.start()
+        assert wait_until(lambda: metric_value(
+            srv.port, 'lagless_upstream_queue_depth{upstream="app"}') == 1, 5)
+    finally:
+        origin.release()
+        holder.join(10)
+    t.join(10)
+    assert origin.count("/api/echo") == 1
+
+
+def test_dead_loop_places_are_released(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=0), "--loop-workers", "1")
+    def hold():
+        with pytest.raises(http.client.HTTPException):  # its loop dies: no answer
+            req(srv.port, "GET", "/api/hold", timeout=5)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+    loop = srv.children("loop")[0]
+    os.kill(loop, signal.SIGKILL)
+    holder.join(10)
+    srv.expected_crash_re = "killed by signal 9"
+    assert srv.wait_children("loop", 1, timeout=10, exclude=[loop])
+    origin.release()
+    assert wait_until(lambda: req(srv.port, "GET", "/api/echo")[0] == 200, 10)
