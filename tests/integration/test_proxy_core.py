@@ -263,8 +263,10 @@ def test_access_log_names_the_upstream_fault(tmp_path, origin, start_server):
     assert req(srv.port, "GET", "/api/garbage")[0] == 502
     assert req(srv.port, "GET", "/api/echo")[0] == 200
     assert wait_until(lambda: "upstream_error=invalid" in srv.log(), 5), srv.log()[-2000:]
-    lines = [ln for ln in srv.log().splitlines() if "/api/echo" in ln and "status=200" in ln]
-    assert lines and "upstream_error" not in lines[-1]
+    def echo_lines():
+        return [ln for ln in srv.log().splitlines() if "/api/echo" in ln and "status=200" in ln]
+    assert wait_until(lambda: echo_lines(), 5), srv.log()[-2000:]
+    assert "upstream_error" not in echo_lines()[-1]
 
 
 def test_drain_finishes_a_proxied_request(tmp_path, origin, start_server):

@@ -118,8 +118,10 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	if (c->obs.why != NULL) /* an upstream's fault lagless answered for (worker/upstream/) */
 		putf(&at, end, json ? "\",\"upstream_error\":\"%s" : "\" upstream_error=%s",
 		    c->obs.why);
-	putf(&at, end, json ? "\",\"request_id\":\"%s\"}" : "%s id=%s", c->obs.why ? "" :
-	    "\"", id);
+	if (json)
+		putf(&at, end, "\",\"request_id\":\"%s\"}", id);
+	else
+		putf(&at, end, "%s id=%s", c->obs.why ? "" : "\"", id);
 	if (!json) { /* its own switch (--access-log), so written whatever --log-level says */
 		*at = '\0';
 		lg_log_write(LG_LOG_INFO, "access", "%s", line);
