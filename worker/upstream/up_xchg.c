@@ -356,6 +356,8 @@ lg_up_body(struct lg_conn *c, const char *at, size_t len)
 		memcpy(x->out + x->out_len, "\r\n", 2);
 		x->out_len += 2;
 	}
+	if (x->phase == LG_UPR_FIRST_BYTE && x->phase_due > 0) /* counts from the request's end */
+		x->phase_due = ev_now(c->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
 	upc_watch(x);
 	return 0;
 }
