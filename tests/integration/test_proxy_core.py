@@ -323,3 +323,17 @@ def test_dead_loop_places_are_released(tmp_path, origin, start_server):
     assert srv.wait_children("loop", 1, timeout=10, exclude=[loop])
     origin.release()
     assert wait_until(lambda: req(srv.port, "GET", "/api/echo")[0] == 200, 10)
+
+
+def test_a_refusing_server_is_passed_over(tmp_path, origin, start_server):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = s.getsockname()[1]
+    s.close()  # nothing listens there: refused
+    p = tmp_path / "proxy.conf"
+    p.write_text("[upstream app]\nserver = 127.0.0.1:%d\nserver = %s\n\n"
+                 "[route /api/*]\nupstream = app\n" % (dead, origin.address))
+    srv = start_server("-c", str(p), "--loop-workers", "1")
+    for _ in range(10):
+        assert req(srv.port, "GET", "/api/echo")[0] == 200
+    assert origin.count("/api/echo") == 10

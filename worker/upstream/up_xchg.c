@@ -104,6 +104,8 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	return -1; /* x is gone (c may live on) */
 }
 
+static int resend(struct lg_conn_up *x);
+
 /* The app connection failed before the answer's head (reset, closed, write error): sent again
  * once on a new connection when that is safe (RFC 9110 9.2.2: the method is idempotent, or
  * nothing was written), else 502. Returns 0, or -1 when x is gone. */
@@ -117,6 +119,16 @@ conn_fault(struct lg_conn_up *x, enum lg_up_reason why)
 		return lg_up_fail(x, 502, why);
 	log_debug("upstream %s: kept connection failed before an answer: sending again",
 	    u->def->name);
+	return resend(x);
+}
+
+/* Sends x again from its first byte on a new connection (out still holds all of it). Returns
+ * 0, or -1 when x is gone. */
+static int
+resend(struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
 	atomic_fetch_add(&u->adm->retries, 1);
 	lg_upc_put(x, 0);
 	x->retried = 1;
@@ -197,6 +209,24 @@ resume_body(struct lg_conn_up *x)
 	return lg_conn_body_ready(c);
 }
 
+/* A connect failed before a byte was sent: once more on another server (the failed one is
+ * marked down, so the pick passes it over) when there is one, else 502. */
+static void
+connect_failed(struct lg_conn_up *x)
+{
+	const struct lg_up_one *u = lg_up_of(x);
+	ev_tstamp now = ev_now(x->c->w->ev);
+	int other = 0;
+
+	for (uint32_t i = 0; i < u->def->nservers; i++)
+		other |= u->srv[i].down_until <= now;
+	if (x->retried || !other) {
+		(void)lg_up_fail(x, 502, LG_UPR_CONNECT);
+		return;
+	}
+	(void)resend(x); /* nothing was sent */
+}
+
 void
 lg_up_io(struct lg_upc *uc, int revents)
 {
@@ -216,7 +246,7 @@ lg_up_io(struct lg_upc *uc, int revents)
 			log_info("upstream %s: connect to %s: %s", lg_up_of(x)->def->name,
 			    lg_up_of(x)->def->servers[uc->si].addr, strerror(err));
 			lg_up_of(x)->srv[uc->si].down_until = ev_now(uc->w->ev) + LG_UP_DOWN_S;
-			(void)lg_up_fail(x, 502, LG_UPR_CONNECT);
+			connect_failed(x);
 			return;
 		}
 		uc->state = UPC_BUSY;
@@ -242,6 +272,9 @@ lg_up_start(struct lg_conn_up *x)
 {
 	struct lg_up_one *u = lg_up_of(x);
 
+	/* It waited: the head says the time left now (nothing but the head is in out yet). */
+	if (x->out_off == 0 && lg_up_build_head(x, u->def) == -1)
+		return lg_up_fail(x, 502, LG_UPR_INVALID);
 	if (lg_upc_get(x->c->w, x) == -1)
 		return lg_up_fail(x, 503, LG_UPR_CONNECT);
 	if (x->reused) {
