@@ -18,8 +18,8 @@ enum fate {
 	GATHER,  /* a trusted chain (X-Forwarded-For, Forwarded): its value heads ours */
 };
 
-/* The head being written: bytes past cap are counted, not written, so one test at the end
- * tells whether it fitted. */
+/* The head being written: every byte is counted (len), only those that fit cap are written,
+ * so one test at the end tells whether it fitted and len is the size it needs. */
 struct out {
 	char *buf;
 	size_t cap, len;
@@ -29,11 +29,10 @@ struct out {
 static void
 put(struct out *w, const char *s, size_t n)
 {
-	if (w->full || n > w->cap - w->len) {
+	if (!w->full && n <= w->cap - w->len)
+		memcpy(w->buf + w->len, s, n);
+	else
 		w->full = 1;
-		return;
-	}
-	memcpy(w->buf + w->len, s, n);
 	w->len += n;
 }
 
@@ -367,26 +366,26 @@ opts_ok(const struct lg_fwd_opts *o)
 	return 1;
 }
 
-ssize_t
-lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf, size_t cap)
+/* Writes the head into w; -1 with EINVAL for what lg_fwd_head refuses. */
+static int
+write_head(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *o)
 {
-	struct out w = { buf, cap, 0, 0 };
 	size_t hlen;
 	const char *host;
 
 	/* CONNECT asks for a tunnel, not a resource (RFC 9110 section 9.3.6): none is offered */
-	if (r == NULL || o == NULL || (buf == NULL && cap > 0) || r->kept_short ||
+	if (r == NULL || o == NULL || r->kept_short || r->nkept != r->nfields ||
 	    r->method == HTTP_CONNECT || !opts_ok(o)) {
 		errno = EINVAL;
 		return -1;
 	}
-	request_line(&w, r);
+	request_line(w, r);
 	host = o->host ? o->host : client_host(r, &hlen);
 	if (o->host != NULL)
 		hlen = strlen(o->host);
-	puts_(&w, hlen > 0 ? "Host: " : "Host:"); /* empty: no authority (RFC 9112 3.2) */
-	put(&w, host, hlen);
-	puts_(&w, "\r\n");
+	puts_(w, hlen > 0 ? "Host: " : "Host:"); /* empty: no authority (RFC 9112 3.2) */
+	put(w, host, hlen);
+	puts_(w, "\r\n");
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;
@@ -394,17 +393,37 @@ lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
 		field_at(r, i, &name, &nlen, &v, &vlen);
 		if (fate_of(r, o, name, nlen) != PASS)
 			continue;
-		put(&w, name, nlen);
-		put(&w, ": ", 2);
-		put(&w, v, vlen);
-		put(&w, "\r\n", 2);
+		put(w, name, nlen);
+		put(w, ": ", 2);
+		put(w, v, vlen);
+		put(w, "\r\n", 2);
 	}
-	forwarding(&w, r, o);
-	own_fields(&w, o);
-	put(&w, "\r\n", 2);
+	forwarding(w, r, o);
+	own_fields(w, o);
+	put(w, "\r\n", 2);
+	return 0;
+}
+
+ssize_t
+lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf, size_t cap)
+{
+	struct out w = { buf, buf ? cap : 0, 0, 0 };
+
+	if (write_head(&w, r, o) == -1)
+		return -1;
 	if (w.full) {
 		errno = ENOSPC;
 		return -1;
 	}
+	return (ssize_t)w.len;
+}
+
+ssize_t
+lg_fwd_head_size(const struct lg_http_req *r, const struct lg_fwd_opts *o)
+{
+	struct out w = { NULL, 0, 0, 0 };
+
+	if (write_head(&w, r, o) == -1)
+		return -1;
 	return (ssize_t)w.len;
 }

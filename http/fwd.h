@@ -57,7 +57,8 @@ struct lg_fwd_opts {
 	 * its Host field, else empty, RFC 9112 section 3.2). Host syntax only (http/authority.h). */
 	const char *host;
 	/* X-Request-Id sent upstream (the client's, checked, or one generated), replacing the
-	 * client's; NULL: the client's X-Request-Id fields pass as they are. Field-vchar only. */
+	 * client's; NULL: the client's X-Request-Id fields pass as they are. 1 to 200 bytes of
+	 * visible ASCII. */
 	const char *request_id;
 	/* Milliseconds left before the route's deadline, sent as X-Lagless-Deadline-Ms;
 	 * negative: no deadline, no field (a client's is removed all the same). */
@@ -76,12 +77,17 @@ struct lg_fwd_opts {
 /* Writes the head for request r with opts o into buf (cap bytes; not NUL-terminated): request
  * line, field lines, the empty line, by the rules above. r's field lines are its kept ones
  * (lg_http_field_next), names as the client spelt them, values without surrounding OWS; r
- * must have kept every field (parsed without a keep set in its limits, kept_short 0), else a
- * field would be silently lost. Returns the bytes written, or -1 with errno EINVAL (r or o
- * NULL, r->kept_short, a CONNECT request (a tunnel, RFC 9110 section 9.3.6, is not offered),
- * an unknown o->body or o->style, o->host or o->request_id with a byte they may not hold) or
- * ENOSPC (cap too small; buf then holds nothing usable). */
+ * must have kept every field line of its head (nkept == nfields: parsed without a keep set in
+ * its limits, and within LG_HTTP_KEPT lines and LG_HTTP_FIELD_BUF bytes), else a field would
+ * be silently lost. Returns the bytes written, or -1 with errno EINVAL (r or o NULL, a view
+ * that did not keep every field, a CONNECT request: no tunnel is offered, RFC 9110 section
+ * 9.3.6; an unknown o->body or o->style, o->host or o->request_id with a byte they may not
+ * hold) or ENOSPC (cap too small; buf then holds nothing usable). */
 ssize_t lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
     size_t cap);
+
+/* The bytes lg_fwd_head(r, o, ...) needs (what it would return with room enough), to size a
+ * buffer first; writes nothing. -1 with errno EINVAL as lg_fwd_head. */
+ssize_t lg_fwd_head_size(const struct lg_http_req *r, const struct lg_fwd_opts *o);
 
 #endif

@@ -87,6 +87,7 @@ class Seen:
         self.complete = False
         self.t = time.monotonic()
         self.gen = 0
+        self.counted = False
 
     def values(self, name):
         """Every value of field name (case-insensitive), in order."""
@@ -120,6 +121,7 @@ class _Conn:
         self.sock = sock
         self.n = number
         self.buf = b""
+        self.current = None  # the Seen being answered
 
     def fill(self):
         try:
@@ -184,7 +186,12 @@ class _Conn:
             seen.raw_body = seen.body
         seen.complete = True
 
-    def send(self, data):
+    def send(self, data, last=False):
+        """Sends data; last: it ends the answer, so the request stops counting as in flight
+        first (lagless may send the next one as soon as it has these bytes: counted after
+        the send, the origin could see one more in flight than lagless ever sent)."""
+        if last:
+            self.o._answered(self.current)
         try:
             self.sock.sendall(data)
         except OSError:
@@ -376,12 +383,12 @@ class Origin:
                     self.in_flight += 1
                     self.max_in_flight = max(self.max_in_flight, self.in_flight)
                     self._cond.notify_all()
+                seen.counted = True
+                c.current = seen
                 try:
                     keep = self._handle(c, seen)
                 finally:
-                    with self._cond:
-                        self.in_flight -= 1
-                        self._cond.notify_all()
+                    self._answered(seen)
                 conn = ",".join(seen.values("connection")).lower()
                 if not keep or "close" in conn or version == "HTTP/1.0":
                     break
@@ -395,6 +402,14 @@ class Origin:
                 sock.close()
             except OSError:
                 pass
+
+    def _answered(self, s):
+        """s stops counting as in flight (once)."""
+        with self._cond:
+            if s.counted:
+                s.counted = False
+                self.in_flight -= 1
+                self._cond.notify_all()
 
     def _held(self, s):
         """Waits until release_all() is called after s's head arrived (so a release made as
@@ -421,20 +436,21 @@ class Origin:
         self._recorded()
         handler = getattr(self, "_b_" + b.replace("-", "_"), None)
         if handler is None:
-            c.send(_answer(404, b"no such behaviour\n", reason="Not Found"))
+            c.send(_answer(404, b"no such behaviour\n", reason="Not Found"), last=True)
             return True
         return handler(c, s, q)
 
     def _b_ok(self, c, s, q):
         answer = _answer(200, b"ok\n", extra=["Content-Type: text/plain", "X-Origin: ok"])
-        c.send(answer[:-3] if s.method == "HEAD" else answer)  # HEAD: the head alone
+        c.send(answer[:-3] if s.method == "HEAD" else answer, last=True)  # HEAD: head alone
         return True
 
     def _b_echo(self, c, s, q):
         doc = {"method": s.method, "target": s.target, "version": s.version,
                "headers": [[n, v] for n, v in s.headers], "head": s.head.decode("latin-1"),
                "body": s.body.decode("latin-1"), "body_len": len(s.body)}
-        c.send(_answer(200, json.dumps(doc).encode(), extra=["Content-Type: application/json"]))
+        c.send(_answer(200, json.dumps(doc).encode(), extra=["Content-Type: application/json"]),
+               last=True)
         return True
 
     def _b_sleep(self, c, s, q):
@@ -442,13 +458,13 @@ class Origin:
             end = time.monotonic() + int(q.get("ms", "0")) / 1000.0
             while not self._stopping and time.monotonic() < end:
                 self._cond.wait(end - time.monotonic())
-        c.send(_answer(200, b"slept\n"))
+        c.send(_answer(200, b"slept\n"), last=True)
         return True
 
     def _b_hold(self, c, s, q):
         if not self._held(s):
             return False
-        c.send(_answer(200, b"released\n"))
+        c.send(_answer(200, b"released\n"), last=True)
         return True
 
     def _b_big(self, c, s, q):
@@ -457,42 +473,45 @@ class Origin:
         if chunked:
             c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
         else:
-            c.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+            c.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n, last=n == 0)
         line = pattern(64)
         piece = line * 1024  # 64 KiB, aligned with the pattern
         off = 0
         while off < n:
             k = min(len(piece), n - off)
             data = piece[:k]
-            c.send(b"%x\r\n%s\r\n" % (k, data) if chunked else data)
+            c.send(b"%x\r\n%s\r\n" % (k, data) if chunked else data,
+                   last=not chunked and off + k == n)
             off += k
         if chunked:
-            c.send(b"0\r\n\r\n")
+            c.send(b"0\r\n\r\n", last=True)
         return True
 
     def _b_cl_and_te(self, c, s, q):
         c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-               b"5\r\nhello\r\n0\r\n\r\n")
+               b"5\r\nhello\r\n0\r\n\r\n", last=True)
         return False
 
     def _b_two_cl(self, c, s, q):
-        c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!")
+        c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+               last=True)
         return False
 
     def _b_bad_chunk(self, c, s, q):
         head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
         if q.get("mid") == "1":
             c.send(head + b"5\r\nhello\r\n")
-            c.send(b"zz\r\nworld\r\n0\r\n\r\n")
+            c.send(b"zz\r\nworld\r\n0\r\n\r\n", last=True)
         else:
-            c.send(head + b"zz\r\nhello\r\n0\r\n\r\n")
+            c.send(head + b"zz\r\nhello\r\n0\r\n\r\n", last=True)
         return False
 
     def _b_short(self, c, s, q):
-        c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"0123456789")
+        c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"0123456789", last=True)
         return False
 
     def _b_reset(self, c, s, q):
+        self._answered(s)
         if q.get("at") != "0":
             c.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -500,7 +519,7 @@ class Origin:
         raise _Closed()
 
     def _b_garbage(self, c, s, q):
-        c.send(b"HELLO, THIS IS NOT HTTP\r\n\x00\x01\x02\r\n\r\n")
+        c.send(b"HELLO, THIS IS NOT HTTP\r\n\x00\x01\x02\r\n\r\n", last=True)
         return False
 
     def _b_huge_head(self, c, s, q):
@@ -514,29 +533,29 @@ class Origin:
             i += 64
             c.send(batch)
             sent += len(batch)
-        c.send(b"Content-Length: 2\r\n\r\nok")
+        c.send(b"Content-Length: 2\r\n\r\nok", last=True)
         return False
 
     def _b_close_idle(self, c, s, q):
-        c.send(_answer(200, b"ok\n"))
+        c.send(_answer(200, b"ok\n"), last=True)
         return False
 
     def _b_status(self, c, s, q):
         code = int(q.get("code", "200"))
         if code < 200 or code in (204, 304):
-            c.send(b"HTTP/1.1 %d Status\r\n\r\n" % code)
+            c.send(b"HTTP/1.1 %d Status\r\n\r\n" % code, last=code >= 200)
             if code < 200:
-                c.send(_answer(200, b"after interim\n"))
+                c.send(_answer(200, b"after interim\n"), last=True)
         else:
-            c.send(_answer(code, b"status %d\n" % code, reason="Status"))
+            c.send(_answer(code, b"status %d\n" % code, reason="Status"), last=True)
         return True
 
     def _b_interim(self, c, s, q):
         c.send(b"HTTP/1.1 100 Continue\r\n\r\n")
-        c.send(_answer(200, b"ok\n"))
+        c.send(_answer(200, b"ok\n"), last=True)
         return True
 
     def _b_chunked_trailers(self, c, s, q):
         c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n"
-               b"5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n")
+               b"5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n", last=True)
         return True

@@ -126,7 +126,9 @@ def test_hold_release_and_max_in_flight(origin):
         t.join(10)
     assert results == [(200, b"released\n")] * 3
     assert origin.max_in_flight == 3
-    assert origin.wait(lambda o: o.in_flight == 0, 5)
+    # an answer stops counting before its last bytes go, so a client that has it never sees
+    # the origin count it still (a proxy sends the next request as soon as it has them)
+    assert origin.in_flight == 0
 
 
 @pytest.mark.timeout(20)

@@ -8,7 +8,8 @@ Debian's uvicorn serving a FastAPI app (fastapi_app.py):
   X-Request-Id, X-Lagless-Deadline-Ms; docs/HTTP.md "Requests to an upstream");
 * admission for the whole server: never more than max_conns at the app, queue more wait, the
   rest a 503 with Retry-After at once; a queued request past its deadline a 504 that never
-  reaches the app;
+  reaches the app, one whose client left dropped; an app that never answers, or never reads
+  the body, ends at the deadline;
 * strict response framing: an ambiguous or invalid answer is a 502 with nothing of it
   forwarded, a body cut short a truncated transfer, never a complete-looking one;
 * connections: a refused connect fast, kept connections reused, a POST never sent twice;
@@ -19,7 +20,6 @@ max_conns and queue are shown to hold for the whole server, not per loop.
 """
 
 import http.client
-import json
 import socket
 import threading
 import time
@@ -169,8 +169,13 @@ class Pending:
         return self
 
     def close(self):
-        self.sock.close()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader (a close would not)
+        except OSError:
+            pass
         self._t.join(5)
+        assert not self._t.is_alive()
+        self.sock.close()
 
 
 def close_all(pending):
@@ -332,6 +337,74 @@ def test_queued_request_past_deadline_is_504_never_at_origin(origin, proxied):
         held.close()
 
 
+@pytest.mark.timeout(60)
+def test_queued_request_whose_client_left_is_dropped(origin, proxied):
+    srv = proxied(origin.unix_server, max_conns=1, queue=4, deadline_ms=60000)
+    held = Pending(srv.port, "/api/hold")
+    try:
+        assert origin.wait(lambda o: o.in_flight == 1, 15)
+        gone = connect(srv.port)
+        gone.sendall(b"GET /api/ok?gone=1 HTTP/1.1\r\nHost: app.test\r\n\r\n")
+        assert wait_server_read(srv.port, gone, 10)  # read, so queued
+        gone.close()
+        origin.release_all()
+        assert held.wait(15).status == 200
+        r, _ = ask(srv.port, "/api/ok?after=1")  # queued after it, answered after it
+        assert r.status == 200
+        assert [s.target for s in origin.seen] == ["/api/hold", "/api/ok?after=1"]
+    finally:
+        origin.release_all()
+        held.close()
+
+
+@pytest.mark.timeout(60)
+def test_app_that_never_answers_is_504_at_the_deadline(origin, proxied):
+    srv = proxied(origin.unix_server, deadline_ms=1000)
+    r, took = ask(srv.port, "/api/hold")
+    assert r.status == 504, r
+    assert 0.9 <= took < 4.0, took
+    assert origin.count("hold") == 1
+    origin.release_all()
+    r, _ = ask(srv.port, "/ping")
+    assert r.status == 200
+
+
+@pytest.mark.timeout(60)
+def test_app_that_reads_nothing_does_not_hold_lagless(origin, proxied):
+    """The app takes the head and never reads the 4 MiB body: the upload stalls against it,
+    and the deadline ends the request (504, or 502) without lagless holding the body."""
+    srv = proxied(origin.unix_server, deadline_ms=1000)
+    body = b"u" * (4 << 20)
+    s = connect(srv.port, timeout=15)
+    t0 = time.monotonic()
+
+    def upload():
+        try:
+            s.sendall(b"POST /api/no-read HTTP/1.1\r\nHost: app.test\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except OSError:
+            pass  # lagless answered and closed before the whole body went
+
+    t = threading.Thread(target=upload, daemon=True)
+    t.start()
+    try:
+        r = read_response(s)
+        took = time.monotonic() - t0
+        assert r.status in (502, 504), r
+        assert took < 5.0, took
+        assert origin.count("no-read") == 1 and not origin.seen[-1].complete
+        r, _ = ask(srv.port, "/ping")
+        assert r.status == 200
+    finally:
+        origin.release_all()
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        t.join(10)
+        s.close()
+
+
 # ------------------------------------------------------------------------------ strict framing
 
 
@@ -428,16 +501,10 @@ def test_app_closing_an_idle_kept_connection_is_noticed(origin, proxied):
 @pytest.mark.timeout(60)
 def test_post_never_sent_twice_when_the_app_resets(origin, proxied):
     srv = proxied(origin.unix_server, max_conns=1)
-    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
-    try:
-        c.request("GET", "/api/ok")  # a kept app connection now exists: the tempting case
-        assert c.getresponse().read() == b"ok\n"
-        c.request("POST", "/api/reset?at=0", body=b"pay once")
-        r = c.getresponse()
-        r.read()
-        assert r.status == 502, r.status
-    finally:
-        c.close()
+    r, _ = ask(srv.port, "/api/ok")  # a kept app connection now exists: the tempting case
+    assert r.body == b"ok\n"
+    r, _ = ask(srv.port, "/api/reset?at=0", method="POST", body=b"pay once")
+    assert r.status == 502, r
     # any second attempt would have been made before the 502 went out; one more exchange
     # makes sure lagless has finished with the upstream side
     r, _ = ask(srv.port, "/api/ok")

@@ -48,9 +48,10 @@ static const char *
 fwd(const char *raw, const struct lg_fwd_opts *o)
 {
 	const struct lg_http_req *r = parse(raw);
-	ssize_t n = lg_fwd_head(r, o, out, sizeof(out) - 1);
+	ssize_t got = lg_fwd_head(r, o, out, sizeof(out) - 1);
 
-	assert_true(n > 0);
+	assert_true(got > 0 && (size_t)got < sizeof(out));
+	size_t n = (size_t)got % sizeof(out); /* < sizeof(out), as the compiler can see */
 	out[n] = '\0';
 	assert_true(n >= 4 && memcmp(out + n - 4, "\r\n\r\n", 4) == 0);
 	assert_ptr_equal(strstr(out, "\r\n\r\n"), out + n - 4); /* the one end of the head */
@@ -422,6 +423,10 @@ test_buffer_too_small(void **state)
 	assert_int_equal(lg_fwd_head(r, &o, buf, (size_t)full), full);
 	assert_int_equal(lg_fwd_head(r, &o, NULL, 0), -1);
 	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(lg_fwd_head_size(r, &o), full); /* sizes the buffer first */
+	errno = 0;
+	assert_int_equal(lg_fwd_head_size(NULL, &o), -1);
+	assert_int_equal(errno, EINVAL);
 }
 
 static void
@@ -481,6 +486,50 @@ test_fields_not_kept(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* A view parsed with a keep set (as a loop worker's kind routes are) holds only the named
+ * fields, without kept_short: lg_fwd_head sees nkept < nfields and refuses it. */
+static void
+test_keep_set_view_refused(void **state)
+{
+	static struct lg_http_keep keep;
+	struct lg_http_limits lim = { LG_HTTP_MAX_HEAD, LG_HTTP_MAX_TARGET, LG_HTTP_MAX_FIELDS, 0,
+		&keep, 0 };
+	const char *raw = "GET / HTTP/1.1\r\nHost: a\r\nCookie: c=1\r\nX-Other: 2\r\n\r\n";
+	struct lg_fwd_opts o = opts();
+	char buf[1024];
+
+	assert_int_equal(lg_http_keep_add(&keep, "host"), 0);
+	lg_http_init(&parser, &lim);
+	parser.on_head = head_only;
+	lg_http_feed(&parser, raw, strlen(raw));
+	assert_true(parser.complete);
+	assert_int_equal(parser.req.nkept, 1);
+	assert_int_equal(parser.req.nfields, 3);
+	assert_false(parser.req.kept_short);
+	errno = 0;
+	assert_int_equal(lg_fwd_head(&parser.req, &o, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+/* A field name of LG_HTTP_KEEP_NAME bytes or more is never kept, even without a keep set and
+ * without kept_short: the count of field lines tells. */
+static void
+test_long_name_not_kept_refused(void **state)
+{
+	struct lg_fwd_opts o = opts();
+	char raw[512], name[LG_HTTP_KEEP_NAME + 8], buf[1024];
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	snprintf(raw, sizeof(raw), "GET / HTTP/1.1\r\nHost: a\r\n%s: v\r\n\r\n", name);
+	const struct lg_http_req *r = parse(raw);
+	assert_false(r->kept_short);
+	assert_int_equal(r->nkept + 1, r->nfields);
+	errno = 0;
+	assert_int_equal(lg_fwd_head(r, &o, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
 /* obs-fold (RFC 9112 section 5.2) never reaches lg_fwd_head: the parser refuses the request,
  * so a folded value cannot be forwarded as two lines or smuggle a field. */
 static void
@@ -528,6 +577,8 @@ main(void)
 		cmocka_unit_test(test_buffer_too_small),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_fields_not_kept),
+		cmocka_unit_test(test_keep_set_view_refused),
+		cmocka_unit_test(test_long_name_not_kept_refused),
 		cmocka_unit_test(test_obs_fold_refused),
 	};
 
