@@ -13,6 +13,7 @@ most requests in flight at once) and misbehaves on request, by path:
   /api/close       200 then the connection closed (Connection: close)
   /api/silent      accepts and never answers
   /api/drop        reads the request, then closes without an answer
+  /api/big?mb=N    N MiB of body, Content-Length framed, written as fast as it is taken
 """
 import json
 import os
@@ -161,6 +162,13 @@ class Origin:
             return False
         if path == "/api/drop":
             return False
+        if path == "/api/big":
+            n = int(target.split("mb=", 1)[1]) << 20
+            send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+            block = b"b" * 65536
+            for _ in range(n // len(block)):
+                c.sendall(block)
+            return True
         if path == "/api/clte":
             send(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
                       b"5\r\nhello\r\n0\r\n\r\n")

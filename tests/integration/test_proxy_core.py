@@ -337,3 +337,62 @@ def test_a_refusing_server_is_passed_over(tmp_path, origin, start_server):
     for _ in range(10):
         assert req(srv.port, "GET", "/api/echo")[0] == 200
     assert origin.count("/api/echo") == 10
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_slow_client_download_holds_bounded_memory(tmp_path, origin, start_server):
+    """A 64 MiB answer to a client that reads slowly: the app is read only as fast as the
+    client takes it, so the loop's memory does not grow with the answer."""
+    srv = start_server("-c", conf(tmp_path, origin, deadline_ms=60000), "--loop-workers", "1")
+    loop = srv.children("loop")[0]
+    base = rss_kib(loop)
+    s = socket.create_connection(("127.0.0.1", srv.port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.sendall(b"GET /api/big?mb=64 HTTP/1.1\r\nHost: x\r\n\r\n")
+    got, peak = 0, 0
+    deadline = time.monotonic() + 60
+    while got < 8 << 20 and time.monotonic() < deadline:
+        d = s.recv(65536)
+        assert d
+        got += len(d)
+        time.sleep(0.002)  # slower than the origin writes
+        peak = max(peak, rss_kib(loop))
+    assert got >= 8 << 20
+    assert peak - base < 8 * 1024, (base, peak)  # far less than the 8 MiB taken so far
+    s.close()
+
+
+def test_http10_client_and_pipelined_requests(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"GET /api/chunked HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    head, body = data.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200") and b"chunked" not in head.lower()
+    assert body == b"hello world"  # the payload, then the close
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"GET /api/echo?n=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /api/echo?n=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    assert data.count(b"HTTP/1.1 200") == 3
+    assert data.index(b"n=1") < data.index(b"\r\n\r\nok") < data.index(b"n=2")
