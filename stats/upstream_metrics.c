@@ -98,3 +98,21 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 		    "\n", names[i], atomic_load(&u->adm[i].conns_opened));
 	return b->overflow ? -1 : 0;
 }
+
+int
+lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
+    uint32_t nloops)
+{
+	lg_buf_printf(b, "\"upstreams\":[");
+	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+		uint32_t in, q;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
+		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64 "}",
+		    i ? "," : "", names[i], in, q, u->adm[i].max_conns, u->adm[i].queue,
+		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops));
+	}
+	lg_buf_printf(b, "]");
+	return b->overflow ? -1 : 0;
+}

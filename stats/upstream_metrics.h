@@ -22,4 +22,10 @@ size_t lg_up_metrics_bound(uint32_t n);
 int lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops);
 
+/* Appends "upstreams":[{"name":..,"in_flight":..,"queued":..,"max_conns":..,"queue":..,
+ * "connections_idle":..,"connections_busy":..}, ...] (a member of /status's object) to b.
+ * Returns 0, or -1 when b overflowed. */
+int lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
+    uint32_t nloops);
+
 #endif

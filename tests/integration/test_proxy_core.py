@@ -396,3 +396,13 @@ def test_http10_client_and_pipelined_requests(tmp_path, origin, start_server):
     s.close()
     assert data.count(b"HTTP/1.1 200") == 3
     assert data.index(b"n=1") < data.index(b"\r\n\r\nok") < data.index(b"n=2")
+
+
+def test_status_shows_each_upstream(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=3, queue=5), "--loop-workers", "2")
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    doc = get(srv.port, "/status").json()
+    ups = doc["upstreams"]
+    assert len(ups) == 1 and ups[0]["name"] == "app"
+    assert (ups[0]["max_conns"], ups[0]["queue"], ups[0]["in_flight"]) == (3, 5, 0)
+    assert ups[0]["connections_idle"] == 1

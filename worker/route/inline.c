@@ -82,9 +82,10 @@ lg_inline_start(struct lg_worker *w)
 	return 0;
 }
 
-/* The upstream families (stats/upstream_metrics.h), labelled by the registry's names. */
+/* The upstream families of /metrics, or their member of /status's object (its closing "}\n"
+ * moved after it), labelled by the registry's names (stats/upstream_metrics.h). */
 static int
-upstream_metrics(const struct lg_worker *w, struct lg_buf *b)
+upstream_render(const struct lg_worker *w, struct lg_buf *b, int metrics)
 {
 	const struct lg_registry *reg = w->env->cfg->reg;
 	const char *names[LG_UP_METRICS_MAX];
@@ -97,7 +98,15 @@ upstream_metrics(const struct lg_worker *w, struct lg_buf *b)
 		u.n = LG_UP_METRICS_MAX;
 	for (uint32_t i = 0; i < u.n; i++)
 		names[i] = reg->upstreams[i].name;
-	return lg_up_render_metrics(b, &u, names, w->env->nloops);
+	if (metrics)
+		return lg_up_render_metrics(b, &u, names, w->env->nloops);
+	if (b->len < 2 || b->overflow)
+		return -1;
+	b->len -= 2; /* "}\n" */
+	lg_buf_printf(b, ",");
+	if (lg_up_render_status(b, &u, names, w->env->nloops) == -1)
+		return -1;
+	return lg_buf_printf(b, "}\n") < 0 || b->overflow ? -1 : 0;
 }
 
 static int
@@ -122,8 +131,8 @@ route_rendered(struct lg_conn *c, int metrics)
 		r = lg_cluster_render_metrics(&b, w->env->cache);
 	if (r == 0 && metrics)
 		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
-	if (r == 0 && metrics)
-		r = upstream_metrics(w, &b);
+	if (r == 0)
+		r = upstream_render(w, &b, metrics);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render.cap);
