@@ -406,3 +406,35 @@ def test_status_shows_each_upstream(tmp_path, origin, start_server):
     assert len(ups) == 1 and ups[0]["name"] == "app"
     assert (ups[0]["max_conns"], ups[0]["queue"], ups[0]["in_flight"]) == (3, 5, 0)
     assert ups[0]["connections_idle"] == 1
+
+
+def test_app_that_never_answers_is_504_at_first_byte_timeout(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, extra="first_byte_timeout_ms = 300\n"),
+                       "--loop-workers", "1")
+    t0 = time.monotonic()
+    st, _, _ = req(srv.port, "GET", "/api/silent")
+    took = time.monotonic() - t0
+    assert st == 504 and 0.2 < took < 3, (st, took)
+    assert metric_value(
+        srv.port, 'lagless_upstream_errors_total{upstream="app",reason="first_byte_timeout"}') == 1
+
+
+def test_reload_with_a_changed_upstream_applies_to_new_requests(tmp_path, origin, start_server):
+    other = Origin()
+    try:
+        path = conf(tmp_path, origin)
+        srv = start_server("-c", path, "--loop-workers", "1")
+        assert req(srv.port, "GET", "/api/echo")[0] == 200
+        assert origin.count("/api/echo") == 1
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace(origin.address, other.address))
+        srv.proc.send_signal(signal.SIGHUP)
+        assert wait_until(lambda: req(srv.port, "GET", "/api/echo")[0] == 200 and
+                          other.count("/api/echo") > 0, 15)
+        assert req(srv.port, "GET", "/api/echo")[0] == 200
+        n = other.count("/api/echo")
+        assert n >= 2
+    finally:
+        other.close()
