@@ -14,6 +14,7 @@ most requests in flight at once) and misbehaves on request, by path:
   /api/silent      accepts and never answers
   /api/drop        reads the request, then closes without an answer
   /api/big?mb=N    N MiB of body, Content-Length framed, written as fast as it is taken
+  /api/noread      reads the head, never the body, never answers
 """
 import json
 import os
@@ -116,6 +117,11 @@ class Origin:
             while True:
                 head, buf = self._read_head(c, buf)
                 if head is None:
+                    return
+                if head.split(b" ", 2)[1].startswith(b"/api/noread"):
+                    with self.lock:
+                        self.requests["/api/noread"] = self.requests.get("/api/noread", 0) + 1
+                    self.gate.wait(30)
                     return
                 body, buf = self._read_body(c, head, buf)
                 line = head.split(b"\r\n", 1)[0].decode()

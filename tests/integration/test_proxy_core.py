@@ -438,3 +438,35 @@ def test_reload_with_a_changed_upstream_applies_to_new_requests(tmp_path, origin
         assert n >= 2
     finally:
         other.close()
+
+
+def test_app_that_reads_nothing_pauses_the_upload_until_the_deadline(tmp_path, origin,
+                                                                     start_server):
+    srv = start_server("-c", conf(tmp_path, origin, deadline_ms=800), "--loop-workers", "1")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    n = 64 << 20
+    s.sendall(b"POST /api/noread HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % n)
+    sent, t0 = 0, time.monotonic()
+    s.setblocking(False)
+    block = b"u" * 65536
+    answer = b""
+    while time.monotonic() - t0 < 10:
+        try:
+            sent += s.send(block)
+        except BlockingIOError:
+            pass
+        except OSError:
+            break
+        try:
+            d = s.recv(65536)
+            if not d:
+                break
+            answer += d
+            if b"\r\n\r\n" in answer:
+                break
+        except BlockingIOError:
+            time.sleep(0.01)
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
+    assert sent < n // 4  # the client was paused: lagless did not swallow the upload
+    assert origin.count("/api/noread") == 1
