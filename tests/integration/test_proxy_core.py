@@ -470,3 +470,22 @@ def test_app_that_reads_nothing_pauses_the_upload_until_the_deadline(tmp_path, o
     assert answer.startswith(b"HTTP/1.1 504"), answer[:200]
     assert sent < n // 4  # the client was paused: lagless did not swallow the upload
     assert origin.count("/api/noread") == 1
+
+
+def test_overload_bounded_fast_refusals_and_deadlines_kept(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=2, queue=2, deadline_ms=3000),
+                       "--loop-workers", "2")
+
+    def one(i):
+        t0 = time.monotonic()
+        st = req(srv.port, "GET", "/api/slow?ms=300")[0]
+        return st, time.monotonic() - t0
+    res = in_threads(12, one)
+    assert all(not isinstance(r, Exception) for r in res), res
+    ok = [t for st, t in res if st == 200]
+    refused = [t for st, t in res if st == 503]
+    assert len(ok) + len(refused) == 12, res
+    assert len(ok) >= 4 and refused, res
+    assert max(refused) < 0.5, refused  # at once, not after a wait
+    assert max(ok) < 3.0, ok           # every admitted one answered before its deadline
+    assert origin.max_inflight <= 2, origin.max_inflight
