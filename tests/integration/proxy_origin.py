@@ -39,6 +39,7 @@ class Origin:
         self.sock.listen(256)
         self.lock = threading.Lock()
         self.connections = 0
+        self.open = 0           # connections not yet closed by the proxy (or by us)
         self.requests = {}      # path -> count
         self.bodies = []        # (path, body bytes) of each request
         self.heads = []         # the raw head of each request
@@ -72,6 +73,7 @@ class Origin:
                 return
             with self.lock:
                 self.connections += 1
+                self.open += 1
             threading.Thread(target=self._serve, args=(c,), daemon=True).start()
 
     @staticmethod
@@ -143,6 +145,8 @@ class Origin:
             return
         finally:
             c.close()
+            with self.lock:
+                self.open -= 1
 
     def _leave(self):
         """The request leaves the in-flight count: just before its answer is sent (once the

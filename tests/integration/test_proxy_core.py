@@ -436,6 +436,8 @@ def test_reload_with_a_changed_upstream_applies_to_new_requests(tmp_path, origin
         assert req(srv.port, "GET", "/api/echo")[0] == 200
         n = other.count("/api/echo")
         assert n >= 2
+        # the old generation's loop drained and closed its kept connection to the old server
+        assert wait_until(lambda: origin.open == 0, 10), origin.open
     finally:
         other.close()
 
