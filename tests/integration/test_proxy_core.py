@@ -491,3 +491,22 @@ def test_overload_bounded_fast_refusals_and_deadlines_kept(tmp_path, origin, sta
     assert max(refused) < 0.5, refused  # at once, not after a wait
     assert max(ok) < 3.0, ok           # every admitted one answered before its deadline
     assert origin.max_inflight <= 2, origin.max_inflight
+
+
+def test_expect_100_continue_is_lagless_s_own(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+              b"Expect: 100-continue\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    assert got.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+    s.sendall(b"hello")
+    got = got[len(b"HTTP/1.1 100 Continue\r\n\r\n"):]
+    while b"body_len" not in got:
+        got += s.recv(65536)
+    s.close()
+    assert got.startswith(b"HTTP/1.1 200") and b'"body_len": 5' in got
+    assert b"HTTP/1.1 100" not in got  # the app's interim answer (if any) is not passed on
+    assert b"expect" not in origin.heads[-1].lower()
