@@ -255,9 +255,11 @@ lg_up_io(struct lg_upc *uc, int revents)
 		arm(x);
 		revents |= EV_WRITE;
 	}
+	int tries = x->retried;
+
 	if ((revents & EV_WRITE) && send_out(x) == -1)
 		return;
-	if (x->uc != uc) { /* sent again on a new connection (conn_fault): its events decide */
+	if (x->retried != tries) { /* sent again on a new connection (resend): its events decide */
 		upc_watch(x);
 		return;
 	}
