@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "shm/stats.h"
+
 #define INFLIGHT(w) ((uint32_t)((w) & 0xffffffffu))
 #define QUEUED(w)   ((uint32_t)((w) >> 32))
 #define WORD(i, q)  ((uint64_t)(q) << 32 | (uint64_t)(i))
@@ -126,6 +128,17 @@ lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 			break;
 	}
 	return h + q;
+}
+
+void
+lg_upadm_observe(struct lg_hist *h, uint64_t ns)
+{
+	unsigned i = 0;
+
+	while (i < LG_STATS_BOUNDS && ns > lg_stats_time_bounds[i])
+		i++;
+	atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
 }
 
 const char *

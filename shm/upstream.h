@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/layout.h"
+
 #define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
 
 /* Why lagless answered a proxied request itself (metrics label, access log). */
@@ -44,6 +46,11 @@ struct lg_upadm {
 	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote, by reason */
 	_Atomic uint64_t retries;          /* requests sent again on a new connection */
 	_Atomic uint64_t conns_opened;     /* app connections opened */
+	/* times in ns, buckets of shm/stats.h lg_stats_time_bounds (many writers: fetch-add) */
+	struct lg_hist queue_wait;         /* arrival to an in-flight place (0 when at once) */
+	struct lg_hist connect;            /* connect(2) to connected, new connections */
+	struct lg_hist first_byte;         /* the place taken to the answer's first byte */
+	struct lg_hist total;              /* arrival to the answer's end (or lagless's own) */
 	_Atomic uint32_t held[LG_UPADM_LOOPS];    /* in-flight places held, by loop */
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
@@ -88,6 +95,9 @@ void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *que
 
 /* Master: gives back every place dead loop `loop` held or waited in. Returns how many. */
 uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
+
+/* Adds one observation of ns to h (lg_stats_time_bounds buckets); any process may call it. */
+void lg_upadm_observe(struct lg_hist *h, uint64_t ns);
 
 /* A short lower_snake name of r ("queue_timeout"), static. */
 const char *lg_up_reason_str(enum lg_up_reason r);

@@ -2,11 +2,14 @@
 #include "stats/upstream_metrics.h"
 
 #include <inttypes.h>
+#include <stddef.h>
+
+#include "shm/stats.h"
 
 size_t
 lg_up_metrics_bound(uint32_t n)
 {
-	return 2048 + (size_t)n * (24 + LG_UPR_COUNT) * 160;
+	return 4096 + (size_t)n * (24 + LG_UPR_COUNT + 4 * (LG_STATS_BOUNDS + 3)) * 160;
 }
 
 static void
@@ -55,6 +58,49 @@ gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 		    u->adm[i].queue);
 }
 
+/* The time histograms (seconds, Prometheus convention) of every upstream. */
+static void
+histograms(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
+{
+	static const struct {
+		size_t off;
+		const char *name, *help;
+	} hs[] = {
+		{ offsetof(struct lg_upadm, queue_wait), "lagless_upstream_queue_wait_seconds",
+		  "Time from a proxied request's arrival to its in-flight place (0 when at once)." },
+		{ offsetof(struct lg_upadm, connect), "lagless_upstream_connect_seconds",
+		  "Time to connect to the upstream's server, new connections." },
+		{ offsetof(struct lg_upadm, first_byte), "lagless_upstream_first_byte_seconds",
+		  "Time from the in-flight place to the answer's first byte." },
+		{ offsetof(struct lg_upadm, total), "lagless_upstream_request_seconds",
+		  "Time from a proxied request's arrival to its answer's end." },
+	};
+
+	for (size_t k = 0; k < sizeof(hs) / sizeof(hs[0]); k++) {
+		family(b, hs[k].name, "histogram", hs[k].help);
+		for (uint32_t i = 0; i < u->n; i++) {
+			const struct lg_hist *h = (const struct lg_hist *)((const char *)&u->adm[i] +
+			    hs[k].off);
+			uint64_t cum = 0;
+
+			for (unsigned j = 0; j <= LG_STATS_BOUNDS; j++) {
+				cum += atomic_load(&((struct lg_hist *)h)->bucket[j]);
+				if (j < LG_STATS_BOUNDS)
+					lg_buf_printf(b, "%s_bucket{upstream=\"%s\",le=\"%g\"} %" PRIu64
+					    "\n", hs[k].name, names[i], (double)lg_stats_time_bounds[j] / 1e9,
+					    cum);
+				else
+					lg_buf_printf(b, "%s_bucket{upstream=\"%s\",le=\"+Inf\"} %" PRIu64
+					    "\n", hs[k].name, names[i], cum);
+			}
+			lg_buf_printf(b, "%s_sum{upstream=\"%s\"} %.9f\n%s_count{upstream=\"%s\"} %"
+			    PRIu64 "\n", hs[k].name, names[i],
+			    (double)atomic_load(&((struct lg_hist *)h)->sum_ns) / 1e9, hs[k].name,
+			    names[i], cum);
+		}
+	}
+}
+
 int
 lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops)
@@ -91,6 +137,7 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 		lg_buf_printf(b, "lagless_upstream_connections{upstream=\"%s\",state=\"busy\"} %"
 		    PRIu64 "\n", names[i], sum_loops(u->adm[i].busy, nloops));
 	}
+	histograms(b, u, names);
 	family(b, "lagless_upstream_connections_opened_total", "counter",
 	    "Connections opened to the upstream's servers.");
 	for (uint32_t i = 0; i < u->n; i++)

@@ -251,6 +251,11 @@ def test_metrics_per_upstream(tmp_path, origin, start_server):
                             'lagless_upstream_requests_total{%s,code="5xx"}' % u) == 2
         assert metric_value(srv.port,
                             'lagless_upstream_connections{%s,state="busy"}' % u) == 1
+        assert metric_value(srv.port, "lagless_upstream_request_seconds_count{%s}" % u) == 3
+        assert metric_value(srv.port, "lagless_upstream_queue_wait_seconds_count{%s}" % u) == 3
+        assert metric_value(srv.port, "lagless_upstream_first_byte_seconds_count{%s}" % u) == 2
+        assert metric_value(srv.port,
+                            'lagless_upstream_connect_seconds_bucket{%s,le="+Inf"}' % u) >= 1
     finally:
         origin.release()
         holder.join(10)

@@ -65,6 +65,7 @@ struct lg_conn_up {
 	int retried;
 	ev_timer timer;               /* the deadline, connect and first-byte timeouts */
 	ev_tstamp deadline, phase_due; /* libev time; phase_due: connect or first byte, or 0 */
+	ev_tstamp arrived, placed_at, connect_at; /* for the time histograms (shm/upstream.h) */
 	int phase;                    /* enum lg_up_reason of phase_due */
 	int idempotent;               /* RFC 9110 9.2.2 */
 	int has_body;
@@ -153,6 +154,15 @@ static inline struct lg_up_one *
 lg_up_of(const struct lg_conn_up *x)
 {
 	return &x->c->w->up->ups[x->ui];
+}
+
+/* Observes the time from `since` (libev time) to now into x's upstream's histogram h. */
+static inline void
+lg_up_time(const struct lg_conn_up *x, struct lg_hist *h, ev_tstamp since)
+{
+	ev_tstamp d = ev_now(x->c->w->ev) - since;
+
+	lg_upadm_observe(h, d > 0 ? (uint64_t)(d * 1e9) : 0);
 }
 
 #endif

@@ -139,6 +139,7 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 			continue;
 		} else {
 			x->reused = 0;
+			x->connect_at = ev_now(w->ev);
 		}
 		uc->x = x;
 		uc->nreq++;

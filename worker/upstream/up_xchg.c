@@ -83,6 +83,7 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	const struct lg_upstream_def *u = lg_up_of(x)->def;
 
 	atomic_fetch_add(&lg_up_of(x)->adm->errors[why], 1);
+	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
 	c->obs.why = lg_up_reason_str(why);
 	if (x->started) {
 		/* Part of the answer went out: never let it look complete (RFC 9112 8). */
@@ -190,6 +191,7 @@ read_in(struct lg_conn_up *x)
 	}
 	if (!x->got_bytes) {
 		x->got_bytes = 1;
+		lg_up_time(x, &lg_up_of(x)->adm->first_byte, x->placed_at);
 		x->phase_due = 0; /* the first byte came: only the deadline is left */
 		arm(x);
 	}
@@ -250,6 +252,7 @@ lg_up_io(struct lg_upc *uc, int revents)
 			return;
 		}
 		uc->state = UPC_BUSY;
+		lg_up_time(x, &lg_up_of(x)->adm->connect, x->connect_at);
 		x->phase = LG_UPR_FIRST_BYTE;
 		x->phase_due = ev_now(uc->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
 		arm(x);
@@ -274,6 +277,8 @@ lg_up_start(struct lg_conn_up *x)
 {
 	struct lg_up_one *u = lg_up_of(x);
 
+	x->placed_at = ev_now(x->c->w->ev);
+	lg_up_time(x, &u->adm->queue_wait, x->arrived);
 	/* It waited: the head says the time left now (nothing but the head is in out yet). */
 	if (x->out_off == 0 && lg_up_build_head(x, u->def) == -1)
 		return lg_up_fail(x, 502, LG_UPR_INVALID);
@@ -320,6 +325,7 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	x->c = c;
 	x->ui = ui;
 	x->deadline = at + deadline_ms / 1e3;
+	x->arrived = at;
 	x->has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
 	x->chunked = r->chunked;
@@ -350,6 +356,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
 	case LG_UPADM_FULL:
 		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
+		lg_up_time(x, &u->adm->total, x->arrived);
 		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
 		count_status(x, 503);
 		c->up = NULL;
@@ -361,6 +368,8 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		return 0;
 	}
 	x->placed = 1;
+	x->placed_at = ev_now(c->w->ev);
+	lg_up_time(x, &u->adm->queue_wait, x->arrived);
 	if (lg_upc_get(c->w, x) == -1) {
 		atomic_fetch_add(&u->adm->errors[LG_UPR_CONNECT], 1);
 		c->obs.why = lg_up_reason_str(LG_UPR_CONNECT);
