@@ -55,9 +55,9 @@ DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 p
             python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
             gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server \
             python3-fastapi python3-uvicorn
-# Only make bench needs these (nginx: throughput and cache reference; varnish: cache
-# reference); CI does not install them.
-BENCH_PKGS := nginx varnish
+# Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
+# valgrind: the instructions per request of 6c); CI does not install them.
+BENCH_PKGS := nginx varnish valgrind
 
 LIB_SRC  := $(filter-out master/main.c,$(wildcard common/*.c shm/*.c http/*.c stats/*.c sizing/*.c redis/*.c master/*.c worker/*.c worker/*/*.c cpupool/*.c kinds/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(OBJDIR)/%.o)

@@ -193,10 +193,11 @@ class Lagless:
     """build/lagless on 127.0.0.1:0. stop() ends it by pid: SIGTERM, 10 s, SIGKILL, then
     SIGKILL to any child seen earlier that is still alive with the same start time."""
 
-    def __init__(self, binary, args=(), start_timeout=10.0):
+    def __init__(self, binary, args=(), start_timeout=10.0, wrapper=()):
+        """wrapper: argv put before the binary's (a valgrind tool), or ()."""
         self.workdir = tempfile.mkdtemp(prefix="lagless-bench-")
         self.log_path = os.path.join(self.workdir, "stderr.log")
-        self.argv = [binary] + list(args) + ["--listen", "127.0.0.1:0"]
+        self.argv = list(wrapper) + [binary] + list(args) + ["--listen", "127.0.0.1:0"]
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._log,

@@ -21,6 +21,7 @@ import bench_argon2  # noqa: E402
 import bench_cluster  # noqa: E402
 import bench_conn  # noqa: E402
 import bench_coalesce  # noqa: E402
+import bench_instr  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_pools  # noqa: E402
@@ -97,6 +98,7 @@ def main():
         log("")
     if "6" in only:
         results += bench_conn.run(cfg, sz)
+        results += bench_instr.run(cfg)
         log("")
     if "7" in only:
         results += bench_pools.run(cfg, sz)

@@ -149,6 +149,9 @@ static const struct ok_case oks[] = {
 	  "hi" },
 	{ "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nhi", 0, 0, 200,
 	  1, 0, LG_RESP_LENGTH, 2, "hi" },
+	/* an empty list element is ignored (RFC 9110 5.6.1.2): the token after it counts */
+	{ "HTTP/1.0 200 OK\r\nConnection: ,keep-alive\r\nContent-Length: 2\r\n\r\nhi", 0, 0, 200,
+	  1, 0, LG_RESP_LENGTH, 2, "hi" },
 	{ H11 "200 OK\r\nConnection: x, ,close\r\nContent-Length: 2\r\n\r\nhi", 0, 0, 200, 0, 0,
 	  LG_RESP_LENGTH, 2, "hi" },
 	{ H11 "200 OK\r\nConnection:\r\nContent-Length: 2\r\n\r\nhi", 0, 0, 200, 1, 0,
