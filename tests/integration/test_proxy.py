@@ -37,7 +37,7 @@ max_conns = {max_conns}
 queue = {queue}
 keepalive = 16
 connect_timeout_ms = 1000
-first_byte_timeout_ms = 5000
+first_byte_timeout_ms = 60000
 
 """
 

@@ -406,11 +406,12 @@ def test_http10_client_and_pipelined_requests(tmp_path, origin, start_server):
 def test_status_shows_each_upstream(tmp_path, origin, start_server):
     srv = start_server("-c", conf(tmp_path, origin, max_conns=3, queue=5), "--loop-workers", "2")
     assert req(srv.port, "GET", "/api/echo")[0] == 200
-    doc = get(srv.port, "/status").json()
-    ups = doc["upstreams"]
+    # the app connection is kept just after the client got the last byte: wait for it
+    assert wait_until(lambda: get(srv.port, "/status").json()["upstreams"][0]
+                      ["connections_idle"] == 1, 5)
+    ups = get(srv.port, "/status").json()["upstreams"]
     assert len(ups) == 1 and ups[0]["name"] == "app"
     assert (ups[0]["max_conns"], ups[0]["queue"], ups[0]["in_flight"]) == (3, 5, 0)
-    assert ups[0]["connections_idle"] == 1
 
 
 def test_app_that_never_answers_is_504_at_first_byte_timeout(tmp_path, origin, start_server):

@@ -168,6 +168,10 @@ lg_up_pump(struct lg_conn_up *x)
 		if (x->pend_len == 0 && !lg_resp_done(&x->resp) && x->in_off < x->in_len &&
 		    next_piece(x) == -1)
 			return -1;
+		/* The app's answer is whole: its place goes back before the client has the last
+		 * byte, so a client's next request never finds the place still taken. */
+		if (x->placed && lg_resp_done(&x->resp))
+			lg_up_release(x);
 		if (x->hpend_len > 0 || x->pend_len > 0) {
 			int r = write_pending(x);
 
