@@ -205,6 +205,7 @@ lg_obs_request_begin(struct lg_conn *c)
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
 	c->obs.why = NULL;
+	c->obs.up_addr = NULL;
 	c->job.queue_ns = c->job.run_ns = 0;
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->obs.inflight, memory_order_relaxed);
 	lg_stats_add(&c->w->env->page->begun, 1);

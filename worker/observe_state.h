@@ -21,6 +21,10 @@ struct lg_conn_obs {
 	size_t resp_bytes;            /* body bytes of the response */
 	const char *why;              /* why lagless answered a proxied request itself (static
 	                               * text: shm/upstream.h lg_up_reason_str), or NULL */
+	const char *up_addr;          /* a proxied request's app server (the registry's text), or
+	                               * NULL; then up_status (0: none came) and up_ms */
+	int up_status;
+	double up_ms;
 };
 
 /* Readies a connection's part: no request in progress. */

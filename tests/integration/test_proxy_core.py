@@ -272,6 +272,7 @@ def test_access_log_names_the_upstream_fault(tmp_path, origin, start_server):
         return [ln for ln in srv.log().splitlines() if "/api/echo" in ln and "status=200" in ln]
     assert wait_until(lambda: echo_lines(), 5), srv.log()[-2000:]
     assert "upstream_error" not in echo_lines()[-1]
+    assert "upstream=%s upstream_status=200 upstream_ms=" % origin.address in echo_lines()[-1]
 
 
 def test_drain_finishes_a_proxied_request(tmp_path, origin, start_server):
@@ -516,3 +517,21 @@ def test_expect_100_continue_is_lagless_s_own(tmp_path, origin, start_server):
     assert got.startswith(b"HTTP/1.1 200") and b'"body_len": 5' in got
     assert b"HTTP/1.1 100" not in got  # the app's interim answer (if any) is not passed on
     assert b"expect" not in origin.heads[-1].lower()
+
+
+def test_json_access_line_of_a_proxied_request(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1", "--access-log",
+                       "--access-log-json")
+    assert req(srv.port, "GET", "/api/garbage")[0] == 502
+
+    def lines():
+        out = []
+        for ln in srv.log().splitlines():
+            if ln.startswith("{") and "/api/garbage" in ln:
+                out.append(json.loads(ln))
+        return out
+    assert wait_until(lambda: lines(), 5), srv.log()[-2000:]
+    doc = lines()[-1]
+    assert doc["status"] == 502 and doc["upstream_error"] == "invalid"
+    assert doc["upstream"] == origin.address and doc["upstream_status"] == 0
+    assert doc["request_id"]

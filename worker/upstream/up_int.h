@@ -156,6 +156,13 @@ lg_up_of(const struct lg_conn_up *x)
 	return &x->c->w->up->ups[x->ui];
 }
 
+/* The access line's upstream time: from the place taken to now, in ms. */
+static inline void
+lg_up_note_time(const struct lg_conn_up *x)
+{
+	x->c->obs.up_ms = x->placed_at > 0 ? (ev_now(x->c->w->ev) - x->placed_at) * 1e3 : 0;
+}
+
 /* Observes the time from `since` (libev time) to now into x's upstream's histogram h. */
 static inline void
 lg_up_time(const struct lg_conn_up *x, struct lg_hist *h, ev_tstamp since)

@@ -144,6 +144,8 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 		uc->x = x;
 		uc->nreq++;
 		x->uc = uc;
+		x->c->obs.up_addr = u->def->servers[si].addr; /* the access line's (static) */
+		x->c->obs.up_status = 0;
 		return 0;
 	}
 	return -1;

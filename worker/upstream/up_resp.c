@@ -69,6 +69,8 @@ finish(struct lg_conn_up *x)
 
 	atomic_fetch_add(&lg_up_of(x)->adm->requests[status / 100], 1);
 	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	lg_up_note_time(x);
+	c->obs.up_status = status;
 	lg_up_free(x, reuse);
 	(void)lg_conn_stream_end(c, status, bytes, close);
 	return -1; /* x is gone (c goes on with its next request, or closed) */

@@ -84,6 +84,8 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 
 	atomic_fetch_add(&lg_up_of(x)->adm->errors[why], 1);
 	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	lg_up_note_time(x);
+	c->obs.up_status = x->head_done ? x->resp.status : 0;
 	c->obs.why = lg_up_reason_str(why);
 	if (x->started) {
 		/* Part of the answer went out: never let it look complete (RFC 9112 8). */
