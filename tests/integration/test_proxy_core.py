@@ -207,6 +207,7 @@ def test_post_never_sent_twice_get_retried_once(tmp_path, origin, start_server):
     st, _, _ = req(srv.port, "GET", "/api/drop")
     assert st == 502
     assert origin.count("/api/drop") == 3  # the GET went twice: kept, then a new connection
+    assert metric_value(srv.port, 'lagless_upstream_retries_total{upstream="app"}') == 1
 
 
 def test_refused_connect_is_503_or_502(tmp_path, start_server):
@@ -535,3 +536,21 @@ def test_json_access_line_of_a_proxied_request(tmp_path, origin, start_server):
     assert doc["status"] == 502 and doc["upstream_error"] == "invalid"
     assert doc["upstream"] == origin.address and doc["upstream_status"] == 0
     assert doc["request_id"]
+
+
+
+def test_reload_finishes_a_proxied_request(tmp_path, origin, start_server):
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    result = {}
+    holder = threading.Thread(target=lambda: result.update(r=req(srv.port, "GET", "/api/hold")))
+    holder.start()
+    assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+    old = srv.children("loop")
+    srv.proc.send_signal(signal.SIGHUP)
+    # the new generation serves while the old loop still holds the proxied request
+    assert wait_until(lambda: set(srv.children("loop")) - set(old), 10)
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    origin.release()
+    holder.join(10)
+    assert result["r"][0] == 200
+    assert srv.wait_children("loop", 1, timeout=10, exclude=old)
