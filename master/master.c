@@ -618,7 +618,7 @@ serve_agent(struct master *m)
 	struct lg_gen *g = lg_master_serving(m);
 	int held = g->cfg.redis[0] != '\0' && !lg_cache_cluster_settled(&g->cache);
 
-	lg_agent_serve(&m->agent, &g->arena, m->stopping || m->drain_at || held);
+	lg_agent_serve(&m->agent, &g->arena, &g->ups, m->stopping || m->drain_at || held);
 }
 
 int

@@ -110,6 +110,23 @@ lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued)
 	*queued = QUEUED(w);
 }
 
+double
+lg_upshm_load(const struct lg_upshm *u)
+{
+	double max = 0;
+
+	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+		uint32_t in, q;
+		double l;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		l = (double)(in + q) / (double)u->adm[i].max_conns;
+		if (l > max)
+			max = l;
+	}
+	return max > 4 ? 4 : max;
+}
+
 uint32_t
 lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 {

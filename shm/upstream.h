@@ -93,6 +93,11 @@ uint32_t lg_upadm_release(struct lg_upadm *a, uint32_t loop);
 /* In flight and queued now. */
 void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued);
 
+/* How loaded the most loaded upstream of u is: (in flight + queued) / max_conns, 1 = every
+ * place taken and nobody waiting, up to 4 (the scale of the pools' offered load, stats/offered.h,
+ * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
+double lg_upshm_load(const struct lg_upshm *u);
+
 /* Master: gives back every place dead loop `loop` held or waited in. Returns how many. */
 uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
 

@@ -48,6 +48,15 @@ gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "lagless_upstream_queue_depth{upstream=\"%s\"} %u\n", names[i], q);
 	}
+	family(b, "lagless_upstream_load", "gauge",
+	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting (the agent "
+	    "weight counts it as a pool's offered load).");
+	for (uint32_t i = 0; i < u->n; i++) {
+		struct lg_upshm one = { &u->adm[i], 1, 0 };
+
+		lg_buf_printf(b, "lagless_upstream_load{upstream=\"%s\"} %.3f\n", names[i],
+		    lg_upshm_load(&one));
+	}
 	family(b, "lagless_upstream_max_conns", "gauge", "The upstream's max_conns.");
 	for (uint32_t i = 0; i < u->n; i++)
 		lg_buf_printf(b, "lagless_upstream_max_conns{upstream=\"%s\"} %u\n", names[i],

@@ -554,3 +554,34 @@ def test_reload_finishes_a_proxied_request(tmp_path, origin, start_server):
     holder.join(10)
     assert result["r"][0] == 200
     assert srv.wait_children("loop", 1, timeout=10, exclude=old)
+
+
+def test_agent_weight_counts_an_upstream_s_saturation(tmp_path, origin, start_server):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    agent = s.getsockname()[1]
+    s.close()
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=3),
+                       "--loop-workers", "2", "--agent-listen", "127.0.0.1:%d" % agent)
+
+    def weight():
+        with socket.create_connection(("127.0.0.1", agent), timeout=3) as a:
+            data = b""
+            while True:
+                d = a.recv(256)
+                if not d:
+                    return int(data.split()[1].rstrip(b"%"))
+                data += d
+    assert weight() == 100
+    holders = [threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+               for _ in range(4)]
+    for t in holders:
+        t.start()
+    try:
+        assert wait_until(lambda: metric_value(
+            srv.port, 'lagless_upstream_load{upstream="app"}') == 4, 5)
+        assert wait_until(lambda: weight() < 100, 5)
+    finally:
+        origin.release()
+        for t in holders:
+            t.join(10)
