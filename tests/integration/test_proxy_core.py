@@ -585,3 +585,14 @@ def test_agent_weight_counts_an_upstream_s_saturation(tmp_path, origin, start_se
         origin.release()
         for t in holders:
             t.join(10)
+
+
+def test_a_head_too_large_to_keep_whole_is_refused_not_cut(tmp_path, origin, start_server):
+    """A proxied request forwards every field the parser kept; one whose fields do not all fit
+    the kept-field buffer (http/http.h LG_HTTP_FIELD_BUF) is a 431, never sent with a field
+    silently missing. (A known limit: 4 KiB of field lines.)"""
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1")
+    st, _, _ = req(srv.port, "GET", "/api/echo", headers={"Cookie": "c=" + "x" * 5000})
+    assert st == 431
+    assert origin.count("/api/echo") == 0
+    assert req(srv.port, "GET", "/api/echo", headers={"Cookie": "c=" + "x" * 1000})[0] == 200
