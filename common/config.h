@@ -14,6 +14,7 @@ enum lg_cpu_rounding { LG_ROUND_FLOOR = 0, LG_ROUND_CEIL = 1 };
 enum lg_client_gone { LG_GONE_FINISH = 0, LG_GONE_KILL = 1 };
 
 struct lg_registry; /* kinds/registry.h: kinds, modules and routes, built from the file */
+struct lg_apps;     /* master/appconf.h: the [app NAME] sections */
 
 #define LG_POOL_NAME 32  /* bytes of a pool name, NUL included */
 
@@ -133,6 +134,10 @@ struct lg_config {
 	uint64_t memory_reserve;   /* bytes left to the processes' own memory; 0 = derived */
 	uint64_t shm_budget;       /* transit bytes backed at once; 0 = derived from the limit */
 	struct lg_registry *reg;   /* built by the master before fork; never freed while used */
+	int app_fixed;             /* processes of the [app]s with a count, summed */
+	int app_auto;              /* [app]s with processes = auto (sizing/sizing.h) */
+	struct lg_apps *apps;      /* [app] sections (heap, NULL none): the master's app
+	                            * supervisor takes it over (master/app.h); -t frees it */
 	struct lg_pool_cfg pools[LG_MAX_POOLS]; /* [0] is "default" */
 	int npools;                /* >= 1 after lg_options_load */
 	int transit_buffers;       /* bodies and results in transit; 0 = 4 x (C + Q) */

@@ -171,7 +171,7 @@ run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint6
 	struct lg_slot_pool sp = { .arena = a, .pool = env->pool };
 
 	out_len = 0;
-	if (lg_stats_quarantine_left(a->master, m->kind, now))
+	if (lg_stats_quarantine_left(a->master, m->kind, (uint32_t)m->arg, now))
 		st = LG_JOB_QUARANTINED;
 	else if (lg_codel_shed(&pool->codel, &cp, wait, now, lg_slot_queued_floor, &sp))
 		st = LG_JOB_SHED;
@@ -210,6 +210,7 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 
 	/* A label for the master if this process dies: racy before the start, checked after. */
 	atomic_store(&env->page->job_kind, s->kind);
+	atomic_store(&env->page->job_route, (uint32_t)s->arg);
 	atomic_store(&env->page->job, ((uint64_t)slot << 32) | gen);
 	if (lg_slot_start(s, gen, atomic_load(&env->page->pid), now) == -1) {
 		/* Cancelled (client gone, deadline) or a stale header: skip it. */
@@ -230,6 +231,7 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 		return;
 	}
 	atomic_store(&env->page->job_kind, j.kind);
+	atomic_store(&env->page->job_route, (uint32_t)j.arg);
 	run_started(env, &j, now);
 }
 
@@ -292,6 +294,17 @@ recycle_due(const struct lg_pool_cfg *pool, uint64_t jobs)
 		return 1;
 	}
 	return 0;
+}
+
+/* After a job: 1 when its kind asked for this process to be replaced (host->recycle, module
+ * ABI 1.2), logged. The answer is already handed over: only later jobs are spared. */
+static int
+kind_recycle(void)
+{
+	if (!lg_host_recycle_asked())
+		return 0;
+	log_info("recycling: the kind of the last job asked for it (host->recycle)");
+	return 1;
 }
 
 /* Judges a header taken from the job channel (r from lg_chan_recv, not RETIRE): 1 when m names
@@ -357,7 +370,7 @@ lg_compute_main(const struct lg_compute_env *env)
 			continue;
 		run_one(env, m.job.slot, m.job.gen);
 		reap_descendants();
-		if (recycle_due(pool, ++jobs))
+		if (recycle_due(pool, ++jobs) || kind_recycle())
 			return LG_COMPUTE_RECYCLE;
 	}
 }

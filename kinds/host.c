@@ -8,6 +8,8 @@
 #include "common/log.h"
 #include "common/query.h"
 #include "common/value.h"
+#include "kinds/answer.h"
+#include "kinds/params.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -16,6 +18,22 @@ struct out_priv {
 };
 
 static const char *current_module = "-";
+static int recycle_asked; /* host->recycle in this process's current run (lg_host_run) */
+static lg_host_routes_fn routes_fn; /* host->route_at while a module's init runs */
+static const void *routes_ctx;
+
+void
+lg_host_set_routes(lg_host_routes_fn fn, const void *ctx)
+{
+	routes_fn = fn;
+	routes_ctx = ctx;
+}
+
+static int
+host_route_at(size_t i, const char **path, const char **kind, const struct lagless_conf **conf)
+{
+	return routes_fn != NULL ? routes_fn(routes_ctx, i, path, kind, conf) : -1;
+}
 
 void
 lg_host_set_module(const char *name)
@@ -77,7 +95,7 @@ host_set_status(struct lagless_output *out, int code)
 {
 	struct out_priv *pv = out->host_private;
 
-	if (!((code >= 200 && code <= 299) || (code >= 400 && code <= 499)))
+	if (!lg_answer_status_ok(code, -1))
 		return -1;
 	pv->meta->http_status = (uint32_t)code;
 	return 0;
@@ -128,6 +146,39 @@ host_error_body(struct lagless_output *out)
 
 	pv->meta->flags |= LG_OUT_ERROR_BODY;
 	return 0;
+}
+
+/* A field that breaks a rule is refused here and makes the answer a 502 (lg_answer_fields in
+ * the loop); the compute process's log names it too, with the module. */
+static int
+host_add_field(struct lagless_output *out, const char *name, size_t name_len,
+    const char *value, size_t value_len)
+{
+	struct out_priv *pv = out->host_private;
+	int first = !(pv->meta->flags & LG_OUT_BAD_FIELD);
+
+	if (lg_answer_field_add(pv->meta, name, name_len, value, value_len) == 0)
+		return 0;
+	if (first)
+		host_log(LAGLESS_LOG_WARN, "add_field refused, the answer will be a 502: %s",
+		    pv->meta->bad);
+	return -1;
+}
+
+static int
+host_recycle(struct lagless_output *out)
+{
+	(void)out;
+	if (!recycle_asked)
+		host_log(LAGLESS_LOG_INFO, "recycle: this process exits after this answer");
+	recycle_asked = 1;
+	return 0;
+}
+
+int
+lg_host_recycle_asked(void)
+{
+	return recycle_asked;
 }
 
 static const char *
@@ -235,6 +286,9 @@ const struct lagless_host lg_host = {
 	.conf_uint = host_conf_uint,
 	.vlog = host_vlog,
 	.error_body = host_error_body,
+	.add_field = host_add_field,
+	.recycle = host_recycle,
+	.route_at = host_route_at,
 };
 
 static size_t
@@ -336,6 +390,32 @@ lg_view_decode(const unsigned char *src, size_t cap, struct lg_view *v)
 	return 0;
 }
 
+/* The declared query arguments of the run parsed into scratch memory from the top of out
+ * (ABI 1.2 rq->query_args): the struct, then the decoded strings. Returns 0 (*args NULL when
+ * the kind has no query struct), or an lg_job_status: TOO_LARGE when the scratch does not
+ * fit, BAD_INPUT (with the reason as the message) when an argument does not parse. */
+static int
+query_args(const struct lg_run *r, struct lagless_output *out, const void **args)
+{
+	const struct lg_view *v = r->view;
+	size_t strs = v->query_len + r->nqparams + 1, need = r->query_size + strs;
+	unsigned char *p;
+	char why[200];
+
+	*args = NULL;
+	if (r->query_size == 0)
+		return 0;
+	if ((p = host_alloc(out, need)) == NULL)
+		return LG_JOB_TOO_LARGE;
+	if (lg_params_parse_query(r->qparams, r->nqparams, v->query, v->query_len, p,
+	    r->query_size, (char *)p + r->query_size, strs, why, sizeof(why)) == -1) {
+		host_set_message(out, "%s\n", why);
+		return LG_JOB_BAD_INPUT;
+	}
+	*args = p;
+	return 0;
+}
+
 int
 lg_host_run(const struct lg_run *r, uint64_t *out_len)
 {
@@ -356,11 +436,15 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 		.size = sizeof(out), .data = r->region + LG_OUT_META,
 		.cap = r->region_cap - LG_OUT_META, .len = 0, .host_private = &pv,
 	};
-	size_t cap0 = out.cap;
+	size_t cap0;
 	int st;
 
 	memset(meta, 0, sizeof(*meta));
 	*out_len = 0;
+	recycle_asked = 0;
+	if ((st = query_args(r, &out, &rq.query_args)) != 0)
+		return st;
+	cap0 = out.cap;
 	lg_host_set_module(r->module);
 	st = r->run(&rq, &out);
 	lg_host_set_module(NULL);

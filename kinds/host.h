@@ -79,11 +79,21 @@ struct lg_out_meta {
 	uint32_t flags;             /* LG_OUT_ERROR_BODY */
 	char ctype[128];
 	char msg[256];
+	/* ABI 1.2, host->add_field: nfields "name: value" CRLF lines, fields_len bytes of
+	 * fields[]; checked again by the loop (kinds/answer.h) before one byte is sent. */
+	uint32_t nfields;
+	uint32_t fields_len;
+	char fields[LAGLESS_ANSWER_FIELDS_BYTES];
+	char bad[128];              /* LG_OUT_BAD_FIELD: why, NUL-terminated */
 };
 
 /* lg_out_meta.flags: the kind called host->error_body (ABI 1.2), so the body after the
  * metadata (the slot's out_len bytes) is that of its 4xx or 500 answer, with ctype. */
 #define LG_OUT_ERROR_BODY 0x1u
+/* The kind added a field that breaks a rule of host->add_field (reason in bad): 502. */
+#define LG_OUT_BAD_FIELD 0x2u
+
+_Static_assert(sizeof(struct lg_out_meta) <= LG_OUT_META, "the answer's metadata page");
 
 /* What one run needs besides the kind. */
 struct lg_run {
@@ -99,14 +109,36 @@ struct lg_run {
 	size_t region_cap;          /* bytes of it (> LG_OUT_META) */
 	uint64_t deadline_ns, enqueue_ns, start_ns;
 	const void *route;          /* the route's parsed keys (rq->route), or NULL */
+	/* ABI 1.2: the kind's declared query arguments and the size of its query struct (0:
+	 * none is parsed, rq->query_args is NULL) */
+	const struct lagless_param *qparams;
+	uint32_t nqparams;
+	uint32_t query_size;
 };
 
-/* Runs one job: clears the metadata, builds the request and output views, calls run and checks
+/* Runs one job: clears the metadata, builds the request and output views (the declared query
+ * arguments parsed into scratch at the top of the output region when the kind has a query
+ * struct: 400 with the reason if one does not parse, which the loop's check makes rare), calls
+ * run and checks
  * what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
  * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len: that of the
  * answer for LG_JOB_OK, of the error body for LG_JOB_BAD_INPUT or LG_JOB_ERROR when the kind
  * called error_body (LG_OUT_ERROR_BODY), else 0. */
 int lg_host_run(const struct lg_run *r, uint64_t *out_len);
+
+/* 1 when the kind of the last lg_host_run in this process called host->recycle (ABI 1.2): a
+ * compute process then exits after that job, as for max_jobs (cpupool/compute.c). */
+int lg_host_recycle_asked(void);
+
+/* host->route_at's source (ABI 1.2): the i-th route using a kind of the module whose init is
+ * running, its path, kind name and config, as the registry knows them (ctx is the
+ * registry's). Returns 0, or -1 past the last. */
+typedef int (*lg_host_routes_fn)(const void *ctx, size_t i, const char **path,
+    const char **kind, const struct lagless_conf **conf);
+
+/* Sets what host->route_at reads while a module's init runs; (NULL, NULL) after it, when
+ * route_at answers -1. */
+void lg_host_set_routes(lg_host_routes_fn fn, const void *ctx);
 
 /* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);
  * static storage or the registry's. */

@@ -232,6 +232,55 @@ lg_params_parse_route(const struct lagless_param *p, uint32_t n,
 	return 0;
 }
 
+/* The decoded value of argument p of raw query q into strs + *used (NUL-terminated); NULL when
+ * absent. *bad is set on an argument that does not decode or fit, or holds a NUL. */
+static const char *
+query_value(const struct lagless_param *p, const char *q, size_t qlen, char *strs,
+    size_t strcap, size_t *used, int *bad)
+{
+	size_t len;
+	long dl;
+	const char *raw = lg_query_param(q, qlen, p->name, &len);
+	char *buf = strs + *used;
+
+	*bad = 0;
+	if (raw == NULL)
+		return NULL;
+	if (*used >= strcap || (dl = lg_query_decode(raw, len, buf, strcap - *used - 1)) < 0 ||
+	    memchr(buf, '\0', (size_t)dl) != NULL) {
+		*bad = 1;
+		return NULL;
+	}
+	buf[dl] = '\0';
+	*used += (size_t)dl + 1;
+	return buf;
+}
+
+int
+lg_params_parse_query(const struct lagless_param *p, uint32_t n, const char *q,
+    size_t qlen, void *dst, size_t size, char *strs, size_t strcap, char *err, size_t cap)
+{
+	size_t used = 0;
+	int bad;
+
+	memset(dst, 0, size);
+	for (uint32_t i = 0; i < n; i++) {
+		union pval v = { 0 };
+		const char *s = query_value(&p[i], q, qlen, strs, strcap, &used, &bad);
+
+		if (bad) {
+			snprintf(err, cap, "%s: not a valid or too long argument", p[i].name);
+			return -1;
+		}
+		if (s == NULL)
+			s = p[i].def; /* checked by lg_params_valid */
+		if (s != NULL && parse_one(&p[i], s, &v, err, cap) == -1)
+			return -1;
+		store(&p[i], &v, dst);
+	}
+	return 0;
+}
+
 int
 lg_params_names(const struct lagless_param *p, uint32_t n, char *buf, size_t cap)
 {

@@ -35,6 +35,14 @@ int lg_params_check_query(const struct lagless_param *p, uint32_t n, const char 
 int lg_params_parse_route(const struct lagless_param *p, uint32_t n,
     const struct lagless_conf *conf, void *dst, size_t size, int *line, char *err, size_t cap);
 
+/* Parses the declared query arguments of raw query q (qlen bytes, not decoded) into dst (size
+ * bytes, zeroed here), each at its offset (checked by lg_params_valid against size): a present
+ * one percent-decoded into strs (strcap bytes; qlen + n is always enough) and read with the
+ * one grammar, an absent one from its default, else zero. STRING values point into strs.
+ * Returns 0, or -1 with a reason naming the argument in err (cap bytes). No allocation. */
+int lg_params_parse_query(const struct lagless_param *p, uint32_t n, const char *q,
+    size_t qlen, void *dst, size_t size, char *strs, size_t strcap, char *err, size_t cap);
+
 /* The names of n declarations as a comma list into buf (cap bytes): "codec,level", "" for
  * none. Returns 0, or -1 when it does not fit. */
 int lg_params_names(const struct lagless_param *p, uint32_t n, char *buf, size_t cap);

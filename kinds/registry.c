@@ -25,6 +25,7 @@ static const struct {
 #define PARAM_SIZE_1_1  sizeof(struct lagless_param) /* the first struct lagless_param */
 #define PARAM_SIZE_MAX  1024u
 #define PARAMS_MAX      64u   /* declared parameters of one kind, each list */
+#define QUERY_SIZE_MAX  4096u /* bytes of a kind's query struct (ABI 1.2), parsed per run */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(MODULE_SIZE_1_0 == 80 && KIND_SIZE_1_0 == 64, "the ABI 1.0 sizes (LP64)");
 #endif
@@ -169,10 +170,16 @@ take_params(struct lg_kind *row, char *err, size_t cap)
 	const struct lagless_kind *d = &row->desc;
 	size_t len;
 
-	if (copy_params(d->query_params, d->nquery_params, d->param_size, 0, 0, &row->qparams,
-	    err, cap) == -1 || copy_params(d->route_params, d->nroute_params, d->param_size, 1,
-	    d->route_size, &row->rparams, err, cap) == -1)
+	if (d->query_size > QUERY_SIZE_MAX) {
+		snprintf(err, cap, "query_size %u is over %u bytes", d->query_size, QUERY_SIZE_MAX);
 		return -1;
+	}
+	/* with a query struct (ABI 1.2), each query argument's offset must hold its value */
+	if (copy_params(d->query_params, d->nquery_params, d->param_size, d->query_size > 0,
+	    d->query_size, &row->qparams, err, cap) == -1 || copy_params(d->route_params,
+	    d->nroute_params, d->param_size, 1, d->route_size, &row->rparams, err, cap) == -1)
+		return -1;
+	row->query_size = d->query_size;
 	row->nqparams = row->qparams ? d->nquery_params : 0;
 	row->nrparams = row->rparams ? d->nroute_params : 0;
 	row->route_size = d->route_params != NULL || d->route_size ? d->route_size : 0;
@@ -625,6 +632,50 @@ _Static_assert(LG_MODULES_MAX <= LG_MODULE_HEALTH, "a health row for every modul
 /* Runs module mod's init in this process, its index in *in_init meanwhile (a crash inside is
  * then the module's, not the process's: master/modprobe.c). A failure is marked in the shared
  * row (the process that marks it logs it, once); returns m->ready. */
+/* What host->route_at reads during module mod's init. */
+struct init_routes {
+	const struct lg_registry *r;
+	uint32_t mod;
+};
+
+/* lg_host_routes_fn over the registry: the i-th route whose kind belongs to module ctx->mod. */
+static int
+module_route_at(const void *ctx, size_t i, const char **path, const char **kind,
+    const struct lagless_conf **conf)
+{
+	const struct init_routes *ir = ctx;
+	const struct lg_registry *r = ir->r;
+
+	for (uint32_t n = 0; n < r->nroutes; n++) {
+		const struct lg_route_def *d = &r->routes[n];
+		const struct lg_kind *k = d->kind ? lg_registry_kind(r, d->kind) : NULL;
+
+		if (k == NULL || k->module != ir->mod || i-- > 0)
+			continue;
+		*path = d->path;
+		*kind = k->desc.name;
+		*conf = &d->conf;
+		return 0;
+	}
+	return -1;
+}
+
+/* Calls module mod's init with host->route_at answering its routes. Returns what init did. */
+static int
+call_init(struct lg_registry *r, uint32_t mod)
+{
+	struct lg_module *m = &r->modules[mod];
+	struct init_routes ir = { r, mod };
+	int rc;
+
+	lg_host_set_module(m->name);
+	lg_host_set_routes(module_route_at, &ir);
+	rc = m->desc.init(&lg_host, &m->conf, &m->state);
+	lg_host_set_routes(NULL, NULL);
+	lg_host_set_module(NULL);
+	return rc;
+}
+
 static int
 init_module(struct lg_registry *r, uint32_t mod, const struct lg_init_guard *g)
 {
@@ -635,9 +686,7 @@ init_module(struct lg_registry *r, uint32_t mod, const struct lg_init_guard *g)
 	m->state = NULL;
 	if (g && g->in_init)
 		atomic_store(g->in_init, mod + 1);
-	lg_host_set_module(m->name);
-	m->ready = m->desc.init(&lg_host, &m->conf, &m->state) == 0;
-	lg_host_set_module(NULL);
+	m->ready = call_init(r, mod) == 0;
 	if (g && g->in_init)
 		atomic_store(g->in_init, 0);
 	if (m->ready)
@@ -693,10 +742,7 @@ lg_registry_init_one(struct lg_registry *r, uint32_t mod)
 
 	if (m->desc.init == NULL)
 		return 0;
-	lg_host_set_module(m->name);
-	int rc = m->desc.init(&lg_host, &m->conf, &m->state);
-	lg_host_set_module(NULL);
-	return rc == 0 ? 0 : -1;
+	return call_init(r, mod) == 0 ? 0 : -1;
 }
 
 uint32_t
@@ -777,6 +823,7 @@ lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t
 		return LG_JOB_ERROR;
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    &r->routes[j->route].conf, &v, j->in + v.len, j->in_len, j->out, j->out_cap,
-	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf };
+	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf,
+	    k->qparams, k->nqparams, k->query_size };
 	return lg_host_run(&run, out_len);
 }

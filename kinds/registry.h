@@ -65,6 +65,8 @@ struct lg_kind {
 	struct lagless_param *rparams;
 	uint32_t nrparams;
 	uint32_t route_size;        /* bytes of its route struct; 0: it takes no declared keys */
+	uint32_t query_size;        /* ABI 1.2: bytes of its query struct (rq->query_args); 0:
+	                             * its query arguments are not parsed for it */
 	char *qnames;               /* the comma list of qparams' names (query points to it) */
 };
 

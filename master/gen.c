@@ -320,6 +320,8 @@ reopen_log_handler(int sig)
 }
 
 static int master_only_fd = -1; /* lg_gen_set_master_only */
+static void (*child_close)(void *);  /* lg_gen_set_child_close */
+static void *child_close_arg;
 
 /* In the freshly forked child: drop the master's signal set-up and every other generation's
  * resources, so a retired generation's memory is not kept alive by a new process. */
@@ -331,6 +333,8 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 	close(sigfd);
 	if (master_only_fd >= 0)
 		close(master_only_fd);
+	if (child_close != NULL)
+		child_close(child_close_arg);
 	for (struct lg_gen *o = all; o != NULL; o = o->next) {
 		if (o == g)
 			continue;
@@ -363,6 +367,13 @@ void
 lg_gen_set_master_only(int fd)
 {
 	master_only_fd = fd;
+}
+
+void
+lg_gen_set_child_close(void (*fn)(void *arg), void *arg)
+{
+	child_close = fn;
+	child_close_arg = arg;
 }
 
 void

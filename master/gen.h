@@ -109,6 +109,13 @@ void lg_gen_forget_all(struct lg_gen *all, int sigfd);
  * it right after fork, so no loop or compute process holds the agent's port open. */
 void lg_gen_set_master_only(int fd);
 
+/* Descriptors the master opens for itself while it runs (the app supervisor's output pipes and
+ * readiness probes, master/app.h): every child the master forks calls fn(arg) right after the
+ * fork, before anything else of its role, so no loop or compute process holds them (a pipe's
+ * read end held elsewhere keeps an app's writes from failing once the master stops reading).
+ * fn must only close descriptors. NULL for none. */
+void lg_gen_set_child_close(void (*fn)(void *arg), void *arg);
+
 /* Forks the process of row c of g. The child keeps only what its role needs: the listen socket
  * (loop workers), its own channel ends, g's arena; every other generation in the list `all` is
  * closed in the child, and sigfd too. On fork failure, schedules a retry. */

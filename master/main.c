@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
+#include "master/appconf.h"
 #include "master/ctl.h"
 #include "master/gen.h"
 #include "master/runkind.h"
@@ -157,11 +158,13 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 	    unwritable_file(cfg->pid_file, "the pid file", 0) || unwritable_socket(cfg))) {
 		fprintf(stderr, "configuration test failed\n");
 		lg_registry_free(cfg->reg);
+		lg_appconf_free(cfg->apps);
 		return 1;
 	}
 	if (!cmd->print_sizing && !cmd->test_config && !cmd->signal && lg_log_open(cfg->error_log) == -1) {
 		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg->error_log);
 		lg_registry_free(cfg->reg);
+		lg_appconf_free(cfg->apps);
 		return 1;
 	}
 	if (!cmd->print_sizing)
@@ -195,10 +198,11 @@ decide_sizing(const struct lg_config *cfg, const struct lg_command *cmd, struct 
 }
 
 /* --print-sizing and -t: the sizing JSON on stdout (note: a warning about it, or NULL), and
- * for -t the queue-wait advice, the registry and the verdict. Frees cfg->reg. Returns 0. */
+ * for -t the queue-wait advice, the registry, the apps (their process counts under a CPU
+ * budget of `budget`) and the verdict. Frees cfg->reg and cfg->apps. Returns 0. */
 static int
 print_sizing(struct lg_config *cfg, const struct lg_command *cmd, const char *json,
-    const char *note)
+    const char *note, int budget)
 {
 	if (cmd->test_config)
 		explain_queue_wait(cfg);
@@ -208,9 +212,12 @@ print_sizing(struct lg_config *cfg, const struct lg_command *cmd, const char *js
 	if (cmd->test_config)
 		lg_registry_print(cfg->reg, stdout);
 	if (cmd->test_config)
+		lg_appconf_print(cfg->apps, budget, stdout);
+	if (cmd->test_config)
 		fprintf(stderr, "lagless: configuration %s is valid\n",
 		    cmd->config_path ? cmd->config_path : "(flags and environment only)");
 	lg_registry_free(cfg->reg);
+	lg_appconf_free(cfg->apps);
 	return 0;
 }
 
@@ -229,6 +236,7 @@ main(int argc, char **argv)
 		return rc;
 	if ((rc = decide_sizing(&cfg, &cmd, &sz)) >= 0) {
 		lg_registry_free(cfg.reg); /* refused: nothing more reads it (LSan) */
+		lg_appconf_free(cfg.apps);
 		return rc;
 	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
@@ -236,22 +244,25 @@ main(int argc, char **argv)
 	if (cmd.run_kind != NULL) {
 		rc = lg_runkind_main(&cfg, cmd.run_kind);
 		lg_registry_free(cfg.reg);
+		lg_appconf_free(cfg.apps);
 		return rc;
 	}
 	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
 		rc = lg_ctl_reload(&cfg);
 		lg_registry_free(cfg.reg);
+		lg_appconf_free(cfg.apps);
 		return rc;
 	}
 	if (cmd.test_config && lg_modprobe_check(cfg.reg, 60000, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
 		lg_registry_free(cfg.reg);
+		lg_appconf_free(cfg.apps);
 		return 1;
 	}
 	char note[256];
 	int noted = lg_sizing_note(&sz, note, sizeof(note));
 	if (cmd.print_sizing || cmd.test_config)
-		return print_sizing(&cfg, &cmd, json, noted ? note : NULL);
+		return print_sizing(&cfg, &cmd, json, noted ? note : NULL, sz.budget);
 	log_info("lagless %s sizing: %s", LG_VERSION, json);
 	if (noted)
 		log_warn("%s", note);

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/agent.h"
+#include "master/app.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/pidfile.h"
@@ -237,19 +238,20 @@ loops_healthy(struct lg_gen *g, uint64_t now, uint64_t max_age_ns)
 	return 1;
 }
 
-/* The newest generation becomes ready once every loop worker accepts: READY=1 (after start-up
- * or a reload), and every older generation is retired. */
+/* The newest generation becomes ready once every loop worker accepts and every app process
+ * passed its readiness probe: READY=1 (after start-up or a reload), and every older generation
+ * is retired. */
 static void
 check_ready(struct master *m, uint64_t now)
 {
 	struct lg_gen *g = m->gens;
 
-	if (g->ready || g->retiring || !loops_healthy(g, now, UINT64_MAX))
+	if (g->ready || g->retiring || !loops_healthy(g, now, UINT64_MAX) || !lg_app_ready(m->apps))
 		return;
 	g->ready = 1;
 	atomic_store(&g->arena.master->ready, 1); /* /ready answers 200 from now */
-	log_info("ready: generation %u, %u loop worker(s) accepting, %d compute process(es)", g->id,
-	    g->nloops, g->sz.compute_workers);
+	log_info("ready: generation %u, %u loop worker(s) accepting, %d compute process(es), "
+	    "%d app process(es)", g->id, g->nloops, g->sz.compute_workers, lg_app_alive(m->apps));
 	for (struct lg_gen *o = g->next; o != NULL; o = o->next) {
 		if (!o->retiring)
 			log_info("retiring generation %u", o->id);
@@ -400,6 +402,33 @@ retire_progress(struct lg_gen *g, uint64_t now, uint64_t *next, int alive, int l
 	return alive == 0;
 }
 
+/* The apps' timers (master/app.h), with the oldest generation alive for the stop of replaced
+ * runs. An app that cannot start before the first READY=1 stops the master (exit 1), as a
+ * role that cannot start does; once every generation is gone the apps are stopped. Returns -2
+ * when the generations and the apps are all gone, else 0. */
+static int
+app_timers(struct master *m, uint64_t now, uint64_t *next)
+{
+	uint32_t oldest = UINT32_MAX;
+	char why[700];
+
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		oldest = g->id < oldest ? g->id : oldest;
+	if (m->gens == NULL) /* SIGQUIT or a failed start: no grace for the apps either */
+		lg_app_stop_all(m->apps, m->stopping == 2);
+	lg_app_tick(m->apps, now, next, oldest);
+	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
+		lg_app_publish(m->apps, g->arena.master, g->id);
+	if (m->gens == NULL && lg_app_alive(m->apps) == 0)
+		return -2;
+	if (!m->stopping && lg_app_failed(m->apps, why, sizeof(why))) {
+		log_error("start-up failed: %s", why);
+		m->exit_code = 1;
+		begin_stop(m, 2);
+	}
+	return 0;
+}
+
 /* Timers of every generation, readiness and systemd. Returns the poll timeout in ms, or -2
  * when the master has stopped and nothing is left. */
 static int
@@ -408,6 +437,10 @@ run_timers(struct master *m)
 	uint64_t now = lg_now_ns(), next = now + 1000 * LG_NS_PER_MS;
 	struct lg_gen **pg = &m->gens;
 
+	if (app_timers(m, now, &next) == -2)
+		return -2;
+	if (m->gens != NULL)
+		lg_reload_app_step(m); /* before a stop can take the last generation away */
 	while (*pg != NULL) {
 		struct lg_gen *g = *pg;
 		int loops, alive = child_timers(m, g, now, &next, &loops);
@@ -434,8 +467,9 @@ run_timers(struct master *m)
 		}
 		pg = &g->next;
 	}
-	if (m->gens == NULL)
-		return -2;
+	if (m->gens == NULL) /* the loops have drained: now the apps stop */
+		return app_timers(m, now, &next) == -2 ? -2 : next <= now ? 0 :
+		    (int)((next - now + LG_NS_PER_MS - 1) / LG_NS_PER_MS);
 	if (m->drain_at && now >= m->drain_at) {
 		m->drain_at = 0;
 		begin_stop(m, 1);
@@ -546,6 +580,28 @@ raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
 		    cfg->max_conns, sz->loop_workers, (unsigned long long)want);
 }
 
+/* The app processes start first, so their addresses are known when the first generation is
+ * created (an upstream's servers), and run beside the loops (the first READY=1 waits for
+ * both); the supervisor takes the configuration's apps over. */
+static int
+start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
+{
+	char err[300];
+
+	if ((m->apps = lg_app_new(m->pid)) == NULL) {
+		log_error("out of memory");
+		return -1;
+	}
+	lg_gen_set_child_close(lg_app_close_in_child, m->apps);
+	if (cfg->apps != NULL)
+		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
+	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1) {
+		log_error("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 {
@@ -583,8 +639,10 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		return -1;
 	}
 	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->pid_file);
-	if ((m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
+	if (start_apps(m, cfg, sz) == -1 ||
+	    (m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
+	m->gens->cfg.apps = NULL; /* the supervisor's now */
 	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
 	return 0;
 }
@@ -607,6 +665,8 @@ teardown(struct master *m)
 		m->gens = g->next;
 		lg_gen_destroy(g);
 	}
+	lg_reload_forget(m);
+	lg_app_free(m->apps); /* SIGKILLs what is left: nothing after a stop */
 }
 
 /* The agent's answer for the serving generation: drain while stopping or draining, and while a
@@ -636,7 +696,7 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 	}
 	lg_respawn_spawn_all(&m, m.gens);
 	while ((timeout = run_timers(&m)) != -2) {
-		struct pollfd pfd[3 + MAX_GENS];
+		struct pollfd pfd[3 + MAX_GENS + 4 * LG_APP_MAX * LG_APP_PROCS_MAX];
 		struct lg_gen *owner[1 + MAX_GENS];
 		nfds_t n = 1, agent;
 
@@ -649,6 +709,8 @@ lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int argc,
 		pfd[n++] = (struct pollfd){ .fd = m.agent.fd, .events = POLLIN }; /* -1: ignored */
 		/* a reload's check: its report wakes the loop; run_timers reads it */
 		pfd[n++] = (struct pollfd){ .fd = m.check.fd, .events = POLLIN };
+		/* the apps' output and probes: run_timers services them */
+		n += (nfds_t)lg_app_pollfds(m.apps, pfd + n, (int)(sizeof(pfd) / sizeof(pfd[0]) - n));
 		if (poll(pfd, n, timeout) == -1 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			break;

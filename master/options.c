@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/strdist.h"
 #include "kinds/builtin.h"
+#include "master/appconf.h"
 #include "master/confd.h"
 #include "master/master.h"
 #include "master/optset.h"
@@ -62,7 +63,7 @@ struct file_ctx {
 	FILE *fp;
 	int line;          /* of the line inih last read */
 	int sect_line;     /* of the last section header read */
-	char sect[80];     /* its name when it is a [route], [pool] or [module] one, else "" */
+	char sect[80];     /* its name when it is a [route], [pool], [module] or [app] one, else "" */
 	int sect_keys;     /* keys the handler was given since that header */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
@@ -108,7 +109,7 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 #define POOL_NAME_RULE "a pool name is 1 to 31 of a-z, 0-9, _ and -"
 
 #define UNKNOWN_SECTION "unknown section (use [lagless], [route /path], [module name], " \
-	"[pool NAME], [upstream NAME] or none)"
+	"[pool NAME], [upstream NAME], [app NAME] or none)"
 
 /* Is the header whose name starts at h (past its '[', up to ']' or the line's end) one of the
  * sections a file may hold? inih calls the handler only for keys, so without this an unknown
@@ -121,7 +122,7 @@ known_section(const char *h)
 
 	return (n == 7 && strncmp(h, "lagless", 7) == 0) || strncmp(h, "pool ", 5) == 0 ||
 	    strncmp(h, "route ", 6) == 0 || strncmp(h, "module ", 7) == 0 ||
-	    strncmp(h, "upstream ", 9) == 0;
+	    strncmp(h, "upstream ", 9) == 0 || strncmp(h, "app ", 4) == 0;
 }
 
 /* Whether the [route], [pool] or [module] section read last (fc->sect) had no key: such a
@@ -139,6 +140,8 @@ empty_section(struct file_ctx *fc)
 		    "%s: needs kind = ... or handler = ... (a section without keys)" :
 		    strncmp(s, "module ", 7) == 0 ? "%s: no 'path' key (the .so file)" :
 		    strncmp(s, "upstream ", 9) == 0 ? "[%s]: no 'server' key (a section without keys)" :
+		    strncmp(s, "app ", 4) == 0 ? "[%s]: command = ... is required (a section "
+		    "without keys)" :
 		    "[%s]: compute = N or P%% is required (a section without keys)", s);
 		fc->why_line = fc->sect_line;
 	}
@@ -277,8 +280,12 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	const char *why = "unknown key";
 
 	fc->sect_keys++;
-	char swhy[200];
+	char swhy[400];
 	int taken = lg_site_collect(fc->site, section, name, value, fc->line, swhy, sizeof(swhy));
+
+	if (taken == 0) /* [app NAME]: master/appconf.h */
+		taken = lg_appconf_collect(&fc->cfg->apps, section, name, value, fc->path, fc->line,
+		    swhy, sizeof(swhy));
 
 	if (taken == 1)
 		return 1;
@@ -602,25 +609,43 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
 	    cfg, &site, err, cap) == -1) {
 		lg_site_free(site);
+		lg_appconf_free(cfg->apps);
+		cfg->apps = NULL;
 		return -1;
 	}
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
 	if (load_env(cfg, err, cap) == -1) {
 		lg_site_free(site);
+		lg_appconf_free(cfg->apps);
+		cfg->apps = NULL;
 		return -1;
 	}
 	if (load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1) {
 		cmd->usage_error = 1;
 		lg_site_free(site);
+		lg_appconf_free(cfg->apps);
+		cfg->apps = NULL;
 		return -1;
 	}
 	if (lg_listen_check_distinct(cfg, err, cap) == -1 ||
-	    lg_listen_check_proxy(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1) {
+	    lg_listen_check_proxy(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1 ||
+	    lg_appconf_check(cfg->apps, err, cap) == -1) {
 		lg_site_free(site);
+		lg_appconf_free(cfg->apps);
+		cfg->apps = NULL;
 		return -1;
 	}
-	return lg_site_build(site, cfg, err, cap);
+	for (int i = 0; cfg->apps != NULL && i < cfg->apps->n; i++) { /* for the sizing */
+		cfg->app_fixed += cfg->apps->app[i].processes;
+		cfg->app_auto += cfg->apps->app[i].processes == 0;
+	}
+	if (lg_site_build(site, cfg, err, cap) == -1) {
+		lg_appconf_free(cfg->apps);
+		cfg->apps = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 void

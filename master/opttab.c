@@ -128,7 +128,8 @@ const struct lg_opt lg_opts[] = {
 	  "running job of a departed client: kill its compute process (no other request waits on "
 	  "it) or let it finish" },
 	{ "quarantine-deaths", K_INT, F(quarantine_deaths), 0, 1000000, "5", "N",
-	  "compute process deaths by one job kind within quarantine-ms that quarantine the kind "
+	  "compute process deaths by one job kind on one route within quarantine-ms that "
+	  "quarantine the kind on that route "
 	  "(503 for it); 0 = never" },
 	{ "quarantine-ms", K_MS, F(quarantine_ms), 1, 86400000, "10000", "MS",
 	  "how long a quarantined job kind is refused, and the window its deaths are counted in" },

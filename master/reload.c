@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 
 #include "common/log.h"
+#include "master/app.h"
+#include "master/appconf.h"
 #include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
@@ -20,6 +22,17 @@
 #include "master/state.h"
 
 static void reload_done(struct master *m, int notified);
+
+/* A reload whose changed apps are starting (master/app.h lg_app_stage): what it read, kept
+ * until they are ready (the generation starts) or one fails (the reload is refused). */
+struct lg_app_wait {
+	struct lg_config cfg;  /* its registry is freed with a refusal, else the generation's */
+	struct lg_sizing sz;
+	char kept[360];        /* sizeof(m->gen_kept) */
+	int notified;
+	pid_t from;            /* the SIGHUP it answers */
+	uint64_t asked_ns;
+};
 
 /* The answer to the SIGHUP that `from` sent and the master read at asked_ns: PATH.reload for
  * `lagless -s reload`, and a refusal also in every STATUS= line to systemd until a reload
@@ -127,6 +140,41 @@ keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, s
  * the master (the Python module bounds each import by its check_timeout_ms, up to 600 s). */
 #define CHECK_MAX_MS (15 * 60 * 1000)
 
+/* A reload's new generation from cfg and sz (its registry taken over) beside the running one
+ * (the retirement of the old one waits until the new one accepts, so no connection is refused);
+ * the apps' new runs, if any, become the running set, and the runs they replace stop once the
+ * older generations are gone. kept: what keep_listeners kept (for the outcome). */
+static void
+start_generation(struct master *m, struct lg_config *cfg, struct lg_sizing *sz,
+    const char *kept, int notified)
+{
+	struct lg_gen *g;
+	char err[160];
+
+	if (strcmp(cfg->error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg->error_log) == -1)
+		log_error("reload: cannot open the error log %s: %s", cfg->error_log, strerror(errno));
+	lg_log_level = cfg->log_level;
+	if ((g = lg_gen_create(m->next_id, cfg, sz, m->pid, m->gens)) == NULL) {
+		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
+		    strerror(errno));
+		lg_app_unstage(m->apps);
+		refuse_reload(m, notified, err);
+		return;
+	}
+	lg_app_commit(m->apps, g->id);
+	m->reload_gen = m->next_id++;
+	m->gen_from = m->reload_from;
+	m->gen_asked_ns = m->reload_asked_ns;
+	snprintf(m->gen_kept, sizeof(m->gen_kept), "%s", kept);
+	if (!notified)
+		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
+	g->next = m->gens;
+	m->gens = g;
+	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
+	    g->id, sz->budget, sz->loop_workers, sz->compute_workers, sz->queue_capacity);
+	lg_respawn_spawn_all(m, g);
+}
+
 /* The checked configuration applied: read again without the hooks (they passed in the check
  * process), refused when it is not what was checked, then a new generation beside the running
  * one (the retirement of the old one waits until the new one accepts, so no connection is
@@ -137,15 +185,15 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	struct lg_config cfg;
 	struct lg_command cmd;
 	struct lg_sizing sz;
-	struct lg_gen *g;
 	char err[512], kept[sizeof(m->gen_kept)];
-	int rc;
+	int rc, staged;
 
 	lg_registry_skip_hooks = 1;
 	rc = lg_options_load(m->argc, m->argv, &cfg, &cmd, err, sizeof(err));
 	lg_registry_skip_hooks = 0;
 	if (rc == 0 && lg_precheck_digest(cfg.reg) != digest) {
 		lg_registry_free(cfg.reg);
+		lg_appconf_free(cfg.apps);
 		snprintf(err, sizeof(err), "the configuration or a module file changed while it was "
 		    "checked; reload again");
 		rc = -1;
@@ -160,29 +208,32 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	lg_gen_decide_memory(&cfg, &sz);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
+		lg_appconf_free(cfg.apps);
 		refuse_reload(m, notified, err);
 		return;
 	}
-	if (strcmp(cfg.error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg.error_log) == -1)
-		log_error("reload: cannot open the error log %s: %s", cfg.error_log, strerror(errno));
-	lg_log_level = cfg.log_level;
-	if ((g = lg_gen_create(m->next_id, &cfg, &sz, m->pid, m->gens)) == NULL) {
-		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
-		    strerror(errno));
+	staged = lg_app_stage(m->apps, cfg.apps, sz.budget, err, sizeof(err));
+	cfg.apps = NULL; /* the supervisor's now */
+	if (staged == -1) {
+		lg_registry_free(cfg.reg);
 		refuse_reload(m, notified, err);
 		return;
 	}
-	m->reload_gen = m->next_id++;
-	m->gen_from = m->reload_from;
-	m->gen_asked_ns = m->reload_asked_ns;
-	memcpy(m->gen_kept, kept, sizeof(kept));
-	if (!notified)
-		lg_notify_reloading(); /* READY=1 follows from check_ready once the new one accepts */
-	g->next = m->gens;
-	m->gens = g;
-	log_info("starting generation %u (budget %d: %d loop, %d compute, queue %d)",
-	    g->id, sz.budget, sz.loop_workers, sz.compute_workers, sz.queue_capacity);
-	lg_respawn_spawn_all(m, g);
+	if (staged > 0) { /* the generation starts once the new app processes are ready */
+		if ((m->app_wait = calloc(1, sizeof(*m->app_wait))) == NULL) {
+			lg_app_unstage(m->apps);
+			lg_registry_free(cfg.reg);
+			refuse_reload(m, notified, "out of memory");
+			return;
+		}
+		*m->app_wait = (struct lg_app_wait){ .cfg = cfg, .sz = sz, .notified = notified,
+		    .from = m->reload_from, .asked_ns = m->reload_asked_ns };
+		memcpy(m->app_wait->kept, kept, sizeof(kept));
+		log_info("reload: %d app(s) changed; their new processes start, the new "
+		    "generation once they are ready", staged);
+		return;
+	}
+	start_generation(m, &cfg, &sz, kept, notified);
 }
 
 /* SIGHUP: the configuration is checked in a check process (lg_reload_check_step goes on when
@@ -203,9 +254,9 @@ lg_reload(struct master *m, int notified)
 		    "the server is stopping");
 		return;
 	}
-	if (m->check.pid > 0) {
-		log_info("reload: a check is running (pid %d); the configuration is checked again "
-		    "once it is done", (int)m->check.pid);
+	if (m->check.pid > 0 || m->app_wait != NULL) {
+		log_info("reload: a check or new app processes are running; the configuration is "
+		    "checked again once they are done");
 		m->check.again = 1;
 		m->check.again_notified |= notified;
 		return;
@@ -314,4 +365,51 @@ lg_reload_apply_pending(struct master *m)
 	m->reload_pending = 0;
 	log_info("applying the deferred reload");
 	lg_reload(m, 1);
+}
+
+void
+lg_reload_app_step(struct master *m)
+{
+	struct lg_app_wait *w = m->app_wait;
+	pid_t latest = m->reload_from;
+	uint64_t latest_ns = m->reload_asked_ns;
+	char err[700], why[760];
+	int r;
+
+	if (w == NULL)
+		return;
+	r = m->stopping || m->drain_at ? -2 : lg_app_staged(m->apps, err, sizeof(err));
+	if (r == 0)
+		return;
+	m->app_wait = NULL;
+	m->reload_from = w->from;
+	m->reload_asked_ns = w->asked_ns;
+	if (r == 1) {
+		start_generation(m, &w->cfg, &w->sz, w->kept, w->notified);
+	} else {
+		if (r == -2)
+			lg_app_unstage(m->apps);
+		snprintf(why, sizeof(why), "%s", r == -2 ? "the server is stopping" : err);
+		lg_registry_free(w->cfg.reg);
+		refuse_reload(m, w->notified, why);
+	}
+	free(w);
+	m->reload_from = latest;
+	m->reload_asked_ns = latest_ns;
+	if (m->check.again && m->check.pid <= 0 && !m->stopping) {
+		int notified = m->check.again_notified;
+
+		m->check.again = m->check.again_notified = 0;
+		lg_reload(m, notified);
+	}
+}
+
+void
+lg_reload_forget(struct master *m)
+{
+	if (m->app_wait == NULL)
+		return;
+	lg_registry_free(m->app_wait->cfg.reg);
+	free(m->app_wait);
+	m->app_wait = NULL;
 }

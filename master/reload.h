@@ -21,6 +21,15 @@ void lg_reload(struct master *m, int notified);
  * came meanwhile is then checked. Lowers *next to the deadline. */
 void lg_reload_check_step(struct master *m, uint64_t now, uint64_t *next);
 
+/* Once per master pass while a reload waits for its changed apps' new processes (master/app.h
+ * lg_app_staged): once every one is ready the new generation starts; when one fails (it died
+ * at start, or was not ready within its ready_timeout_ms) the reload is refused with its last
+ * output, as a refused configuration is, and the running apps and generation keep serving. */
+void lg_reload_app_step(struct master *m);
+
+/* At exit: frees what a reload waiting for its apps holds, without an outcome. */
+void lg_reload_forget(struct master *m);
+
 /* A deferred reload, applied once fewer than MAX_GENS generations are alive and the master is
  * not stopping; nothing otherwise. */
 void lg_reload_apply_pending(struct master *m);

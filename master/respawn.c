@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "cpupool/compute.h"
 #include "kinds/registry.h"
+#include "master/app.h"
 #include "master/gen.h"
 #include "master/state.h"
 #include "shm/slot.h"
@@ -139,19 +140,20 @@ plan_respawn(struct lg_child *c, uint64_t now, int served)
 	return 0;
 }
 
-/* The row of g's master page for job kind `kind`, taken on first use; NULL when the table is
- * full (such a kind is counted nowhere and never quarantined). */
+/* The row of g's master page for job kind `kind` on route `route`, taken on first use; NULL
+ * when the table is full (such a pair is counted nowhere and never quarantined). */
 static struct lg_kind_health *
-kind_row(struct lg_gen *g, uint32_t kind)
+kind_row(struct lg_gen *g, uint32_t kind, uint32_t route)
 {
 	struct lg_kind_health *rows = g->arena.master->kinds;
 
 	for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
 		uint32_t k = atomic_load(&rows[i].kind);
 
-		if (k == kind)
+		if (k == kind && rows[i].route == route)
 			return &rows[i];
 		if (k == 0) {
+			rows[i].route = route; /* before the kind: readers match on both */
 			atomic_store_explicit(&rows[i].kind, kind, memory_order_release);
 			return &rows[i];
 		}
@@ -167,17 +169,25 @@ kind_name(const struct lg_gen *g, uint32_t kind)
 	return k ? k->name : "unknown";
 }
 
-/* A compute process of g died while its page named a job of `kind` (not a kill of ours): count
- * it against the kind, log it, and quarantine the kind when --quarantine-deaths such deaths
- * happened within --quarantine-ms (Kore charges a crash to its handler the same way). */
-static void
-charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t now)
+static const char *
+route_name(const struct lg_gen *g, uint32_t route)
 {
-	struct lg_kind_health *h = kind_row(g, kind);
+	return route < g->cfg.reg->nroutes ? g->cfg.reg->routes[route].path : "unknown";
+}
+
+/* A compute process of g died while its page named a job of `kind` on `route` (not a kill of
+ * ours): count it against that pair, log it, and quarantine the pair when --quarantine-deaths
+ * such deaths happened within --quarantine-ms (Kore charges a crash to its handler the same
+ * way; by route too since module ABI 1.2, so one Python route does not take the others). */
+static void
+charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint32_t route,
+    uint64_t now)
+{
+	struct lg_kind_health *h = kind_row(g, kind, route);
 	uint64_t window = g->cfg.quarantine_ms * LG_NS_PER_MS;
 
-	log_warn("compute[%u] pid=%d died running a %s job; its client gets 502",
-	    c->index, (int)c->pid, kind_name(g, kind));
+	log_warn("compute[%u] pid=%d died running a %s job of route %s; its client gets 502",
+	    c->index, (int)c->pid, kind_name(g, kind), route_name(g, route));
 	if (h == NULL)
 		return;
 	lg_stats_add(&h->deaths, 1);
@@ -187,9 +197,10 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint64_t 
 	}
 	if (g->cfg.quarantine_deaths == 0 || ++h->recent < (uint32_t)g->cfg.quarantine_deaths)
 		return;
-	log_error("quarantining job kind %s for %llu ms: %u compute process deaths within %llu "
-	    "ms (--quarantine-deaths); its requests get 503 meanwhile", kind_name(g, kind),
-	    (unsigned long long)g->cfg.quarantine_ms, h->recent,
+	log_error("quarantining job kind %s on route %s for %llu ms: %u compute process deaths "
+	    "within %llu ms (--quarantine-deaths); its requests get 503 meanwhile",
+	    kind_name(g, kind), route_name(g, route), (unsigned long long)g->cfg.quarantine_ms,
+	    h->recent,
 	    (unsigned long long)g->cfg.quarantine_ms);
 	atomic_store(&h->until_ns, now + window);
 	lg_stats_add(&h->quarantines, 1);
@@ -263,10 +274,10 @@ planned_exit(struct master *m, struct lg_gen *g, struct lg_child *c, uint32_t st
 }
 
 /* Logs how c died; a job death that was neither an OOM kill nor a kill of ours is charged to
- * the job's kind (charge_kind). */
+ * the job's kind on its route (charge_kind). */
 static void
 log_death(struct master *m, struct lg_gen *g, const struct lg_child *c, int status,
-    uint32_t kind, int job_death, int oom)
+    uint32_t kind, uint32_t route, int job_death, int oom)
 {
 	if (WIFSIGNALED(status))
 		log_exit(m, g, c, "%s[%u] pid=%d killed by signal %d", lg_gen_role_name(c->role),
@@ -279,7 +290,7 @@ log_death(struct master *m, struct lg_gen *g, const struct lg_child *c, int stat
 		    "oom_kill counter rose) running a %s job: 503 for its client, not charged to the "
 		    "kind", c->index, (int)c->pid, kind_name(g, kind));
 	else if (job_death && !c->killed_by_us && !m->stopping)
-		charge_kind(g, c, kind, lg_now_ns());
+		charge_kind(g, c, kind, route, lg_now_ns());
 }
 
 static void
@@ -287,12 +298,13 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 {
 	struct lg_proc_page *page = page_of(g, c);
 	uint32_t kind = atomic_load(&page->job_kind), state = atomic_load(&page->state);
+	uint32_t route = atomic_load(&page->job_route);
 	int job_death, oom = 0;
 
 	job_death = reclaim_child(g, c, page, status, &oom);
 	if (planned_exit(m, g, c, state, status, job_death))
 		return;
-	log_death(m, g, c, status, kind, job_death, oom);
+	log_death(m, g, c, status, kind, route, job_death, oom);
 	char who[32];
 	snprintf(who, sizeof(who), "%s[%u]", lg_gen_role_name(c->role), c->index);
 	/* A death inside a module's init is that module's (its routes answer 503), not a
@@ -331,6 +343,8 @@ lg_respawn_reap(struct master *m)
 			m->check.status = status;
 			continue;
 		}
+		if (lg_app_reaped(m->apps, pid, status))
+			continue;
 		for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 			for (uint32_t k = 0; k < g->nchildren; k++)
 				if (g->children[k].pid == pid) {

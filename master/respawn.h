@@ -6,7 +6,8 @@ struct master;
 struct lg_gen;
 
 /* SIGCHLD: reaps every child that has exited (waitpid(2), WNOHANG; as PID 1 also orphans
- * reparented to the master and module probes). For a row of a generation: marks its proc page
+ * reparented to the master and module probes; an app process goes to lg_app_reaped, master/app.h).
+ * For a row of a generation: marks its proc page
  * DOWN, kills what its jobs left in its process group, fails the job a compute process was
  * running (502, or 503 after an OOM kill) or reclaims the slots, flights and cache entries of a
  * loop worker, counts the restart and schedules the respawn (c->respawn_at) after a back-off.

@@ -116,7 +116,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,
 	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now,
-	    rt ? rt->kconf : defs };
+	    rt ? rt->kconf : defs, k->qparams, k->nqparams, k->query_size };
 	st = m->ready ? lg_host_run(&run, &out_len) : LG_JOB_ERROR;
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	if (st == LG_JOB_OK) {

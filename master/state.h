@@ -11,6 +11,8 @@
 #include "master/precheck.h"
 
 struct lg_gen;
+struct lg_appsup;
+struct lg_app_wait;
 
 #define MAX_GENS           4                      /* running + retiring generations at once */
 
@@ -40,6 +42,8 @@ struct master {
 	char gen_kept[360];    /* what that reload kept of the running configuration ("" none) */
 	char reload_error[400]; /* why the last reload was refused; "" after one that succeeded */
 	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
+	struct lg_appsup *apps;   /* the [app] processes (master/app.h), never NULL once running */
+	struct lg_app_wait *app_wait; /* a reload waiting for its new app processes (reload.c) */
 	struct lg_precheck check; /* a reload's check process (pid 0: none); its exit is noted
 	                           * by the reaper (respawn.c), the rest is reload.c's */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role

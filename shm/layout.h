@@ -207,12 +207,15 @@ struct lg_proc_page {
 	                                       * with bytes in flight (refreshed each 100 ms tick) */
 	_Atomic uint32_t conn_buffers_free;   /* loop: blocks mapped and free in the pool until a
 	                                       * trim unmaps them (same tick) */
+	_Atomic uint32_t job_route;           /* compute: registry route index of the job named in
+	                                       * `job` (valid with it, as job_kind) */
+	uint32_t pad_route;
 	/* The statistics by route and by kind are not here: their number comes from the
 	 * configuration, so they sit in the arena's stats area (struct lg_route_stats /
 	 * lg_kind_stats, lg_arena_route_stats / lg_arena_kind_stats), one block per page. */
-	uint8_t reserved[LG_PROC_PAGE - 864];
+	uint8_t reserved[LG_PROC_PAGE - 872];
 };
-_Static_assert(offsetof(struct lg_proc_page, reserved) == 864, "proc page fields");
+_Static_assert(offsetof(struct lg_proc_page, reserved) == 872, "proc page fields");
 _Static_assert(sizeof(struct lg_proc_page) == LG_PROC_PAGE, "proc page is two pages");
 
 /* One route's statistics in one loop worker's block of the stats area (single writer). */
@@ -245,22 +248,26 @@ enum lg_restart_reason {
 	LG_RESTART_REASONS = 6,
 };
 
-/* Job kinds whose compute process deaths the master tracks (a kind past the table shares no
- * row and is never quarantined). */
+/* (Job kind, route) pairs whose compute process deaths the master tracks (a pair past the
+ * table shares no row and is never quarantined). */
 #define LG_KIND_HEALTH 8
 
-/* What the master knows of the job kinds that killed their compute process: written by the
- * master only, read by the loops (head-time quarantine check) and the compute processes (a
- * queued job of a quarantined kind is not run). */
+/* What the master knows of the job kinds that killed their compute process, by kind and
+ * route (module ABI 1.2: every Python route runs the one kind python.call, and one route's
+ * crashes must not quarantine the others): written by the master only, read by the loops
+ * (head-time quarantine check) and the compute processes (a queued job of a quarantined
+ * pair is not run). */
 struct lg_kind_health {
-	_Atomic uint32_t kind;          /* job kind of the row; 0 = unused */
+	_Atomic uint32_t kind;          /* job kind of the row; 0 = unused (written after route) */
+	uint32_t route;                 /* registry route index of the row */
 	uint32_t recent;                /* master only: deaths since window_ns */
+	uint32_t pad;
 	uint64_t window_ns;             /* master only: start of the counting window */
 	_Atomic uint64_t deaths;        /* compute processes that died running a job of the kind */
 	_Atomic uint64_t quarantines;   /* times the kind was quarantined */
 	_Atomic uint64_t until_ns;      /* CLOCK_MONOTONIC end of its quarantine; 0 = none */
 };
-_Static_assert(sizeof(struct lg_kind_health) == 40, "kind health row");
+_Static_assert(sizeof(struct lg_kind_health) == 48, "kind health row");
 
 /* Modules whose init health is shared (a module's registry index is its row; the registry
  * holds at most this many modules, built-in ones included: kinds/registry.h LG_MODULES_MAX). */
@@ -279,6 +286,21 @@ struct lg_module_health {
 	uint64_t backoff_ns;            /* master only: the current back-off */
 };
 _Static_assert(sizeof(struct lg_module_health) == 32, "module health row");
+
+/* Apps the master runs ([app NAME], master/app.h) shown by /status and /metrics. */
+#define LG_APP_ROWS 8
+
+/* One app's row in a generation's page: the processes of the run that generation routes to
+ * (master/app.h lg_app_publish). Written by the master only, read by the loops. */
+struct lg_app_row {
+	char name[24];                  /* NUL-terminated (an app name is at most 23 bytes) */
+	_Atomic uint16_t processes;     /* its process count (at most 32) */
+	_Atomic uint16_t running;       /* of them running now */
+	_Atomic uint32_t ready_mask;    /* bit k: its process k runs and passed its readiness
+	                                 * probe (an upstream sends only to those) */
+	_Atomic uint64_t restarts;      /* processes of it the master restarted */
+};
+_Static_assert(sizeof(struct lg_app_row) == 40, "app row");
 
 /* The master's own page, page 1 of the arena: the static fields are written once before the
  * first fork, the atomic ones by the master while it runs; everyone else only reads. */
@@ -316,11 +338,14 @@ struct lg_master_page {
 	                                 * UINT64_MAX = no bound */
 	_Atomic uint64_t shm_charged;   /* transit bytes charged now (slots' `charged` summed) */
 	_Atomic uint64_t oom_kills;     /* compute processes the kernel's OOM killer took */
-	uint8_t reserved[LG_PAGE - 784 - 40 * LG_KIND_HEALTH - 192 * LG_MAX_POOLS -
-	    32 * LG_MODULE_HEALTH];
+	_Atomic uint32_t napps;         /* rows of apps in use */
+	uint32_t pad_apps;
+	struct lg_app_row apps[LG_APP_ROWS];
+	uint8_t reserved[LG_PAGE - 792 - 48 * LG_KIND_HEALTH - 192 * LG_MAX_POOLS -
+	    32 * LG_MODULE_HEALTH - 40 * LG_APP_ROWS];
 };
 _Static_assert(offsetof(struct lg_master_page, reserved) ==
-    784 + 40 * LG_KIND_HEALTH + 192 * LG_MAX_POOLS + 32 * LG_MODULE_HEALTH,
+    792 + 48 * LG_KIND_HEALTH + 192 * LG_MAX_POOLS + 32 * LG_MODULE_HEALTH + 40 * LG_APP_ROWS,
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 

@@ -155,12 +155,12 @@ lg_stats_lag_recent(const struct lg_proc_page *p, uint64_t now_ns, struct lg_lag
 }
 
 const struct lg_kind_health *
-lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind)
+lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind, uint32_t route)
 {
 	for (unsigned i = 0; i < LG_KIND_HEALTH && kind != 0; i++) {
 		uint32_t k = atomic_load_explicit(&mp->kinds[i].kind, memory_order_acquire);
 
-		if (k == kind)
+		if (k == kind && mp->kinds[i].route == route)
 			return &mp->kinds[i];
 		if (k == 0)
 			break; /* rows are filled in order */
@@ -169,9 +169,10 @@ lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind)
 }
 
 uint64_t
-lg_stats_quarantine_left(const struct lg_master_page *mp, uint32_t kind, uint64_t now_ns)
+lg_stats_quarantine_left(const struct lg_master_page *mp, uint32_t kind, uint32_t route,
+    uint64_t now_ns)
 {
-	const struct lg_kind_health *h = lg_stats_kind_health(mp, kind);
+	const struct lg_kind_health *h = lg_stats_kind_health(mp, kind, route);
 	uint64_t until;
 
 	if (h == NULL)

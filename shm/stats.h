@@ -78,14 +78,18 @@ void lg_stats_lag_recent(const struct lg_proc_page *p, uint64_t now_ns,
  * "client_gone", "stuck"; "?" out of range. Static storage. */
 const char *lg_stats_restart_reason(unsigned r);
 
-/* The row of mp->kinds for job kind `kind`, or NULL when the master never recorded a death of
- * it. Lock-free read; the master is the only writer (rows are filled once, never moved). */
-const struct lg_kind_health *lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind);
+/* The row of mp->kinds for job kind `kind` on route `route` (its registry index), or NULL
+ * when the master never recorded a death of that pair. Lock-free read; the master is the only
+ * writer (rows are filled once, never moved; a row's route is written before its kind). */
+const struct lg_kind_health *lg_stats_kind_health(const struct lg_master_page *mp, uint32_t kind,
+    uint32_t route);
 
-/* Nanoseconds left of the quarantine of job kind `kind` at now_ns (CLOCK_MONOTONIC), 0 when it
- * is not quarantined. A quarantined kind is refused with 503 at head time and not run when it
- * was already queued (docs/OPERATIONS.md, "Poison jobs"). */
+/* Nanoseconds left of the quarantine of job kind `kind` on route `route` at now_ns
+ * (CLOCK_MONOTONIC), 0 when that pair is not quarantined: quarantine is by kind and route
+ * (module ABI 1.2), so the same kind on another route still runs. A quarantined pair is
+ * refused with 503 at head time and not run when it was already queued (docs/OPERATIONS.md,
+ * "Poison jobs"). */
 uint64_t lg_stats_quarantine_left(const struct lg_master_page *mp, uint32_t kind,
-    uint64_t now_ns);
+    uint32_t route, uint64_t now_ns);
 
 #endif

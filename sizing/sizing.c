@@ -118,6 +118,15 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	s->budget = budget;
 	s->loop_workers = cfg != NULL && cfg->loop_workers > 0 ? cfg->loop_workers : budget;
 	lg_sizing_counts(cfg, budget, &s->compute_workers, &s->queue_capacity);
+	s->app_processes = cfg == NULL ? 0 : cfg->app_fixed +
+	    (cfg->app_auto ? cfg->app_auto * lg_sizing_app_share(budget, cfg->app_auto) : 0);
+	if (s->app_processes > 0 && cfg->compute_workers <= 0 && !(cfg->compute_share > 0)) {
+		/* the app's processes run on the same CPUs: the default pool yields them */
+		s->compute_workers = budget - 1 - s->app_processes;
+		s->compute_workers = s->compute_workers < 1 ? 1 : s->compute_workers;
+		if (cfg->queue_capacity < 0)
+			s->queue_capacity = 2 * s->compute_workers;
+	}
 	s->npools = cfg != NULL && cfg->npools > 1 ? cfg->npools : 1;
 	s->pool_compute[0] = s->compute_workers;
 	s->pool_queue[0] = s->queue_capacity;
@@ -146,6 +155,14 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 		else
 			s->pool_compute_max[i] = s->pool_compute[i], s->pool_queue_max[i] = s->pool_queue[i];
 	}
+}
+
+int
+lg_sizing_app_share(int budget, int nauto)
+{
+	int n = budget / 2 / (nauto > 0 ? nauto : 1);
+
+	return n < 1 ? 1 : n > 32 ? 32 : n;
 }
 
 int
@@ -209,6 +226,8 @@ lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap)
 	    s->rounding == LG_ROUND_CEIL ? "ceil" : "floor", over, s->budget, s->loop_workers,
 	    s->compute_workers, s->queue_capacity, s->live_resize ? "true" : "false",
 	    s->compute_max, s->queue_max, s->warnings);
+	if (s->app_processes > 0 && n >= 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, ",\"app_processes\":%d", s->app_processes);
 	/* How the budget is split, when pools are declared (names are a-z0-9_- only). */
 	for (int i = 0; s->npools > 1 && i < s->npools && n >= 0 && (size_t)n < cap; i++)
 		n += snprintf(buf + n, cap - (size_t)n, "%s{\"name\":\"%s\",\"compute\":%d,"

@@ -40,6 +40,7 @@ struct lg_sizing {
 	int loop_workers;         /* L = budget unless overridden */
 	int compute_workers;      /* C = max(1, budget - 1) unless overridden */
 	int queue_capacity;       /* 2 x C unless overridden */
+	int app_processes;        /* the [app]s' processes: given counts + the auto share */
 	int live_resize;          /* 1: the budget (and the counts derived from it) followed */
 	int compute_max;          /* C and queue at the largest budget a live resize can reach */
 	int queue_max;            /* (every online CPU); equal to C and queue without live resize */
@@ -84,9 +85,16 @@ int lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg
  * default queue, 2 x C, too). */
 int lg_sizing_resizable(const struct lg_config *cfg);
 
+/* Processes of one [app] with processes = auto under a budget of `budget` whole CPUs shared by
+ * nauto such apps: max(1, budget / 2 / nauto), at most 32 (the other half of the budget is the
+ * loops' and the compute pool's). */
+int lg_sizing_app_share(int budget, int nauto);
+
 /* Fills the decision in *s from its inputs and the overrides in *cfg (cpus, rounding,
  * loop_workers, compute_workers or compute_share, queue_capacity; 0 or -1 mean "not set", see
- * common/config.h), with lg_sizing_counts. Quota rounding: floor by default, ceil with
+ * common/config.h), with lg_sizing_counts. The [app]s' processes (cfg->app_fixed, app_auto)
+ * count against the budget: a compute count not given is max(1, budget - 1 - app processes).
+ * Quota rounding: floor by default, ceil with
  * LG_ROUND_CEIL, never below 1. compute_max/queue_max: the counts at a budget of every online
  * CPU when lg_sizing_resizable(cfg), else the counts decided now. */
 void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
@@ -94,7 +102,7 @@ void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
 /* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),
  * quota_source (string or null), cgroup, rounding ("floor"/"ceil"), cpus_override (number or
  * null), budget, loop_workers, compute_workers, queue_capacity, live_resize (boolean),
- * compute_max, queue_max, warnings, the memory keys of lg_memsize_json, and with named pools
+ * compute_max, queue_max, warnings, app_processes when there are apps, the memory keys of lg_memsize_json, and with named pools
  * "pools": [{name, compute, queue, oversubscribe}]) into buf of cap bytes,
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);

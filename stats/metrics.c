@@ -32,15 +32,20 @@ lg_metrics_bound(uint32_t nloops, const struct lg_stats_names *nm)
 	 * 19 lines of < 100 bytes. A route has at most LG_STATS_CODES counter lines and one
 	 * duration histogram (LG_STATS_BOUNDS + 3 lines); a kind two job histograms and a line in
 	 * each of the three health families. */
-	size_t n = 64 * 1024 + (size_t)nloops * 2560;
+	size_t n = 64 * 1024 + (size_t)nloops * 2560, maxr = 0, maxk = 0, len;
 
-	for (unsigned r = 0; r < nm->nroutes; r++)
-		n += (size_t)(LG_STATS_CODES + LG_STATS_BOUNDS + 3) *
-		    (SERIES_LINE + (nm->route[r] ? strlen(nm->route[r]) : 0));
-	for (unsigned k = 0; k < nm->nkinds; k++)
-		n += (size_t)(2 * (LG_STATS_BOUNDS + 3) + 3) *
-		    (SERIES_LINE + (nm->kind[k] ? strlen(nm->kind[k]) : 0));
-	return n;
+	for (unsigned r = 0; r < nm->nroutes; r++) {
+		len = nm->route[r] ? strlen(nm->route[r]) : 0;
+		maxr = len > maxr ? len : maxr;
+		n += (size_t)(LG_STATS_CODES + LG_STATS_BOUNDS + 3) * (SERIES_LINE + len);
+	}
+	for (unsigned k = 0; k < nm->nkinds; k++) {
+		len = nm->kind[k] ? strlen(nm->kind[k]) : 0;
+		maxk = len > maxk ? len : maxk;
+		n += (size_t)(2 * (LG_STATS_BOUNDS + 3) + 3) * (SERIES_LINE + len);
+	}
+	/* the health families' rows are (kind, route) pairs, both labels on each line */
+	return n + (size_t)3 * LG_KIND_HEALTH * (SERIES_LINE + maxr + maxk);
 }
 
 static void
@@ -167,31 +172,42 @@ job_hist(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops,
 	}
 }
 
-/* Deaths of compute processes charged to the job kind they ran, and quarantines. */
+/* The label of route index `route` in nm, "unknown" when nm has none for it. */
+static const char *
+route_label(const struct lg_stats_names *nm, uint32_t route)
+{
+	return route < nm->nroutes && nm->route[route] ? nm->route[route] : "unknown";
+}
+
+/* Deaths of compute processes charged to the job kind they ran, and quarantines, by kind and
+ * route (a row of the master page's table is a pair). */
 static void
 kind_health_families(struct lg_buf *b, const struct lg_master_page *mp,
     const struct lg_stats_names *nm, uint64_t now_ns)
 {
 	static const struct { const char *name, *type, *help; } fam[3] = {
 		{ "lagless_job_process_deaths_total", "counter",
-		  "Compute processes that died (crash, OOM kill) while running a job, by its kind." },
+		  "Compute processes that died (crash) while running a job, by its kind and route." },
 		{ "lagless_job_kind_quarantines_total", "counter",
-		  "Times a job kind was quarantined for killing compute processes (--quarantine-deaths)." },
+		  "Times a job kind was quarantined on a route for killing compute processes "
+		  "(--quarantine-deaths)." },
 		{ "lagless_job_kind_quarantined", "gauge",
-		  "1 while a job kind is quarantined: its requests get 503." },
+		  "1 while a job kind is quarantined on a route: its requests there get 503." },
 	};
 
 	for (int f = 0; f < 3; f++) {
 		family(b, fam[f].name, fam[f].type, fam[f].help);
 		for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
 			const struct lg_kind_health *h = &mp->kinds[i];
-			uint32_t kind = atomic_load(&h->kind);
+			uint32_t kind = atomic_load_explicit(&h->kind, memory_order_acquire);
 			uint64_t v = f == 0 ? atomic_load(&h->deaths) : f == 1 ?
-			    atomic_load(&h->quarantines) : lg_stats_quarantine_left(mp, kind, now_ns) > 0;
+			    atomic_load(&h->quarantines) :
+			    lg_stats_quarantine_left(mp, kind, h->route, now_ns) > 0;
 
 			if (kind == 0)
 				break;
-			P("%s{kind=\"%s\"} %" PRIu64 "\n", fam[f].name, lg_stats_kind_name(nm, kind), v);
+			P("%s{kind=\"%s\",route=\"%s\"} %" PRIu64 "\n", fam[f].name,
+			    lg_stats_kind_name(nm, kind), route_label(nm, h->route), v);
 		}
 	}
 }
@@ -388,6 +404,33 @@ sizing_families(struct lg_buf *b, const struct lg_master_page *mp, uint64_t now_
 	(void)now_ns;
 }
 
+/* The apps the master runs ([app NAME], shm/layout.h lg_app_row). */
+static void
+app_families(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	uint32_t n = atomic_load(&mp->napps);
+
+	if (n == 0)
+		return;
+	family(b, "lagless_app_restarts_total", "counter",
+	    "Processes of an [app] the master restarted (they died or were not ready in time).");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++)
+		P("lagless_app_restarts_total{app=\"%.23s\"} %" PRIu64 "\n", mp->apps[i].name,
+		    atomic_load(&mp->apps[i].restarts));
+	family(b, "lagless_app_processes", "gauge",
+	    "Processes of an [app]: configured, running, and ready (past the readiness probe).");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++) {
+		const struct lg_app_row *r = &mp->apps[i];
+
+		P("lagless_app_processes{app=\"%.23s\",state=\"configured\"} %u\n", r->name,
+		    (unsigned)atomic_load(&r->processes));
+		P("lagless_app_processes{app=\"%.23s\",state=\"running\"} %u\n", r->name,
+		    (unsigned)atomic_load(&r->running));
+		P("lagless_app_processes{app=\"%.23s\",state=\"ready\"} %u\n", r->name,
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)));
+	}
+}
+
 static void
 process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 {
@@ -439,6 +482,7 @@ process_families(struct lg_buf *b, const struct lg_arena *a, uint32_t nloops)
 			P("lagless_process_restarts_total{role=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
 			    role == 0 ? "loop" : "compute", lg_stats_restart_reason((unsigned)r),
 			    atomic_load(&a->master->restarts[role][r]));
+	app_families(b, a->master);
 }
 
 static void

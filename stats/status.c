@@ -105,6 +105,24 @@ admission(struct lg_buf *b, const struct lg_master_page *mp)
 	    atomic_load(&c->intervals), atomic_load(&c->overloaded_intervals));
 }
 
+/* The apps the master runs (shm/layout.h lg_app_row; names are [a-z0-9_-]). */
+static void
+app_rows(struct lg_buf *b, const struct lg_master_page *mp)
+{
+	uint32_t n = atomic_load(&mp->napps);
+
+	P("\"apps\":[");
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++) {
+		const struct lg_app_row *r = &mp->apps[i];
+
+		P("%s{\"name\":\"%.23s\",\"processes\":%u,\"running\":%u,\"ready\":%u,"
+		    "\"restarts\":%" PRIu64 "}", i ? "," : "", r->name,
+		    (unsigned)atomic_load(&r->processes), (unsigned)atomic_load(&r->running),
+		    (unsigned)__builtin_popcount(atomic_load(&r->ready_mask)), atomic_load(&r->restarts));
+	}
+	P("],");
+}
+
 static void
 slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_names *nm,
     uint32_t nloops, uint64_t now_ns)
@@ -139,16 +157,19 @@ slots_and_queue(struct lg_buf *b, const struct lg_arena *a, const struct lg_stat
 	P("},\"job_kinds\":[");
 	for (unsigned i = 0; i < LG_KIND_HEALTH; i++) {
 		const struct lg_kind_health *h = &a->master->kinds[i];
-		uint32_t kind = atomic_load(&h->kind);
+		uint32_t kind = atomic_load_explicit(&h->kind, memory_order_acquire);
 
 		if (kind == 0)
 			break;
-		P("%s{\"kind\":\"%s\",\"process_deaths\":%" PRIu64 ",\"quarantines\":%" PRIu64
-		    ",\"quarantined_ms\":%.0f}", i ? "," : "", lg_stats_kind_name(nm, kind),
-		    atomic_load(&h->deaths), atomic_load(&h->quarantines),
-		    (double)lg_stats_quarantine_left(a->master, kind, now_ns) / 1e6);
+		P("%s{\"kind\":\"%s\",\"route\":\"%s\",\"process_deaths\":%" PRIu64
+		    ",\"quarantines\":%" PRIu64 ",\"quarantined_ms\":%.0f}", i ? "," : "",
+		    lg_stats_kind_name(nm, kind), h->route < nm->nroutes && nm->route[h->route] ?
+		    nm->route[h->route] : "unknown", atomic_load(&h->deaths),
+		    atomic_load(&h->quarantines),
+		    (double)lg_stats_quarantine_left(a->master, kind, h->route, now_ns) / 1e6);
 	}
 	P("],");
+	app_rows(b, a->master);
 }
 
 static const char *

@@ -40,22 +40,22 @@ static int nwatch;                 /* more_io in use */
 static void
 pause_accept(struct lg_worker *w)
 {
-	if (w->acc.accepting) {
-		ev_io_stop(w->ev, &w->acc.io);
+	if (LG_ACC(w)->accepting) {
+		ev_io_stop(w->ev, &LG_ACC(w)->io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_stop(w->ev, &more_io[i]);
 	}
-	w->acc.accepting = 0;
+	LG_ACC(w)->accepting = 0;
 }
 
 static void
 resume_accept(struct lg_worker *w)
 {
-	if (!w->acc.accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
-		ev_io_start(w->ev, &w->acc.io);
+	if (!LG_ACC(w)->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
+		ev_io_start(w->ev, &LG_ACC(w)->io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_start(w->ev, &more_io[i]);
-		w->acc.accepting = 1;
+		LG_ACC(w)->accepting = 1;
 	}
 }
 
@@ -122,7 +122,7 @@ refuse_queued(struct lg_worker *w)
 	char what[128];
 	snprintf(what, sizeof(what), "%d connection(s) over --max-conns %d refused with 503", n,
 	    w->env->cfg->max_conns);
-	warn_limited(w, &w->acc.refuse_warned_at, &w->acc.refuse_warn_repeats, what);
+	warn_limited(w, &LG_ACC(w)->refuse_warned_at, &LG_ACC(w)->refuse_warn_repeats, what);
 }
 
 /* Whether listener lfd takes a PROXY protocol header first: bit 0 of cfg->listen_proxy is the
@@ -160,8 +160,8 @@ accept_conns(struct lg_worker *w, int lfd)
 				char what[128];
 				snprintf(what, sizeof(what), "accept: %s; pausing accept",
 				    strerror(errno));
-				warn_limited(w, &w->acc.emfile_warned_at, &w->acc.emfile_warn_repeats, what);
-				w->acc.paused_until_tick = 1;
+				warn_limited(w, &LG_ACC(w)->emfile_warned_at, &LG_ACC(w)->emfile_warn_repeats, what);
+				LG_ACC(w)->paused_until_tick = 1;
 				pause_accept(w);
 			}
 			return; /* EAGAIN: another loop worker took it, or the queue is empty */
@@ -223,9 +223,9 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	lg_conn_tick(w);
 	lg_up_tick(w);
 	lg_fair_tick(w);
-	if (!w->draining && !w->acc.paused_until_tick && w->nconns >= w->env->cfg->max_conns)
+	if (!w->draining && !LG_ACC(w)->paused_until_tick && w->nconns >= w->env->cfg->max_conns)
 		refuse_queued(w);
-	w->acc.paused_until_tick = 0;
+	LG_ACC(w)->paused_until_tick = 0;
 	resume_accept(w);
 }
 
@@ -306,8 +306,8 @@ watch_listeners(struct lg_worker *w)
 	const struct lg_loop_env *env = w->env;
 	int one = 1;
 
-	ev_io_init(&w->acc.io, accept_cb, env->listen_fd, EV_READ);
-	w->acc.io.data = w;
+	ev_io_init(&LG_ACC(w)->io, accept_cb, env->listen_fd, EV_READ);
+	LG_ACC(w)->io.data = w;
 	for (int i = 0; i <= env->nmore; i++) {
 		int fd = i < env->nmore ? env->more_fds[i] : env->admin_fd;
 
@@ -325,9 +325,7 @@ watch_loop(struct lg_worker *w)
 {
 	const struct lg_loop_env *env = w->env;
 
-	ev_io_init(&w->job.done_io, done_cb, env->ch->done[env->index][0], EV_READ);
-	w->job.done_io.data = w;
-	ev_io_start(w->ev, &w->job.done_io);
+	lg_offload_watch(w, done_cb, env->ch->done[env->index][0]);
 	ev_signal_init(&w->sig_term, drain_cb, SIGTERM);
 	ev_signal_init(&w->sig_int, drain_cb, SIGINT);
 	w->sig_term.data = w->sig_int.data = w;
@@ -377,7 +375,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	lg_registry_init_process(env->cfg->reg, 1, &guard);
 	if ((w->ev = ev_default_loop(EVFLAG_AUTO)) == NULL)
 		return -1;
-	if ((w->job.pending = calloc(env->arena->nslots, sizeof(*w->job.pending))) == NULL)
+	if (lg_offload_setup(w) == -1)
 		return -1;
 	if (lg_coal_setup(w) == -1 || lg_coal_cluster_setup(w) == -1)
 		return -1;
@@ -394,8 +392,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
 	presize_fd_table(env->listen_fd, env->cfg->max_conns);
 	lower_oom_score();
-	if (lg_backing_start(&w->job.backing, w->ev, env->arena->fd, env->arena->base,
-	    lg_offload_backed, w) == -1)
+	if (lg_offload_backing_start(w) == -1)
 		return -1;
 	lg_offload_map_views(w);
 	watch_listeners(w);
@@ -408,15 +405,19 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 int
 lg_loop_main(const struct lg_loop_env *env)
 {
-	struct lg_worker w;
+	/* Allocated, as the connections' pool blocks are: the rooms' parts (LG_PART) are bytes
+	 * each room stores its own struct in, which allocated storage allows (C11 6.5p6: its
+	 * effective type is that of what is stored) and a declared object would not. Freed by
+	 * the process's exit. */
+	struct lg_worker *w = malloc(sizeof(*w));
 
-	if (setup(&w, env) == -1) {
+	if (w == NULL || setup(w, env) == -1) {
 		log_error("cannot set up the event loop: %s", strerror(errno));
 		return 1;
 	}
 	atomic_store(&env->page->heartbeat_ns, lg_now_ns());
 	log_info("started");
-	ev_run(w.ev, 0);
+	ev_run(w->ev, 0);
 	log_info("drained, exiting");
 	return 0;
 }

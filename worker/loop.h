@@ -7,31 +7,12 @@
 #include <ev.h>
 #include <stdint.h>
 
-#include "shm/cache.h"
-#include "shm/flight.h"
-#include "shm/upstream.h"
+#include "worker/core/conn.h"
+#include "worker/core/env.h"
 
-#include "common/config.h"
-#include "shm/arena.h"
-#include "shm/channel.h"
 
-struct lg_loop_env {
-	const struct lg_config *cfg;
-	struct lg_arena *arena;      /* shared, mapped by the master */
-	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'l', index) */
-	int listen_fd;               /* non-blocking listening socket shared by every loop worker */
-	const int *more_fds;         /* further listeners (--listen a b, unix:/path), nmore of them */
-	int nmore;
-	int admin_fd;                /* --admin-listen's socket, or -1 */
-	uint32_t index;              /* loop index, 0..L-1: the owner id in slot words */
-	uint32_t nloops;
-	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
-	struct lg_flight_table *flights; /* single-flight table (shm/flight.h), shared */
-	struct lg_cache *cache;      /* result cache (shm/cache.h), shared */
-	struct lg_upshm *ups;        /* upstreams' admission records (shm/upstream.h), shared */
-};
-
-/* The accept side of a loop worker (worker/loop.c), embedded in struct lg_worker as w->acc. */
+/* The accept side of a loop worker (worker/loop.c): the loop's part of struct lg_worker
+ * (w->part_acc), reached as LG_ACC(w). */
 struct lg_worker_accept {
 	ev_io io;                     /* the listening socket shared by every loop worker */
 	int accepting;                /* io is started */
@@ -41,6 +22,10 @@ struct lg_worker_accept {
 	ev_tstamp refuse_warned_at;   /* and of the over --max-conns refusal warning */
 	uint64_t refuse_warn_repeats;
 };
+
+#define LG_ACC(w) ((struct lg_worker_accept *)(void *)(w)->part_acc.b)
+_Static_assert(sizeof(struct lg_worker_accept) <= sizeof(((struct lg_worker *)0)->part_acc) &&
+    _Alignof(struct lg_worker_accept) <= LG_PART_ALIGN, "the loop's part of struct lg_worker");
 
 /* Runs the loop until a graceful drain (SIGTERM/SIGINT) finishes: stop accepting, finish the
  * requests in flight, close idle keep-alive connections. Returns the process exit status

@@ -8,6 +8,7 @@
 #include "common/pool.h"
 #include "shm/stats.h"
 #include "worker/core/access.h"
+#include "worker/job/job.h"
 
 static void
 lag_arm(struct lg_worker *w)
@@ -140,7 +141,7 @@ worst_step(struct lg_worker *w, uint64_t took, char *out, size_t cap)
 {
 	if (w->obs.worst_route == NULL && w->obs.cb_conn != NULL &&
 	    w->obs.cb_conn->obs.req_start_ns) {
-		w->obs.worst_route = w->obs.cb_conn->rt.route_label;
+		w->obs.worst_route = LG_RT(w->obs.cb_conn)->route_label;
 		note_what(w->obs.cb_conn, &w->obs.what[w->obs.unit_what ^ 1]);
 		w->obs.worst_unit_ns = took;
 	}
@@ -182,7 +183,7 @@ lg_obs_unit_begin(struct lg_worker *w, const struct lg_conn *c)
 	if (w->obs.unit_open)
 		reading(w); /* the step before ends here */
 	w->obs.unit_start_ns = w->obs.mark_ns; /* the callback's start, or the step before's end */
-	w->obs.unit_route = c->rt.route_label;
+	w->obs.unit_route = LG_RT(c)->route_label;
 	note_what(c, &w->obs.what[w->obs.unit_what]);
 }
 
@@ -201,12 +202,12 @@ lg_obs_request_begin(struct lg_conn *c)
 	/* pipelined requests parsed at one reading share a start: their ids must not */
 	c->obs.rid = c->w->obs.last_rid = c->obs.req_start_ns > c->w->obs.last_rid ?
 	    c->obs.req_start_ns : c->w->obs.last_rid + 1;
-	lg_rt_none(&c->rt, &c->w->rt);
+	lg_rt_none(LG_RT(c), LG_WRT(c->w));
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
 	c->obs.why = NULL;
 	c->obs.up_addr = NULL;
-	c->job.queue_ns = c->job.run_ns = 0;
+	lg_obs_job_times(&c->obs, 0, 0);
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->obs.inflight, memory_order_relaxed);
 	lg_stats_add(&c->w->env->page->begun, 1);
 }
@@ -225,7 +226,7 @@ lg_obs_request_end(struct lg_conn *c)
 	struct lg_proc_page *p = w->env->page;
 	uint64_t start = c->obs.req_start_ns, took = 0;
 	struct lg_route_stats *rs = lg_arena_route_stats(w->env->arena, w->env->index,
-	    c->rt.route_row);
+	    LG_RT(c)->route_row);
 	int log = w->env->cfg->access_log;
 
 	lg_stats_add(&rs->responses[lg_stats_code_index(c->obs.resp_status)], 1);
@@ -252,7 +253,7 @@ lg_obs_conn_closed(struct lg_conn *c)
 		c->w->obs.cb_conn = NULL;
 	if (c->obs.req_start_ns == 0)
 		return;
-	if (lg_job_holds_slot(&c->job) && c->state == LG_CONN_JOB)
+	if (lg_job_held(c) && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);
 }
@@ -262,7 +263,7 @@ lg_obs_route_hit(struct lg_conn *c)
 {
 	/* this loop's row: a single writer, so no locked read-modify-write (shm/layout.h) */
 	lg_stats_add(&lg_arena_route_stats(c->w->env->arena, c->w->env->index,
-	    c->rt.route_row)->hits, 1);
+	    LG_RT(c)->route_row)->hits, 1);
 }
 
 void

@@ -6,6 +6,7 @@
 #define LG_WORKER_OBSERVE_H
 
 #include "worker/core/conn.h"
+#include "worker/route/routes_state.h"
 
 /* Resets this incarnation's gauges, marks the page RUNNING and starts the lag probe: a timer
  * every cfg->lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
@@ -18,7 +19,7 @@ void lg_obs_draining(struct lg_worker *w);
 /* Brackets one libev callback. c is the connection it serves, or NULL (accept, completions).
  * A callback longer than cfg->slow_callback_ms (0 = off) is counted and logged as a warning
  * naming cb and the request step that took longest inside it. The clock is read at both ends
- * and between two request steps only (worker/observe_state.h): two readings for a callback
+ * and between two request steps only (worker/core/obs_state.h): two readings for a callback
  * that answers one request. */
 void lg_obs_cb_begin(struct lg_worker *w, struct lg_conn *c);
 void lg_obs_cb_end(struct lg_worker *w, const char *cb);

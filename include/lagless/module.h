@@ -48,7 +48,8 @@
  *      master's loop), not in the master, which then loads the same configuration without
  *      calling them: keep nothing from check for later (init receives the module config).
  *   2. every process that may run the module's kinds (compute processes; loop workers too when a
- *      route runs a kind where=loop), once after fork: init(module config, &state). It is also
+ *      route runs a kind where=loop), once after fork: init(module config, &state), which may
+ *      walk the routes that use its kinds with host->route_at (ABI 1.2). It is also
  *      run once in a short-lived child at `lagless -t`, and in such a child to retry an init
  *      that failed or crashed (the module's routes answer 503 meanwhile; after a successful
  *      retry each process runs init again before its next job of the module).
@@ -66,6 +67,7 @@
  *   - No thread that outlives run, no signal handler, no fork without exec, no change to the
  *     process's signal mask, limits or working directory, no exit(): the process is shared by
  *     the next jobs and may be killed at any instant (deadline), losing only the current job.
+ *     A kind that left its process unfit for the next job calls host->recycle (ABI 1.2).
  *   - Memory is limited per compute process (a host setting); past it malloc fails, which the
  *     kind should answer with LAGLESS_ERROR. Time is limited by the route's deadline: past it the
  *     client gets 504 and the process is killed. rq->deadline_ns lets a long kind stop early.
@@ -131,11 +133,12 @@ extern "C" {
 /* What run returns. The host maps it to the HTTP answer. */
 enum lagless_status {
 	LAGLESS_OK = 0,         /* out->len bytes of out->data are the body; status 200 unless
-	                         * set_status chose another 2xx */
+	                         * set_status chose another 2xx (or, ABI 1.2, a 3xx) */
 	LAGLESS_BAD_INPUT = 1,  /* the request is wrong: 400 (or the 4xx given to set_status), body
 	                         * the short message given to set_message, or (ABI 1.2) the
 	                         * out->len bytes of out->data after host->error_body */
-	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500, body as for
+	LAGLESS_ERROR = 2,      /* the kind failed (allocation, library error): 500 (ABI 1.2: or
+	                         * the 501-504 given to set_status), body as for
 	                         * LAGLESS_BAD_INPUT */
 	LAGLESS_TOO_LARGE = 3,  /* the answer would not fit out->cap, or the input is over a limit
 	                         * of the kind (a decompression bomb): 413 */
@@ -203,6 +206,12 @@ struct lagless_request {
 	const void *route;                 /* the route's keys parsed by the host into the kind's
 	                                    * route struct (lagless_kind.route_params), NULL when
 	                                    * the kind declares none */
+	/* ---- ABI 1.2 ---- */
+	const void *query_args;            /* the declared query arguments parsed by the host into
+	                                    * the kind's query struct (lagless_kind.query_size),
+	                                    * NULL when that size is 0; STRING values are
+	                                    * percent-decoded and NUL-terminated; all valid until
+	                                    * run returns */
 };
 
 #define LAGLESS_MAX_FIELDS 16          /* header fields a route may list */
@@ -237,8 +246,11 @@ struct lagless_host {
 	/* Appends n bytes at out->data + out->len. Returns 0, or -1 (nothing written) when it would
 	 * pass out->cap. */
 	int (*write)(struct lagless_output *out, const void *p, size_t n);
-	/* The HTTP status of the answer: a 2xx with LAGLESS_OK, a 4xx with LAGLESS_BAD_INPUT.
-	 * Returns 0, or -1 for a code outside 200-299 and 400-499. */
+	/* The HTTP status of the answer: a 2xx with LAGLESS_OK, a 4xx with LAGLESS_BAD_INPUT;
+	 * since ABI 1.2 also a 3xx with LAGLESS_OK (300-303, 307, 308; 301, 302, 303, 307 and 308
+	 * with a Location field, add_field) and 501-504 with LAGLESS_ERROR (a runtime's own
+	 * gateway answers). A status that does not match what run returns is ignored (the
+	 * default of that return is sent). Returns 0, or -1 for any other code. */
 	int (*set_status)(struct lagless_output *out, int http_status);
 	/* The Content-Type of this answer, over the route's and the kind's (copied; at most 127
 	 * bytes of visible ASCII). Returns 0 or -1. */
@@ -288,7 +300,46 @@ struct lagless_host {
 	 * text, as before 1.2; with it that text only names the failure in the server's log.
 	 * It has no effect on the other statuses. Returns 0. */
 	int (*error_body)(struct lagless_output *out);
+	/* Adds a response header field to this answer, whatever its status (name_len and
+	 * value_len bytes, copied; neither needs a NUL). The host checks it here and again when it
+	 * builds the response:
+	 *   - name a token (RFC 9110 section 5.1); value visible ASCII, SP and HTAB, without
+	 *     leading or trailing white space (section 5.5): so no CR, LF or NUL in either;
+	 *   - no hop-by-hop field (section 7.6.1: Connection, Keep-Alive, Proxy-Connection, TE,
+	 *     Transfer-Encoding, Upgrade; and Trailer, the framing's), none of the fields the
+	 *     host writes itself (Content-Length, Content-Type: use set_ctype; Date, Server,
+	 *     X-Queue-Ms, X-Run-Ms, X-Request-Id, X-Cache);
+	 *   - at most LAGLESS_MAX_ANSWER_FIELDS fields, LAGLESS_ANSWER_FIELDS_BYTES bytes of
+	 *     "name: value" CRLF lines in all.
+	 * Returns 0, or -1 when the field breaks a rule: the answer is then a 502, whatever run
+	 * returns, logged with the reason (a field dropped in silence, a Location or a
+	 * Set-Cookie, would be a wrong answer). Names are sent as given; a name twice is sent
+	 * twice (Set-Cookie). A 301, 302, 303, 307 or 308 needs a Location field (RFC 9110
+	 * section 10.2.2), else it is a 502 too. */
+	int (*add_field)(struct lagless_output *out, const char *name, size_t name_len,
+	    const char *value, size_t value_len);
+	/* Asks that the compute process running this job exit cleanly once its answer is handed
+	 * over, before it takes another job; the master starts a fresh one at once, as for a
+	 * pool's max_jobs (a planned exit: no crash counted, no quarantine, no back-off). The
+	 * answer is sent as usual. For a kind that knows its process is no longer fit for
+	 * another job: a runtime whose user code kept a reference to job memory, leaked, or
+	 * changed process-wide state. No effect where=loop (a loop worker is not recycled for a
+	 * kind) nor under lagless --run-kind, which runs one job anyway. Returns 0. */
+	int (*recycle)(struct lagless_output *out);
+	/* In the module's init only: the i-th route (from 0, in configuration order) whose kind is
+	 * one of this module's, so init can prepare what those routes need (import their code,
+	 * open their files) before the first job instead of at it. *path is the route's path
+	 * ("/thumbnail"; "/img/" + "*" for a prefix route as written), *kind the kind's name
+	 * without the module's ("call"), *conf the route's kind config keys (the rq->conf its
+	 * jobs get: the same pointer). All valid for the life of the process. Returns 0, or -1
+	 * past the last route or outside init. A route of the configuration may still run in
+	 * another pool than this process's: init is told every route, as it runs in every pool. */
+	int (*route_at)(size_t i, const char **path, const char **kind,
+	    const struct lagless_conf **conf);
 };
+
+#define LAGLESS_MAX_ANSWER_FIELDS 16     /* response header fields an answer may add */
+#define LAGLESS_ANSWER_FIELDS_BYTES 1024 /* bytes of their "name: value" CRLF lines */
 
 /* ABI 1.1: one declared parameter of a kind, a query argument or a route key
  * (lagless_kind.query_params, .route_params), as nginx's ngx_command_t declares a directive.
@@ -365,6 +416,15 @@ struct lagless_kind {
 	uint32_t route_size;    /* bytes of the kind's route struct */
 	uint32_t param_size;    /* sizeof(struct lagless_param) as built (LAGLESS_KIND sets it):
 	                         * the stride of both arrays */
+	/* ---- ABI 1.2 (a kind of 1.0 or 1.1 reads as zero here) ---- */
+	/* Bytes of the kind's query struct (at most 4096), 0 for none. When set, each declared
+	 * query argument has an offset in it (as a route key in the route struct), and the host
+	 * parses a request's arguments into a zeroed struct of this size for every run
+	 * (rq->query_args): a present one percent-decoded (RFC 3986 section 2.1) and read with
+	 * the one grammar, an absent one from its default (zero when none). The loop worker has
+	 * already refused a malformed one with 400, so run reads values, not text.
+	 * LAGLESS_QUERY_ARGS sets it with the declarations. */
+	uint32_t query_size;
 };
 
 /* The module descriptor, the exported symbol. The first four fields keep their place in every
@@ -408,17 +468,55 @@ struct lagless_module {
  *   LAGLESS_KIND("k", run, LAGLESS_QUERY(k_query), LAGLESS_ROUTE(k_keys, struct k_route)) */
 #define LAGLESS_NELEM_(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 #define LAGLESS_QUERY(arr) .query_params = (arr), .nquery_params = LAGLESS_NELEM_(arr)
+/* ABI 1.2: the declared query arguments parsed into a struct of type (each LAGLESS_PARAM with
+ * .offset = offsetof(type, field)), handed to run as rq->query_args:
+ *   LAGLESS_KIND("k", run, LAGLESS_QUERY_ARGS(k_query, struct k_args)) */
+#define LAGLESS_QUERY_ARGS(arr, type) \
+	LAGLESS_QUERY(arr), .query_size = (uint32_t)sizeof(type)
 #define LAGLESS_ROUTE(arr, type) \
 	.route_params = (arr), .nroute_params = LAGLESS_NELEM_(arr), \
 	.route_size = (uint32_t)sizeof(type)
 
 #define LAGLESS_UNPAREN_(...) __VA_ARGS__
 
-/* The module descriptor with hooks and a list of LAGLESS_KIND(...). hooks is a parenthesised
- * list of designated initializers of struct lagless_module, () for none:
- *   LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
- *       LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg")); */
-#define LAGLESS_MODULE_HOOKS(mname, mversion, hooks, ...)                                    \
+/* LAGLESS_MODULE_HOOKS takes the hooks in either of two forms, told apart by the preprocessor
+ * (the parenthesised one since ABI 1.1; the positional one of 1.0 compiles again since 1.2):
+ *   - a parenthesised list of designated initializers of struct lagless_module, () for none:
+ *       LAGLESS_MODULE_HOOKS("thumbnail", "1.1.0", (.init = thumb_init, .exit = thumb_exit),
+ *           LAGLESS_KIND("thumbnail", thumb_run, .ctype = "image/jpeg"));
+ *   - ABI 1.0's three positional hooks check, init, exit, each a function's name, its address
+ *     (&f), NULL or 0:
+ *       LAGLESS_MODULE_HOOKS("thumbnail", "1.0.0", NULL, thumb_init, thumb_exit, kinds...);
+ * The test: the third argument is the new form when it begins with '(' and what is inside
+ * that parenthesis does not (NULL is ((void *)0) in C, which begins with "(("). A positional
+ * hook written as a cast, (lagless_init_fn)0, is outside both forms: write NULL. */
+#define LAGLESS_PICK2_(a, b, ...) b
+#define LAGLESS_2ND_(...) LAGLESS_PICK2_(__VA_ARGS__)
+#define LAGLESS_PROBE_(...) ~, 1, ~
+/* 1 when the (expanded) tokens begin with '(', else 0. */
+#define LAGLESS_OPENS_(...) LAGLESS_2ND_(LAGLESS_PROBE_ __VA_ARGS__, 0, ~)
+#define LAGLESS_FIRST_(a, ...) a
+#define LAGLESS_HEAD_(...) LAGLESS_FIRST_(__VA_ARGS__)
+#define LAGLESS_CAT_(a, b) LAGLESS_CAT2_(a, b)
+#define LAGLESS_CAT2_(a, b) a##b
+#define LAGLESS_INNER_OPENS_1(x) LAGLESS_OPENS_(LAGLESS_HEAD_(LAGLESS_UNPAREN_ x, ~))
+#define LAGLESS_INNER_OPENS_0(x) 0
+/* Form 10 (opens, inside does not): the list; 11 (NULL), 00 (a name, 0, &f): positional. */
+#define LAGLESS_HOOKS_FORM_(x) \
+	LAGLESS_CAT_(LAGLESS_OPENS_(x), LAGLESS_CAT_(LAGLESS_INNER_OPENS_, LAGLESS_OPENS_(x))(x))
+#define LAGLESS_HOOKS_10(mname, mversion, hooks, ...) \
+	LAGLESS_MODULE_DEF_(mname, mversion, (LAGLESS_UNPAREN_ hooks), __VA_ARGS__)
+#define LAGLESS_HOOKS_11(mname, mversion, check_fn, init_fn, exit_fn, ...) \
+	LAGLESS_MODULE_DEF_(mname, mversion, \
+	    (.check = (check_fn), .init = (init_fn), .exit = (exit_fn)), __VA_ARGS__)
+#define LAGLESS_HOOKS_00 LAGLESS_HOOKS_11
+
+#define LAGLESS_MODULE_HOOKS(mname, mversion, ...)                                           \
+	LAGLESS_CAT_(LAGLESS_HOOKS_, LAGLESS_HOOKS_FORM_(LAGLESS_FIRST_(__VA_ARGS__, ~)))    \
+	(mname, mversion, __VA_ARGS__)
+
+/* The descriptor itself; hooks is a parenthesised list of designated initializers. */
+#define LAGLESS_MODULE_DEF_(mname, mversion, hooks, ...)                                     \
 	static const struct lagless_kind lagless_module_kinds_[] = { __VA_ARGS__ };          \
 	extern LAGLESS_EXPORT const struct lagless_module lagless_module;                   \
 	LAGLESS_EXPORT const struct lagless_module lagless_module = {                       \
@@ -432,7 +530,7 @@ struct lagless_module {
 /* The module descriptor without hooks:
  *   LAGLESS_MODULE("upper", "1.0.0", LAGLESS_KIND("upper", upper, .ctype = "text/plain")); */
 #define LAGLESS_MODULE(mname, mversion, ...) \
-	LAGLESS_MODULE_HOOKS(mname, mversion, (), __VA_ARGS__)
+	LAGLESS_MODULE_DEF_(mname, mversion, (), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,6 @@
  * next job, which no memoryview.release() could revoke. */
 #include "pymod.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -208,8 +207,59 @@ put_error(const struct lagless_host *h, struct lagless_output *out, PyObject *bo
 	return st;
 }
 
-/* (status, content_type, body): 2xx with a body, 4xx or 500 with that body too (whole, with
- * its content type: a FastAPI-style 422 {"detail": [...]} in application/json). */
+/* One (name, value) pair of a tuple answer's headers, both str, into host->add_field (ABI
+ * 1.2). A field the host refuses makes the answer a 502 (the host logs why): not an exception
+ * here, as a field dropped in silence would be a wrong answer. Returns 0, or -1 with an
+ * exception for a pair that is not two str. */
+static int
+put_field(const struct lagless_host *h, struct lagless_output *out, PyObject *pair)
+{
+	PyObject *f = PySequence_Fast(pair, "a header is a (name, value) pair of str");
+	const char *n, *v;
+	Py_ssize_t nl, vl;
+	int rc = -1;
+
+	if (f == NULL)
+		return -1;
+	if (PySequence_Fast_GET_SIZE(f) != 2 || !PyUnicode_Check(PySequence_Fast_GET_ITEM(f, 0)) ||
+	    !PyUnicode_Check(PySequence_Fast_GET_ITEM(f, 1)))
+		PyErr_Format(PyExc_TypeError, "a header is a (name, value) pair of str, not %R", pair);
+	else if ((n = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(f, 0), &nl)) != NULL &&
+	    (v = PyUnicode_AsUTF8AndSize(PySequence_Fast_GET_ITEM(f, 1), &vl)) != NULL) {
+		h->add_field(out, n, (size_t)nl, v, (size_t)vl);
+		rc = 0;
+	}
+	Py_DECREF(f);
+	return rc;
+}
+
+/* The headers of a 4-tuple answer: a dict of str to str, or an iterable of (name, value)
+ * pairs (a name twice: Set-Cookie), None for none. Returns 0, or -1 with an exception. */
+static int
+put_fields(const struct lagless_host *h, struct lagless_output *out, PyObject *fields)
+{
+	PyObject *items, *it, *pair;
+	int rc = 0;
+
+	if (fields == Py_None)
+		return 0;
+	items = PyDict_Check(fields) ? PyDict_Items(fields) : (Py_INCREF(fields), fields);
+	if (items == NULL || (it = PyObject_GetIter(items)) == NULL) {
+		Py_XDECREF(items);
+		return -1;
+	}
+	while (rc == 0 && (pair = PyIter_Next(it)) != NULL) {
+		rc = put_field(h, out, pair);
+		Py_DECREF(pair);
+	}
+	Py_DECREF(it);
+	Py_DECREF(items);
+	return rc == 0 && PyErr_Occurred() ? -1 : rc;
+}
+
+/* (status, content_type, body[, headers]): 2xx or 3xx with a body, 4xx, 500 or 501-504 with
+ * that body too (whole, with its content type: a FastAPI-style 422 {"detail": [...]} in
+ * application/json); headers (ABI 1.2) as put_fields takes them. */
 static int
 put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 {
@@ -219,6 +269,8 @@ put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 
 	if (code == -1 && PyErr_Occurred())
 		return -1;
+	if (PyTuple_GET_SIZE(t) == 4 && put_fields(h, out, PyTuple_GET_ITEM(t, 3)) == -1)
+		return -1;
 	if (ctype != Py_None && (!PyUnicode_Check(ctype) || (ct = PyUnicode_AsUTF8(ctype)) == NULL ||
 	    h->set_ctype(out, ct) == -1)) {
 		if (!PyErr_Occurred())
@@ -226,17 +278,18 @@ put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 			    "characters", ctype);
 		return -1;
 	}
-	if (code >= 200 && code <= 299) {
-		h->set_status(out, (int)code);
+	if (code >= 200 && code <= 399 && h->set_status(out, (int)code) == 0)
 		return body == Py_None ? LAGLESS_OK : put_body(h, out, body);
-	}
 	if (code >= 400 && code <= 499) {
 		h->set_status(out, (int)code);
 		return put_error(h, out, body, LAGLESS_BAD_INPUT);
 	}
-	if (code == 500)
+	if (code >= 500 && code <= 504) {
+		h->set_status(out, (int)code);
 		return put_error(h, out, body, LAGLESS_ERROR);
-	PyErr_Format(PyExc_ValueError, "status %ld: a Python kind answers 2xx, 4xx or 500", code);
+	}
+	PyErr_Format(PyExc_ValueError, "status %ld: a Python kind answers 2xx, 300-303, 307, "
+	    "308, 4xx or 500-504", code);
 	return -1;
 }
 
@@ -248,12 +301,12 @@ answer(const struct lagless_host *h, struct lagless_output *out, PyObject *res)
 		h->set_ctype(out, "text/plain; charset=utf-8");
 		return put_body(h, out, res);
 	}
-	if (PyTuple_Check(res) && PyTuple_GET_SIZE(res) == 3)
+	if (PyTuple_Check(res) && (PyTuple_GET_SIZE(res) == 3 || PyTuple_GET_SIZE(res) == 4))
 		return put_tuple(h, out, res);
 	if (PyObject_CheckBuffer(res))
 		return put_body(h, out, res);
 	PyErr_Format(PyExc_TypeError, "the callable returned %.100s; return bytes, str or "
-	    "(status, content_type, body)", res == Py_None ? "None" : Py_TYPE(res)->tp_name);
+	    "(status, content_type, body[, headers])", res == Py_None ? "None" : Py_TYPE(res)->tp_name);
 	return -1;
 }
 
@@ -320,15 +373,17 @@ failure(const struct lg_python *py, const struct lagless_request *rq, struct lag
 }
 
 /* The callable kept a view of this job's memory: past this return that memory is another
- * job's, and no Python call can take the view back. The process must not run another job. */
+ * job's, and no Python call can take the view back. The process must not run another job:
+ * it is recycled after this answer (host->recycle, ABI 1.2; no Python runs in between, the
+ * module holding the GIL), so the answer itself is still sent. */
 static void
-kept_view(const struct lagless_request *rq, const char *which)
+kept_view(const struct lagless_request *rq, struct lagless_output *out, const char *which)
 {
 	rq->host->log(LAGLESS_LOG_ERROR, "%s %s: the callable kept a view of the request %s past "
 	    "its return (a slice, numpy array or buffer of it in a global, a cache or a "
-	    "thread); killing this process so that no later job sees it", rq->method, rq->path,
-	    which);
-	raise(SIGKILL);
+	    "thread); this process is replaced after this answer so that no later job sees it",
+	    rq->method, rq->path, which);
+	rq->host->recycle(out);
 }
 
 int
@@ -354,7 +409,7 @@ lg_python_call(const struct lg_python *py, PyObject *fn, PyObject *route,
 	if (outr != NULL && region_end(outr, outview) + region_end(in, body) > 0) {
 		PyGC_Collect(); /* a reference cycle (a frame kept by a closure) holds it? */
 		if (outr->exports > 0 || in->exports > 0)
-			kept_view(rq, in->exports > 0 ? "body" : "output");
+			kept_view(rq, out, in->exports > 0 ? "body" : "output");
 	} else if (in != NULL && outr == NULL) {
 		region_end(in, body);
 	}

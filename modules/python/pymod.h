@@ -30,7 +30,8 @@ int lg_python_region_ready(void);
  * into the answer in out (docs/MODULES.md, "Python kinds"). route is the route's keys as a
  * read-only mapping (borrowed). Returns an enum lagless_status. Never leaves a Python exception
  * set. If the callable kept a view of the body or the output past its return, the process is
- * killed after logging it (the client gets 502): the memory behind that view is the next job's. */
+ * recycled after this answer (host->recycle, logged): the memory behind that view is the next
+ * job's. */
 int lg_python_call(const struct lg_python *py, PyObject *fn, PyObject *route,
     const struct lagless_request *rq, struct lagless_output *out);
 

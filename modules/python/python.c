@@ -524,8 +524,28 @@ call_check(const struct lagless_host *h, const struct lagless_conf *conf, char *
 	return check_import(spec, err, errlen);
 }
 
-/* Each compute process, after fork: the interpreter, then the preload modules (a failure there
- * is logged: the route's jobs report it again). */
+static struct route_fn *route_fn(const struct lagless_conf *conf, const struct lagless_host *h);
+
+/* The callables of the routes that use python.call (host->route_at, ABI 1.2), imported now
+ * rather than at each route's first job. A failure is logged and left for that job, which
+ * tries again and reports it (the import check of -t and start-up already refused the
+ * imports that fail there). */
+static void
+import_callables(const struct lagless_host *h)
+{
+	const char *path, *kind;
+	const struct lagless_conf *conf;
+	char err[512], what[300];
+
+	for (size_t i = 0; h->route_at(i, &path, &kind, &conf) == 0; i++)
+		if (route_fn(conf, h) == NULL) {
+			snprintf(what, sizeof(what), "import of the callable of route %s", path);
+			lg_python_error(&py, h, what, 1, err, sizeof(err));
+		}
+}
+
+/* Each compute process, after fork: the interpreter, then the preload modules and the
+ * routes' callables (a failure there is logged: the route's jobs report it again). */
 static int
 py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
 {
@@ -547,6 +567,7 @@ py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **st
 		pre += n;
 		pre += strspn(pre, ", \t");
 	}
+	import_callables(h);
 	return 0;
 }
 

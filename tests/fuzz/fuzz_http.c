@@ -37,6 +37,7 @@
 #include "http/fwd.h"
 #include "http/http.h"
 #include "worker/job/offload.h"
+#include "worker/job/offload_state.h"
 #include "worker/route/routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -279,8 +280,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	w.env = &env;
 	w.lim = lim;
 	w.ops = &lg_route_conn_ops;
-	w.job.pending = calloc(arena.nslots, sizeof(*w.job.pending));
-	if (w.ev == NULL || w.job.pending == NULL || lg_router_build(&w) == -1)
+	LG_WJOB(&w)->pending = calloc(arena.nslots, sizeof(*LG_WJOB(&w)->pending));
+	if (w.ev == NULL || LG_WJOB(&w)->pending == NULL || lg_router_build(&w) == -1)
 		abort();
 	lg_registry_init_process(&reg, 1, NULL);
 	return 0;

@@ -1,6 +1,7 @@
 """Job modules and routes from the configuration (docs/MODULES.md): loading, the request view,
 the output API, where=loop, load errors at -t / start-up / reload, and modules that crash, hang,
 allocate without bound or write past their output region (tests/modules/*.c, built by make)."""
+import http.client
 import os
 import re
 import shutil
@@ -67,6 +68,24 @@ kind = faults.hog
 [route /overrun]
 methods = GET
 kind = faults.overrun
+
+[route /answer]
+methods = GET
+kind = faults.answer
+
+[route /answer-loop]
+methods = GET
+kind = faults.answer
+where = loop
+
+[route /qargs]
+methods = GET
+kind = faults.qargs
+
+[route /qargs-loop]
+methods = GET
+kind = faults.qargs
+where = loop
 
 [route /heavy]
 off = yes
@@ -187,6 +206,106 @@ def test_request_view_and_output_api(start_server, tmp_path):
     r = get(srv.port, "/work?iterations=1000")
     assert r.status == 200 and r.json()["iterations"] == 1000  # rebound
     assert "faults module initialised" in srv.log()
+    # ABI 1.2: init is told the routes that use the module's kinds, with their keys
+    assert wait_until(lambda: "init sees route /echo (echo, greeting hi)" in srv.log() and
+                      "init sees route /answer-loop (answer)" in srv.log(), 5), srv.log()
+
+
+def fields_of(port, path):
+    """(status, [(name lower case, value), ...] in order, body) of GET path."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, [(k.lower(), v) for k, v in r.getheaders()], r.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/answer", "/answer-loop"])
+def test_answer_header_fields_and_statuses(start_server, tmp_path, path):
+    """ABI 1.2: a kind adds response header fields (host->add_field) and answers 3xx and
+    501-504; a field that breaks a rule makes the answer a 502, logged with the reason."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+
+    def one(case):
+        st, fs, body = fields_of(srv.port, path + "?case=" + case)
+        return st, dict(fs), [n for n, _ in fs], body
+
+    st, f, names, body = one("redirect")
+    assert st == 302 and f["location"] == "/elsewhere?x=1", (st, f)
+    assert body == b"redirect refused=0\n" and "x-queue-ms" in f, body
+    st, f, names, body = one("auth")
+    assert st == 401 and f["www-authenticate"] == 'Bearer realm="api"', (st, f)
+    st, f, names, body = one("gateway")
+    assert st == 503 and f["retry-after"] == "7", (st, f)
+    assert names.count("retry-after") == 1, names        # the kind's, not the host's as well
+    assert one("timeout")[0] == 504
+    st, f, names, body = one("cookies")
+    assert st == 200 and names.count("set-cookie") == 2, names
+    for case, why in (("hop", "hop-by-hop field"), ("crlf", "visible ASCII"),
+                      ("nul", "visible ASCII"), ("clen", "host writes itself"),
+                      ("many", "more fields than"),
+                      ("nolocation", "301 without a Location")):
+        st, f, names, body = one(case)
+        assert st == 502 and "x-injected" not in names and "x-many" not in names, (case, f)
+        assert "refused" not in body.decode(), body        # the kind's body is not sent
+        assert wait_until(lambda: why in srv.log(), 5), (case, srv.log()[-2000:])
+    assert one("redirect")[0] == 302                         # the process goes on
+
+
+@pytest.mark.timeout(60)
+def test_answer_fields_on_a_coalescing_route(start_server, tmp_path):
+    """A stored (coalesced) answer is a status, a type and a body: one with fields or a 3xx is
+    not shared but a 500 with a warning, never sent without its fields; a kind's own 503
+    keeps its status."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")) +
+                      "\n[route /answer-coal]\nmethods = GET\nkind = faults.answer\n"
+                      "coalesce = on\nkey_query = case\n")
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    st, f, body = fields_of(srv.port, "/answer-coal?case=plain")
+    assert st == 200 and body == b"plain refused=0\n", (st, body)
+    st, f, body = fields_of(srv.port, "/answer-coal?case=redirect")
+    assert st == 500 and "location" not in dict(f), (st, f)
+    assert wait_until(lambda: "a coalesced answer with header fields or a 3xx is not shared"
+                      in srv.log(), 5), srv.log()[-2000:]
+    assert fields_of(srv.port, "/answer-coal?case=gateway")[0] == 503
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/qargs", "/qargs-loop"])
+def test_declared_query_arguments_reach_the_kind_parsed(start_server, tmp_path, path):
+    """ABI 1.2 rq->query_args: the declared arguments parsed by the host into the kind's
+    struct, percent-decoded, defaults for the absent ones; a bad one is the loop's 400."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1")
+    r = get(srv.port, path + "?n=%34%32&name=a%20b&fast=yes&fmt=webp&other=1")
+    assert r.status == 200 and r.body == b"n=42 name=a b fast=1 fmt=1\n", r
+    r = get(srv.port, path)
+    assert r.status == 200 and r.body == b"n=7 name=- fast=0 fmt=0\n", r
+    r = get(srv.port, path + "?n=0")
+    assert r.status == 400 and b"n: expected a whole number from 1 to 100" in r.body, r
+
+
+@pytest.mark.timeout(60)
+def test_a_kind_asks_for_its_process_to_be_recycled(start_server, tmp_path):
+    """ABI 1.2 host->recycle: the answer is sent, then the compute process exits as planned
+    and a fresh one takes the next job; no crash, no quarantine."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")))
+    srv = start_server("-c", conf, "--compute-workers", "1", "--quarantine-deaths", "1")
+    seen = set(srv.wait_children("compute", 1))
+    for i in range(3):
+        st, _, body = fields_of(srv.port, "/answer?case=recycle")
+        assert st == 200 and body == b"recycle refused=0\n", (i, st, body)
+        seen |= set(srv.wait_children("compute", 1, timeout=15, exclude=seen))
+    assert len(seen) == 4, seen
+    assert wait_until(lambda: srv.log().count("recycled itself; replacing it") == 3, 5), \
+        srv.log()[-3000:]
+    assert "recycling: the kind of the last job asked for it (host->recycle)" in srv.log()
+    assert fields_of(srv.port, "/answer?case=cookies")[0] == 200      # not quarantined
+    assert "quarantin" not in srv.log() and "killed by signal" not in srv.log()
 
 
 @pytest.mark.timeout(90)
@@ -213,6 +332,37 @@ def test_crashing_hanging_and_hogging_modules(start_server, tmp_path):
         r = get(srv.port, "/hog", timeout=30)
         assert r.status == 500 and b"out of memory after" in r.body, r
         assert get(srv.port, "/echo", timeout=10).status == 200
+
+
+@pytest.mark.timeout(60)
+def test_quarantine_is_by_route_as_well_as_kind(start_server, tmp_path):
+    """ABI 1.2: deaths are charged to the kind on its route; a kind that keeps crashing on one
+    route is quarantined there (503) while the same kind on another route still runs."""
+    conf = write_conf(tmp_path, FAULTS_CONF.format(path=mod("faults")) +
+                      "\n[route /crash-too]\nmethods = GET\nkind = faults.crash\n")
+    srv = start_server("-c", conf, "--compute-workers", "1", "--quarantine-deaths", "2",
+                       "--quarantine-ms", "60000")
+    srv.expected_crash_re = r"compute\[\d+\] pid=\d+ killed by signal 6\b" + (
+        r"|AddressSanitizer|SEGV" if SAN else "")
+    for _ in range(2):
+        before = srv.wait_children("compute", 1)
+        assert get(srv.port, "/crash", timeout=10).status == 502
+        srv.wait_children("compute", 1, timeout=10, exclude=before)
+    assert wait_until(lambda: "quarantining job kind faults.crash on route /crash for" in
+                      srv.log(), 5), srv.log()[-3000:]
+    r = get(srv.port, "/crash", timeout=10)
+    assert r.status == 503 and r.header("retry-after") is not None, r
+    assert get(srv.port, "/crash-too", timeout=10).status == 502   # same kind, other route
+    text = get(srv.port, "/metrics").body.decode()
+    assert re.search(r'^lagless_job_kind_quarantined\{kind="faults.crash",route="/crash"\} 1$',
+                     text, re.M), text
+    assert re.search(r'^lagless_job_process_deaths_total\{kind="faults.crash",'
+                     r'route="/crash-too"\} 1$', text, re.M), text
+    assert re.search(r'^lagless_job_kind_quarantined\{kind="faults.crash",'
+                     r'route="/crash-too"\} 0$', text, re.M), text
+    kinds = get(srv.port, "/status").json()["job_kinds"]
+    assert {(k["kind"], k["route"], k["quarantined_ms"] > 0) for k in kinds} == {
+        ("faults.crash", "/crash", True), ("faults.crash", "/crash-too", False)}, kinds
 
 
 @pytest.mark.timeout(60)

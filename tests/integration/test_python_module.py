@@ -14,6 +14,7 @@ ends, and finalising would run user atexit code and wait for user threads): thos
 ASAN_OPTIONS=detect_leaks=0. RLIMIT_DATA counts ASan's shadow mappings, so the memory limit test
 runs in the normal build only (as test_kinds.py's argon2 one does)."""
 
+import http.client
 import os
 import re
 import signal
@@ -54,7 +55,8 @@ def config(python_path, *specs):
 
 JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
-    "unprocessable", "fastapi_422", "long_bad", "fails", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
+    "unprocessable", "fastapi_422", "long_bad", "fails", "redirect", "gateway", "cookies",
+    "hop_header", "newline_header", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
     "total", "crash", "whoami", "keep")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
@@ -124,10 +126,31 @@ def test_three_return_shapes(srv):
     r = post(srv.port, "/tuple_500")
     assert r.status == 500 and r.body == b"the tuple said 500", r
     r = post(srv.port, "/weird_status")
-    assert r.status == 500 and b"status 302: a Python kind answers 2xx, 4xx or 500" in r.body
+    assert r.status == 500 and b"status 305: a Python kind answers 2xx, 300-303" in r.body, r
     r = post(srv.port, "/nothing")
     assert r.status == 500 and r.body.startswith(b"TypeError: the callable returned None"), r
     assert post(srv.port, "/echo", b"").body == b""
+
+
+@pytest.mark.timeout(60)
+def test_status_and_headers_of_a_four_tuple(srv):
+    """ABI 1.2: (status, content_type, body, headers), with 3xx and 502-504; a header the host
+    refuses (hop-by-hop, CR/LF) makes the answer a 502 with the reason in the log."""
+    r = post(srv.port, "/redirect")
+    assert r.status == 302 and r.header("location") == "/new?x=1", r
+    r = post(srv.port, "/gateway")
+    assert r.status == 503 and r.header("retry-after") == "5", r
+    assert r.body == b"upstream busy", r
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    conn.request("POST", "/cookies", body=b"")
+    got = conn.getresponse()
+    assert got.status == 200 and got.read() == b"two"
+    assert [v for k, v in got.getheaders() if k.lower() == "set-cookie"] == ["a=1", "b=2"]
+    conn.close()
+    for path, why in (("/hop_header", "hop-by-hop field"), ("/newline_header", "visible ASCII")):
+        r = post(srv.port, path)
+        assert r.status == 502 and r.header("x-injected") is None, r
+        assert wait_until(lambda: why in srv.log(), 5), srv.log()[-2000:]
 
 
 @pytest.mark.timeout(60)
@@ -195,16 +218,54 @@ def test_zero_copy_output(srv):
 
 
 @pytest.mark.timeout(60)
-def test_a_view_kept_past_the_return_costs_that_request_only(srv):
+def test_a_view_kept_past_the_return_recycles_the_process_after_its_answer(srv):
+    # ABI 1.2 host->recycle: the answer is sent (a 502 before), then the process is replaced
     before = srv.wait_children("compute", 1)
     r = post(srv.port, "/keep", b"secret of one request")
-    assert r.status == 502, r
+    assert r.status == 200 and r.body == b"kept", r
     assert "the callable kept a view of the request body past its return" in srv.log()
     srv.wait_children("compute", 1, timeout=15, exclude=before)
+    assert wait_until(lambda: "recycled itself; replacing it" in srv.log(), 5), srv.log()
     assert post(srv.port, "/echo", b"next").body == b"next"
 
 
 # --------------------------------------------------------------------- crash, deadline
+
+
+@pytest.mark.timeout(60)
+def test_init_imports_the_routes_callables_before_the_first_job(start_server, tmp_path):
+    """ABI 1.2: init is told the routes (host->route_at), so each compute process imports the
+    callables at its start, without preload, not at each route's first job."""
+    conf = tmp_path / "lagless.conf"
+    conf.write_text(config(TESTPKG, ("early", "lgtest.early:hello", "")))
+    s = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    (pid,) = s.wait_children("compute", 1, timeout=15)
+    assert wait_until(lambda: "lgtest.early imported in pid %d" % pid in s.log(), 15), \
+        s.log()[-3000:]
+    r = post(s.port, "/early")
+    assert r.status == 200 and r.body == b"hello from %d" % pid, r
+    assert s.log().count("lgtest.early imported in pid %d" % pid) == 1   # once, kept
+
+
+@pytest.mark.timeout(90)
+def test_one_python_route_quarantined_leaves_the_others(start_server, tmp_path):
+    """ABI 1.2: every Python route runs python.call, but deaths and quarantine are counted by
+    route as well as kind: one crashing callable does not take the other routes with it."""
+    conf = tmp_path / "lagless.conf"
+    conf.write_text(config(TESTPKG, ("crash", "lgtest.jobs:crash", ""),
+                           ("echo", "lgtest.jobs:echo", "")))
+    s = start_server("-c", str(conf), "--compute-workers", "1", "--quarantine-deaths", "2",
+                     "--quarantine-ms", "60000", start_timeout=30)
+    s.expected_crash_re = CRASH_LINES
+    for _ in range(2):
+        before = s.wait_children("compute", 1, timeout=15)
+        assert post(s.port, "/crash").status == 502
+        s.wait_children("compute", 1, timeout=15, exclude=before)
+    assert wait_until(lambda: "quarantining job kind python.call on route /crash" in s.log(),
+                      5), s.log()[-3000:]
+    assert post(s.port, "/crash").status == 503
+    r = post(s.port, "/echo", b"still here")
+    assert r.status == 200 and r.body == b"still here", r
 
 
 @pytest.mark.timeout(90)

@@ -142,6 +142,105 @@ echo(const struct lagless_request *rq, struct lagless_output *out)
 	return LAGLESS_OK;
 }
 
+/* Adds field name: value (NUL-terminated both) through host->add_field (ABI 1.2). */
+static int
+field(struct lagless_output *out, const struct lagless_host *h, const char *name,
+    const char *value)
+{
+	return h->add_field(out, name, strlen(name), value, strlen(value));
+}
+
+/* Answers with header fields and statuses (ABI 1.2): ?case= redirect (302 + Location),
+ * nolocation (301 without one), auth (401 + WWW-Authenticate), gateway (503 + Retry-After),
+ * timeout (504), cookies (200 + two Set-Cookie), and fields that break a rule: hop (Connection),
+ * crlf (CR LF in a value), nul (a NUL in a value), clen (Content-Length), many (17 fields);
+ * recycle answers 200 and asks for its process to be replaced after it (host->recycle).
+ * The body says whether add_field refused ("refused=1"). */
+static int
+answer(const struct lagless_request *rq, struct lagless_output *out)
+{
+	const struct lagless_host *h = rq->host;
+	size_t n;
+	const char *c = h->query(rq, "case", &n);
+	char cs[16] = "";
+	int st = LAGLESS_OK, code = 200, refused = 0;
+
+	if (c != NULL && n < sizeof(cs))
+		memcpy(cs, c, n);
+	if (strcmp(cs, "redirect") == 0) {
+		code = 302;
+		refused |= field(out, h, "Location", "/elsewhere?x=1");
+	} else if (strcmp(cs, "nolocation") == 0) {
+		code = 301;
+	} else if (strcmp(cs, "auth") == 0) {
+		code = 401, st = LAGLESS_BAD_INPUT;
+		refused |= field(out, h, "WWW-Authenticate", "Bearer realm=\"api\"");
+	} else if (strcmp(cs, "gateway") == 0) {
+		code = 503, st = LAGLESS_ERROR;
+		refused |= field(out, h, "Retry-After", "7");
+	} else if (strcmp(cs, "timeout") == 0) {
+		code = 504, st = LAGLESS_ERROR;
+	} else if (strcmp(cs, "cookies") == 0) {
+		refused |= field(out, h, "Set-Cookie", "a=1; Path=/");
+		refused |= field(out, h, "set-cookie", "b=2");
+	} else if (strcmp(cs, "hop") == 0) {
+		refused |= field(out, h, "Connection", "close");
+	} else if (strcmp(cs, "crlf") == 0) {
+		refused |= field(out, h, "X-A", "a\r\nX-Injected: 1");
+	} else if (strcmp(cs, "nul") == 0) {
+		refused |= h->add_field(out, "X-A", 3, "a\0b", 3);
+	} else if (strcmp(cs, "clen") == 0) {
+		refused |= field(out, h, "content-length", "1");
+	} else if (strcmp(cs, "recycle") == 0) {
+		h->recycle(out); /* ABI 1.2: this process is replaced after this answer */
+	} else if (strcmp(cs, "many") == 0) {
+		for (int i = 0; i < 17; i++)
+			refused |= field(out, h, "X-Many", "v");
+	}
+	if (h->set_status(out, code) == -1)
+		return LAGLESS_ERROR;
+	int len = snprintf((char *)out->data, out->cap, "%s refused=%d\n", cs, refused != 0);
+	if (len < 0 || (size_t)len >= out->cap)
+		return LAGLESS_TOO_LARGE;
+	out->len = (size_t)len;
+	h->set_message(out, "%s", cs);
+	return st;
+}
+
+/* ABI 1.2: declared query arguments handed over parsed (rq->query_args). */
+struct qargs {
+	uint64_t n;
+	const char *name;
+	int fast, fmt;
+};
+
+static const char *const fmts[] = { "jpeg", "webp", NULL };
+
+static const struct lagless_param qargs_decl[] = {
+	LAGLESS_PARAM("n", UINT, .min = 1, .max = 100, .def = "7",
+	    .offset = offsetof(struct qargs, n)),
+	LAGLESS_PARAM("name", STRING, .max = 16, .offset = offsetof(struct qargs, name)),
+	LAGLESS_PARAM("fast", BOOL, .offset = offsetof(struct qargs, fast)),
+	LAGLESS_PARAM("fmt", ENUM, .choices = fmts, .offset = offsetof(struct qargs, fmt)),
+};
+
+/* The parsed arguments as text: "n=42 name=a b fast=1 fmt=1". */
+static int
+qargs(const struct lagless_request *rq, struct lagless_output *out)
+{
+	const struct qargs *a = rq->query_args;
+	int n;
+
+	if (a == NULL)
+		return LAGLESS_ERROR;
+	n = snprintf((char *)out->data, out->cap, "n=%llu name=%s fast=%d fmt=%d\n",
+	    (unsigned long long)a->n, a->name ? a->name : "-", a->fast, a->fmt);
+	if (n < 0 || (size_t)n >= out->cap)
+		return LAGLESS_TOO_LARGE;
+	out->len = (size_t)n;
+	return LAGLESS_OK;
+}
+
 /* [module faults] keys: only "level" is known. */
 static int
 check(const struct lagless_host *h, const struct lagless_conf *conf, char *err, size_t errlen)
@@ -189,6 +288,15 @@ init(const struct lagless_host *h, const struct lagless_conf *conf, void **state
 	(void)state;
 	inited = 1;
 	say(h, "faults module %s", "initialised");
+	/* ABI 1.2: init is told the routes that use this module's kinds */
+	const char *path, *kind;
+	const struct lagless_conf *rconf;
+	for (size_t i = 0; h->route_at(i, &path, &kind, &rconf) == 0; i++) {
+		const char *g = h->conf_get(rconf, "greeting");
+
+		say(h, "init sees route %s (%s%s%s)", path, kind, g ? ", greeting " : "",
+		    g ? g : "");
+	}
 	return 0;
 }
 
@@ -199,4 +307,9 @@ LAGLESS_MODULE_HOOKS("faults", "1.0", (.check = check, .init = init),
     LAGLESS_KIND("hog", hog),
     LAGLESS_KIND("overrun", overrun),
     LAGLESS_KIND("echo", echo, .ctype = "text/plain", .check = echo_check,
-        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP));
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP),
+    LAGLESS_KIND("answer", answer, .ctype = "text/plain", .flags = LAGLESS_KIND_CACHEABLE,
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP),
+    LAGLESS_KIND("qargs", qargs, .ctype = "text/plain",
+        .where = LAGLESS_WHERE_POOL | LAGLESS_WHERE_LOOP,
+        LAGLESS_QUERY_ARGS(qargs_decl, struct qargs)));

@@ -54,11 +54,13 @@ def test_crash_bursts_never_stop_the_server(start_server):
     assert statuses and set(statuses) <= {502, 503}, statuses
     assert 502 in statuses, statuses
     # the deaths are counted by the kind that caused them, and logged naming it
-    deaths = metric(srv.port, r'lagless_job_process_deaths_total\{kind="test-crash"\}')
+    deaths = metric(srv.port, r'lagless_job_process_deaths_total\{kind="test-crash",'
+                              r'route="/test/crash"\}')
     assert deaths is not None and deaths >= 4, deaths
-    assert re.search(r"compute\[\d+\] pid=\d+ died running a test-crash job", srv.log()), srv.log()
+    assert re.search(r"compute\[\d+\] pid=\d+ died running a test-crash job of route "
+                     r"/test/crash", srv.log()), srv.log()
     # the kind was quarantined at least once, and those refusals are counted as such
-    assert "quarantining job kind test-crash" in srv.log(), srv.log()
+    assert "quarantining job kind test-crash on route /test/crash" in srv.log(), srv.log()
     assert 503 in statuses, statuses
     assert metric(srv.port, r'lagless_jobs_rejected_total\{reason="quarantined"\}') >= 1
     # other kinds are served all along, and the pool is whole again

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kinds/registry.h"
+#include "master/appconf.h"
 #include "master/options.h"
 
 static char err[512];
@@ -25,6 +26,7 @@ load(struct lg_config *cfg, struct lg_command *cmd, int argc, char **argv)
 
 	reg_built = cfg->reg != NULL;
 	lg_registry_free(cfg->reg);
+	lg_appconf_free(cfg->apps);
 	cfg->reg = NULL;
 	return rc;
 }

@@ -225,6 +225,62 @@ test_registry_takes_declarations(void **state)
 /* The built-in kinds' route keys are declarations like a module's: a bad value or any other
  * key is refused at the route naming its line and key, as is hash's memory under 8 KiB a lane
  * (the line of memory_kib); a good route gets its struct, defaults where keys are absent. */
+/* ABI 1.2: declared query arguments parsed into the kind's query struct, decoded, defaults for
+ * the absent ones, strings in the scratch the caller gives. */
+struct qa {
+	uint64_t n, sz;
+	int fast, fmt;
+	const char *tag;
+};
+
+static const struct lagless_param qa_decl[] = {
+	LAGLESS_PARAM("n", UINT, .min = 1, .max = 100, .def = "10", .offset = offsetof(struct qa, n)),
+	LAGLESS_PARAM("sz", SIZE, .max = 1u << 20, .offset = offsetof(struct qa, sz)),
+	LAGLESS_PARAM("fast", BOOL, .def = "yes", .offset = offsetof(struct qa, fast)),
+	LAGLESS_PARAM("fmt", ENUM, .choices = fmts, .offset = offsetof(struct qa, fmt)),
+	LAGLESS_PARAM("tag", STRING, .min = 1, .max = 8, .offset = offsetof(struct qa, tag)),
+};
+
+static int
+qparse(const char *query, struct qa *out, char *strs, size_t strcap, char *err, size_t cap)
+{
+	return lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), out, sizeof(*out),
+	    strs, strcap, err, cap);
+}
+
+static void
+test_query_args_parsed(void **state)
+{
+	struct qa a;
+	char strs[64], err[256] = "";
+	const char *query = "n=%34%32&sz=2k&fast=off&fmt=webp&tag=a%20b&other=x";
+
+	(void)state;
+	assert_int_equal(lg_params_valid(qa_decl, N(qa_decl), 1, sizeof(struct qa), err,
+	    sizeof(err)), 0);
+	assert_int_equal(qparse(query, &a, strs, strlen(query) + N(qa_decl) + 1, err,
+	    sizeof(err)), 0);
+	assert_int_equal(a.n, 42);
+	assert_int_equal(a.sz, 2048);
+	assert_int_equal(a.fast, 0);
+	assert_int_equal(a.fmt, 1);
+	assert_string_equal(a.tag, "a b");
+	memset(&a, 0x55, sizeof(a));
+	assert_int_equal(qparse("", &a, strs, 1 + N(qa_decl), err, sizeof(err)), 0);
+	assert_int_equal(a.n, 10);                  /* defaults, else zero */
+	assert_int_equal(a.sz, 0);
+	assert_int_equal(a.fast, 1);
+	assert_int_equal(a.fmt, 0);
+	assert_null(a.tag);
+	assert_int_equal(qparse("n=0", &a, strs, sizeof(strs), err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "n: expected"));
+	assert_int_equal(qparse("tag=%zz", &a, strs, sizeof(strs), err, sizeof(err)), -1);
+	assert_int_equal(qparse("tag=a%00b", &a, strs, sizeof(strs), err, sizeof(err)), -1);
+	assert_int_equal(qparse("tag=abc", &a, strs, 2, err, sizeof(err)), -1); /* no room */
+	/* an offset that does not hold its value in the struct is refused at load */
+	assert_int_equal(lg_params_valid(qa_decl, N(qa_decl), 1, 8, err, sizeof(err)), -1);
+}
+
 static void
 test_builtin_route_keys(void **state)
 {
@@ -292,6 +348,7 @@ main(void)
 		cmocka_unit_test(test_route_keys),
 		cmocka_unit_test(test_registry_takes_declarations),
 		cmocka_unit_test(test_builtin_route_keys),
+		cmocka_unit_test(test_query_args_parsed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kinds/registry.h"
+#include "master/appconf.h"
 #include "master/options.h"
 #include "master/precheck.h"
 
@@ -36,6 +37,7 @@ digest_of(const char *text)
 	}
 	d = lg_precheck_digest(cfg.reg);
 	lg_registry_free(cfg.reg);
+	lg_appconf_free(cfg.apps);
 	return d;
 }
 

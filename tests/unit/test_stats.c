@@ -172,16 +172,20 @@ test_quarantine_left(void **state)
 	struct lg_arena a;
 
 	assert_int_equal(lg_arena_create(&a, 1, 1, LG_PAGE, LG_PAGE), 0);
-	assert_null(lg_stats_kind_health(a.master, 2));
-	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 1000), 0);
+	assert_null(lg_stats_kind_health(a.master, 2, 0));
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 0, 1000), 0);
 	atomic_store(&a.master->kinds[0].kind, 64);
+	a.master->kinds[1].route = 3;
 	atomic_store(&a.master->kinds[1].kind, 2);
 	atomic_store(&a.master->kinds[1].until_ns, 5000);
-	assert_ptr_equal(lg_stats_kind_health(a.master, 2), &a.master->kinds[1]);
-	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 1000), 4000);
-	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 5000), 0);
-	assert_int_equal(lg_stats_quarantine_left(a.master, 64, 1000), 0);
-	assert_int_equal(lg_stats_quarantine_left(a.master, 0, 1000), 0);
+	assert_ptr_equal(lg_stats_kind_health(a.master, 2, 3), &a.master->kinds[1]);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 3, 1000), 4000);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 3, 5000), 0);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 64, 0, 1000), 0);
+	assert_int_equal(lg_stats_quarantine_left(a.master, 0, 0, 1000), 0);
+	/* by route as well as kind (module ABI 1.2): the same kind on another route runs */
+	assert_null(lg_stats_kind_health(a.master, 2, 4));
+	assert_int_equal(lg_stats_quarantine_left(a.master, 2, 4, 1000), 0);
 	assert_string_equal(lg_stats_restart_reason(LG_RESTART_CLIENT_GONE), "client_gone");
 	assert_string_equal(lg_stats_restart_reason(LG_RESTART_REASONS), "?");
 	for (unsigned r = 0; r < LG_RESTART_REASONS; r++)

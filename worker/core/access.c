@@ -107,7 +107,7 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	putf(&at, end, json ? "\",\"status\":%d,\"bytes\":%zu,\"time_ms\":%.3f,\"queue_ms\":%.3f,"
 	    "\"run_ms\":%.3f,\"query\":\"" : " status=%d bytes=%zu time_ms=%.3f queue_ms=%.3f "
 	    "run_ms=%.3f query=\"", c->obs.resp_status, c->obs.resp_bytes, (double)took / 1e6,
-	    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
+	    (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6);
 	put_capped(&at, end, r->query ? r->query : "", r->query ? r->query_len : 0,
 	    LOG_TARGET_MAX);
 	if (json)

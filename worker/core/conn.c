@@ -16,16 +16,15 @@
 #include "http/proxyproto.h"
 #include "worker/core/client.h"
 #include "worker/core/conn_head.h"
-#include "worker/core/conn_idle.h"
+#include "worker/core/conn_int.h"
 #include "worker/core/conn_timer.h"
 #include "shm/stats.h"
 #include "worker/observe.h"
 #include "worker/core/access.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
-static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
-static int conn_process(struct lg_conn *c);
 static void conn_io(struct lg_conn *c, int revents);
+static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
 static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 #define CONTINUE_LEN (sizeof(continue_line) - 1)
@@ -33,8 +32,9 @@ static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
  * waits for its lingering connections. */
 #define LINGER_DRAIN_S 2.0
 
-static void
-watch(struct lg_conn *c, int events)
+/* Watches c's socket for events (EV_READ, EV_WRITE, or 0: neither). */
+void
+lg_conn_watch(struct lg_conn *c, int events)
 {
 	if (ev_is_active(&c->io) && c->io.events == events)
 		return;
@@ -52,16 +52,14 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 {
 	c->w = w;
 	c->fd = fd;
-	lg_job_init(&c->job);
-	lg_flight_init(&c->flight);
+	c->held = 0;
+	w->ops->init(c);
 	c->rlen = 0;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
-	lg_rt_none(&c->rt, &w->rt);
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
 	lg_obs_init(&c->obs);
-	c->up = NULL;
 	c->stream_wr = 0;
 	c->tmo.req_at = req_at;
 	c->tmo.body_at = 0;
@@ -101,25 +99,6 @@ lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, i
 	conn_io(c, revents);
 }
 
-struct lg_body *
-lg_body_new(size_t len)
-{
-	struct lg_body *b = malloc(sizeof(*b) + (len ? len : 1));
-
-	if (b == NULL)
-		return NULL;
-	b->refs = 1;
-	b->len = len;
-	return b;
-}
-
-void
-lg_body_unref(struct lg_body *b)
-{
-	if (b != NULL && --b->refs == 0)
-		free(b);
-}
-
 /* Gives back a rendered body (the router's) or a shared one once it is written or the
  * connection goes. */
 static void
@@ -143,14 +122,6 @@ lg_conn_respond_shared(struct lg_conn *c, int status, const char *ctype, const c
 	return lg_conn_respond(c, status, ctype, extra, b->data, b->len);
 }
 
-struct lg_pool *
-lg_conn_pool(struct lg_worker *w)
-{
-	if (w->pool.size == 0) /* two kept blocks: sporadic traffic maps nothing */
-		lg_pool_init(&w->pool, sizeof(struct lg_conn), 2);
-	return &w->pool;
-}
-
 void
 lg_conn_gone(struct lg_worker *w)
 {
@@ -167,11 +138,20 @@ lg_conn_close(struct lg_conn *c)
 
 	lg_obs_conn_closed(c);
 	release_owned(c);
-	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight) || c->up != NULL)
+	if (c->held)
 		w->ops->gone(c);
 	ev_io_stop(w->ev, &c->io);
 	ev_timer_stop(w->ev, &c->timer);
 	close(c->fd);
+	lg_conn_free(c);
+	lg_conn_gone(w);
+}
+
+void
+lg_conn_free(struct lg_conn *c)
+{
+	struct lg_worker *w = c->w;
+
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -179,29 +159,12 @@ lg_conn_close(struct lg_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	lg_pool_put(lg_conn_pool(w), c);
-	lg_conn_gone(w);
-}
-
-/* Records how many response bytes the client has taken (written minus still unsent) and, when
- * that grew, the time of that progress. */
-static void
-note_delivered(struct lg_conn *c)
-{
-	int unsent = 0;
-	uint64_t got = c->out.woff;
-
-	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
-		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
-	if (got > c->tmo.wdelivered) {
-		c->tmo.wdelivered = got;
-		c->tmo.wprogress_at = ev_now(c->w->ev);
-	}
 }
 
 /* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
  * 0 when the rest waits for EV_WRITE, -1 on a write error (the caller closes). */
-static int
-flush(struct lg_conn *c)
+int
+lg_conn_flush(struct lg_conn *c)
 {
 	for (;;) {
 		struct iovec iov[2];
@@ -265,7 +228,7 @@ linger(struct lg_conn *c)
 	c->tmo.linger_copy = 0;
 	c->tmo.linger_until = now + most;
 	c->tmo.linger_seen = now;
-	watch(c, EV_READ);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return -1;
 }
@@ -312,7 +275,7 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (lg_job_holds_slot(&c->job))
+	if (c->held & LG_CONN_HELD_BUFFER)
 		c->w->ops->release(c);
 	release_owned(c);
 	lg_obs_request_end(c);
@@ -329,8 +292,8 @@ request_done(struct lg_conn *c)
 
 /* Everything queued is on the wire: finish the request it ended with (if any), then close or
  * wait for the next request. Returns 0, or -1 when the connection is finished. */
-static int
-response_done(struct lg_conn *c)
+int
+lg_conn_response_done(struct lg_conn *c)
 {
 	c->out.wbody = NULL;
 	c->out.wbody_len = c->out.whead_len = c->out.woff = 0;
@@ -343,7 +306,7 @@ response_done(struct lg_conn *c)
 	c->state = LG_CONN_HEAD;
 	if (c->processing)
 		return 0; /* conn_process watches and arms for what comes next (watch_next) */
-	watch(c, EV_READ);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return 0;
 }
@@ -369,11 +332,11 @@ write_now(struct lg_conn *c)
 	c->state = LG_CONN_WRITE;
 	c->tmo.write_at = c->tmo.wprogress_at = ev_now(c->w->ev);
 	c->tmo.wdelivered = 0;
-	switch (flush(c)) {
+	switch (lg_conn_flush(c)) {
 	case 1:
-		return response_done(c);
+		return lg_conn_response_done(c);
 	case 0:
-		watch(c, EV_WRITE);
+		lg_conn_watch(c, EV_WRITE);
 		lg_conn_rearm(c);
 		return 0;
 	default:
@@ -512,7 +475,7 @@ answer_refusal(struct lg_conn *c)
 static int
 flush_queued(struct lg_conn *c)
 {
-	int r = c->out.whead_len > 0 ? flush(c) : 1;
+	int r = c->out.whead_len > 0 ? lg_conn_flush(c) : 1;
 
 	if (r == 1)
 		c->out.whead_len = c->out.woff = 0;
@@ -524,8 +487,8 @@ flush_queued(struct lg_conn *c)
 /* The buffered requests are parsed (or one is waiting): writes the batched answers, then
  * watches for what c waits for now (its next bytes, the client reading, a job) and arms its
  * timer. Returns 0, or -1 when the connection was closed. */
-static int
-watch_next(struct lg_conn *c)
+int
+lg_conn_watch_next(struct lg_conn *c)
 {
 	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
 		return 0;
@@ -535,7 +498,7 @@ watch_next(struct lg_conn *c)
 	if (q == 0 && c->state == LG_CONN_HEAD) {
 		/* The batch waits for the client to read: so does the next request. */
 		c->state = LG_CONN_WRITE;
-		watch(c, EV_WRITE);
+		lg_conn_watch(c, EV_WRITE);
 		lg_conn_rearm(c);
 		return 0;
 	}
@@ -555,7 +518,7 @@ watch_next(struct lg_conn *c)
 			events |= EV_WRITE;
 	}
 	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
-		watch(c, events);
+		lg_conn_watch(c, events);
 		lg_conn_rearm(c);
 	}
 	return 0;
@@ -564,8 +527,8 @@ watch_next(struct lg_conn *c)
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn (responses batched while more requests are buffered, then written together).
  * Returns 0, or -1 when the connection was closed. */
-static int
-conn_process(struct lg_conn *c)
+int
+lg_conn_process(struct lg_conn *c)
 {
 	int outer = c->processing;
 
@@ -602,87 +565,32 @@ conn_process(struct lg_conn *c)
 			return -1; /* c is closed or lingers: conn_init clears processing */
 	}
 	c->processing = outer;
-	return watch_next(c);
-}
-
-void
-lg_conn_stream_begin(struct lg_conn *c)
-{
-	c->state = LG_CONN_PROXY;
-	c->stream_wr = 0;
-	ev_timer_stop(c->w->ev, &c->timer);
-	if (!c->processing)
-		watch_next(c);
-}
-
-ssize_t
-lg_conn_stream_write(struct lg_conn *c, const void *buf, size_t len)
-{
-	if (c->out.whead_len > 0) { /* answers batched before this one go first */
-		int r = flush(c);
-
-		if (r == -1)
-			return -1;
-		if (r == 0)
-			return 0;
-		c->out.whead_len = c->out.woff = 0;
-	}
-	for (;;) {
-		ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n >= 0)
-			return n;
-		if (errno == EINTR)
-			continue;
-		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-	}
-}
-
-void
-lg_conn_stream_want(struct lg_conn *c, int on)
-{
-	int ev = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
-
-	c->stream_wr = on;
-	if (c->state == LG_CONN_PROXY)
-		watch(c, ev | (on || c->out.whead_len > 0 ? EV_WRITE : 0));
-}
-
-int
-lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close)
-{
-	lg_obs_response(&c->obs, status, (size_t)body_bytes);
-	if (close || !c->http.req.keep_alive || c->w->draining)
-		c->close_after = 1;
-	c->stream_wr = 0;
-	c->out.wreq = 1;
-	c->state = LG_CONN_WRITE;
-	if (response_done(c) == -1)
-		return -1;
-	return c->processing ? 0 : conn_process(c);
+	return lg_conn_watch_next(c);
 }
 
 int
 lg_conn_resume(struct lg_conn *c)
 {
-	return c->state == LG_CONN_HEAD ? conn_process(c) : 0;
+	return c->state == LG_CONN_HEAD ? lg_conn_process(c) : 0;
 }
 
-/* Reads the rest of a Content-Length body straight into the slot's input region. */
+/* Reads the rest of a Content-Length body straight into the room's body sink (ops->body_buf:
+ * the job room's slot input region). */
 static void
 read_body(struct lg_conn *c)
 {
-	unsigned char *dst = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
+	const struct lg_conn_ops *ops = c->w->ops;
+	unsigned char *dst;
+	size_t len;
 
-	switch (c->w->ops->body_window(c)) {
+	switch (ops->body_buf(c, &dst, &len)) {
 	case -1:
 		return;
 	case 1:
-		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
+		lg_conn_watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
 		return;
 	}
-	uint64_t want = c->job.body_need - c->job.body_got, room = c->job.reserved - c->job.body_got;
-	ssize_t n = read(c->fd, dst + c->job.body_got, want < room ? want : room);
+	ssize_t n = read(c->fd, dst, len);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		lg_conn_close(c); /* client gone mid-body: the slot is released, nothing queued */
@@ -690,13 +598,12 @@ read_body(struct lg_conn *c)
 	}
 	if (n < 0)
 		return;
-	c->job.body_got += (uint64_t)n;
-	if (c->job.body_got < c->job.body_need) {
+	if (ops->body_took(c, (size_t)n) == 0) {
 		lg_conn_rearm(c);
 		return;
 	}
-	if (c->w->ops->body_done(c) == 0)
-		conn_process(c);
+	if (ops->body_done(c) == 0)
+		lg_conn_process(c);
 }
 
 int
@@ -704,8 +611,8 @@ lg_conn_body_ready(struct lg_conn *c)
 {
 	c->http.body_wait = 0;
 	if (c->state != LG_CONN_BODY)
-		return conn_process(c);
-	watch(c, EV_READ);
+		return lg_conn_process(c);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return 0;
 }
@@ -750,9 +657,9 @@ read_input(struct lg_conn *c)
 			c->tmo.req_at = ev_now(c->w->ev);
 		if (lg_client_proxy_wanted(c->fd) && proxy_header(c) != 0)
 			return;
-		conn_process(c);
+		lg_conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
-		watch(c, c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
+		lg_conn_watch(c, c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	}
 }
 
@@ -764,13 +671,13 @@ conn_io(struct lg_conn *c, int revents)
 		return;
 	}
 	if (c->state == LG_CONN_WRITE) {
-		switch (flush(c)) {
+		switch (lg_conn_flush(c)) {
 		case 1:
-			if (response_done(c) == 0)
-				conn_process(c);
+			if (lg_conn_response_done(c) == 0)
+				lg_conn_process(c);
 			return;
 		case 0:
-			note_delivered(c); /* progress: the stall timeout counts from here */
+			lg_conn_note_delivered(c); /* progress: the stall timeout counts from here */
 			lg_conn_rearm(c);
 			return;
 		default:
@@ -784,12 +691,12 @@ conn_io(struct lg_conn *c, int revents)
 		if (q == -1)
 			return;
 		if (q == 1 && !(c->want_continue && lg_conn_in_body(c)))
-			watch(c, c->io.events & ~EV_WRITE);
+			lg_conn_watch(c, c->io.events & ~EV_WRITE);
 	}
 	if ((revents & EV_WRITE) && c->state == LG_CONN_PROXY && c->out.whead_len == 0 &&
 	    c->stream_wr) {
 		c->stream_wr = 0;
-		watch(c, c->io.events & ~EV_WRITE);
+		lg_conn_watch(c, c->io.events & ~EV_WRITE);
 		if (c->w->ops->stream(c) == -1 || c->state != LG_CONN_PROXY)
 			return;
 	}
@@ -797,7 +704,7 @@ conn_io(struct lg_conn *c, int revents)
 		if (send_continue(c) == -1)
 			return;
 		if (c->cont_off == CONTINUE_LEN)
-			watch(c, c->io.events & ~EV_WRITE);
+			lg_conn_watch(c, c->io.events & ~EV_WRITE);
 	}
 	if (!(revents & EV_READ))
 		return;
@@ -817,7 +724,7 @@ write_timer(struct lg_conn *c)
 	const struct lg_config *cfg = c->w->env->cfg;
 	ev_tstamp now = ev_now(c->w->ev), due;
 
-	note_delivered(c);
+	lg_conn_note_delivered(c);
 	due = lg_conn_download_due(c);
 	if (lg_conn_past(c, due)) {
 		log_info("client reads slower than --min-download-rate (%" PRIu64 " bytes in %.1f s), "

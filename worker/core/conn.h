@@ -18,12 +18,8 @@
 
 #include "common/pool.h"
 #include "http/http.h"
-#include "worker/flight/coalesce_state.h"
-#include "worker/route/inline_state.h"
-#include "worker/loop.h"
-#include "worker/observe_state.h"
-#include "worker/job/offload_state.h"
-#include "worker/route/routes_state.h"
+#include "worker/core/env.h"
+#include "worker/core/obs_state.h"
 
 #define LG_CONN_RBUF  16384  /* bytes of buffered input per connection: the read-side backpressure
                               * bound; the parser streams, so a head may be longer */
@@ -44,19 +40,46 @@ enum lg_conn_state {
 	                 * (RFC 9112 section 9.6) */
 };
 
-struct lg_route;
 struct lg_conn;
 struct lg_conn_idle;
 struct lg_coal;
 struct lg_body;
-struct lg_conn_up;
-struct lg_worker_up;
 
-/* What the connection I/O calls back into, given by its creator (the router and the offload
- * path, worker/route/routes.c): conn.c answers through its own respond API and knows nothing of
- * routes, jobs or slots beyond the slot index it holds. */
+/* A room's part of a connection or of the loop worker (nginx's r->ctx[module], r->upstream):
+ * bytes the core holds at a fixed place and never reads, typed and reached only by the room that
+ * owns them, through its own macro (LG_JOB(c) in worker/job/offload_state.h, LG_FLIGHT(c),
+ * LG_RT(c), ...). The header that declares a part's struct checks it fits its size here and
+ * alignment LG_PART_ALIGN (_Static_assert); the core includes none of those headers. */
+#define LG_PART_ALIGN 16
+#define LG_PART(bytes) struct { _Alignas(LG_PART_ALIGN) unsigned char b[bytes]; }
+
+/* A buffer the router renders a body into (/metrics, /status: worker/route/inline.c), reused
+ * for the next rendering once the core has written or dropped the body (lg_render_give_back). */
+struct lg_worker_render {
+	char *buf;                    /* cap bytes */
+	size_t cap;
+	int busy;                     /* a response is still being written from it */
+};
+
+/* A response body p was written or dropped: when p is the render buffer, the buffer is free for
+ * the next rendering and 1 is returned; else 0 (p is the caller's to free). */
+static inline int
+lg_render_give_back(struct lg_worker_render *r, const char *p)
+{
+	if (p != r->buf)
+		return 0;
+	r->busy = 0;
+	return 1;
+}
+
+/* What the connection core calls back into, given by its creator (the router, which wires the
+ * job and flight rooms in: worker/route/routes.c). The core answers through its own respond API;
+ * of routes, jobs, slots and flights it knows only what the rooms tell it through these ops and
+ * c->held (lg_conn_hold), and it writes into no room's memory: a body goes to the sink a room
+ * installs (body_buf). */
 struct lg_conn_ops {
-	/* http-parser hooks (struct lg_http on_head / on_body), ctx being the connection */
+	/* the parser's hooks (struct lg_http on_head / on_body, http/http.h), ctx being the
+	 * connection */
 	int (*head)(struct lg_http *h, void *conn);
 	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
 	/* struct lg_http body_room: input bytes the parser may take of a body it reads (chunked)
@@ -65,17 +88,26 @@ struct lg_conn_ops {
 	/* a complete request head (and any parser-read body): answer or start the job.
 	 * Returns 0, or -1 when the connection was closed or finished (the rule above) */
 	int (*dispatch)(struct lg_conn *c);
-	/* before reading more of a Content-Length body into the slot: 0, 1 (wait for the
-	 * backing), or -1 (answered: closed or finished) */
-	int (*body_window)(struct lg_conn *c);
-	/* the Content-Length body in the slot is complete: 0, or -1 (closed) */
+	/* The body sink of a Content-Length body the core reads in state LG_CONN_BODY, installed
+	 * by the room that owns its destination (the job room: the slot's input region); the core
+	 * writes nowhere else. body_buf: where the next bytes go, 0 with *dst and *len (> 0, at
+	 * most the bytes still owed) set, 1 while nothing is ready (wait for lg_conn_body_ready),
+	 * -1 after answering (closed or finished). body_took: n bytes were written at *dst;
+	 * returns 1 when that completed the body, else 0. body_got: the body's bytes so far. */
+	int (*body_buf)(struct lg_conn *c, unsigned char **dst, size_t *len);
+	int (*body_took)(struct lg_conn *c, size_t n);
+	uint64_t (*body_got)(const struct lg_conn *c);
+	/* the Content-Length body is complete (body_got reached it): 0, or -1 (closed) */
 	int (*body_done)(struct lg_conn *c);
+	/* readies the rooms' parts of c (job, flight, route: LG_PART) when c gets its block */
+	void (*init)(struct lg_conn *c);
 	/* the job deadline passed (state LG_CONN_JOB): 0, or -1 (closed) */
 	int (*job_timeout)(struct lg_conn *c);
-	/* the response is written while c holds a slot: give it back */
+	/* the response is written while a room holds a buffer for c (LG_CONN_HELD_BUFFER): give
+	 * it back */
 	int (*release)(struct lg_conn *c);
-	/* c closes while it holds a slot, is parked on a flight (fl set) or has an upstream part
-	 * (up set): client gone, write failed */
+	/* c closes while a room holds it (c->held: a buffer, parked on a waiting list, or an
+	 * exchange with an upstream): client gone, write failed */
 	void (*gone)(struct lg_conn *c);
 	/* state LG_CONN_PROXY: the client's socket can take more of the answer (asked for with
 	 * lg_conn_stream_want). Returns 0, or -1 when c was closed or finished or may have been
@@ -90,8 +122,9 @@ struct lg_worker {
 	ev_timer tick;                /* heartbeat; also retries accept after EMFILE */
 	int nconns;
 	int draining;
-	struct lg_worker_accept acc;  /* the listener's side (worker/loop.c) */
-	struct lg_worker_job job;     /* completions, slots held, backing (worker/job/offload_state.h) */
+	LG_PART(128) part_acc;        /* the listener's side: LG_ACC(w) (worker/loop.h) */
+	LG_PART(256) part_job;        /* completions, slots held, backing: LG_WJOB(w)
+	                               * (worker/job/offload_state.h) */
 	struct lg_coal *coal;         /* single-flight state (worker/flight/coalesce.c), opaque here */
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
@@ -100,12 +133,13 @@ struct lg_worker {
 	                               * (RFC 9110 section 6.6.1; worker/core/conn_head.c) */
 	size_t date_len;
 	ev_tstamp date_at;
-	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/observe_state.h) */
-	struct lg_worker_render render; /* /metrics and /status buffer (worker/route/inline_state.h) */
+	struct lg_worker_obs obs;     /* lag probe, slow callbacks (worker/core/obs_state.h) */
+	struct lg_worker_render render; /* /metrics and /status buffer (above) */
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
-	struct lg_worker_rt rt;       /* the router's table (worker/route/routes_state.h) */
-	struct lg_worker_up *up;      /* upstream pools and queues (worker/upstream/), opaque here */
+	LG_PART(64) part_rt;          /* the router's table: LG_WRT(w) (worker/route/routes_state.h) */
+	LG_PART(16) part_up;          /* the upstreams' pools and queues: LG_WUP(w)
+	                               * (worker/upstream/upstream.h) */
 };
 
 /* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
@@ -152,6 +186,7 @@ struct lg_conn {
 	int reject_status;            /* status chosen by the head hook for a rejected request */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
 	unsigned nreq;                /* requests parsed on this connection */
+	unsigned held;                /* LG_CONN_HELD_* bits: what rooms hold for c (lg_conn_hold) */
 	/* conn_process is running for c: it watches c's socket and arms its timer for the state
 	 * it leaves c in when it returns, so a response finished inside it does not do so too */
 	int processing;
@@ -162,17 +197,79 @@ struct lg_conn {
 	size_t cont_off;              /* bytes of the interim response written */
 	struct lg_conn_tmo tmo;       /* timeouts (above) */
 	struct lg_conn_out out;       /* queued output (above) */
-	struct lg_conn_rt rt;         /* the router's: route, row, label (worker/route/routes_state.h) */
-	struct lg_conn_job job;       /* the offloaded job (worker/job/offload_state.h) */
-	struct lg_conn_flight flight; /* single-flight and cache (worker/flight/coalesce_state.h) */
-	struct lg_conn_obs obs;       /* metrics and the access log (worker/observe_state.h) */
-	struct lg_conn_up *up;        /* the proxied request (worker/upstream/), opaque here; NULL
-	                               * when the request goes to no upstream */
+	LG_PART(64) part_rt;          /* the router's: route, row, label: LG_RT(c)
+	                               * (worker/route/routes_state.h) */
+	LG_PART(128) part_job;        /* the offloaded job: LG_JOB(c) (worker/job/offload_state.h) */
+	LG_PART(64) part_flight;      /* single-flight and cache: LG_FLIGHT(c)
+	                               * (worker/flight/coalesce_state.h) */
+	struct lg_conn_obs obs;       /* metrics and the access log (worker/core/obs_state.h) */
+	LG_PART(16) part_up;          /* a proxied request's exchange: LG_UP(c)
+	                               * (worker/upstream/upstream.h) */
 	int stream_wr;                /* state PROXY: ops->stream wants the socket writable */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];
 };
+
+/* What a room holds for a connection, in c->held: the core tells the room when c closes
+ * (ops->gone), gives the buffer back once the response is written (ops->release), keeps the
+ * body deadlines of a held buffer, and never lets c go idle while it holds one. */
+#define LG_CONN_HELD_BUFFER 1u  /* a transit buffer (a job slot: worker/job) */
+#define LG_CONN_HELD_PARKED 2u  /* c waits on a room's list (a flight: worker/flight) */
+#define LG_CONN_HELD_UP     4u  /* c's request is an exchange with an upstream (worker/upstream) */
+
+/* A room took (lg_conn_hold) or gave back (lg_conn_unhold) what bit says for c. */
+static inline void
+lg_conn_hold(struct lg_conn *c, unsigned bit)
+{
+	c->held |= bit;
+}
+
+static inline void
+lg_conn_unhold(struct lg_conn *c, unsigned bit)
+{
+	c->held &= ~bit;
+}
+
+/* 1 when c is parked on a room's waiting list (a flight), else 0. */
+static inline int
+lg_conn_parked(const struct lg_conn *c)
+{
+	return (c->held & LG_CONN_HELD_PARKED) != 0;
+}
+
+/* The head hook's verbs (struct lg_conn_ops head, called inside the parser): lg_conn_head_begin
+ * forgets the previous request's interim response and refusal lines; lg_conn_reject chooses the
+ * status the core answers a request the hook returns LG_HTTP_REJECT for (its header lines, or
+ * "", in c->reject_extra); lg_conn_expect_continue(c, 1) says the body will be read, so a
+ * client waiting for 100 Continue (RFC 9110 section 10.1.1) gets it while the body is awaited. */
+static inline void
+lg_conn_head_begin(struct lg_conn *c)
+{
+	c->want_continue = 0;
+	c->cont_off = 0;
+	c->reject_extra[0] = '\0';
+}
+
+static inline void
+lg_conn_reject(struct lg_conn *c, int status)
+{
+	c->reject_status = status;
+}
+
+static inline void
+lg_conn_expect_continue(struct lg_conn *c, int want)
+{
+	c->want_continue = want;
+}
+
+/* The body the next response of c sends is p, a buffer the router rendered into: the core gives
+ * it back once written or dropped (lg_render_give_back, else free(3)). */
+static inline void
+lg_conn_own_body(struct lg_conn *c, char *p)
+{
+	c->out.wbody_owned = p;
+}
 
 /* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
  * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
@@ -253,6 +350,26 @@ int lg_conn_cut_upload(struct lg_conn *c, double held_s);
  * BODY it watches the socket again; otherwise it continues as after any event. Returns 0, or -1
  * when c was closed or finished. */
 int lg_conn_body_ready(struct lg_conn *c);
+
+/* c waits for a job, its own or a flight's, for at most deadline_ms milliseconds from now: state
+ * LG_CONN_JOB, the timer armed for the deadline (then ops->job_timeout). The room that waits
+ * answers c through lg_conn_respond when the job ends, after lg_conn_stop_timer. */
+void lg_conn_wait_job(struct lg_conn *c, uint64_t deadline_ms);
+
+/* Stops c's timer: the room answering c (a job ended, c left a flight) re-arms nothing itself;
+ * the core arms the timer again for the state the answer leaves c in. */
+void lg_conn_stop_timer(struct lg_conn *c);
+
+/* The request head is complete and the rest of a Content-Length body goes to the room's body
+ * sink (ops->body_buf, ops->body_took): state LG_CONN_BODY. */
+void lg_conn_expect_body(struct lg_conn *c);
+
+/* Input bytes buffered on c after the current request's head (pipelined or body bytes). */
+size_t lg_conn_buffered(const struct lg_conn *c);
+
+/* Takes the first n buffered input bytes of c (n <= lg_conn_buffered(c)): copies them to dst
+ * (n bytes the caller owns) and drops them from c's input buffer. */
+void lg_conn_take(struct lg_conn *c, void *dst, size_t n);
 
 /* The stream verbs: another room (worker/upstream/) writes the answer of c's current request
  * itself, as it arrives, instead of handing a whole one to lg_conn_respond.

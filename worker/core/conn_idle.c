@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "worker/core/conn.h"
-#include "worker/core/conn_idle.h"
+#include "worker/core/conn_int.h"
 #include "worker/core/conn_timer.h"
 #include "worker/observe.h"
 
@@ -133,7 +133,7 @@ static int
 is_idle(const struct lg_conn *c)
 {
 	return c->state == LG_CONN_HEAD && c->rlen == 0 && !lg_obs_in_request(&c->obs) &&
-	    c->out.whead_len == 0 && !lg_job_holds_slot(&c->job) && c->out.wbody_owned == NULL &&
+	    c->out.whead_len == 0 && !(c->held & LG_CONN_HELD_BUFFER) && c->out.wbody_owned == NULL &&
 	    !c->close_after && c->http.frame.head_bytes == 0 && c->cont_off == 0;
 }
 
@@ -151,13 +151,7 @@ to_idle(struct lg_conn *c)
 		return; /* stays as it is; tried again next tick */
 	}
 	ev_timer_stop(w->ev, &c->timer);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	lg_pool_put(lg_conn_pool(w), c);
+	lg_conn_free(c);
 }
 
 void

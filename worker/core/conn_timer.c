@@ -1,5 +1,12 @@
-/* The connection's limits in time (worker/core/conn_timer.h, docs/HTTP.md). */
+/* The connection's limits in time (worker/core/conn_timer.h, docs/HTTP.md): when each is due,
+ * and the one timer that enforces them. A leaf: what the core does when a limit is reached is
+ * conn.c's (conn_timer), so the calls between the two go one way. */
 #include "worker/core/conn_timer.h"
+
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
+
+#include "worker/core/conn_int.h"
 
 void
 lg_conn_arm_timer(struct lg_conn *c, double seconds)
@@ -20,6 +27,21 @@ lg_conn_timer_left(const struct lg_conn *c)
 	if (c->state == LG_CONN_JOB || !ev_is_active(&c->timer))
 		return ev_timer_remaining(c->w->ev, (ev_timer *)&c->timer);
 	return c->tmo.due - ev_now(c->w->ev);
+}
+
+void
+lg_conn_wait_job(struct lg_conn *c, uint64_t deadline_ms)
+{
+	c->state = LG_CONN_JOB;
+	ev_timer_stop(c->w->ev, &c->timer);
+	ev_timer_set(&c->timer, deadline_ms / 1000., 0.);
+	ev_timer_start(c->w->ev, &c->timer);
+}
+
+void
+lg_conn_stop_timer(struct lg_conn *c)
+{
+	ev_timer_stop(c->w->ev, &c->timer);
 }
 
 int
@@ -55,7 +77,7 @@ lg_conn_in_body(const struct lg_conn *c)
 uint64_t
 lg_conn_body_bytes(const struct lg_conn *c)
 {
-	return c->state == LG_CONN_BODY ? c->job.body_got : c->http.body_seen;
+	return c->state == LG_CONN_BODY ? c->w->ops->body_got(c) : c->http.body_seen;
 }
 
 /* When a body holding a transit buffer falls below --min-upload-rate: body-timeout-ms after it
@@ -65,7 +87,7 @@ lg_conn_upload_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	if (c->job.slot < 0 || cfg->min_upload_rate == 0)
+	if (!(c->held & LG_CONN_HELD_BUFFER) || cfg->min_upload_rate == 0)
 		return 0;
 	return c->tmo.body_at + cfg->body_timeout_ms / 1e3 +
 	    (double)lg_conn_body_bytes(c) / (double)cfg->min_upload_rate;
@@ -106,7 +128,7 @@ lg_conn_request_due(const struct lg_conn *c)
 /* Arms the connection's timer for the limit of its state (docs/HTTP.md): write stall (from the
  * client's last progress) and minimum download rate, body silence and (holding a transit
  * buffer) body deadline and minimum upload rate, head deadline from the request's first byte,
- * or keep-alive idle. A queued job's deadline is armed by offload.c. */
+ * or keep-alive idle. A job's deadline is armed by lg_conn_wait_job. */
 void
 lg_conn_rearm(struct lg_conn *c)
 {
@@ -123,7 +145,7 @@ lg_conn_rearm(struct lg_conn *c)
 		if (c->tmo.body_at == 0)
 			c->tmo.body_at = now;
 		at = now + cfg->body_timeout_ms / 1e3;
-		if (c->job.slot >= 0 && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
+		if ((c->held & LG_CONN_HELD_BUFFER) && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
 			at = c->tmo.body_at + cfg->body_deadline_ms / 1e3;
 		at = earliest(earliest(at, lg_conn_upload_due(c)), lg_conn_request_due(c));
 	} else if (c->tmo.req_at > 0) {
@@ -132,4 +154,20 @@ lg_conn_rearm(struct lg_conn *c)
 		at = now + cfg->keepalive_timeout_ms / 1e3;
 	}
 	lg_conn_arm_timer(c, at > now ? at - now : 1e-3);
+}
+
+/* Records how many response bytes the client has taken (written minus still unsent) and, when
+ * that grew, the time of that progress. */
+void
+lg_conn_note_delivered(struct lg_conn *c)
+{
+	int unsent = 0;
+	uint64_t got = c->out.woff;
+
+	if (ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0)
+		got = (uint64_t)unsent < got ? got - (uint64_t)unsent : 0;
+	if (got > c->tmo.wdelivered) {
+		c->tmo.wdelivered = got;
+		c->tmo.wprogress_at = ev_now(c->w->ev);
+	}
 }

@@ -21,7 +21,7 @@
 void lg_conn_arm_timer(struct lg_conn *c, double seconds);
 
 /* Seconds left until c's limit (ev_timer_remaining of the timer in state LG_CONN_JOB, whose
- * deadline offload.c and coalesce.c arm directly, or when no timer runs). */
+ * deadline lg_conn_wait_job arms, or when no timer runs). */
 double lg_conn_timer_left(const struct lg_conn *c);
 
 /* Called when c's timer fires: returns 1, and arms the timer for the rest, when the limit set
@@ -50,8 +50,8 @@ ev_tstamp lg_conn_download_due(const struct lg_conn *c);
 ev_tstamp lg_conn_request_due(const struct lg_conn *c);
 
 /* Arms c's timer for the limit of its state: write stall and download rate, body silence,
- * body deadline and upload rate, head deadline, linger, or keep-alive idle. A queued job's
- * deadline is armed by worker/job/offload.c (nothing is done in state LG_CONN_JOB). */
+ * body deadline and upload rate, head deadline, linger, or keep-alive idle. A job's deadline
+ * is armed by lg_conn_wait_job (nothing is done in state LG_CONN_JOB). */
 void lg_conn_rearm(struct lg_conn *c);
 
 #endif

@@ -55,8 +55,8 @@ lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol)
 
 	if (k == NULL || k->ctr == NULL || pol == NULL)
 		return 0;
-	c->flight.pol = pol;
-	return c->flight.coal = 1;
+	LG_FLIGHT(c)->pol = pol;
+	return LG_FLIGHT(c)->coal = 1;
 }
 
 static void
@@ -72,7 +72,7 @@ count(struct lg_conn *c, _Atomic uint64_t *field)
 int
 lg_coal_job_slot(struct lg_conn *c)
 {
-	if (lg_job_holds_slot(&c->job))
+	if (lg_job_held(c))
 		return 0;
 	if (lg_coal_has_body(c) || c->w->coal->claim == NULL)
 		return -1;
@@ -130,34 +130,33 @@ lg_coal_drop_flight(struct lg_lflight *f)
 void
 lg_coal_park(struct lg_conn *c, struct lg_lflight *f, const char *label)
 {
-	c->flight.fl = f;
-	c->flight.fl_label = label;
-	c->flight.fl_prev = NULL;
-	c->flight.fl_next = f->waiters;
+	LG_FLIGHT(c)->fl = f;
+	lg_conn_hold(c, LG_CONN_HELD_PARKED);
+	LG_FLIGHT(c)->fl_label = label;
+	LG_FLIGHT(c)->fl_prev = NULL;
+	LG_FLIGHT(c)->fl_next = f->waiters;
 	if (f->waiters)
-		f->waiters->flight.fl_prev = c;
+		LG_FLIGHT(f->waiters)->fl_prev = c;
 	f->waiters = c;
 	f->nwait++;
-	c->state = LG_CONN_JOB;
-	ev_timer_stop(c->w->ev, &c->timer);
-	ev_timer_set(&c->timer, c->job.deadline_ms / 1000., 0.); /* the route's, set at head time */
-	ev_timer_start(c->w->ev, &c->timer);
+	lg_conn_wait_job(c, lg_job_deadline_ms(c)); /* the route's, set at head time */
 }
 
 void
 lg_coal_unpark(struct lg_conn *c)
 {
-	struct lg_lflight *f = c->flight.fl;
+	struct lg_lflight *f = LG_FLIGHT(c)->fl;
 
-	if (c->flight.fl_prev)
-		c->flight.fl_prev->flight.fl_next = c->flight.fl_next;
+	if (LG_FLIGHT(c)->fl_prev)
+		LG_FLIGHT(LG_FLIGHT(c)->fl_prev)->fl_next = LG_FLIGHT(c)->fl_next;
 	else
-		f->waiters = c->flight.fl_next;
-	if (c->flight.fl_next)
-		c->flight.fl_next->flight.fl_prev = c->flight.fl_prev;
+		f->waiters = LG_FLIGHT(c)->fl_next;
+	if (LG_FLIGHT(c)->fl_next)
+		LG_FLIGHT(LG_FLIGHT(c)->fl_next)->fl_prev = LG_FLIGHT(c)->fl_prev;
 	f->nwait--;
-	c->flight.fl = NULL;
-	ev_timer_stop(c->w->ev, &c->timer);
+	LG_FLIGHT(c)->fl = NULL;
+	lg_conn_unhold(c, LG_CONN_HELD_PARKED);
+	lg_conn_stop_timer(c);
 }
 
 static void
@@ -192,7 +191,7 @@ cancel_job(struct lg_lflight *f)
 static void
 leave(struct lg_conn *c)
 {
-	struct lg_lflight *f = c->flight.fl;
+	struct lg_lflight *f = LG_FLIGHT(c)->fl;
 	struct lg_worker *w = c->w;
 	int r;
 
@@ -217,7 +216,7 @@ void
 lg_coal_gone(struct lg_conn *c)
 {
 	leave(c);
-	if (lg_job_holds_slot(&c->job))
+	if (lg_job_held(c))
 		lg_offload_release(c); /* a request with a body keeps it while parked */
 }
 
@@ -227,10 +226,10 @@ lg_coal_deadline(struct lg_conn *c)
 	char extra[64];
 
 	leave(c);
-	if (lg_job_holds_slot(&c->job))
+	if (lg_job_held(c))
 		lg_offload_release(c);
 	atomic_fetch_add(&c->w->env->page->timed_out, 1);
-	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", c->flight.fl_label);
+	snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", LG_FLIGHT(c)->fl_label);
 	if (lg_conn_error(c, 504, 0, extra) == -1)
 		return -1;
 	return lg_conn_resume(c);
@@ -277,14 +276,13 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 		lg_cache_refresh_end(w->env->cache, f->stale_idx, f->stale_seq, lg_now_ns(), 1);
 	while (f->waiters != NULL) {
 		struct lg_conn *c = f->waiters;
-		const char *label = c->flight.fl_label;
+		const char *label = LG_FLIGHT(c)->fl_label;
 		int rc;
 
 		lg_coal_unpark(c);
-		if (lg_job_holds_slot(&c->job))
+		if (lg_job_held(c))
 			lg_offload_release(c); /* answered from the shared job: the body is not needed */
-		c->job.queue_ns = queue_ns;
-		c->job.run_ns = run_ns;
+		lg_obs_job_times(&c->obs, queue_ns, run_ns);
 		lg_obs_unit_begin(w, c);
 		if (OK(status))
 			rc = lg_coal_answer(c, status, ctype, label, 0, 0, b);
@@ -328,7 +326,7 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	struct lg_slot *s = &w->env->arena->slots[f->slot];
 	int ended = lg_slot_state(word) == LG_SLOT_FAILED;
 	uint32_t st = ended ? s->status : LG_JOB_ERROR;
-	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT ?
+	int code = lg_offload_failure_status(st, st == LG_JOB_BAD_INPUT || st == LG_JOB_ERROR ?
 	    lg_arena_out(w->env->arena, (uint32_t)f->slot) : NULL);
 	char msg[LG_FAIL_TEXT_CAP] = "", text[LG_FAIL_TEXT_CAP + 64];
 	size_t mlen = ended ? lg_offload_failure_text(w, f->slot, st, msg, sizeof(msg)) : 0;
@@ -338,7 +336,8 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 	const char *key = lg_coal_flight_key(f, &klen, &hash);
 
 	snprintf(text, sizeof(text), "%s%s", mlen ? msg : lg_http_reason(code), mlen ? "" : "\n");
-	lg_stats_add(code == 502 ? &w->env->page->failed_crash : &w->env->page->failed_error, 1);
+	lg_stats_add(st == LG_JOB_CRASHED ? &w->env->page->failed_crash :
+	    &w->env->page->failed_error, 1);
 	if (code >= 400 && code <= 499) /* the client's input refused: counted, not warned */
 		lg_stats_add(&w->env->page->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
@@ -448,12 +447,12 @@ deadline_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	lg_slot_release(s, f->slot_gen);
 	if (st == LG_SLOT_RUNNING)
 		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
-	for (struct lg_conn *c = f->waiters; c != NULL; c = c->flight.fl_next)
+	for (struct lg_conn *c = f->waiters; c != NULL; c = LG_FLIGHT(c)->fl_next)
 		atomic_fetch_add(&w->env->page->timed_out, 1);
 	lg_coal_end_flight(f, 504, NULL, NULL, NULL, 0, 0);
 }
 
-/* c has claimed a job slot (c->job.slot, c->job.gen) for the job of new owner flight ref: sends
+/* c has claimed a job slot (lg_job_slot, lg_job_gen) for the job of new owner flight ref: sends
  * it and hands the slot over to the flight; c is parked on it unless this is a background
  * refresh. Returns 0, or -1 after answering c 503 (c closed or finished). A background refresh
  * never answers c: 0, with the slot given back when the job could not be sent. */
@@ -467,14 +466,13 @@ lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked)
 		return -1;
 	}
 	f->owner = 1;
-	f->slot = c->job.slot;
-	f->slot_gen = c->job.gen;
-	f->pool = c->job.pool;
+	f->slot = lg_job_slot(c);
+	f->slot_gen = lg_job_gen(c);
+	f->pool = lg_job_pool(c);
 	f->background = background;
-	f->deadline_ms = c->job.deadline_ms;
-	f->ctype = c->job.ctype;
-	lg_job_unpend(&w->job, c, c->job.slot); /* completions go to the flight (lg_coal_completion) */
-	c->job.slot = -1; /* the flight holds it now */
+	f->deadline_ms = lg_job_deadline_ms(c);
+	f->ctype = lg_job_ctype(c);
+	lg_job_hand_over(c); /* the flight holds it now: completions go to it (lg_coal_completion) */
 	w->coal->by_slot[f->slot] = f;
 	lg_stats_add(&w->coal->ctr->jobs, 1);
 	ev_timer_set(&f->deadline, f->deadline_ms / 1000., 0.);
@@ -488,7 +486,7 @@ static int
 start_owner(struct lg_conn *c, const struct lg_flight_ref *ref, int background)
 {
 	struct lg_worker *w = c->w;
-	struct lg_lflight *f = lg_coal_add_flight(w, ref, c->flight.pol);
+	struct lg_lflight *f = lg_coal_add_flight(w, ref, LG_FLIGHT(c)->pol);
 
 	if (f == NULL || lg_coal_own(c, f, background, 0) == -1) {
 		if (f == NULL)
@@ -508,10 +506,11 @@ static int
 run_alone(struct lg_conn *c)
 {
 	lg_stats_add(&c->w->coal->ctr->jobs, 1);
-	c->flight.coal_alone = 1; /* its answer says X-Cache: bypass (worker/job/offload.c) */
+	LG_FLIGHT(c)->coal_alone = 1;
+	lg_job_mark_bypass(c); /* its answer says X-Cache: bypass (worker/job/offload.c) */
 	if (lg_coal_job_slot(c) == -1)
 		return lg_coal_refuse(c, "bypass");
-	c->flight.coal = 0; /* its body complete, lg_offload_start queues it as any job */
+	LG_FLIGHT(c)->coal = 0; /* its body complete, lg_offload_start queues it as any job */
 	return lg_offload_start(c);
 }
 
@@ -530,17 +529,17 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 	struct lg_lflight *f;
 	int rc;
 
-	if (!c->flight.pol->coalesce || w->draining ||
+	if (!LG_FLIGHT(c)->pol->coalesce || w->draining ||
 	    lg_flight_peek(w->env->flights, hash, key, len) ||
 	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
-	    (c->job.deadline_ms + REFRESH_LEASE_MS) * LG_NS_PER_MS))
+	    (lg_job_deadline_ms(c) + REFRESH_LEASE_MS) * LG_NS_PER_MS))
 		return;
 	if (lg_coal_job_slot(c) == -1) {
 		lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
 		return;
 	}
-	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->job.slot,
-	    c->job.gen, lg_now_ns(), &ref);
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)lg_job_slot(c),
+	    lg_job_gen(c), lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_CREATED) {
 		lg_stats_add(&w->coal->ctr->refreshes, 1);
 		if (start_owner(c, &ref, 1) == 0 && (f = find(w->coal, ref.idx, ref.gen)) != NULL) {
@@ -569,7 +568,7 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
 	struct lg_lflight *f = find(c->w->coal, ref->idx, ref->gen);
 
-	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, c->flight.pol)) == NULL) {
+	if (f == NULL && (f = lg_coal_add_flight(c->w, ref, LG_FLIGHT(c)->pol)) == NULL) {
 		if (lg_flight_leave(c->w->env->flights, ref, c->w->env->index) == 1) {
 			struct lg_msg m = { .type = LG_MSG_UNWANTED,
 			    .unwanted = { .flight = ref->idx, .flight_gen = ref->gen } };
@@ -588,14 +587,14 @@ join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 static int
 cluster_begin(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
-	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, c->flight.pol);
+	struct lg_lflight *f = lg_coal_add_flight(c->w, ref, LG_FLIGHT(c)->pol);
 
 	if (f == NULL)
 		return -1;
 	f->owner = 1;
-	f->deadline_ms = c->job.deadline_ms;
-	f->ctype = c->job.ctype;
-	if (lg_cluster_begin(f, c->job.kind, (uint32_t)c->job.arg, c->job.deadline_ms) == -1) {
+	f->deadline_ms = lg_job_deadline_ms(c);
+	f->ctype = lg_job_ctype(c);
+	if (lg_cluster_begin(f, lg_job_kind(c), lg_job_route(c), lg_job_deadline_ms(c)) == -1) {
 		lg_coal_drop_flight(f); /* start_owner makes it again */
 		return -1;
 	}
@@ -614,13 +613,14 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 
 	if (lg_coal_job_slot(c) == -1)
 		return lg_coal_refuse(c, "miss");
-	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)c->job.slot,
-	    c->job.gen, lg_now_ns(), &ref);
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, (uint32_t)lg_job_slot(c),
+	    lg_job_gen(c), lg_now_ns(), &ref);
 	if (rc == LG_FLIGHT_BUSY) {
 		lg_stats_add(&w->coal->ctr->busy, 1);
 		lg_stats_add(&w->coal->ctr->jobs, 1);
-		c->flight.coal = 0;
-		c->flight.coal_alone = 1;
+		LG_FLIGHT(c)->coal = 0;
+		LG_FLIGHT(c)->coal_alone = 1;
+		lg_job_mark_bypass(c);
 		return lg_offload_start(c);
 	}
 	if (rc == LG_FLIGHT_JOINED) {
@@ -641,7 +641,7 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 		return run_alone(c);
 	}
 	lg_obs_route_hit(c);
-	if (c->flight.pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
+	if (LG_FLIGHT(c)->pol->cluster && lg_cluster_ready(w) && cluster_begin(c, &ref) == 0)
 		return 0; /* parked while Redis is asked (worker/flight/cluster.c) */
 	return start_owner(c, &ref, 0);
 }
@@ -651,7 +651,7 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 {
 	struct lg_worker *w = c->w;
 	struct lg_coal *k = w->coal;
-	const struct lg_policy *p = c->flight.pol;
+	const struct lg_policy *p = LG_FLIGHT(c)->pol;
 	char key[LG_FLIGHT_KEY_MAX];
 	size_t len;
 	uint64_t hash;
@@ -661,9 +661,9 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 
 	if (claim != NULL)
 		k->claim = claim;
-	if (!c->flight.coal_alone && lg_coal_has_body(c) && c->job.body_got > p->body_max)
+	if (!LG_FLIGHT(c)->coal_alone && lg_coal_has_body(c) && lg_job_body_got(c) > p->body_max)
 		lg_stats_add(&k->ctr->body_alone, 1);
-	if (c->flight.coal_alone || lg_coal_key(c, key, &len) == -1)
+	if (LG_FLIGHT(c)->coal_alone || lg_coal_key(c, key, &len) == -1)
 		return run_alone(c);
 	hash = lg_flight_hash(LG_FLIGHT_HASH_INIT, key, len);
 	if (p->ttl_ms || p->stale_ms || p->negative_ttl_ms) {
@@ -712,10 +712,11 @@ retry_all(struct lg_lflight *f, int alone)
 	while (list != NULL) {
 		struct lg_conn *c = list;
 
-		list = c->flight.fl_next;
-		c->flight.fl = NULL;
-		ev_timer_stop(w->ev, &c->timer);
-		c->flight.coal_alone = alone;
+		list = LG_FLIGHT(c)->fl_next;
+		LG_FLIGHT(c)->fl = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_PARKED);
+		lg_conn_stop_timer(c);
+		LG_FLIGHT(c)->coal_alone = alone;
 		lg_obs_unit_begin(w, c);
 		int rc = lg_coal_dispatch(c, w->coal->claim);
 		lg_obs_unit_end(w);

@@ -16,6 +16,7 @@
 #include "shm/cache.h"
 #include "shm/wire.h"
 #include "worker/core/conn.h"
+#include "worker/flight/coalesce_state.h"
 
 /* Sets up w's coalescing state. Returns 0, or -1 (ENOMEM). */
 int lg_coal_setup(struct lg_worker *w);
@@ -26,14 +27,14 @@ int lg_coal_setup(struct lg_worker *w);
 int lg_coal_cluster_setup(struct lg_worker *w);
 
 /* Head hook: whether c's route coalesces. pol is the route's rule (its registry row, built
- * from the configuration: master/site.c), NULL for none. When it does, c->flight.coal and
- * c->flight.pol are set, and a bodiless request claims no slot before dispatch.
- * c->job.deadline_ms must hold the route's job deadline. */
+ * from the configuration: master/site.c), NULL for none. When it does, LG_FLIGHT(c)->coal and
+ * LG_FLIGHT(c)->pol are set, and a bodiless request claims no slot before dispatch.
+ * lg_job_deadline_ms(c) must be the route's job deadline. */
 int lg_coal_wants(struct lg_conn *c, const struct lg_policy *pol);
 
-/* Dispatch of a complete request with c->flight.coal set: answers from the cache, parks c on a
+/* Dispatch of a complete request with LG_FLIGHT(c)->coal set: answers from the cache, parks c on a
  * flight, or starts the job. A bodiless request claims its slot with the router's claim (0, or
- * -1: no slot; it sets c->job.slot and the job's kind, route, deadline and content type); a
+ * -1: no slot; it claims c's job slot and sets the job's kind, route, deadline and content type); a
  * request with a body holds its transit buffer since head time, the body complete in it
  * (called from lg_coal_body_done with claim NULL): a cache hit gives it back, a parked request
  * keeps it until answered (so it can still run its own job if the shared answer cannot reach
@@ -55,8 +56,8 @@ int lg_coal_deadline(struct lg_conn *c);
 
 /* The router's ops (struct lg_conn_ops, worker/route/routes.c) for a route that may coalesce, over
  * the offload path's (worker/job/offload.h), which knows nothing of flights:
- * body_done: the body is complete in c's slot; a coalescing request (c->flight.coal, not run on the
- * loop) is dispatched now, its key holding the body's hash; any other is queued
+ * body_done: the body is complete in c's slot; a coalescing request (LG_FLIGHT(c)->coal, not
+ * run on the loop) is dispatched now, its key holding the body's hash; any other is queued
  * (lg_offload_queue). Returns 0 or -1 (closed). */
 int lg_coal_body_done(struct lg_conn *c);
 

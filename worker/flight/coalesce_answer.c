@@ -33,7 +33,7 @@ lg_coal_answer_failed(struct lg_conn *c, int status, const char *label, struct l
 	char extra[160], text[64];
 
 	snprintf(extra, sizeof(extra), "X-Cache: %s\r\nX-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n%s",
-	    label, (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6,
+	    label, (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6,
 	    status == 503 ? LG_CONN_RETRY_AFTER : "");
 	c->close_after |= status == 502;
 	if (b != NULL)
@@ -56,9 +56,9 @@ lg_coal_answer(struct lg_conn *c, int status, const char *ctype, const char *lab
 	n = snprintf(extra, sizeof(extra), "X-Cache: %s\r\n", label);
 	if (with_age)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, "Age: %" PRIu64 "\r\n", age_s);
-	else if (c->job.queue_ns || c->job.run_ns)
+	else if (c->obs.queue_ns || c->obs.run_ns)
 		snprintf(extra + n, sizeof(extra) - (size_t)n, "X-Queue-Ms: %.3f\r\nX-Run-Ms: %.3f\r\n",
-		    (double)c->job.queue_ns / 1e6, (double)c->job.run_ns / 1e6);
+		    (double)c->obs.queue_ns / 1e6, (double)c->obs.run_ns / 1e6);
 	return lg_conn_respond_shared(c, status, ctype[0] ? ctype : NULL, extra, b);
 }
 
@@ -89,8 +89,8 @@ lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, struct l
 
 	lg_obs_route_hit(c);
 	lg_stats_add(counter, 1);
-	c->job.queue_ns = c->job.run_ns = 0;
-	if (lg_job_holds_slot(&c->job))
+	lg_obs_job_times(&c->obs, 0, 0);
+	if (lg_job_held(c))
 		lg_offload_release(c); /* its transit buffer held the body hashed into the key */
 	rc = lg_coal_answer(c, (int)m->status, m->ctype, label, (now - m->stored_ns) / 1000000000u,
 	    1, b);

@@ -26,8 +26,8 @@ run(struct lg_lflight *f)
 		return;
 	}
 
-	while (c != NULL && !lg_job_holds_slot(&c->job))
-		c = c->flight.fl_next;
+	while (c != NULL && !lg_job_held(c))
+		c = LG_FLIGHT(c)->fl_next;
 	if (c == NULL && (c = f->waiters) != NULL && lg_coal_job_slot(c) == -1)
 		c = NULL;
 	if (c == NULL || lg_coal_own(c, f, 0, 1) == -1) {
@@ -61,9 +61,9 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 		int rc;
 
 		lg_coal_unpark(c);
-		if (lg_job_holds_slot(&c->job))
+		if (lg_job_held(c))
 			lg_offload_release(c);
-		c->job.queue_ns = c->job.run_ns = 0;
+		lg_obs_job_times(&c->obs, 0, 0);
 		lg_obs_unit_begin(w, c);
 		if (b == NULL)
 			rc = lg_coal_answer(c, status, ctype, "hit", age_ms / 1000u, 1, NULL);

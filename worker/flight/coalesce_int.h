@@ -8,6 +8,7 @@
 #include "shm/cache.h"
 #include "shm/flight.h"
 #include "worker/core/conn.h"
+#include "worker/flight/coalesce_state.h"
 
 #define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
 
@@ -68,7 +69,7 @@ void lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int
 void lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
     const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns);
 const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash);
-/* c (holding job slot c->job.slot) sends its job and hands the slot to owner flight f (which
+/* c (holding a job slot, lg_job_held) sends its job and hands the slot to owner flight f (which
  * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,
  * or -1 when the job could not be sent (c's slot given back; nothing answered). */
 int lg_coal_own(struct lg_conn *c, struct lg_lflight *f, int background, int parked);

@@ -6,6 +6,7 @@
 #include "shm/arena.h"
 #include "shm/flight.h"
 #include "worker/flight/coalesce.h"
+#include "worker/job/job.h"
 
 /* Appends len bytes; -1 once the key would be too long (such a request runs alone). */
 static int
@@ -49,16 +50,16 @@ put_body(const struct lg_conn *c, char *key, size_t *len)
 {
 	const struct lg_http_req *r = &c->http.req;
 	uint64_t n = 0;
+	const unsigned char *body;
 	const void *p = "";
 	unsigned char tag[1 + 8 + 16];
 
 	if (put_header(key, len, r, "content-type") || put_header(key, len, r, "content-encoding"))
 		return -1;
 	if (lg_coal_has_body(c)) {
-		if (!lg_job_holds_slot(&c->job) || c->job.body_got > c->flight.pol->body_max)
+		if (lg_job_body(c, &body, &n) == -1 || n > LG_FLIGHT(c)->pol->body_max)
 			return -1;
-		n = c->job.body_got;
-		p = lg_arena_in(c->w->env->arena, (uint32_t)c->job.slot) + c->job.body_off;
+		p = body;
 	}
 	XXH128_hash_t h = XXH3_128bits_withSeed(p, (size_t)n, c->w->env->cache->hdr->key_seed);
 	tag[0] = '#';
@@ -72,7 +73,7 @@ int
 lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 {
 	const struct lg_http_req *r = &c->http.req;
-	const struct lg_policy *p = c->flight.pol;
+	const struct lg_policy *p = LG_FLIGHT(c)->pol;
 
 	*len = 0;
 	size_t vl;

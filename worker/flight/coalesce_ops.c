@@ -10,7 +10,7 @@ lg_coal_body_done(struct lg_conn *c)
 {
 	/* A coalescing route's request with a body: its key holds the body's hash, so it is
 	 * decided only now that the body is complete in the transit buffer. */
-	if (c->flight.coal && !c->job.run_inline)
+	if (LG_FLIGHT(c)->coal && !lg_job_runs_inline(c))
 		return lg_coal_dispatch(c, NULL);
 	return lg_offload_queue(c);
 }
@@ -18,7 +18,7 @@ lg_coal_body_done(struct lg_conn *c)
 int
 lg_coal_job_timeout(struct lg_conn *c)
 {
-	if (c->flight.fl != NULL)
+	if (LG_FLIGHT(c)->fl != NULL)
 		return lg_coal_deadline(c);
 	return lg_offload_deadline(c);
 }
@@ -26,7 +26,7 @@ lg_coal_job_timeout(struct lg_conn *c)
 void
 lg_coal_conn_gone(struct lg_conn *c)
 {
-	if (c->flight.fl != NULL) {
+	if (LG_FLIGHT(c)->fl != NULL) {
 		lg_coal_gone(c); /* parked on a flight: a body's transit buffer is given back there */
 		return;
 	}

@@ -74,12 +74,12 @@ int
 lg_fair_over_share(const struct lg_conn *c, uint32_t tag)
 {
 	struct lg_arena *a = c->w->env->arena;
-	struct lg_jobslots js = lg_jobslots_of(a, c->job.pool);
+	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->pool);
 	uint32_t first, n, limit;
 
 	if (tag == 0)
 		return 0;
-	lg_slot_pool_range(a, c->job.pool, &first, &n);
+	lg_slot_pool_range(a, LG_JOB(c)->pool, &first, &n);
 	limit = (uint32_t)((uint64_t)n * (uint64_t)c->w->env->cfg->transit_share_pct / 100);
 	if (limit < lg_jobslot_open(&js, a))
 		limit = lg_jobslot_open(&js, a);
@@ -98,7 +98,7 @@ lg_fair_refuse_transit(const struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	uint32_t first, n;
 
-	lg_slot_pool_range(a, c->job.pool, &first, &n);
+	lg_slot_pool_range(a, LG_JOB(c)->pool, &first, &n);
 	lg_share_ask_cut(a, first, n, lg_now_ns(), c->w->env->cfg->evict_upload_rate,
 	    CUT_GRACE_NS);
 	atomic_fetch_add(&c->w->env->page->rejected_transit, 1);
@@ -114,17 +114,17 @@ lg_fair_tick(struct lg_worker *w)
 
 	for (c = w->conns; c != NULL && rate > 0; c = next) {
 		next = c->next; /* c may close below */
-		if (!lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+		if (!lg_job_holds_slot(LG_JOB(c)) || lg_conn_parked(c))
 			continue;
-		struct lg_slot *s = &a->slots[c->job.slot];
+		struct lg_slot *s = &a->slots[LG_JOB(c)->slot];
 		uint64_t word = atomic_load(&s->word), start = atomic_load(&s->up_start_ns);
 
-		if (lg_slot_gen(word) != c->job.gen || !lg_share_cut_asked(s, word))
+		if (lg_slot_gen(word) != LG_JOB(c)->gen || !lg_share_cut_asked(s, word))
 			continue;
 		/* Asked from another loop's racy scan: cut only what this loop's own counts show
 		 * slow, held long enough, and still uploading. */
 		if (now < start + CUT_GRACE_NS ||
-		    (double)c->job.body_got * 1e9 >= (double)rate * (double)(now - start))
+		    (double)LG_JOB(c)->body_got * 1e9 >= (double)rate * (double)(now - start))
 			continue;
 		uint32_t tag = atomic_load(&s->client);
 		if (lg_conn_cut_upload(c, (double)(now - start) / 1e9)) /* c may be gone */

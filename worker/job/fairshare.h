@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "worker/core/conn.h"
+#include "worker/job/offload_state.h"
 
 /* The share tag (shm/share.h lg_share_tag) of c's client: the peer, or behind a trusted proxy
  * the client it names (worker/core/client.h lg_client_addr: PROXY header, X-Forwarded-For); 0 when

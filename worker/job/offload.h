@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "worker/core/conn.h"
+#include "worker/job/job.h"
 
 #include "kinds/host.h"
 
@@ -23,17 +24,17 @@ struct lg_offload_spec {
 };
 
 /* Claims a free job slot of pool sp->pool for c's request at head time and writes the request
- * view at the start of its input region. Returns 0 (c->job.slot set, body counters reset,
- * c->job.body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
+ * view at the start of its input region. Returns 0 (LG_JOB(c)->slot set, body counters reset,
+ * LG_JOB(c)->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
- * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the pool's
- * transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view could
- * not be backed: the caller answers 503; counted (a full pool in its page). */
+ * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the
+ * pool's transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view
+ * could not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
-/* http-parser body hook for a chunked body: copies len bytes at `at` into c's slot, backing
- * the input region as it goes. Returns 0, or -1 with h->status 413 (over the region) or 503
- * (shared memory could not be backed). */
+/* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at`
+ * into c's slot, backing the input region as it goes. Returns 0, or -1 with h->status 413 (over
+ * the region) or 503 (shared memory could not be backed). */
 int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len);
 
 /* The request head is complete and c holds a slot: moves the body bytes that came with the
@@ -41,16 +42,21 @@ int lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t
  * Returns 0, or -1 when the connection was closed. */
 int lg_offload_start(struct lg_conn *c);
 
-/* Before reading more of a Content-Length body into c's slot: asks the loop's helper thread
+/* The body sink of a Content-Length body read into c's slot (struct lg_conn_ops body_buf,
+ * body_took, body_got). lg_offload_body_buf: before reading more, asks the loop's helper thread
  * to back the next window once the current one is half filled (fallocate never runs on the
- * loop). Returns 0 (c->job.reserved > c->job.body_got: read up to c->job.reserved), 1 when
- * nothing is backed beyond c->job.body_got yet (stop reading; lg_conn_body_ready resumes it), or
- * -1 after answering 503 with Connection: close; the caller must not read into the slot then. */
-int lg_offload_body_window(struct lg_conn *c);
+ * loop); returns 0 with *dst the next byte of the body in the slot's input region and *len the
+ * bytes backed there and still owed (> 0), 1 when nothing is backed beyond the bytes taken yet
+ * (stop reading; lg_conn_body_ready resumes it), or -1 after answering 503 with Connection:
+ * close (nothing may be written then). lg_offload_body_took: n bytes were written at *dst;
+ * returns 1 when the body is complete, else 0. lg_offload_body_got: body bytes so far. */
+int lg_offload_body_buf(struct lg_conn *c, unsigned char **dst, size_t *len);
+int lg_offload_body_took(struct lg_conn *c, size_t n);
+uint64_t lg_offload_body_got(const struct lg_conn *c);
 
 /* For a body the parser reads (chunked) into c's slot: how many more input bytes may be parsed
  * now, the body bytes backed and not yet filled (an input byte carries at most one), asking
- * the helper thread for the next window ahead as lg_offload_body_window does. 0 means wait
+ * the helper thread for the next window ahead as lg_offload_body_buf does. 0 means wait
  * for lg_conn_body_ready; SIZE_MAX once the whole region is backed. When the request cannot
  * be posted: 0 with h->status 503, counted as a memory rejection. */
 size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
@@ -60,6 +66,15 @@ size_t lg_offload_body_room(struct lg_conn *c, struct lg_http *h);
  * complete body, resumes reading; 503 (reason memory) when it could not be backed; nothing
  * when the connection has given the slot up. */
 void lg_offload_backed(void *ctx, const struct lg_backing_msg *m);
+
+/* The loop worker's job part (LG_WJOB(w)) at loop start: lg_offload_setup allocates the table of
+ * pending connections by slot (returns 0, or -1 with errno ENOMEM); lg_offload_watch watches
+ * completion channel fd (the loop's end of it, not owned) with cb, w as the watcher's data;
+ * lg_offload_backing_start starts the helper thread that backs input regions (0, or -1 with
+ * errno set; worker/job/backing.h). */
+int lg_offload_setup(struct lg_worker *w);
+void lg_offload_watch(struct lg_worker *w, void (*cb)(struct ev_loop *, ev_io *, int), int fd);
+int lg_offload_backing_start(struct lg_worker *w);
 
 /* At loop start, before it serves: maps every slot's kept view pages (lg_arena_keep) into this
  * process, so writing a view at claim time neither faults nor allocates a page table (charged

@@ -1,7 +1,8 @@
 /* The offload path's part of a connection and of the loop worker (worker/job/offload.c, with the
- * helper thread of worker/job/backing.c): embedded in struct lg_conn as c->job and in struct
- * lg_worker as w->job, so the connection core (worker/core/conn.h) holds them without knowing what is
- * in them. A small header of its own because worker/job/offload.h includes worker/core/conn.h. */
+ * helper thread of worker/job/backing.c): held by struct lg_conn as part_job and by struct
+ * lg_worker as part_job (worker/core/conn.h LG_PART), so the connection core holds them without
+ * knowing what is in them; reached as LG_JOB(c) and LG_WJOB(w), only inside worker/job/ (make
+ * lint): the other rooms call the verbs of worker/job/job.h. */
 #ifndef LG_WORKER_OFFLOAD_STATE_H
 #define LG_WORKER_OFFLOAD_STATE_H
 
@@ -9,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker/core/conn.h"
 #include "worker/job/backing.h"
 
 struct lg_conn;
@@ -20,6 +22,8 @@ struct lg_conn_job {
 	uint64_t arg;                 /* the route's index (the compute side finds its config) */
 	uint64_t deadline_ms;         /* of the job, queue wait included */
 	int run_inline;               /* a where=loop kind: run here, not queued */
+	int bypass;                   /* a coalescing route's request runs its own job: its
+	                               * answer says X-Cache: bypass (lg_job_mark_bypass) */
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
 	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
 	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
@@ -29,14 +33,18 @@ struct lg_conn_job {
 	int backing_wait;             /* a backing request for the slot is with the helper */
 	size_t head_body;             /* body bytes that came with the head, still in rbuf until
 	                               * the first window is backed */
-	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time (metrics, access log) */
 };
+
+#define LG_JOB(c) ((struct lg_conn_job *)(void *)(c)->part_job.b)
+_Static_assert(sizeof(struct lg_conn_job) <= sizeof(((struct lg_conn *)0)->part_job) &&
+    _Alignof(struct lg_conn_job) <= LG_PART_ALIGN, "the job part of struct lg_conn");
 
 /* Readies a connection's job part: no slot held, no backing asked for. */
 static inline void
 lg_job_init(struct lg_conn_job *j)
 {
 	j->slot = -1;
+	j->bypass = 0;
 	j->backing_wait = 0;
 	j->head_body = 0;
 }
@@ -54,6 +62,10 @@ struct lg_worker_job {
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/job/backing.h) */
 };
+
+#define LG_WJOB(w) ((struct lg_worker_job *)(void *)(w)->part_job.b)
+_Static_assert(sizeof(struct lg_worker_job) <= sizeof(((struct lg_worker *)0)->part_job) &&
+    _Alignof(struct lg_worker_job) <= LG_PART_ALIGN, "the job part of struct lg_worker");
 
 /* Completions and backing outcomes for slot no longer find c (single-flight took the slot
  * over): clears wj->pending[slot] when it is c. slot is a valid index. */

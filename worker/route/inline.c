@@ -60,8 +60,8 @@ render_buffer(struct lg_worker *w)
 static void
 stats_names(const struct lg_worker *w, struct lg_stats_names *nm)
 {
-	*nm = (struct lg_stats_names){ w->rt.nrows, w->rt.row_names, w->env->cfg->reg->nkinds,
-	    w->rt.kind_names };
+	*nm = (struct lg_stats_names){ LG_WRT(w)->nrows, LG_WRT(w)->row_names, w->env->cfg->reg->nkinds,
+	    LG_WRT(w)->kind_names };
 }
 
 int
@@ -120,7 +120,7 @@ route_rendered(struct lg_conn *c, int metrics)
 
 	if (p == NULL)
 		return lg_conn_error(c, 500, 0, NULL);
-	c->out.wbody_owned = p;
+	lg_conn_own_body(c, p);
 	lg_buf_init(&b, p, w->render.cap);
 	stats_names(w, &nm);
 	r = metrics ? lg_metrics_render(&b, w->env->arena, &nm, lg_now_ns()) :
@@ -211,7 +211,7 @@ route_hits_json(const struct lg_worker *w, const struct lg_arena *a, char *buf, 
 	int first = 1;
 
 	lg_buf_init(&b, buf, cap);
-	for (unsigned i = 0; i < w->rt.nroutes && i < a->stat_routes; i++) {
+	for (unsigned i = 0; i < LG_WRT(w)->nroutes && i < a->stat_routes; i++) {
 		const struct lg_route_def *def = &w->env->cfg->reg->routes[i];
 		const char *path = def->path;
 		size_t mark = b.len;

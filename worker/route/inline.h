@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "worker/core/conn.h"
+#include "worker/route/routes_state.h"
 
 /* The handler a route's `handler = name` names ("ping", "health", "ready", "metrics",
  * "status", "test-block"), or NULL for a name there is none for. Static functions, no
@@ -16,7 +17,7 @@ int (*lg_inline_handler(const char *name))(struct lg_conn *c);
 
 /* Allocates the one buffer /metrics and /status are rendered into (w->render.buf), sized for the
  * largest rendering of w's routes, kinds and processes; its pages are touched lazily. Called
- * once at start, after the router (w->rt) is built. Returns 0, or -1 (errno ENOMEM). */
+ * once at start, after the router (LG_WRT(w)) is built. Returns 0, or -1 (errno ENOMEM). */
 int lg_inline_start(struct lg_worker *w);
 
 /* OPTIONS *: 200 with Allow listing methods (LG_M_* bits: those of the routes c's listener

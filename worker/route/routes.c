@@ -84,13 +84,13 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 	size_t rank = 0;
 	uint32_t bit = method_bit(r->method);
 
-	for (unsigned i = 0; i < w->rt.nroutes; i++) {
-		size_t k = match_rank(w, &w->rt.routes[i], r);
+	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++) {
+		size_t k = match_rank(w, &LG_WRT(w)->routes[i], r);
 
 		if (k == 0 || k < rank)
 			continue;
-		if (k > rank || (!(best->def->methods & bit) && (w->rt.routes[i].def->methods & bit)))
-			best = &w->rt.routes[i];
+		if (k > rank || (!(best->def->methods & bit) && (LG_WRT(w)->routes[i].def->methods & bit)))
+			best = &LG_WRT(w)->routes[i];
 		rank = k;
 		if (rank == SIZE_MAX && (best->def->methods & bit))
 			break; /* an exact route that takes the method: nothing can beat it */
@@ -114,7 +114,7 @@ is_asterisk(const struct lg_http_req *r)
 static int
 reject(struct lg_conn *c, int status)
 {
-	c->reject_status = status;
+	lg_conn_reject(c, status);
 	if (status == 503)
 		snprintf(c->reject_extra, sizeof(c->reject_extra), LG_CONN_RETRY_AFTER);
 	return LG_HTTP_REJECT;
@@ -128,9 +128,9 @@ allow_header(const struct lg_conn *c, char *buf, size_t cap)
 	uint32_t set = 0;
 	char list[64];
 
-	for (unsigned i = 0; i < w->rt.nroutes; i++)
-		if (path_matches(&w->rt.routes[i], &c->http.req))
-			set |= w->rt.routes[i].def->methods;
+	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++)
+		if (path_matches(&LG_WRT(w)->routes[i], &c->http.req))
+			set |= LG_WRT(w)->routes[i].def->methods;
 	lg_registry_methods_str(set, list, sizeof(list));
 	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
@@ -197,10 +197,10 @@ refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t
 {
 	set_retry_after(c, retry_s);
 	if (!discard_ok(c, r)) {
-		c->reject_status = status;
+		lg_conn_reject(c, status);
 		return LG_HTTP_REJECT;
 	}
-	c->rt.refuse_status = status;
+	LG_RT(c)->refuse_status = status;
 	return LG_HTTP_BODY_PARSER;
 }
 
@@ -211,7 +211,7 @@ refuse_keep(struct lg_conn *c, const struct lg_http_req *r, int status, uint64_t
 static int
 refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 {
-	if (c->rt.route == NULL)
+	if (LG_RT(c)->route == NULL)
 		return reject(c, 404);
 	allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 	return reject(c, 405);
@@ -223,7 +223,7 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 static int
 query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
 {
-	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, c->rt.route->def->kind);
+	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, LG_RT(c)->route->def->kind);
 	size_t n;
 
 	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
@@ -247,7 +247,7 @@ refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 	atomic_fetch_add(&c->w->env->page->rejected_query, 1);
 	if (!discard_ok(c, r))
 		return reject(c, 400);
-	c->rt.refuse_status = 400;
+	LG_RT(c)->refuse_status = 400;
 	return LG_HTTP_BODY_PARSER;
 }
 
@@ -283,12 +283,12 @@ static int
 route_claim(struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
-	const struct lg_route_def *d = c->rt.route->def;
+	const struct lg_route_def *d = LG_RT(c)->route->def;
 	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_view v;
 
 	request_view(c, d, &v);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(c->rt.route - c->w->rt.routes),
+	struct lg_offload_spec sp = { d->kind, (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes),
 	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
 	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
 	return lg_offload_claim(c, &sp);
@@ -318,9 +318,9 @@ served_methods(const struct lg_conn *c)
 {
 	uint32_t set = 0;
 
-	for (unsigned i = 0; i < c->w->rt.nroutes; i++)
-		if (admin_allows(c, &c->w->rt.routes[i]))
-			set |= c->w->rt.routes[i].def->methods;
+	for (unsigned i = 0; i < LG_WRT(c->w)->nroutes; i++)
+		if (admin_allows(c, &LG_WRT(c->w)->routes[i]))
+			set |= LG_WRT(c->w)->routes[i].def->methods;
 	return set;
 }
 
@@ -332,18 +332,18 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	c->rt.route = find_route(c->w, r);
-	if (c->rt.route != NULL && !admin_allows(c, c->rt.route))
-		c->rt.route = NULL; /* 404, as for a path that has no route */
-	lg_flight_begin(&c->flight);
-	c->rt.route_row = c->rt.route ? c->rt.route->row : c->w->rt.none_row;
-	c->rt.route_label = c->w->rt.row_names[c->rt.route_row];
-	c->want_continue = 0;
-	c->cont_off = 0;
-	c->rt.refuse_status = 0;
-	c->reject_extra[0] = '\0';
-	c->rt.max_body = c->rt.route && (c->rt.route->def->kind || c->rt.route->def->upstream) ?
-	    c->rt.route->def->max_body : cfg->max_body;
+	LG_RT(c)->route = find_route(c->w, r);
+	if (LG_RT(c)->route != NULL && !admin_allows(c, LG_RT(c)->route))
+		LG_RT(c)->route = NULL; /* 404, as for a path that has no route */
+	lg_flight_begin(c);
+	lg_job_begin(c);
+	LG_RT(c)->route_row = LG_RT(c)->route ? LG_RT(c)->route->row : LG_WRT(c->w)->none_row;
+	LG_RT(c)->route_label = LG_WRT(c->w)->row_names[LG_RT(c)->route_row];
+	lg_conn_head_begin(c);
+	LG_RT(c)->refuse_status = 0;
+	LG_RT(c)->max_body = LG_RT(c)->route &&
+	    (LG_RT(c)->route->def->kind || LG_RT(c)->route->def->upstream) ?
+	    LG_RT(c)->route->def->max_body : cfg->max_body;
 }
 
 /* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
@@ -360,7 +360,7 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 		return refuse_keep(c, r, 503, 1);
 	if (st != 0)
 		return reject(c, st);
-	c->want_continue = r->expect_continue && has_body && lg_up_body_room(c) > 0;
+	lg_conn_expect_continue(c, r->expect_continue && has_body && lg_up_body_room(c) > 0);
 	return LG_HTTP_BODY_PARSER;
 }
 
@@ -376,28 +376,28 @@ lg_route_head(struct lg_http *h, void *conn)
 
 	route_begin(c, r);
 	/* RFC 9110 section 15.5.14: refuse a body too large before reading it. */
-	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > c->rt.max_body)
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > LG_RT(c)->max_body)
 		return reject(c, 413);
-	if ((c->rt.route == NULL && !is_asterisk(r)) ||
-	    (c->rt.route && !method_ok(c->rt.route, r->method))) {
+	if ((LG_RT(c)->route == NULL && !is_asterisk(r)) ||
+	    (LG_RT(c)->route && !method_ok(LG_RT(c)->route, r->method))) {
 		if (!discard_ok(c, r))
 			return refuse_early(c, r);
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
-	if (is_asterisk(r) || c->rt.route->handler != NULL) {
+	if (is_asterisk(r) || LG_RT(c)->route->handler != NULL) {
 		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
 			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
-		c->want_continue = r->expect_continue && has_body; /* read, then discarded */
+		lg_conn_expect_continue(c, r->expect_continue && has_body); /* read, then dropped */
 		return LG_HTTP_BODY_PARSER;
 	}
-	d = c->rt.route->def;
+	d = LG_RT(c)->route->def;
 	if (d->upstream != 0)
 		return route_upstream(c, r, d);
 	char why[256];
 	if (query_bad(c, r, why, sizeof(why)))
 		return refuse_query(c, r);
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
-	    lg_now_ns());
+	    (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), lg_now_ns());
 	if (left > 0) {
 		/* A kind that keeps killing compute processes is refused for a while
 		 * (--quarantine-deaths); Retry-After says when it is tried again. */
@@ -413,7 +413,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	/* A coalescing route decides at dispatch: a cached answer or a job already in flight
 	 * needs no slot (worker/flight/coalesce.h). A request with a body takes its transit buffer now
 	 * like any job, and is decided once the body (hashed into its key) is complete. */
-	c->job.deadline_ms = d->deadline_ms;
+	lg_job_set_deadline(c, d->deadline_ms);
 	if (d->where != LAGLESS_WHERE_LOOP && lg_coal_wants(c, d->has_coal ? &d->coal : NULL) &&
 	    !has_body)
 		return LG_HTTP_BODY_PARSER;
@@ -423,8 +423,8 @@ lg_route_head(struct lg_http *h, void *conn)
 		return refuse_keep(c, r, 503, 1);
 	/* The slot is ours, so the body will be read: only now is a 100 Continue due. The
 	 * connection sends it while the body is awaited (worker/core/conn.c). */
-	c->want_continue = r->expect_continue && has_body;
-	return c->job.body_need > 0 ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+	lg_conn_expect_continue(c, r->expect_continue && has_body);
+	return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 }
 
 int
@@ -432,24 +432,24 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 {
 	struct lg_conn *c = conn;
 
-	if (h->body_seen > c->rt.max_body) {
+	if (h->body_seen > LG_RT(c)->max_body) {
 		h->status = 413;
 		return -1;
 	}
-	if (c->up != NULL)
+	if (lg_up_active(c))
 		return lg_up_body(c, at, len);
-	if (!lg_job_holds_slot(&c->job) && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
 		 * long Content-Length (refuse_early) */
-		h->status = c->rt.refuse_status ? c->rt.refuse_status :
-		    c->rt.route == NULL && !is_asterisk(&h->req) ? 404 :
-		    c->rt.route != NULL && !method_ok(c->rt.route, h->req.method) ? 405 : 413;
+		h->status = LG_RT(c)->refuse_status ? LG_RT(c)->refuse_status :
+		    LG_RT(c)->route == NULL && !is_asterisk(&h->req) ? 404 :
+		    LG_RT(c)->route != NULL && !method_ok(LG_RT(c)->route, h->req.method) ? 405 : 413;
 		if (h->status == 405)
 			allow_header(c, c->reject_extra, sizeof(c->reject_extra));
 		return -1;
 	}
-	if (!lg_job_holds_slot(&c->job))
+	if (!lg_job_held(c))
 		return 0; /* a body nobody reads (inline route, refusal) is dropped */
 	return lg_offload_body(c, h, at, len);
 }
@@ -459,9 +459,9 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
-	if (c->up != NULL)
+	if (lg_up_active(c))
 		return lg_up_body_room(c);
-	return !lg_job_holds_slot(&c->job) ? SIZE_MAX : lg_offload_body_room(c, h);
+	return !lg_job_held(c) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
 int
@@ -469,39 +469,39 @@ lg_route_dispatch(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 
-	if (c->rt.refuse_status) {
+	if (LG_RT(c)->refuse_status) {
 		char why[256];
-		size_t n = c->rt.refuse_status == 503 && c->rt.route && c->rt.route->def->kind &&
-		    module_down(c->w, c->rt.route->def->kind, NULL) ?
-		    lg_offload_unavailable_text(c->w, c->rt.route->def->kind, why, sizeof(why)) : 0;
+		size_t n = LG_RT(c)->refuse_status == 503 && LG_RT(c)->route && LG_RT(c)->route->def->kind &&
+		    module_down(c->w, LG_RT(c)->route->def->kind, NULL) ?
+		    lg_offload_unavailable_text(c->w, LG_RT(c)->route->def->kind, why, sizeof(why)) : 0;
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
-		if (c->rt.refuse_status == 400 && c->rt.route && query_bad(c, r, why, sizeof(why))) {
+		if (LG_RT(c)->refuse_status == 400 && LG_RT(c)->route && query_bad(c, r, why, sizeof(why))) {
 			lg_obs_route_hit(c); /* the route answered it, without a job */
 			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
 		}
-		return lg_conn_error(c, c->rt.refuse_status, 0, c->reject_extra);
+		return lg_conn_error(c, LG_RT(c)->refuse_status, 0, c->reject_extra);
 	}
-	if (c->rt.route == NULL && is_asterisk(r))
+	if (LG_RT(c)->route == NULL && is_asterisk(r))
 		return lg_inline_options_any(c, served_methods(c));
-	if (c->rt.route == NULL)
+	if (LG_RT(c)->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
-	if (!method_ok(c->rt.route, r->method)) {
+	if (!method_ok(LG_RT(c)->route, r->method)) {
 		char allow[96];
 
 		allow_header(c, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);
 	}
-	if (c->rt.route->handler != NULL) {
+	if (LG_RT(c)->route->handler != NULL) {
 		lg_obs_route_hit(c);
-		return c->rt.route->handler(c);
+		return LG_RT(c)->route->handler(c);
 	}
-	if (c->up != NULL) {
+	if (lg_up_active(c)) {
 		lg_obs_route_hit(c);
 		return lg_up_dispatch(c);
 	}
-	if (!lg_job_holds_slot(&c->job) && lg_flight_wanted(&c->flight))
+	if (!lg_job_held(c) && lg_flight_wanted(c))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
 }
@@ -512,13 +512,23 @@ route_release(struct lg_conn *c)
 	return lg_offload_release(c);
 }
 
-/* c closes: its upstream part, then its slot or flight. */
+/* c closes: its upstream exchange, then its slot or flight. */
 static void
 route_gone(struct lg_conn *c)
 {
 	lg_up_gone(c);
-	if (lg_job_holds_slot(&c->job) || lg_flight_parked(&c->flight))
+	if (lg_job_held(c) || lg_conn_parked(c))
 		lg_coal_conn_gone(c);
+}
+
+/* The rooms' parts of a connection that got its block: no route, no slot, no flight. */
+static void
+route_init(struct lg_conn *c)
+{
+	lg_job_ready(c);
+	lg_flight_init(c);
+	lg_rt_none(LG_RT(c), LG_WRT(c->w));
+	lg_up_conn_init(c);
 }
 
 const struct lg_conn_ops lg_route_conn_ops = {
@@ -526,7 +536,10 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body = lg_route_body,
 	.body_room = route_body_room,
 	.dispatch = lg_route_dispatch,
-	.body_window = lg_offload_body_window,
+	.body_buf = lg_offload_body_buf,
+	.body_took = lg_offload_body_took,
+	.body_got = lg_offload_body_got,
+	.init = route_init,
 	.body_done = lg_coal_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
@@ -539,21 +552,21 @@ lg_router_build(struct lg_worker *w)
 {
 	const struct lg_registry *reg = w->env->cfg->reg;
 
-	w->rt.nroutes = reg->nroutes;
-	w->rt.routes = calloc(reg->nroutes + 1, sizeof(*w->rt.routes));
+	LG_WRT(w)->nroutes = reg->nroutes;
+	LG_WRT(w)->routes = calloc(reg->nroutes + 1, sizeof(*LG_WRT(w)->routes));
 	/* Statistics rows: one per route, then "none"; the arena's stats area was sized from
 	 * the same registry (master/gen.c), so every route has its own row. */
-	w->rt.nrows = reg->nroutes + 1;
-	if (w->rt.nrows > w->env->arena->stat_routes) {
+	LG_WRT(w)->nrows = reg->nroutes + 1;
+	if (LG_WRT(w)->nrows > w->env->arena->stat_routes) {
 		errno = ERANGE;
 		return -1;
 	}
-	w->rt.row_names = calloc(w->rt.nrows, sizeof(*w->rt.row_names));
-	w->rt.kind_names = calloc(reg->nkinds, sizeof(*w->rt.kind_names));
-	if (w->rt.routes == NULL || w->rt.row_names == NULL || w->rt.kind_names == NULL)
+	LG_WRT(w)->row_names = calloc(LG_WRT(w)->nrows, sizeof(*LG_WRT(w)->row_names));
+	LG_WRT(w)->kind_names = calloc(reg->nkinds, sizeof(*LG_WRT(w)->kind_names));
+	if (LG_WRT(w)->routes == NULL || LG_WRT(w)->row_names == NULL || LG_WRT(w)->kind_names == NULL)
 		return -1;
 	for (unsigned i = 0; i < reg->nroutes; i++) {
-		struct lg_route *rt = &w->rt.routes[i];
+		struct lg_route *rt = &LG_WRT(w)->routes[i];
 
 		rt->def = &reg->routes[i];
 		rt->row = i;
@@ -563,11 +576,11 @@ lg_router_build(struct lg_worker *w)
 			errno = EINVAL;
 			return -1;
 		}
-		w->rt.row_names[i] = rt->def->path;
+		LG_WRT(w)->row_names[i] = rt->def->path;
 	}
-	w->rt.none_row = w->rt.nrows - 1;
-	w->rt.row_names[w->rt.none_row] = "none";
+	LG_WRT(w)->none_row = LG_WRT(w)->nrows - 1;
+	LG_WRT(w)->row_names[LG_WRT(w)->none_row] = "none";
 	for (uint32_t k = 1; k < reg->nkinds; k++)
-		w->rt.kind_names[k] = reg->kinds[k].name;
+		LG_WRT(w)->kind_names[k] = reg->kinds[k].name;
 	return lg_up_loop_init(w);
 }

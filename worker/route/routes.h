@@ -5,15 +5,9 @@
 #define LG_WORKER_ROUTES_H
 
 #include "worker/core/conn.h"
+#include "worker/route/routes_state.h"
 
-/* Route table rows for the statistics: lg_route_rows() rows (every route, then "none" for
- * requests that matched none, at most LG_STATS_ROUTES); lg_route_index(rt) is rt's row (NULL
- * gives the "none" row); lg_route_label(i) its path ("/ping"), static storage. */
-unsigned lg_route_rows(void);
-unsigned lg_route_index(const struct lg_route *rt);
-const char *lg_route_label(unsigned i);
-
-/* http-parser head hook (struct lg_http on_head): picks the route, checks the body limit and,
+/* The parser's head hook (struct lg_http on_head, http/http.h): picks the route, checks the body limit and,
  * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
  * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments), 503
  * (no free slot: the bounded queue is full; Retry-After in c->reject_extra), or 404/405 for a
@@ -21,7 +15,7 @@ const char *lg_route_label(unsigned i);
  * request's body will be read and the client waits for a 100 Continue. */
 int lg_route_head(struct lg_http *h, void *conn);
 
-/* http-parser body hook: enforces --max-body; a chunked body of an offloaded route goes into the
+/* The parser's body hook (struct lg_http on_body): enforces --max-body; a chunked body of an offloaded route goes into the
  * claimed slot (lg_offload_body). */
 int lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len);
 

@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "shm/channel.h"
-#include "worker/loop.h"
+#include "worker/core/env.h"
 #include "worker/upstream/up_int.h"
 #include "worker/upstream/upstream.h"
 
@@ -16,16 +16,12 @@ int
 lg_up_loop_init(struct lg_worker *w)
 {
 	const struct lg_registry *reg = w->env->cfg->reg;
-	struct lg_worker_up *wu = calloc(1, sizeof(*wu));
+	struct lg_worker_up *wu = LG_WUP(w);
 
-	if (wu == NULL)
-		return -1;
 	wu->n = reg->nupstreams;
 	wu->ups = calloc(wu->n ? wu->n : 1, sizeof(*wu->ups));
-	if (wu->ups == NULL) {
-		free(wu);
+	if (wu->ups == NULL)
 		return -1;
-	}
 	for (uint32_t i = 0; i < wu->n; i++) {
 		wu->ups[i].def = &reg->upstreams[i];
 		wu->ups[i].adm = w->env->ups && i < w->env->ups->n ? &w->env->ups->adm[i] : NULL;
@@ -34,7 +30,6 @@ lg_up_loop_init(struct lg_worker *w)
 			return -1;
 		}
 	}
-	w->up = wu;
 	return 0;
 }
 
@@ -132,23 +127,23 @@ lg_up_release(struct lg_conn_up *x)
 void
 lg_up_message(struct lg_worker *w, const struct lg_msg *m)
 {
-	if (w->up != NULL && m->type == LG_MSG_UPWAKE && m->upwake.upstream < w->up->n)
-		serve_queue(w, &w->up->ups[m->upwake.upstream]);
+	if (LG_WUP(w)->ups != NULL && m->type == LG_MSG_UPWAKE && m->upwake.upstream < LG_WUP(w)->n)
+		serve_queue(w, &LG_WUP(w)->ups[m->upwake.upstream]);
 }
 
 void
 lg_up_tick(struct lg_worker *w)
 {
-	if (w->up == NULL)
+	if (LG_WUP(w)->ups == NULL)
 		return;
-	for (uint32_t i = 0; i < w->up->n; i++)
-		serve_queue(w, &w->up->ups[i]);
+	for (uint32_t i = 0; i < LG_WUP(w)->n; i++)
+		serve_queue(w, &LG_WUP(w)->ups[i]);
 	lg_upc_sweep(w, 0);
 }
 
 void
 lg_up_drain(struct lg_worker *w)
 {
-	if (w->up != NULL)
+	if (LG_WUP(w)->ups != NULL)
 		lg_upc_sweep(w, 1);
 }

@@ -11,6 +11,7 @@
 #include "kinds/registry.h"
 #include "shm/upstream.h"
 #include "worker/core/conn.h"
+#include "worker/upstream/up_state.h"
 
 #define LG_UP_OBUF   16384   /* bytes toward the app: the head, then body as it comes */
 #define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
@@ -48,12 +49,7 @@ struct lg_up_one {
 	int serving;                  /* serve_queue is running (no reentry) */
 };
 
-struct lg_worker_up {
-	struct lg_up_one *ups;
-	uint32_t n;
-};
-
-/* A proxied request: c->up, from its head until its answer is written or c closes. */
+/* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer is written or c closes. */
 struct lg_conn_up {
 	struct lg_conn *c;
 	uint32_t ui;
@@ -127,7 +123,7 @@ int lg_up_start(struct lg_conn_up *x);
 int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
 
 /* Frees x and gives back what it holds (place, queue entry, connection: closed unless
- * reuse); c->up cleared. */
+ * reuse); LG_UP(c)->x cleared and c unheld. */
 void lg_up_free(struct lg_conn_up *x, int reuse);
 
 /* up_resp.c: moves the answer on as far as the two sockets allow. Returns 0, or -1 when x is
@@ -153,7 +149,7 @@ int lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u);
 static inline struct lg_up_one *
 lg_up_of(const struct lg_conn_up *x)
 {
-	return &x->c->w->up->ups[x->ui];
+	return &LG_WUP(x->c->w)->ups[x->ui];
 }
 
 /* The access line's upstream time: from the place taken to now, in ms. */

@@ -22,7 +22,7 @@ upc_io_cb(struct ev_loop *ev, ev_io *io, int revents)
 static void
 unlink_idle(struct lg_upc *uc)
 {
-	struct lg_up_srv *s = &uc->w->up->ups[uc->ui].srv[uc->si];
+	struct lg_up_srv *s = &LG_WUP(uc->w)->ups[uc->ui].srv[uc->si];
 
 	if (uc->prev)
 		uc->prev->next = uc->next;
@@ -32,14 +32,14 @@ unlink_idle(struct lg_upc *uc)
 		uc->next->prev = uc->prev;
 	uc->prev = uc->next = NULL;
 	s->nidle--;
-	atomic_fetch_sub(&uc->w->up->ups[uc->ui].adm->idle[uc->w->env->index], 1);
+	atomic_fetch_sub(&LG_WUP(uc->w)->ups[uc->ui].adm->idle[uc->w->env->index], 1);
 }
 
 static void
 upc_close(struct lg_upc *uc)
 {
 	struct lg_worker *w = uc->w;
-	struct lg_up_one *u = &w->up->ups[uc->ui];
+	struct lg_up_one *u = &LG_WUP(w)->ups[uc->ui];
 
 	if (uc->state == UPC_IDLE)
 		unlink_idle(uc);
@@ -80,7 +80,7 @@ pick_server(struct lg_worker *w, struct lg_up_one *u)
 static struct lg_upc *
 upc_connect(struct lg_worker *w, uint32_t ui, uint32_t si)
 {
-	struct lg_up_one *u = &w->up->ups[ui];
+	struct lg_up_one *u = &LG_WUP(w)->ups[ui];
 	const struct lg_upstream_server *s = &u->def->servers[si];
 	struct lg_upc *uc = calloc(1, sizeof(*uc));
 	int one = 1;
@@ -119,7 +119,7 @@ upc_connect(struct lg_worker *w, uint32_t ui, uint32_t si)
 int
 lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 {
-	struct lg_up_one *u = &w->up->ups[x->ui];
+	struct lg_up_one *u = &LG_WUP(w)->ups[x->ui];
 
 	for (unsigned tries = 0; tries < u->def->nservers; tries++) {
 		uint32_t si = pick_server(w, u);
@@ -164,7 +164,7 @@ lg_upc_put(struct lg_conn_up *x, int reuse)
 	x->uc = NULL;
 	uc->x = NULL;
 	w = uc->w;
-	u = &w->up->ups[uc->ui];
+	u = &LG_WUP(w)->ups[uc->ui];
 	s = &u->srv[uc->si];
 	if (!reuse || uc->state != UPC_BUSY || w->draining || s->nidle >= u->def->keepalive ||
 	    uc->nreq >= u->def->max_requests) {
@@ -198,8 +198,8 @@ lg_upc_sweep(struct lg_worker *w, int force)
 {
 	ev_tstamp now = ev_now(w->ev);
 
-	for (uint32_t i = 0; i < w->up->n; i++) {
-		struct lg_up_one *u = &w->up->ups[i];
+	for (uint32_t i = 0; i < LG_WUP(w)->n; i++) {
+		struct lg_up_one *u = &LG_WUP(w)->ups[i];
 
 		for (uint32_t si = 0; si < u->def->nservers; si++) {
 			struct lg_upc *uc = u->srv[si].idle, *next;

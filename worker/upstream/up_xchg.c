@@ -63,7 +63,8 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 	lg_up_unqueue(x);
 	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
 	free(x->hbuf);
-	c->up = NULL;
+	LG_UP(c)->x = NULL;
+	lg_conn_unhold(c, LG_CONN_HELD_UP);
 	lg_up_release(x);
 	free(x);
 }
@@ -345,7 +346,7 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 int
 lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 {
-	struct lg_up_one *u = &c->w->up->ups[ui];
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
 	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
 
 	if (x == NULL)
@@ -354,14 +355,16 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		free(x);
 		return 431;
 	}
-	c->up = x;
+	LG_UP(c)->x = x;
+	lg_conn_hold(c, LG_CONN_HELD_UP);
 	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
 	case LG_UPADM_FULL:
 		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
 		lg_up_time(x, &u->adm->total, x->arrived);
 		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
 		count_status(x, 503);
-		c->up = NULL;
+		LG_UP(c)->x = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
 		free(x);
 		return 503;
 	case LG_UPADM_WAIT:
@@ -390,7 +393,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 int
 lg_up_body(struct lg_conn *c, const char *at, size_t len)
 {
-	struct lg_conn_up *x = c->up;
+	struct lg_conn_up *x = LG_UP(c)->x;
 
 	if (x->chunked) {
 		x->out_len += (size_t)snprintf(x->out + x->out_len, sizeof(x->out) - x->out_len,
@@ -414,7 +417,7 @@ lg_up_body(struct lg_conn *c, const char *at, size_t len)
 size_t
 lg_up_body_room(struct lg_conn *c)
 {
-	struct lg_conn_up *x = c->up;
+	struct lg_conn_up *x = LG_UP(c)->x;
 	size_t room;
 
 	if (!x->placed || x->uc == NULL)
@@ -430,7 +433,7 @@ lg_up_body_room(struct lg_conn *c)
 int
 lg_up_dispatch(struct lg_conn *c)
 {
-	struct lg_conn_up *x = c->up;
+	struct lg_conn_up *x = LG_UP(c)->x;
 
 	x->dispatched = 1;
 	if (x->chunked) {
@@ -445,7 +448,7 @@ lg_up_dispatch(struct lg_conn *c)
 int
 lg_up_stream(struct lg_conn *c)
 {
-	struct lg_conn_up *x = c->up;
+	struct lg_conn_up *x = LG_UP(c)->x;
 
 	if (x == NULL)
 		return 0;
@@ -458,6 +461,6 @@ lg_up_stream(struct lg_conn *c)
 void
 lg_up_gone(struct lg_conn *c)
 {
-	if (c->up != NULL)
-		lg_up_free(c->up, 0);
+	if (LG_UP(c)->x != NULL)
+		lg_up_free(LG_UP(c)->x, 0);
 }

@@ -5,8 +5,9 @@
  * (504), strict framing of the answer (http/resp.h: 502 for anything ambiguous, nothing
  * forwarded), both bodies streamed through bounded buffers with backpressure.
  *
- * Its part of a connection (struct lg_conn_up, c->up) and of the loop worker (struct
- * lg_worker_up, w->up) are declared in worker/upstream/up_int.h and private to this room: the
+ * Its parts of a connection (LG_UP(c): the exchange, struct lg_conn_up) and of the loop worker
+ * (LG_WUP(w): pools and queues) are declared in worker/upstream/up_state.h and up_int.h and
+ * private to this room (the core holds them as opaque bytes, LG_PART): the
  * router calls the verbs below, and this room answers through the connection core's verbs
  * (lg_conn_error, the lg_conn_stream_* verbs). The core never includes this header. */
 #ifndef LG_WORKER_UPSTREAM_H
@@ -17,6 +18,7 @@
 
 #include "shm/wire.h"
 #include "worker/core/conn.h"
+#include "worker/upstream/up_state.h"
 
 /* Builds this loop's part from the registry's upstreams (pools and queues, all empty).
  * Returns 0, or -1 with errno ENOMEM. */
@@ -53,6 +55,21 @@ int lg_up_dispatch(struct lg_conn *c);
 
 /* The client's socket can take more of the answer (ops->stream). Returns as lg_up_dispatch. */
 int lg_up_stream(struct lg_conn *c);
+
+/* c got its connection block (ops->init, through the router): no exchange. */
+static inline void
+lg_up_conn_init(struct lg_conn *c)
+{
+	LG_UP(c)->x = NULL;
+}
+
+/* 1 when c's current request is proxied (an exchange from its head to its answer's end),
+ * else 0. */
+static inline int
+lg_up_active(const struct lg_conn *c)
+{
+	return LG_UP(c)->x != NULL;
+}
 
 /* c closes (client gone, write error): its place, queue entry and app connection are given
  * back (the app connection is closed when an exchange was under way). */

@@ -42,7 +42,27 @@ def long_bad(body, request):
 
 
 def weird_status(body, request):
-    return (302, None, b"")
+    return (305, None, b"")
+
+
+def redirect(body, request):
+    return (302, None, b"", {"Location": "/new?x=1"})
+
+
+def gateway(body, request):
+    return (503, None, "upstream busy", {"Retry-After": "5"})
+
+
+def cookies(body, request):
+    return (200, "text/plain", "two", [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
+
+
+def hop_header(body, request):
+    return (200, None, b"x", {"Connection": "close"})
+
+
+def newline_header(body, request):
+    return (200, None, b"x", {"X-A": "a\r\nX-Injected: 1"})
 
 
 def nothing(body, request):

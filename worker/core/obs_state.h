@@ -25,6 +25,8 @@ struct lg_conn_obs {
 	                               * NULL; then up_status (0: none came) and up_ms */
 	int up_status;
 	double up_ms;
+	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time, 0 and 0 when no job
+	                               * ran for the request (set by lg_obs_job_times) */
 };
 
 /* Readies a connection's part: no request in progress. */
@@ -47,6 +49,16 @@ lg_obs_response(struct lg_conn_obs *o, int status, size_t body_bytes)
 {
 	o->resp_status = status;
 	o->resp_bytes = body_bytes;
+}
+
+/* The request's job waited queue_ns and ran run_ns (nanoseconds; 0, 0 for none): for the
+ * X-Queue-Ms / X-Run-Ms answer headers, the metrics and the access line. Set by the room that
+ * ran the job (worker/job, worker/flight) or reset by the loop at a request's start. */
+static inline void
+lg_obs_job_times(struct lg_conn_obs *o, uint64_t queue_ns, uint64_t run_ns)
+{
+	o->queue_ns = queue_ns;
+	o->run_ns = run_ns;
 }
 
 struct lg_hist;

@@ -1,0 +1,528 @@
+"""[app NAME]: the master starts the application's processes, probes them ready before its own
+"ready:" line, logs their output line by line, restarts them, fails the start-up of one that
+cannot start (with its last output), and stops them after the loops with SIGTERM, then SIGKILL
+after stop_grace_ms (issue 38). The apps are small stdlib servers written by the tests."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import (LAGLESS_BIN, HARNESS_VARS, Notify, children_of, get, pid_alive, proc_stat,
+                      wait_until)
+
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+# The app: python3 app.py MODE ADDRESS, ADDRESS a unix socket path or a port number.
+APP = textwrap.dedent(r'''
+    import http.server, os, signal, socketserver, sys, time
+    mode, addr = sys.argv[1], sys.argv[2]
+    if mode == "crash":
+        print("loading settings", flush=True)
+        print("boom: settings.py has no DATABASE_URL", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if mode == "slow":
+        time.sleep(1.5)  # an app that takes its time to import
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, lambda *a: print("SIGTERM ignored", flush=True))
+    if mode == "orphan":  # a grandchild the app leaves behind: reparented to the master
+        first = os.fork()
+        if first == 0:
+            if os.fork() == 0:
+                time.sleep(0.2)  # its parent is gone by now
+                print("orphan %d parent %d" % (os.getpid(), os.getppid()), flush=True)
+                time.sleep(1.0)
+                os._exit(0)
+            os._exit(0)
+        os.waitpid(first, 0)
+    if mode == "chatty":
+        sys.stdout.write("x" * 5000 + "\n")
+        for i in range(20000):
+            sys.stdout.write("chatty line %d\n" % i)
+        sys.stdout.write("chatty done\n")
+        sys.stdout.flush()
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+        def do_GET(self):
+            if self.path == "/die":
+                os._exit(4)
+            code = 503 if mode == "noready" and self.path == "/health" else 200
+            body = ("pid %d %s\n" % (os.getpid(), self.path)).encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a):
+            pass
+        def address_string(self):
+            return "local"
+    if addr.isdigit():
+        srv = http.server.HTTPServer(("127.0.0.1", int(addr)), H)
+    else:
+        class U(socketserver.UnixStreamServer):
+            def get_request(self):
+                s, _ = self.socket.accept()
+                return s, ("local", 0)
+        srv = U(addr, H)
+    print("serving on", addr, "uid", os.getuid(), "cwd", os.getcwd(), "greeting",
+          os.environ.get("GREETING"), flush=True)
+    srv.serve_forever()
+''')
+
+
+def env():
+    return {k: v for k, v in os.environ.items() if k not in HARNESS_VARS}
+
+
+def write_conf(tmp_path, body):
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("[lagless]\nloop_workers = 1\ncompute_workers = 1\n" +
+                    body.replace("APP", str(app)).replace("PY", PY))
+    return conf
+
+
+def app_section(mode, addr="{socket}", extra=""):
+    return ("[app web]\ncommand = PY APP %s %s\nprocesses = 2\nready_path = /health\n"
+            "ready_timeout_ms = 8000\nstop_grace_ms = 1500\n%s" % (mode, addr, extra))
+
+
+def app_pids(srv):
+    """pids of the master's children that are app processes (not lagless roles)."""
+    out = []
+    for pid in srv.children():
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if b"app.py" in f.read():
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def app_lines(srv):
+    return [l for l in srv.log().splitlines() if "app web[" in l]
+
+
+def wait_log(srv, pattern, timeout):
+    rx = re.compile(pattern)
+    assert wait_until(lambda: rx.search(srv.log()), timeout), \
+        "no %r in the log within %s s:\n%s" % (pattern, timeout, srv.log()[-4000:])
+
+
+def run_failing(tmp_path, conf, timeout):
+    """Starts lagless on conf, expecting it to fail: (exit code, seconds, stderr)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen([LAGLESS_BIN, "-c", str(conf), "--listen", "127.0.0.1:0"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env(), start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(p.pid, signal.SIGKILL)
+        _, err = p.communicate()
+        pytest.fail("lagless did not give up within %s s:\n%s" % (timeout, err.decode()[-3000:]))
+    return p.returncode, time.monotonic() - t0, err.decode("utf-8", "replace")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("addr", ["{socket}", "{port}"])
+def test_app_is_probed_ready_before_the_master_is(start_server, tmp_path, addr):
+    conf = write_conf(tmp_path, app_section("ok", addr))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    log = srv.log()
+    # every app process passed its probe before the master said ready
+    assert log.index("app web: 2 process(es) ready") < log.index("ready: generation 1"), log
+    assert "2 app process(es)" in log
+    assert len(app_pids(srv)) == 2
+    for pid in app_pids(srv):  # an ordinary process for the OOM killer, not the master's -900
+        with open("/proc/%d/oom_score_adj" % pid) as f:
+            assert f.read().strip() == "0"
+    # the app answers on the address lagless gave it
+    if addr == "{socket}":
+        m = re.search(r"app web\[0\] pid=\d+ started on unix:(\S+)", log)
+        assert m and os.path.exists(m.group(1)), log
+    else:
+        m = re.search(r"app web\[0\] port (\d+)", log)
+        r = get(int(m.group(1)), "/hello")
+        assert r.status == 200 and b"/hello" in r.body
+    st = get(srv.port, "/status").json()
+    assert st["apps"] == [{"name": "web", "processes": 2, "running": 2, "ready": 2,
+                           "restarts": 0}], st.get("apps")
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.timeout(60)
+def test_app_that_crashes_at_start_fails_the_start_up_with_its_output(tmp_path):
+    conf = write_conf(tmp_path, app_section("crash", extra="start_failures = 3\n"))
+    rc, took, err = run_failing(tmp_path, conf, 40)
+    assert rc == 1, err
+    assert re.search(r"start-up failed: app web process \d died 3 time\(s\) in a row before it "
+                     r"was ready.*boom: settings.py has no DATABASE_URL", err), err
+    assert "ready: generation" not in err
+
+
+@pytest.mark.timeout(60)
+def test_app_that_never_gets_ready_fails_the_start_up_in_bounded_time(tmp_path):
+    conf = write_conf(tmp_path, app_section("noready").replace("ready_timeout_ms = 8000",
+                                                               "ready_timeout_ms = 1500"))
+    rc, took, err = run_failing(tmp_path, conf, 40)
+    assert rc == 1, err
+    assert "was not ready within ready_timeout_ms 1500" in err, err
+    assert "serving on" in err  # its last output is in the reason
+    assert took < 20, took
+    assert "ready: generation" not in err
+
+
+@pytest.mark.timeout(90)
+def test_app_that_dies_under_load_is_restarted_and_counted(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("ok", "{port}"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    old = app_pids(srv)
+    port = int(re.search(r"app web\[0\] port (\d+)", srv.log()).group(1))
+    try:
+        get(port, "/die", timeout=5)
+    except Exception:
+        pass
+    wait_log(srv, r"app web\[0\] pid=\d+ exited with status 4", 10)
+    # restarted on the same port (counted when its death is reaped), probed ready again
+    def row():
+        return get(srv.port, "/status").json()["apps"][0]
+    assert wait_until(lambda: row()["restarts"] == 1 and row()["ready"] == 2, 20), row()
+    assert sorted(app_pids(srv)) != sorted(old)
+    r = get(port, "/again")
+    assert r.status == 200
+    m = get(srv.port, "/metrics").body.decode()
+    assert 'lagless_app_restarts_total{app="web"} 1' in m, m
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(60)
+def test_app_that_ignores_sigterm_is_killed_after_the_grace(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("stubborn"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    assert len(pids) == 2
+    t0 = time.monotonic()
+    assert srv.stop(timeout=20) == 0, srv.log()
+    took = time.monotonic() - t0
+    log = srv.log()
+    # the loops went first, then the apps: SIGTERM, the grace, SIGKILL
+    assert log.index("generation 1 retired") < log.index("app web: stopping run 1"), log
+    assert "SIGTERM ignored" in log
+    assert re.search(r"app web\[\d\] pid=\d+ ignored SIGTERM for 1500 ms; SIGKILL", log), log
+    assert 1.4 < took < 10, took
+    assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(60)
+def test_app_output_reaches_the_log_by_line_without_blocking(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("chatty"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 30)
+    wait_log(srv, r"app web\[1\]: chatty done", 30)
+    lines = app_lines(srv)
+    for idx in (0, 1):
+        got = [l for l in lines if "app web[%d]: chatty line " % idx in l]
+        assert len(got) == 20000, (idx, len(got))
+    cut = [l for l in lines if "[line cut]" in l]
+    assert len(cut) == 2 and all(len(l) < 1200 for l in cut), [len(l) for l in cut]
+    # the master kept serving meanwhile
+    assert get(srv.port, "/ping").status == 200
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("body,where,what", [
+    ("[app web]\nprocesses = two\n", 2, "key 'processes' = 'two': expected a whole number"),
+    ("[app web]\ncommand = PY 'APP\n", 2, "key 'command' = "),
+    ("[app web]\ncommand = x\nnonsense = 1\n", 3, "key 'nonsense' = '1': unknown key"),
+    ("[app web]\ncommand = x\ncommand = y\n", 3, "key 'command' given twice"),
+    ("[app web]\ncommand = x\nenv = NOEQUALS\n", 3, "expected KEY=VALUE"),
+    ("[app Web!]\ncommand = x\n", 2, "an app name is 1 to 23"),
+    ("[app web]\ncommand = x\nready_path = /health\n", 2, "ready_path needs an address"),
+    ("[app web]\nprocesses = 1\n", 2, "command = ... is required"),
+])
+def test_app_config_errors_name_file_line_and_key(tmp_path, body, where, what):
+    conf = write_conf(tmp_path, body)
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "-t"], capture_output=True, env=env(),
+                       timeout=20)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    assert "%s:%d:" % (conf, where + 3) in err, err
+    assert what in err, err
+
+
+@pytest.mark.timeout(30)
+def test_test_config_prints_each_app_and_its_addresses(tmp_path):
+    conf = write_conf(tmp_path, app_section("ok") + "env = A=1\nenv = B=2\n"
+                      "\n[app worker]\ncommand = PY APP ok {port}\nprocesses = auto\n")
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "-t"], capture_output=True, env=env(),
+                       timeout=20)
+    out = p.stdout.decode()
+    assert p.returncode == 0, p.stderr.decode()
+    assert re.search(r"^app web: 2 process\(es\), upstream web, command: ", out, re.M), out
+    assert "web[1]: unix:" in out and "web.1.1.sock" in out
+    assert re.search(r"^app worker: \d+ process\(es\) \(auto\)", out, re.M), out
+    assert "worker[0]: 127.0.0.1:{port}" in out
+
+
+def reload_cmd(conf):
+    return subprocess.run([LAGLESS_BIN, "-c", str(conf), "-s", "reload"], capture_output=True,
+                          text=True, timeout=60, env=env())
+
+
+def served_with_app(start_server, tmp_path, section):
+    pidf = tmp_path / "lagless.pid"
+    conf = write_conf(tmp_path, "pid_file = %s\n" % pidf + section)
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    return srv, conf, pidf
+
+
+def rewrite(conf, tmp_path, section):
+    pidf = tmp_path / "lagless.pid"
+    conf.write_text(write_conf(tmp_path, "pid_file = %s\n" % pidf + section).read_text())
+
+
+@pytest.mark.timeout(90)
+def test_reload_keeps_an_unchanged_app(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = sorted(app_pids(srv))
+    r = reload_cmd(conf)
+    assert r.returncode == 0 and "generation 2" in r.stderr, r.stderr
+    assert sorted(app_pids(srv)) == before
+    assert "(run 2)" not in srv.log()
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_starts_a_changed_app_ready_before_the_old_one_stops(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("ok", extra="env = VERSION=2\n"))
+    r = reload_cmd(conf)
+    assert r.returncode == 0 and "generation 2" in r.stderr, r.stderr
+    wait_log(srv, r"app web: run 1 stopped", 20)
+    log = srv.log()
+    assert (log.index("app web: 2 process(es) ready (run 2)") < log.index("ready: generation 2")
+            < log.index("app web: stopping run 1")), log
+    assert not [p for p, s in before.items() if pid_alive(p, s)]
+    assert len(app_pids(srv)) == 2
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_to_an_app_that_never_gets_ready_is_refused(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("noready").replace("ready_timeout_ms = 8000",
+                                                            "ready_timeout_ms = 1500"))
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "was not ready within ready_timeout_ms 1500" in r.stderr, \
+        r.stderr
+    wait_log(srv, r"app web: run 2 stopped", 20)
+    # the old processes keep serving; no generation 2
+    assert all(pid_alive(p, s) for p, s in before.items())
+    assert "starting generation 2" not in srv.log()
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("processes,apps,compute", [("auto", 2, 1), ("1", 1, 2), ("6", 6, 1)])
+def test_app_processes_count_against_the_cpu_budget(tmp_path, processes, apps, compute):
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("[app web]\ncommand = %s -c pass\nprocesses = %s\n" % (PY, processes))
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--cpus", "4", "--print-sizing"],
+                       capture_output=True, env=env(), timeout=20)
+    assert p.returncode == 0, p.stderr.decode()
+    import json
+    sz = json.loads(p.stdout)
+    assert (sz["loop_workers"], sz["compute_workers"], sz["app_processes"]) == (4, compute, apps)
+    # a compute count that is given stays as given
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--cpus", "4", "--compute-workers", "3",
+                        "--print-sizing"], capture_output=True, env=env(), timeout=20)
+    assert json.loads(p.stdout)["compute_workers"] == 3
+
+
+@pytest.mark.timeout(60)
+def test_what_an_app_orphans_is_reaped_by_the_master(start_server, tmp_path):
+    """Outside a container the master is the apps' subreaper (as PID 1 it reaps every orphan
+    anyway, test_pid1.py): a grandchild the app left behind is reparented to it and reaped."""
+    conf = write_conf(tmp_path, app_section("orphan"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    rx = re.compile(r"app web\[\d\]: orphan (\d+) parent (\d+)")
+    assert wait_until(lambda: len(rx.findall(srv.log())) == 2, 10), srv.log()[-3000:]
+    orphans = rx.findall(srv.log())
+    # reparented to the master, not to the machine's init
+    assert orphans and all(int(parent) == srv.pid for _, parent in orphans), (orphans, srv.pid)
+
+    def gone(pid):
+        st = proc_stat(pid)
+        return st is None  # a zombie would still have its /proc entry
+    assert wait_until(lambda: all(gone(int(p)) for p, _ in orphans), 10), orphans
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(60)
+def test_systemd_ready_waits_for_a_slow_app(start_server, tmp_path):
+    notify = Notify(str(tmp_path / "notify.sock"))
+    try:
+        conf = write_conf(tmp_path, app_section("slow"))
+        srv = start_server("-c", str(conf), start_timeout=30,
+                           env=dict(env(), NOTIFY_SOCKET=notify.path))
+        assert notify.wait_for("READY=1", 20), notify.messages
+        # READY=1 came once both app processes had answered their probe
+        assert "app web: 2 process(es) ready" in srv.log(), srv.log()[-3000:]
+        ready_at = [l for l in srv.log().splitlines() if "process(es) ready (run 1)" in l]
+        assert ready_at
+        assert srv.stop() == 0
+    finally:
+        notify.close()
+
+
+@pytest.mark.timeout(60)
+def test_sigquit_stops_the_apps_at_once(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("stubborn").replace("stop_grace_ms = 1500",
+                                                                "stop_grace_ms = 30000"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10
+    assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
+    assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(60)
+def test_pid1_in_a_container_reaps_what_the_app_orphans(tmp_path):
+    """lagless as PID 1 of a PID namespace (the stand-in for a container, as test_pid1.py):
+    the app's orphans are reparented to it and reaped, and a SIGTERM from outside stops the
+    loops, then the app, and exits 0."""
+    from test_pid1 import _namespaces_usable
+    why = _namespaces_usable()
+    if why:
+        pytest.skip(why)
+    conf = write_conf(tmp_path, app_section("orphan"))
+    log_path = tmp_path / "stderr.log"
+    log = open(log_path, "wb")
+    outer = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", LAGLESS_BIN, "-c",
+                              str(conf), "--listen", "127.0.0.1:0"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                             env=env())
+    master = None
+    seen = {}
+
+    def text():
+        return log_path.read_bytes().decode(errors="replace")
+    try:
+        assert wait_until(lambda: "ready: generation 1" in text(), 20), text()
+        assert re.search(r"master\[0\] pid=1 ", text()), text()
+        kids = [p for p, c, s, _ in children_of(outer.pid)
+                if c == "lagless"]
+        assert len(kids) == 1
+        master = kids[0]
+        for p, _, _, start in children_of(master):
+            seen[p] = start
+        rx = re.compile(r"app web\[\d\]: orphan (\d+) parent (\d+)")
+        assert wait_until(lambda: len(rx.findall(text())) == 2, 10), text()
+        # inside the namespace the orphans' parent is PID 1: lagless
+        assert all(parent == "1" for _, parent in rx.findall(text())), rx.findall(text())
+
+        def zombies_or_orphans():
+            return [(p, c, s) for p, c, s, _ in children_of(master)
+                    if s == "Z" or (c.startswith("python") and p not in seen)]
+        assert wait_until(lambda: not zombies_or_orphans(), 10), zombies_or_orphans()
+        os.kill(master, signal.SIGTERM)
+        assert outer.wait(20) == 0, text()
+        out = text()
+        assert out.index("generation 1 retired") < out.index("app web: stopping run 1"), out
+        assert not [p for p, s in seen.items() if pid_alive(p, s)]
+    finally:
+        if master is not None and pid_alive(master):
+            os.kill(master, signal.SIGKILL)  # PID 1: the whole namespace dies with it
+        if outer.poll() is None:
+            outer.kill()
+        outer.wait(5)
+        log.close()
+
+
+@pytest.mark.timeout(60)
+def test_env_cwd_and_user_reach_the_app(start_server, tmp_path):
+    """env lines are added to its environment, cwd is where it runs, and user (honoured when
+    lagless runs as root) is whom it runs as; its socket directory is given to that user."""
+    import pwd
+    import shutil
+    import tempfile
+    user = "nobody" if os.geteuid() == 0 else ""
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the app's user
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+        conf = tmp_path / "lagless.conf"
+        conf.write_text("[lagless]\nloop_workers = 1\ncompute_workers = 1\n"
+                        "[app web]\ncommand = %s app.py ok {socket}\nprocesses = 1\n"
+                        "cwd = %s\nenv = GREETING=hello world\n%s"
+                        % (PY, shared, "user = %s\n" % user if user else ""))
+        srv = start_server("-c", str(conf), start_timeout=30)
+        wait_log(srv, r"ready: generation 1", 20)
+        m = re.search(r"app web\[0\]: serving on \S+ uid (\d+) cwd (\S+) greeting (.*)$",
+                      srv.log(), re.M)
+        assert m, srv.log()[-3000:]
+        want_uid = pwd.getpwnam(user).pw_uid if user else os.getuid()
+        assert int(m.group(1)) == want_uid
+        assert m.group(2) == shared and m.group(3) == "hello world"
+        assert srv.stop() == 0
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def pipe_inodes(pid):
+    """The pipe:[inode] targets among pid's descriptors."""
+    out = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:  # closed meanwhile
+            continue
+        if t.startswith("pipe:"):
+            out.add(t)
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_workers_hold_none_of_the_app_output_pipes(start_server, tmp_path):
+    """Regression: loop workers and compute processes forked after the apps started kept the
+    read end of every app's output pipe (only the master reads them)."""
+    conf = write_conf(tmp_path, app_section("ok"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    apps = app_pids(srv)
+    assert len(apps) == 2, apps
+    app_pipes = set()
+    for pid in apps:
+        app_pipes.add(os.readlink("/proc/%d/fd/1" % pid))
+    assert all(p.startswith("pipe:") for p in app_pipes), app_pipes
+    # the master reads them; no worker holds them
+    assert app_pipes <= pipe_inodes(srv.pid), (app_pipes, pipe_inodes(srv.pid))
+    workers = srv.children("loop") + srv.children("compute")
+    assert len(workers) == 2, workers
+    for pid in workers:
+        assert not app_pipes & pipe_inodes(pid), (pid, app_pipes & pipe_inodes(pid))
+    assert srv.stop() == 0, srv.log()
