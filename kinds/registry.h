@@ -91,6 +91,9 @@ struct lg_upstream_def {
 	uint64_t connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms;
 	uint64_t max_requests;           /* per app connection, then closed */
 	char host[LG_PATH_MAX];          /* the Host sent; "" = the client's */
+	char app[LG_NAME_MAX];           /* the [app NAME] whose processes are its servers (taken
+	                                  * at each generation's creation, process k server k, sent
+	                                  * to only while the page's ready_mask bit k is set), or "" */
 	char file[LG_PATH_MAX];          /* where it was declared */
 	int line;
 };

@@ -18,6 +18,8 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 	    (unsigned long long)u->connect_timeout_ms, (unsigned long long)u->first_byte_timeout_ms,
 	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->max_requests,
 	    u->host[0] ? u->host : "(the client's)");
+	if (u->app[0] != '\0')
+		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
 	for (unsigned s = 0; s < u->nservers; s++)
 		fprintf(f, "    server %s\n", u->servers[s].addr);
 	for (uint32_t k = 0; k < r->nroutes; k++)

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "common/log.h"
 #include "common/value.h"
+#include "master/app.h"
 
 static int
 fail(char *err, size_t cap, const char *file, const struct lg_kv *kv, const char *why)
@@ -89,20 +91,100 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return lg_value_duration_ms(v, 1, 86400000, &u->idle_timeout_ms, why, cap);
 	if (strcmp(k, "max_requests") == 0)
 		return lg_value_uint(v, 1, UINT32_MAX, &u->max_requests, why, cap);
+	if (strcmp(k, "app") == 0) {
+		if (*v == '\0' || strlen(v) > LG_APP_NAME_LEN || v[strspn(v, LG_UP_NAME_CHARS)] != '\0')
+			return snprintf(why, cap, "an app name is 1 to %d of a-z, 0-9, _ and -",
+			    LG_APP_NAME_LEN), -1;
+		snprintf(u->app, sizeof(u->app), "%s", v);
+		return 0;
+	}
 	if (strcmp(k, "host") == 0) {
 		if (*v == '\0' || strlen(v) >= sizeof(u->host) || v[strcspn(v, " \t\r\n,")] != '\0')
 			return snprintf(why, cap, "expected a host[:port] without spaces"), -1;
 		snprintf(u->host, sizeof(u->host), "%s", v);
 		return 0;
 	}
-	snprintf(why, cap, "unknown key for an upstream (server, max_conns, queue, keepalive, "
+	snprintf(why, cap, "unknown key for an upstream (server, app, max_conns, queue, keepalive, "
 	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host)");
 	return -1;
 }
 
+/* The app of apps (NULL: none) named name (by_upstream 0), or serving the upstream name (its
+ * `upstream =`, else its own name: by_upstream 1); NULL when none. */
+static const struct lg_app_conf *
+find_app(const struct lg_apps *apps, const char *name, int by_upstream)
+{
+	for (int i = 0; apps != NULL && i < apps->n; i++) {
+		const struct lg_app_conf *a = &apps->app[i];
+		const char *n = by_upstream && a->upstream[0] != '\0' ? a->upstream : a->name;
+
+		if (strcmp(n, name) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* u's servers against the apps: `app = NAME` names an [app] and excludes server lines; no
+ * server line takes the app that serves u. Returns 0, or -1 with the reason in err. */
+static int
+join_app(struct lg_upstream_def *u, const struct lg_apps *apps, char *err, size_t cap)
+{
+	const struct lg_app_conf *a;
+
+	if (u->app[0] != '\0' && u->nservers > 0) {
+		snprintf(err, cap, "%s:%d: upstream %s: app = %s and server lines exclude each other",
+		    u->file, u->line, u->name, u->app);
+		return -1;
+	}
+	if (u->app[0] != '\0' && find_app(apps, u->app, 0) == NULL) {
+		snprintf(err, cap, "%s:%d: upstream %s: app = %s names no [app %s] section", u->file,
+		    u->line, u->name, u->app, u->app);
+		return -1;
+	}
+	if (u->app[0] == '\0' && u->nservers == 0) {
+		if ((a = find_app(apps, u->name, 1)) == NULL) {
+			snprintf(err, cap, "%s:%d: upstream %s: no 'server' key (unix:/path or "
+			    "ADDR:PORT), no app = NAME and no [app] with upstream = %s", u->file,
+			    u->line, u->name, u->name);
+			return -1;
+		}
+		snprintf(u->app, sizeof(u->app), "%s", a->name);
+	}
+	return 0;
+}
+
+int
+lg_site_up_take_apps(struct lg_registry *r, const struct lg_appsup *s, char *err, size_t cap)
+{
+	struct lg_app_server out[LG_UP_SERVERS];
+	char why[160];
+
+	for (uint32_t i = 0; r != NULL && i < r->nupstreams; i++) {
+		struct lg_upstream_def *u = &r->upstreams[i];
+		int n = u->app[0] != '\0' ? lg_app_servers(s, u->app, out, LG_UP_SERVERS) : 0;
+
+		if (u->app[0] == '\0')
+			continue;
+		if (n < 0)
+			return snprintf(err, cap, "upstream %s: no app %s", u->name, u->app), -1;
+		if (n > LG_UP_SERVERS)
+			log_warn("upstream %s: app %s has %d processes; the first %d are its servers",
+			    u->name, u->app, n, LG_UP_SERVERS);
+		u->nservers = 0;
+		for (int k = 0; k < n && k < LG_UP_SERVERS; k++) {
+			if (parse_server(out[k].addr, &u->servers[k], why, sizeof(why)) == -1)
+				return snprintf(err, cap, "upstream %s: app %s process %d: address '%s': "
+				    "%s (its command names neither {socket} nor {port}?)", u->name,
+				    u->app, k, out[k].addr, why), -1;
+			u->nservers++;
+		}
+	}
+	return 0;
+}
+
 int
 lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int line,
-    const struct lg_kv *kv, unsigned nkv, char *err, size_t cap)
+    const struct lg_kv *kv, unsigned nkv, const struct lg_apps *apps, char *err, size_t cap)
 {
 	struct lg_upstream_def u;
 	char why[256];
@@ -126,11 +208,8 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
 	for (unsigned i = 0; i < nkv; i++)
 		if (up_key(&u, &kv[i], why, sizeof(why)) == -1)
 			return fail(err, cap, file, &kv[i], why);
-	if (u.nservers == 0) {
-		snprintf(err, cap, "%s:%d: upstream %s: no 'server' key (unix:/path or ADDR:PORT)",
-		    file, line, name);
+	if (join_app(&u, apps, err, cap) == -1)
 		return -1;
-	}
 	if (lg_registry_add_upstream(r, &u, why, sizeof(why)) == -1) {
 		snprintf(err, cap, "%s:%d: %s", file, line, why);
 		return -1;

@@ -5,12 +5,16 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "shm/arena.h"
+#include "shm/layout.h"
+#include "worker/core/env.h"
 #include "worker/upstream/up_int.h"
 
 static void
@@ -52,26 +56,47 @@ upc_close(struct lg_upc *uc)
 	free(uc);
 }
 
-/* The server of u to use: among those not marked down, the one with the fewest requests in
- * flight from this loop; when all are down, the one whose mark ends first. */
+/* The servers of u that may be sent to, bit i for server i: all of them, or for an upstream
+ * that takes an app's processes (def->app) those whose process runs and passed its readiness
+ * probe, as the master publishes them in this generation's page (shm/layout.h lg_app_row);
+ * none while the page has no row for the app. */
+static uint32_t
+ready_servers(const struct lg_worker *w, const struct lg_up_one *u)
+{
+	const struct lg_master_page *mp = w->env->arena->master;
+	uint32_t n;
+
+	if (u->def->app[0] == '\0')
+		return UINT32_MAX;
+	n = atomic_load_explicit(&mp->napps, memory_order_acquire);
+	for (uint32_t i = 0; i < n && i < LG_APP_ROWS; i++)
+		if (strncmp(mp->apps[i].name, u->def->app, sizeof(mp->apps[i].name)) == 0)
+			return atomic_load_explicit(&mp->apps[i].ready_mask, memory_order_relaxed);
+	return 0;
+}
+
+/* The server of u to use: among the ready ones not marked down, the one with the fewest
+ * requests in flight from this loop; when all are down, the ready one whose mark ends first;
+ * UINT32_MAX when none is ready. */
 static uint32_t
 pick_server(struct lg_worker *w, struct lg_up_one *u)
 {
 	ev_tstamp now = ev_now(w->ev);
-	uint32_t best = 0;
+	uint32_t best = UINT32_MAX, ready = ready_servers(w, u);
 	int found = 0;
 
 	for (uint32_t i = 0; i < u->def->nservers; i++) {
 		struct lg_up_srv *s = &u->srv[i];
 
-		if (s->down_until > now)
+		if (!(ready & (1u << i)) || s->down_until > now)
 			continue;
 		if (!found || s->nbusy < u->srv[best].nbusy)
 			best = i;
 		found = 1;
 	}
 	for (uint32_t i = 0; !found && i < u->def->nservers; i++)
-		if (u->srv[i].down_until < u->srv[best].down_until)
+		if ((ready & (1u << i)) && (best == UINT32_MAX ||
+		    u->srv[i].down_until < u->srv[best].down_until))
 			best = i;
 	return best;
 }
@@ -123,8 +148,13 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 
 	for (unsigned tries = 0; tries < u->def->nservers; tries++) {
 		uint32_t si = pick_server(w, u);
-		struct lg_up_srv *s = &u->srv[si];
-		struct lg_upc *uc = s->idle;
+		struct lg_up_srv *s;
+		struct lg_upc *uc;
+
+		if (si == UINT32_MAX)
+			return -1; /* no process of its app is ready */
+		s = &u->srv[si];
+		uc = s->idle;
 
 		if (uc != NULL && !x->retried) {
 			unlink_idle(uc);
