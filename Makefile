@@ -196,10 +196,13 @@ integration: $(BIN) $(LOAD_BIN) $(MODULES) $(TEST_MODS) $(ORACLE_BIN) $(RESP_REP
 LINT_INC = grep -nE '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"'
 # worker/'s rooms (docs/ARCHITECTURE.md "The rooms"): worker/core/ includes nothing of
 # worker/job, flight, route, upstream or the loop's top-level headers; worker/job/ nothing of
-# flight, route or upstream; worker/flight/ nothing of route or upstream; only the loop
-# (worker/*.c) includes the loop's headers. A room's part of a connection is reached only in
-# the room: the job part (LG_JOB, part_job) in worker/job, the flight part (LG_FLIGHT) in
-# worker/flight, the router's (LG_RT, LG_WRT) in worker/route and the loop. The includes known to
+# flight, route or upstream; worker/flight/ nothing of route or upstream; worker/upstream/
+# nothing of worker/ but the core and itself; only the loop (worker/*.c) includes the loop's
+# headers. A room's part of a connection is reached only in the room: the job part (LG_JOB,
+# part_job) in worker/job, the flight part (LG_FLIGHT) in worker/flight, the upstream part
+# (LG_UP, LG_WUP, part_up) in worker/upstream, the router's (LG_RT, LG_WRT) in worker/route and
+# the loop. worker/upstream/ includes of the project only worker/core/, worker/upstream/,
+# http/, shm/, common/, stats/ and kinds/ (the registry it proxies by). The includes known to
 # cross, each to be removed rather than added to: observe.h (the loop's metrics, called from
 # every room) is still a top-level header; cluster.c, inline.c and routes.c include loop.h.
 LINT_KNOWN_OBS := ^worker/[a-z]+/[a-z_]+\.c:[0-9]+:\#include "worker/observe\.h"
@@ -227,6 +230,9 @@ lint:
 	    | grep -vE '$(LINT_WORKER_KNOWN)'; \
 	    $(LINT_INC) worker/flight/*.[ch] | grep -E '"worker/([^/"]+\.h|(route|upstream)/)' \
 	    | grep -vE '$(LINT_WORKER_KNOWN)'; \
+	    $(LINT_INC) worker/upstream/*.[ch] \
+	    | grep -vE '"(worker/(core|upstream)|http|shm|common|stats|kinds)/' \
+	    | grep -vE '$(LINT_WORKER_KNOWN)'; \
 	    $(LINT_INC) worker/route/*.[ch] | grep -E '"worker/[^/"]+\.h' \
 	    | grep -vE '$(LINT_WORKER_KNOWN)'); \
 	if [ -n "$$bad" ]; then echo "lint: an include crosses worker/'s rooms:"; echo "$$bad"; exit 1; fi
@@ -234,12 +240,14 @@ lint:
 	    ! -path 'worker/job/*' ! -path worker/core/conn.h); \
 	    grep -nE -- '->flight\.|LG_FLIGHT\(|part_flight' $$(find worker -name '*.[ch]' \
 	    ! -path 'worker/flight/*' ! -path worker/core/conn.h); \
+	    grep -nE -- 'LG_W?UP\(|part_up' $$(find worker -name '*.[ch]' \
+	    ! -path 'worker/upstream/*' ! -path worker/core/conn.h); \
 	    grep -nE -- 'LG_W?RT\(|part_rt' $$(find worker -mindepth 2 -name '*.[ch]' \
 	    ! -path 'worker/route/*' ! -path worker/core/conn.h)); \
 	if [ -n "$$bad" ]; then echo "lint: a connection's part used outside its room (call a verb):"; \
 	    echo "$$bad"; exit 1; fi
-	@echo "lint: worker/ rooms include one way (loop -> route -> flight -> job -> core), and a \
-	connection's parts stay in their rooms"
+	@echo "lint: worker/ rooms include one way (loop -> route -> flight -> job -> core; route -> \
+	upstream -> core), and a connection's parts stay in their rooms"
 
 check: lint unit integration
 

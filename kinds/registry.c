@@ -333,6 +333,7 @@ lg_registry_free(struct lg_registry *r)
 	free(r->modules);
 	free(r->kinds);
 	free(r->routes);
+	free(r->upstreams);
 	if (r->src_free != NULL)
 		r->src_free(r->src);
 	free(r);
@@ -424,8 +425,8 @@ lg_registry_add_route(struct lg_registry *r, const struct lg_route_def *rt, char
 			check_refused(&rt->conf, prefix, why, err, cap);
 			return -1;
 		}
-	} else if (rt->handler[0] == '\0') {
-		snprintf(err, cap, "route %s has neither a kind nor a handler", rt->path);
+	} else if (rt->handler[0] == '\0' && (rt->upstream == 0 || rt->upstream > r->nupstreams)) {
+		snprintf(err, cap, "route %s has neither a kind, a handler nor an upstream", rt->path);
 		return -1;
 	}
 	if (grow((void **)&r->routes, r->nroutes, sizeof(*r->routes)) == -1) {
@@ -581,7 +582,11 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 
 		lg_registry_methods_str(rt->methods, m, sizeof(m));
 		snprintf(path, sizeof(path), "%s%s", rt->path, rt->prefix ? "*" : "");
-		if (k != NULL)
+		if (rt->upstream != 0 && rt->upstream <= r->nupstreams)
+			fprintf(f, "%-20s %-18s upstream %-15s %-5s %11llu %10llu  ", path, m,
+			    r->upstreams[rt->upstream - 1].name, "loop",
+			    (unsigned long long)rt->deadline_ms, (unsigned long long)rt->max_body);
+		else if (k != NULL)
 			fprintf(f, "%-20s %-18s %-24s %-5s %11llu %10llu  ", path, m, k->name,
 			    rt->where == LAGLESS_WHERE_LOOP ? "loop" : "pool",
 			    (unsigned long long)rt->deadline_ms, (unsigned long long)rt->max_body);
@@ -609,6 +614,7 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 		if (r->modules[i].handle != NULL)
 			fprintf(f, "module %s %s from %s\n", r->modules[i].name, r->modules[i].version,
 			    r->modules[i].path);
+	lg_registry_print_upstreams(r, f);
 }
 
 static int

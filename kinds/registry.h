@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "common/policy.h"
 #include "kinds/host.h"
@@ -69,6 +70,34 @@ struct lg_kind {
 	char *qnames;               /* the comma list of qparams' names (query points to it) */
 };
 
+/* An app lagless fronts ([upstream NAME] section, master/site_up.c; docs/OPERATIONS.md "In
+ * front of your app"): its servers, resolved by the master at start-up, and the limits of the
+ * requests sent to it. Counts are server-wide (max_conns, queue: shm/upstream.h) or per loop
+ * worker and server (keepalive). */
+#define LG_UP_SERVERS 8
+struct lg_upstream_server {
+	char addr[LG_PATH_MAX];          /* as configured: unix:/path, ADDR:PORT, [v6]:PORT */
+	struct sockaddr_storage sa;      /* resolved */
+	socklen_t salen;
+};
+
+struct lg_upstream_def {
+	char name[LG_NAME_MAX];
+	struct lg_upstream_server servers[LG_UP_SERVERS];
+	unsigned nservers;
+	uint32_t max_conns;              /* requests in flight to it, the whole server */
+	uint32_t queue;                  /* requests waiting beyond them, the whole server */
+	uint32_t keepalive;              /* idle connections kept per loop worker and server */
+	uint64_t connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms;
+	uint64_t max_requests;           /* per app connection, then closed */
+	char host[LG_PATH_MAX];          /* the Host sent; "" = the client's */
+	char app[LG_NAME_MAX];           /* the [app NAME] whose processes are its servers (taken
+	                                  * at each generation's creation, process k server k, sent
+	                                  * to only while the page's ready_mask bit k is set), or "" */
+	char file[LG_PATH_MAX];          /* where it was declared */
+	int line;
+};
+
 struct lg_route_def {
 	char path[LG_PATH_MAX];
 	int prefix;                 /* the path was given ending in "*": a prefix match */
@@ -93,6 +122,8 @@ struct lg_route_def {
 	int coal_line;              /* line of its first coalescing key, 0 for a rule */
 	char file[LG_PATH_MAX];     /* where it was declared ("" for a default route) */
 	int line;
+	uint32_t upstream;          /* 1 + index in the registry's upstreams of the app it proxies
+	                             * to; 0: a kind or a handler route */
 };
 
 struct lg_registry {
@@ -102,6 +133,8 @@ struct lg_registry {
 	uint32_t nkinds;            /* including kinds[0] */
 	struct lg_route_def *routes;
 	uint32_t nroutes;
+	struct lg_upstream_def *upstreams; /* [upstream NAME] sections (heap, the registry's) */
+	uint32_t nupstreams;
 	void *src;                  /* what the configuration strings live in, freed with it */
 	void (*src_free)(void *src);
 };
@@ -156,7 +189,18 @@ int lg_registry_is_default(const char *path);
 /* Removes the route of path (declared with `off = yes`). Returns 0, or -1 when none. */
 int lg_registry_remove_route(struct lg_registry *r, const char *path);
 
-/* Prints the routes table (lagless -t) to f. */
+/* Adds upstream u (copied). Refuses a second one of the same name. Returns 0, or -1 with a
+ * message in err. */
+int lg_registry_add_upstream(struct lg_registry *r, const struct lg_upstream_def *u, char *err,
+    size_t cap);
+
+/* The index in r->upstreams of the one named name, or -1. */
+int lg_registry_find_upstream(const struct lg_registry *r, const char *name);
+
+/* Prints each upstream with its settings, servers and routes (lagless -t) to f. */
+void lg_registry_print_upstreams(const struct lg_registry *r, void *f);
+
+/* Prints the routes table (lagless -t) to f, then each upstream with its routes. */
 void lg_registry_print(const struct lg_registry *r, void *f);
 
 struct lg_module_health;

@@ -50,8 +50,11 @@ lg_agent_line(struct lg_agent *ag, int draining, double load, uint32_t slots, ch
 }
 
 void
-lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, int draining)
+lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, const struct lg_upshm *ups,
+    int draining)
 {
+	double load = lg_offered_max(a), up = lg_upshm_load(ups);
+
 	char line[64], sink[256];
 	size_t len = 0;
 
@@ -61,7 +64,7 @@ lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, int draining)
 		if (fd == -1)
 			return; /* EAGAIN, or a transient error: the next readiness retries */
 		if (len == 0)
-			len = lg_agent_line(ag, draining, lg_offered_max(a),
+			len = lg_agent_line(ag, draining, up > load ? up : load,
 			    atomic_load(&a->master->compute_workers) +
 			    atomic_load(&a->master->queue_capacity), line, sizeof(line));
 		(void)send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -16,6 +16,7 @@
 
 #include "common/config.h"
 #include "shm/arena.h"
+#include "shm/upstream.h"
 
 struct lg_agent {
 	int fd;      /* the listener, -1 none */
@@ -36,9 +37,12 @@ size_t lg_agent_line(struct lg_agent *ag, int draining, double load, uint32_t sl
     size_t cap);
 
 /* Accepts what is queued on ag->fd (at most a batch) and answers each connection with the line
- * for a (the serving generation's arena) and draining, then closes it. Non-blocking: a peer
- * that does not read loses its line, the master never waits. */
-void lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, int draining);
+ * for a (the serving generation's arena) and draining, then closes it; the load is the larger
+ * of the pools' offered load and the upstreams' (ups, shm/upstream.h lg_upshm_load: an
+ * upstream's saturation counts as a pool's). Non-blocking: a peer that does not read loses its
+ * line, the master never waits. */
+void lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, const struct lg_upshm *ups,
+    int draining);
 
 /* Closes the listener. */
 void lg_agent_close(struct lg_agent *ag);

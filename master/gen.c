@@ -200,6 +200,23 @@ make_rows(struct lg_gen *g)
 		}
 }
 
+/* The upstreams' admission records, bounded by their max_conns and queue (shm/upstream.h). */
+static int
+create_upstreams(struct lg_gen *g, const struct lg_config *cfg)
+{
+	uint32_t n = cfg->reg ? cfg->reg->nupstreams : 0, max[n ? n : 1], q[n ? n : 1];
+
+	for (uint32_t i = 0; i < n; i++) {
+		max[i] = cfg->reg->upstreams[i].max_conns;
+		q[i] = cfg->reg->upstreams[i].queue;
+	}
+	if (lg_upshm_create(&g->ups, n, max, q) == -1) {
+		log_error("cannot map the upstreams' admission records: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* The shared memory and channels of g: the arena of shape s with its request views backed, the
  * channels, the flight table and the cache. Returns 0, or -1 with the error logged (what was
  * made stays in g for lg_gen_destroy). */
@@ -228,7 +245,7 @@ create_shared(struct lg_gen *g, const struct lg_config *cfg, const struct lg_are
 		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
 		return -1;
 	}
-	return 0;
+	return create_upstreams(g, cfg);
 }
 
 struct lg_gen *
@@ -286,6 +303,7 @@ lg_gen_destroy(struct lg_gen *g)
 	lg_registry_free(g->cfg.reg); /* each configuration load built its own */
 	lg_flight_destroy_table(&g->flights);
 	lg_cache_destroy(&g->cache);
+	lg_upshm_destroy(&g->ups);
 	free(g->children);
 	free(g);
 }
@@ -324,6 +342,7 @@ child_reset(struct lg_gen *all, struct lg_gen *g, int sigfd)
 		lg_arena_destroy(&o->arena);
 		lg_flight_destroy_table(&o->flights);
 		lg_cache_destroy(&o->cache);
+		lg_upshm_destroy(&o->ups);
 	}
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
@@ -401,7 +420,7 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 			.cfg = &g->cfg, .arena = &g->arena, .ch = &g->ch, .listen_fd = listen_fd,
 			.more_fds = more_fds, .nmore = nmore, .admin_fd = admin_fd,
 			.index = c->index, .nloops = g->nloops, .page = page,
-			.flights = &g->flights, .cache = &g->cache,
+			.flights = &g->flights, .cache = &g->cache, .ups = &g->ups,
 		};
 		lg_channels_keep(&g->ch, 'l', c->index, 0);
 		rc = lg_loop_main(&env);
@@ -417,6 +436,7 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 			close(admin_fd);
 		lg_flight_destroy_table(&g->flights); /* loops and the master use them */
 		lg_cache_destroy(&g->cache);
+		lg_upshm_destroy(&g->ups);
 		lg_channels_keep(&g->ch, 'c', c->index, c->pool);
 		rc = lg_compute_main(&env);
 	}

@@ -16,6 +16,7 @@
 #include "sizing/sizing.h"
 #include "shm/arena.h"
 #include "shm/cache.h"
+#include "shm/upstream.h"
 #include "shm/channel.h"
 #include "shm/flight.h"
 #include "stats/offered.h"
@@ -49,6 +50,7 @@ struct lg_gen {
 	struct lg_channels ch;
 	struct lg_flight_table flights; /* single-flight entries (shm/flight.h) */
 	struct lg_cache cache;     /* result cache (shm/cache.h) */
+	struct lg_upshm ups;       /* admission records of the upstreams (shm/upstream.h) */
 	struct lg_child *children;
 	uint32_t nloops, ncompute, nchildren; /* ncompute rows: room for every pool's maximum */
 	uint32_t npools;

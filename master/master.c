@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "master/agent.h"
 #include "master/app.h"
+#include "master/site_up.h"
 #include "master/gen.h"
 #include "master/notify.h"
 #include "master/pidfile.h"
@@ -595,7 +596,8 @@ start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing
 	lg_gen_set_child_close(lg_app_close_in_child, m->apps);
 	if (cfg->apps != NULL)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
-	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1) {
+	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1 ||
+	    lg_site_up_take_apps(cfg->reg, m->apps, err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		return -1;
 	}
@@ -678,7 +680,7 @@ serve_agent(struct master *m)
 	struct lg_gen *g = lg_master_serving(m);
 	int held = g->cfg.redis[0] != '\0' && !lg_cache_cluster_settled(&g->cache);
 
-	lg_agent_serve(&m->agent, &g->arena, m->stopping || m->drain_at || held);
+	lg_agent_serve(&m->agent, &g->arena, &g->ups, m->stopping || m->drain_at || held);
 }
 
 int

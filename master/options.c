@@ -109,7 +109,7 @@ seen_before(struct file_ctx *fc, const char *section, const char *name)
 #define POOL_NAME_RULE "a pool name is 1 to 31 of a-z, 0-9, _ and -"
 
 #define UNKNOWN_SECTION "unknown section (use [lagless], [route /path], [module name], " \
-	"[pool NAME], [app NAME] or none)"
+	"[pool NAME], [upstream NAME], [app NAME] or none)"
 
 /* Is the header whose name starts at h (past its '[', up to ']' or the line's end) one of the
  * sections a file may hold? inih calls the handler only for keys, so without this an unknown
@@ -122,7 +122,7 @@ known_section(const char *h)
 
 	return (n == 7 && strncmp(h, "lagless", 7) == 0) || strncmp(h, "pool ", 5) == 0 ||
 	    strncmp(h, "route ", 6) == 0 || strncmp(h, "module ", 7) == 0 ||
-	    strncmp(h, "app ", 4) == 0;
+	    strncmp(h, "upstream ", 9) == 0 || strncmp(h, "app ", 4) == 0;
 }
 
 /* Whether the [route], [pool] or [module] section read last (fc->sect) had no key: such a
@@ -139,6 +139,7 @@ empty_section(struct file_ctx *fc)
 		snprintf(fc->why, sizeof(fc->why), strncmp(s, "route ", 6) == 0 ?
 		    "%s: needs kind = ... or handler = ... (a section without keys)" :
 		    strncmp(s, "module ", 7) == 0 ? "%s: no 'path' key (the .so file)" :
+		    strncmp(s, "upstream ", 9) == 0 ? "[%s]: no 'server' key (a section without keys)" :
 		    strncmp(s, "app ", 4) == 0 ? "[%s]: command = ... is required (a section "
 		    "without keys)" :
 		    "[%s]: compute = N or P%% is required (a section without keys)", s);

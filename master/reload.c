@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "master/app.h"
 #include "master/appconf.h"
+#include "master/site_up.h"
 #include "kinds/registry.h"
 #include "master/gen.h"
 #include "master/notify.h"
@@ -154,6 +155,11 @@ start_generation(struct master *m, struct lg_config *cfg, struct lg_sizing *sz,
 	if (strcmp(cfg->error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg->error_log) == -1)
 		log_error("reload: cannot open the error log %s: %s", cfg->error_log, strerror(errno));
 	lg_log_level = cfg->log_level;
+	if (lg_site_up_take_apps(cfg->reg, m->apps, err, sizeof(err)) == -1) {
+		lg_app_unstage(m->apps);
+		refuse_reload(m, notified, err);
+		return;
+	}
 	if ((g = lg_gen_create(m->next_id, cfg, sz, m->pid, m->gens)) == NULL) {
 		snprintf(err, sizeof(err), "cannot create generation %u: %s", m->next_id,
 		    strerror(errno));

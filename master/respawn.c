@@ -235,6 +235,9 @@ reclaim_child(struct lg_gen *g, struct lg_child *c, struct lg_proc_page *page, i
 	} else {
 		if ((n = lg_slot_reclaim_owner(&g->arena, c->index)) > 0)
 			log_info("reclaimed %d slot(s) of loop[%u]", n, c->index);
+		for (uint32_t u = 0; u < g->ups.n; u++)
+			if ((n = (int)lg_upadm_reclaim(&g->ups.adm[u], c->index)) > 0)
+				log_info("released %d upstream place(s) of loop[%u]", n, c->index);
 		if ((n = lg_flight_reclaim_loop(&g->flights, c->index, flight_orphan, g)) > 0)
 			log_info("freed %d single-flight entr%s of loop[%u]", n, n == 1 ? "y" : "ies",
 			    c->index);

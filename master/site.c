@@ -8,9 +8,10 @@
 #include "common/value.h"
 #include "kinds/registry.h"
 #include "master/modules.h"
+#include "master/site_up.h"
 
 struct section {
-	int route;                /* 1 route, 0 module */
+	int route;                /* 1 route, 0 module, 2 upstream */
 	char *name;               /* path or module name */
 	const char *file;         /* the file it is in (one of lg_site_src's files) */
 	int line;                 /* of its first key */
@@ -124,16 +125,18 @@ int
 lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
     const char *value, int line, char *why, size_t cap)
 {
-	int route = strncmp(section, "route ", 6) == 0;
-	const char *name = section + (route ? 6 : 7);
+	int route = strncmp(section, "route ", 6) == 0 ? 1 :
+	    strncmp(section, "upstream ", 9) == 0 ? 2 : 0;
+	const char *name = section + (route == 1 ? 6 : route == 2 ? 9 : 7);
 	struct section *sec;
 	struct lg_kv *kv;
 
 	if (!route && strncmp(section, "module ", 7) != 0)
 		return 0;
 	name += strspn(name, " \t");
-	if (*name == '\0' || (route && !route_path_ok(name)) || strlen(name) >= LG_PATH_MAX) {
-		snprintf(why, cap, "section [%s]: %s", section, route ?
+	if (*name == '\0' || (route == 1 && !route_path_ok(name)) || strlen(name) >= LG_PATH_MAX) {
+		snprintf(why, cap, "section [%s]: %s", section, route == 2 ? "an upstream needs a "
+		    "name" : route ?
 		    "a route path starts with '/' and holds no '?', '#', space, control or "
 		    "non-ASCII byte (it is matched against the request path, without the query)" :
 		    "a module needs a name");
@@ -146,7 +149,7 @@ lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
 	}
 	sec->kv = kv;
 	for (unsigned i = 0; i < sec->nkv; i++)
-		if (same_key(kv[i].key, key)) {
+		if (same_key(kv[i].key, key) && !(route == 2 && strcmp(key, "server") == 0)) {
 			snprintf(why, cap, "key '%s' given twice for [%s] (line %d; a section is "
 			    "declared once)", key, section, kv[i].line);
 			return -1;
@@ -277,15 +280,15 @@ key_methods(const struct route_in *in, const char *v, const char **why)
 }
 
 /* Both in one [route]: the later key is refused (the handler was dropped in silence). */
-#define KIND_OR_HANDLER "a route runs a kind (in a pool or on the loop) or answers with a loop " \
-	"handler: kind = and handler = exclude each other"
+#define KIND_OR_HANDLER "a route runs a kind (in a pool or on the loop), answers with a loop " \
+	"handler or proxies to an upstream: kind =, handler = and upstream = exclude each other"
 
 static int
 key_kind(const struct route_in *in, const char *v, const char **why)
 {
 	const struct lg_kind *kind = lg_registry_find(in->r, v);
 
-	if (in->rt->handler[0]) {
+	if (in->rt->handler[0] || in->rt->upstream) {
 		*why = KIND_OR_HANDLER;
 		return -1;
 	}
@@ -302,7 +305,7 @@ key_handler(const struct route_in *in, const char *v, const char **why)
 	static const char *const handlers[] = { "ping", "health", "ready", "metrics", "status",
 	    NULL };
 
-	if (in->rt->kind) {
+	if (in->rt->kind || in->rt->upstream) {
 		*why = KIND_OR_HANDLER;
 		return -1;
 	}
@@ -313,6 +316,19 @@ key_handler(const struct route_in *in, const char *v, const char **why)
 			return 0;
 		}
 	return -1;
+}
+
+static int
+key_upstream(const struct route_in *in, const char *v, const char **why)
+{
+	int i = lg_registry_find_upstream(in->r, v);
+
+	*why = in->rt->kind || in->rt->handler[0] ? KIND_OR_HANDLER : "unknown upstream "
+	    "(declare it with an [upstream NAME] section)";
+	if (in->rt->kind || in->rt->handler[0] || i < 0)
+		return -1;
+	in->rt->upstream = (uint32_t)i + 1;
+	return 0;
 }
 
 static int
@@ -384,7 +400,7 @@ static const struct {
 	{ "methods", key_methods }, { "kind", key_kind }, { "handler", key_handler },
 	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
-	{ "off", key_off },
+	{ "off", key_off }, { "upstream", key_upstream },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -450,7 +466,7 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
 			    "its other keys would do nothing");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
-			if (strcmp(sec->kv[i].key, *k) == 0)
+			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
 				    "no job (where, deadline_ms, pool, fields and content_type are a "
 				    "kind's)");
@@ -463,7 +479,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
-	    "max_body", "fields", "content_type", "off", "pool", NULL };
+	    "max_body", "fields", "content_type", "off", "pool", "upstream", NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */
@@ -491,19 +507,20 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
-		rt.methods = rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
+		rt.methods = rt.upstream ? LG_M_GET | LG_M_HEAD | LG_M_POST | LG_M_PUT | LG_M_DELETE |
+		    LG_M_PATCH : rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
 	if (split_conf(sec, own, 1, &rt.conf) == -1) {
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	if (rt.kind == 0 && rt.handler[0] == '\0') {
+	if (rt.kind == 0 && rt.handler[0] == '\0' && rt.upstream == 0) {
 		free((void *)rt.conf.kv);
-		snprintf(err, cap, "%s:%d: route %s: needs kind = ... or handler = ...", file,
+		snprintf(err, cap, "%s:%d: route %s: needs kind =, handler = or upstream =", file,
 		    sec->line, sec->name);
 		return -1;
 	}
 	if (rt.kind == 0 && rt.conf.n > 0) {
-		snprintf(err, cap, "%s:%d: key '%s': unknown key for a handler route", file,
+		snprintf(err, cap, "%s:%d: key '%s': unknown key for a handler or upstream route", file,
 		    rt.conf.kv[0].line, rt.conf.kv[0].key);
 		free((void *)rt.conf.kv);
 		return -1;
@@ -715,13 +732,17 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 		if (!s->secs[i].route && load_module(r, s->secs[i].file, &s->secs[i], err, cap) == -1)
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		if (s->secs[i].route && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
+		if (s->secs[i].route == 2 && lg_site_upstream(r, s->secs[i].file, s->secs[i].name,
+		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->apps, err, cap) == -1)
+			return -1;
+	for (unsigned i = 0; s && i < s->nsecs; i++)
+		if (s->secs[i].route == 1 && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
 		    cap) == -1)
 			return -1;
 	/* A default route removed with off = yes stays removed: hold its path while the
 	 * defaults are added, then drop the placeholder. */
 	for (unsigned i = 0; s && i < s->nsecs; i++)
-		for (unsigned j = 0; s->secs[i].route && j < s->secs[i].nkv; j++) {
+		for (unsigned j = 0; s->secs[i].route == 1 && j < s->secs[i].nkv; j++) {
 			int off = 0;
 
 			if (strcmp(s->secs[i].kv[j].key, "off") == 0 &&

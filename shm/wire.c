@@ -44,12 +44,14 @@ static const struct field wake_fields[] = {
 	F64(wake.cache_word), F64(wake.queue_ns), F64(wake.run_ns),
 };
 static const struct field unwanted_fields[] = { F32(unwanted.flight), F32(unwanted.flight_gen) };
+static const struct field upwake_fields[] = { F32(upwake.upstream) };
 
 /* Every byte of each payload struct is a field of its table (4 per F32, 8 per F64): a field
  * added to a struct and forgotten here does not compile. */
 _Static_assert(sizeof(struct lg_msg_job) == 2 * 4 && sizeof(struct lg_msg_done) == 2 * 4 &&
     sizeof(struct lg_msg_kill) == 2 * 4 && sizeof(struct lg_msg_retire) == 4 &&
-    sizeof(struct lg_msg_wake) == 4 * 4 + 3 * 8 && sizeof(struct lg_msg_unwanted) == 2 * 4,
+    sizeof(struct lg_msg_wake) == 4 * 4 + 3 * 8 && sizeof(struct lg_msg_unwanted) == 2 * 4 &&
+    sizeof(struct lg_msg_upwake) == 4,
     "a payload field missing from its table");
 
 #define HEAD 2 /* version and type precede the fields */
@@ -80,6 +82,9 @@ fields_of(uint32_t type, size_t *n)
 	case LG_MSG_WAKE:
 		*n = NELEM(wake_fields);
 		return wake_fields;
+	case LG_MSG_UPWAKE:
+		*n = NELEM(upwake_fields);
+		return upwake_fields;
 	}
 	return NULL;
 }

@@ -22,6 +22,8 @@
  *                          answer http_status, from the cache entry when cache_word is not 0)
  *   UNWANTED waiting loop/master -> owner loop  [2, 6, flight, flight_gen]
  *                          (the last waiter left: cancel the job)
+ *   UPWAKE loop -> loop with queued upstream requests  [2, 7, upstream]
+ *                          (an in-flight place of that upstream was given back: shm/upstream.h)
  *
  * All integers are unsigned msgpack integers. Payload bytes never travel here: they stay in the
  * arena. A compute process trusts no header: lg_wire_check_job checks the slot index and
@@ -39,7 +41,7 @@
 #define LG_WIRE_MAX     128 /* bytes; every encoded header fits (max 9 x 9-byte uint + array) */
 
 enum lg_msg_type { LG_MSG_JOB = 1, LG_MSG_DONE = 2, LG_MSG_KILL = 3, LG_MSG_RETIRE = 4,
-	LG_MSG_WAKE = 5, LG_MSG_UNWANTED = 6 };
+	LG_MSG_WAKE = 5, LG_MSG_UNWANTED = 6, LG_MSG_UPWAKE = 7 };
 
 struct lg_msg_job {            /* the slot (index, generation) now QUEUED */
 	uint32_t slot, gen;
@@ -70,6 +72,10 @@ struct lg_msg_unwanted {
 	uint32_t flight, flight_gen;
 };
 
+struct lg_msg_upwake {
+	uint32_t upstream;     /* index in the registry's upstreams */
+};
+
 /* One message: its type and the payload of that type (only that member is meaningful). */
 struct lg_msg {
 	uint32_t type;         /* enum lg_msg_type */
@@ -80,6 +86,7 @@ struct lg_msg {
 		struct lg_msg_retire retire;
 		struct lg_msg_wake wake;
 		struct lg_msg_unwanted unwanted;
+		struct lg_msg_upwake upwake;
 	};
 };
 

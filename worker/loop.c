@@ -1,4 +1,5 @@
 #include "worker/loop.h"
+#include "worker/upstream/upstream.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -185,11 +186,22 @@ accept_cb(struct ev_loop *ev, ev_io *io, int revents)
 	lg_obs_cb_end(w, "accept");
 }
 
+/* A doorbell on the completion channel: single-flight's (WAKE, UNWANTED) or an upstream's
+ * freed place (UPWAKE). */
+static void
+loop_message(struct lg_worker *w, const struct lg_msg *m)
+{
+	if (m->type == LG_MSG_UPWAKE)
+		lg_up_message(w, m);
+	else
+		lg_coal_message(w, m);
+}
+
 /* The completion channel's headers that are no waiting connection's: single-flight's (a
- * flight's job, another loop's WAKE or UNWANTED). */
+ * flight's job, another loop's WAKE or UNWANTED), an upstream's UPWAKE. */
 static const struct lg_offload_sink completion_sink = {
 	.unclaimed = lg_coal_completion,
-	.message = lg_coal_message,
+	.message = loop_message,
 };
 
 static void
@@ -209,6 +221,7 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 
 	atomic_store(&w->env->page->heartbeat_ns, lg_now_ns());
 	lg_conn_tick(w);
+	lg_up_tick(w);
 	lg_fair_tick(w);
 	if (!w->draining && !LG_ACC(w)->paused_until_tick && w->nconns >= w->env->cfg->max_conns)
 		refuse_queued(w);
@@ -236,6 +249,7 @@ drain_cb(struct ev_loop *ev, ev_signal *sig, int revents)
 	if (w->env->admin_fd >= 0)
 		close(w->env->admin_fd);
 	lg_conn_drain(w);
+	lg_up_drain(w);
 	if (w->nconns == 0)
 		ev_break(ev, EVBREAK_ALL);
 }
@@ -329,6 +343,8 @@ keep_fields(struct lg_worker *w)
 {
 	static struct lg_http_keep keep; /* one worker per process */
 
+	if (w->env->cfg->reg != NULL && w->env->cfg->reg->nupstreams > 0)
+		return; /* a proxied request forwards every field: all kept (worker/upstream/) */
 	if (lg_keptfields_build(&keep, w->env->cfg) == 0)
 		w->lim.keep = &keep;
 	else

@@ -205,6 +205,8 @@ lg_obs_request_begin(struct lg_conn *c)
 	lg_rt_none(LG_RT(c), LG_WRT(c->w));
 	c->obs.resp_status = 0;
 	c->obs.resp_bytes = 0;
+	c->obs.why = NULL;
+	c->obs.up_addr = NULL;
 	lg_obs_job_times(&c->obs, 0, 0);
 	atomic_store_explicit(&c->w->env->page->inflight, ++c->w->obs.inflight, memory_order_relaxed);
 	lg_stats_add(&c->w->env->page->begun, 1);

@@ -37,6 +37,7 @@
 #include "http/fwd.h"
 #include "http/http.h"
 #include "worker/job/offload.h"
+#include "worker/job/offload_state.h"
 #include "worker/route/routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -526,3 +526,62 @@ def test_workers_hold_none_of_the_app_output_pipes(start_server, tmp_path):
     for pid in workers:
         assert not app_pipes & pipe_inodes(pid), (pid, app_pipes & pipe_inodes(pid))
     assert srv.stop() == 0, srv.log()
+
+
+# An [upstream] that takes an app's processes as its servers: `app = NAME` on the upstream, or
+# an app's `upstream = NAME` naming an upstream with no server line.
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("join", [
+    "[app web]\ncommand = PY APP ok {socket}\nprocesses = 2\nready_path = /health\n"
+    "ready_timeout_ms = 8000\nstop_grace_ms = 1500\n\n[upstream web]\napp = web\n\n"
+    "[route /web/*]\nupstream = web\ndeadline_ms = 5000\n",
+    "[app web]\ncommand = PY APP ok {port}\nprocesses = 2\nready_path = /health\n"
+    "ready_timeout_ms = 8000\nstop_grace_ms = 1500\nupstream = backend\n\n"
+    "[upstream backend]\nmax_conns = 8\n\n[route /web/*]\nupstream = backend\n"
+    "deadline_ms = 5000\n",
+])
+def test_upstream_takes_the_app_processes_and_routes_to_ready_ones(start_server, tmp_path,
+                                                                    join):
+    conf = write_conf(tmp_path, join)
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = app_pids(srv)
+    assert len(pids) == 2, srv.log()
+    r = get(srv.port, "/web/hello")
+    assert r.status == 200, (r.status, r.body, srv.log()[-3000:])
+    m = re.match(rb"pid (\d+) /web/hello", r.body)
+    assert m and int(m.group(1)) in pids, r.body
+    # the process that answered (web[0]: the least busy, the first on a tie) dies; once the
+    # master has reaped it, its ready bit is clear and the loop sends every request to the
+    # other process, without trying the dead one's address
+    os.kill(int(m.group(1)), signal.SIGKILL)
+    wait_log(srv, r"app web\[0\] pid=%s killed by signal 9" % m.group(1).decode(), 10)
+    reaped = len(srv.log())
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 1.0:
+        r = get(srv.port, "/web/again")
+        assert r.status == 200, (r.status, r.body)
+        assert int(re.match(rb"pid (\d+)", r.body).group(1)) != int(m.group(1))
+    assert not re.search(r"connect to \S+ failed|upstream \S+: (reset|connect)",
+                         srv.log()[reaped:]), srv.log()[reaped:]
+    # restarted and probed ready again, it is sent to again
+    assert wait_until(lambda: len(re.findall(r"app web\[0\] pid=\d+ is ready", srv.log())) >= 2,
+                      20), srv.log()[-3000:]
+    r = get(srv.port, "/web/back")
+    assert r.status == 200 and int(re.match(rb"pid (\d+)", r.body).group(1)) not in pids, \
+        (r.status, r.body)
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("body, what", [
+    ("[upstream api]\napp = nope\n", "app = nope names no [app nope] section"),
+    ("[app web]\ncommand = PY APP ok {socket}\n\n[upstream api]\napp = web\n"
+     "server = 127.0.0.1:9\n", "exclude each other"),
+    ("[upstream api]\nmax_conns = 4\n", "no [app] with upstream = api"),
+])
+def test_upstream_app_join_errors(tmp_path, body, what):
+    conf = write_conf(tmp_path, body + "\n[route /api/*]\nupstream = api\n")
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "-t"], capture_output=True, env=env(),
+                       timeout=20)
+    assert p.returncode == 1 and what in p.stderr.decode(), p.stderr.decode()

@@ -37,7 +37,7 @@ max_conns = {max_conns}
 queue = {queue}
 keepalive = 16
 connect_timeout_ms = 1000
-first_byte_timeout_ms = 5000
+first_byte_timeout_ms = 60000
 
 """
 
@@ -419,7 +419,10 @@ def test_app_that_reads_nothing_does_not_hold_lagless(origin, proxied):
 def test_invalid_answer_is_502_and_nothing_forwarded(origin, proxied, path, leak):
     srv = proxied(origin.unix_server)
     with connect(srv.port) as s:
-        s.sendall(b"GET %s HTTP/1.1\r\nHost: app.test\r\n\r\n" % path.encode())
+        # Connection: close, so that the read ends with the answer (a 502 keeps a kept
+        # connection open, and reading to EOF waited out the 15 s timeout)
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n"
+                  % path.encode())
         raw, _ = read_all(s, timeout=15)
     status, headers, body = split_answer(raw)
     assert status == 502, raw[:500]

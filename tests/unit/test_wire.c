@@ -30,9 +30,10 @@
 #define UNWANTED_N 4
 #define MAX_N      WAKE_N
 
-#define NTYPES 6
+#define UPWAKE_N   3
+#define NTYPES 7
 static const uint32_t types[NTYPES] = { LG_MSG_JOB, LG_MSG_DONE, LG_MSG_KILL, LG_MSG_RETIRE,
-	LG_MSG_WAKE, LG_MSG_UNWANTED };
+	LG_MSG_WAKE, LG_MSG_UNWANTED, LG_MSG_UPWAKE };
 
 static int
 decode_exact(const void *src, size_t len, struct lg_msg *m)
@@ -67,6 +68,7 @@ filled(uint32_t t, uint32_t v32, uint64_t v64)
 		m.wake = (struct lg_msg_wake){ v32, v32, v32, v32, v64, v64, v64 };
 		break;
 	case LG_MSG_UNWANTED: m.unwanted = (struct lg_msg_unwanted){ v32, v32 }; break;
+	case LG_MSG_UPWAKE: m.upwake.upstream = v32; break;
 	}
 	return m;
 }
@@ -161,7 +163,7 @@ test_encode_own_fields_only(void **state)
 static void
 test_encode_unknown_type(void **state)
 {
-	static const uint32_t bad[] = { 0, 7, 255, UINT32_MAX };
+	static const uint32_t bad[] = { 0, 8, 255, UINT32_MAX };
 	char buf[LG_WIRE_MAX];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -305,7 +307,8 @@ static size_t
 valid_els(uint32_t t, struct el *els)
 {
 	size_t n = t == LG_MSG_JOB ? JOB_N : t == LG_MSG_DONE ? DONE_N : t == LG_MSG_KILL ? KILL_N :
-	    t == LG_MSG_RETIRE ? RETIRE_N : t == LG_MSG_WAKE ? WAKE_N : UNWANTED_N;
+	    t == LG_MSG_RETIRE ? RETIRE_N : t == LG_MSG_WAKE ? WAKE_N :
+	    t == LG_MSG_UPWAKE ? UPWAKE_N : UNWANTED_N;
 
 	for (size_t i = 0; i < n; i++)
 		els[i] = (struct el){ EL_UINT, i };
@@ -348,7 +351,7 @@ test_wrong_version(void **state)
 static void
 test_unknown_type(void **state)
 {
-	static const uint64_t bad[] = { 0, 7, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+	static const uint64_t bad[] = { 0, 8, 255, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
 		(uint64_t)UINT32_MAX + LG_MSG_JOB, UINT64_MAX };
 	struct el els[MAX_N];
 	size_t n = valid_els(LG_MSG_JOB, els);

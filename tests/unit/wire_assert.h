@@ -39,6 +39,9 @@ assert_msg_equal(const struct lg_msg *a, const struct lg_msg *b)
 		assert_int_equal(a->unwanted.flight, b->unwanted.flight);
 		assert_int_equal(a->unwanted.flight_gen, b->unwanted.flight_gen);
 		break;
+	case LG_MSG_UPWAKE:
+		assert_int_equal(a->upwake.upstream, b->upwake.upstream);
+		break;
 	default:
 		fail_msg("unknown message type %u", a->type);
 	}

@@ -115,7 +115,15 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 	else
 		putf(&at, end, "\" client=%s ua=\"", client);
 	put_capped(&at, end, ua, ua_len, LOG_UA_MAX);
-	putf(&at, end, json ? "\",\"request_id\":\"%s\"}" : "\" id=%s", id);
+	putf(&at, end, "\"");
+	if (c->obs.up_addr != NULL) /* a proxied request: the app's server, status and time */
+		putf(&at, end, json ? ",\"upstream\":\"%s\",\"upstream_status\":%d,"
+		    "\"upstream_ms\":%.3f" : " upstream=%s upstream_status=%d upstream_ms=%.3f",
+		    c->obs.up_addr, c->obs.up_status, c->obs.up_ms);
+	if (c->obs.why != NULL) /* an upstream's fault lagless answered for (worker/upstream/) */
+		putf(&at, end, json ? ",\"upstream_error\":\"%s\"" : " upstream_error=%s",
+		    c->obs.why);
+	putf(&at, end, json ? ",\"request_id\":\"%s\"}" : " id=%s", id);
 	if (!json) { /* its own switch (--access-log), so written whatever --log-level says */
 		*at = '\0';
 		lg_log_write(LG_LOG_INFO, "access", "%s", line);

@@ -23,7 +23,6 @@
 #include "worker/core/access.h"
 
 static void conn_io_cb(struct ev_loop *ev, ev_io *io, int revents);
-static int conn_process(struct lg_conn *c);
 static void conn_io(struct lg_conn *c, int revents);
 static void conn_timer_cb(struct ev_loop *ev, ev_timer *t, int revents);
 
@@ -33,8 +32,9 @@ static const char continue_line[] = "HTTP/1.1 100 Continue\r\n\r\n";
  * waits for its lingering connections. */
 #define LINGER_DRAIN_S 2.0
 
-static void
-watch(struct lg_conn *c, int events)
+/* Watches c's socket for events (EV_READ, EV_WRITE, or 0: neither). */
+void
+lg_conn_watch(struct lg_conn *c, int events)
 {
 	if (ev_is_active(&c->io) && c->io.events == events)
 		return;
@@ -60,6 +60,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->out.wbody_owned = NULL;
 	c->out.wbody_shared = NULL;
 	lg_obs_init(&c->obs);
+	c->stream_wr = 0;
 	c->tmo.req_at = req_at;
 	c->tmo.body_at = 0;
 	c->tmo.idle_ticks = 0;
@@ -162,8 +163,8 @@ lg_conn_free(struct lg_conn *c)
 
 /* Writes as much of the response as the socket takes. Returns 1 when all of it is written,
  * 0 when the rest waits for EV_WRITE, -1 on a write error (the caller closes). */
-static int
-flush(struct lg_conn *c)
+int
+lg_conn_flush(struct lg_conn *c)
 {
 	for (;;) {
 		struct iovec iov[2];
@@ -227,7 +228,7 @@ linger(struct lg_conn *c)
 	c->tmo.linger_copy = 0;
 	c->tmo.linger_until = now + most;
 	c->tmo.linger_seen = now;
-	watch(c, EV_READ);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return -1;
 }
@@ -291,8 +292,8 @@ request_done(struct lg_conn *c)
 
 /* Everything queued is on the wire: finish the request it ended with (if any), then close or
  * wait for the next request. Returns 0, or -1 when the connection is finished. */
-static int
-response_done(struct lg_conn *c)
+int
+lg_conn_response_done(struct lg_conn *c)
 {
 	c->out.wbody = NULL;
 	c->out.wbody_len = c->out.whead_len = c->out.woff = 0;
@@ -305,7 +306,7 @@ response_done(struct lg_conn *c)
 	c->state = LG_CONN_HEAD;
 	if (c->processing)
 		return 0; /* conn_process watches and arms for what comes next (watch_next) */
-	watch(c, EV_READ);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return 0;
 }
@@ -331,11 +332,11 @@ write_now(struct lg_conn *c)
 	c->state = LG_CONN_WRITE;
 	c->tmo.write_at = c->tmo.wprogress_at = ev_now(c->w->ev);
 	c->tmo.wdelivered = 0;
-	switch (flush(c)) {
+	switch (lg_conn_flush(c)) {
 	case 1:
-		return response_done(c);
+		return lg_conn_response_done(c);
 	case 0:
-		watch(c, EV_WRITE);
+		lg_conn_watch(c, EV_WRITE);
 		lg_conn_rearm(c);
 		return 0;
 	default:
@@ -474,7 +475,7 @@ answer_refusal(struct lg_conn *c)
 static int
 flush_queued(struct lg_conn *c)
 {
-	int r = c->out.whead_len > 0 ? flush(c) : 1;
+	int r = c->out.whead_len > 0 ? lg_conn_flush(c) : 1;
 
 	if (r == 1)
 		c->out.whead_len = c->out.woff = 0;
@@ -486,8 +487,8 @@ flush_queued(struct lg_conn *c)
 /* The buffered requests are parsed (or one is waiting): writes the batched answers, then
  * watches for what c waits for now (its next bytes, the client reading, a job) and arms its
  * timer. Returns 0, or -1 when the connection was closed. */
-static int
-watch_next(struct lg_conn *c)
+int
+lg_conn_watch_next(struct lg_conn *c)
 {
 	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
 		return 0;
@@ -497,16 +498,17 @@ watch_next(struct lg_conn *c)
 	if (q == 0 && c->state == LG_CONN_HEAD) {
 		/* The batch waits for the client to read: so does the next request. */
 		c->state = LG_CONN_WRITE;
-		watch(c, EV_WRITE);
+		lg_conn_watch(c, EV_WRITE);
 		lg_conn_rearm(c);
 		return 0;
 	}
 	if (c->state == LG_CONN_HEAD || c->state == LG_CONN_BODY)
 		events = c->http.body_wait ? 0 : EV_READ;
-	else if (c->state == LG_CONN_JOB)
+	else if (c->state == LG_CONN_JOB || c->state == LG_CONN_PROXY)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
-		events = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+		events = (c->rlen < sizeof(c->rbuf) ? EV_READ : 0) |
+		    (c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	if (q == 0)
 		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
 	else if (lg_conn_in_body(c) && c->want_continue) {
@@ -516,7 +518,7 @@ watch_next(struct lg_conn *c)
 			events |= EV_WRITE;
 	}
 	if (c->state != LG_CONN_WRITE && c->state != LG_CONN_LINGER) {
-		watch(c, events);
+		lg_conn_watch(c, events);
 		lg_conn_rearm(c);
 	}
 	return 0;
@@ -525,8 +527,8 @@ watch_next(struct lg_conn *c)
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn (responses batched while more requests are buffered, then written together).
  * Returns 0, or -1 when the connection was closed. */
-static int
-conn_process(struct lg_conn *c)
+int
+lg_conn_process(struct lg_conn *c)
 {
 	int outer = c->processing;
 
@@ -563,13 +565,13 @@ conn_process(struct lg_conn *c)
 			return -1; /* c is closed or lingers: conn_init clears processing */
 	}
 	c->processing = outer;
-	return watch_next(c);
+	return lg_conn_watch_next(c);
 }
 
 int
 lg_conn_resume(struct lg_conn *c)
 {
-	return c->state == LG_CONN_HEAD ? conn_process(c) : 0;
+	return c->state == LG_CONN_HEAD ? lg_conn_process(c) : 0;
 }
 
 /* Reads the rest of a Content-Length body straight into the room's body sink (ops->body_buf:
@@ -585,7 +587,7 @@ read_body(struct lg_conn *c)
 	case -1:
 		return;
 	case 1:
-		watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
+		lg_conn_watch(c, 0); /* its next window is being backed; lg_conn_body_ready resumes it */
 		return;
 	}
 	ssize_t n = read(c->fd, dst, len);
@@ -601,7 +603,7 @@ read_body(struct lg_conn *c)
 		return;
 	}
 	if (ops->body_done(c) == 0)
-		conn_process(c);
+		lg_conn_process(c);
 }
 
 int
@@ -609,8 +611,8 @@ lg_conn_body_ready(struct lg_conn *c)
 {
 	c->http.body_wait = 0;
 	if (c->state != LG_CONN_BODY)
-		return conn_process(c);
-	watch(c, EV_READ);
+		return lg_conn_process(c);
+	lg_conn_watch(c, EV_READ);
 	lg_conn_rearm(c);
 	return 0;
 }
@@ -655,9 +657,9 @@ read_input(struct lg_conn *c)
 			c->tmo.req_at = ev_now(c->w->ev);
 		if (lg_client_proxy_wanted(c->fd) && proxy_header(c) != 0)
 			return;
-		conn_process(c);
+		lg_conn_process(c);
 	} else if (c->rlen == sizeof(c->rbuf)) {
-		watch(c, 0);
+		lg_conn_watch(c, c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	}
 }
 
@@ -669,10 +671,10 @@ conn_io(struct lg_conn *c, int revents)
 		return;
 	}
 	if (c->state == LG_CONN_WRITE) {
-		switch (flush(c)) {
+		switch (lg_conn_flush(c)) {
 		case 1:
-			if (response_done(c) == 0)
-				conn_process(c);
+			if (lg_conn_response_done(c) == 0)
+				lg_conn_process(c);
 			return;
 		case 0:
 			lg_conn_note_delivered(c); /* progress: the stall timeout counts from here */
@@ -689,13 +691,20 @@ conn_io(struct lg_conn *c, int revents)
 		if (q == -1)
 			return;
 		if (q == 1 && !(c->want_continue && lg_conn_in_body(c)))
-			watch(c, c->io.events & ~EV_WRITE);
+			lg_conn_watch(c, c->io.events & ~EV_WRITE);
+	}
+	if ((revents & EV_WRITE) && c->state == LG_CONN_PROXY && c->out.whead_len == 0 &&
+	    c->stream_wr) {
+		c->stream_wr = 0;
+		lg_conn_watch(c, c->io.events & ~EV_WRITE);
+		if (c->w->ops->stream(c) == -1 || c->state != LG_CONN_PROXY)
+			return;
 	}
 	if ((revents & EV_WRITE) && c->out.whead_len == 0 && c->want_continue && lg_conn_in_body(c)) {
 		if (send_continue(c) == -1)
 			return;
 		if (c->cont_off == CONTINUE_LEN)
-			watch(c, c->io.events & ~EV_WRITE);
+			lg_conn_watch(c, c->io.events & ~EV_WRITE);
 	}
 	if (!(revents & EV_READ))
 		return;
@@ -737,6 +746,8 @@ conn_timer(struct lg_conn *c)
 	case LG_CONN_JOB:
 		c->w->ops->job_timeout(c);
 		return;
+	case LG_CONN_PROXY:
+		return; /* the upstream room keeps the request's deadline */
 	case LG_CONN_WRITE:
 		write_timer(c);
 		return;

@@ -33,6 +33,8 @@ enum lg_conn_state {
 	LG_CONN_BODY,   /* reading a Content-Length body straight into a slot's input region */
 	LG_CONN_JOB,    /* the job is queued or running; waiting for its completion */
 	LG_CONN_WRITE,  /* writing the response */
+	LG_CONN_PROXY,  /* the answer is streamed by another room (worker/upstream/) through the
+	                 * stream verbs below; that room keeps its own timers */
 	LG_CONN_LINGER, /* response sent, write side shut: unread input is drained before the close,
 	                 * so the kernel does not reset the connection and lose the response
 	                 * (RFC 9112 section 9.6) */
@@ -104,9 +106,13 @@ struct lg_conn_ops {
 	/* the response is written while a room holds a buffer for c (LG_CONN_HELD_BUFFER): give
 	 * it back */
 	int (*release)(struct lg_conn *c);
-	/* c closes while a room holds it (c->held: a buffer, or parked on a waiting list): client
-	 * gone, write failed */
+	/* c closes while a room holds it (c->held: a buffer, parked on a waiting list, or an
+	 * exchange with an upstream): client gone, write failed */
 	void (*gone)(struct lg_conn *c);
+	/* state LG_CONN_PROXY: the client's socket can take more of the answer (asked for with
+	 * lg_conn_stream_want). Returns 0, or -1 when c was closed or finished or may have been
+	 * (its request ended: the caller does nothing more with c in this event) */
+	int (*stream)(struct lg_conn *c);
 };
 
 struct lg_worker {
@@ -132,6 +138,8 @@ struct lg_worker {
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
 	LG_PART(64) part_rt;          /* the router's table: LG_WRT(w) (worker/route/routes_state.h) */
+	LG_PART(16) part_up;          /* the upstreams' pools and queues: LG_WUP(w)
+	                               * (worker/upstream/upstream.h) */
 };
 
 /* Timeouts (docs/HTTP.md): one ev_timer per connection, armed for the limit of the current
@@ -195,6 +203,9 @@ struct lg_conn {
 	LG_PART(64) part_flight;      /* single-flight and cache: LG_FLIGHT(c)
 	                               * (worker/flight/coalesce_state.h) */
 	struct lg_conn_obs obs;       /* metrics and the access log (worker/core/obs_state.h) */
+	LG_PART(16) part_up;          /* a proxied request's exchange: LG_UP(c)
+	                               * (worker/upstream/upstream.h) */
+	int stream_wr;                /* state PROXY: ops->stream wants the socket writable */
 	size_t rlen;
 	char rbuf[LG_CONN_RBUF];
 	char whead[LG_CONN_WHEAD];
@@ -205,6 +216,7 @@ struct lg_conn {
  * body deadlines of a held buffer, and never lets c go idle while it holds one. */
 #define LG_CONN_HELD_BUFFER 1u  /* a transit buffer (a job slot: worker/job) */
 #define LG_CONN_HELD_PARKED 2u  /* c waits on a room's list (a flight: worker/flight) */
+#define LG_CONN_HELD_UP     4u  /* c's request is an exchange with an upstream (worker/upstream) */
 
 /* A room took (lg_conn_hold) or gave back (lg_conn_unhold) what bit says for c. */
 static inline void
@@ -358,6 +370,28 @@ size_t lg_conn_buffered(const struct lg_conn *c);
 /* Takes the first n buffered input bytes of c (n <= lg_conn_buffered(c)): copies them to dst
  * (n bytes the caller owns) and drops them from c's input buffer. */
 void lg_conn_take(struct lg_conn *c, void *dst, size_t n);
+
+/* The stream verbs: another room (worker/upstream/) writes the answer of c's current request
+ * itself, as it arrives, instead of handing a whole one to lg_conn_respond.
+ *
+ * lg_conn_stream_begin, from ops->dispatch: c enters state LG_CONN_PROXY, its own timer
+ * stopped (the room keeps the request's deadline); the core keeps reading the socket to notice
+ * a client that leaves (ops->gone) and buffers pipelined bytes. */
+void lg_conn_stream_begin(struct lg_conn *c);
+
+/* Writes up to len bytes of the answer (state PROXY), after any answers queued before it.
+ * Returns the bytes the socket took (0: full, or queued answers still going out: ask for
+ * lg_conn_stream_want), or -1 on a write error (c is not closed: the caller closes it). */
+ssize_t lg_conn_stream_write(struct lg_conn *c, const void *buf, size_t len);
+
+/* on: call ops->stream when the socket can take more; off: do not. */
+void lg_conn_stream_want(struct lg_conn *c, int on);
+
+/* The streamed answer is complete: status and body_bytes for the metrics and the access line;
+ * close: the client's connection cannot carry another request (a close-delimited answer).
+ * Finishes the request as lg_conn_respond does (the next pipelined request, or the close).
+ * Returns 0, or -1 when c was closed or finished. */
+int lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close);
 
 /* Continues a connection after an asynchronous event changed its state (a job completed):
  * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */

@@ -2,7 +2,7 @@
  * of busy connections and the connection count) gives the core's other files, chiefly
  * worker/core/conn_idle.c (idle connections); nothing outside worker/core/ includes this.
  * Calls go one way: conn_idle.c calls into conn.c, conn.c calls nothing of conn_idle.c (and
- * includes no header of it). */
+ * includes no header of it); conn_stream.c (the stream verbs) calls into conn.c the same way. */
 #ifndef LG_WORKER_CONN_INT_H
 #define LG_WORKER_CONN_INT_H
 
@@ -39,5 +39,18 @@ void lg_conn_free(struct lg_conn *c);
  * req_at as its head deadline's start (0: none yet), and handles revents. c may be closed (and
  * back in the pool) on return. */
 void lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at, int revents);
+
+/* conn.c's I/O steps the stream verbs (worker/core/conn_stream.c) share. lg_conn_watch: watches
+ * c's socket for events (EV_READ | EV_WRITE, or 0). lg_conn_flush: writes what is queued; 1 when
+ * all of it is written, 0 when the rest waits for EV_WRITE, -1 on a write error (the caller
+ * closes). lg_conn_response_done: everything queued is on the wire: finish the request, then
+ * close or wait for the next; 0, or -1 when c is finished. lg_conn_watch_next: writes batched
+ * answers and watches for what c waits for now; 0, or -1 when c was closed. lg_conn_process:
+ * parses and answers buffered requests; 0, or -1 when c was closed. */
+void lg_conn_watch(struct lg_conn *c, int events);
+int lg_conn_flush(struct lg_conn *c);
+int lg_conn_response_done(struct lg_conn *c);
+int lg_conn_watch_next(struct lg_conn *c);
+int lg_conn_process(struct lg_conn *c);
 
 #endif

@@ -135,7 +135,7 @@ lg_conn_rearm(struct lg_conn *c)
 	const struct lg_config *cfg = c->w->env->cfg;
 	ev_tstamp now = ev_now(c->w->ev), at;
 
-	if (c->state == LG_CONN_JOB)
+	if (c->state == LG_CONN_JOB || c->state == LG_CONN_PROXY)
 		return;
 	if (c->state == LG_CONN_LINGER) {
 		at = earliest(c->tmo.linger_until, c->tmo.linger_seen + cfg->lingering_timeout_ms / 1e3);

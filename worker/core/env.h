@@ -12,6 +12,7 @@
 #include "shm/cache.h"
 #include "shm/channel.h"
 #include "shm/flight.h"
+#include "shm/upstream.h"
 
 struct lg_loop_env {
 	const struct lg_config *cfg;
@@ -26,6 +27,7 @@ struct lg_loop_env {
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
 	struct lg_flight_table *flights; /* single-flight table (shm/flight.h), shared */
 	struct lg_cache *cache;      /* result cache (shm/cache.h), shared */
+	struct lg_upshm *ups;        /* upstreams' admission records (shm/upstream.h), shared */
 };
 
 #endif

@@ -19,6 +19,12 @@ struct lg_conn_obs {
 	                               * parsed at one clock reading) */
 	int resp_status;
 	size_t resp_bytes;            /* body bytes of the response */
+	const char *why;              /* why lagless answered a proxied request itself (static
+	                               * text: shm/upstream.h lg_up_reason_str), or NULL */
+	const char *up_addr;          /* a proxied request's app server (the registry's text), or
+	                               * NULL; then up_status (0: none came) and up_ms */
+	int up_status;
+	double up_ms;
 	uint64_t queue_ns, run_ns;    /* the job's queue wait and run time, 0 and 0 when no job
 	                               * ran for the request (set by lg_obs_job_times) */
 };

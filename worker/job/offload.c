@@ -594,7 +594,8 @@ lg_offload_completions(struct lg_worker *w, const struct lg_offload_sink *sink)
 				continue;
 			return; /* EAGAIN: drained */
 		}
-		if (r == 1 && (m.type == LG_MSG_WAKE || m.type == LG_MSG_UNWANTED)) {
+		if (r == 1 && (m.type == LG_MSG_WAKE || m.type == LG_MSG_UNWANTED ||
+		    m.type == LG_MSG_UPWAKE)) {
 			sink->message(w, &m);
 			continue;
 		}

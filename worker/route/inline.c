@@ -21,6 +21,7 @@
 #include "stats/metrics.h"
 #include "stats/procstat.h"
 #include "stats/status.h"
+#include "stats/upstream_metrics.h"
 #include "worker/loop.h"
 
 static int
@@ -72,12 +73,40 @@ lg_inline_start(struct lg_worker *w)
 	stats_names(w, &nm);
 	w->render.cap = lg_metrics_bound(env->nloops, &nm) + 16384; /* + coalescing's, cluster's */
 	w->render.cap += lg_procstat_bound(env->arena->nprocs); /* + process_* families */
+	w->render.cap += lg_up_metrics_bound(env->ups ? env->ups->n : 0);
 	if (w->render.cap < lg_status_bound(env->arena->nprocs))
 		w->render.cap = lg_status_bound(env->arena->nprocs);
 	if ((w->render.buf = malloc(w->render.cap)) == NULL)
 		return -1;
 	w->render.busy = 0;
 	return 0;
+}
+
+/* The upstream families of /metrics, or their member of /status's object (its closing "}\n"
+ * moved after it), labelled by the registry's names (stats/upstream_metrics.h). */
+static int
+upstream_render(const struct lg_worker *w, struct lg_buf *b, int metrics)
+{
+	const struct lg_registry *reg = w->env->cfg->reg;
+	const char *names[LG_UP_METRICS_MAX];
+	struct lg_upshm u;
+
+	if (w->env->ups == NULL || w->env->ups->n == 0)
+		return 0;
+	u = *w->env->ups;
+	if (u.n > LG_UP_METRICS_MAX)
+		u.n = LG_UP_METRICS_MAX;
+	for (uint32_t i = 0; i < u.n; i++)
+		names[i] = reg->upstreams[i].name;
+	if (metrics)
+		return lg_up_render_metrics(b, &u, names, w->env->nloops);
+	if (b->len < 2 || b->overflow)
+		return -1;
+	b->len -= 2; /* "}\n" */
+	lg_buf_printf(b, ",");
+	if (lg_up_render_status(b, &u, names, w->env->nloops) == -1)
+		return -1;
+	return lg_buf_printf(b, "}\n") < 0 || b->overflow ? -1 : 0;
 }
 
 static int
@@ -102,6 +131,8 @@ route_rendered(struct lg_conn *c, int metrics)
 		r = lg_cluster_render_metrics(&b, w->env->cache);
 	if (r == 0 && metrics)
 		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);
+	if (r == 0)
+		r = upstream_render(w, &b, metrics);
 	if (r == -1) {
 		log_error("%s does not fit in %zu bytes", metrics ? "/metrics" : "/status",
 		    w->render.cap);

@@ -21,6 +21,7 @@
 #include "worker/observe.h"
 #include "worker/job/offload.h"
 #include "worker/loop.h"
+#include "worker/upstream/upstream.h"
 
 /* A row of this loop worker's router, built from the registry's routes at start. */
 struct lg_route {
@@ -340,8 +341,27 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	LG_RT(c)->route_label = LG_WRT(c->w)->row_names[LG_RT(c)->route_row];
 	lg_conn_head_begin(c);
 	LG_RT(c)->refuse_status = 0;
-	LG_RT(c)->max_body = LG_RT(c)->route && LG_RT(c)->route->def->kind ?
+	LG_RT(c)->max_body = LG_RT(c)->route &&
+	    (LG_RT(c)->route->def->kind || LG_RT(c)->route->def->upstream) ?
 	    LG_RT(c)->route->def->max_body : cfg->max_body;
+}
+
+/* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
+ * full is a 503 at once, before any body byte is read (a small body read and dropped, keeping
+ * the connection, as for a kind). */
+static int
+route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_route_def *d)
+{
+	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms);
+
+	if (st == 503)
+		return refuse_keep(c, r, 503, 1);
+	if (st != 0)
+		return reject(c, st);
+	lg_conn_expect_continue(c, r->expect_continue && has_body && lg_up_body_room(c) > 0);
+	return LG_HTTP_BODY_PARSER;
 }
 
 int
@@ -371,6 +391,8 @@ lg_route_head(struct lg_http *h, void *conn)
 		return LG_HTTP_BODY_PARSER;
 	}
 	d = LG_RT(c)->route->def;
+	if (d->upstream != 0)
+		return route_upstream(c, r, d);
 	char why[256];
 	if (query_bad(c, r, why, sizeof(why)))
 		return refuse_query(c, r);
@@ -414,6 +436,8 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 		h->status = 413;
 		return -1;
 	}
+	if (lg_up_active(c))
+		return lg_up_body(c, at, len);
 	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
@@ -435,6 +459,8 @@ route_body_room(struct lg_http *h, void *conn)
 {
 	struct lg_conn *c = conn;
 
+	if (lg_up_active(c))
+		return lg_up_body_room(c);
 	return !lg_job_held(c) ? SIZE_MAX : lg_offload_body_room(c, h);
 }
 
@@ -471,6 +497,10 @@ lg_route_dispatch(struct lg_conn *c)
 		lg_obs_route_hit(c);
 		return LG_RT(c)->route->handler(c);
 	}
+	if (lg_up_active(c)) {
+		lg_obs_route_hit(c);
+		return lg_up_dispatch(c);
+	}
 	if (!lg_job_held(c) && lg_flight_wanted(c))
 		return lg_coal_dispatch(c, route_claim);
 	return lg_offload_start(c);
@@ -482,6 +512,15 @@ route_release(struct lg_conn *c)
 	return lg_offload_release(c);
 }
 
+/* c closes: its upstream exchange, then its slot or flight. */
+static void
+route_gone(struct lg_conn *c)
+{
+	lg_up_gone(c);
+	if (lg_job_held(c) || lg_conn_parked(c))
+		lg_coal_conn_gone(c);
+}
+
 /* The rooms' parts of a connection that got its block: no route, no slot, no flight. */
 static void
 route_init(struct lg_conn *c)
@@ -489,6 +528,7 @@ route_init(struct lg_conn *c)
 	lg_job_ready(c);
 	lg_flight_init(c);
 	lg_rt_none(LG_RT(c), LG_WRT(c->w));
+	lg_up_conn_init(c);
 }
 
 const struct lg_conn_ops lg_route_conn_ops = {
@@ -503,7 +543,8 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body_done = lg_coal_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
-	.gone = lg_coal_conn_gone,
+	.gone = route_gone,
+	.stream = lg_up_stream,
 };
 
 int
@@ -531,7 +572,7 @@ lg_router_build(struct lg_worker *w)
 		rt->row = i;
 		rt->path_len = strlen(rt->def->path);
 		rt->handler = lg_inline_handler(rt->def->handler);
-		if (rt->def->kind == 0 && rt->handler == NULL) {
+		if (rt->def->kind == 0 && rt->handler == NULL && rt->def->upstream == 0) {
 			errno = EINVAL;
 			return -1;
 		}
@@ -541,5 +582,5 @@ lg_router_build(struct lg_worker *w)
 	LG_WRT(w)->row_names[LG_WRT(w)->none_row] = "none";
 	for (uint32_t k = 1; k < reg->nkinds; k++)
 		LG_WRT(w)->kind_names[k] = reg->kinds[k].name;
-	return 0;
+	return lg_up_loop_init(w);
 }

@@ -1,0 +1,63 @@
+/* The registry's upstreams ([upstream NAME] sections): a table beside the routes, which name
+ * them by index (struct lg_route_def upstream). */
+#include "kinds/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One upstream for lagless -t: its settings, servers and the routes that proxy to it. */
+static void
+print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
+{
+	const struct lg_upstream_def *u = &r->upstreams[i];
+
+	fprintf(f, "upstream %s (%s:%d): max_conns %u, queue %u, keepalive %u, connect_timeout_ms "
+	    "%llu, first_byte_timeout_ms %llu, idle_timeout_ms %llu, max_requests %llu, host %s\n",
+	    u->name, u->file, u->line, u->max_conns, u->queue, u->keepalive,
+	    (unsigned long long)u->connect_timeout_ms, (unsigned long long)u->first_byte_timeout_ms,
+	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->max_requests,
+	    u->host[0] ? u->host : "(the client's)");
+	if (u->app[0] != '\0')
+		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
+	for (unsigned s = 0; s < u->nservers; s++)
+		fprintf(f, "    server %s\n", u->servers[s].addr);
+	for (uint32_t k = 0; k < r->nroutes; k++)
+		if (r->routes[k].upstream == i + 1)
+			fprintf(f, "    route %s%s\n", r->routes[k].path, r->routes[k].prefix ? "*" : "");
+}
+
+int
+lg_registry_add_upstream(struct lg_registry *r, const struct lg_upstream_def *u, char *err,
+    size_t cap)
+{
+	if (lg_registry_find_upstream(r, u->name) >= 0) {
+		snprintf(err, cap, "upstream %s is declared twice", u->name);
+		return -1;
+	}
+	struct lg_upstream_def *t = realloc(r->upstreams, (r->nupstreams + 1) * sizeof(*t));
+
+	if (t == NULL) {
+		snprintf(err, cap, "out of memory");
+		return -1;
+	}
+	r->upstreams = t;
+	r->upstreams[r->nupstreams++] = *u;
+	return 0;
+}
+
+int
+lg_registry_find_upstream(const struct lg_registry *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->nupstreams; i++)
+		if (strcmp(r->upstreams[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+void
+lg_registry_print_upstreams(const struct lg_registry *r, void *fp)
+{
+	for (uint32_t i = 0; i < r->nupstreams; i++)
+		print_upstream(r, i, fp);
+}

@@ -1,0 +1,110 @@
+/* Server-wide admission of requests to upstream apps ([upstream NAME], kinds/registry.h): one
+ * record per upstream in a shared mapping the master creates per generation before forking,
+ * as the job slots of a pool. max_conns and queue bound the whole server, whatever the number
+ * of loop workers: the app never sees more than max_conns requests at once.
+ *
+ * The decision is one 64-bit word (in flight in the low half, queued in the high half) changed
+ * by compare-and-swap, so two loops never both take the last place and a process killed at
+ * any instruction leaves a word the others go on from. Per loop the record also counts what
+ * each loop holds (held, waiting), which the master subtracts when a loop dies (its places go
+ * back, as its job slots do: master/respawn.c).
+ *
+ * Order: a new request takes an in-flight place only when nobody waits (queued == 0), so it
+ * never overtakes a queued one; a released place is taken by a waiter, woken by a doorbell on
+ * its loop's completion channel (shm/wire.h UPWAKE) or, should that be lost, at the loop's next
+ * tick. */
+#ifndef LG_SHM_UPSTREAM_H
+#define LG_SHM_UPSTREAM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/layout.h"
+
+#define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
+
+/* Why lagless answered a proxied request itself (metrics label, access log). */
+enum lg_up_reason {
+	LG_UPR_FULL = 0,       /* 503: max_conns in flight and the queue full */
+	LG_UPR_QUEUE_TIMEOUT,  /* 504: the deadline passed in the queue */
+	LG_UPR_CONNECT,        /* 502: refused, unreachable */
+	LG_UPR_CONNECT_TIMEOUT,/* 504: connect_timeout_ms */
+	LG_UPR_RESET,          /* 502: the app closed or reset before a whole answer */
+	LG_UPR_INVALID,        /* 502: the answer broke a framing rule (http/resp.h) */
+	LG_UPR_FIRST_BYTE,     /* 504: first_byte_timeout_ms */
+	LG_UPR_DEADLINE,       /* 504: the route's deadline during the exchange */
+	LG_UPR_TRUNCATED,      /* the answer was cut after its head went out: client closed */
+	LG_UPR_COUNT
+};
+
+/* One upstream's record (shared; every field atomic). */
+struct lg_upadm {
+	_Atomic uint64_t word;             /* queued << 32 | in flight */
+	uint32_t max_conns, queue;         /* set by the master, read-only after */
+	_Atomic uint64_t requests[6];      /* answers by class: [0] other, [1..5] 1xx..5xx */
+	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote, by reason */
+	_Atomic uint64_t retries;          /* requests sent again on a new connection */
+	_Atomic uint64_t conns_opened;     /* app connections opened */
+	/* times in ns, buckets of shm/stats.h lg_stats_time_bounds (many writers: fetch-add) */
+	struct lg_hist queue_wait;         /* arrival to an in-flight place (0 when at once) */
+	struct lg_hist connect;            /* connect(2) to connected, new connections */
+	struct lg_hist first_byte;         /* the place taken to the answer's first byte */
+	struct lg_hist total;              /* arrival to the answer's end (or lagless's own) */
+	_Atomic uint32_t held[LG_UPADM_LOOPS];    /* in-flight places held, by loop */
+	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
+	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
+	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
+};
+
+struct lg_upshm {
+	struct lg_upadm *adm;  /* n records, a MAP_SHARED mapping; NULL when n is 0 */
+	uint32_t n;
+	size_t size;           /* bytes mapped */
+};
+
+/* Maps n records (n may be 0: nothing mapped), record i bounded by max_conns[i] (>= 1) and
+ * queue[i]. Master only, before forking: children inherit the mapping. Returns 0, or -1 with
+ * errno from mmap(2). */
+int lg_upshm_create(struct lg_upshm *u, uint32_t n, const uint32_t *max_conns,
+    const uint32_t *queue);
+
+/* Unmaps u (this process's mapping; the children keep theirs). Safe on a zeroed u. */
+void lg_upshm_destroy(struct lg_upshm *u);
+
+enum { LG_UPADM_FULL = -1, LG_UPADM_WAIT = 0, LG_UPADM_GO = 1 };
+
+/* A new request of loop `loop` (< LG_UPADM_LOOPS): LG_UPADM_GO with an in-flight place taken
+ * (nobody waits and fewer than max_conns are in flight), LG_UPADM_WAIT with a queue place
+ * taken (fewer than queue wait), else LG_UPADM_FULL with nothing taken (answer 503). */
+int lg_upadm_claim(struct lg_upadm *a, uint32_t loop);
+
+/* A queued request of loop tries for an in-flight place: 1 when it moved from the queue to in
+ * flight, 0 when every place is still taken (it stays queued). */
+int lg_upadm_take(struct lg_upadm *a, uint32_t loop);
+
+/* A queued request of loop leaves the queue without a place (deadline, client gone). */
+void lg_upadm_unqueue(struct lg_upadm *a, uint32_t loop);
+
+/* Loop gives an in-flight place back. Returns the number of requests queued then (the caller
+ * wakes loops with waiters when it is not 0). */
+uint32_t lg_upadm_release(struct lg_upadm *a, uint32_t loop);
+
+/* In flight and queued now. */
+void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued);
+
+/* How loaded the most loaded upstream of u is: (in flight + queued) / max_conns, 1 = every
+ * place taken and nobody waiting, up to 4 (the scale of the pools' offered load, stats/offered.h,
+ * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
+double lg_upshm_load(const struct lg_upshm *u);
+
+/* Master: gives back every place dead loop `loop` held or waited in. Returns how many. */
+uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
+
+/* Adds one observation of ns to h (lg_stats_time_bounds buckets); any process may call it. */
+void lg_upadm_observe(struct lg_hist *h, uint64_t ns);
+
+/* A short lower_snake name of r ("queue_timeout"), static. */
+const char *lg_up_reason_str(enum lg_up_reason r);
+
+#endif

@@ -1,0 +1,174 @@
+/* The upstream families of /metrics (stats/upstream_metrics.h). */
+#include "stats/upstream_metrics.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+
+#include "shm/stats.h"
+
+size_t
+lg_up_metrics_bound(uint32_t n)
+{
+	return 4096 + (size_t)n * (24 + LG_UPR_COUNT + 4 * (LG_STATS_BOUNDS + 3)) * 160;
+}
+
+static void
+family(struct lg_buf *b, const char *name, const char *type, const char *help)
+{
+	lg_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A per-loop gauge of record a summed over nloops loops. */
+static uint64_t
+sum_loops(const _Atomic uint32_t *v, uint32_t nloops)
+{
+	uint64_t s = 0;
+
+	for (uint32_t i = 0; i < nloops && i < LG_UPADM_LOOPS; i++)
+		s += atomic_load(&v[i]);
+	return s;
+}
+
+static void
+gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
+{
+	family(b, "lagless_upstream_in_flight", "gauge",
+	    "Requests in flight to the upstream, the whole server (at most max_conns).");
+	for (uint32_t i = 0; i < u->n; i++) {
+		uint32_t in, q;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		lg_buf_printf(b, "lagless_upstream_in_flight{upstream=\"%s\"} %u\n", names[i], in);
+	}
+	family(b, "lagless_upstream_queue_depth", "gauge",
+	    "Requests waiting for a place of the upstream, the whole server (at most queue).");
+	for (uint32_t i = 0; i < u->n; i++) {
+		uint32_t in, q;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		lg_buf_printf(b, "lagless_upstream_queue_depth{upstream=\"%s\"} %u\n", names[i], q);
+	}
+	family(b, "lagless_upstream_load", "gauge",
+	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting (the agent "
+	    "weight counts it as a pool's offered load).");
+	for (uint32_t i = 0; i < u->n; i++) {
+		struct lg_upshm one = { &u->adm[i], 1, 0 };
+
+		lg_buf_printf(b, "lagless_upstream_load{upstream=\"%s\"} %.3f\n", names[i],
+		    lg_upshm_load(&one));
+	}
+	family(b, "lagless_upstream_max_conns", "gauge", "The upstream's max_conns.");
+	for (uint32_t i = 0; i < u->n; i++)
+		lg_buf_printf(b, "lagless_upstream_max_conns{upstream=\"%s\"} %u\n", names[i],
+		    u->adm[i].max_conns);
+	family(b, "lagless_upstream_queue_capacity", "gauge", "The upstream's queue.");
+	for (uint32_t i = 0; i < u->n; i++)
+		lg_buf_printf(b, "lagless_upstream_queue_capacity{upstream=\"%s\"} %u\n", names[i],
+		    u->adm[i].queue);
+}
+
+/* The time histograms (seconds, Prometheus convention) of every upstream. */
+static void
+histograms(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
+{
+	static const struct {
+		size_t off;
+		const char *name, *help;
+	} hs[] = {
+		{ offsetof(struct lg_upadm, queue_wait), "lagless_upstream_queue_wait_seconds",
+		  "Time from a proxied request's arrival to its in-flight place (0 when at once)." },
+		{ offsetof(struct lg_upadm, connect), "lagless_upstream_connect_seconds",
+		  "Time to connect to the upstream's server, new connections." },
+		{ offsetof(struct lg_upadm, first_byte), "lagless_upstream_first_byte_seconds",
+		  "Time from the in-flight place to the answer's first byte." },
+		{ offsetof(struct lg_upadm, total), "lagless_upstream_request_seconds",
+		  "Time from a proxied request's arrival to its answer's end." },
+	};
+
+	for (size_t k = 0; k < sizeof(hs) / sizeof(hs[0]); k++) {
+		family(b, hs[k].name, "histogram", hs[k].help);
+		for (uint32_t i = 0; i < u->n; i++) {
+			const struct lg_hist *h = (const struct lg_hist *)((const char *)&u->adm[i] +
+			    hs[k].off);
+			uint64_t cum = 0;
+
+			for (unsigned j = 0; j <= LG_STATS_BOUNDS; j++) {
+				cum += atomic_load(&((struct lg_hist *)h)->bucket[j]);
+				if (j < LG_STATS_BOUNDS)
+					lg_buf_printf(b, "%s_bucket{upstream=\"%s\",le=\"%g\"} %" PRIu64
+					    "\n", hs[k].name, names[i], (double)lg_stats_time_bounds[j] / 1e9,
+					    cum);
+				else
+					lg_buf_printf(b, "%s_bucket{upstream=\"%s\",le=\"+Inf\"} %" PRIu64
+					    "\n", hs[k].name, names[i], cum);
+			}
+			lg_buf_printf(b, "%s_sum{upstream=\"%s\"} %.9f\n%s_count{upstream=\"%s\"} %"
+			    PRIu64 "\n", hs[k].name, names[i],
+			    (double)atomic_load(&((struct lg_hist *)h)->sum_ns) / 1e9, hs[k].name,
+			    names[i], cum);
+		}
+	}
+}
+
+int
+lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
+    uint32_t nloops)
+{
+	static const char *const cls[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
+
+	if (u == NULL || u->n == 0)
+		return 0;
+	gauges(b, u, names);
+	family(b, "lagless_upstream_requests_total", "counter",
+	    "Proxied requests answered, by status class (the app's answers and lagless's own).");
+	for (uint32_t i = 0; i < u->n; i++)
+		for (int k = 1; k < 6; k++)
+			lg_buf_printf(b, "lagless_upstream_requests_total{upstream=\"%s\",code=\"%s\"} "
+			    "%" PRIu64 "\n", names[i], cls[k], atomic_load(&u->adm[i].requests[k]));
+	family(b, "lagless_upstream_errors_total", "counter",
+	    "Answers lagless wrote itself instead of the app's (503 full, 504 deadline, 502 "
+	    "refused, reset or invalid), and answers cut short, by reason.");
+	for (uint32_t i = 0; i < u->n; i++)
+		for (int r = 0; r < LG_UPR_COUNT; r++)
+			lg_buf_printf(b, "lagless_upstream_errors_total{upstream=\"%s\",reason=\"%s\"} "
+			    "%" PRIu64 "\n", names[i], lg_up_reason_str((enum lg_up_reason)r),
+			    atomic_load(&u->adm[i].errors[r]));
+	family(b, "lagless_upstream_retries_total", "counter",
+	    "Requests sent again on a new connection after a kept one failed before any answer.");
+	for (uint32_t i = 0; i < u->n; i++)
+		lg_buf_printf(b, "lagless_upstream_retries_total{upstream=\"%s\"} %" PRIu64 "\n",
+		    names[i], atomic_load(&u->adm[i].retries));
+	family(b, "lagless_upstream_connections", "gauge",
+	    "Connections to the upstream's servers, by state: idle (kept) or busy.");
+	for (uint32_t i = 0; i < u->n; i++) {
+		lg_buf_printf(b, "lagless_upstream_connections{upstream=\"%s\",state=\"idle\"} %"
+		    PRIu64 "\n", names[i], sum_loops(u->adm[i].idle, nloops));
+		lg_buf_printf(b, "lagless_upstream_connections{upstream=\"%s\",state=\"busy\"} %"
+		    PRIu64 "\n", names[i], sum_loops(u->adm[i].busy, nloops));
+	}
+	histograms(b, u, names);
+	family(b, "lagless_upstream_connections_opened_total", "counter",
+	    "Connections opened to the upstream's servers.");
+	for (uint32_t i = 0; i < u->n; i++)
+		lg_buf_printf(b, "lagless_upstream_connections_opened_total{upstream=\"%s\"} %" PRIu64
+		    "\n", names[i], atomic_load(&u->adm[i].conns_opened));
+	return b->overflow ? -1 : 0;
+}
+
+int
+lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
+    uint32_t nloops)
+{
+	lg_buf_printf(b, "\"upstreams\":[");
+	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+		uint32_t in, q;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
+		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64 "}",
+		    i ? "," : "", names[i], in, q, u->adm[i].max_conns, u->adm[i].queue,
+		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops));
+	}
+	lg_buf_printf(b, "]");
+	return b->overflow ? -1 : 0;
+}

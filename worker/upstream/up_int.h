@@ -1,0 +1,171 @@
+/* The upstream room's own state (worker/upstream/ only): a proxied request's part of a
+ * connection, the app connections and this loop's pools and queues. */
+#ifndef LG_WORKER_UP_INT_H
+#define LG_WORKER_UP_INT_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/resp.h"
+#include "kinds/registry.h"
+#include "shm/upstream.h"
+#include "worker/core/conn.h"
+#include "worker/upstream/up_state.h"
+
+#define LG_UP_OBUF   16384   /* bytes toward the app: the head, then body as it comes */
+#define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
+#define LG_UP_FIELDS 128     /* field lines of the app's head */
+#define LG_UP_DOWN_S 1.0     /* a server that refused a connect is passed over this long */
+
+struct lg_upc;
+
+/* One app connection of this loop (a pool entry when idle). */
+struct lg_upc {
+	struct lg_worker *w;
+	uint32_t ui, si;              /* upstream and server */
+	int fd;
+	ev_io io;
+	enum { UPC_CONNECTING, UPC_BUSY, UPC_IDLE } state;
+	uint64_t nreq;                /* requests begun on it */
+	struct lg_conn_up *x;         /* the exchange it carries (BUSY, CONNECTING) */
+	struct lg_upc *prev, *next;   /* idle list of its server */
+	ev_tstamp idle_since;
+};
+
+/* One server of an upstream, on this loop. */
+struct lg_up_srv {
+	struct lg_upc *idle;          /* kept connections, most recent first */
+	unsigned nidle, nbusy;
+	ev_tstamp down_until;         /* a connect failed: passed over until then */
+};
+
+/* One upstream, on this loop. */
+struct lg_up_one {
+	const struct lg_upstream_def *def;
+	struct lg_upadm *adm;         /* the server-wide record (shared) */
+	struct lg_up_srv srv[LG_UP_SERVERS];
+	struct lg_conn_up *qhead, *qtail; /* requests of this loop waiting for a place, FIFO */
+	int serving;                  /* serve_queue is running (no reentry) */
+};
+
+/* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer is written or c closes. */
+struct lg_conn_up {
+	struct lg_conn *c;
+	uint32_t ui;
+	int placed;                   /* holds an in-flight place */
+	int queued;                   /* waits for one (in the upstream's FIFO) */
+	struct lg_conn_up *qprev, *qnext;
+	struct lg_upc *uc;            /* its app connection, or NULL */
+	int reused;                   /* uc was a kept connection */
+	int retried;
+	ev_timer timer;               /* the deadline, connect and first-byte timeouts */
+	ev_tstamp deadline, phase_due; /* libev time; phase_due: connect or first byte, or 0 */
+	ev_tstamp arrived, placed_at, connect_at; /* for the time histograms (shm/upstream.h) */
+	int phase;                    /* enum lg_up_reason of phase_due */
+	int idempotent;               /* RFC 9110 9.2.2 */
+	int has_body;
+	int chunked;                  /* the body goes to the app chunked (unknown length) */
+	int dispatched;               /* the request is whole (state PROXY) */
+	int compacted;                /* bytes of out were dropped: it no longer starts with the
+	                               * head (no resend) */
+	uint64_t sent;                /* bytes written to the app */
+	size_t out_len, out_off;
+	char out[LG_UP_OBUF];
+	/* the answer */
+	struct lg_resp resp;
+	struct lg_resp_limits lim;
+	struct lg_resp_field fields[LG_UP_FIELDS];
+	int head_done;                /* the answer's head is checked, the client's built */
+	int started;                  /* a byte of the answer went to the client */
+	int got_bytes;                /* the app sent something */
+	int eof;                      /* the app closed its side */
+	int raw;                      /* forward the body bytes as they are (chunked kept) */
+	int close_client;             /* the client's connection ends with this answer */
+	uint64_t body_bytes;
+	size_t in_len, in_off;        /* bytes in `in`, and how many the parser took */
+	const char *hpend, *pend;     /* bytes being written to the client (the head, a body
+	                               * piece), and how many */
+	size_t hpend_len, pend_len;
+	char *hbuf;                   /* the client head built from the app's (heap) */
+	char in[LG_UP_IBUF];
+};
+
+/* up_pool.c: app connections */
+
+/* An app connection for x (a kept one of the least busy healthy server, or a new connect).
+ * Returns 0 with x->uc set (x->reused when kept), or -1 (no server reachable now). */
+int lg_upc_get(struct lg_worker *w, struct lg_conn_up *x);
+
+/* x's exchange on uc ended: kept (reuse 1: idle, read-watched) or closed. x->uc cleared. */
+void lg_upc_put(struct lg_conn_up *x, int reuse);
+
+/* An idle connection became readable: the app closed it (EOF, reset) or sent bytes nobody
+ * asked for; either way it cannot carry a request: closed. */
+void lg_upc_idle_event(struct lg_upc *uc);
+
+/* Closes the idle ones past their idle timeout (all with force) of every upstream. */
+void lg_upc_sweep(struct lg_worker *w, int force);
+
+/* up_xchg.c: the exchange */
+
+/* An app connection uc carrying x is connected (or failed: err, an errno) or ready to read or
+ * write (revents). */
+void lg_up_io(struct lg_upc *uc, int revents);
+
+/* x got its place: take a connection and start sending. Returns 0, or -1 when c was answered
+ * (closed or finished). */
+int lg_up_start(struct lg_conn_up *x);
+
+/* Ends x with an answer of lagless's own (status, reason) when nothing was forwarded yet, or a
+ * close of the client's connection after. Returns -1: x is gone (c answered or closed; the
+ * caller touches neither). */
+int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
+
+/* Frees x and gives back what it holds (place, queue entry, connection: closed unless
+ * reuse); LG_UP(c)->x cleared and c unheld. */
+void lg_up_free(struct lg_conn_up *x, int reuse);
+
+/* up_resp.c: moves the answer on as far as the two sockets allow. Returns 0, or -1 when x is
+ * gone (answered, failed, or c closed): the caller touches neither x nor c then. */
+int lg_up_pump(struct lg_conn_up *x);
+
+/* up_admit.c: the place */
+
+/* Gives x's place back and hands it to a waiter of this loop or wakes the loops that have
+ * some. */
+void lg_up_release(struct lg_conn_up *x);
+
+/* x leaves its upstream's FIFO (and gives its queue place back). */
+void lg_up_unqueue(struct lg_conn_up *x);
+
+/* Enqueues x (it holds a queue place). */
+void lg_up_enqueue(struct lg_conn_up *x);
+
+/* up_head.c: the request head toward the app into x->out. Returns 0, or -1 (431: it does not
+ * fit the buffer, or the request kept too few of its fields). */
+int lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u);
+
+static inline struct lg_up_one *
+lg_up_of(const struct lg_conn_up *x)
+{
+	return &LG_WUP(x->c->w)->ups[x->ui];
+}
+
+/* The access line's upstream time: from the place taken to now, in ms. */
+static inline void
+lg_up_note_time(const struct lg_conn_up *x)
+{
+	x->c->obs.up_ms = x->placed_at > 0 ? (ev_now(x->c->w->ev) - x->placed_at) * 1e3 : 0;
+}
+
+/* Observes the time from `since` (libev time) to now into x's upstream's histogram h. */
+static inline void
+lg_up_time(const struct lg_conn_up *x, struct lg_hist *h, ev_tstamp since)
+{
+	ev_tstamp d = ev_now(x->c->w->ev) - since;
+
+	lg_upadm_observe(h, d > 0 ? (uint64_t)(d * 1e9) : 0);
+}
+
+#endif

@@ -1,0 +1,193 @@
+/* The app's answer to the client: its head checked whole by http/resp.c before a byte goes on
+ * (an invalid one is a 502 and nothing of it is forwarded), rewritten without hop-by-hop
+ * fields and with lagless's framing, then its body streamed: one piece at a time, the next
+ * read from the app only once the client took the last (RFC 9112 6.3, RFC 9110 7.6.1). And the
+ * request side's verbs the router calls: body, room, dispatch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "worker/upstream/up_int.h"
+#include "worker/upstream/upstream.h"
+
+/* The client's head from the app's (hop-by-hop and framing fields left out, lagless's framing
+ * written), into x->hbuf. Returns 0, or -1 out of memory. */
+static int
+client_head(struct lg_conn_up *x, const char *head, size_t hlen)
+{
+	const struct lg_resp *r = &x->resp;
+	const struct lg_http_req *q = &x->c->http.req;
+	size_t cap = hlen + 256, n;
+	char *b = malloc(cap);
+
+	if (b == NULL)
+		return -1;
+	n = (size_t)snprintf(b, cap, "HTTP/1.1 %d %.*s\r\n", r->status, (int)r->reason.len,
+	    head + r->reason.off);
+	for (unsigned i = 0; i < r->nfields; i++) {
+		const struct lg_resp_field *f = &r->fields[i];
+
+		if ((f->flags & LG_RESP_F_HOP) || ((f->flags & LG_RESP_F_FRAMING) &&
+		    r->framing != LG_RESP_NONE))
+			continue;
+		memcpy(b + n, head + f->line.off, f->line.len);
+		n += f->line.len;
+	}
+	x->raw = 1;
+	if (r->framing == LG_RESP_LENGTH)
+		n += (size_t)snprintf(b + n, cap - n, "Content-Length: %llu\r\n",
+		    (unsigned long long)r->content_length);
+	else if (r->framing == LG_RESP_CHUNKED && q->minor >= 1)
+		n += (size_t)snprintf(b + n, cap - n, "Transfer-Encoding: chunked\r\n");
+	else if (r->framing == LG_RESP_CHUNKED || r->framing == LG_RESP_CLOSE)
+		x->close_client = 1, x->raw = 0; /* an HTTP/1.0 client: the payload, then the close */
+	if (!q->keep_alive || x->c->w->draining)
+		x->close_client = 1;
+	if (x->close_client)
+		n += (size_t)snprintf(b + n, cap - n, "Connection: close\r\n");
+	else if (q->minor == 0)
+		n += (size_t)snprintf(b + n, cap - n, "Connection: keep-alive\r\n");
+	memcpy(b + n, "\r\n", 2);
+	x->hbuf = b;
+	x->hpend = b;
+	x->hpend_len = n + 2;
+	return 0;
+}
+
+/* The answer is whole and written: the app connection is kept when its answer was well framed
+ * and nothing follows it, the place given back, the client's request finished. Returns -1: x
+ * is gone. */
+static int
+finish(struct lg_conn_up *x)
+{
+	struct lg_conn *c = x->c;
+	int status = x->resp.status, close = x->close_client;
+	uint64_t bytes = x->body_bytes;
+	int reuse = x->resp.keep_alive && !x->eof && x->in_off == x->in_len &&
+	    x->out_off == x->out_len;
+
+	atomic_fetch_add(&lg_up_of(x)->adm->requests[status / 100], 1);
+	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	lg_up_note_time(x);
+	c->obs.up_status = status;
+	lg_up_free(x, reuse);
+	(void)lg_conn_stream_end(c, status, bytes, close);
+	return -1; /* x is gone (c goes on with its next request, or closed) */
+}
+
+/* The head, when it is whole: 1xx interim answers dropped (lagless sent its own 100), 101
+ * refused (no upgrade through lagless yet). Returns 1 when the head is out (or queued in
+ * pend), 0 when more bytes are needed, -1 when x is gone. */
+static int
+take_head(struct lg_conn_up *x)
+{
+	for (;;) {
+		long h = lg_resp_head(&x->resp, x->in, x->in_len);
+
+		if (h == LG_RESP_PARTIAL) {
+			if (x->eof)
+				return lg_up_fail(x, 502, LG_UPR_RESET);
+			if (x->in_len == sizeof(x->in))
+				return lg_up_fail(x, 502, LG_UPR_INVALID);
+			return 0;
+		}
+		if (h < 0 || x->resp.framing == LG_RESP_UPGRADE)
+			return lg_up_fail(x, 502, LG_UPR_INVALID);
+		if (x->resp.interim) {
+			memmove(x->in, x->in + h, x->in_len - (size_t)h);
+			x->in_len -= (size_t)h;
+			continue;
+		}
+		if (client_head(x, x->in, (size_t)h) == -1)
+			return lg_up_fail(x, 502, LG_UPR_INVALID);
+		x->in_off = (size_t)h;
+		x->head_done = 1;
+		return 1;
+	}
+}
+
+/* Writes what is pending for the client: the head, then the body piece. Returns 1 when all of
+ * it went, 0 when the client's socket is full, -1 when c is closed (x gone). */
+static int
+write_pending(struct lg_conn_up *x)
+{
+	struct lg_conn *c = x->c;
+
+	while (x->hpend_len > 0 || x->pend_len > 0) {
+		const char **p = x->hpend_len > 0 ? &x->hpend : &x->pend;
+		size_t *len = x->hpend_len > 0 ? &x->hpend_len : &x->pend_len;
+		ssize_t n = lg_conn_stream_write(c, *p, *len);
+
+		if (n < 0) {
+			lg_conn_close(c); /* the client left: gone frees x */
+			return -1;
+		}
+		if (n > 0)
+			x->started = 1;
+		*p += n;
+		*len -= (size_t)n;
+		if (*len > 0) {
+			lg_conn_stream_want(c, 1);
+			return 0;
+		}
+	}
+	free(x->hbuf);
+	x->hbuf = NULL;
+	return 1;
+}
+
+/* Checks the next body piece in x->in into x->pend. Returns 0, or -1 when x is gone (a framing
+ * fault: a 502 while nothing went to the client, else the client's connection closed). */
+static int
+next_piece(struct lg_conn_up *x)
+{
+	const char *d;
+	size_t dl;
+	long k = lg_resp_body(&x->resp, x->in + x->in_off, x->in_len - x->in_off, &d, &dl);
+
+	if (k < 0)
+		return lg_up_fail(x, 502, LG_UPR_INVALID);
+	x->pend = x->raw ? x->in + x->in_off : d;
+	x->pend_len = x->raw ? (size_t)k : dl;
+	x->body_bytes += dl;
+	x->in_off += (size_t)k;
+	return 0;
+}
+
+/* Moves the answer on as far as the two sockets allow. The head goes out with the first body
+ * piece already checked (when one came with it), so a bad first chunk is still a 502. */
+int
+lg_up_pump(struct lg_conn_up *x)
+{
+	for (;;) {
+		if (!x->head_done) {
+			int r = take_head(x);
+
+			if (r <= 0)
+				return r;
+		}
+		if (x->pend_len == 0 && !lg_resp_done(&x->resp) && x->in_off < x->in_len &&
+		    next_piece(x) == -1)
+			return -1;
+		/* The app's answer is whole: its place goes back before the client has the last
+		 * byte, so a client's next request never finds the place still taken. */
+		if (x->placed && lg_resp_done(&x->resp))
+			lg_up_release(x);
+		if (x->hpend_len > 0 || x->pend_len > 0) {
+			int r = write_pending(x);
+
+			if (r <= 0)
+				return r;
+		}
+		if (lg_resp_done(&x->resp))
+			return finish(x);
+		if (x->in_off < x->in_len)
+			continue;
+		x->in_off = x->in_len = 0;
+		if (!x->eof)
+			return 0;
+		if (lg_resp_eof(&x->resp) == -1)
+			return lg_up_fail(x, 502, LG_UPR_TRUNCATED);
+	}
+}

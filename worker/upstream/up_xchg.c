@@ -1,0 +1,466 @@
+/* One proxied request on this loop: the head and body toward the app (through x->out,
+ * LG_UP_OBUF bytes: a full buffer stops reading the client), the answer read into x->in and
+ * checked by http/resp.c before a byte of it goes on (a full client socket stops reading the
+ * app), and the answers lagless writes itself (502, 503, 504). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "worker/upstream/up_int.h"
+#include "worker/upstream/upstream.h"
+
+
+/* The app connection's events for what x waits for now. */
+static void
+upc_watch(struct lg_conn_up *x)
+{
+	struct lg_upc *uc = x->uc;
+	int ev = 0;
+
+	if (uc == NULL)
+		return;
+	if (uc->state == UPC_CONNECTING)
+		ev = EV_WRITE;
+	else {
+		if (x->out_off < x->out_len)
+			ev |= EV_WRITE;
+		if (x->dispatched && x->pend_len == 0 && x->hpend_len == 0 && !x->eof &&
+		    x->in_len < sizeof(x->in))
+			ev |= EV_READ;
+	}
+	if (ev_is_active(&uc->io) && uc->io.events == ev)
+		return;
+	ev_io_stop(uc->w->ev, &uc->io);
+	if (ev == 0)
+		return;
+	ev_io_set(&uc->io, uc->fd, ev);
+	ev_io_start(uc->w->ev, &uc->io);
+}
+
+/* The timer for the earliest of the deadline and the phase's limit. */
+static void
+arm(struct lg_conn_up *x)
+{
+	struct ev_loop *ev = x->c->w->ev;
+	ev_tstamp due = x->deadline, now = ev_now(ev);
+
+	if (x->phase_due > 0 && x->phase_due < due)
+		due = x->phase_due;
+	ev_timer_stop(ev, &x->timer);
+	ev_timer_set(&x->timer, due > now ? due - now : 1e-3, 0.);
+	ev_timer_start(ev, &x->timer);
+}
+
+void
+lg_up_free(struct lg_conn_up *x, int reuse)
+{
+	struct lg_conn *c = x->c;
+
+	ev_timer_stop(c->w->ev, &x->timer);
+	lg_up_unqueue(x);
+	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
+	free(x->hbuf);
+	LG_UP(c)->x = NULL;
+	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	lg_up_release(x);
+	free(x);
+}
+
+static void
+count_status(struct lg_conn_up *x, int status)
+{
+	unsigned k = status >= 100 && status < 600 ? (unsigned)status / 100 : 0;
+
+	atomic_fetch_add(&lg_up_of(x)->adm->requests[k], 1);
+}
+
+int
+lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
+{
+	struct lg_conn *c = x->c;
+	const struct lg_upstream_def *u = lg_up_of(x)->def;
+
+	atomic_fetch_add(&lg_up_of(x)->adm->errors[why], 1);
+	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	lg_up_note_time(x);
+	c->obs.up_status = x->head_done ? x->resp.status : 0;
+	c->obs.why = lg_up_reason_str(why);
+	if (x->started) {
+		/* Part of the answer went out: never let it look complete (RFC 9112 8). */
+		log_info("upstream %s: %s after the answer's head: closing the client's connection",
+		    u->name, lg_up_reason_str(why));
+		atomic_fetch_add(&lg_up_of(x)->adm->errors[LG_UPR_TRUNCATED], why !=
+		    LG_UPR_TRUNCATED);
+		lg_up_free(x, 0);
+		lg_conn_close(c);
+		return -1;
+	}
+	log_info("upstream %s: %s (%s): %d", u->name, lg_up_reason_str(why),
+	    x->resp.err ? lg_resp_strerror(x->resp.err) : "-", status);
+	count_status(x, status);
+	int whole = x->dispatched;
+	lg_up_free(x, 0);
+	/* A request whose body was not all read closes with the answer. */
+	(void)lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	return -1; /* x is gone (c may live on) */
+}
+
+static int resend(struct lg_conn_up *x);
+
+/* The app connection failed before the answer's head (reset, closed, write error): sent again
+ * once on a new connection when that is safe (RFC 9110 9.2.2: the method is idempotent, or
+ * nothing was written), else 502. Returns 0, or -1 when x is gone. */
+static int
+conn_fault(struct lg_conn_up *x, enum lg_up_reason why)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
+	if (x->retried || !x->reused || x->got_bytes || x->compacted ||
+	    !(x->idempotent || x->sent == 0))
+		return lg_up_fail(x, 502, why);
+	log_debug("upstream %s: kept connection failed before an answer: sending again",
+	    u->def->name);
+	return resend(x);
+}
+
+/* Sends x again from its first byte on a new connection (out still holds all of it). Returns
+ * 0, or -1 when x is gone. */
+static int
+resend(struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
+	atomic_fetch_add(&u->adm->retries, 1);
+	lg_upc_put(x, 0);
+	x->retried = 1;
+	x->out_off = 0;
+	x->sent = 0;
+	x->in_len = x->in_off = 0;
+	x->eof = 0;
+	lg_resp_start(&x->resp, x->c->http.req.method == HTTP_HEAD);
+	if (lg_upc_get(x->c->w, x) == -1)
+		return lg_up_fail(x, 502, LG_UPR_CONNECT);
+	x->phase = LG_UPR_CONNECT_TIMEOUT;
+	x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
+	arm(x);
+	upc_watch(x);
+	return 0;
+}
+
+/* Writes what x->out holds to the app. Returns 0, or -1 when x is gone. */
+static int
+send_out(struct lg_conn_up *x)
+{
+	while (x->out_off < x->out_len) {
+		ssize_t n = send(x->uc->fd, x->out + x->out_off, x->out_len - x->out_off,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			x->out_off += (size_t)n;
+			x->sent += (uint64_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return 0;
+		} else {
+			return conn_fault(x, LG_UPR_RESET);
+		}
+	}
+	return 0;
+}
+
+/* Reads what the app sent. Returns 0, or -1 when x is gone. */
+static int
+read_in(struct lg_conn_up *x)
+{
+	ssize_t n = recv(x->uc->fd, x->in + x->in_len, sizeof(x->in) - x->in_len, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (n < 0) {
+		if (!x->got_bytes)
+			return conn_fault(x, LG_UPR_RESET);
+		x->eof = 1; /* a reset mid-answer: what came is checked, then the end is judged */
+		return 0;
+	}
+	if (n == 0) {
+		if (!x->got_bytes)
+			return conn_fault(x, LG_UPR_RESET);
+		x->eof = 1;
+		return 0;
+	}
+	if (!x->got_bytes) {
+		x->got_bytes = 1;
+		lg_up_time(x, &lg_up_of(x)->adm->first_byte, x->placed_at);
+		x->phase_due = 0; /* the first byte came: only the deadline is left */
+		arm(x);
+	}
+	x->in_len += (size_t)n;
+	return 0;
+}
+
+/* Continues reading the client's body once x->out has room again (the parser waits for it:
+ * body_room said 0). Returns 0, or -1 when c was closed or finished. */
+static int
+resume_body(struct lg_conn_up *x)
+{
+	struct lg_conn *c = x->c;
+
+	if (x->dispatched || !c->http.body_wait || lg_up_body_room(c) == 0)
+		return 0;
+	return lg_conn_body_ready(c);
+}
+
+/* A connect failed before a byte was sent: once more on another server (the failed one is
+ * marked down, so the pick passes it over) when there is one, else 502. */
+static void
+connect_failed(struct lg_conn_up *x)
+{
+	const struct lg_up_one *u = lg_up_of(x);
+	ev_tstamp now = ev_now(x->c->w->ev);
+	int other = 0;
+
+	for (uint32_t i = 0; i < u->def->nservers; i++)
+		other |= u->srv[i].down_until <= now;
+	if (x->retried || !other) {
+		(void)lg_up_fail(x, 502, LG_UPR_CONNECT);
+		return;
+	}
+	(void)resend(x); /* nothing was sent */
+}
+
+void
+lg_up_io(struct lg_upc *uc, int revents)
+{
+	struct lg_conn_up *x = uc->x;
+
+	if (uc->state == UPC_IDLE || x == NULL) {
+		lg_upc_idle_event(uc);
+		return;
+	}
+	if (uc->state == UPC_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(uc->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+			err = errno;
+		if (err != 0) {
+			log_info("upstream %s: connect to %s: %s", lg_up_of(x)->def->name,
+			    lg_up_of(x)->def->servers[uc->si].addr, strerror(err));
+			lg_up_of(x)->srv[uc->si].down_until = ev_now(uc->w->ev) + LG_UP_DOWN_S;
+			connect_failed(x);
+			return;
+		}
+		uc->state = UPC_BUSY;
+		lg_up_time(x, &lg_up_of(x)->adm->connect, x->connect_at);
+		x->phase = LG_UPR_FIRST_BYTE;
+		x->phase_due = ev_now(uc->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
+		arm(x);
+		revents |= EV_WRITE;
+	}
+	int tries = x->retried;
+
+	if ((revents & EV_WRITE) && send_out(x) == -1)
+		return;
+	if (x->retried != tries) { /* sent again on a new connection (resend): its events decide */
+		upc_watch(x);
+		return;
+	}
+	if ((revents & EV_READ) && (read_in(x) == -1 || lg_up_pump(x) == -1))
+		return;
+	upc_watch(x);
+	(void)resume_body(x);
+}
+
+int
+lg_up_start(struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
+	x->placed_at = ev_now(x->c->w->ev);
+	lg_up_time(x, &u->adm->queue_wait, x->arrived);
+	/* It waited: the head says the time left now (nothing but the head is in out yet). */
+	if (x->out_off == 0 && lg_up_build_head(x, u->def) == -1)
+		return lg_up_fail(x, 502, LG_UPR_INVALID);
+	if (lg_upc_get(x->c->w, x) == -1)
+		return lg_up_fail(x, 503, LG_UPR_CONNECT);
+	if (x->reused) {
+		x->phase = LG_UPR_FIRST_BYTE;
+		x->phase_due = ev_now(x->c->w->ev) + u->def->first_byte_timeout_ms / 1e3;
+	} else {
+		x->phase = LG_UPR_CONNECT_TIMEOUT;
+		x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
+	}
+	arm(x);
+	upc_watch(x);
+	return resume_body(x);
+}
+
+static void
+timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
+{
+	struct lg_conn_up *x = t->data;
+	ev_tstamp now = ev_now(ev);
+
+	if (x->queued)
+		(void)lg_up_fail(x, 504, LG_UPR_QUEUE_TIMEOUT);
+	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3)
+		(void)lg_up_fail(x, 504, (enum lg_up_reason)x->phase);
+	else if (now >= x->deadline - 1e-3)
+		(void)lg_up_fail(x, 504, LG_UPR_DEADLINE);
+	else
+		arm(x);
+}
+
+/* A new exchange for c to upstream ui, its deadline deadline_ms from the request's arrival. */
+static struct lg_conn_up *
+xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
+{
+	struct lg_conn_up *x = calloc(1, sizeof(*x));
+	const struct lg_http_req *r = &c->http.req;
+	ev_tstamp at = c->tmo.req_at > 0 ? c->tmo.req_at : ev_now(c->w->ev);
+
+	if (x == NULL)
+		return NULL;
+	x->c = c;
+	x->ui = ui;
+	x->deadline = at + deadline_ms / 1e3;
+	x->arrived = at;
+	x->has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
+	    r->content_length > 0);
+	x->chunked = r->chunked;
+	x->idempotent = r->method == HTTP_GET || r->method == HTTP_HEAD || r->method == HTTP_PUT ||
+	    r->method == HTTP_DELETE || r->method == HTTP_OPTIONS || r->method == HTTP_TRACE;
+	x->lim.max_head = sizeof(x->in);
+	x->lim.max_fields = LG_UP_FIELDS;
+	lg_resp_init(&x->resp, &x->lim, x->fields);
+	lg_resp_start(&x->resp, r->method == HTTP_HEAD);
+	ev_init(&x->timer, timer_cb);
+	x->timer.data = x;
+	return x;
+}
+
+int
+lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
+{
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
+	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
+
+	if (x == NULL)
+		return 503;
+	if (lg_up_build_head(x, u->def) == -1) {
+		free(x);
+		return 431;
+	}
+	LG_UP(c)->x = x;
+	lg_conn_hold(c, LG_CONN_HELD_UP);
+	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
+	case LG_UPADM_FULL:
+		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
+		lg_up_time(x, &u->adm->total, x->arrived);
+		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
+		count_status(x, 503);
+		LG_UP(c)->x = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
+		free(x);
+		return 503;
+	case LG_UPADM_WAIT:
+		lg_up_enqueue(x);
+		arm(x);
+		return 0;
+	}
+	x->placed = 1;
+	x->placed_at = ev_now(c->w->ev);
+	lg_up_time(x, &u->adm->queue_wait, x->arrived);
+	if (lg_upc_get(c->w, x) == -1) {
+		atomic_fetch_add(&u->adm->errors[LG_UPR_CONNECT], 1);
+		c->obs.why = lg_up_reason_str(LG_UPR_CONNECT);
+		count_status(x, 503);
+		lg_up_free(x, 0);
+		return 503;
+	}
+	x->phase = x->reused ? LG_UPR_FIRST_BYTE : LG_UPR_CONNECT_TIMEOUT;
+	x->phase_due = ev_now(c->w->ev) + (x->reused ? u->def->first_byte_timeout_ms :
+	    u->def->connect_timeout_ms) / 1e3;
+	arm(x);
+	upc_watch(x);
+	return 0;
+}
+
+int
+lg_up_body(struct lg_conn *c, const char *at, size_t len)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	if (x->chunked) {
+		x->out_len += (size_t)snprintf(x->out + x->out_len, sizeof(x->out) - x->out_len,
+		    "%zx\r\n", len);
+	}
+	memcpy(x->out + x->out_len, at, len);
+	x->out_len += len;
+	if (x->chunked) {
+		memcpy(x->out + x->out_len, "\r\n", 2);
+		x->out_len += 2;
+	}
+	if (x->phase == LG_UPR_FIRST_BYTE && x->phase_due > 0) /* counts from the request's end */
+		x->phase_due = ev_now(c->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
+	upc_watch(x);
+	return 0;
+}
+
+/* Room kept in x->out for a chunk's framing and the last chunk. */
+#define FRAMING_ROOM 64
+
+size_t
+lg_up_body_room(struct lg_conn *c)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+	size_t room;
+
+	if (!x->placed || x->uc == NULL)
+		return 0;
+	if (x->out_off == x->out_len && x->out_len > 0) {
+		x->out_off = x->out_len = 0; /* all sent: the buffer starts again */
+		x->compacted = 1;
+	}
+	room = sizeof(x->out) - x->out_len;
+	return room > FRAMING_ROOM ? room - FRAMING_ROOM : 0;
+}
+
+int
+lg_up_dispatch(struct lg_conn *c)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	x->dispatched = 1;
+	if (x->chunked) {
+		memcpy(x->out + x->out_len, "0\r\n\r\n", 5);
+		x->out_len += 5;
+	}
+	lg_conn_stream_begin(c);
+	upc_watch(x);
+	return 0;
+}
+
+int
+lg_up_stream(struct lg_conn *c)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	if (x == NULL)
+		return 0;
+	if (lg_up_pump(x) == -1)
+		return -1;
+	upc_watch(x);
+	return 0;
+}
+
+void
+lg_up_gone(struct lg_conn *c)
+{
+	if (LG_UP(c)->x != NULL)
+		lg_up_free(LG_UP(c)->x, 0);
+}

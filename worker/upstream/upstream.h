@@ -1,0 +1,78 @@
+/* The upstream room (issue 35): routes that name an [upstream] instead of a kind are proxied to
+ * an app over keep-alive connections of this loop worker, with the pool's promises: a
+ * server-wide admission count decided before a byte of the body is read (shm/upstream.h: 503
+ * at once when in flight and queue are full), a deadline counted from the request's arrival
+ * (504), strict framing of the answer (http/resp.h: 502 for anything ambiguous, nothing
+ * forwarded), both bodies streamed through bounded buffers with backpressure.
+ *
+ * Its parts of a connection (LG_UP(c): the exchange, struct lg_conn_up) and of the loop worker
+ * (LG_WUP(w): pools and queues) are declared in worker/upstream/up_state.h and up_int.h and
+ * private to this room (the core holds them as opaque bytes, LG_PART): the
+ * router calls the verbs below, and this room answers through the connection core's verbs
+ * (lg_conn_error, the lg_conn_stream_* verbs). The core never includes this header. */
+#ifndef LG_WORKER_UPSTREAM_H
+#define LG_WORKER_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm/wire.h"
+#include "worker/core/conn.h"
+#include "worker/upstream/up_state.h"
+
+/* Builds this loop's part from the registry's upstreams (pools and queues, all empty).
+ * Returns 0, or -1 with errno ENOMEM. */
+int lg_up_loop_init(struct lg_worker *w);
+
+/* The loop's tick (100 ms): kept connections idle past idle_timeout_ms are closed, queued
+ * requests try again for a place (a lost UPWAKE is made up for here). */
+void lg_up_tick(struct lg_worker *w);
+
+/* A graceful drain began: kept connections are closed; proxied requests finish. */
+void lg_up_drain(struct lg_worker *w);
+
+/* UPWAKE m arrived on this loop's completion channel: a place of m's upstream came free. */
+void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
+
+/* At head time, for c's request to upstream index ui (the registry's) with the route's
+ * deadline_ms (from the request's arrival) and max_body: admission (503 with Retry-After at
+ * once when full, before any body byte is read), the head for the app, and the connect when a
+ * place is free. Returns an enum lg_http_head_action (LG_HTTP_REJECT with c->reject_status
+ * set to refuse). */
+int lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms);
+
+/* Body bytes of c's proxied request from the parser (decoded: the framing toward the app is
+ * this room's). Returns 0, or -1 with c->http.status set. */
+int lg_up_body(struct lg_conn *c, const char *at, size_t len);
+
+/* The input bytes the parser may feed now: the free room of the buffer toward the app (0 while
+ * the request waits for a place, or that buffer is full: backpressure on the client). */
+size_t lg_up_body_room(struct lg_conn *c);
+
+/* The request is whole: c waits for the app's answer (state LG_CONN_PROXY). Returns 0, or -1
+ * when c was closed or finished. */
+int lg_up_dispatch(struct lg_conn *c);
+
+/* The client's socket can take more of the answer (ops->stream). Returns as lg_up_dispatch. */
+int lg_up_stream(struct lg_conn *c);
+
+/* c got its connection block (ops->init, through the router): no exchange. */
+static inline void
+lg_up_conn_init(struct lg_conn *c)
+{
+	LG_UP(c)->x = NULL;
+}
+
+/* 1 when c's current request is proxied (an exchange from its head to its answer's end),
+ * else 0. */
+static inline int
+lg_up_active(const struct lg_conn *c)
+{
+	return LG_UP(c)->x != NULL;
+}
+
+/* c closes (client gone, write error): its place, queue entry and app connection are given
+ * back (the app connection is closed when an exchange was under way). */
+void lg_up_gone(struct lg_conn *c);
+
+#endif
