@@ -673,10 +673,16 @@ chunk_line_byte(struct lg_frame *f, int st, unsigned char c)
 		if (c == ' ' || c == '\t') /* BWS (RFC 9112 section 7.1.1) */
 			return S_CBWS;
 		if (c == ';')
-			return S_CEXT;
+			return S_CEXT_NAME;
 		if (c == '\r' && st == S_CSIZE)
 			return S_CSIZE_LF;
 		return fail(f, 400, "invalid chunk size or extension");
+	case S_CEXT_NAME: /* chunk-ext = *( BWS ";" BWS chunk-ext-name ... ) (RFC 9112 7.1.1) */
+		if (c == ' ' || c == '\t')
+			return S_CEXT_NAME;
+		if (!lg_ch(c, LG_CH_TCHAR))
+			return fail(f, 400, "a chunk extension without a name");
+		return S_CEXT;
 	case S_CEXT:
 		if (c == '\r')
 			return S_CSIZE_LF;

@@ -18,6 +18,7 @@ enum {
 	S_CSIZE0,      /* first hex digit of a chunk size */
 	S_CSIZE,       /* chunk size */
 	S_CBWS,        /* whitespace after a chunk size: only ';' may follow */
+	S_CEXT_NAME,   /* after a ';': BWS, then a chunk-ext-name's first tchar */
 	S_CEXT,        /* chunk extensions up to CR */
 	S_CSIZE_LF,    /* CR seen after a chunk-size line */
 	S_CDATA,       /* chunk data */

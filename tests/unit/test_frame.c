@@ -175,6 +175,12 @@ test_table(void **state)
 		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
 		  "10000000000000000\r\n", 400, 0 },                         /* overflow */
 		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;\na\r\n", 400, 0 },
+		/* a chunk extension without a name (RFC 9112 7.1.1; llhttp's "No extension after
+		 * semicolon"): refused, as the response side refuses it */
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;\r\naa\r\n0\r\n\r\n",
+		  400, 0 },
+		{ "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2; \t=x\r\naa\r\n",
+		  400, 0 },
 		{ "GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0 },
 		{ "GET / HTTP/3.0\r\nHost: a\r\n\r\n", 505, 0 },
 		{ "FOO / HTTP/1.1\r\nHost: a\r\n\r\n", 501, 0 },
