@@ -52,6 +52,11 @@ struct lg_appsup {
 	struct run *runs[MAX_RUNS];
 	int nruns;
 	int stopping;
+	/* a run that could not start, kept here: the run itself may be freed (no process left)
+	 * in the same tick, before the master asks lg_app_failed or lg_app_staged */
+	int failed_initial;      /* a run started with the master: the start-up fails */
+	int failed_staged;       /* a run started by the pending reload: the reload is refused */
+	char why[640];
 };
 
 struct lg_appsup *
@@ -187,6 +192,8 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 {
 	int nauto = lg_appconf_nauto(conf), staged = 0;
 
+	s->failed_staged = 0;
+
 	if (make_dir(s, conf, err, cap) == -1) {
 		lg_appconf_free(conf);
 		return -1;
@@ -251,18 +258,14 @@ lg_app_staged(struct lg_appsup *s, char *err, size_t cap)
 {
 	int all = 1;
 
-	for (int i = 0; i < s->nruns; i++) {
-		struct run *r = s->runs[i];
-
-		if (!r->staged)
-			continue;
-		if (r->failed) {
-			snprintf(err, cap, "%s", r->why);
-			lg_app_unstage(s);
-			return -1;
-		}
-		all &= r->up;
+	if (s->failed_staged) {
+		snprintf(err, cap, "%s", s->why);
+		lg_app_unstage(s);
+		return -1;
 	}
+	for (int i = 0; i < s->nruns; i++)
+		if (s->runs[i]->staged)
+			all &= s->runs[i]->up;
 	return all;
 }
 
@@ -292,6 +295,7 @@ lg_app_commit(struct lg_appsup *s, uint32_t gen_id)
 void
 lg_app_unstage(struct lg_appsup *s)
 {
+	s->failed_staged = 0;
 	for (int i = 0; i < s->nruns; i++) {
 		if (s->runs[i]->staged)
 			stop_run(s->runs[i], 0);
@@ -304,6 +308,8 @@ lg_app_unstage(struct lg_appsup *s)
 int
 lg_app_ready(const struct lg_appsup *s)
 {
+	if (s->failed_initial)
+		return 0;
 	for (int i = 0; i < s->nruns; i++)
 		if (s->runs[i]->state == RUN_ACTIVE && !s->runs[i]->up)
 			return 0;
@@ -313,12 +319,10 @@ lg_app_ready(const struct lg_appsup *s)
 int
 lg_app_failed(const struct lg_appsup *s, char *err, size_t cap)
 {
-	for (int i = 0; i < s->nruns; i++)
-		if (s->runs[i]->initial && s->runs[i]->failed) {
-			snprintf(err, cap, "%s", s->runs[i]->why);
-			return 1;
-		}
-	return 0;
+	if (!s->failed_initial)
+		return 0;
+	snprintf(err, cap, "%s", s->why);
+	return 1;
 }
 
 void
@@ -355,9 +359,10 @@ lg_app_pollfds(const struct lg_appsup *s, struct pollfd *pfd, int max)
 	return n;
 }
 
-/* The run cannot start: said once, its processes stopped. */
+/* The run cannot start: said once, its processes stopped, the reason kept in s for the
+ * master (a start-up's run or a pending reload's). */
 static void
-fail_run(struct run *r, const char *what)
+fail_run(struct lg_appsup *s, struct run *r, const char *what)
 {
 	char tail[400];
 
@@ -368,13 +373,18 @@ fail_run(struct run *r, const char *what)
 	    tail[0] ? tail : "(none)");
 	r->failed = 1;
 	log_error("%s", r->why);
+	if ((r->initial && !s->failed_initial) || (r->staged && !s->failed_staged))
+		snprintf(s->why, sizeof(s->why), "%s", r->why);
+	s->failed_initial |= r->initial;
+	s->failed_staged |= r->staged;
 	stop_run(r, 0);
 }
 
 /* A process of r not ready within ready_timeout_ms of its start: before the run was up it
  * fails the run; after, the process is killed and restarted as one that died young. */
 static void
-check_ready_timeout(struct run *r, struct lg_app_proc *p, uint64_t now, uint64_t *next)
+check_ready_timeout(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t now,
+    uint64_t *next)
 {
 	uint64_t limit = p->started_ns + r->conf.ready_timeout_ms * LG_NS_PER_MS;
 	char what[160];
@@ -389,7 +399,7 @@ check_ready_timeout(struct run *r, struct lg_app_proc *p, uint64_t now, uint64_t
 	    "(ready_path %.60s)", p->index, (unsigned long long)r->conf.ready_timeout_ms,
 	    r->conf.ready_path[0] ? r->conf.ready_path : "none: a connection");
 	if (!r->up) {
-		fail_run(r, what);
+		fail_run(s, r, what);
 		return;
 	}
 	log_warn("app %s[%d] pid=%d: %s; killing and restarting it", r->conf.name, p->index,
@@ -424,7 +434,7 @@ tick_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t no
 			*next = p->respawn_at < *next ? p->respawn_at : *next;
 	}
 	lg_appproc_probe(&r->conf, p, now, next);
-	check_ready_timeout(r, p, now, next);
+	check_ready_timeout(s, r, p, now, next);
 }
 
 /* Frees runs that are stopping and have no process left. */
@@ -472,7 +482,8 @@ lg_app_tick(struct lg_appsup *s, uint64_t now, uint64_t *next, uint32_t oldest)
 
 /* Process p of r died with status: its death before ready counts toward giving up. */
 static void
-plan_restart(struct run *r, struct lg_app_proc *p, int status, uint64_t now)
+plan_restart(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, int status,
+    uint64_t now)
 {
 	char what[160];
 	int young = !p->ready || now - p->started_ns < QUICK_DEATH_NS;
@@ -487,7 +498,7 @@ plan_restart(struct run *r, struct lg_app_proc *p, int status, uint64_t now)
 		snprintf(what, sizeof(what), "process %d died %u time(s) in a row before it was "
 		    "ready (last: %s %d)", p->index, p->fails, WIFSIGNALED(status) ? "signal" :
 		    "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-		fail_run(r, what);
+		fail_run(s, r, what);
 		return;
 	}
 	r->restarts++;
@@ -523,7 +534,7 @@ lg_app_reaped(struct lg_appsup *s, pid_t pid, int status)
 			p->pid = 0;
 			p->kill_at = 0;
 			if (!ours)
-				plan_restart(r, p, status, lg_now_ns());
+				plan_restart(s, r, p, status, lg_now_ns());
 			return 1;
 		}
 	return 0;

@@ -170,6 +170,23 @@ def test_app_that_crashes_at_start_fails_the_start_up_with_its_output(tmp_path):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["crash", "missing"])
+def test_a_lone_app_process_that_dies_before_ready_fails_the_start_up(tmp_path, mode):
+    # one process: once it has given up there is no process left in the run, and the failure
+    # must still reach the master (it was freed with its run, and the master went ready)
+    section = app_section("crash", extra="start_failures = 2\n").replace("processes = 2",
+                                                                         "processes = 1")
+    if mode == "missing":
+        section = section.replace("PY APP crash", "/nonexistent/app-binary")
+    rc, took, err = run_failing(tmp_path, write_conf(tmp_path, section), 20)
+    assert rc == 1, err
+    assert re.search(r"start-up failed: app web process 0 died 2 time\(s\) in a row", err), err
+    if mode == "crash":
+        assert "boom: settings.py has no DATABASE_URL" in err, err
+    assert "ready: generation" not in err
+
+
+@pytest.mark.timeout(60)
 def test_app_that_never_gets_ready_fails_the_start_up_in_bounded_time(tmp_path):
     conf = write_conf(tmp_path, app_section("noready").replace("ready_timeout_ms = 8000",
                                                                "ready_timeout_ms = 1500"))
@@ -334,6 +351,22 @@ def test_reload_to_an_app_that_never_gets_ready_is_refused(start_server, tmp_pat
         r.stderr
     wait_log(srv, r"app web: run 2 stopped", 20)
     # the old processes keep serving; no generation 2
+    assert all(pid_alive(p, s) for p, s in before.items())
+    assert "starting generation 2" not in srv.log()
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_to_an_app_that_dies_before_ready_is_refused(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("crash", extra="start_failures = 2\n")
+            .replace("processes = 2", "processes = 1"))
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "died 2 time(s) in a row" in r.stderr, r.stderr
+    assert "boom: settings.py has no DATABASE_URL" in r.stderr, r.stderr
     assert all(pid_alive(p, s) for p, s in before.items())
     assert "starting generation 2" not in srv.log()
     assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
