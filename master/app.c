@@ -37,6 +37,7 @@ struct run {
 	int failed;              /* it could not start (why) */
 	int initial;             /* started with the master: its failure fails the start-up */
 	int staged;              /* started by a reload, not yet committed */
+	int killed;              /* stopped at once: its process groups were sent SIGKILL */
 	char why[640];
 	uint64_t restarts;
 	int n;
@@ -51,7 +52,7 @@ struct lg_appsup {
 	uint32_t serial;
 	struct run *runs[MAX_RUNS];
 	int nruns;
-	int stopping;
+	int stopping;            /* 1: every run stopping, 2: every run SIGKILLed */
 	/* a run that could not start, kept here: the run itself may be freed (no process left)
 	 * in the same tick, before the master asks lg_app_failed or lg_app_staged */
 	int failed_initial;      /* a run started with the master: the start-up fails */
@@ -227,12 +228,15 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 	return staged;
 }
 
+/* Stops r: SIGTERM with a grace, or (immediate) SIGKILL to every process group at once,
+ * also when r was already in its SIGTERM grace. */
 static void
 stop_run(struct run *r, int immediate)
 {
-	if (r->state == RUN_STOPPING)
+	if (r->state == RUN_STOPPING && (!immediate || r->killed))
 		return;
 	r->state = RUN_STOPPING;
+	r->killed |= immediate;
 	for (int k = 0; k < r->n; k++) {
 		struct lg_app_proc *p = &r->proc[k];
 
@@ -240,6 +244,7 @@ stop_run(struct run *r, int immediate)
 		if (p->pid > 0 && immediate) {
 			kill(-p->pid, SIGKILL);
 			p->stopping = 1;
+			p->kill_at = 0;
 		} else if (p->pid > 0 && !p->stopping) {
 			kill(p->pid, SIGTERM);
 			p->stopping = 1;
@@ -543,9 +548,10 @@ lg_app_reaped(struct lg_appsup *s, pid_t pid, int status)
 void
 lg_app_stop_all(struct lg_appsup *s, int immediate)
 {
-	if (s->stopping)
+	/* an immediate stop after a graceful one still kills what is in its SIGTERM grace */
+	if (s->stopping >= (immediate ? 2 : 1))
 		return;
-	s->stopping = 1;
+	s->stopping = immediate ? 2 : 1;
 	for (int i = 0; i < s->nruns; i++)
 		stop_run(s->runs[i], immediate);
 }

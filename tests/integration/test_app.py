@@ -443,6 +443,39 @@ def test_sigquit_stops_the_apps_at_once(start_server, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_sigquit_kills_apps_already_in_their_sigterm_grace(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("stubborn").replace("stop_grace_ms = 1500",
+                                                                "stop_grace_ms = 30000"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    os.kill(srv.pid, signal.SIGTERM)
+    wait_log(srv, r"app web\[\d\]: SIGTERM ignored", 20)
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10, srv.log()
+    assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
+    assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(90)
+def test_sigquit_kills_the_old_runs_a_reload_left_in_their_grace(start_server, tmp_path):
+    section = app_section("stubborn").replace("stop_grace_ms = 1500", "stop_grace_ms = 30000")
+    srv, conf, _ = served_with_app(start_server, tmp_path, section)
+    old = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, section + "env = VERSION=2\n")
+    r = reload_cmd(conf)
+    assert r.returncode == 0, r.stderr
+    wait_log(srv, r"app web: stopping run 1 \(SIGTERM", 30)
+    wait_log(srv, r"SIGTERM ignored", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10, srv.log()
+    assert not [p for p, s in list(old.items()) + list(pids.items()) if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(60)
 def test_pid1_in_a_container_reaps_what_the_app_orphans(tmp_path):
     """lagless as PID 1 of a PID namespace (the stand-in for a container, as test_pid1.py):
     the app's orphans are reparented to it and reaped, and a SIGTERM from outside stops the
