@@ -39,6 +39,7 @@ struct run {
 	int staged;              /* started by a reload, not yet committed */
 	int killed;              /* stopped at once: its process groups were sent SIGKILL */
 	char why[640];
+	char dir[160];           /* its socket directory ("": none) */
 	uint64_t restarts;
 	int n;
 	struct lg_app_proc proc[LG_APP_PROCS_MAX];
@@ -77,30 +78,62 @@ lg_app_new(pid_t master_pid)
 	return s;
 }
 
-/* The socket directory: made 0700 on first use (ours when it exists: RUNTIME_DIRECTORY), given
- * to the user the apps run as when we are root. */
+/* path is a directory of ours, not a link (one that existed before us may be a stale one of a
+ * master that had our pid, or RUNTIME_DIRECTORY). */
+static int
+dir_is_ours(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? 0 : -1;
+}
+
+/* The socket directory: made on first use (ours when it exists: RUNTIME_DIRECTORY), 0711 so
+ * that each app's user reaches its run's own directory (run_dir) and lists none. */
 static int
 make_dir(struct lg_appsup *s, const struct lg_apps *conf, char *err, size_t cap)
 {
-	struct passwd *pw;
-
 	if (s->dir_made || conf == NULL || conf->n == 0)
 		return 0;
-	if (mkdir(s->dir, 0700) == -1 && errno != EEXIST) {
+	if ((mkdir(s->dir, 0711) == -1 && (errno != EEXIST || dir_is_ours(s->dir) == -1)) ||
+	    chmod(s->dir, 0711) == -1) {
 		snprintf(err, cap, "cannot make the apps' socket directory %s: %s", s->dir,
-		    strerror(errno));
+		    errno == EEXIST ? "it exists and is not a directory of ours" : strerror(errno));
 		return -1;
 	}
 	s->dir_made = 1;
-	for (int i = 0; i < conf->n; i++)
-		if (geteuid() == 0 && conf->app[i].user[0] &&
-		    (pw = getpwnam(conf->app[i].user)) != NULL) {
-			if (chown(s->dir, pw->pw_uid, pw->pw_gid) == -1)
-				log_warn("cannot give %s to %s: %s", s->dir, conf->app[i].user,
-				    strerror(errno));
-			break;
-		}
 	return 0;
+}
+
+/* The run's socket directory DIR/NAME.SERIAL: 0700, given to the app's user when we are root
+ * (each run its own: apps of different users, and a reload that changes the user). */
+static void
+run_dir(struct lg_appsup *s, struct run *r)
+{
+	struct passwd *pw;
+
+	snprintf(r->dir, sizeof(r->dir), "%s/%s.%u", s->dir, r->conf.name, r->serial);
+	if ((mkdir(r->dir, 0700) == -1 && (errno != EEXIST || dir_is_ours(r->dir) == -1)) ||
+	    chmod(r->dir, 0700) == -1) {
+		log_error("app %s: cannot make its socket directory %s: %s", r->conf.name, r->dir,
+		    errno == EEXIST ? "it exists and is not a directory of ours" : strerror(errno));
+		r->dir[0] = '\0';
+		return;
+	}
+	if (geteuid() == 0 && r->conf.user[0] && (pw = getpwnam(r->conf.user)) != NULL &&
+	    chown(r->dir, pw->pw_uid, pw->pw_gid) == -1)
+		log_warn("cannot give %s to %s: %s", r->dir, r->conf.user, strerror(errno));
+}
+
+/* Removes r's socket files and directory. */
+static void
+run_unlink(struct run *r)
+{
+	for (int k = 0; k < r->n; k++)
+		if (r->proc[k].sock[0])
+			unlink(r->proc[k].sock);
+	if (r->dir[0])
+		rmdir(r->dir);
 }
 
 static struct run *
@@ -117,6 +150,8 @@ run_new(struct lg_appsup *s, const struct lg_app_conf *a, int budget, int nauto,
 	r->staged = state == RUN_STAGED;
 	r->initial = state == RUN_ACTIVE;
 	r->n = lg_appconf_count(a, budget, nauto);
+	if (a->addr == LG_APP_ADDR_SOCKET)
+		run_dir(s, r);
 	for (int k = 0; k < r->n; k++) {
 		struct lg_app_proc *p = &r->proc[k];
 
@@ -454,9 +489,7 @@ sweep(struct lg_appsup *s)
 			alive += r->proc[k].pid > 0 || r->proc[k].out >= 0;
 		if (r->state != RUN_STOPPING || alive)
 			continue;
-		for (int k = 0; k < r->n; k++)
-			if (r->proc[k].sock[0])
-				unlink(r->proc[k].sock);
+		run_unlink(r);
 		log_info("app %s: run %u stopped", r->conf.name, r->serial);
 		free(r);
 		s->runs[i--] = s->runs[--s->nruns];
@@ -651,9 +684,8 @@ lg_app_free(struct lg_appsup *s)
 			if (p->out >= 0)
 				close(p->out);
 			lg_appproc_probe_close(p);
-			if (p->sock[0])
-				unlink(p->sock);
 		}
+		run_unlink(s->runs[i]);
 		free(s->runs[i]);
 	}
 	if (s->dir_made && getenv("RUNTIME_DIRECTORY") == NULL)

@@ -30,8 +30,8 @@ struct lg_app_server {
 
 /* A supervisor for apps (heap; lg_app_free). master_pid: the master's pid, which names the
  * socket directory ($RUNTIME_DIRECTORY when set, else ${TMPDIR:-/tmp}/lagless-PID, created
- * 0700 at the first start, owned by the first app's user when running as root). NULL when out
- * of memory. */
+ * at the first start, 0711: each run has its own subdirectory NAME.SERIAL in it, 0700, owned by
+ * the app's user when running as root). NULL when out of memory. */
 struct lg_appsup *lg_app_new(pid_t master_pid);
 
 /* Starts the apps of conf (taken over: freed by the supervisor; NULL none) as the running set:

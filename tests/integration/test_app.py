@@ -288,7 +288,7 @@ def test_test_config_prints_each_app_and_its_addresses(tmp_path):
     out = p.stdout.decode()
     assert p.returncode == 0, p.stderr.decode()
     assert re.search(r"^app web: 2 process\(es\), upstream web, command: ", out, re.M), out
-    assert "web[1]: unix:" in out and "web.1.1.sock" in out
+    assert "web[1]: unix:" in out and "web.1/1.sock" in out
     assert re.search(r"^app worker: \d+ process\(es\) \(auto\)", out, re.M), out
     assert "worker[0]: 127.0.0.1:{port}" in out
 
@@ -592,3 +592,41 @@ def test_workers_hold_none_of_the_app_output_pipes(start_server, tmp_path):
     for pid in workers:
         assert not app_pipes & pipe_inodes(pid), (pid, app_pipes & pipe_inodes(pid))
     assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("when", ["start", "reload"])
+def test_apps_of_different_users_each_bind_their_socket(start_server, tmp_path, when):
+    """Each run's sockets are in a directory of its own, given to its user: a second app with
+    another user (or one a reload adds to a root-only configuration) can bind its socket."""
+    import shutil
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip("user = is honoured only as root")
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the apps' users
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+
+        def section(name, user):
+            return ("[app %s]\ncommand = %s %s/app.py ok {socket}\nprocesses = 1\n"
+                    "ready_path = /health\nready_timeout_ms = 8000\n%s"
+                    % (name, PY, shared, "user = %s\n" % user if user else ""))
+        pidf = tmp_path / "lagless.pid"
+        head = "[lagless]\nloop_workers = 1\ncompute_workers = 1\npid_file = %s\n" % pidf
+        users = section("api", "nobody") + section("adm", "daemon")
+        conf = tmp_path / "lagless.conf"
+        conf.write_text(head + section("web", "") + (users if when == "start" else ""))
+        srv = start_server("-c", str(conf), start_timeout=30)
+        wait_log(srv, r"ready: generation 1", 20)
+        if when == "reload":
+            conf.write_text(head + section("web", "") + users)
+            r = reload_cmd(conf)
+            assert r.returncode == 0, r.stderr + srv.log()[-3000:]
+        for name in ("api", "adm"):
+            wait_log(srv, r"app %s: 1 process\(es\) ready" % name, 20)
+        assert "Permission denied" not in srv.log()
+        assert srv.stop() == 0
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

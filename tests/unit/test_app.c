@@ -76,7 +76,7 @@ test_servers_by_socket(void **state)
 	    sizeof(err)), 0);
 	/* room for one: the count is still the app's */
 	assert_int_equal(lg_app_servers(s, "web", out, 1), 2);
-	snprintf(want, sizeof(want), "/lagless-%d/web.1.0.sock", (int)getpid());
+	snprintf(want, sizeof(want), "/lagless-%d/web.1/0.sock", (int)getpid());
 	assert_int_equal(strncmp(out[0].addr, "unix:", 5), 0);
 	assert_non_null(strstr(out[0].addr, want));
 	lg_app_free(s);
@@ -114,7 +114,7 @@ test_reload_hands_over_by_generation(void **state)
 	    sizeof(why)), 1);
 	assert_int_equal(lg_app_stage(s, next, 4, err, sizeof(err)), 1);
 	assert_int_equal(lg_app_servers(s, "web", out, 4), 1);
-	assert_non_null(strstr(out[0].addr, "/web.2.0.sock"));
+	assert_non_null(strstr(out[0].addr, "/web.2/0.sock"));
 	assert_int_equal(lg_app_staged(s, err, sizeof(err)), 0); /* not probed ready */
 	lg_app_commit(s, 2);
 	lg_app_publish(s, mp, 1); /* the old generation still routes to run 1 */
