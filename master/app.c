@@ -39,7 +39,7 @@ struct run {
 	int staged;              /* started by a reload, not yet committed */
 	int killed;              /* stopped at once: its process groups were sent SIGKILL */
 	char why[640];
-	char dir[160];           /* its socket directory ("": none) */
+	char dir[192];           /* its socket directory ("": none) */
 	uint64_t restarts;
 	int n;
 	struct lg_app_proc proc[LG_APP_PROCS_MAX];
@@ -48,7 +48,7 @@ struct run {
 
 struct lg_appsup {
 	pid_t master;
-	char dir[96];
+	char dir[128];
 	int dir_made;
 	uint32_t serial;
 	struct run *runs[MAX_RUNS];
@@ -61,21 +61,59 @@ struct lg_appsup {
 	char why[640];
 };
 
+/* The socket directory of the master pid into out (cap bytes). */
+static void
+sock_dir(pid_t pid, char *out, size_t cap)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
+
+	if (rt != NULL && rt[0] == '/' && strchr(rt, ':') == NULL) /* systemd: one directory */
+		snprintf(out, cap, "%s", rt);
+	else
+		snprintf(out, cap, "%s/lagless-%d", tmp && tmp[0] == '/' ? tmp : "/tmp", (int)pid);
+}
+
 struct lg_appsup *
 lg_app_new(pid_t master_pid)
 {
 	struct lg_appsup *s = calloc(1, sizeof(*s));
-	const char *rt = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
 
 	if (s == NULL)
 		return NULL;
 	s->master = master_pid;
-	if (rt != NULL && rt[0] == '/' && strchr(rt, ':') == NULL) /* systemd: one directory */
-		snprintf(s->dir, sizeof(s->dir), "%s", rt);
-	else
-		snprintf(s->dir, sizeof(s->dir), "%s/lagless-%d", tmp && tmp[0] == '/' ? tmp : "/tmp",
-		    (int)master_pid);
+	sock_dir(master_pid, s->dir, sizeof(s->dir));
 	return s;
+}
+
+/* Every socket path of the run serial of app a (n processes) under dir fits a sockaddr_un;
+ * else -1 with the reason in err (cap bytes). */
+static int
+check_socket(const char *dir, const struct lg_app_conf *a, int n, uint32_t serial, char *err,
+    size_t cap)
+{
+	char path[108];
+
+	if (a->addr != LG_APP_ADDR_SOCKET || n == 0 ||
+	    lg_appconf_socket_path(dir, a->name, serial, n - 1, path, sizeof(path)) == 0)
+		return 0;
+	snprintf(err, cap, "app %s: its socket path %.120s/%s.%u/%d.sock is longer than a unix "
+	    "socket address holds (107 bytes): set RUNTIME_DIRECTORY or TMPDIR to a shorter "
+	    "directory, or give the app a {port}", a->name, dir, a->name, serial, n - 1);
+	return -1;
+}
+
+int
+lg_app_check_paths(const struct lg_apps *conf, pid_t pid, int budget, char *err, size_t cap)
+{
+	int nauto = lg_appconf_nauto(conf);
+	char dir[128];
+
+	sock_dir(pid, dir, sizeof(dir));
+	for (int i = 0; conf != NULL && i < conf->n; i++)
+		if (check_socket(dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget, nauto),
+		    (uint32_t)i + 1, err, cap) == -1)
+			return -1;
+	return 0;
 }
 
 /* path is a directory of ours, not a link (one that existed before us may be a stale one of a
@@ -201,9 +239,14 @@ lg_app_start(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 	if (make_dir(s, conf, err, cap) == -1)
 		rc = -1;
 	for (int i = 0; rc == 0 && conf != NULL && i < conf->n; i++) {
-		struct run *r = run_new(s, &conf->app[i], budget, nauto, RUN_ACTIVE);
+		struct run *r;
 
-		if (r == NULL) {
+		if (check_socket(s->dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget,
+		    nauto), s->serial + 1, err, cap) == -1) {
+			rc = -1;
+			break;
+		}
+		if ((r = run_new(s, &conf->app[i], budget, nauto, RUN_ACTIVE)) == NULL) {
 			snprintf(err, cap, "app %s: out of memory", conf->app[i].name);
 			rc = -1;
 			break;
@@ -239,6 +282,12 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 
 		if (old != NULL && lg_appconf_same(&old->conf, &conf->app[i]))
 			continue;
+		if (check_socket(s->dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget,
+		    nauto), s->serial + 1, err, cap) == -1) {
+			lg_app_unstage(s);
+			lg_appconf_free(conf);
+			return -1;
+		}
 		if ((r = run_new(s, &conf->app[i], budget, nauto, RUN_STAGED)) == NULL) {
 			snprintf(err, cap, "app %s: too many runs at once (reload again once the "
 			    "older ones have stopped)", conf->app[i].name);

@@ -34,6 +34,11 @@ struct lg_app_server {
  * the app's user when running as root). NULL when out of memory. */
 struct lg_appsup *lg_app_new(pid_t master_pid);
 
+/* For -t: every app's socket paths (their first run's) fit a unix socket address under the
+ * socket directory a master of pid would use. Returns 0, or -1 with the reason in err. */
+int lg_app_check_paths(const struct lg_apps *conf, pid_t pid, int budget, char *err,
+    size_t cap);
+
 /* Starts the apps of conf (taken over: freed by the supervisor; NULL none) as the running set:
  * at start-up. Returns 0, or -1 with the reason in err (cap bytes): the socket directory. */
 int lg_app_start(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, size_t cap);

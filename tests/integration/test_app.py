@@ -630,3 +630,37 @@ def test_apps_of_different_users_each_bind_their_socket(start_server, tmp_path, 
         assert srv.stop() == 0
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.timeout(90)
+def test_a_socket_path_too_long_for_a_unix_address_is_refused(start_server, tmp_path):
+    """Refused by -t, at start-up and by a reload, with the reason (it was an empty path)."""
+    rt = str(tmp_path / "r")
+    if len(rt) > 80:
+        pytest.skip("tmp_path too long for this test")
+    rt += "r" * (85 - len(rt))  # "web" fits (85 + 13 bytes), a 23-byte name does not
+    long_app = app_section("ok", extra="start_failures = 1\n").replace(
+        "[app web]", "[app w%s]" % ("x" * 22)).replace("processes = 2", "processes = 1")
+    e = dict(env(), RUNTIME_DIRECTORY=rt)
+    conf = write_conf(tmp_path, app_section("ok") + long_app)
+    t = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=60, env=e)
+    assert t.returncode == 1 and "is longer than a unix socket address holds" in t.stderr, \
+        t.stdout + t.stderr
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--listen", "127.0.0.1:0"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+                       env=e)
+    assert p.returncode == 1 and "is longer than a unix socket address holds" in p.stderr, \
+        p.stderr
+    assert "ready: generation" not in p.stderr
+    pidf = tmp_path / "lagless.pid"
+    conf = write_conf(tmp_path, "pid_file = %s\n" % pidf + app_section("ok"))
+    srv = start_server("-c", str(conf), start_timeout=30, env=e)
+    wait_log(srv, r"ready: generation 1", 20)
+    rewrite(conf, tmp_path, app_section("ok") + long_app)
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "is longer than a unix socket address holds" in r.stderr, \
+        r.stderr
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
