@@ -132,15 +132,35 @@ lg_appproc_spawn(const struct lg_app_conf *a, struct lg_app_proc *p, pid_t maste
 	return 0;
 }
 
+/* The line of p, its control bytes (a NUL too) written \xNN, into out (4 x LG_APP_LINE): an
+ * app's output never forges log lines (CR, ESC) nor cuts them short (NUL). */
+static void
+escape_line(const struct lg_app_proc *p, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p->line[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
 static void
 emit(const char *name, struct lg_app_proc *p, struct lg_app_tail *tail, int cut)
 {
-	p->line[p->nline] = '\0';
-	if (p->nline > 0 && p->line[p->nline - 1] == '\r')
-		p->line[p->nline - 1] = '\0';
-	log_info("app %s[%d]: %s%s", name, p->index, p->line, cut ? " [line cut]" : "");
-	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s",
-	    p->line);
+	char line[4 * LG_APP_LINE];
+	size_t n = p->nline;
+
+	if (n > 0 && p->line[n - 1] == '\r')
+		n--; /* a CRLF line end */
+	escape_line(p, n, line);
+	log_info("app %s[%d]: %s%s", name, p->index, line, cut ? " [line cut]" : "");
+	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s", line);
 	tail->next++;
 	p->nline = 0;
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "master/app.h"
+#include "master/appproc.h"
 #include "shm/layout.h"
 
 static struct lg_apps *
@@ -128,6 +129,30 @@ test_reload_hands_over_by_generation(void **state)
 	reap_all();
 }
 
+/* An app's output reaches the log line by line with its control bytes escaped: no CR, ESC or
+ * BEL to forge a log line, and a NUL does not drop the rest of the line. */
+static void
+test_output_control_bytes_escaped(void **state)
+{
+	static const char out[] = "a\rfake\x1b[31m\a\0rest\t.\r\nsecond\n";
+	struct lg_app_proc *p = calloc(1, sizeof(*p));
+	struct lg_app_tail tail = { .next = 0 };
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], out, sizeof(out) - 1), (ssize_t)sizeof(out) - 1);
+	close(fds[1]);
+	p->out = fds[0];
+	p->probe = -1;
+	lg_appproc_read("web", p, &tail, 1);
+	assert_int_equal(p->out, -1);
+	assert_int_equal(tail.next, 2);
+	assert_string_equal(tail.line[0], "a\\x0dfake\\x1b[31m\\x07\\x00rest\t.");
+	assert_string_equal(tail.line[1], "second");
+	free(p);
+}
+
 int
 main(void)
 {
@@ -135,6 +160,7 @@ main(void)
 		cmocka_unit_test(test_servers_by_port),
 		cmocka_unit_test(test_servers_by_socket),
 		cmocka_unit_test(test_reload_hands_over_by_generation),
+		cmocka_unit_test(test_output_control_bytes_escaped),
 	};
 
 	unsetenv("RUNTIME_DIRECTORY");
