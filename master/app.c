@@ -49,7 +49,8 @@ struct run {
 struct lg_appsup {
 	pid_t master;
 	char dir[128];
-	int dir_made;
+	int dir_made;            /* it is there (made or found) */
+	int dir_ours;            /* we made it: removed by lg_app_free */
 	uint32_t serial;
 	struct run *runs[MAX_RUNS];
 	int nruns;
@@ -133,7 +134,8 @@ make_dir(struct lg_appsup *s, const struct lg_apps *conf, char *err, size_t cap)
 {
 	if (s->dir_made || conf == NULL || conf->n == 0)
 		return 0;
-	if ((mkdir(s->dir, 0711) == -1 && (errno != EEXIST || dir_is_ours(s->dir) == -1)) ||
+	s->dir_ours = mkdir(s->dir, 0711) == 0;
+	if ((!s->dir_ours && (errno != EEXIST || dir_is_ours(s->dir) == -1)) ||
 	    chmod(s->dir, 0711) == -1) {
 		snprintf(err, cap, "cannot make the apps' socket directory %s: %s", s->dir,
 		    errno == EEXIST ? "it exists and is not a directory of ours" : strerror(errno));
@@ -737,7 +739,7 @@ lg_app_free(struct lg_appsup *s)
 		run_unlink(s->runs[i]);
 		free(s->runs[i]);
 	}
-	if (s->dir_made && getenv("RUNTIME_DIRECTORY") == NULL)
+	if (s->dir_ours) /* whatever RUNTIME_DIRECTORY says: one it names is systemd's */
 		rmdir(s->dir);
 	free(s);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,6 +154,30 @@ test_output_control_bytes_escaped(void **state)
 	free(p);
 }
 
+/* The socket directory lagless made itself is removed by lg_app_free, also when
+ * RUNTIME_DIRECTORY is set but unusable (relative) and ${TMPDIR:-/tmp}/lagless-PID was made. */
+static void
+test_own_socket_directory_removed(void **state)
+{
+	struct lg_appsup *s;
+	struct stat st;
+	char err[300], dir[128];
+	const char *tmp = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/lagless-%d", tmp && tmp[0] == '/' ? tmp : "/tmp",
+	    (int)getpid());
+	setenv("RUNTIME_DIRECTORY", "relative/dir", 1);
+	s = lg_app_new(getpid());
+	assert_int_equal(lg_app_start(s, one_app("/bin/sleep 30 {socket}", NULL), 4, err,
+	    sizeof(err)), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	lg_app_free(s);
+	reap_all();
+	unsetenv("RUNTIME_DIRECTORY");
+	assert_int_equal(stat(dir, &st), -1);
+}
+
 int
 main(void)
 {
@@ -161,6 +186,7 @@ main(void)
 		cmocka_unit_test(test_servers_by_socket),
 		cmocka_unit_test(test_reload_hands_over_by_generation),
 		cmocka_unit_test(test_output_control_bytes_escaped),
+		cmocka_unit_test(test_own_socket_directory_removed),
 	};
 
 	unsetenv("RUNTIME_DIRECTORY");
