@@ -220,10 +220,14 @@ start_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p)
 		p->respawn_at = lg_now_ns() + BACKOFF_MAX_NS;
 		return;
 	}
-	log_info("app %s[%d] pid=%d started%s%s", r->conf.name, p->index, (int)p->pid,
-	    p->sock[0] ? " on unix:" : p->port ? " on 127.0.0.1:" : "", p->sock[0] ? p->sock : "");
-	if (p->port && !p->sock[0])
-		log_info("app %s[%d] port %d", r->conf.name, p->index, p->port);
+	if (p->sock[0])
+		log_info("app %s[%d] pid=%d started on unix:%s", r->conf.name, p->index,
+		    (int)p->pid, p->sock);
+	else if (p->port)
+		log_info("app %s[%d] pid=%d started on 127.0.0.1:%d", r->conf.name, p->index,
+		    (int)p->pid, p->port);
+	else
+		log_info("app %s[%d] pid=%d started", r->conf.name, p->index, (int)p->pid);
 }
 
 static void

@@ -45,6 +45,22 @@ become_user(const char *user)
 	return 0;
 }
 
+/* In the child: what an app of its own should see in its environment: not the master's
+ * NOTIFY_SOCKET (systemd's is the master's to answer), and as root with a user, that user's
+ * HOME, USER and LOGNAME (env lines, set after, may still change them). */
+static void
+child_env(const struct lg_app_conf *a)
+{
+	struct passwd *pw;
+
+	unsetenv("NOTIFY_SOCKET");
+	if (a->user[0] == '\0' || geteuid() != 0 || (pw = getpwnam(a->user)) == NULL)
+		return; /* become_user says why */
+	setenv("HOME", pw->pw_dir, 1);
+	setenv("USER", pw->pw_name, 1);
+	setenv("LOGNAME", pw->pw_name, 1);
+}
+
 /* In the child, after fork: never returns. */
 static void
 child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, int out)
@@ -64,6 +80,7 @@ child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, in
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
+	child_env(a);
 	for (int i = 0; i < a->nenv; i++) {
 		char kv[LG_APP_STR];
 		char *eq;

@@ -26,6 +26,9 @@ APP = textwrap.dedent(r'''
         print("loading settings", flush=True)
         print("boom: settings.py has no DATABASE_URL", file=sys.stderr, flush=True)
         sys.exit(3)
+    if mode == "env":  # what it inherits, then as "ok"
+        print("env HOME=%s USER=%s LOGNAME=%s NOTIFY_SOCKET=%s" % tuple(
+            os.environ.get(k) for k in ("HOME", "USER", "LOGNAME", "NOTIFY_SOCKET")), flush=True)
     if mode == "slow":
         time.sleep(1.5)  # an app that takes its time to import
     if mode == "stubborn":
@@ -150,7 +153,7 @@ def test_app_is_probed_ready_before_the_master_is(start_server, tmp_path, addr):
         m = re.search(r"app web\[0\] pid=\d+ started on unix:(\S+)", log)
         assert m and os.path.exists(m.group(1)), log
     else:
-        m = re.search(r"app web\[0\] port (\d+)", log)
+        m = re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:(\d+)", log)
         r = get(int(m.group(1)), "/hello")
         assert r.status == 200 and b"/hello" in r.body
     st = get(srv.port, "/status").json()
@@ -204,7 +207,8 @@ def test_app_that_dies_under_load_is_restarted_and_counted(start_server, tmp_pat
     srv = start_server("-c", str(conf), start_timeout=30)
     wait_log(srv, r"ready: generation 1", 20)
     old = app_pids(srv)
-    port = int(re.search(r"app web\[0\] port (\d+)", srv.log()).group(1))
+    port = int(re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:(\d+)",
+                         srv.log()).group(1))
     try:
         get(port, "/die", timeout=5)
     except Exception:
@@ -664,3 +668,40 @@ def test_a_socket_path_too_long_for_a_unix_address_is_refused(start_server, tmp_
         r.stderr
     assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
     assert srv.stop() == 0
+
+
+@pytest.mark.timeout(60)
+def test_app_start_line_environment_and_user_identity(start_server, tmp_path):
+    """The start line names the port; the app does not inherit the master's NOTIFY_SOCKET; with
+    user (as root) HOME, USER and LOGNAME are that user's."""
+    import pwd
+    import shutil
+    import tempfile
+    user = "nobody" if os.geteuid() == 0 else ""
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the app's user
+    notify = Notify(str(tmp_path / "notify.sock"))
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+        conf = tmp_path / "lagless.conf"
+        conf.write_text("[lagless]\nloop_workers = 1\ncompute_workers = 1\n"
+                        "[app web]\ncommand = %s %s/app.py env {port}\nprocesses = 1\n%s"
+                        % (PY, shared, "user = %s\n" % user if user else ""))
+        srv = start_server("-c", str(conf), start_timeout=30,
+                           env=dict(env(), NOTIFY_SOCKET=notify.path, HOME="/root-home",
+                                    USER="root-user", LOGNAME="root-user"))
+        wait_log(srv, r"ready: generation 1", 20)
+        assert re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:\d+$", srv.log(),
+                         re.M), srv.log()[-3000:]
+        m = re.search(r"app web\[0\]: env HOME=(\S+) USER=(\S+) LOGNAME=(\S+) "
+                      r"NOTIFY_SOCKET=(\S+)$", srv.log(), re.M)
+        assert m, srv.log()[-3000:]
+        assert m.group(4) == "None"
+        if user:
+            pw = pwd.getpwnam(user)
+            assert m.groups()[:3] == (pw.pw_dir, user, user)
+        assert srv.stop() == 0
+    finally:
+        notify.close()
+        shutil.rmtree(shared, ignore_errors=True)
