@@ -37,7 +37,9 @@ struct run {
 	int failed;              /* it could not start (why) */
 	int initial;             /* started with the master: its failure fails the start-up */
 	int staged;              /* started by a reload, not yet committed */
+	int killed;              /* stopped at once: its process groups were sent SIGKILL */
 	char why[640];
+	char dir[192];           /* its socket directory ("": none) */
 	uint64_t restarts;
 	int n;
 	struct lg_app_proc proc[LG_APP_PROCS_MAX];
@@ -46,55 +48,132 @@ struct run {
 
 struct lg_appsup {
 	pid_t master;
-	char dir[96];
-	int dir_made;
+	char dir[128];
+	int dir_made;            /* it is there (made or found) */
+	int dir_ours;            /* we made it: removed by lg_app_free */
 	uint32_t serial;
 	struct run *runs[MAX_RUNS];
 	int nruns;
-	int stopping;
+	int stopping;            /* 1: every run stopping, 2: every run SIGKILLed */
+	/* a run that could not start, kept here: the run itself may be freed (no process left)
+	 * in the same tick, before the master asks lg_app_failed or lg_app_staged */
+	int failed_initial;      /* a run started with the master: the start-up fails */
+	int failed_staged;       /* a run started by the pending reload: the reload is refused */
+	char why[640];
 };
+
+/* The socket directory of the master pid into out (cap bytes). */
+static void
+sock_dir(pid_t pid, char *out, size_t cap)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
+
+	if (rt != NULL && rt[0] == '/' && strchr(rt, ':') == NULL) /* systemd: one directory */
+		snprintf(out, cap, "%s", rt);
+	else
+		snprintf(out, cap, "%s/lagless-%d", tmp && tmp[0] == '/' ? tmp : "/tmp", (int)pid);
+}
 
 struct lg_appsup *
 lg_app_new(pid_t master_pid)
 {
 	struct lg_appsup *s = calloc(1, sizeof(*s));
-	const char *rt = getenv("RUNTIME_DIRECTORY"), *tmp = getenv("TMPDIR");
 
 	if (s == NULL)
 		return NULL;
 	s->master = master_pid;
-	if (rt != NULL && rt[0] == '/' && strchr(rt, ':') == NULL) /* systemd: one directory */
-		snprintf(s->dir, sizeof(s->dir), "%s", rt);
-	else
-		snprintf(s->dir, sizeof(s->dir), "%s/lagless-%d", tmp && tmp[0] == '/' ? tmp : "/tmp",
-		    (int)master_pid);
+	sock_dir(master_pid, s->dir, sizeof(s->dir));
 	return s;
 }
 
-/* The socket directory: made 0700 on first use (ours when it exists: RUNTIME_DIRECTORY), given
- * to the user the apps run as when we are root. */
+/* Every socket path of the run serial of app a (n processes) under dir fits a sockaddr_un;
+ * else -1 with the reason in err (cap bytes). */
+static int
+check_socket(const char *dir, const struct lg_app_conf *a, int n, uint32_t serial, char *err,
+    size_t cap)
+{
+	char path[108];
+
+	if (a->addr != LG_APP_ADDR_SOCKET || n == 0 ||
+	    lg_appconf_socket_path(dir, a->name, serial, n - 1, path, sizeof(path)) == 0)
+		return 0;
+	snprintf(err, cap, "app %s: its socket path %.120s/%s.%u/%d.sock is longer than a unix "
+	    "socket address holds (107 bytes): set RUNTIME_DIRECTORY or TMPDIR to a shorter "
+	    "directory, or give the app a {port}", a->name, dir, a->name, serial, n - 1);
+	return -1;
+}
+
+int
+lg_app_check_paths(const struct lg_apps *conf, pid_t pid, int budget, char *err, size_t cap)
+{
+	int nauto = lg_appconf_nauto(conf);
+	char dir[128];
+
+	sock_dir(pid, dir, sizeof(dir));
+	for (int i = 0; conf != NULL && i < conf->n; i++)
+		if (check_socket(dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget, nauto),
+		    (uint32_t)i + 1, err, cap) == -1)
+			return -1;
+	return 0;
+}
+
+/* path is a directory of ours, not a link (one that existed before us may be a stale one of a
+ * master that had our pid, or RUNTIME_DIRECTORY). */
+static int
+dir_is_ours(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? 0 : -1;
+}
+
+/* The socket directory: made on first use (ours when it exists: RUNTIME_DIRECTORY), 0711 so
+ * that each app's user reaches its run's own directory (run_dir) and lists none. */
 static int
 make_dir(struct lg_appsup *s, const struct lg_apps *conf, char *err, size_t cap)
 {
-	struct passwd *pw;
-
 	if (s->dir_made || conf == NULL || conf->n == 0)
 		return 0;
-	if (mkdir(s->dir, 0700) == -1 && errno != EEXIST) {
+	s->dir_ours = mkdir(s->dir, 0711) == 0;
+	if ((!s->dir_ours && (errno != EEXIST || dir_is_ours(s->dir) == -1)) ||
+	    chmod(s->dir, 0711) == -1) {
 		snprintf(err, cap, "cannot make the apps' socket directory %s: %s", s->dir,
-		    strerror(errno));
+		    errno == EEXIST ? "it exists and is not a directory of ours" : strerror(errno));
 		return -1;
 	}
 	s->dir_made = 1;
-	for (int i = 0; i < conf->n; i++)
-		if (geteuid() == 0 && conf->app[i].user[0] &&
-		    (pw = getpwnam(conf->app[i].user)) != NULL) {
-			if (chown(s->dir, pw->pw_uid, pw->pw_gid) == -1)
-				log_warn("cannot give %s to %s: %s", s->dir, conf->app[i].user,
-				    strerror(errno));
-			break;
-		}
 	return 0;
+}
+
+/* The run's socket directory DIR/NAME.SERIAL: 0700, given to the app's user when we are root
+ * (each run its own: apps of different users, and a reload that changes the user). */
+static void
+run_dir(struct lg_appsup *s, struct run *r)
+{
+	struct passwd *pw;
+
+	snprintf(r->dir, sizeof(r->dir), "%s/%s.%u", s->dir, r->conf.name, r->serial);
+	if ((mkdir(r->dir, 0700) == -1 && (errno != EEXIST || dir_is_ours(r->dir) == -1)) ||
+	    chmod(r->dir, 0700) == -1) {
+		log_error("app %s: cannot make its socket directory %s: %s", r->conf.name, r->dir,
+		    errno == EEXIST ? "it exists and is not a directory of ours" : strerror(errno));
+		r->dir[0] = '\0';
+		return;
+	}
+	if (geteuid() == 0 && r->conf.user[0] && (pw = getpwnam(r->conf.user)) != NULL &&
+	    chown(r->dir, pw->pw_uid, pw->pw_gid) == -1)
+		log_warn("cannot give %s to %s: %s", r->dir, r->conf.user, strerror(errno));
+}
+
+/* Removes r's socket files and directory. */
+static void
+run_unlink(struct run *r)
+{
+	for (int k = 0; k < r->n; k++)
+		if (r->proc[k].sock[0])
+			unlink(r->proc[k].sock);
+	if (r->dir[0])
+		rmdir(r->dir);
 }
 
 static struct run *
@@ -111,6 +190,8 @@ run_new(struct lg_appsup *s, const struct lg_app_conf *a, int budget, int nauto,
 	r->staged = state == RUN_STAGED;
 	r->initial = state == RUN_ACTIVE;
 	r->n = lg_appconf_count(a, budget, nauto);
+	if (a->addr == LG_APP_ADDR_SOCKET)
+		run_dir(s, r);
 	for (int k = 0; k < r->n; k++) {
 		struct lg_app_proc *p = &r->proc[k];
 
@@ -139,10 +220,14 @@ start_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p)
 		p->respawn_at = lg_now_ns() + BACKOFF_MAX_NS;
 		return;
 	}
-	log_info("app %s[%d] pid=%d started%s%s", r->conf.name, p->index, (int)p->pid,
-	    p->sock[0] ? " on unix:" : p->port ? " on 127.0.0.1:" : "", p->sock[0] ? p->sock : "");
-	if (p->port && !p->sock[0])
-		log_info("app %s[%d] port %d", r->conf.name, p->index, p->port);
+	if (p->sock[0])
+		log_info("app %s[%d] pid=%d started on unix:%s", r->conf.name, p->index,
+		    (int)p->pid, p->sock);
+	else if (p->port)
+		log_info("app %s[%d] pid=%d started on 127.0.0.1:%d", r->conf.name, p->index,
+		    (int)p->pid, p->port);
+	else
+		log_info("app %s[%d] pid=%d started", r->conf.name, p->index, (int)p->pid);
 }
 
 static void
@@ -160,9 +245,14 @@ lg_app_start(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 	if (make_dir(s, conf, err, cap) == -1)
 		rc = -1;
 	for (int i = 0; rc == 0 && conf != NULL && i < conf->n; i++) {
-		struct run *r = run_new(s, &conf->app[i], budget, nauto, RUN_ACTIVE);
+		struct run *r;
 
-		if (r == NULL) {
+		if (check_socket(s->dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget,
+		    nauto), s->serial + 1, err, cap) == -1) {
+			rc = -1;
+			break;
+		}
+		if ((r = run_new(s, &conf->app[i], budget, nauto, RUN_ACTIVE)) == NULL) {
 			snprintf(err, cap, "app %s: out of memory", conf->app[i].name);
 			rc = -1;
 			break;
@@ -187,6 +277,8 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 {
 	int nauto = lg_appconf_nauto(conf), staged = 0;
 
+	s->failed_staged = 0;
+
 	if (make_dir(s, conf, err, cap) == -1) {
 		lg_appconf_free(conf);
 		return -1;
@@ -196,6 +288,12 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 
 		if (old != NULL && lg_appconf_same(&old->conf, &conf->app[i]))
 			continue;
+		if (check_socket(s->dir, &conf->app[i], lg_appconf_count(&conf->app[i], budget,
+		    nauto), s->serial + 1, err, cap) == -1) {
+			lg_app_unstage(s);
+			lg_appconf_free(conf);
+			return -1;
+		}
 		if ((r = run_new(s, &conf->app[i], budget, nauto, RUN_STAGED)) == NULL) {
 			snprintf(err, cap, "app %s: too many runs at once (reload again once the "
 			    "older ones have stopped)", conf->app[i].name);
@@ -220,12 +318,15 @@ lg_app_stage(struct lg_appsup *s, struct lg_apps *conf, int budget, char *err, s
 	return staged;
 }
 
+/* Stops r: SIGTERM with a grace, or (immediate) SIGKILL to every process group at once,
+ * also when r was already in its SIGTERM grace. */
 static void
 stop_run(struct run *r, int immediate)
 {
-	if (r->state == RUN_STOPPING)
+	if (r->state == RUN_STOPPING && (!immediate || r->killed))
 		return;
 	r->state = RUN_STOPPING;
+	r->killed |= immediate;
 	for (int k = 0; k < r->n; k++) {
 		struct lg_app_proc *p = &r->proc[k];
 
@@ -233,6 +334,7 @@ stop_run(struct run *r, int immediate)
 		if (p->pid > 0 && immediate) {
 			kill(-p->pid, SIGKILL);
 			p->stopping = 1;
+			p->kill_at = 0;
 		} else if (p->pid > 0 && !p->stopping) {
 			kill(p->pid, SIGTERM);
 			p->stopping = 1;
@@ -251,18 +353,14 @@ lg_app_staged(struct lg_appsup *s, char *err, size_t cap)
 {
 	int all = 1;
 
-	for (int i = 0; i < s->nruns; i++) {
-		struct run *r = s->runs[i];
-
-		if (!r->staged)
-			continue;
-		if (r->failed) {
-			snprintf(err, cap, "%s", r->why);
-			lg_app_unstage(s);
-			return -1;
-		}
-		all &= r->up;
+	if (s->failed_staged) {
+		snprintf(err, cap, "%s", s->why);
+		lg_app_unstage(s);
+		return -1;
 	}
+	for (int i = 0; i < s->nruns; i++)
+		if (s->runs[i]->staged)
+			all &= s->runs[i]->up;
 	return all;
 }
 
@@ -292,6 +390,7 @@ lg_app_commit(struct lg_appsup *s, uint32_t gen_id)
 void
 lg_app_unstage(struct lg_appsup *s)
 {
+	s->failed_staged = 0;
 	for (int i = 0; i < s->nruns; i++) {
 		if (s->runs[i]->staged)
 			stop_run(s->runs[i], 0);
@@ -304,6 +403,8 @@ lg_app_unstage(struct lg_appsup *s)
 int
 lg_app_ready(const struct lg_appsup *s)
 {
+	if (s->failed_initial)
+		return 0;
 	for (int i = 0; i < s->nruns; i++)
 		if (s->runs[i]->state == RUN_ACTIVE && !s->runs[i]->up)
 			return 0;
@@ -313,12 +414,10 @@ lg_app_ready(const struct lg_appsup *s)
 int
 lg_app_failed(const struct lg_appsup *s, char *err, size_t cap)
 {
-	for (int i = 0; i < s->nruns; i++)
-		if (s->runs[i]->initial && s->runs[i]->failed) {
-			snprintf(err, cap, "%s", s->runs[i]->why);
-			return 1;
-		}
-	return 0;
+	if (!s->failed_initial)
+		return 0;
+	snprintf(err, cap, "%s", s->why);
+	return 1;
 }
 
 void
@@ -355,9 +454,10 @@ lg_app_pollfds(const struct lg_appsup *s, struct pollfd *pfd, int max)
 	return n;
 }
 
-/* The run cannot start: said once, its processes stopped. */
+/* The run cannot start: said once, its processes stopped, the reason kept in s for the
+ * master (a start-up's run or a pending reload's). */
 static void
-fail_run(struct run *r, const char *what)
+fail_run(struct lg_appsup *s, struct run *r, const char *what)
 {
 	char tail[400];
 
@@ -368,13 +468,18 @@ fail_run(struct run *r, const char *what)
 	    tail[0] ? tail : "(none)");
 	r->failed = 1;
 	log_error("%s", r->why);
+	if ((r->initial && !s->failed_initial) || (r->staged && !s->failed_staged))
+		snprintf(s->why, sizeof(s->why), "%s", r->why);
+	s->failed_initial |= r->initial;
+	s->failed_staged |= r->staged;
 	stop_run(r, 0);
 }
 
 /* A process of r not ready within ready_timeout_ms of its start: before the run was up it
  * fails the run; after, the process is killed and restarted as one that died young. */
 static void
-check_ready_timeout(struct run *r, struct lg_app_proc *p, uint64_t now, uint64_t *next)
+check_ready_timeout(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t now,
+    uint64_t *next)
 {
 	uint64_t limit = p->started_ns + r->conf.ready_timeout_ms * LG_NS_PER_MS;
 	char what[160];
@@ -389,7 +494,7 @@ check_ready_timeout(struct run *r, struct lg_app_proc *p, uint64_t now, uint64_t
 	    "(ready_path %.60s)", p->index, (unsigned long long)r->conf.ready_timeout_ms,
 	    r->conf.ready_path[0] ? r->conf.ready_path : "none: a connection");
 	if (!r->up) {
-		fail_run(r, what);
+		fail_run(s, r, what);
 		return;
 	}
 	log_warn("app %s[%d] pid=%d: %s; killing and restarting it", r->conf.name, p->index,
@@ -424,7 +529,7 @@ tick_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t no
 			*next = p->respawn_at < *next ? p->respawn_at : *next;
 	}
 	lg_appproc_probe(&r->conf, p, now, next);
-	check_ready_timeout(r, p, now, next);
+	check_ready_timeout(s, r, p, now, next);
 }
 
 /* Frees runs that are stopping and have no process left. */
@@ -439,9 +544,7 @@ sweep(struct lg_appsup *s)
 			alive += r->proc[k].pid > 0 || r->proc[k].out >= 0;
 		if (r->state != RUN_STOPPING || alive)
 			continue;
-		for (int k = 0; k < r->n; k++)
-			if (r->proc[k].sock[0])
-				unlink(r->proc[k].sock);
+		run_unlink(r);
 		log_info("app %s: run %u stopped", r->conf.name, r->serial);
 		free(r);
 		s->runs[i--] = s->runs[--s->nruns];
@@ -472,7 +575,8 @@ lg_app_tick(struct lg_appsup *s, uint64_t now, uint64_t *next, uint32_t oldest)
 
 /* Process p of r died with status: its death before ready counts toward giving up. */
 static void
-plan_restart(struct run *r, struct lg_app_proc *p, int status, uint64_t now)
+plan_restart(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, int status,
+    uint64_t now)
 {
 	char what[160];
 	int young = !p->ready || now - p->started_ns < QUICK_DEATH_NS;
@@ -487,7 +591,7 @@ plan_restart(struct run *r, struct lg_app_proc *p, int status, uint64_t now)
 		snprintf(what, sizeof(what), "process %d died %u time(s) in a row before it was "
 		    "ready (last: %s %d)", p->index, p->fails, WIFSIGNALED(status) ? "signal" :
 		    "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-		fail_run(r, what);
+		fail_run(s, r, what);
 		return;
 	}
 	r->restarts++;
@@ -523,7 +627,7 @@ lg_app_reaped(struct lg_appsup *s, pid_t pid, int status)
 			p->pid = 0;
 			p->kill_at = 0;
 			if (!ours)
-				plan_restart(r, p, status, lg_now_ns());
+				plan_restart(s, r, p, status, lg_now_ns());
 			return 1;
 		}
 	return 0;
@@ -532,9 +636,10 @@ lg_app_reaped(struct lg_appsup *s, pid_t pid, int status)
 void
 lg_app_stop_all(struct lg_appsup *s, int immediate)
 {
-	if (s->stopping)
+	/* an immediate stop after a graceful one still kills what is in its SIGTERM grace */
+	if (s->stopping >= (immediate ? 2 : 1))
 		return;
-	s->stopping = 1;
+	s->stopping = immediate ? 2 : 1;
 	for (int i = 0; i < s->nruns; i++)
 		stop_run(s->runs[i], immediate);
 }
@@ -634,12 +739,11 @@ lg_app_free(struct lg_appsup *s)
 			if (p->out >= 0)
 				close(p->out);
 			lg_appproc_probe_close(p);
-			if (p->sock[0])
-				unlink(p->sock);
 		}
+		run_unlink(s->runs[i]);
 		free(s->runs[i]);
 	}
-	if (s->dir_made && getenv("RUNTIME_DIRECTORY") == NULL)
+	if (s->dir_ours) /* whatever RUNTIME_DIRECTORY says: one it names is systemd's */
 		rmdir(s->dir);
 	free(s);
 }

@@ -30,9 +30,14 @@ struct lg_app_server {
 
 /* A supervisor for apps (heap; lg_app_free). master_pid: the master's pid, which names the
  * socket directory ($RUNTIME_DIRECTORY when set, else ${TMPDIR:-/tmp}/lagless-PID, created
- * 0700 at the first start, owned by the first app's user when running as root). NULL when out
- * of memory. */
+ * at the first start, 0711: each run has its own subdirectory NAME.SERIAL in it, 0700, owned by
+ * the app's user when running as root). NULL when out of memory. */
 struct lg_appsup *lg_app_new(pid_t master_pid);
+
+/* For -t: every app's socket paths (their first run's) fit a unix socket address under the
+ * socket directory a master of pid would use. Returns 0, or -1 with the reason in err. */
+int lg_app_check_paths(const struct lg_apps *conf, pid_t pid, int budget, char *err,
+    size_t cap);
 
 /* Starts the apps of conf (taken over: freed by the supervisor; NULL none) as the running set:
  * at start-up. Returns 0, or -1 with the reason in err (cap bytes): the socket directory. */

@@ -310,7 +310,7 @@ int
 lg_appconf_socket_path(const char *dir, const char *name, uint32_t serial, int index,
     char *out, size_t cap)
 {
-	int n = snprintf(out, cap, "%s/%s.%u.%d.sock", dir, name, serial, index);
+	int n = snprintf(out, cap, "%s/%s.%u/%d.sock", dir, name, serial, index);
 
 	return n < 0 || (size_t)n >= cap || n >= 108 ? -1 : 0;
 }
@@ -331,7 +331,7 @@ lg_appconf_print(const struct lg_apps *apps, int budget, void *fp)
 		for (int k = 0; k < n; k++) {
 			if (a->addr == LG_APP_ADDR_SOCKET)
 				fprintf(f, "  %s[%d]: unix:$RUNTIME_DIRECTORY or $TMPDIR/lagless-PID/"
-				    "%s.1.%d.sock\n", a->name, k, a->name, k);
+				    "%s.1/%d.sock\n", a->name, k, a->name, k);
 			else if (a->addr == LG_APP_ADDR_PORT)
 				fprintf(f, "  %s[%d]: 127.0.0.1:{port} (a free port picked at start)\n",
 				    a->name, k);

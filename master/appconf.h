@@ -78,8 +78,8 @@ int lg_appconf_nauto(const struct lg_apps *apps);
 /* Whether a and b start the same processes (every key but where they were written). */
 int lg_appconf_same(const struct lg_app_conf *a, const struct lg_app_conf *b);
 
-/* The socket file of process index of app under dir into out (cap bytes): DIR/NAME.SERIAL.I.sock
- * (serial: the app's start, 1 at start-up, + 1 per reload that replaced it). Returns 0, or -1
+/* The socket file of process index of app under dir into out (cap bytes): DIR/NAME.SERIAL/I.sock,
+ * in the run's own directory (serial: the run's number, 1 at start-up, + 1 per run started). Returns 0, or -1
  * when it does not fit a sockaddr_un (108 bytes, unix(7)). */
 int lg_appconf_socket_path(const char *dir, const char *name, uint32_t serial, int index,
     char *out, size_t cap);

@@ -45,6 +45,22 @@ become_user(const char *user)
 	return 0;
 }
 
+/* In the child: what an app of its own should see in its environment: not the master's
+ * NOTIFY_SOCKET (systemd's is the master's to answer), and as root with a user, that user's
+ * HOME, USER and LOGNAME (env lines, set after, may still change them). */
+static void
+child_env(const struct lg_app_conf *a)
+{
+	struct passwd *pw;
+
+	unsetenv("NOTIFY_SOCKET");
+	if (a->user[0] == '\0' || geteuid() != 0 || (pw = getpwnam(a->user)) == NULL)
+		return; /* become_user says why */
+	setenv("HOME", pw->pw_dir, 1);
+	setenv("USER", pw->pw_name, 1);
+	setenv("LOGNAME", pw->pw_name, 1);
+}
+
 /* In the child, after fork: never returns. */
 static void
 child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, int out)
@@ -64,6 +80,7 @@ child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, in
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
+	child_env(a);
 	for (int i = 0; i < a->nenv; i++) {
 		char kv[LG_APP_STR];
 		char *eq;
@@ -132,15 +149,35 @@ lg_appproc_spawn(const struct lg_app_conf *a, struct lg_app_proc *p, pid_t maste
 	return 0;
 }
 
+/* The line of p, its control bytes (a NUL too) written \xNN, into out (4 x LG_APP_LINE): an
+ * app's output never forges log lines (CR, ESC) nor cuts them short (NUL). */
+static void
+escape_line(const struct lg_app_proc *p, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p->line[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
 static void
 emit(const char *name, struct lg_app_proc *p, struct lg_app_tail *tail, int cut)
 {
-	p->line[p->nline] = '\0';
-	if (p->nline > 0 && p->line[p->nline - 1] == '\r')
-		p->line[p->nline - 1] = '\0';
-	log_info("app %s[%d]: %s%s", name, p->index, p->line, cut ? " [line cut]" : "");
-	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s",
-	    p->line);
+	char line[4 * LG_APP_LINE];
+	size_t n = p->nline;
+
+	if (n > 0 && p->line[n - 1] == '\r')
+		n--; /* a CRLF line end */
+	escape_line(p, n, line);
+	log_info("app %s[%d]: %s%s", name, p->index, line, cut ? " [line cut]" : "");
+	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s", line);
 	tail->next++;
 	p->nline = 0;
 }

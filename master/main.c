@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
+#include "master/app.h"
 #include "master/appconf.h"
 #include "master/ctl.h"
 #include "master/gen.h"
@@ -254,6 +255,14 @@ main(int argc, char **argv)
 		return rc;
 	}
 	if (cmd.test_config && lg_modprobe_check(cfg.reg, 60000, err, sizeof(err)) == -1) {
+		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
+		lg_registry_free(cfg.reg);
+		lg_appconf_free(cfg.apps);
+		return 1;
+	}
+	/* the socket directory holds the master's pid: the widest pid (pid_max 4194304) here */
+	if (cmd.test_config && lg_app_check_paths(cfg.apps, 4194304, sz.budget, err,
+	    sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
 		lg_registry_free(cfg.reg);
 		lg_appconf_free(cfg.apps);

@@ -587,7 +587,7 @@ raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
 static int
 start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 {
-	char err[300];
+	char err[512];
 
 	if ((m->apps = lg_app_new(m->pid)) == NULL) {
 		log_error("out of memory");

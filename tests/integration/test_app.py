@@ -26,6 +26,9 @@ APP = textwrap.dedent(r'''
         print("loading settings", flush=True)
         print("boom: settings.py has no DATABASE_URL", file=sys.stderr, flush=True)
         sys.exit(3)
+    if mode == "env":  # what it inherits, then as "ok"
+        print("env HOME=%s USER=%s LOGNAME=%s NOTIFY_SOCKET=%s" % tuple(
+            os.environ.get(k) for k in ("HOME", "USER", "LOGNAME", "NOTIFY_SOCKET")), flush=True)
     if mode == "slow":
         time.sleep(1.5)  # an app that takes its time to import
     if mode == "stubborn":
@@ -150,7 +153,7 @@ def test_app_is_probed_ready_before_the_master_is(start_server, tmp_path, addr):
         m = re.search(r"app web\[0\] pid=\d+ started on unix:(\S+)", log)
         assert m and os.path.exists(m.group(1)), log
     else:
-        m = re.search(r"app web\[0\] port (\d+)", log)
+        m = re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:(\d+)", log)
         r = get(int(m.group(1)), "/hello")
         assert r.status == 200 and b"/hello" in r.body
     st = get(srv.port, "/status").json()
@@ -166,6 +169,23 @@ def test_app_that_crashes_at_start_fails_the_start_up_with_its_output(tmp_path):
     assert rc == 1, err
     assert re.search(r"start-up failed: app web process \d died 3 time\(s\) in a row before it "
                      r"was ready.*boom: settings.py has no DATABASE_URL", err), err
+    assert "ready: generation" not in err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", ["crash", "missing"])
+def test_a_lone_app_process_that_dies_before_ready_fails_the_start_up(tmp_path, mode):
+    # one process: once it has given up there is no process left in the run, and the failure
+    # must still reach the master (it was freed with its run, and the master went ready)
+    section = app_section("crash", extra="start_failures = 2\n").replace("processes = 2",
+                                                                         "processes = 1")
+    if mode == "missing":
+        section = section.replace("PY APP crash", "/nonexistent/app-binary")
+    rc, took, err = run_failing(tmp_path, write_conf(tmp_path, section), 20)
+    assert rc == 1, err
+    assert re.search(r"start-up failed: app web process 0 died 2 time\(s\) in a row", err), err
+    if mode == "crash":
+        assert "boom: settings.py has no DATABASE_URL" in err, err
     assert "ready: generation" not in err
 
 
@@ -187,7 +207,8 @@ def test_app_that_dies_under_load_is_restarted_and_counted(start_server, tmp_pat
     srv = start_server("-c", str(conf), start_timeout=30)
     wait_log(srv, r"ready: generation 1", 20)
     old = app_pids(srv)
-    port = int(re.search(r"app web\[0\] port (\d+)", srv.log()).group(1))
+    port = int(re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:(\d+)",
+                         srv.log()).group(1))
     try:
         get(port, "/die", timeout=5)
     except Exception:
@@ -271,7 +292,7 @@ def test_test_config_prints_each_app_and_its_addresses(tmp_path):
     out = p.stdout.decode()
     assert p.returncode == 0, p.stderr.decode()
     assert re.search(r"^app web: 2 process\(es\), upstream web, command: ", out, re.M), out
-    assert "web[1]: unix:" in out and "web.1.1.sock" in out
+    assert "web[1]: unix:" in out and "web.1/1.sock" in out
     assert re.search(r"^app worker: \d+ process\(es\) \(auto\)", out, re.M), out
     assert "worker[0]: 127.0.0.1:{port}" in out
 
@@ -334,6 +355,22 @@ def test_reload_to_an_app_that_never_gets_ready_is_refused(start_server, tmp_pat
         r.stderr
     wait_log(srv, r"app web: run 2 stopped", 20)
     # the old processes keep serving; no generation 2
+    assert all(pid_alive(p, s) for p, s in before.items())
+    assert "starting generation 2" not in srv.log()
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(90)
+def test_reload_to_an_app_that_dies_before_ready_is_refused(start_server, tmp_path):
+    srv, conf, _ = served_with_app(start_server, tmp_path, app_section("ok"))
+    before = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, app_section("crash", extra="start_failures = 2\n")
+            .replace("processes = 2", "processes = 1"))
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "died 2 time(s) in a row" in r.stderr, r.stderr
+    assert "boom: settings.py has no DATABASE_URL" in r.stderr, r.stderr
     assert all(pid_alive(p, s) for p, s in before.items())
     assert "starting generation 2" not in srv.log()
     assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
@@ -407,6 +444,39 @@ def test_sigquit_stops_the_apps_at_once(start_server, tmp_path):
     assert time.monotonic() - t0 < 10
     assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
     assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(60)
+def test_sigquit_kills_apps_already_in_their_sigterm_grace(start_server, tmp_path):
+    conf = write_conf(tmp_path, app_section("stubborn").replace("stop_grace_ms = 1500",
+                                                                "stop_grace_ms = 30000"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    os.kill(srv.pid, signal.SIGTERM)
+    wait_log(srv, r"app web\[\d\]: SIGTERM ignored", 20)
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10, srv.log()
+    assert "app web: stopping run 1 at once (SIGKILL)" in srv.log()
+    assert not [p for p, s in pids.items() if pid_alive(p, s)]
+
+
+@pytest.mark.timeout(90)
+def test_sigquit_kills_the_old_runs_a_reload_left_in_their_grace(start_server, tmp_path):
+    section = app_section("stubborn").replace("stop_grace_ms = 1500", "stop_grace_ms = 30000")
+    srv, conf, _ = served_with_app(start_server, tmp_path, section)
+    old = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    rewrite(conf, tmp_path, section + "env = VERSION=2\n")
+    r = reload_cmd(conf)
+    assert r.returncode == 0, r.stderr
+    wait_log(srv, r"app web: stopping run 1 \(SIGTERM", 30)
+    wait_log(srv, r"SIGTERM ignored", 20)
+    pids = {p: proc_stat(p)[3] for p in app_pids(srv)}
+    t0 = time.monotonic()
+    assert srv.stop(signal.SIGQUIT, timeout=20) == 0, srv.log()
+    assert time.monotonic() - t0 < 10, srv.log()
+    assert not [p for p, s in list(old.items()) + list(pids.items()) if pid_alive(p, s)]
 
 
 @pytest.mark.timeout(60)
@@ -585,3 +655,112 @@ def test_upstream_app_join_errors(tmp_path, body, what):
     p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "-t"], capture_output=True, env=env(),
                        timeout=20)
     assert p.returncode == 1 and what in p.stderr.decode(), p.stderr.decode()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("when", ["start", "reload"])
+def test_apps_of_different_users_each_bind_their_socket(start_server, tmp_path, when):
+    """Each run's sockets are in a directory of its own, given to its user: a second app with
+    another user (or one a reload adds to a root-only configuration) can bind its socket."""
+    import shutil
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip("user = is honoured only as root")
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the apps' users
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+
+        def section(name, user):
+            return ("[app %s]\ncommand = %s %s/app.py ok {socket}\nprocesses = 1\n"
+                    "ready_path = /health\nready_timeout_ms = 8000\n%s"
+                    % (name, PY, shared, "user = %s\n" % user if user else ""))
+        pidf = tmp_path / "lagless.pid"
+        head = "[lagless]\nloop_workers = 1\ncompute_workers = 1\npid_file = %s\n" % pidf
+        users = section("api", "nobody") + section("adm", "daemon")
+        conf = tmp_path / "lagless.conf"
+        conf.write_text(head + section("web", "") + (users if when == "start" else ""))
+        srv = start_server("-c", str(conf), start_timeout=30)
+        wait_log(srv, r"ready: generation 1", 20)
+        if when == "reload":
+            conf.write_text(head + section("web", "") + users)
+            r = reload_cmd(conf)
+            assert r.returncode == 0, r.stderr + srv.log()[-3000:]
+        for name in ("api", "adm"):
+            wait_log(srv, r"app %s: 1 process\(es\) ready" % name, 20)
+        assert "Permission denied" not in srv.log()
+        assert srv.stop() == 0
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@pytest.mark.timeout(90)
+def test_a_socket_path_too_long_for_a_unix_address_is_refused(start_server, tmp_path):
+    """Refused by -t, at start-up and by a reload, with the reason (it was an empty path)."""
+    rt = str(tmp_path / "r")
+    if len(rt) > 80:
+        pytest.skip("tmp_path too long for this test")
+    rt += "r" * (85 - len(rt))  # "web" fits (85 + 13 bytes), a 23-byte name does not
+    long_app = app_section("ok", extra="start_failures = 1\n").replace(
+        "[app web]", "[app w%s]" % ("x" * 22)).replace("processes = 2", "processes = 1")
+    e = dict(env(), RUNTIME_DIRECTORY=rt)
+    conf = write_conf(tmp_path, app_section("ok") + long_app)
+    t = subprocess.run([LAGLESS_BIN, "-t", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=60, env=e)
+    assert t.returncode == 1 and "is longer than a unix socket address holds" in t.stderr, \
+        t.stdout + t.stderr
+    p = subprocess.run([LAGLESS_BIN, "-c", str(conf), "--listen", "127.0.0.1:0"],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30,
+                       env=e)
+    assert p.returncode == 1 and "is longer than a unix socket address holds" in p.stderr, \
+        p.stderr
+    assert "ready: generation" not in p.stderr
+    pidf = tmp_path / "lagless.pid"
+    conf = write_conf(tmp_path, "pid_file = %s\n" % pidf + app_section("ok"))
+    srv = start_server("-c", str(conf), start_timeout=30, env=e)
+    wait_log(srv, r"ready: generation 1", 20)
+    rewrite(conf, tmp_path, app_section("ok") + long_app)
+    r = reload_cmd(conf)
+    assert r.returncode == 1, r.stderr
+    assert "refused" in r.stderr and "is longer than a unix socket address holds" in r.stderr, \
+        r.stderr
+    assert get(srv.port, "/status").json()["apps"][0]["ready"] == 2
+    assert srv.stop() == 0
+
+
+@pytest.mark.timeout(60)
+def test_app_start_line_environment_and_user_identity(start_server, tmp_path):
+    """The start line names the port; the app does not inherit the master's NOTIFY_SOCKET; with
+    user (as root) HOME, USER and LOGNAME are that user's."""
+    import pwd
+    import shutil
+    import tempfile
+    user = "nobody" if os.geteuid() == 0 else ""
+    shared = tempfile.mkdtemp(prefix="lagless-app-")  # readable by the app's user
+    notify = Notify(str(tmp_path / "notify.sock"))
+    try:
+        os.chmod(shared, 0o755)
+        shutil.copy(str(write_conf(tmp_path, "")).replace("lagless.conf", "app.py"), shared)
+        os.chmod(os.path.join(shared, "app.py"), 0o644)
+        conf = tmp_path / "lagless.conf"
+        conf.write_text("[lagless]\nloop_workers = 1\ncompute_workers = 1\n"
+                        "[app web]\ncommand = %s %s/app.py env {port}\nprocesses = 1\n%s"
+                        % (PY, shared, "user = %s\n" % user if user else ""))
+        srv = start_server("-c", str(conf), start_timeout=30,
+                           env=dict(env(), NOTIFY_SOCKET=notify.path, HOME="/root-home",
+                                    USER="root-user", LOGNAME="root-user"))
+        wait_log(srv, r"ready: generation 1", 20)
+        assert re.search(r"app web\[0\] pid=\d+ started on 127\.0\.0\.1:\d+$", srv.log(),
+                         re.M), srv.log()[-3000:]
+        m = re.search(r"app web\[0\]: env HOME=(\S+) USER=(\S+) LOGNAME=(\S+) "
+                      r"NOTIFY_SOCKET=(\S+)$", srv.log(), re.M)
+        assert m, srv.log()[-3000:]
+        assert m.group(4) == "None"
+        if user:
+            pw = pwd.getpwnam(user)
+            assert m.groups()[:3] == (pw.pw_dir, user, user)
+        assert srv.stop() == 0
+    finally:
+        notify.close()
+        shutil.rmtree(shared, ignore_errors=True)
