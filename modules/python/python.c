@@ -6,6 +6,7 @@
  *   path = /usr/local/lib/lagless/modules/python.so
  *   python_path = /srv/app             ; directories put first on sys.path (':' separated)
  *   preload = app.images               ; modules imported at process start (optional)
+ *   preload_routes = no                ; yes: every route's callable imported at process start
  *   check_timeout_ms = 10000           ; the import check of -t / start-up / SIGHUP
  *
  *   [route /thumbnail]
@@ -56,7 +57,8 @@ static char paths[MAX_PATHS][PATH_MAX];
 static size_t npaths;
 static uint64_t check_timeout_ms = 10000;
 
-static const char *const module_keys[] = { "python_path", "preload", "check_timeout_ms" };
+static const char *const module_keys[] = { "python_path", "preload", "preload_routes",
+	"check_timeout_ms" };
 
 /* python_path (':' separated) into paths[], each made absolute with realpath(3). */
 static int
@@ -111,6 +113,17 @@ static int
 callable_ok(const char *s)
 {
 	return name_ok(s, strlen(s), 0);
+}
+
+/* preload_routes: 1 yes, 0 no or absent (the default), -1 neither. */
+static int
+preload_routes_of(const struct lagless_host *h, const struct lagless_conf *conf)
+{
+	const char *v = h->conf_get(conf, "preload_routes");
+
+	if (v == NULL || strcmp(v, "no") == 0)
+		return 0;
+	return strcmp(v, "yes") == 0 ? 1 : -1;
 }
 
 /* preload: module names separated by commas or blanks. */
@@ -488,9 +501,14 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 			j++;
 		if (j == sizeof(module_keys) / sizeof(module_keys[0])) {
 			snprintf(err, errlen, "%s: unknown key for this module (it takes: python_path, "
-			    "preload, check_timeout_ms)", key);
+			    "preload, preload_routes, check_timeout_ms)", key);
 			return -1;
 		}
+	}
+	if (preload_routes_of(h, conf) == -1) {
+		snprintf(err, errlen, "preload_routes = %s: yes or no",
+		    h->conf_get(conf, "preload_routes"));
+		return -1;
 	}
 	if (!preload_ok(h->conf_get(conf, "preload"))) {
 		snprintf(err, errlen, "preload = %s: module names (dotted Python names) separated "
@@ -544,8 +562,11 @@ import_callables(const struct lagless_host *h)
 		}
 }
 
-/* Each compute process, after fork: the interpreter, then the preload modules and the
- * routes' callables (a failure there is logged: the route's jobs report it again). */
+/* Each compute process, after fork: the interpreter, then the preload modules and, with
+ * preload_routes = yes, the routes' callables (a failure there is logged: the route's jobs
+ * report it again). Not by default: a compute process that replaces one killed at a deadline
+ * would otherwise import every Python route's module before it takes the next job, which may
+ * be a C kind's in the same pool. */
 static int
 py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
 {
@@ -567,7 +588,8 @@ py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **st
 		pre += n;
 		pre += strspn(pre, ", \t");
 	}
-	import_callables(h);
+	if (preload_routes_of(h, conf) == 1)
+		import_callables(h);
 	return 0;
 }
 

@@ -234,10 +234,11 @@ def test_a_view_kept_past_the_return_recycles_the_process_after_its_answer(srv):
 
 @pytest.mark.timeout(60)
 def test_init_imports_the_routes_callables_before_the_first_job(start_server, tmp_path):
-    """ABI 1.2: init is told the routes (host->route_at), so each compute process imports the
-    callables at its start, without preload, not at each route's first job."""
+    """ABI 1.2: init is told the routes (host->route_at), so with preload_routes = yes each
+    compute process imports the callables at its start, not at each route's first job."""
     conf = tmp_path / "lagless.conf"
-    conf.write_text(config(TESTPKG, ("early", "lgtest.early:hello", "")))
+    conf.write_text(config(TESTPKG, ("early", "lgtest.early:hello", "")).replace(
+        "[module python]\n", "[module python]\npreload_routes = yes\n", 1))
     s = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
     (pid,) = s.wait_children("compute", 1, timeout=15)
     assert wait_until(lambda: "lgtest.early imported in pid %d" % pid in s.log(), 15), \

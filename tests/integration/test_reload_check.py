@@ -43,6 +43,9 @@ def test_master_serves_while_a_reload_is_checked(start_server, tmp_path):
                        "--enable-test-jobs", "1", "--agent-listen", "127.0.0.1:%d" % agent,
                        start_timeout=30)
     assert agent_line(agent).startswith(b"ready"), srv.log()
+    # the slow import is armed once the compute process has started (with preload_routes it
+    # would import the callable in its init), so only the reload's check meets it
+    assert wait_until(lambda: "lg_compute_main: started" in srv.log(), 20), srv.log()
     flag.touch()
     t_hup = time.monotonic()
     os.kill(srv.pid, signal.SIGHUP)
