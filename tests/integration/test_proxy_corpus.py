@@ -16,16 +16,13 @@ checked, not only what the client got back:
   Host, token names, no CR, LF or NUL inside a line, no Content-Length beside
   Transfer-Encoding, Transfer-Encoding only "chunked", and no hop-by-hop field
   (RFC 9110 section 7.6.1) but that framing."""
-import json
-import os
 import re
-import socket
 
 import pytest
 
 from conftest import get, metric, wait_until
 from origin import Origin
-from test_corpus_llhttp import VECTORS, with_host
+from test_corpus_llhttp import VECTORS, exchange, with_host
 
 TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer", b"upgrade"}
@@ -36,26 +33,6 @@ def origin(tmp_path):
     o = Origin(unix_path=str(tmp_path / "app.sock")).start()
     yield o
     o.stop()
-
-
-def exchange(port, data):
-    """Sends data, half-closes, and reads until lagless closes; returns every status."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        buf = b""
-        try:
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        except (ConnectionResetError, socket.timeout):
-            pass
-    return [int(x) for x in re.findall(rb"(?:^|\n)HTTP/1\.1 (\d{3}) ", buf)]
 
 
 def head_faults(head):
