@@ -39,6 +39,7 @@ Control API (thread-safe)::
     o.seen                      # list of Seen (method, target, path, headers, head, body...)
     o.connections               # connections accepted
     o.in_flight, o.max_in_flight  # requests whose head is in and answer not finished
+    o.open_connections          # connections accepted and not yet closed
     o.release_all()             # every /hold and /no-read that arrived before goes on
     o.wait(pred, timeout)       # waits (bounded, on a condition) until pred(o) is true
     o.stop()                    # closes everything; every thread ends (joined, bounded)
@@ -317,6 +318,12 @@ class Origin:
 
     def __exit__(self, *exc):
         self.stop()
+
+    @property
+    def open_connections(self):
+        """Connections accepted and not yet closed (each one's thread still serving it)."""
+        with self._cond:
+            return len(self._socks)
 
     def release_all(self):
         """Lets every /hold and /no-read request that has arrived go on (later ones wait for

@@ -65,8 +65,9 @@ def head_faults(head):
 
 
 def quiet(port, origin):
-    """Nothing in flight or queued to the upstream, and nothing unanswered at the origin."""
-    return (origin.in_flight == 0 and
+    """Nothing in flight or queued to the upstream, and no origin connection still open (its
+    thread may not have read a request lagless sent before the client left)."""
+    return (origin.in_flight == 0 and origin.open_connections == 0 and
             metric(port, 'lagless_upstream_in_flight{upstream="app"}') == 0 and
             metric(port, 'lagless_upstream_queue_depth{upstream="app"}') == 0)
 
@@ -74,7 +75,9 @@ def quiet(port, origin):
 @pytest.mark.timeout(300)
 def test_llhttp_request_corpus_through_the_proxy(start_server, tmp_path, origin):
     conf = tmp_path / "corpus.conf"
-    conf.write_text("[upstream app]\nserver = %s\nmax_conns = 4\nqueue = 16\n\n"
+    # keepalive = 0: every request has an origin connection of its own, closed after it, so
+    # "no origin connection open" says every byte lagless sent has been read by the origin
+    conf.write_text("[upstream app]\nserver = %s\nmax_conns = 4\nqueue = 16\nkeepalive = 0\n\n"
                     "[route /*]\nupstream = app\ndeadline_ms = 5000\n" % origin.unix_server)
     srv = start_server("--loop-workers", "1", "--compute-workers", "1", "-c", str(conf))
     faults, forwarded = [], 0
@@ -85,12 +88,13 @@ def test_llhttp_request_corpus_through_the_proxy(start_server, tmp_path, origin)
         exchange(srv.port, data)
         # The client half-closed: lagless may have sent a request on and closed the client's
         # connection before its answer (the client is gone, as nginx takes it). What the input
-        # sent reaches the origin before lagless has nothing in flight or queued and the
-        # origin has answered everything; a marker request then closes this vector's window.
+        # sent has reached the origin once lagless has nothing in flight or queued and every
+        # origin connection is closed; a marker request then closes this vector's window.
         assert wait_until(lambda: quiet(srv.port, origin), 10), name
         marker = "/corpus-marker-%d" % i
         assert get(srv.port, marker).status == 404  # the origin's answer to an unknown path
         assert wait_until(lambda: any(x.target == marker for x in origin.seen[before:]), 10)
+        assert wait_until(lambda: origin.open_connections == 0, 10), name
         window = origin.seen[before:]
         seen = [x for x in window if not x.target.startswith("/corpus-marker-")]
         done = [x for x in seen if x.complete]

@@ -103,8 +103,13 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	count_status(x, status);
 	int whole = x->dispatched;
 	lg_up_free(x, 0);
-	/* A request whose body was not all read closes with the answer. */
-	(void)lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	/* A request whose body was not all read closes with the answer. Outside the core's
+	 * process loop (an app's or a timer's event), a request the client pipelined behind this
+	 * one left the answer queued for a batch: resumed as the job room resumes after a job's
+	 * answer, the answer goes out and the next request is read. */
+	if (lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL) == 0 &&
+	    !c->processing)
+		(void)lg_conn_resume(c);
 	return -1; /* x is gone (c may live on) */
 }
 
