@@ -35,6 +35,9 @@ RESPONSES = {
     # an empty list element before the token (RFC 9110 5.6.1.2): kept, as http-parser does not
     "http10-keep-alive-empty-element": b"HTTP/1.0 200 OK\r\nConnection: ,keep-alive\r\n"
                                        b"Content-Length: 2\r\n\r\nhi",
+    # a list before the token: kept, as http-parser does not
+    "http10-keep-alive-list": b"HTTP/1.0 200 OK\r\nConnection:u,keep-alive\r\n"
+                              b"Content-Length: 2\r\n\r\nhi",
     "close-delimited": b"HTTP/1.0 200 OK\r\nServer: x\r\n\r\nuntil the close",
     "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
                b"6;a=b\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n",
