@@ -365,10 +365,9 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 }
 
 int
-lg_route_head(struct lg_http *h, void *conn)
+lg_route_head(struct lg_conn *c)
 {
-	struct lg_conn *c = conn;
-	const struct lg_http_req *r = &h->req;
+	const struct lg_http_req *r = &c->http.req;
 	const struct lg_config *cfg = c->w->env->cfg;
 	const struct lg_route_def *d;
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
