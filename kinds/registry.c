@@ -456,7 +456,7 @@ lg_registry_remove_route(struct lg_registry *r, const char *path)
 /* The routes served without configuration: path, methods, handler or kind, test only. */
 static const struct {
 	const char *path;
-	uint32_t methods;
+	uint64_t methods;
 	const char *handler, *kind;
 	int test_only;
 } defaults[] = {
@@ -523,49 +523,12 @@ lg_registry_default_routes(struct lg_registry *r, uint64_t deadline_ms, uint64_t
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	uint32_t bit;
-} methods[] = {
-	{ "GET", LG_M_GET }, { "HEAD", LG_M_HEAD }, { "POST", LG_M_POST }, { "PUT", LG_M_PUT },
-	{ "DELETE", LG_M_DELETE }, { "PATCH", LG_M_PATCH },
-};
-
-uint32_t
+uint64_t
 lg_registry_methods(const char *list)
 {
-	uint32_t set = 0;
-	const char *p = list;
+	uint64_t set = lg_http_methods_parse(list);
 
-	while (*p) {
-		size_t n = strcspn(p, ", \t"), i;
-
-		for (i = 0; n && i < sizeof(methods) / sizeof(methods[0]); i++)
-			if (strlen(methods[i].name) == n && memcmp(methods[i].name, p, n) == 0)
-				break;
-		if (n && i == sizeof(methods) / sizeof(methods[0]))
-			return 0;
-		if (n)
-			set |= methods[i].bit;
-		p += n;
-		p += strspn(p, ", \t");
-	}
 	return set & LG_M_GET ? set | LG_M_HEAD : set;
-}
-
-void
-lg_registry_methods_str(uint32_t set, char *buf, size_t cap)
-{
-	size_t len = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (set & methods[i].bit) {
-			int n = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", methods[i].name);
-			if (n < 0 || (size_t)n >= cap - len)
-				return;
-			len += (size_t)n;
-		}
 }
 
 void
@@ -578,9 +541,9 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 	for (uint32_t i = 0; i < r->nroutes; i++) {
 		const struct lg_route_def *rt = &r->routes[i];
 		const struct lg_kind *k = lg_registry_kind(r, rt->kind);
-		char m[64], path[LG_PATH_MAX + 2];
+		char m[320], path[LG_PATH_MAX + 2];
 
-		lg_registry_methods_str(rt->methods, m, sizeof(m));
+		lg_http_methods_str(rt->methods, m, sizeof(m));
 		snprintf(path, sizeof(path), "%s%s", rt->path, rt->prefix ? "*" : "");
 		if (rt->upstream != 0 && rt->upstream <= r->nupstreams)
 			fprintf(f, "%-20s %-18s upstream %-15s %-5s %11llu %10llu  ", path, m,

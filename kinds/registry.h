@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "common/policy.h"
+#include "http/method.h"
 #include "kinds/host.h"
 
 #define LG_NAME_MAX  64   /* module and kind names */
@@ -29,13 +30,21 @@
 #define LG_MODULE_NKINDS_MAX    1024u
 #define LG_MODULE_KIND_SIZE_MAX 4096u
 
-/* Route methods (a bit set). */
-#define LG_M_GET    0x01u
-#define LG_M_HEAD   0x02u
-#define LG_M_POST   0x04u
-#define LG_M_PUT    0x08u
-#define LG_M_DELETE 0x10u
-#define LG_M_PATCH  0x20u
+/* Route methods: a set of http/method.h's methods, a bit per method (LG_HTTP_METHOD_BIT); any
+ * method that list knows may be routed. The ones named here are the defaults'. */
+#define LG_M_GET     LG_HTTP_METHOD_BIT(HTTP_GET)
+#define LG_M_HEAD    LG_HTTP_METHOD_BIT(HTTP_HEAD)
+#define LG_M_POST    LG_HTTP_METHOD_BIT(HTTP_POST)
+#define LG_M_PUT     LG_HTTP_METHOD_BIT(HTTP_PUT)
+#define LG_M_DELETE  LG_HTTP_METHOD_BIT(HTTP_DELETE)
+#define LG_M_PATCH   LG_HTTP_METHOD_BIT(HTTP_PATCH)
+#define LG_M_OPTIONS LG_HTTP_METHOD_BIT(HTTP_OPTIONS)
+/* What a route to an upstream serves without `methods =`: every method a proxy forwards to an
+ * app, OPTIONS included (a CORS preflight is the app's to answer); not CONNECT (a tunnel,
+ * which lagless does not offer) nor TRACE (it would echo the client's credentials back:
+ * RFC 9110 section 9.3.8). docs/HTTP.md. */
+#define LG_M_UPSTREAM_DEFAULT (LG_M_GET | LG_M_HEAD | LG_M_POST | LG_M_PUT | LG_M_DELETE | \
+	LG_M_PATCH | LG_M_OPTIONS)
 
 struct lg_module {
 	char name[LG_NAME_MAX];
@@ -101,7 +110,7 @@ struct lg_upstream_def {
 struct lg_route_def {
 	char path[LG_PATH_MAX];
 	int prefix;                 /* the path was given ending in "*": a prefix match */
-	uint32_t methods;           /* LG_M_*; GET implies HEAD */
+	uint64_t methods;           /* LG_M_* (http/method.h's bits); GET implies HEAD */
 	char handler[LG_NAME_MAX];  /* a loop handler's name, "" for a kind */
 	uint32_t kind;              /* kind id, 0 for a handler */
 	uint32_t where;             /* LAGLESS_WHERE_POOL or LAGLESS_WHERE_LOOP */
@@ -264,11 +273,9 @@ int lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t ro
  * lg_job_status and the answer's length in *out_len. */
 int lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len);
 
-/* Route methods from "GET, POST" (case-sensitive tokens, ',' or ' ' separated). Returns the
- * LG_M_* set, or 0 for an unknown or empty list. */
-uint32_t lg_registry_methods(const char *list);
-
-/* The methods of a set as "GET, HEAD, POST" into buf (an Allow header value). */
-void lg_registry_methods_str(uint32_t set, char *buf, size_t cap);
+/* Route methods from "GET, POST" (any method of http/method.h; case-sensitive tokens, ',' or
+ * ' ' separated): lg_http_methods_parse's set, with HEAD added to GET (RFC 9110 section
+ * 9.3.2). Returns 0 for an unknown or empty list. */
+uint64_t lg_registry_methods(const char *list);
 
 #endif

@@ -1051,6 +1051,37 @@ test_no_hooks(void **state)
 	assert_int_equal(h.body_seen, 3);
 }
 
+/* One method vocabulary (http/method.h): a set parses from any token of the list (exact case,
+ * RFC 9110 section 9.1) and prints GET, HEAD, POST, PUT, DELETE, PATCH first, the others by
+ * number, whole names only. */
+static void
+test_method_sets(void **state)
+{
+	char buf[512];
+	uint64_t all = 0;
+
+	assert_int_equal(lg_http_methods_parse("GET, OPTIONS\tM-SEARCH  PROPFIND,"),
+	    LG_HTTP_METHOD_BIT(HTTP_GET) | LG_HTTP_METHOD_BIT(HTTP_OPTIONS) |
+	    LG_HTTP_METHOD_BIT(HTTP_MSEARCH) | LG_HTTP_METHOD_BIT(HTTP_PROPFIND));
+	assert_int_equal(lg_http_methods_parse("get"), 0);
+	assert_int_equal(lg_http_methods_parse("GET, FOO"), 0);
+	assert_int_equal(lg_http_methods_parse(" , "), 0);
+	lg_http_methods_str(lg_http_methods_parse("OPTIONS PATCH DELETE PUT POST HEAD GET"), buf,
+	    sizeof(buf));
+	assert_string_equal(buf, "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS");
+	assert_int_equal(lg_http_methods_str(LG_HTTP_METHOD_BIT(HTTP_GET) |
+	    LG_HTTP_METHOD_BIT(HTTP_HEAD) | LG_HTTP_METHOD_BIT(HTTP_POST), buf, 15), 9);
+	assert_string_equal(buf, "GET, HEAD"); /* ", POST" does not fit whole */
+	for (unsigned m = 0; m < LG_HTTP_NMETHODS; m++) {
+		lg_http_methods_str(LG_HTTP_METHOD_BIT(m), buf, sizeof(buf));
+		assert_string_equal(buf, lg_http_method_str(m));
+		assert_int_equal(lg_http_methods_parse(buf), LG_HTTP_METHOD_BIT(m));
+		all |= LG_HTTP_METHOD_BIT(m);
+	}
+	lg_http_methods_str(all, buf, sizeof(buf));
+	assert_int_equal(lg_http_methods_parse(buf), all);
+}
+
 static void
 test_reason(void **state)
 {
@@ -1109,6 +1140,7 @@ main(void)
 		cmocka_unit_test(test_body_parser),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_head_done),
+		cmocka_unit_test(test_method_sets),
 		cmocka_unit_test(test_body_room),
 		cmocka_unit_test(test_body_room_refuses),
 		cmocka_unit_test(test_chunked_with_length),

@@ -301,7 +301,7 @@ test_builtin_route_keys(void **state)
 		{ "verify", "lanes", "2", NULL, NULL, "lanes: unknown key" },
 	};
 	struct lg_registry *r = calloc(1, sizeof(*r));
-	struct lg_route_def rt = { .path = "/k", .methods = 1, .where = LAGLESS_WHERE_POOL };
+	struct lg_route_def rt = { .path = "/k", .methods = LG_M_GET, .where = LAGLESS_WHERE_POOL };
 	const struct lg_argon2_route *a;
 	struct lg_kv *kv;
 	char err[512], want[128];

@@ -31,18 +31,11 @@ struct lg_route {
 	size_t path_len;                   /* strlen(def->path) */
 };
 
-static int
+/* The route-method bit of method m (http/method.h's: the parser answers 501 for any other). */
+static uint64_t
 method_bit(unsigned m)
 {
-	switch (m) {
-	case HTTP_GET: return LG_M_GET;
-	case HTTP_HEAD: return LG_M_HEAD;
-	case HTTP_POST: return LG_M_POST;
-	case HTTP_PUT: return LG_M_PUT;
-	case HTTP_DELETE: return LG_M_DELETE;
-	case HTTP_PATCH: return LG_M_PATCH;
-	default: return 0;
-	}
+	return m < LG_HTTP_NMETHODS ? LG_HTTP_METHOD_BIT(m) : 0;
 }
 
 /* How specific route d is for r's path: 0 no match, a prefix route its length + 1, an exact
@@ -82,7 +75,7 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 {
 	const struct lg_route *best = NULL;
 	size_t rank = 0;
-	uint32_t bit = method_bit(r->method);
+	uint64_t bit = method_bit(r->method);
 
 	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++) {
 		size_t k = match_rank(w, &LG_WRT(w)->routes[i], r);
@@ -125,13 +118,14 @@ static void
 allow_header(const struct lg_conn *c, char *buf, size_t cap)
 {
 	const struct lg_worker *w = c->w;
-	uint32_t set = 0;
-	char list[64];
+	uint64_t set = 0;
+	char list[320];
 
 	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++)
 		if (path_matches(&LG_WRT(w)->routes[i], &c->http.req))
 			set |= LG_WRT(w)->routes[i].def->methods;
-	lg_registry_methods_str(set, list, sizeof(list));
+	/* whole names only, so the line always ends: "Allow: " and CRLF take 9 bytes of cap */
+	lg_http_methods_str(set, list, cap > 9 && cap - 9 < sizeof(list) ? cap - 9 : sizeof(list));
 	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
 
@@ -313,10 +307,10 @@ admin_allows(const struct lg_conn *c, const struct lg_route *rt)
 
 /* The methods of every route c's listener serves (the admin listener only its GET/HEAD
  * handlers): what OPTIONS * answers in Allow. */
-static uint32_t
+static uint64_t
 served_methods(const struct lg_conn *c)
 {
-	uint32_t set = 0;
+	uint64_t set = 0;
 
 	for (unsigned i = 0; i < LG_WRT(c->w)->nroutes; i++)
 		if (admin_allows(c, &LG_WRT(c->w)->routes[i]))
@@ -487,7 +481,7 @@ lg_route_dispatch(struct lg_conn *c)
 	if (LG_RT(c)->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(LG_RT(c)->route, r->method)) {
-		char allow[96];
+		char allow[330];
 
 		allow_header(c, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);
