@@ -530,18 +530,17 @@ lg_conn_watch_next(struct lg_conn *c)
 static enum lg_http_stop
 feed(struct lg_conn *c)
 {
-	size_t used;
-	enum lg_http_stop st = lg_http_feed(&c->http, c->rbuf, c->rlen, &used);
+	for (;;) { /* at most twice: the head, then the body (the parser reads one message) */
+		size_t used;
+		enum lg_http_stop st = lg_http_feed(&c->http, c->rbuf, c->rlen, &used);
 
-	consume(c, used);
-	if (st != LG_HTTP_HEAD_DONE)
-		return st;
-	st = lg_http_body_to(&c->http, c->w->ops->head(c));
-	if (st != LG_HTTP_MORE || c->rlen == 0)
-		return st;
-	st = lg_http_feed(&c->http, c->rbuf, c->rlen, &used); /* the body, into its sink */
-	consume(c, used);
-	return st;
+		consume(c, used);
+		if (st != LG_HTTP_HEAD_DONE)
+			return st;
+		st = lg_http_body_to(&c->http, c->w->ops->head(c));
+		if (st != LG_HTTP_MORE || c->rlen == 0)
+			return st; /* complete, rejected, or its body still to come */
+	}
 }
 
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
