@@ -7,7 +7,11 @@
  * A kind is a struct lagless_kind of a module (include/lagless/module.h), built-in kinds
  * exactly like loaded ones, so adding one is a row in a module's kind array. Kind ids (1..) are
  * what job headers carry; 0 is no kind. A route is either a loop handler (a name the router
- * knows: ping, health, ready, metrics, status, test-block) or a kind. */
+ * knows: ping, health, ready, metrics, status, test-block) or a kind.
+ *
+ * Implemented by kinds/registry.c (the modules and kinds), kinds/routetab.c (the routes and
+ * lagless -t), kinds/registry_up.c (the upstreams) and kinds/run.c (a process's modules and
+ * running one job). */
 #ifndef LG_KINDS_REGISTRY_H
 #define LG_KINDS_REGISTRY_H
 
