@@ -25,7 +25,7 @@ static const struct {
 #define PARAM_SIZE_1_1  sizeof(struct lagless_param) /* the first struct lagless_param */
 #define PARAM_SIZE_MAX  1024u
 #define PARAMS_MAX      64u   /* declared parameters of one kind, each list */
-#define QUERY_SIZE_MAX  4096u /* bytes of a kind's query struct (ABI 1.2), parsed per run */
+#define QUERY_SIZE_MAX  4096u /* bytes of a kind's query struct (ABI 1.2), parsed per request */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 _Static_assert(MODULE_SIZE_1_0 == 80 && KIND_SIZE_1_0 == 64, "the ABI 1.0 sizes (LP64)");
 #endif

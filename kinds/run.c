@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "kinds/params.h"
 #include "shm/layout.h"
 
 #define UNBOUNDED_AHEAD (1u << 20) /* output backed beyond the input for a kind with no bound */
@@ -193,34 +194,96 @@ lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
 	return 0;
 }
 
+/* Makes the kind's query struct at the top of the output region (16-byte aligned, below
+ * region + *cap, which shrinks by it) for rq->query_args: the loop's parse of the request's
+ * query, copied from the job's input region (args_off; its strings stay there); or, when the
+ * loop could not keep it beside the view (a view and arguments over the slot's kept bytes, or a
+ * coalesced job claimed after another request's parse), parsed here from the view's raw query.
+ * Returns 0 (*args NULL when the kind has no query struct), or an lg_job_status: TOO_LARGE when
+ * the struct does not fit, BAD_INPUT (the reason in the metadata's message) when an argument
+ * does not parse, ERROR for a record whose arguments do not hold together. */
+static int
+query_args(const struct lg_kind *k, const struct lg_job *j, const struct lg_view *v,
+    const unsigned char *in, unsigned char *region, size_t *cap, const void **args)
+{
+	size_t need = k->query_size + (j->args_off ? 0 : v->query_len + k->nqparams + 1);
+	unsigned char *p;
+	uint32_t fault;
+
+	*args = NULL;
+	if (k->query_size == 0)
+		return 0;
+	if (need > *cap - LG_OUT_META)
+		return LG_JOB_TOO_LARGE;
+	p = (unsigned char *)(((uintptr_t)(region + *cap) - need) & ~(uintptr_t)15);
+	if (p < region + LG_OUT_META)
+		return LG_JOB_TOO_LARGE;
+	*cap = (size_t)(p - region);
+	if (j->args_off != 0) {
+		const unsigned char *a = in + j->args_off;
+
+		if (j->args_len < k->query_size)
+			return LG_JOB_ERROR;
+		memcpy(p, a, k->query_size);
+		if (lg_params_query_pack(k->qparams, k->nqparams, p,
+		    (const char *)a + k->query_size, j->args_len - k->query_size, 0) == -1)
+			return LG_JOB_ERROR;
+	} else if (lg_params_parse_query(k->qparams, k->nqparams, v->query, v->query_len, p,
+	    k->query_size, (char *)p + k->query_size, need - k->query_size, &fault) == -1) {
+		struct lg_out_meta *meta = (struct lg_out_meta *)region;
+		size_t n;
+
+		lg_params_query_why(k->qparams, k->nqparams, fault, meta->msg, sizeof(meta->msg) - 1);
+		n = strlen(meta->msg);
+		meta->msg[n] = '\n';
+		meta->msg_len = (uint32_t)n + 1;
+		return LG_JOB_BAD_INPUT;
+	}
+	*args = p;
+	return 0;
+}
+
 int
-lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len)
+lg_registry_run(const struct lg_registry *r, const struct lg_job *j, const unsigned char *in,
+    uint64_t in_cap, unsigned char *out, uint64_t out_cap, uint64_t start_ns, int test_jobs,
+    uint64_t *out_len)
 {
 	const struct lg_kind *k = lg_registry_kind(r, j->kind);
 	const struct lg_module *m;
+	const struct lg_route_def *d;
+	struct lagless_request rq;
 	struct lg_view v;
+	size_t cap = out_cap;
+	int st;
 
 	*out_len = 0;
-	if (j->out_cap < LG_OUT_META + 1)
+	if (out_cap < LG_OUT_META + 1)
 		return LG_JOB_ERROR;
-	memset(j->out, 0, sizeof(struct lg_out_meta));
+	memset(out, 0, sizeof(struct lg_out_meta));
 	if (k == NULL || j->route >= r->nroutes || r->routes[j->route].kind != j->kind) {
 		log_warn("job names kind %u on route %u, which do not match", j->kind, j->route);
 		return LG_JOB_ERROR;
 	}
 	m = &r->modules[k->module];
-	if (m->test_only && !j->test_jobs)
+	d = &r->routes[j->route];
+	if (m->test_only && !test_jobs)
 		return LG_JOB_BAD_INPUT;
-	if (lg_view_decode(j->in, j->in_cap, &v) == -1 || v.len > j->in_cap ||
-	    j->in_len > j->in_cap - v.len) {
+	if (lg_view_decode(in, in_cap, &v) == -1 || v.len > j->body_off || j->body_off > in_cap ||
+	    j->in_len > in_cap - j->body_off) {
 		log_warn("job of kind %s has a malformed request view", k->name);
 		return LG_JOB_ERROR;
 	}
 	if (!m->ready)
 		return LG_JOB_ERROR;
-	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
-	    &r->routes[j->route].conf, &v, j->in + v.len, j->in_len, j->out, j->out_cap,
-	    j->deadline_ns, j->enqueue_ns, j->start_ns, r->routes[j->route].kconf,
-	    k->qparams, k->nqparams, k->query_size };
-	return lg_host_run(&run, out_len);
+	lg_host_request(&rq, &v, in + j->body_off, j->in_len);
+	rq.conf = &d->conf;
+	rq.state = m->state;
+	rq.kind_data = k->desc.data;
+	rq.deadline_ns = j->deadline_ns;
+	rq.enqueue_ns = j->enqueue_ns;
+	rq.start_ns = start_ns;
+	rq.route = d->kconf;
+	if ((st = query_args(k, j, &v, in, out, &cap, &rq.query_args)) != 0)
+		return st;
+	return lg_host_call(k->desc.run, m->name, &rq, out, cap, out_len);
 }

@@ -42,10 +42,19 @@ static const struct lagless_param keys[] = {
 };
 #define N(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
+/* The loop's check of a kind with no query struct (ABI 1.1): lg_params_parse_query without a
+ * destination, its fault worded as the 400 words it. */
 static int
 qcheck(const char *query, char *err, size_t cap)
 {
-	return lg_params_check_query(q, N(q), query, strlen(query), err, cap);
+	char strs[2048];
+	uint32_t fault = 0;
+	int rc = lg_params_parse_query(q, N(q), query, strlen(query), NULL, 0, strs, sizeof(strs),
+	    &fault);
+
+	if (rc == -1)
+		lg_params_query_why(q, N(q), fault, err, cap);
+	return rc;
 }
 
 static void
@@ -244,8 +253,13 @@ static const struct lagless_param qa_decl[] = {
 static int
 qparse(const char *query, struct qa *out, char *strs, size_t strcap, char *err, size_t cap)
 {
-	return lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), out, sizeof(*out),
-	    strs, strcap, err, cap);
+	uint32_t fault = 0;
+	int rc = lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), out,
+	    sizeof(*out), strs, strcap, &fault);
+
+	if (rc == -1)
+		lg_params_query_why(qa_decl, N(qa_decl), fault, err, cap);
+	return rc;
 }
 
 static void
@@ -279,6 +293,58 @@ test_query_args_parsed(void **state)
 	assert_int_equal(qparse("tag=abc", &a, strs, 2, err, sizeof(err)), -1); /* no room */
 	/* an offset that does not hold its value in the struct is refused at load */
 	assert_int_equal(lg_params_valid(qa_decl, N(qa_decl), 1, 8, err, sizeof(err)), -1);
+}
+
+/* The loop's one parse travels in the job's slot: its string values made offsets (pack), the
+ * block copied elsewhere (another process maps the slot at another address) and placed back;
+ * an offset outside the strings, or a string without its NUL there, is refused. A refusal is
+ * worded from the fault alone, the same words whatever the value. */
+static void
+test_query_args_travel(void **state)
+{
+	unsigned char block[sizeof(struct qa) + 64], copy[sizeof(block)];
+	struct qa a;
+	char err[256] = "", err2[256] = "";
+	const char *query = "tag=a%20b&n=7";
+	size_t strs = strlen(query) + N(qa_decl) + 1;
+	uint32_t fault = 0, fault2 = 0;
+	uintptr_t off;
+
+	(void)state;
+	assert_int_equal(lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), block,
+	    sizeof(struct qa), (char *)block + sizeof(struct qa), strs, &fault), 0);
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), block,
+	    (char *)block + sizeof(struct qa), strs, 1), 0);
+	memcpy(copy, block, sizeof(block));
+	memset(block, 0, sizeof(block));
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), copy,
+	    (char *)copy + sizeof(struct qa), strs, 0), 0);
+	memcpy(&a, copy, sizeof(a));
+	assert_int_equal(a.n, 7);
+	assert_ptr_equal(a.tag, (char *)copy + sizeof(struct qa) + 2); /* after n's "7" */
+	assert_string_equal(a.tag, "a b");
+	/* an offset past the strings */
+	off = strs + 1;
+	memcpy(copy + offsetof(struct qa, tag), &off, sizeof(off));
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), copy,
+	    (char *)copy + sizeof(struct qa), strs, 0), -1);
+	memcpy(&a, copy, sizeof(a));
+	assert_null(a.tag);
+	/* refusals: the argument and its rule, whatever the value */
+	assert_int_equal(qparse("n=0", &a, (char *)block, sizeof(block), err, sizeof(err)), -1);
+	assert_int_equal(qparse("n=abc", &a, (char *)block, sizeof(block), err2, sizeof(err2)),
+	    -1);
+	assert_string_equal(err, "n: expected a whole number from 1 to 100");
+	assert_string_equal(err2, err);
+	assert_int_equal(lg_params_parse_query(qa_decl, N(qa_decl), "tag=a%00", 8, &a, sizeof(a),
+	    (char *)block, sizeof(block), &fault2), -1);
+	lg_params_query_why(qa_decl, N(qa_decl), fault2, err, sizeof(err));
+	assert_string_equal(err, "tag: contains a NUL byte");
+	assert_int_equal(qparse("fmt=png", &a, (char *)block, sizeof(block), err, sizeof(err)), -1);
+	assert_string_equal(err, "fmt: expected one of jpeg, webp");
+	assert_int_equal(qparse("tag=abcdefghij", &a, (char *)block, sizeof(block), err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "tag: expected 1 to 8 bytes");
 }
 
 static void
@@ -349,6 +415,7 @@ main(void)
 		cmocka_unit_test(test_registry_takes_declarations),
 		cmocka_unit_test(test_builtin_route_keys),
 		cmocka_unit_test(test_query_args_parsed),
+		cmocka_unit_test(test_query_args_travel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
