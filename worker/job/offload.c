@@ -302,9 +302,12 @@ admit(struct lg_conn *c)
 }
 
 /* Writes the request view v at the start of c's claimed slot's input region, then the loop's
- * parse of its query (16-byte aligned) when one is kept for it; the body follows at
- * LG_JOB(c)->job.body_off (a multiple of 64). Everything lies within the kept bytes of the slot
- * (lg_arena_keep: no fallocate here; mapped into this process at start, lg_offload_map_views).
+ * parse of its query (16-byte aligned) when one is kept for it and fits; the body follows at
+ * LG_JOB(c)->job.body_off (a multiple of 64). The parse fits when it ends within the kept bytes
+ * and leaves the route's max_body its room in the region (else the runner parses the view's
+ * query: a body the view alone admitted is never refused for it). Everything lies within the
+ * kept bytes of the slot (lg_arena_keep: no fallocate here; mapped into this process at start,
+ * lg_offload_map_views).
  * Returns 0, or -1 when the view does not fit them or has too many fields. */
 static int
 write_view(struct lg_conn *c, int slot, const struct lg_view *v)
@@ -313,6 +316,11 @@ write_view(struct lg_conn *c, int slot, const struct lg_view *v)
 	unsigned char *in = lg_arena_in(a, (uint32_t)slot);
 	size_t vlen = lg_view_size(v), off = (vlen + 15) & ~(size_t)15;
 	struct lg_job *j = &LG_JOB(c)->job;
+	const struct lg_registry *reg = c->w->env->cfg->reg;
+	/* the arguments end in the kept bytes, and leave the route's largest body its room */
+	uint64_t body = j->route < reg->nroutes ? reg->routes[j->route].max_body : a->in_cap;
+	uint64_t room = a->in_cap > body ? a->in_cap - body : 0;
+	size_t lim = (size_t)((room < a->keep ? room : a->keep) & ~(uint64_t)63);
 
 	if (vlen > a->keep || lg_view_encode(in, vlen, v) != vlen) {
 		/* Neither case sets errno: the view is longer than the backed bytes of a slot, or
@@ -324,7 +332,7 @@ write_view(struct lg_conn *c, int slot, const struct lg_view *v)
 	}
 	j->args_off = j->args_len = 0;
 	j->body_off = (uint32_t)vlen;
-	if (off < a->keep && lg_offload_args_write(c, in + off, a->keep - off, &j->args_len)) {
+	if (off < lim && lg_offload_args_write(c, in + off, lim - off, &j->args_len)) {
 		j->args_off = (uint32_t)off;
 		j->body_off = (uint32_t)((off + j->args_len + 63) & ~(size_t)63);
 	}
