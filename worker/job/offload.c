@@ -392,8 +392,8 @@ charge_whole(struct lg_conn *c)
 	    LG_JOB(c)->job.kind, LG_JOB(c)->job.route, LG_JOB(c)->body_need, a->out_cap,
 	    &need) == -1)
 		need = 0;
-	return lg_arena_charge(a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->job.body_off + LG_JOB(c)->body_need,
-	    need);
+	return lg_arena_charge(a, (uint32_t)LG_JOB(c)->slot,
+	    LG_JOB(c)->job.body_off + LG_JOB(c)->body_need, need);
 }
 
 int

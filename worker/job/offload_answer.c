@@ -209,7 +209,8 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		return answer_ok(c, out_len, with_fields(extra, sizeof(extra), fields));
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-		    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot, (double)c->obs.queue_ns / 1e6);
+		    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot,
+		    (double)c->obs.queue_ns / 1e6);
 		lg_offload_release(c);
 		lg_offload_timing_headers(c, extra, sizeof(extra), 1);
 		return lg_conn_error(c, 503, 0, extra);
@@ -230,8 +231,9 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	if (code >= 400 && code <= 499)
 		lg_stats_add(&p->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
-	    "%s job on slot %d failed (status %u): %d%s%.*s", lg_offload_kind_name(c->w, LG_JOB(c)->job.kind),
-	    LG_JOB(c)->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
+	    "%s job on slot %d failed (status %u): %d%s%.*s",
+	    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot, st, code,
+	    n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_timing_headers(c, extra, sizeof(extra), code == 503 &&
 	    !lg_answer_has_field(fields, "retry-after"));
 	with_fields(extra, sizeof(extra), fields);
