@@ -7,7 +7,11 @@
  * A kind is a struct lagless_kind of a module (include/lagless/module.h), built-in kinds
  * exactly like loaded ones, so adding one is a row in a module's kind array. Kind ids (1..) are
  * what job headers carry; 0 is no kind. A route is either a loop handler (a name the router
- * knows: ping, health, ready, metrics, status, test-block) or a kind. */
+ * knows: ping, health, ready, metrics, status, test-block) or a kind.
+ *
+ * Implemented by kinds/registry.c (the modules and kinds), kinds/routetab.c (the routes and
+ * lagless -t), kinds/registry_up.c (the upstreams) and kinds/run.c (a process's modules and
+ * running one job). */
 #ifndef LG_KINDS_REGISTRY_H
 #define LG_KINDS_REGISTRY_H
 
@@ -244,21 +248,6 @@ uint32_t lg_registry_module_of(const struct lg_registry *r, uint32_t kind);
 /* Runs every module's exit hook (graceful process exit). */
 void lg_registry_exit_process(struct lg_registry *r);
 
-/* One job to run, wherever it runs (a compute process, a loop worker for where=loop, the
- * --run-kind command). The regions are the job's transit buffer, already backed. */
-struct lg_job_in {
-	uint32_t kind;              /* kind id */
-	uint32_t route;             /* route index, whose config the kind gets */
-	const unsigned char *in;    /* input region: the request view, then the body */
-	uint64_t in_cap;            /* bytes of it */
-	uint64_t in_len;            /* body bytes */
-	unsigned char *out;         /* output region: metadata page, then the answer */
-	uint64_t out_cap;           /* bytes of it (the kind may write all of it; what
-	                             * lg_registry_out_need said is backed, the rest faults in) */
-	uint64_t deadline_ns, enqueue_ns, start_ns;
-	int test_jobs;              /* --enable-test-jobs: the fault kinds may run */
-};
-
 /* Bytes of the output region (metadata page included) to back before running kind on in_len
  * input bytes under route: its output_size for that input, else its max_output, else in_len
  * plus 1 MiB (a kind that declares no bound may write more; those pages are faulted in as it
@@ -267,11 +256,21 @@ struct lg_job_in {
 int lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
     uint64_t in_len, uint64_t region_cap, uint64_t *need);
 
-/* Runs job j: checks the kind and route ids (the route must name the kind), the request view
- * (kinds/host.h, nothing trusted) and that the body fits after it, then lg_host_run. The
+struct lg_job;
+
+/* Runs job j (its record, shm/layout.h struct lg_job) wherever it runs: a compute process, a
+ * loop worker for where=loop. in: its input region (in_cap bytes: the request view, the
+ * parsed query arguments, the body at j->body_off), out: its output region (out_cap bytes,
+ * metadata page then answer; what lg_registry_out_need said is backed, the rest faults in),
+ * start_ns when it started (CLOCK_MONOTONIC), test_jobs --enable-test-jobs (the fault kinds may
+ * run). Checks the kind and route ids (the route must name the kind), the request view
+ * (kinds/host.h, nothing trusted) and that the body fits after it, hands the kind its route's
+ * keys and the loop's parse of its query (rq->route, rq->query_args), then lg_host_call. The
  * metadata page is cleared first, so the loop never reads a previous job's. Returns an enum
  * lg_job_status and the answer's length in *out_len. */
-int lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len);
+int lg_registry_run(const struct lg_registry *r, const struct lg_job *j, const unsigned char *in,
+    uint64_t in_cap, unsigned char *out, uint64_t out_cap, uint64_t start_ns, int test_jobs,
+    uint64_t *out_len);
 
 /* Route methods from "GET, POST" (any method of http/method.h; case-sensitive tokens, ',' or
  * ' ' separated): lg_http_methods_parse's set, with HEAD added to GET (RFC 9110 section

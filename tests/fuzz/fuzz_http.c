@@ -158,13 +158,14 @@ play_compute(void)
 		uint32_t slot = m.job.slot, gen = m.job.gen;
 		uint64_t now = lg_now_ns();
 		struct lg_msg done = { .type = LG_MSG_DONE, .done = { .slot = slot, .gen = gen } };
-		struct lg_slot_job j;
+		struct lg_job j;
+		uint32_t owner;
 
 		if (lg_wire_check_job(&m, &arena) == -1 && errno != ESTALE)
 			abort(); /* the loop wrote a header that does not match the arena */
 		if (lg_slot_start(&arena.slots[slot], gen, getpid(), now) == -1)
 			continue; /* cancelled */
-		if (lg_slot_job_read(&arena, slot, gen, 1, &j) == -1)
+		if (lg_slot_job_read(&arena, slot, gen, 1, &j, &owner) == -1)
 			abort(); /* the loop's record of the job does not match the arena */
 		arena.slots[slot].out_len = 0;
 		memset(lg_arena_out(&arena, slot), 0, 8);

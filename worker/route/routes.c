@@ -12,7 +12,6 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "kinds/params.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -211,29 +210,11 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 	return reject(c, 405);
 }
 
-/* The query arguments c's kind declares (ABI 1.1, kinds/params.h) checked against r's query:
- * 1 with a short reason in why (cap bytes, "iterations: expected ...\n") when one is malformed
- * or out of range, else 0. A table walk over the kind's declaration, no per-kind code. */
-static int
-query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
-{
-	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, LG_RT(c)->route->def->kind);
-	size_t n;
-
-	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
-	    r->query, r->query ? r->query_len : 0, why, cap - 1) == 0)
-		return 0;
-	n = strlen(why);
-	why[n] = '\n';
-	why[n + 1] = '\0';
-	return 1;
-}
-
 /* A bad query argument: 400 before the job claims a slot or a coalescing key, whatever the
  * pool's state (issue: a malformed argument used to wait behind running jobs for the compute
- * process to refuse it). Answered at dispatch (the reason is found again there) behind any
- * pipelined request, the body read and dropped; or at once, closing, when the body is not
- * worth reading. */
+ * process to refuse it). Answered at dispatch (worded from the one parse, worker/job/args.c)
+ * behind any pipelined request, the body read and dropped; or at once, closing, when the body
+ * is not worth reading. */
 static int
 refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 {
@@ -276,16 +257,15 @@ request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_vi
 static int
 route_claim(struct lg_conn *c)
 {
-	const struct lg_config *cfg = c->w->env->cfg;
 	const struct lg_route_def *d = LG_RT(c)->route->def;
-	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_view v;
+	/* the job's one record (shm/layout.h struct lg_job): the route's index is the registry's */
+	struct lg_job job = { .kind = d->kind,
+	    .route = (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), .pool = d->pool,
+	    .where = d->where, .deadline_ms = d->deadline_ms };
 
 	request_view(c, d, &v);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes),
-	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
-	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
-	return lg_offload_claim(c, &sp);
+	return lg_offload_claim(c, &job, &v);
 }
 
 /* --admin-listen: a connection it accepted gets the loop's own answers (ping, health, ready,
@@ -386,8 +366,7 @@ lg_route_head(struct lg_conn *c)
 	d = LG_RT(c)->route->def;
 	if (d->upstream != 0)
 		return route_upstream(c, r, d);
-	char why[256];
-	if (query_bad(c, r, why, sizeof(why)))
+	if (lg_job_parse_query(c, d->kind, r->query, r->query ? r->query_len : 0) == -1)
 		return refuse_query(c, r);
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
 	    (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), lg_now_ns());
@@ -470,9 +449,10 @@ lg_route_dispatch(struct lg_conn *c)
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
-		if (LG_RT(c)->refuse_status == 400 && LG_RT(c)->route && query_bad(c, r, why, sizeof(why))) {
+		if (LG_RT(c)->refuse_status == 400 && LG_RT(c)->route &&
+		    (n = lg_job_query_why(c, LG_RT(c)->route->def->kind, why, sizeof(why))) > 0) {
 			lg_obs_route_hit(c); /* the route answered it, without a job */
-			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
+			return lg_conn_respond(c, 400, "text/plain", NULL, why, n);
 		}
 		return lg_conn_error(c, LG_RT(c)->refuse_status, 0, c->reject_extra);
 	}
