@@ -103,6 +103,7 @@ struct lg_conn_up {
 	                               * piece), and how many */
 	size_t hpend_len, pend_len;
 	char *hbuf;                   /* the client head built from the app's (heap) */
+	size_t hcap;                  /* hbuf's bytes: room for a first body piece after the head */
 	char in[LG_UP_IBUF];
 };
 
