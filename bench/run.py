@@ -25,6 +25,7 @@ import bench_instr  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_pools  # noqa: E402
+import bench_proxy  # noqa: E402
 import bench_python  # noqa: E402
 import bench_scenarios  # noqa: E402
 import bench_module  # noqa: E402
@@ -37,8 +38,8 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12",
-                   help="comma-separated benchmark numbers")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13",
+                   help="comma-separated benchmark numbers (13a..13d: a part of 13)")
     p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
@@ -117,6 +118,10 @@ def main():
         log("")
     if "12" in only:
         results += bench_cluster.run(cfg, sz)
+        log("")
+    parts = "".join(x for x in "abcd" if {"13", "13" + x} & only)
+    if parts:
+        results += bench_proxy.run(cfg, sz, parts)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

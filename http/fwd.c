@@ -1,11 +1,10 @@
 #include "http/fwd.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "http/authority.h"
 #include "http/chars.h"
 
@@ -310,7 +309,7 @@ forwarding(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 static void
 own_fields(struct out *w, const struct lg_fwd_opts *o)
 {
-	char num[32];
+	char num[LG_FMT_U64_MAX + 1];
 
 	if (o->request_id != NULL) {
 		puts_(w, "X-Request-Id: ");
@@ -318,7 +317,7 @@ own_fields(struct out *w, const struct lg_fwd_opts *o)
 		puts_(w, "\r\n");
 	}
 	if (o->deadline_ms >= 0) {
-		snprintf(num, sizeof(num), "%" PRId64, o->deadline_ms);
+		num[lg_fmt_u64(num, (uint64_t)o->deadline_ms)] = '\0';
 		puts_(w, LG_FWD_DEADLINE_FIELD ": ");
 		puts_(w, num);
 		puts_(w, "\r\n");
@@ -326,7 +325,7 @@ own_fields(struct out *w, const struct lg_fwd_opts *o)
 	if (o->tunnel)
 		puts_(w, "Connection: upgrade\r\n");
 	if (o->body == LG_FWD_BODY_LENGTH) {
-		snprintf(num, sizeof(num), "%" PRIu64, o->content_length);
+		num[lg_fmt_u64(num, o->content_length)] = '\0';
 		puts_(w, "Content-Length: ");
 		puts_(w, num);
 		puts_(w, "\r\n");

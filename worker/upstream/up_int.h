@@ -17,6 +17,19 @@
 #define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
 #define LG_UP_FIELDS 128     /* field lines of the app's head */
 #define LG_UP_DOWN_S 1.0     /* a server that refused a connect is passed over this long */
+/* Freed exchanges a loop keeps per upstream for the next requests: each is 55 KiB, and
+ * giving them back to malloc had it trim the heap's top and grow it again (a brk and page
+ * faults every other request under load). None under ASan, which must see every free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LG_UP_SPARE  0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LG_UP_SPARE  0
+#endif
+#endif
+#ifndef LG_UP_SPARE
+#define LG_UP_SPARE  64
+#endif
 
 struct lg_upc;
 
@@ -47,6 +60,8 @@ struct lg_up_one {
 	struct lg_up_srv srv[LG_UP_SERVERS];
 	struct lg_conn_up *qhead, *qtail; /* requests of this loop waiting for a place, FIFO */
 	int serving;                  /* serve_queue is running (no reentry) */
+	struct lg_conn_up *spare;     /* freed exchanges kept for the next (qnext links them) */
+	unsigned nspare;              /* LG_UP_SPARE at most */
 };
 
 /* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer is written or c closes. */
@@ -88,6 +103,7 @@ struct lg_conn_up {
 	                               * piece), and how many */
 	size_t hpend_len, pend_len;
 	char *hbuf;                   /* the client head built from the app's (heap) */
+	size_t hcap;                  /* hbuf's bytes: room for a first body piece after the head */
 	char in[LG_UP_IBUF];
 };
 

@@ -3,6 +3,7 @@
  * checked by http/resp.c before a byte of it goes on (a full client socket stops reading the
  * app), and the answers lagless writes itself (502, 503, 504). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "worker/upstream/up_int.h"
 #include "worker/upstream/upstream.h"
 
+static void xchg_put(struct lg_up_one *u, struct lg_conn_up *x);
 
 /* The app connection's events for what x waits for now. */
 static void
@@ -66,7 +68,7 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 	LG_UP(c)->x = NULL;
 	lg_conn_unhold(c, LG_CONN_HELD_UP);
 	lg_up_release(x);
-	free(x);
+	xchg_put(lg_up_of(x), x);
 }
 
 static void
@@ -320,11 +322,56 @@ timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 		arm(x);
 }
 
+#define UP_SKIP(m) offsetof(struct lg_conn_up, m), sizeof(((struct lg_conn_up *)0)->m)
+_Static_assert(offsetof(struct lg_conn_up, out) < offsetof(struct lg_conn_up, fields) &&
+    offsetof(struct lg_conn_up, fields) < offsetof(struct lg_conn_up, in),
+    "xchg_alloc skips out, fields and in in this order");
+
+/* A new exchange's memory (a spare of u's, else malloc'd), every member zero but the buffers out and in and the field index
+ * (52 KiB of the 55: each is written before it is read, out_len, in_len and resp.nfields
+ * saying how much). calloc wrote every page of them for each request: most of a proxied
+ * request's instructions and, as the heap's top was trimmed and grown again, a brk and page
+ * faults every other request (bench/bench_proxy.py, 13a). Returns NULL out of memory. */
+static struct lg_conn_up *
+xchg_alloc(struct lg_up_one *u)
+{
+	static const size_t skip[][2] = { { UP_SKIP(out) }, { UP_SKIP(fields) }, { UP_SKIP(in) } };
+	struct lg_conn_up *x = u->spare;
+	size_t at = 0;
+
+	if (x != NULL) {
+		u->spare = x->qnext;
+		u->nspare--;
+	} else if ((x = malloc(sizeof(*x))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++) {
+		memset((char *)x + at, 0, skip[i][0] - at);
+		at = skip[i][0] + skip[i][1];
+	}
+	memset((char *)x + at, 0, sizeof(*x) - at);
+	return x;
+}
+
+/* Gives x's memory back: kept as a spare of u's while there is room, else freed. */
+static void
+xchg_put(struct lg_up_one *u, struct lg_conn_up *x)
+{
+	static const unsigned spare_max = LG_UP_SPARE; /* a variable: 0 under ASan */
+
+	if (u->nspare >= spare_max) {
+		free(x);
+		return;
+	}
+	x->qnext = u->spare;
+	u->spare = x;
+	u->nspare++;
+}
+
 /* A new exchange for c to upstream ui, its deadline deadline_ms from the request's arrival. */
 static struct lg_conn_up *
 xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 {
-	struct lg_conn_up *x = calloc(1, sizeof(*x));
+	struct lg_conn_up *x = xchg_alloc(&LG_WUP(c->w)->ups[ui]);
 	const struct lg_http_req *r = &c->http.req;
 	ev_tstamp at = c->tmo.req_at > 0 ? c->tmo.req_at : ev_now(c->w->ev);
 
@@ -357,7 +404,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	if (x == NULL)
 		return 503;
 	if (lg_up_build_head(x, u->def) == -1) {
-		free(x);
+		xchg_put(u, x);
 		return 431;
 	}
 	LG_UP(c)->x = x;
@@ -370,7 +417,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		count_status(x, 503);
 		LG_UP(c)->x = NULL;
 		lg_conn_unhold(c, LG_CONN_HELD_UP);
-		free(x);
+		xchg_put(u, x);
 		return 503;
 	case LG_UPADM_WAIT:
 		lg_up_enqueue(x);

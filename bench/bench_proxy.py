@@ -1,0 +1,631 @@
+"""Benchmark 13: lagless in front of an app (upstream routes, issue 35) against nginx
+`proxy_pass` to an `upstream {}` block with `keepalive N`, `proxy_http_version 1.1` and
+`proxy_set_header Connection ""` (nginx's own advice for kept upstream connections), each
+figure a ratio measured in the same run. Both servers run one event-loop process (lagless
+`--loop-workers 1`, nginx `worker_processes 1`) and proxy to the SAME origin: a separate nginx
+serving a 1 KB file with keep-alive (as its users run it: access log off, one worker), which is
+also what the direct request asks.
+
+13a (X1) 64 keep-alive clients, GET of the 1 KB file:
+    * latency added over the direct request: lagless-load open loop (no coordinated
+      omission) at PACE_RPS over 64 connections, each server in turn, ROUNDS rounds
+      (direct, lagless, nginx), the median p50 and p99 of the rounds; added = proxied - direct.
+      Target: lagless's added p99 <= nginx's.
+    * requests per server CPU-second: wrk -t1 -c64 -d3s after a 1 s warm-up, requests /
+      (utime + stime of every process of the server, /proc/PID/stat), lagless and nginx in
+      turn CPU_ROUNDS times, the means compared. Target >= 1.2 x nginx.
+    * instructions per proxied request: callgrind on lagless's one loop worker and on nginx
+      with `master_process off` (its only process serves), counting switched on once they
+      answer (callgrind_control -i on), wrk -t1 -c64 -d3s; the process's total instructions /
+      wrk's requests (as bench_instr.py does for /ping). Target <= 0.5 x nginx's.
+13b (X2) app connections opened per 100,000 requests once warm: a fresh server, wrk -t1 -c64
+    for 1 s (its first connections opened), then the origin nginx's stub_status `accepts`
+    over X2_SECONDS of wrk -t1 -c64 (about 100,000 requests here): what the keep-alive policy
+    (keepalive N, max_requests / keepalive_requests, both 1000 by default) closes and opens
+    again. Target <= nginx's.
+13c (X7) overload: an app answering after 1 s (bench/app_origin.py, which records its
+    concurrency), a route with max_conns C and queue Q, deadline DEADLINE_MS; an open-loop
+    client sends 3 x C requests per second (3 x what the app can serve), each on a fresh
+    connection, for OVERLOAD_S. Targets: the app's max in flight <= C; the 503s' p99 (from the
+    request's write to the answer's last byte) <= 10 ms; every admitted request (not a 503)
+    answered 200 before its deadline. lagless alone (nginx has no queue to compare).
+13d (X12) memory, each on a fresh server and app (bench/app_origin.py), keepalive 1000 on both,
+    the server's Pss summed over its processes (/proc/PID/smaps_rollup) once a few requests
+    went through it, then: HELD requests at once to an app answering after 200 ms, the
+    clients gone: Pss delta / the app connections left open (the app counts them); and
+    HELD requests held at the app (/hold): Pss delta / HELD (each one's client and app
+    connection included). Targets <= nginx's, each.
+"""
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_conn import tree_cpu_ticks, tree_pids
+from bench_throughput import free_port, nginx_path
+from common import Lagless, Result, http_get, http_request, log, median, smaps_rollup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATH = "/1k"
+BODY = 1024
+CLIENTS = 64
+KEEPALIVE = 64          # kept app connections, both servers (one per client)
+PACE_RPS = 2000         # 13a's open-loop rate: well under every server's capacity here
+PACE_S = 5
+ROUNDS = 3
+WRK_SECONDS = 3
+CPU_ROUNDS = 2          # 13a's CPU-second runs: lagless, nginx, lagless, nginx; the medians
+X2_SECONDS = 10         # 13b: about 100,000 requests at this machine's rate
+C, Q, DEADLINE_MS = 16, 32, 4000   # 13c: queue wait at most Q/C s, then 1 s at the app
+OVERLOAD_S = 15
+HELD = 500              # 13d's connections and requests
+LOOP_STARTED_RE = re.compile(r"loop\[\d+\] pid=(\d+) lg_loop_main: started")
+
+NGINX_HEAD = """daemon off;
+master_process {master};
+worker_processes 1;
+worker_rlimit_nofile 8192;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+{user}
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    default_type text/plain;
+    client_body_temp_path {prefix}/tmp/body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+"""
+# The origin: a static 1 KB file, keep-alive kept (a benchmark origin never closes first).
+ORIGIN_HTTP = """    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        root {prefix}/www;
+        location = /ping {{ return 200 "ok"; }}
+        location = /nginx_status {{ stub_status; }}
+        location / {{ }}
+    }}
+}}
+"""
+# The reference proxy: nginx's documented set-up for kept upstream connections.
+PROXY_HTTP = """    upstream app {{
+        server 127.0.0.1:{origin};
+        keepalive {keepalive};
+    }}
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = /ping {{ return 200 "ok"; }}
+        location / {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"""
+LAGLESS_CONF = """[upstream app]
+server = 127.0.0.1:{origin}
+max_conns = {max_conns}
+queue = {queue}
+keepalive = {keepalive}
+
+[route {path}]
+upstream = app
+deadline_ms = {deadline_ms}
+"""
+
+
+class Nginx:
+    """nginx in the foreground with a private prefix and the http {} body `http`; the origin
+    gets a 1 KB file at /1k. wrapper: argv before nginx's (valgrind), with master_process off.
+    stop() by pid."""
+
+    def __init__(self, http, wrapper=(), start_timeout=5.0, **kw):
+        self.prefix = tempfile.mkdtemp(prefix="lagless-bench-nginx-")
+        for d in ("www", "tmp"):
+            os.makedirs(os.path.join(self.prefix, d))
+        with open(os.path.join(self.prefix, "www", PATH.lstrip("/")), "wb") as f:
+            f.write(b"x" * (BODY - 1) + b"\n")
+        import grp
+        import pwd
+        user = ("user %s %s;" % (pwd.getpwuid(os.geteuid()).pw_name,
+                                 grp.getgrgid(os.getegid()).gr_name)) if os.geteuid() == 0 else ""
+        self.proc = None
+        for _ in range(3):  # the port may be taken between free_port() and nginx's bind
+            self.port = free_port()
+            conf = os.path.join(self.prefix, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(NGINX_HEAD.format(master="off" if wrapper else "on", prefix=self.prefix,
+                                          user=user) +
+                        http.format(prefix=self.prefix, port=self.port, **kw))
+            self.proc = subprocess.Popen(
+                list(wrapper) + [nginx_path(), "-p", self.prefix, "-c", conf,
+                                 "-e", os.path.join(self.prefix, "error.log")],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+            if wait_ping(self.port, self.proc, start_timeout):
+                self.pid = self.proc.pid
+                return
+            self.stop(keep=True)
+        raise RuntimeError("nginx did not start: %s" % self.error_log())
+
+    def error_log(self):
+        try:
+            with open(os.path.join(self.prefix, "error.log")) as f:
+                return f.read()[-1000:]
+        except OSError:
+            return "(no error log)"
+
+    def accepts(self):
+        """The origin's stub_status `accepts` (connections it accepted)."""
+        body = http_get(self.port, "/nginx_status", timeout=5)[2].decode()
+        return int(body.split("\n")[2].split()[0])
+
+    def stop(self, keep=False):
+        """SIGQUIT (graceful) to the master, SIGKILL after 10 s (its workers die with it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if not keep:
+            shutil.rmtree(self.prefix, ignore_errors=True)
+
+
+def wait_ping(port, proc, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            if http_get(port, "/ping", timeout=1)[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def nginx_proxy(origin, keepalive=KEEPALIVE, wrapper=(), start_timeout=5.0):
+    return Nginx(PROXY_HTTP, wrapper=wrapper, start_timeout=start_timeout, origin=origin,
+                 keepalive=keepalive)
+
+
+def lagless_proxy(cfg, origin, path=PATH, keepalive=KEEPALIVE, max_conns=1024, queue=1024,
+                  deadline_ms=10000, wrapper=(), start_timeout=10.0):
+    """lagless with one loop worker and one compute process, [route path] to the app at
+    127.0.0.1:origin. The config file lives in a directory removed at stop()."""
+    d = tempfile.mkdtemp(prefix="lagless-bench-proxy-")
+    conf = os.path.join(d, "proxy.conf")
+    with open(conf, "w") as f:
+        f.write(LAGLESS_CONF.format(origin=origin, path=path, keepalive=keepalive,
+                                    max_conns=max_conns, queue=queue, deadline_ms=deadline_ms))
+    srv = Lagless(cfg.bin, ["-c", conf, "--loop-workers", "1", "--compute-workers", "1",
+                            "--max-conns", "4096"], start_timeout=start_timeout,
+                  wrapper=wrapper)
+    stop = srv.stop
+
+    def stop_and_clean():
+        try:
+            return stop()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    srv.stop = stop_and_clean
+    return srv
+
+
+# --------------------------------------------------------------------------------------------
+# 13a, 13b
+
+
+def paced(load, port):
+    """(p50 µs, p99 µs) of lagless-load's open-loop PACE_RPS over CLIENTS connections."""
+    fd, out = tempfile.mkstemp(prefix="proxy-load-", suffix=".json")
+    os.close(fd)
+    try:
+        p = subprocess.run([load, "-q", "--no-scrape", "-c", str(CLIENTS), "-d", "%ds" % PACE_S,
+                            "--idle", "0", "-r", "%s=%d" % (PATH, PACE_RPS), "--json", out,
+                            "http://127.0.0.1:%d" % port], capture_output=True, text=True,
+                           timeout=PACE_S + 60)
+        with open(out) as f:
+            r = json.load(f)["routes"][0]
+    finally:
+        os.unlink(out)
+    codes = {s["status"] for s in r["statuses"]}
+    if codes != {"200"}:
+        raise RuntimeError("lagless-load got statuses %s: %s" % (sorted(codes), p.stderr[-300:]))
+    return r["all"]["p50_ms"] * 1e3, r["all"]["p99_ms"] * 1e3
+
+
+def wrk(port, seconds, conns=CLIENTS):
+    """Requests of one wrk -t1 run of PATH (a non-2xx answer fails it)."""
+    out = subprocess.run(["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds,
+                          "http://127.0.0.1:%d%s" % (port, PATH)], capture_output=True,
+                         text=True, timeout=seconds + 60)
+    total = re.search(r"(\d+) requests in", out.stdout)
+    if out.returncode != 0 or not total or "Non-2xx" in out.stdout or "Socket errors" in \
+            out.stdout:
+        raise RuntimeError("wrk failed: %s %s" % (out.stdout, out.stderr))
+    return int(total.group(1))
+
+
+def per_cpu_second(pid, port):
+    """(requests per server CPU-second, requests per second) of wrk -t1 -c64 after a 1 s
+    warm-up."""
+    wrk(port, 1)
+    t0 = tree_cpu_ticks(pid)
+    w0 = time.monotonic()
+    n = wrk(port, WRK_SECONDS)
+    wall = time.monotonic() - w0
+    ticks = tree_cpu_ticks(pid) - t0
+    return n / (ticks / os.sysconf("SC_CLK_TCK")), n / wall
+
+
+def opened_per_100k(pid, port, origin):
+    """(app connections opened per 100,000 requests once warm, requests): after a 1 s
+    warm-up (which opens the first CLIENTS connections), the origin's accepts over
+    X2_SECONDS of wrk -t1 -c64: what the keep-alive policy closes and opens again."""
+    wrk(port, 1)
+    a0 = origin.accepts()
+    n = wrk(port, X2_SECONDS)
+    return (origin.accepts() - a0 - 1) * 1e5 / n, n  # -1: a0's own reading
+
+
+def wait_for(pred, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
+def callgrind_total(path):
+    with open(path) as f:
+        m = re.search(r"^totals:\s+(\d+)", f.read(), re.M)
+    if not m:
+        raise RuntimeError("no totals line in %s" % path)
+    return int(m.group(1))
+
+
+def instructions(cfg, origin, keep=None):
+    """(lagless, nginx) instructions per proxied request: callgrind on lagless's loop worker
+    and on nginx's one process (master_process off), wrk -t1 -c64 -d3s each. keep: a
+    directory to copy the callgrind outputs into (for callgrind_annotate), or None."""
+    out = tempfile.mkdtemp(prefix="callgrind-proxy-")
+    wrapper = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--instr-atstart=no",
+               "--callgrind-out-file=%s/cg.%%p" % out]
+    figures = []
+    try:
+        srv = lagless_proxy(cfg, origin.port, wrapper=wrapper, start_timeout=120.0)
+        try:
+            m = wait_for(lambda: LOOP_STARTED_RE.search(srv.log()), 60.0)
+            if not m:
+                raise RuntimeError("no loop worker started: %s" % srv.log()[-1000:])
+            figures.append(counted(int(m.group(1)), srv.port, out, keep, "lagless"))
+        finally:
+            srv.stop()
+        ngx = nginx_proxy(origin.port, wrapper=wrapper, start_timeout=60.0)
+        try:
+            figures.append(counted(ngx.pid, ngx.port, out, keep, "nginx"))
+        finally:
+            ngx.stop()
+        return figures
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def counted(pid, port, out, keep, name):
+    """(instructions per request, requests) of pid under callgrind over one wrk run: counting
+    on, wrk, then a dump (callgrind_control -d) whose totals line is what was counted."""
+    subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True,
+                   capture_output=True, timeout=60)
+    n = wrk(port, WRK_SECONDS)
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True,
+                   timeout=120)
+    dumps = sorted(f for f in os.listdir(out) if f.startswith("cg.%d." % pid))
+    if not dumps:
+        raise RuntimeError("callgrind wrote no dump for %s" % name)
+    path = os.path.join(out, dumps[-1])
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(path, os.path.join(keep, "callgrind.%s" % name))
+    return callgrind_total(path) / n, n
+
+
+def on_proxy(cfg, name, origin, fn):
+    """fn(pid, port) on a fresh proxy `name` (lagless or nginx) in front of origin."""
+    srv = lagless_proxy(cfg, origin.port) if name == "lagless" else nginx_proxy(origin.port)
+    try:
+        return fn(srv.pid, srv.port)
+    finally:
+        srv.stop()
+
+
+def bench_x1_x2(cfg, origin, results):
+    load = cfg.load or os.path.join(os.path.dirname(cfg.bin), "lagless-load")
+    lat = {"direct": [], "lagless": [], "nginx": []}
+    for _ in range(ROUNDS):
+        lat["direct"].append(paced(load, origin.port))
+        srv = lagless_proxy(cfg, origin.port)
+        try:
+            lat["lagless"].append(paced(load, srv.port))
+        finally:
+            srv.stop()
+        ngx = nginx_proxy(origin.port)
+        try:
+            lat["nginx"].append(paced(load, ngx.port))
+        finally:
+            ngx.stop()
+    p50 = {k: median([x[0] for x in v]) for k, v in lat.items()}
+    p99 = {k: median([x[1] for x in v]) for k, v in lat.items()}
+    add = {k: (p50[k] - p50["direct"], p99[k] - p99["direct"]) for k in ("lagless", "nginx")}
+    log("   %d req/s open loop over %d connections, %d s, %d rounds (p50/p99 µs): direct %.0f/%.0f;"
+        " lagless %.0f/%.0f (added %.0f/%.0f); nginx %.0f/%.0f (added %.0f/%.0f)"
+        % (PACE_RPS, CLIENTS, PACE_S, ROUNDS, p50["direct"], p99["direct"], p50["lagless"],
+           p99["lagless"], add["lagless"][0], add["lagless"][1], p50["nginx"], p99["nginx"],
+           add["nginx"][0], add["nginx"][1]))
+    # added p99 may be <= 0 on a noisy machine; compare with a floor of 1 µs
+    results.append(Result("13a. added p99 over direct / nginx's", max(add["lagless"][1], 1.0) /
+                          max(add["nginx"][1], 1.0), 1.0,
+                          figures={"p50_us": p50, "p99_us": p99, "rounds": lat}))
+    cpu = {"lagless": [], "nginx": []}
+    for _ in range(CPU_ROUNDS):
+        for name in ("lagless", "nginx"):
+            cpu[name].append(on_proxy(cfg, name, origin, per_cpu_second))
+    ours, theirs = (sum(x[0] for x in cpu[k]) / len(cpu[k]) for k in ("lagless", "nginx"))
+
+    def runs(k):
+        return ", ".join("%.0f (%.0f req/s)" % x for x in cpu[k])
+    log("   wrk -t1 -c%d, lagless and nginx in turn, %d rounds: req per CPU-s: lagless %s; "
+        "nginx %s" % (CLIENTS, CPU_ROUNDS, runs("lagless"), runs("nginx")))
+    results.append(Result("13a. proxied req per CPU-second / nginx", ours / theirs, 1.2,
+                          kind="min", figures=cpu))
+    opened = {k: on_proxy(cfg, k, origin, lambda pid, port: opened_per_100k(pid, port, origin))
+              for k in ("lagless", "nginx")}
+    log("   app connections opened per 100,000 requests once warm (keepalive %d, %d s of wrk "
+        "-c%d): lagless %.0f (%d requests); nginx %.0f (%d requests)"
+        % (KEEPALIVE, X2_SECONDS, CLIENTS, opened["lagless"][0], opened["lagless"][1],
+           opened["nginx"][0], opened["nginx"][1]))
+    results.append(Result("13b. app conns opened per 100k req / nginx",
+                          max(opened["lagless"][0], 1.0) / max(opened["nginx"][0], 1.0), 1.0,
+                          figures=opened))
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        results.append(Result("13a. instructions per proxied request / nginx",
+                              skipped="valgrind missing"))
+        return
+    keep = os.environ.get("BENCH_PROXY_CALLGRIND") or None
+    (ours_i, n1), (theirs_i, n2) = instructions(cfg, origin, keep)
+    log("   callgrind, wrk -t1 -c%d: lagless %.0f instructions per proxied request (%d "
+        "requests); nginx %.0f (%d)%s" % (CLIENTS, ours_i, n1, theirs_i, n2,
+                                          "; outputs in %s" % keep if keep else ""))
+    results.append(Result("13a. instructions per proxied request / nginx", ours_i / theirs_i,
+                          0.5, figures={"lagless": ours_i, "nginx": theirs_i}))
+
+
+# --------------------------------------------------------------------------------------------
+# the slow app (13c, 13d)
+
+
+class App:
+    """bench/app_origin.py on 127.0.0.1, stopped by pid."""
+
+    def __init__(self, delay_ms):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "app_origin.py"),
+                                      "--delay-ms", str(delay_ms)], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+        m = re.match(r"port=(\d+)", self.proc.stdout.readline())
+        if not m:
+            self.stop()
+            raise RuntimeError("bench/app_origin.py did not start")
+        self.port = int(m.group(1))
+
+    def stats(self):
+        return json.loads(http_get(self.port, "/stats", timeout=5)[2])
+
+    def post(self, path):
+        http_request(self.port, "POST", path, b"", 5)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc.stdout.close()
+
+
+async def one_request(port, path, due, timeout):
+    """(status, seconds from the request's write to its answer's last byte) of one GET on a
+    fresh connection opened at its due time (loop clock); status 0 on a failure."""
+    await asyncio.sleep(max(0.0, due - asyncio.get_running_loop().time()))
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout)
+    except (OSError, asyncio.TimeoutError):
+        return 0, timeout
+    t0 = time.monotonic()
+    try:
+        w.write(b"GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path.encode())
+        head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), timeout)
+        m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+        if m and int(m.group(1)):
+            await asyncio.wait_for(r.readexactly(int(m.group(1))), timeout)
+        return int(head.split(b" ", 2)[1]), time.monotonic() - t0
+    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError):
+        return 0, time.monotonic() - t0
+    finally:
+        w.close()
+
+
+async def open_loop(port, path, rate, seconds, timeout):
+    loop = asyncio.get_running_loop()
+    start = loop.time() + 0.1
+    n = int(rate * seconds)
+    return await asyncio.gather(*(one_request(port, path, start + i / rate, timeout)
+                                  for i in range(n)))
+
+
+def bench_x7(cfg, results):
+    app = App(1000)
+    try:
+        srv = lagless_proxy(cfg, app.port, path="/slow", keepalive=C, max_conns=C, queue=Q,
+                            deadline_ms=DEADLINE_MS)
+        try:
+            got = asyncio.run(open_loop(srv.port, "/slow", 3 * C, OVERLOAD_S,
+                                        DEADLINE_MS / 1e3 + 5))
+        finally:
+            srv.stop()
+        peak = app.stats()["max_in_flight"]
+    finally:
+        app.stop()
+    refused = sorted(s for st, s in got if st == 503)
+    admitted = [(st, s) for st, s in got if st != 503]
+    late = [(st, s) for st, s in admitted if st != 200 or s > DEADLINE_MS / 1e3]
+    p99 = refused[max(0, -(-len(refused) * 99 // 100) - 1)] * 1e6 if refused else float("nan")
+    log("   %d req/s (3 x C=%d per 1 s answer), queue %d, deadline %d ms, %d s: %d sent, %d "
+        "refused 503 (p99 %.0f µs, max %.0f µs), %d admitted, %d of them not a 200 within "
+        "the deadline (statuses %s); app's max in flight %d"
+        % (3 * C, C, Q, DEADLINE_MS, OVERLOAD_S, len(got), len(refused), p99,
+           refused[-1] * 1e6 if refused else float("nan"), len(admitted), len(late),
+           sorted({st for st, _ in got}), peak))
+    results.append(Result("13c. app max in flight / max_conns", peak / C, 1.0,
+                          figures={"max_in_flight": peak, "max_conns": C}))
+    results.append(Result("13c. 503 p99 under 3x overload (ms)", p99 / 1e3, 10.0,
+                          figures={"p99_us": p99, "refused": len(refused)}))
+    results.append(Result("13c. admitted answered late or not 200", len(late), 0,
+                          figures={"admitted": len(admitted), "late": late[:10]}))
+
+
+def tree_pss_kb(pid):
+    return sum(smaps_rollup(p).get("Pss", 0) for p in tree_pids(pid))
+
+
+def hold_clients(port, path, n):
+    """n connections each sending GET path; returns the sockets (their answers unread)."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path.encode())
+        socks.append(s)
+    return socks
+
+
+def drain(socks):
+    """Reads each socket's answer (a Content-Length body) and closes it; returns the count of
+    200s."""
+    ok = 0
+    for s in socks:
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < 5:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        ok += data.startswith(b"HTTP/1.1 200")
+        s.close()
+    return ok
+
+
+def warm(pid, port):
+    """Pss (kB) of the server tree once a few requests went through it (lazily made state,
+    the first connection's, is not counted) and it settled."""
+    drain(hold_clients(port, "/slow", 4))
+    time.sleep(0.5)
+    return tree_pss_kb(pid)
+
+
+def idle_memory(pid, port, app):
+    """(KB per idle kept app connection, connections kept): HELD requests at once, answered,
+    their clients gone."""
+    m0 = warm(pid, port)
+    got = drain(hold_clients(port, "/slow", HELD))
+    if got != HELD:
+        raise RuntimeError("%d of %d answered 200" % (got, HELD))
+    time.sleep(0.5)
+    kept = app.stats()["open"]
+    return (tree_pss_kb(pid) - m0) / max(kept, 1), kept
+
+
+def inflight_memory(pid, port, app):
+    """KB per in-flight proxied request, its client connection and its app connection
+    included: HELD requests held at the app."""
+    m0 = warm(pid, port)
+    socks = hold_clients(port, "/hold", HELD)
+    try:
+        if not wait_for(lambda: app.stats()["in_flight"] >= HELD, 30):
+            raise RuntimeError("only %d requests reached the app" % app.stats()["in_flight"])
+        time.sleep(0.3)
+        m1 = tree_pss_kb(pid)
+    finally:
+        app.post("/release")
+        drain(socks)
+    return (m1 - m0) / HELD
+
+
+def memory_on(cfg, name, fn):
+    """fn(pid, port, app) on a fresh app and a fresh server `name` in front of it."""
+    app = App(200)
+    try:
+        if name == "lagless":
+            srv = lagless_proxy(cfg, app.port, path="/*", keepalive=1000, max_conns=2000,
+                                queue=0)
+        else:
+            srv = nginx_proxy(app.port, keepalive=1000)
+        try:
+            return fn(srv.pid, srv.port, app)
+        finally:
+            srv.stop()
+    finally:
+        app.stop()
+
+
+def bench_x12(cfg, results):
+    idle = {n: memory_on(cfg, n, idle_memory) for n in ("lagless", "nginx")}
+    held = {n: memory_on(cfg, n, inflight_memory) for n in ("lagless", "nginx")}
+    log("   %d requests at once, then idle: lagless %.2f KB per kept app connection (%d kept), "
+        "nginx %.2f KB (%d kept); %d held at the app (client and app connection included): "
+        "lagless %.2f KB per in-flight request, nginx %.2f KB"
+        % (HELD, idle["lagless"][0], idle["lagless"][1], idle["nginx"][0], idle["nginx"][1],
+           HELD, held["lagless"], held["nginx"]))
+    results.append(Result("13d. KB per idle kept app conn / nginx",
+                          max(idle["lagless"][0], 0.01) / max(idle["nginx"][0], 0.01), 1.0,
+                          figures=idle))
+    results.append(Result("13d. KB per in-flight proxied request / nginx",
+                          max(held["lagless"], 0.01) / max(held["nginx"], 0.01), 1.0,
+                          figures=held))
+
+
+def run(cfg, sz, parts="abcd"):
+    log("== 13. in front of an app: lagless upstream routes vs nginx proxy_pass with keepalive")
+    if shutil.which("wrk") is None or nginx_path() is None:
+        return [Result("13. proxy", skipped="wrk or nginx not installed")]
+    results = []
+    if "a" in parts or "b" in parts:
+        origin = Nginx(ORIGIN_HTTP)
+        try:
+            log("   origin: nginx serving a %d-byte file, one worker; both proxies one "
+                "event-loop process, keepalive %d" % (BODY, KEEPALIVE))
+            bench_x1_x2(cfg, origin, results)
+        finally:
+            origin.stop()
+    if "c" in parts:
+        bench_x7(cfg, results)
+    if "d" in parts:
+        bench_x12(cfg, results)
+    for x in results:
+        log("   " + x.line())
+    return results
