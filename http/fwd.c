@@ -41,11 +41,17 @@ puts_(struct out *w, const char *s)
 	put(w, s, strlen(s));
 }
 
+/* A string literal's bytes: its length is the compiler's, not strlen's at each call. */
+#define PUT_LIT(w, lit) put((w), (lit), sizeof(lit) - 1)
+
 static int
-name_is(const char *name, size_t len, const char *lit)
+name_is_n(const char *name, size_t len, const char *lit, size_t litlen)
 {
-	return strlen(lit) == len && strncasecmp(name, lit, len) == 0;
+	return litlen == len && strncasecmp(name, lit, len) == 0;
 }
+
+/* Whether name (len bytes) is the lower-case literal lit, case-insensitively. */
+#define name_is(name, len, lit) name_is_n((name), (len), (lit), sizeof(lit) - 1)
 
 /* Field line i of r: its name, and its value without surrounding OWS (http/http.h). */
 static void
@@ -95,10 +101,16 @@ connection_names(const struct lg_http_req *r, const char *name, size_t nlen)
 
 /* The fields never passed as they came: hop-by-hop (RFC 9110 section 7.6.1) and those
  * lagless writes itself from its own knowledge. */
-static const char *const always_drop[] = {
-	"connection", "keep-alive", "te", "trailer", "transfer-encoding", "proxy-connection",
-	"content-length", "expect", "host", "x-lagless-deadline-ms",
+#define NAME(lit) { lit, sizeof(lit) - 1 }
+static const struct {
+	const char *name;
+	size_t len;
+} always_drop[] = {
+	NAME("connection"), NAME("keep-alive"), NAME("te"), NAME("trailer"),
+	NAME("transfer-encoding"), NAME("proxy-connection"), NAME("content-length"),
+	NAME("expect"), NAME("host"), NAME("x-lagless-deadline-ms"),
 };
+#undef NAME
 
 /* The forwarding fields: a trusted peer's pass (or head our chain), an untrusted one's go. */
 static enum fate
@@ -123,7 +135,7 @@ fate_of(const struct lg_http_req *r, const struct lg_fwd_opts *o, const char *na
 	enum fate f;
 
 	for (size_t i = 0; i < sizeof(always_drop) / sizeof(always_drop[0]); i++)
-		if (name_is(name, nlen, always_drop[i]))
+		if (name_is_n(name, nlen, always_drop[i].name, always_drop[i].len))
 			return DROP;
 	if (name_is(name, nlen, "upgrade"))
 		return o->tunnel ? PASS : DROP;
@@ -141,12 +153,14 @@ fate_of(const struct lg_http_req *r, const struct lg_fwd_opts *o, const char *na
 static int
 passes(const struct lg_http_req *r, const struct lg_fwd_opts *o, const char *lit)
 {
+	size_t litlen = strlen(lit);
+
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;
 
 		field_at(r, i, &name, &nlen, &v, &vlen);
-		if (name_is(name, nlen, lit) && fate_of(r, o, name, nlen) == PASS)
+		if (name_is_n(name, nlen, lit, litlen) && fate_of(r, o, name, nlen) == PASS)
 			return 1;
 	}
 	return 0;
@@ -196,7 +210,7 @@ request_line(struct out *w, const struct lg_http_req *r)
 			put(w, r->query, r->query_len);
 		}
 	}
-	puts_(w, " HTTP/1.1\r\n");
+	PUT_LIT(w, " HTTP/1.1\r\n");
 }
 
 /* Whether a is an address as inet_ntop writes one (IPv4 dotted or IPv6 hex and colons); *v6
@@ -246,12 +260,15 @@ static void
 put_chain(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *o,
     const char *lit)
 {
+	size_t litlen = strlen(lit);
+
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;
 
 		field_at(r, i, &name, &nlen, &v, &vlen);
-		if (vlen == 0 || !name_is(name, nlen, lit) || fate_of(r, o, name, nlen) != GATHER)
+		if (vlen == 0 || !name_is_n(name, nlen, lit, litlen) ||
+		    fate_of(r, o, name, nlen) != GATHER)
 			continue;
 		put(w, v, vlen);
 		put(w, ", ", 2);
@@ -268,39 +285,39 @@ forwarding(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 	const char *host = client_host(r, &hlen);
 
 	if (o->style == LG_FWD_FORWARDED) {
-		puts_(w, "Forwarded: ");
+		PUT_LIT(w, "Forwarded: ");
 		put_chain(w, r, o, "forwarded");
-		puts_(w, "for=");
+		PUT_LIT(w, "for=");
 		if (!num)
-			puts_(w, "unknown");
+			PUT_LIT(w, "unknown");
 		else if (v6) {
-			puts_(w, "\"[");
+			PUT_LIT(w, "\"[");
 			puts_(w, o->client_addr);
-			puts_(w, "]\"");
+			PUT_LIT(w, "]\"");
 		} else
 			puts_(w, o->client_addr);
-		puts_(w, ";proto=");
+		PUT_LIT(w, ";proto=");
 		puts_(w, proto);
 		if (hlen > 0) {
-			puts_(w, ";host=");
+			PUT_LIT(w, ";host=");
 			put_param(w, host, hlen);
 		}
-		puts_(w, "\r\n");
+		PUT_LIT(w, "\r\n");
 		return;
 	}
-	puts_(w, "X-Forwarded-For: ");
+	PUT_LIT(w, "X-Forwarded-For: ");
 	put_chain(w, r, o, "x-forwarded-for");
 	puts_(w, num ? o->client_addr : "unknown");
-	puts_(w, "\r\n");
+	PUT_LIT(w, "\r\n");
 	if (!passes(r, o, "x-forwarded-proto")) {
-		puts_(w, "X-Forwarded-Proto: ");
+		PUT_LIT(w, "X-Forwarded-Proto: ");
 		puts_(w, proto);
-		puts_(w, "\r\n");
+		PUT_LIT(w, "\r\n");
 	}
 	if (hlen > 0 && !passes(r, o, "x-forwarded-host")) {
-		puts_(w, "X-Forwarded-Host: ");
+		PUT_LIT(w, "X-Forwarded-Host: ");
 		put(w, host, hlen);
-		puts_(w, "\r\n");
+		PUT_LIT(w, "\r\n");
 	}
 }
 
@@ -309,28 +326,26 @@ forwarding(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 static void
 own_fields(struct out *w, const struct lg_fwd_opts *o)
 {
-	char num[LG_FMT_U64_MAX + 1];
+	char num[LG_FMT_U64_MAX];
 
 	if (o->request_id != NULL) {
-		puts_(w, "X-Request-Id: ");
+		PUT_LIT(w, "X-Request-Id: ");
 		puts_(w, o->request_id);
-		puts_(w, "\r\n");
+		PUT_LIT(w, "\r\n");
 	}
 	if (o->deadline_ms >= 0) {
-		num[lg_fmt_u64(num, (uint64_t)o->deadline_ms)] = '\0';
-		puts_(w, LG_FWD_DEADLINE_FIELD ": ");
-		puts_(w, num);
-		puts_(w, "\r\n");
+		PUT_LIT(w, LG_FWD_DEADLINE_FIELD ": ");
+		put(w, num, lg_fmt_u64(num, (uint64_t)o->deadline_ms));
+		PUT_LIT(w, "\r\n");
 	}
 	if (o->tunnel)
-		puts_(w, "Connection: upgrade\r\n");
+		PUT_LIT(w, "Connection: upgrade\r\n");
 	if (o->body == LG_FWD_BODY_LENGTH) {
-		num[lg_fmt_u64(num, o->content_length)] = '\0';
-		puts_(w, "Content-Length: ");
-		puts_(w, num);
-		puts_(w, "\r\n");
+		PUT_LIT(w, "Content-Length: ");
+		put(w, num, lg_fmt_u64(num, o->content_length));
+		PUT_LIT(w, "\r\n");
 	} else if (o->body == LG_FWD_BODY_CHUNKED) {
-		puts_(w, "Transfer-Encoding: chunked\r\n");
+		PUT_LIT(w, "Transfer-Encoding: chunked\r\n");
 	}
 }
 
@@ -382,9 +397,9 @@ write_head(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 	host = o->host ? o->host : client_host(r, &hlen);
 	if (o->host != NULL)
 		hlen = strlen(o->host);
-	puts_(w, hlen > 0 ? "Host: " : "Host:"); /* empty: no authority (RFC 9112 3.2) */
+	put(w, "Host: ", hlen > 0 ? 6 : 5); /* empty: "Host:", no authority (RFC 9112 3.2) */
 	put(w, host, hlen);
-	puts_(w, "\r\n");
+	PUT_LIT(w, "\r\n");
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;

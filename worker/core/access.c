@@ -1,6 +1,7 @@
 #include "worker/core/access.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,39 @@
 #include "common/log.h"
 #include "worker/core/client.h"
 #include "worker/core/conn.h"
+
+/* This process's pid: asked once, not per request (getpid(2) is a system call), and asked
+ * again in a child of fork(2), whose pid differs (pthread_atfork(3) clears the copy). */
+static pid_t pid_self;
+
+static void
+pid_forget(void)
+{
+	pid_self = 0;
+}
+
+static pid_t
+self_pid(void)
+{
+	static int hooked;
+
+	if (!hooked && pthread_atfork(NULL, NULL, pid_forget) == 0)
+		hooked = 1;
+	if (pid_self == 0 || !hooked)
+		pid_self = getpid();
+	return pid_self;
+}
+
+/* v's low 4 * digits bits as that many lower-case hex digits at out, zero-padded, as printf's
+ * "%0<digits>x" writes them (no NUL). */
+static void
+put_hex(char *out, uint64_t v, int digits)
+{
+	while (digits-- > 0) {
+		out[digits] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	}
+}
 
 size_t
 lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
@@ -34,9 +68,14 @@ lg_access_request_id(const struct lg_conn *c, char *out, size_t cap)
 			return n;
 		}
 	}
-	int r = snprintf(out, cap, "%08x%016llx", (unsigned)getpid(),
-	    (unsigned long long)c->obs.rid);
-	return r < 0 ? 0 : (size_t)r < cap ? (size_t)r : cap - 1;
+	char id[25];
+
+	put_hex(id, (uint64_t)(unsigned)self_pid(), 8);
+	put_hex(id + 8, c->obs.rid, 16);
+	n = sizeof(id) - 1 < cap ? sizeof(id) - 1 : cap - 1;
+	memcpy(out, id, n);
+	out[n] = '\0';
+	return n;
 }
 
 /* printf at *at within end, never past it (a line too long is cut). */
@@ -98,7 +137,7 @@ lg_access_line(const struct lg_conn *c, uint64_t took)
 		gmtime_r(&now.tv_sec, &tm);
 		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 		putf(&at, end, "{\"time\":\"%s.%03ldZ\",\"pid\":%d,\"loop\":%u,\"client\":\"%s\","
-		    "\"method\":\"%s\",\"path\":\"", ts, now.tv_nsec / 1000000, (int)getpid(),
+		    "\"method\":\"%s\",\"path\":\"", ts, now.tv_nsec / 1000000, (int)self_pid(),
 		    c->w->env->index, client, method);
 	} else {
 		putf(&at, end, "%s ", method);

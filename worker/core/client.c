@@ -229,6 +229,26 @@ lg_client_addr(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *
 	return named;
 }
 
+/* The IPv4 address ip (4 bytes, network order) in dotted decimal, as inet_ntop(3) writes it,
+ * into out (INET_ADDRSTRLEN bytes fit any), NUL-terminated: by hand, since inet_ntop formats
+ * each byte with sprintf, and a proxied request names its client once (worker/upstream/). */
+static void
+ipv4_text(const void *ip, char *out)
+{
+	const unsigned char *b = ip;
+
+	for (int i = 0; i < 4; i++) {
+		unsigned v = b[i];
+
+		if (v >= 100)
+			*out++ = (char)('0' + v / 100);
+		if (v >= 10)
+			*out++ = (char)('0' + v / 10 % 10);
+		*out++ = (char)('0' + v % 10);
+		*out++ = i < 3 ? '.' : '\0';
+	}
+}
+
 void
 lg_client_text(const struct lg_conn *c, char *out, size_t cap)
 {
@@ -242,6 +262,10 @@ lg_client_text(const struct lg_conn *c, char *out, size_t cap)
 	}
 	if ((ip = ip_of(&ss)) == NULL) {
 		snprintf(out, cap, "%s", ss.ss_family == AF_UNIX ? "unix" : "-");
+		return;
+	}
+	if (ss.ss_family == AF_INET && cap >= INET_ADDRSTRLEN) {
+		ipv4_text(ip, out);
 		return;
 	}
 	if (inet_ntop(ss.ss_family, ip, out, (socklen_t)cap) == NULL)
