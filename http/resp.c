@@ -208,12 +208,16 @@ field_syntax(struct lg_resp *r, int f, unsigned char c)
 	}
 }
 
-/* Whether v[0..n) is the lower-case name lower, case-insensitively (RFC 9110 section 5.1). */
+/* Whether v[0..n) is the lower-case name lower (llen bytes), case-insensitively (RFC 9110
+ * section 5.1). */
 static int
-name_is(const char *v, size_t n, const char *lower)
+name_is_n(const char *v, size_t n, const char *lower, size_t llen)
 {
-	return strlen(lower) == n && strncasecmp(v, lower, n) == 0;
+	return llen == n && strncasecmp(v, lower, n) == 0;
 }
+
+/* name_is_n of a string literal, its length the compiler's (no strlen per field line). */
+#define name_is(v, n, lit) name_is_n((v), (n), (lit), sizeof(lit) - 1)
 
 /* http-parser 2.9.4 takes a name that begins with Transfer-Encoding for one (http/frame.c
  * found it in requests): such a name is refused rather than read otherwise than a reader
@@ -481,6 +485,67 @@ run_end(struct lg_resp *r, int st, const char *buf, size_t i, size_t len)
 	return j;
 }
 
+/* The fast path of a whole status line of the common form "HTTP/1.x NNN " at the start of
+ * buf (len bytes): 13 when it is there whole and valid, with the version, the status and the
+ * reason's start set as the byte loop sets them; else 0, and nothing set (the byte loop reads
+ * it, and finds what is wrong). */
+static size_t
+status_fast(struct lg_resp *r, const char *buf, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	int status;
+
+	if (len < 13 || r->lim->max_head < 13 || memcmp(b, "HTTP/1.", 7) != 0 ||
+	    (b[7] != '0' && b[7] != '1') || b[8] != ' ' || b[12] != ' ')
+		return 0;
+	for (int k = 9; k < 12; k++)
+		if (b[k] < '0' || b[k] > '9')
+			return 0;
+	status = (b[9] - '0') * 100 + (b[10] - '0') * 10 + (b[11] - '0');
+	if (status < 100 || status > 599)
+		return 0;
+	r->minor = (unsigned)(b[7] - '0');
+	r->status = status;
+	r->reason.off = 13;
+	r->state = H_REASON;
+	return 13;
+}
+
+/* The fast path of one whole field line from buf[i] (state F_LINE): a token name, ':', OWS,
+ * value characters, CRLF, all within len and the head limit, and room for another field.
+ * Then the line is indexed as the byte loop would index it (the same offsets, field_done) and
+ * the offset after its LF returned, or -1 on what field_done refuses. Anything else returns i,
+ * nothing set: the byte loop reads that line and finds what is wrong with it. */
+static long
+line_fast(struct lg_resp *r, const char *buf, size_t i, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	size_t stop = len < r->lim->max_head ? len : r->lim->max_head, j = i, colon, vs, ve;
+
+	if (r->nfields >= r->lim->max_fields || j >= stop || !lg_ch(b[j], LG_CH_TCHAR))
+		return (long)i;
+	while (j + 4 <= stop && lg_ch4(b + j, LG_CH_TCHAR))
+		j += 4;
+	while (j < stop && lg_ch(b[j], LG_CH_TCHAR))
+		j++;
+	if (j >= stop || b[j] != ':')
+		return (long)i;
+	colon = j++;
+	while (j < stop && ows(b[j]))
+		j++;
+	vs = ve = j;
+	while (j < stop && lg_ch(b[j], LG_CH_VALUE))
+		if (!ows(b[j++]))
+			ve = j;
+	if (j + 1 >= stop || b[j] != '\r' || b[j + 1] != '\n')
+		return (long)i;
+	r->line = i;
+	r->colon = colon;
+	r->vstart = vs;
+	r->vend = ve;
+	return field_done(r, buf, j + 2) == -1 ? -1 : (long)(j + 2);
+}
+
 long
 lg_resp_head(struct lg_resp *r, const char *buf, size_t len)
 {
@@ -492,9 +557,21 @@ lg_resp_head(struct lg_resp *r, const char *buf, size_t len)
 		head_reset(r);
 	if (r->state > H_INTERIM || len < r->scanned)
 		return fail(r, LG_RESP_E_MISUSE);
+	if (r->scanned == 0 && r->state == H_VERSION)
+		r->scanned = status_fast(r, buf, len);
 	for (i = r->scanned; i < len; i++) {
 		int st = r->state, n;
 
+		if (st == H_FIELDS + F_LINE) {
+			long e = line_fast(r, buf, i, len);
+
+			if (e == -1)
+				return LG_RESP_ERROR;
+			if ((size_t)e > i) { /* a whole field line: the next starts at e */
+				i = (size_t)e - 1;
+				continue;
+			}
+		}
 		if (st == H_FIELDS + F_NAME || st == H_FIELDS + F_VALUE || st == H_REASON) {
 			size_t j = run_end(r, st, buf, i, len);
 
