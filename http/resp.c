@@ -533,10 +533,14 @@ line_fast(struct lg_resp *r, const char *buf, size_t i, size_t len)
 	colon = j++;
 	while (j < stop && ows(b[j]))
 		j++;
-	vs = ve = j;
+	vs = j; /* at the value's first byte, not OWS, or at the CR */
+	while (j + 4 <= stop && lg_ch4(b + j, LG_CH_VALUE))
+		j += 4;
 	while (j < stop && lg_ch(b[j], LG_CH_VALUE))
-		if (!ows(b[j++]))
-			ve = j;
+		j++;
+	ve = j;
+	while (ve > vs && ows(b[ve - 1])) /* after the last byte that is not OWS */
+		ve--;
 	if (j + 1 >= stop || b[j] != '\r' || b[j + 1] != '\n')
 		return (long)i;
 	r->line = i;
