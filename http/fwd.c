@@ -155,6 +155,8 @@ passes(const struct lg_http_req *r, const struct lg_fwd_opts *o, const char *lit
 {
 	size_t litlen = strlen(lit);
 
+	if (!o->trusted) /* a forwarding field passes only from a trusted peer */
+		return 0;
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;
@@ -262,6 +264,8 @@ put_chain(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *
 {
 	size_t litlen = strlen(lit);
 
+	if (!o->trusted) /* only a trusted peer's chain is gathered (forwarding_fate) */
+		return;
 	for (unsigned i = 0; i < r->nkept; i++) {
 		const char *name, *v;
 		size_t nlen, vlen;
@@ -275,14 +279,14 @@ put_chain(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *
 	}
 }
 
-/* X-Forwarded-For, -Proto, -Host, or Forwarded (RFC 7239 sections 4, 5.2, 5.3, 5.4, 6). */
+/* X-Forwarded-For, -Proto, -Host, or Forwarded (RFC 7239 sections 4, 5.2, 5.3, 5.4, 6);
+ * host (hlen bytes): the client's (client_host). */
 static void
-forwarding(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *o)
+forwarding(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *o,
+    const char *host, size_t hlen)
 {
 	int v6 = 0, num = numeric_addr(o->client_addr, &v6);
 	const char *proto = o->tls ? "https" : "http";
-	size_t hlen;
-	const char *host = client_host(r, &hlen);
 
 	if (o->style == LG_FWD_FORWARDED) {
 		PUT_LIT(w, "Forwarded: ");
@@ -384,8 +388,8 @@ opts_ok(const struct lg_fwd_opts *o)
 static int
 write_head(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts *o)
 {
-	size_t hlen;
-	const char *host;
+	size_t hlen, chlen;
+	const char *host, *chost;
 
 	/* CONNECT asks for a tunnel, not a resource (RFC 9110 section 9.3.6): none is offered */
 	if (r == NULL || o == NULL || r->kept_short || r->nkept != r->nfields ||
@@ -394,9 +398,9 @@ write_head(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 		return -1;
 	}
 	request_line(w, r);
-	host = o->host ? o->host : client_host(r, &hlen);
-	if (o->host != NULL)
-		hlen = strlen(o->host);
+	chost = client_host(r, &chlen);
+	host = o->host ? o->host : chost;
+	hlen = o->host ? strlen(o->host) : chlen;
 	put(w, "Host: ", hlen > 0 ? 6 : 5); /* empty: "Host:", no authority (RFC 9112 3.2) */
 	put(w, host, hlen);
 	PUT_LIT(w, "\r\n");
@@ -412,7 +416,7 @@ write_head(struct out *w, const struct lg_http_req *r, const struct lg_fwd_opts 
 		put(w, v, vlen);
 		put(w, "\r\n", 2);
 	}
-	forwarding(w, r, o);
+	forwarding(w, r, o, chost, chlen);
 	own_fields(w, o);
 	put(w, "\r\n", 2);
 	return 0;
