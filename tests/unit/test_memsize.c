@@ -90,7 +90,7 @@ config(void)
 	struct lg_config c;
 
 	memset(&c, 0, sizeof(c));
-	c.cache_bytes = 64 * MIB;
+	c.flights.cache_bytes = 64 * MIB;
 	return c;
 }
 

@@ -96,7 +96,7 @@ default_config(void)
 	struct lg_config c;
 
 	memset(&c, 0, sizeof(c));
-	c.queue_capacity = -1;
+	c.jobs.queue_capacity = -1;
 	return c;
 }
 
