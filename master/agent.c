@@ -20,11 +20,11 @@ lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg)
 
 	ag->fd = -1;
 	ag->weight = 0;
-	ag->maxconn = cfg->agent_maxconn;
-	if (cfg->agent_listen[0] == '\0')
+	ag->maxconn = cfg->master.agent_maxconn;
+	if (cfg->master.agent_listen[0] == '\0')
 		return 0;
-	if ((ag->fd = lg_master_listen_spec(cfg->agent_listen, 128, shown, sizeof(shown))) == -1) {
-		log_error("cannot listen on %s (--agent-listen): %s", cfg->agent_listen,
+	if ((ag->fd = lg_master_listen_spec(cfg->master.agent_listen, 128, shown, sizeof(shown))) == -1) {
+		log_error("cannot listen on %s (--agent-listen): %s", cfg->master.agent_listen,
 		    strerror(errno));
 		return -1;
 	}
@@ -88,7 +88,7 @@ lg_agent_close(struct lg_agent *ag)
 uint64_t
 lg_agent_drain_delay_ms(const struct lg_config *cfg)
 {
-	if (cfg->drain_delay_ms != LG_DRAIN_DELAY_AUTO)
-		return cfg->drain_delay_ms;
-	return cfg->agent_listen[0] ? 2500 : 0;
+	if (cfg->master.drain_delay_ms != LG_DRAIN_DELAY_AUTO)
+		return cfg->master.drain_delay_ms;
+	return cfg->master.agent_listen[0] ? 2500 : 0;
 }

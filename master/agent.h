@@ -24,7 +24,7 @@ struct lg_agent {
 	int maxconn; /* --agent-maxconn: 0 none, else added to the job slots */
 };
 
-/* Opens cfg->agent_listen (nothing when it is ""), logging the address. Returns 0, or -1 with
+/* Opens cfg->master.agent_listen (nothing when it is ""), logging the address. Returns 0, or -1 with
  * the reason logged. ag->fd is non-blocking and close-on-exec. */
 int lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg);
 

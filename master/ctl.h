@@ -5,7 +5,7 @@
 
 #include "common/config.h"
 
-/* Sends SIGHUP to the master named by cfg->pid_file and waits, polling PATH.reload every
+/* Sends SIGHUP to the master named by cfg->master.pid_file and waits, polling PATH.reload every
  * 20 ms for at most drain_timeout_ms + 30 s (a reload deferred behind draining generations
  * waits for one drain), for the outcome of that signal. The caller has already loaded and
  * checked the configuration the master will read. Prints one line on stderr and returns the

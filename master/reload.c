@@ -152,9 +152,9 @@ start_generation(struct master *m, struct lg_config *cfg, struct lg_sizing *sz,
 	struct lg_gen *g;
 	char err[160];
 
-	if (strcmp(cfg->error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg->error_log) == -1)
-		log_error("reload: cannot open the error log %s: %s", cfg->error_log, strerror(errno));
-	lg_log_level = cfg->log_level;
+	if (strcmp(cfg->master.error_log, m->gens->cfg.master.error_log) != 0 && lg_log_open(cfg->master.error_log) == -1)
+		log_error("reload: cannot open the error log %s: %s", cfg->master.error_log, strerror(errno));
+	lg_log_level = cfg->master.log_level;
 	if (lg_site_up_take_apps(cfg->reg, m->apps, err, sizeof(err)) == -1) {
 		lg_app_unstage(m->apps);
 		refuse_reload(m, notified, err);
@@ -199,7 +199,7 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	lg_registry_skip_hooks = 0;
 	if (rc == 0 && lg_precheck_digest(cfg.reg) != digest) {
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		snprintf(err, sizeof(err), "the configuration or a module file changed while it was "
 		    "checked; reload again");
 		rc = -1;
@@ -214,12 +214,12 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	lg_gen_decide_memory(&cfg, &sz);
 	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		refuse_reload(m, notified, err);
 		return;
 	}
-	staged = lg_app_stage(m->apps, cfg.apps, sz.budget, err, sizeof(err));
-	cfg.apps = NULL; /* the supervisor's now */
+	staged = lg_app_stage(m->apps, cfg.master.apps, sz.budget, err, sizeof(err));
+	cfg.master.apps = NULL; /* the supervisor's now */
 	if (staged == -1) {
 		lg_registry_free(cfg.reg);
 		refuse_reload(m, notified, err);

@@ -94,15 +94,15 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	}
 	if (kind_args(r, k, &rt, &v, &defs) == -1)
 		return 1;
-	if ((in = read_all(cfg->max_body, &in_len)) == NULL) {
+	if ((in = read_all(cfg->http.max_body, &in_len)) == NULL) {
 		free(defs);
 		return 1;
 	}
 	/* The output region the server gives the job (master/gen.c): sized from max_body, not
 	 * from this input, or a kind whose answer is larger than its input (decompress) would
 	 * get 413 here for what the server answers. Untouched pages cost nothing. */
-	region_cap = LG_OUT_META + (size_t)(cfg->max_output ? cfg->max_output :
-	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
+	region_cap = LG_OUT_META + (size_t)(cfg->jobs.max_output ? cfg->jobs.max_output :
+	    cfg->http.max_body + cfg->http.max_body / 256 + (128u << 10));
 	region = mmap(NULL, region_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 	    MAP_NORESERVE, -1, 0);
 	if (region == MAP_FAILED) {
@@ -115,7 +115,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	const struct lg_module *m = &r->modules[k->module];
 	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
 	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,
-	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now,
+	    now + (rt ? rt->deadline_ms : cfg->jobs.deadline_ms) * LG_NS_PER_MS, now, now,
 	    rt ? rt->kconf : defs, k->qparams, k->nqparams, k->query_size };
 	st = m->ready ? lg_host_run(&run, &out_len) : LG_JOB_ERROR;
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;

@@ -63,9 +63,9 @@ void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
 void lg_sizing_reread(const char *sysroot, struct lg_sizing *s);
 
 /* Compute processes and queue capacity for a budget of `budget` whole CPUs (>= 1) under the
- * settings in cfg (NULL: defaults): C is cfg->compute_workers when given, else
- * floor(cfg->compute_share x budget) when a share is given, else budget - 1; never below 1.
- * The queue is cfg->queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
+ * settings in cfg (NULL: defaults): C is cfg->jobs.compute_workers when given, else
+ * floor(cfg->jobs.compute_share x budget) when a share is given, else budget - 1; never below 1.
+ * The queue is cfg->jobs.queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
 void lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue);
 
 /* lg_sizing_counts for pool p (common/config.h struct lg_pool_cfg, resolved). */
@@ -92,7 +92,7 @@ int lg_sizing_app_share(int budget, int nauto);
 
 /* Fills the decision in *s from its inputs and the overrides in *cfg (cpus, rounding,
  * loop_workers, compute_workers or compute_share, queue_capacity; 0 or -1 mean "not set", see
- * common/config.h), with lg_sizing_counts. The [app]s' processes (cfg->app_fixed, app_auto)
+ * common/config.h), with lg_sizing_counts. The [app]s' processes (cfg->master.app_fixed, app_auto)
  * count against the budget: a compute count not given is max(1, budget - 1 - app processes).
  * Quota rounding: floor by default, ceil with
  * LG_ROUND_CEIL, never below 1. compute_max/queue_max: the counts at a budget of every online

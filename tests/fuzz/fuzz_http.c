@@ -268,7 +268,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	/* the routes a server serves without configuration (kinds/registry.h) */
 	if (lg_registry_init(&reg, err, sizeof(err)) == -1 || lg_registry_default_routes(&reg,
-	    cfg.deadline_ms, cfg.max_body, 0, err, sizeof(err)) == -1) {
+	    cfg.jobs.deadline_ms, cfg.http.max_body, 0, err, sizeof(err)) == -1) {
 		fprintf(stderr, "registry: %s\n", err);
 		abort();
 	}

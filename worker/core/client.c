@@ -37,7 +37,7 @@ static int ntrusted = -1;
 static void
 trusted_init(const struct lg_config *cfg)
 {
-	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(cfg->trusted_proxies, trusted)) < 0)
+	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(cfg->conn.trusted_proxies, trusted)) < 0)
 		ntrusted = 0;
 }
 

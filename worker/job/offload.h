@@ -20,7 +20,7 @@ struct lg_offload_spec {
 	int run_inline;            /* where=loop: run on this loop, not queued */
 	const char *ctype;         /* Content-Type of a 2xx answer unless the kind sets one */
 	const struct lg_view *view; /* the request view, copied into the slot */
-	uint32_t pool;             /* the pool that runs it (cfg->pools, master->pools) */
+	uint32_t pool;             /* the pool that runs it (cfg->jobs.pools, master->pools) */
 };
 
 /* Claims a free job slot of pool sp->pool for c's request at head time and writes the request

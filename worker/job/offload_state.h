@@ -25,7 +25,7 @@ struct lg_conn_job {
 	int bypass;                   /* a coalescing route's request runs its own job: its
 	                               * answer says X-Cache: bypass (lg_job_mark_bypass) */
 	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
-	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
+	uint32_t pool;                /* pool of an offloaded route (cfg->jobs.pools, master->pools) */
 	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
 	uint64_t body_off;            /* the body's offset in the input region (after the view) */
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
