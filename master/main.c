@@ -188,7 +188,7 @@ decide_sizing(const struct lg_config *cfg, const struct lg_command *cmd, struct 
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), sz);
 	lg_sizing_decide(sz, cfg);
 	lg_gen_decide_memory(cfg, sz);
-	if (lg_sizing_check_pools(sz, cfg, err, sizeof(err)) == -1 ||
+	if (lg_sizing_check_pools(sz, &cfg->jobs, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(cfg, sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd->test_config ?
 		    "configuration test failed\n" : cmd->signal ?

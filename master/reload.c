@@ -212,7 +212,7 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	lg_gen_decide_memory(&cfg, &sz);
-	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
+	if (lg_sizing_check_pools(&sz, &cfg.jobs, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
 		lg_appconf_free(cfg.master.apps);
 		refuse_reload(m, notified, err);

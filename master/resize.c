@@ -50,7 +50,7 @@ apply(struct lg_gen *g, const struct lg_sizing *s)
 		int c, q, old_c = g->sz.pool_compute[p], old_q = g->sz.pool_queue[p];
 
 		if (p == 0)
-			lg_sizing_counts(&g->cfg, s->budget, &c, &q);
+			lg_sizing_counts(&g->cfg.jobs, s->budget, &c, &q);
 		else
 			lg_sizing_pool_counts(&g->cfg.jobs.pools[p], s->budget, &c, &q);
 		if (c > g->sz.pool_compute_max[p])

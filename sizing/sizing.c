@@ -35,9 +35,9 @@ min_known(int a, int b)
 }
 
 int
-lg_sizing_resizable(const struct lg_config *cfg)
+lg_sizing_resizable(const struct lg_sizing_cfg *sc)
 {
-	return cfg != NULL && cfg->sizing.live_resize && !(cfg->sizing.cpus > 0);
+	return sc != NULL && sc->live_resize && !(sc->cpus > 0);
 }
 
 static void
@@ -60,12 +60,12 @@ counts(int count, double share, int queue_given, int budget, int *compute, int *
 }
 
 void
-lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue)
+lg_sizing_counts(const struct lg_job_cfg *jc, int budget, int *compute, int *queue)
 {
-	if (cfg == NULL)
+	if (jc == NULL)
 		counts(0, 0, -1, budget, compute, queue);
 	else
-		counts(cfg->jobs.compute_workers, cfg->jobs.compute_share, cfg->jobs.queue_capacity, budget, compute,
+		counts(jc->compute_workers, jc->compute_share, jc->queue_capacity, budget, compute,
 		    queue);
 }
 
@@ -76,22 +76,22 @@ lg_sizing_pool_counts(const struct lg_pool_cfg *p, int budget, int *compute, int
 }
 
 int
-lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg, char *err,
+lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_job_cfg *jc, char *err,
     size_t cap)
 {
 	int used = 0, n = 0;
 
-	if (cfg == NULL || cfg->jobs.npools <= 1)
+	if (jc == NULL || jc->npools <= 1)
 		return 0; /* one pool: sized as it always was */
 	for (int i = 0; i < s->npools; i++)
-		if (!cfg->jobs.pools[i].oversubscribe)
+		if (!jc->pools[i].oversubscribe)
 			used += s->pool_compute[i];
 	if (used <= s->budget)
 		return 0;
 	n = snprintf(err, cap, "the pools need %d compute processes for a CPU budget of %d (", used,
 	    s->budget);
 	for (int i = 0; i < s->npools && n > 0 && (size_t)n < cap; i++)
-		n += snprintf(err + n, cap - (size_t)n, "%s%s %d", i ? ", " : "", cfg->jobs.pools[i].name,
+		n += snprintf(err + n, cap - (size_t)n, "%s%s %d", i ? ", " : "", jc->pools[i].name,
 		    s->pool_compute[i]);
 	if (n > 0 && (size_t)n < cap)
 		snprintf(err + n, cap - (size_t)n, "); lower them or set oversubscribe = yes on a pool");
@@ -117,7 +117,8 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	}
 	s->budget = budget;
 	s->loop_workers = cfg != NULL && cfg->sizing.loop_workers > 0 ? cfg->sizing.loop_workers : budget;
-	lg_sizing_counts(cfg, budget, &s->compute_workers, &s->queue_capacity);
+	lg_sizing_counts(cfg != NULL ? &cfg->jobs : NULL, budget, &s->compute_workers,
+	    &s->queue_capacity);
 	s->app_processes = cfg == NULL ? 0 : cfg->master.app_fixed +
 	    (cfg->master.app_auto ? cfg->master.app_auto * lg_sizing_app_share(budget, cfg->master.app_auto) : 0);
 	if (s->app_processes > 0 && cfg->jobs.compute_workers <= 0 && !(cfg->jobs.compute_share > 0)) {
@@ -140,10 +141,10 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 	}
 	/* Room for the largest budget a live resize can reach: every online CPU (a quota or
 	 * cpuset can be loosened at run time, the CPUs themselves are the bound). */
-	s->live_resize = lg_sizing_resizable(cfg);
+	s->live_resize = lg_sizing_resizable(cfg != NULL ? &cfg->sizing : NULL);
 	top = s->online > budget ? s->online : budget;
 	if (s->live_resize)
-		lg_sizing_counts(cfg, top, &s->compute_max, &s->queue_max);
+		lg_sizing_counts(cfg != NULL ? &cfg->jobs : NULL, top, &s->compute_max, &s->queue_max);
 	else
 		s->compute_max = s->compute_workers, s->queue_max = s->queue_capacity;
 	s->pool_compute_max[0] = s->compute_max;

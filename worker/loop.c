@@ -345,7 +345,7 @@ keep_fields(struct lg_worker *w)
 
 	if (w->env->cfg->reg != NULL && w->env->cfg->reg->nupstreams > 0)
 		return; /* a proxied request forwards every field: all kept (worker/upstream/) */
-	if (lg_keptfields_build(&keep, w->env->cfg) == 0)
+	if (lg_keptfields_build(&keep, w->env->cfg->reg) == 0)
 		w->lim.keep = &keep;
 	else
 		log_warn("more header field names listed than %d: every field is kept, the first "

@@ -549,32 +549,32 @@ test_counts_and_resize_reserve(void **state UNUSED)
 	assert_int_equal(s.compute_workers, 2);
 	assert_int_equal(s.queue_capacity, 4);
 	assert_int_equal(s.compute_max, 16);
-	lg_sizing_counts(&cfg, 1, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 1, &c, &q);
 	assert_int_equal(c, 1);
 	assert_int_equal(q, 2);
 	cfg.jobs.compute_share = 0.3;		/* floor(0.3 x 10) = 3, not 2 */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(c, 3);
-	lg_sizing_counts(&cfg, 1, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 1, &c, &q);
 	assert_int_equal(c, 1);			/* never below 1 */
 	cfg.jobs.queue_capacity = 5;			/* a given queue stays */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(q, 5);
-	assert_int_equal(lg_sizing_resizable(&cfg), 1);
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 1);
 	cfg.jobs.compute_workers = 3;		/* a count wins over a share, and is fixed */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(c, 3);
-	assert_int_equal(lg_sizing_resizable(&cfg), 1); /* the budget is still followed */
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 1); /* the budget is still followed */
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_max, 3);
 	assert_int_equal(s.queue_max, 5);
 	cfg = default_config();
 	cfg.sizing.live_resize = 1;
 	cfg.sizing.cpus = 2;				/* --cpus: nothing is measured, nothing follows */
-	assert_int_equal(lg_sizing_resizable(&cfg), 0);
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 0);
 	cfg.sizing.cpus = 0;
 	cfg.sizing.live_resize = 0;
-	assert_int_equal(lg_sizing_resizable(&cfg), 0);
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 0);
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_max, s.compute_workers);
 	check_json(&s);
