@@ -249,7 +249,7 @@ main(int argc, char **argv)
 		return rc;
 	}
 	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
-		rc = lg_ctl_reload(&cfg);
+		rc = lg_ctl_reload(&cfg.master);
 		lg_registry_free(cfg.reg);
 		lg_appconf_free(cfg.master.apps);
 		return rc;

@@ -94,7 +94,7 @@ begin_stop(struct master *m, int how)
 static void
 stop_signal(struct master *m)
 {
-	uint64_t delay = lg_agent_drain_delay_ms(&m->gens->cfg) * LG_NS_PER_MS;
+	uint64_t delay = lg_agent_drain_delay_ms(&m->gens->cfg.master) * LG_NS_PER_MS;
 
 	if (m->stopping || m->drain_at || delay == 0) {
 		m->drain_at = 0;
@@ -103,7 +103,7 @@ stop_signal(struct master *m)
 	}
 	m->drain_at = lg_now_ns() + delay;
 	log_info("graceful stop in %llu ms (--drain-delay-ms): /ready answers 503, still accepting",
-	    (unsigned long long)lg_agent_drain_delay_ms(&m->gens->cfg));
+	    (unsigned long long)lg_agent_drain_delay_ms(&m->gens->cfg.master));
 	lg_notify_stopping();
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		atomic_store(&g->arena.master->stopping, 1);
@@ -628,7 +628,7 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		log_error("signalfd: %s", strerror(errno));
 		return -1;
 	}
-	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, cfg) == -1)
+	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, &cfg->master) == -1)
 		return -1;
 	if (cfg->master.pid_file[0] && lg_pidfile_read(cfg->master.pid_file, &other) == 0 && other != m->pid &&
 	    lg_pidfile_is_master(other)) {
