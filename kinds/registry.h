@@ -124,7 +124,7 @@ struct lg_route_def {
 	char fields[LAGLESS_MAX_FIELDS][LG_NAME_MAX]; /* header fields the kind sees (lower case) */
 	unsigned nfields;
 	int test_only;              /* only with --enable-test-jobs */
-	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
+	uint32_t pool;              /* index in cfg->jobs.pools of the pool that runs its jobs; 0 default */
 	uint8_t pool_named;         /* its [route] section said pool = (a pool's routes list may not
 	                             * name it for another pool) */
 	struct lagless_conf conf;   /* the kind's keys */

@@ -352,7 +352,7 @@ static int
 key_max_body(const struct route_in *in, const char *v, const char **why)
 {
 	*why = msg; /* at most the server's max-body */
-	return lg_value_size(v, 0, in->cfg->max_body, &in->rt->max_body, msg, sizeof(msg));
+	return lg_value_size(v, 0, in->cfg->http.max_body, &in->rt->max_body, msg, sizeof(msg));
 }
 
 static int
@@ -377,8 +377,8 @@ static int
 key_pool(const struct route_in *in, const char *v, const char **why)
 {
 	*why = "unknown pool (declare it with a [pool NAME] section)";
-	for (int i = 0; i < in->cfg->npools; i++)
-		if (strcmp(in->cfg->pools[i].name, v) == 0) {
+	for (int i = 0; i < in->cfg->jobs.npools; i++)
+		if (strcmp(in->cfg->jobs.pools[i].name, v) == 0) {
 			in->rt->pool = (uint32_t)i;
 			in->rt->pool_named = 1;
 			return 0;
@@ -430,8 +430,8 @@ route_init(struct lg_route_def *rt, const char *file, const struct section *sec,
 	snprintf(rt->file, sizeof(rt->file), "%s", file);
 	rt->line = sec->line;
 	rt->where = LAGLESS_WHERE_POOL;
-	rt->deadline_ms = cfg->deadline_ms;
-	rt->max_body = cfg->max_body;
+	rt->deadline_ms = cfg->jobs.deadline_ms;
+	rt->max_body = cfg->http.max_body;
 	lg_policy_init(&rt->coal, rt->path);
 }
 
@@ -546,8 +546,8 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	for (int p = 0; p < cfg->npools; p++) {
-		const char *v = cfg->pools[p].routes;
+	for (int p = 0; p < cfg->jobs.npools; p++) {
+		const char *v = cfg->jobs.pools[p].routes;
 
 		for (v += strspn(v, ", \t"); *v != '\0'; v += strspn(v, ", \t")) {
 			size_t n = strcspn(v, ", \t");
@@ -560,15 +560,15 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 					break;
 			if (i == r->nroutes)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is not a route that runs a "
-				    "kind", cfg->pools[p].name, (int)n, v);
+				    "kind", cfg->jobs.pools[p].name, (int)n, v);
 			else if (by[i] != 0 && by[i] != p + 1)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is in [pool %s]'s routes too "
-				    "(a route runs in one pool)", cfg->pools[p].name, (int)n, v,
-				    cfg->pools[by[i] - 1].name);
+				    "(a route runs in one pool)", cfg->jobs.pools[p].name, (int)n, v,
+				    cfg->jobs.pools[by[i] - 1].name);
 			else if (r->routes[i].pool_named && r->routes[i].pool != (uint32_t)p)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' says pool = %s in its [route] "
-				    "section (a route runs in one pool)", cfg->pools[p].name, (int)n, v,
-				    cfg->pools[r->routes[i].pool].name);
+				    "section (a route runs in one pool)", cfg->jobs.pools[p].name, (int)n, v,
+				    cfg->jobs.pools[r->routes[i].pool].name);
 			else
 				bad = 0;
 			if (bad) {
@@ -594,7 +594,7 @@ coalesce_rules(struct lg_registry *r, const struct lg_config *cfg, char *err, si
 {
 	struct lg_policies ps;
 
-	if (lg_policy_parse(cfg->coalesce, &ps, err, cap) == -1)
+	if (lg_policy_parse(cfg->flights.coalesce, &ps, err, cap) == -1)
 		return -1;
 	for (unsigned p = 0; p < ps.n; p++) {
 		const char *path = ps.p[p].path;
@@ -733,7 +733,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route == 2 && lg_site_upstream(r, s->secs[i].file, s->secs[i].name,
-		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->apps, err, cap) == -1)
+		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->master.apps, err, cap) == -1)
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route == 1 && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
@@ -753,7 +753,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 	for (size_t i = 0; !cfg->demo_routes && i < sizeof(demo_paths) / sizeof(demo_paths[0]); i++)
 		if (hold_off(r, demo_paths[i], err, cap) == -1)
 			return -1;
-	if (lg_registry_default_routes(r, cfg->deadline_ms, cfg->max_body, cfg->inline_heavy,
+	if (lg_registry_default_routes(r, cfg->jobs.deadline_ms, cfg->http.max_body, cfg->inline_heavy,
 	    err, cap) == -1)
 		return -1;
 	for (uint32_t i = 0; i < r->nroutes;)

@@ -9,7 +9,7 @@
 #include "worker/route/routes_state.h"
 
 /* Resets this incarnation's gauges, marks the page RUNNING and starts the lag probe: a timer
- * every cfg->lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
+ * every cfg->loop.lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
  * interval itself excluded) goes into the page's lag histogram and its 10 s windows. */
 void lg_obs_start(struct lg_worker *w);
 
@@ -17,7 +17,7 @@ void lg_obs_start(struct lg_worker *w);
 void lg_obs_draining(struct lg_worker *w);
 
 /* Brackets one libev callback. c is the connection it serves, or NULL (accept, completions).
- * A callback longer than cfg->slow_callback_ms (0 = off) is counted and logged as a warning
+ * A callback longer than cfg->loop.slow_callback_ms (0 = off) is counted and logged as a warning
  * naming cb and the request step that took longest inside it. The clock is read at both ends
  * and between two request steps only (worker/core/obs_state.h): two readings for a callback
  * that answers one request. */

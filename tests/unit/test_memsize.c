@@ -90,7 +90,7 @@ config(void)
 	struct lg_config c;
 
 	memset(&c, 0, sizeof(c));
-	c.cache_bytes = 64 * MIB;
+	c.flights.cache_bytes = 64 * MIB;
 	return c;
 }
 
@@ -135,7 +135,7 @@ test_decide(void **state UNUSED)
 	lg_memsize_decide(&m, &cfg, 4, 3, 0, 0);
 	assert_int_equal(m.budget, 0);
 
-	cfg.compute_memory = 100 * MIB; /* RLIMIT_DATA above the default share of a compute */
+	cfg.jobs.compute_memory = 100 * MIB; /* RLIMIT_DATA above the default share of a compute */
 	m = measured(NONE, 1024 * MIB);
 	lg_memsize_decide(&m, &cfg, 2, 3, 0, 0);
 	assert_int_equal(m.reserve, (32 + 16 + 300) * MIB);
@@ -147,15 +147,15 @@ test_overrides(void **state UNUSED)
 	struct lg_config cfg = config();
 	struct lg_memsize m = measured(16384 * MIB, 256 * MIB);
 
-	cfg.memory_limit = 1024 * MIB;
+	cfg.sizing.memory_limit = 1024 * MIB;
 	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
 	assert_int_equal(m.limit, 1024 * MIB);
 	assert_true(m.limit_override);
 	assert_int_equal(m.budget, (1024 - 72) * MIB);
-	cfg.memory_reserve = 24 * MIB;
+	cfg.sizing.memory_reserve = 24 * MIB;
 	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
 	assert_int_equal(m.budget, 1000 * MIB);
-	cfg.shm_budget = 5 * MIB;
+	cfg.sizing.shm_budget = 5 * MIB;
 	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
 	assert_int_equal(m.budget, 5 * MIB);
 	assert_true(m.budget_override);

@@ -265,7 +265,7 @@ lg_offload_map_views(struct lg_worker *w)
 static const struct lg_pool_cfg *
 pool_cfg(const struct lg_conn *c)
 {
-	return &c->w->env->cfg->pools[LG_JOB(c)->job.pool];
+	return &c->w->env->cfg->jobs.pools[LG_JOB(c)->job.pool];
 }
 
 /* The pool's admission of c's request before any slot is claimed (LG_JOB(c)->job set, its pool

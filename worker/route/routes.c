@@ -142,7 +142,7 @@ discard_ok(const struct lg_conn *c, const struct lg_http_req *r)
 	if (!has_body)
 		return 1;
 	return !r->expect_continue && (r->chunked ||
-	    r->content_length <= c->w->env->cfg->max_discard);
+	    r->content_length <= c->w->env->cfg->http.max_discard);
 }
 
 /* "Retry-After: N" in c->reject_extra, copied rather than formatted (every refusal of a
@@ -317,7 +317,7 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	LG_RT(c)->refuse_status = 0;
 	LG_RT(c)->max_body = LG_RT(c)->route &&
 	    (LG_RT(c)->route->def->kind || LG_RT(c)->route->def->upstream) ?
-	    LG_RT(c)->route->def->max_body : cfg->max_body;
+	    LG_RT(c)->route->def->max_body : cfg->http.max_body;
 }
 
 /* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
@@ -358,7 +358,7 @@ lg_route_head(struct lg_conn *c)
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
 	if (is_asterisk(r) || LG_RT(c)->route->handler != NULL) {
-		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
+		if (has_body && !r->chunked && r->content_length > cfg->http.max_discard)
 			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
 		lg_conn_expect_continue(c, r->expect_continue && has_body); /* read, then dropped */
 		return LG_HTTP_BODY_PARSER;
@@ -410,7 +410,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	}
 	if (lg_up_active(c))
 		return lg_up_body(c, at, len);
-	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->http.max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
 		 * long Content-Length (refuse_early) */
