@@ -24,7 +24,8 @@
 
 #define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
 
-/* Why lagless answered a proxied request itself (metrics label, access log). */
+/* Why lagless answered a proxied request itself, or why its exchange ended without an answer
+ * (metrics label, access log). */
 enum lg_up_reason {
 	LG_UPR_FULL = 0,       /* 503: max_conns in flight and the queue full */
 	LG_UPR_QUEUE_TIMEOUT,  /* 504: the deadline passed in the queue */
@@ -35,6 +36,7 @@ enum lg_up_reason {
 	LG_UPR_FIRST_BYTE,     /* 504: first_byte_timeout_ms */
 	LG_UPR_DEADLINE,       /* 504: the route's deadline during the exchange */
 	LG_UPR_TRUNCATED,      /* the answer was cut after its head went out: client closed */
+	LG_UPR_CLIENT_GONE,    /* the client left before its answer was whole (no answer) */
 	LG_UPR_COUNT
 };
 
@@ -43,7 +45,7 @@ struct lg_upadm {
 	_Atomic uint64_t word;             /* queued << 32 | in flight */
 	uint32_t max_conns, queue;         /* set by the master, read-only after */
 	_Atomic uint64_t requests[6];      /* answers by class: [0] other, [1..5] 1xx..5xx */
-	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote, by reason */
+	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote (exchanges cut), by reason */
 	_Atomic uint64_t retries;          /* requests sent again on a new connection */
 	_Atomic uint64_t conns_opened;     /* app connections opened */
 	/* times in ns, buckets of shm/stats.h lg_stats_time_bounds (many writers: fetch-add) */

@@ -596,3 +596,81 @@ def test_a_head_too_large_to_keep_whole_is_refused_not_cut(tmp_path, origin, sta
     assert st == 431
     assert origin.count("/api/echo") == 0
     assert req(srv.port, "GET", "/api/echo", headers={"Cookie": "c=" + "x" * 1000})[0] == 200
+
+
+def test_client_gone_mid_exchange_keeps_its_place_until_the_app_answered(tmp_path, origin,
+                                                                          start_server):
+    """A client that leaves while its request is at the app does not stop the app working on
+    it: the place stays taken until the app's answer came whole (read and dropped), so the
+    next request reaches the app only then and the app never has more than max_conns. Its
+    access line says client_gone, and so does the metric."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4), "--loop-workers", "2",
+                       "--access-log")
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    a.sendall(b"GET /api/slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert wait_until(lambda: origin.count("/api/slow") == 1, 5)
+    a.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_errors_total{upstream="app",reason="client_gone"}') == 1, 5)
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+    assert origin.max_inflight == 1, origin.max_inflight
+    assert wait_until(lambda: any("/api/slow" in ln and "upstream_error=client_gone" in ln
+                                  for ln in srv.log().splitlines()), 5), srv.log()[-2000:]
+    line = [ln for ln in srv.log().splitlines() if "/api/slow" in ln and "status=" in ln][-1]
+    assert "status=499 " in line and "upstream=%s " % origin.address in line, line
+    # the app's answer was read whole: its connection is kept and serves the next request
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
+
+
+def test_client_gone_place_is_freed_at_the_deadline(tmp_path, origin, start_server):
+    """An app still working past the request's deadline after its client left: the app
+    connection is closed and the place freed then, not later."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=800),
+                       "--loop-workers", "1")
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    a.sendall(b"GET /api/slow?ms=6000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert wait_until(lambda: origin.count("/api/slow") == 1, 5)
+    t0 = time.monotonic()
+    a.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
+    assert time.monotonic() - t0 < 4.0
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+
+
+def test_access_line_of_an_answer_cut_after_its_head(tmp_path, origin, start_server):
+    """An app that closes mid-body after the answer's head went out, and a client that leaves
+    mid-download: each exchange ends without an answer's end, and each still has its access
+    line, with the app's status, the reason, and the metric label."""
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1", "--access-log")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"GET /api/cut HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    s.close()
+    assert got.startswith(b"HTTP/1.1 200 ")
+
+    def line(path):
+        ls = [ln for ln in srv.log().splitlines() if path in ln and "status=" in ln]
+        return ls[-1] if ls else None
+    assert wait_until(lambda: line("/api/cut"), 5), srv.log()[-2000:]
+    assert "status=200 " in line("/api/cut") and "upstream_error=" in line("/api/cut"), \
+        line("/api/cut")
+    assert metric_value(srv.port,
+                        'lagless_upstream_errors_total{upstream="app",reason="truncated"}') == 1
+
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/big?mb=64 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+    s.close()
+    assert wait_until(lambda: line("/api/big"), 10), srv.log()[-2000:]
+    assert "status=200 " in line("/api/big") and "upstream_error=client_gone" in line("/api/big")
+    assert req(srv.port, "GET", "/api/echo")[0] == 200

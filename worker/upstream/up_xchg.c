@@ -41,10 +41,10 @@ upc_watch(struct lg_conn_up *x)
 }
 
 /* The timer for the earliest of the deadline and the phase's limit. */
-static void
-arm(struct lg_conn_up *x)
+void
+lg_up_arm(struct lg_conn_up *x)
 {
-	struct ev_loop *ev = x->c->w->ev;
+	struct ev_loop *ev = x->w->ev;
 	ev_tstamp due = x->deadline, now = ev_now(ev);
 
 	if (x->phase_due > 0 && x->phase_due < due)
@@ -59,14 +59,23 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 {
 	struct lg_conn *c = x->c;
 
-	ev_timer_stop(c->w->ev, &x->timer);
+	ev_timer_stop(x->w->ev, &x->timer);
 	lg_up_unqueue(x);
 	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
 	free(x->hbuf);
-	LG_UP(c)->x = NULL;
-	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	if (c != NULL) {
+		LG_UP(c)->x = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
+	}
 	lg_up_release(x);
 	free(x);
+}
+
+int
+lg_up_reusable(const struct lg_conn_up *x)
+{
+	return lg_resp_done(&x->resp) && x->resp.keep_alive && !x->eof &&
+	    x->in_off == x->in_len && x->out_off == x->out_len && x->dispatched;
 }
 
 static void
@@ -150,7 +159,7 @@ resend(struct lg_conn_up *x)
 		return lg_up_fail(x, 502, LG_UPR_CONNECT);
 	x->phase = LG_UPR_CONNECT_TIMEOUT;
 	x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return 0;
 }
@@ -201,7 +210,7 @@ read_in(struct lg_conn_up *x)
 		x->got_bytes = 1;
 		lg_up_time(x, &lg_up_of(x)->adm->first_byte, x->placed_at);
 		x->phase_due = 0; /* the first byte came: only the deadline is left */
-		arm(x);
+		lg_up_arm(x);
 	}
 	x->in_len += (size_t)n;
 	return 0;
@@ -246,6 +255,10 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_upc_idle_event(uc);
 		return;
 	}
+	if (x->orphan) {
+		lg_up_orphan_event(x, revents);
+		return;
+	}
 	if (uc->state == UPC_CONNECTING) {
 		int err = 0;
 		socklen_t len = sizeof(err);
@@ -263,7 +276,7 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_up_time(x, &lg_up_of(x)->adm->connect, x->connect_at);
 		x->phase = LG_UPR_FIRST_BYTE;
 		x->phase_due = ev_now(uc->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
-		arm(x);
+		lg_up_arm(x);
 		revents |= EV_WRITE;
 	}
 	int tries = x->retried;
@@ -299,7 +312,7 @@ lg_up_start(struct lg_conn_up *x)
 		x->phase = LG_UPR_CONNECT_TIMEOUT;
 		x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
 	}
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return resume_body(x);
 }
@@ -310,14 +323,16 @@ timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_conn_up *x = t->data;
 	ev_tstamp now = ev_now(ev);
 
-	if (x->queued)
+	if (x->orphan)
+		lg_up_orphan_event(x, 0);
+	else if (x->queued)
 		(void)lg_up_fail(x, 504, LG_UPR_QUEUE_TIMEOUT);
 	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3)
 		(void)lg_up_fail(x, 504, (enum lg_up_reason)x->phase);
 	else if (now >= x->deadline - 1e-3)
 		(void)lg_up_fail(x, 504, LG_UPR_DEADLINE);
 	else
-		arm(x);
+		lg_up_arm(x);
 }
 
 /* A new exchange for c to upstream ui, its deadline deadline_ms from the request's arrival. */
@@ -331,6 +346,7 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	if (x == NULL)
 		return NULL;
 	x->c = c;
+	x->w = c->w;
 	x->ui = ui;
 	x->deadline = at + deadline_ms / 1e3;
 	x->arrived = at;
@@ -374,7 +390,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		return 503;
 	case LG_UPADM_WAIT:
 		lg_up_enqueue(x);
-		arm(x);
+		lg_up_arm(x);
 		return 0;
 	}
 	x->placed = 1;
@@ -390,7 +406,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	x->phase = x->reused ? LG_UPR_FIRST_BYTE : LG_UPR_CONNECT_TIMEOUT;
 	x->phase_due = ev_now(c->w->ev) + (x->reused ? u->def->first_byte_timeout_ms :
 	    u->def->connect_timeout_ms) / 1e3;
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return 0;
 }
@@ -466,6 +482,17 @@ lg_up_stream(struct lg_conn *c)
 void
 lg_up_gone(struct lg_conn *c)
 {
-	if (LG_UP(c)->x != NULL)
-		lg_up_free(LG_UP(c)->x, 0);
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	if (x == NULL)
+		return;
+	atomic_fetch_add(&lg_up_of(x)->adm->errors[LG_UPR_CLIENT_GONE], 1);
+	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	if (x->placed && x->uc != NULL && x->sent > 0 && !lg_resp_done(&x->resp)) {
+		lg_up_orphan(x); /* the app works on it: its place is kept until it answered */
+		return;
+	}
+	/* Nothing reached the app (queued, connecting, not yet written), or its answer came
+	 * whole (the place went back then): the app has no work left for it. */
+	lg_up_free(x, lg_up_reusable(x));
 }
