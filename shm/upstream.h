@@ -59,6 +59,16 @@ struct lg_upadm {
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
 };
 
+/* What proxying may hold in the loop workers' private memory, for the memory budget
+ * (sizing/memsize.h, master/shape.c lg_up_memory): each exchange (a request queued or in
+ * flight, worker/upstream/up_int.h struct lg_conn_up: the 16 KiB buffer toward the app, the
+ * 32 KiB one from it, the app's head's index; and the client's head built from the app's, up
+ * to 32 KiB while it is written) at most LG_UP_XCHG_BYTES, checked there at compile time; each
+ * app connection LG_UP_CONN_BYTES (its record, and the kernel's socket of an idle one, about 2
+ * KiB, rounded up to a page). */
+#define LG_UP_XCHG_BYTES (96u << 10)
+#define LG_UP_CONN_BYTES 4096u
+
 struct lg_upshm {
 	struct lg_upadm *adm;  /* n records, a MAP_SHARED mapping; NULL when n is 0 */
 	uint32_t n;

@@ -674,3 +674,31 @@ def test_access_line_of_an_answer_cut_after_its_head(tmp_path, origin, start_ser
     assert wait_until(lambda: line("/api/big"), 10), srv.log()[-2000:]
     assert "status=200 " in line("/api/big") and "upstream_error=client_gone" in line("/api/big")
     assert req(srv.port, "GET", "/api/echo")[0] == 200
+
+
+def sizing_json(*args):
+    out = subprocess.run([LAGLESS_BIN, *args], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][0]
+    return json.loads(line)
+
+
+def test_memory_budget_counts_what_proxying_holds(tmp_path, origin):
+    """The memory budget leaves room for what the loop workers' proxying may hold: an exchange
+    (96 KiB) per request in flight or queued for the whole server, and an app connection (4
+    KiB) per kept one (keepalive per loop and server) and per busy one; --print-sizing and -t
+    print it as memory_proxy, and the transit budget is that much smaller."""
+    mib = 1 << 20
+    common = ("--memory-limit", str(1024 * mib), "--loop-workers", "2", "--compute-workers", "1")
+    plain = tmp_path / "plain.conf"
+    plain.write_text("[route /api/*]\nkind = heavy\n\n[route /api/hold]\nkind = heavy\n")
+    base = sizing_json("--print-sizing", "-c", str(plain), *common)
+    assert base["memory_proxy"] == 0, base
+    c = conf(tmp_path, origin, max_conns=6, queue=10, extra="keepalive = 8\n")
+    for how in ("--print-sizing", "-t"):
+        m = sizing_json(how, "-c", c, *common)
+        want = (6 + 10) * 96 * 1024 + (2 * 1 * 8 + 6) * 4096
+        assert m["memory_proxy"] == want, (how, m)
+        assert m["shm_budget"] == (m["memory_limit"] - m["memory_reserve"] - m["shm_fixed"]
+                                   - m["shm_cache"] - want), m
+        assert m["shm_budget"] == base["shm_budget"] - want, (m, base)

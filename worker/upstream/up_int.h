@@ -95,6 +95,13 @@ struct lg_conn_up {
 	char in[LG_UP_IBUF];
 };
 
+/* The memory budget counts an exchange as LG_UP_XCHG_BYTES (shm/upstream.h): the struct, the
+ * client's head (up to the app's, + 256, up_resp.c client_head) and malloc's overhead. */
+_Static_assert(sizeof(struct lg_conn_up) + LG_UP_IBUF + 256 + 64 <= LG_UP_XCHG_BYTES,
+    "an exchange within its share of the memory budget");
+_Static_assert(sizeof(struct lg_upc) + 64 <= LG_UP_CONN_BYTES / 2,
+    "an app connection within its share of the memory budget");
+
 /* up_pool.c: app connections */
 
 /* An app connection for x (a kept one of the least busy healthy server, or a new connect).
