@@ -73,6 +73,9 @@ def test_config_check_prints_upstream_and_refuses_bad_keys(tmp_path, origin):
            ("[upstream app]\nserver = 127.0.0.1:1\nkeep_alive = 3\n", ":3: key 'keep_alive'"),
            ("[upstream app]\nmax_conns = 3\n", ":2: upstream app: no 'server' key"),
            ("[route /x]\nupstream = nope\n", ":2: key 'upstream'"),
+           ("[route /x]\nkind = heavy\nrequest_buffering = on\n", ":3: key 'request_buffering'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\n[route /x]\nupstream = app\n"
+            "request_buffering = maybe\n", ":5: key 'request_buffering'"),
            ("[upstream app]\nserver = 127.0.0.1:1\n[route /x]\nkind = heavy\nupstream = app\n",
             ":5: key 'upstream'")]
     for i, (text_in, want) in enumerate(bad):
@@ -723,3 +726,101 @@ def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin
     assert st == 200 and time.monotonic() - t0 < 3.0
     assert origin.max_inflight == 1, origin.max_inflight
     assert (("/api/slow", b"x" * 10) in origin.bodies), origin.bodies
+
+
+def buffered_conf(tmp_path, origin, max_conns=1, queue=4, extra_route=""):
+    p = tmp_path / "buffered.conf"
+    p.write_text("[upstream app]\nserver = %s\nmax_conns = %d\nqueue = %d\n\n"
+                 "[route /api/*]\nupstream = app\ndeadline_ms = 5000\nrequest_buffering = on\n%s"
+                 % (origin.address, max_conns, queue, extra_route))
+    return str(p)
+
+
+def test_buffered_upload_holds_no_place_while_it_uploads(tmp_path, origin, start_server):
+    """request_buffering = on: a slow upload is received whole before the request takes an
+    upstream place, so with max_conns = 1 another client's request is served meanwhile; the
+    app then gets the body with its Content-Length, exactly as sent."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin), "--loop-workers", "2")
+    body = bytes(range(256)) * 200
+    a = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    a.sendall(b"POST /api/echo?who=a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+              % len(body) + body[:1000])
+    assert req(srv.port, "GET", "/api/echo?who=b")[0] == 200  # served while a uploads
+    assert origin.count("/api/echo") == 1
+    a.sendall(body[1000:])
+    a.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < 10:
+        d = a.recv(65536)
+        if not d:
+            break
+        got += d
+    a.close()
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    assert wait_until(lambda: origin.count("/api/echo") == 2, 5)
+    head = [h for h in origin.heads if b"who=a" in h][0].lower()
+    assert b"content-length: %d\r\n" % len(body) in head and b"transfer-encoding" not in head
+    assert ("/api/echo", body) in origin.bodies
+
+
+def test_buffered_chunked_upload_reaches_the_app_with_its_length(tmp_path, origin,
+                                                                 start_server):
+    srv = start_server("-c", buffered_conf(tmp_path, origin), "--loop-workers", "1")
+    parts = [b"hello ", b"x" * 5000, b" world"]
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n")
+    got = s.recv(65536)
+    s.close()
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    head = origin.heads[-1].lower()
+    assert b"content-length: %d\r\n" % len(b"".join(parts)) in head, head
+    assert b"transfer-encoding" not in head, head
+    assert origin.bodies[-1] == ("/api/echo", b"".join(parts))
+
+
+def test_buffered_upload_full_is_503_before_the_body_and_413_over_max_body(tmp_path, origin,
+                                                                           start_server):
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=1, queue=0,
+                                           extra_route="max_body = 4096\n"),
+                       "--loop-workers", "1")
+    st, _, _ = req(srv.port, "POST", "/api/echo", body=b"y" * 5000)
+    assert st == 413
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        got = s.recv(65536)  # the answer comes without a byte of the body sent (no 100)
+        s.close()
+        assert got.startswith(b"HTTP/1.1 503 "), got[:200]
+        assert b"retry-after" in got.lower()
+    finally:
+        origin.release()
+        holder.join(10)
+    assert origin.count("/api/echo") == 0
+
+
+def test_buffered_uploads_give_their_transit_buffer_back(tmp_path, origin, start_server):
+    """Each buffered body's transit buffer goes back once its answer is written: more requests
+    on one kept connection than the server has transit buffers all succeed, and a client that
+    leaves mid-upload frees its buffer too."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=2), "--loop-workers", "1",
+                       "--compute-workers", "1", "--transit-buffers", "4")
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\nabc")
+        s.close()
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    try:
+        for i in range(12):
+            body = (b"%d-" % i) * 700
+            c.request("POST", "/api/echo?i=%d" % i, body=body)
+            r = c.getresponse()
+            assert r.status == 200, (i, r.status, r.read())
+            assert json.loads(r.read())["body_len"] == len(body)
+    finally:
+        c.close()
+    assert [b for p, b in origin.bodies if p == "/api/echo"][-1] == b"11-" * 700

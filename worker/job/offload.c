@@ -297,17 +297,18 @@ admit(struct lg_conn *c, const struct lg_offload_spec *sp)
 	return 0;
 }
 
-int
-lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+/* A free transit buffer of LG_JOB(c)->pool for c's body, its client's share allowing: held
+ * (LG_CONN_HELD_BUFFER), the body counters reset, the body expected at offset 0 of its input
+ * region (a caller with a request view moves it after the view). Returns 0, or -1 (the caller
+ * answers 503; counted). */
+static int
+claim_buffer(struct lg_conn *c, uint64_t deadline_ms)
 {
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
-	size_t vlen = lg_view_size(sp->view);
+	uint32_t tag = lg_fair_tag(c);
 	int slot;
 
-	if (admit(c, sp) == -1)
-		return -1;
-	uint32_t tag = lg_fair_tag(c);
 	if (lg_fair_over_share(c, tag))
 		return -1;
 	if ((slot = lg_slot_claim_pool(a, LG_JOB(c)->pool, c->w->env->index, &LG_JOB(c)->gen)) < 0)
@@ -315,19 +316,50 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
 	LG_JOB(c)->slot = slot;
 	lg_conn_hold(c, LG_CONN_HELD_BUFFER);
-	LG_JOB(c)->kind = sp->kind;
-	LG_JOB(c)->arg = sp->route;
 	/* The route's deadline and the pool's: both default to --deadline-ms, so the shorter is
 	 * the one the configuration asked for. */
-	LG_JOB(c)->deadline_ms = sp->deadline_ms < pool_cfg(c)->deadline_ms ? sp->deadline_ms :
+	LG_JOB(c)->deadline_ms = deadline_ms < pool_cfg(c)->deadline_ms ? deadline_ms :
 	    pool_cfg(c)->deadline_ms;
-	LG_JOB(c)->run_inline = sp->run_inline;
-	LG_JOB(c)->ctype = sp->ctype;
 	LG_JOB(c)->body_got = 0;
 	LG_JOB(c)->reserved = 0;
 	LG_JOB(c)->backing_wait = 0;
 	LG_JOB(c)->head_body = 0;
 	LG_JOB(c)->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	LG_JOB(c)->body_off = 0;
+	a->slots[slot].touched = 0;
+	LG_WJOB(c->w)->pending[slot] = c; /* backing outcomes find the connection by slot */
+	return 0;
+}
+
+int
+lg_offload_claim_body(struct lg_conn *c, uint32_t pool, uint64_t deadline_ms)
+{
+	struct lg_arena *a = c->w->env->arena;
+
+	LG_JOB(c)->pool = pool < a->master->npools ? pool : 0;
+	if (claim_buffer(c, deadline_ms) == -1)
+		return -1;
+	LG_JOB(c)->kind = 0; /* no job: nothing runs, no output is charged (charge_whole) */
+	LG_JOB(c)->arg = 0;
+	LG_JOB(c)->run_inline = 0;
+	LG_JOB(c)->ctype = NULL;
+	return 0;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
+{
+	struct lg_arena *a = c->w->env->arena;
+	size_t vlen = lg_view_size(sp->view);
+	int slot;
+
+	if (admit(c, sp) == -1 || claim_buffer(c, sp->deadline_ms) == -1)
+		return -1;
+	slot = LG_JOB(c)->slot;
+	LG_JOB(c)->kind = sp->kind;
+	LG_JOB(c)->arg = sp->route;
+	LG_JOB(c)->run_inline = sp->run_inline;
+	LG_JOB(c)->ctype = sp->ctype;
 	/* The request view goes first in the input region (kinds/host.h), the body after it; its
 	 * pages are kept backed (lg_arena_keep: no fallocate here) and were mapped into this
 	 * process at start (lg_offload_map_views). */
@@ -344,7 +376,6 @@ lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
 		return -1;
 	}
 	LG_JOB(c)->body_off = vlen;
-	LG_WJOB(c->w)->pending[slot] = c; /* backing outcomes find the connection by slot */
 	return 0;
 }
 
@@ -358,8 +389,9 @@ charge_whole(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	uint64_t need;
 
-	/* inline: the output is charged where it runs; too large: 413, nothing to back */
-	if (LG_JOB(c)->run_inline || lg_registry_out_need(c->w->env->cfg->reg, LG_JOB(c)->kind,
+	/* inline: the output is charged where it runs; no kind (a body buffered for an upstream,
+	 * lg_offload_claim_body): no output; too large: 413, nothing to back */
+	if (LG_JOB(c)->run_inline || LG_JOB(c)->kind == 0 || lg_registry_out_need(c->w->env->cfg->reg, LG_JOB(c)->kind,
 	    (uint32_t)LG_JOB(c)->arg, LG_JOB(c)->body_need, a->out_cap, &need) == -1)
 		need = 0;
 	return lg_arena_charge(a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->body_off + LG_JOB(c)->body_need,

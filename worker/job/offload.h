@@ -32,6 +32,17 @@ struct lg_offload_spec {
  * could not be backed: the caller answers 503; counted (a full pool in its page). */
 int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
 
+/* Claims a transit buffer of pool `pool` (cfg->pools) for c's request body alone, no job to
+ * follow (a route with request_buffering = on receives its body whole before it goes to an
+ * upstream app, worker/upstream/upstream.h lg_up_head_body): the same transit-buffer rules as
+ * a job's body (the client's share, the memory budget charged for a Content-Length body at
+ * lg_offload_start, windows backed as it comes, the upload timeouts and fair-share cuts), no
+ * job admission, no request view, no output charged. The body is then read as a job's
+ * (lg_offload_start, lg_offload_body, ...) and, whole, handed to ops->body_done; it lies at
+ * lg_job_body until the buffer is given back (lg_offload_release, ops->release). Returns 0,
+ * or -1 (no buffer free, the client's share used up): the caller answers 503; counted. */
+int lg_offload_claim_body(struct lg_conn *c, uint32_t pool, uint64_t deadline_ms);
+
 /* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at`
  * into c's slot, backing the input region as it goes. Returns 0, or -1 with h->status 413 (over
  * the region) or 503 (shared memory could not be backed). */

@@ -74,6 +74,11 @@ struct lg_conn_up {
 	int compacted;                /* bytes of out were dropped: it no longer starts with the
 	                               * head (no resend) */
 	uint64_t sent;                /* bytes written to the app */
+	int buffered;                 /* the body came whole first (request_buffering): it is sent
+	                               * from body (the transit buffer the connection holds) with
+	                               * its Content-Length, after the head in out */
+	const unsigned char *body;
+	uint64_t body_len, body_sent;
 	size_t out_len, out_off;
 	char out[LG_UP_OBUF];
 	/* the answer */

@@ -36,13 +36,15 @@ lg_up_orphan(struct lg_conn_up *x)
 	x->hpend_len = x->pend_len = 0; /* what was on its way to the client is dropped */
 	free(x->hbuf);
 	x->hbuf = NULL;
-	if (!x->dispatched || x->out_off < x->out_len) {
+	if (!x->dispatched || x->out_off < x->out_len || x->body_sent < x->body_len) {
 		/* The rest of the request never comes: the app reads the end of its input (a
 		 * body cut short it answers or gives up on), and the connection is not kept. */
 		(void)shutdown(x->uc->fd, SHUT_WR);
 		x->out_off = x->out_len;
 		x->dispatched = 0;
 	}
+	x->body = NULL; /* a buffered body's transit buffer goes back with the connection */
+	x->body_sent = x->body_len;
 	lg_up_arm(x);
 	watch_read(x);
 }

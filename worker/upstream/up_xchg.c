@@ -25,7 +25,7 @@ upc_watch(struct lg_conn_up *x)
 	if (uc->state == UPC_CONNECTING)
 		ev = EV_WRITE;
 	else {
-		if (x->out_off < x->out_len)
+		if (x->out_off < x->out_len || x->body_sent < x->body_len)
 			ev |= EV_WRITE;
 		if (x->dispatched && x->pend_len == 0 && x->hpend_len == 0 && !x->eof &&
 		    x->in_len < sizeof(x->in))
@@ -75,7 +75,8 @@ int
 lg_up_reusable(const struct lg_conn_up *x)
 {
 	return lg_resp_done(&x->resp) && x->resp.keep_alive && !x->eof &&
-	    x->in_off == x->in_len && x->out_off == x->out_len && x->dispatched;
+	    x->in_off == x->in_len && x->out_off == x->out_len && x->body_sent == x->body_len &&
+	    x->dispatched;
 }
 
 static void
@@ -151,6 +152,7 @@ resend(struct lg_conn_up *x)
 	lg_upc_put(x, 0);
 	x->retried = 1;
 	x->out_off = 0;
+	x->body_sent = 0;
 	x->sent = 0;
 	x->in_len = x->in_off = 0;
 	x->eof = 0;
@@ -164,16 +166,22 @@ resend(struct lg_conn_up *x)
 	return 0;
 }
 
-/* Writes what x->out holds to the app. Returns 0, or -1 when x is gone. */
+/* Writes what x->out holds to the app, then a buffered body from its transit buffer.
+ * Returns 0, or -1 when x is gone. */
 static int
 send_out(struct lg_conn_up *x)
 {
-	while (x->out_off < x->out_len) {
-		ssize_t n = send(x->uc->fd, x->out + x->out_off, x->out_len - x->out_off,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (x->out_off < x->out_len || x->body_sent < x->body_len) {
+		int head = x->out_off < x->out_len;
+		ssize_t n = send(x->uc->fd, head ? (const void *)(x->out + x->out_off) :
+		    (const void *)(x->body + x->body_sent), head ? x->out_len - x->out_off :
+		    (size_t)(x->body_len - x->body_sent), MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
-			x->out_off += (size_t)n;
+			if (head)
+				x->out_off += (size_t)n;
+			else
+				x->body_sent += (uint64_t)n;
 			x->sent += (uint64_t)n;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -364,6 +372,30 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	return x;
 }
 
+/* Counts a 503 `full` for upstream u (c's access line says so). */
+static void
+count_full(struct lg_conn *c, struct lg_up_one *u)
+{
+	atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
+	atomic_fetch_add(&u->adm->requests[5], 1);
+	c->obs.why = lg_up_reason_str(LG_UPR_FULL);
+}
+
+int
+lg_up_full(struct lg_conn *c, uint32_t ui)
+{
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
+	uint32_t inflight, queued;
+
+	lg_upadm_counts(u->adm, &inflight, &queued);
+	if (inflight < u->adm->max_conns || queued < u->adm->queue)
+		return 0;
+	count_full(c, u);
+	return 1;
+}
+
+static int admit(struct lg_conn *c, struct lg_conn_up *x);
+
 int
 lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 {
@@ -376,14 +408,49 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		free(x);
 		return 431;
 	}
+	return admit(c, x);
+}
+
+int
+lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+    const unsigned char *body, uint64_t len)
+{
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
+	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
+	int st;
+
+	if (x == NULL)
+		return 503;
+	x->arrived = ev_now(c->w->ev); /* the request reaches the app's side now, whole */
+	x->deadline = x->arrived + deadline_ms / 1e3;
+	x->buffered = 1;
+	x->body = body;
+	x->body_len = len;
+	x->has_body = len > 0;
+	x->chunked = 0;
+	if (lg_up_build_head(x, u->def) == -1) {
+		free(x);
+		return 431;
+	}
+	if ((st = admit(c, x)) != 0)
+		return st;
+	(void)lg_up_dispatch(c); /* whole: the answer is awaited (state PROXY) */
+	return 0;
+}
+
+/* x, new for c's request, takes a place (and starts: a connection, the head on its way), or
+ * waits for one in the queue. Returns 0, or 503 (full; no server reachable) with x freed. */
+static int
+admit(struct lg_conn *c, struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
 	LG_UP(c)->x = x;
 	lg_conn_hold(c, LG_CONN_HELD_UP);
 	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
 	case LG_UPADM_FULL:
-		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
 		lg_up_time(x, &u->adm->total, x->arrived);
-		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
-		count_status(x, 503);
+		count_full(c, u);
 		LG_UP(c)->x = NULL;
 		lg_conn_unhold(c, LG_CONN_HELD_UP);
 		free(x);
