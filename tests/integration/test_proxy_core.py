@@ -824,3 +824,23 @@ def test_buffered_uploads_give_their_transit_buffer_back(tmp_path, origin, start
     finally:
         c.close()
     assert [b for p, b in origin.bodies if p == "/api/echo"][-1] == b"11-" * 700
+
+
+def test_buffered_large_body_and_client_gone_while_it_is_sent(tmp_path, origin, start_server):
+    """A buffered body larger than the sockets' buffers goes out whole from its transit buffer;
+    a client that leaves while it is still being sent to an app that reads nothing ends the
+    request toward the app, and its place and buffer go back."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=1), "--loop-workers", "1",
+                       "--max-body", "8M")
+    body = os.urandom(3 << 20)
+    st, _, out = req(srv.port, "POST", "/api/echo", body=body, timeout=30)
+    assert st == 200 and json.loads(out)["body_len"] == len(body)
+    assert origin.bodies[-1] == ("/api/echo", body)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/noread HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+              + body)
+    assert wait_until(lambda: origin.count("/api/noread") == 1, 10)
+    s.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 8)
+    assert req(srv.port, "POST", "/api/echo", body=b"after")[0] == 200
