@@ -114,7 +114,8 @@ PY_EMBED   := $(shell pkg-config --exists python3-embed 2>/dev/null && echo yes)
 ifeq ($(PY_EMBED),yes)
 MODULES    += $(OBJDIR)/modules/python.so
 endif
-PY_MOD_SRC := modules/python/python.c modules/python/call.c modules/python/helper.c
+PY_MOD_SRC := modules/python/python.c modules/python/call.c modules/python/error.c \
+              modules/python/helper.c
 
 modules: $(MODULES)
 
@@ -126,7 +127,8 @@ $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
 
-$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h include/lagless/module.h
+$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h modules/python/error.h \
+                             include/lagless/module.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) -fvisibility=hidden $$(pkg-config --cflags python3-embed) -o $@ \
 	    $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)

@@ -37,14 +37,14 @@ observe(const struct lg_compute_env *env, uint32_t kind, uint64_t enqueue, uint6
  * the whole region), so a memory cgroup limit or a full shared-memory filesystem is an error
  * answer (503) rather than SIGBUS in the middle of the job; then runs the kind. */
 static int
-run_kind(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t start,
+run_kind(const struct lg_compute_env *env, uint32_t slot, const struct lg_job *m, uint64_t start,
     uint64_t *out_len)
 {
 	const struct lg_registry *reg = env->cfg->reg;
 	struct lg_arena *a = env->arena;
 	uint64_t need;
-	int too_large = lg_registry_out_need(reg, m->kind, (uint32_t)m->arg, m->in_len,
-	    a->out_cap, &need) == -1;
+	int too_large = lg_registry_out_need(reg, m->kind, m->route, m->in_len, a->out_cap,
+	    &need) == -1;
 
 	struct lg_init_guard guard = { a->master->modules, &env->page->in_init };
 
@@ -54,25 +54,23 @@ run_kind(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t
 	if (too_large)
 		need = LG_OUT_META;
 	/* Within the memory budget (shm/arena.h) before backing: beyond it, 503 memory. */
-	if (lg_arena_charge_out(a, m->slot, need) == -1) {
+	if (lg_arena_charge_out(a, slot, need) == -1) {
 		log_debug("%llu output bytes for slot %u are over the shared-memory budget",
-		    (unsigned long long)need, m->slot);
+		    (unsigned long long)need, slot);
 		return LG_JOB_NO_SPACE;
 	}
-	if (lg_arena_reserve(a, lg_arena_out_off(a, m->slot), need) == -1) {
+	if (lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
 		log_warn("cannot back %llu output bytes for slot %u: %s",
-		    (unsigned long long)need, m->slot, strerror(errno));
+		    (unsigned long long)need, slot, strerror(errno));
 		return LG_JOB_NO_SPACE;
 	}
-	a->slots[m->slot].touched += need; /* the master punches large jobs' pages out */
+	a->slots[slot].touched += need; /* the master punches large jobs' pages out */
 	if (too_large) {
-		memset(lg_arena_out(a, m->slot), 0, sizeof(struct lg_out_meta));
+		memset(lg_arena_out(a, slot), 0, sizeof(struct lg_out_meta));
 		return LG_JOB_TOO_LARGE;
 	}
-	struct lg_job_in j = { m->kind, (uint32_t)m->arg, lg_arena_in(a, m->slot), a->in_cap,
-	    m->in_len, lg_arena_out(a, m->slot), a->out_cap, m->deadline_ns, m->enqueue_ns, start,
-	    env->cfg->enable_test_jobs };
-	return lg_registry_run(reg, &j, out_len);
+	return lg_registry_run(reg, m, lg_arena_in(a, slot), a->in_cap, lg_arena_out(a, slot),
+	    a->out_cap, start, env->cfg->enable_test_jobs, out_len);
 }
 
 /* The pool's memory (--compute-memory for the default pool): RLIMIT_DATA (setrlimit(2); since Linux 4.7 it counts private writable
@@ -152,13 +150,15 @@ notify_owner(const struct lg_compute_env *env, uint32_t slot, uint32_t gen, uint
 		log_warn("completion for slot %u to loop %u: %s", slot, owner, strerror(errno));
 }
 
-/* Runs job m, its slot started at now (CLOCK_MONOTONIC ns), or refuses it (quarantined,
- * shed); finishes the slot and tells the owner. */
+/* Runs job m of slot `slot` at generation gen (owner loop `owner`), the slot started at now
+ * (CLOCK_MONOTONIC ns), or refuses it (quarantined, shed); finishes the slot and tells the
+ * owner. */
 static void
-run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint64_t now)
+run_started(const struct lg_compute_env *env, uint32_t slot, uint32_t gen, uint32_t owner,
+    const struct lg_job *m, uint64_t now)
 {
 	struct lg_arena *a = env->arena;
-	struct lg_slot *s = &a->slots[m->slot];
+	struct lg_slot *s = &a->slots[slot];
 	uint64_t out_len;
 	int st;
 
@@ -171,16 +171,16 @@ run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint6
 	struct lg_slot_pool sp = { .arena = a, .pool = env->pool };
 
 	out_len = 0;
-	if (lg_stats_quarantine_left(a->master, m->kind, (uint32_t)m->arg, now))
+	if (lg_stats_quarantine_left(a->master, m->kind, m->route, now))
 		st = LG_JOB_QUARANTINED;
 	else if (lg_codel_shed(&pool->codel, &cp, wait, now, lg_slot_queued_floor, &sp))
 		st = LG_JOB_SHED;
 	else
-		st = run_kind(env, m, now, &out_len);
+		st = run_kind(env, slot, m, now, &out_len);
 	s->out_len = out_len;
 	s->touched += out_len; /* beyond what was backed, for a kind with no bound */
 	uint64_t end = lg_now_ns();
-	int notify = lg_slot_finish(s, m->gen, (enum lg_job_status)st, end);
+	int notify = lg_slot_finish(s, gen, (enum lg_job_status)st, end);
 	atomic_store(&env->page->job, LG_NO_JOB);
 	atomic_fetch_add(&env->page->requests, 1);
 	observe(env, m->kind, m->enqueue_ns, now, end);
@@ -194,7 +194,7 @@ run_started(const struct lg_compute_env *env, const struct lg_slot_job *m, uint6
 	 * cancelled job's wait says nothing about the queue the served jobs saw. */
 	if (st == LG_JOB_OK)
 		lg_codel_sample(&pool->codel, &cp, wait, end, lg_slot_queued_floor, &sp);
-	notify_owner(env, m->slot, m->gen, m->owner);
+	notify_owner(env, slot, gen, owner);
 }
 
 /* Runs the job of a JOB header that passed lg_wire_check_job. The slot is named in the proc
@@ -205,12 +205,13 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 {
 	struct lg_arena *a = env->arena;
 	struct lg_slot *s = &a->slots[slot];
-	struct lg_slot_job j;
+	struct lg_job j;
+	uint32_t owner = 0;
 	uint64_t now = lg_now_ns();
 
 	/* A label for the master if this process dies: racy before the start, checked after. */
-	atomic_store(&env->page->job_kind, s->kind);
-	atomic_store(&env->page->job_route, (uint32_t)s->arg);
+	atomic_store(&env->page->job_kind, s->job.kind);
+	atomic_store(&env->page->job_route, s->job.route);
 	atomic_store(&env->page->job, ((uint64_t)slot << 32) | gen);
 	if (lg_slot_start(s, gen, atomic_load(&env->page->pid), now) == -1) {
 		/* Cancelled (client gone, deadline) or a stale header: skip it. */
@@ -218,7 +219,7 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 		log_debug("skip slot %u gen %u: %s", slot, gen, strerror(errno));
 		return;
 	}
-	if (lg_slot_job_read(a, slot, gen, env->ch->nloops, &j) == -1) {
+	if (lg_slot_job_read(a, slot, gen, env->ch->nloops, &j, &owner) == -1) {
 		/* A record no loop of ours wrote: answered 500 when its owner is one of ours. */
 		int err = errno, notify = lg_slot_finish(s, gen, LG_JOB_ERROR, lg_now_ns());
 
@@ -227,12 +228,12 @@ run_one(const struct lg_compute_env *env, uint32_t slot, uint32_t gen)
 		log_warn("slot %u gen %u holds a job that failed validation: %s", slot, gen,
 		    strerror(err));
 		if (notify == 1 && err == ERANGE)
-			notify_owner(env, slot, gen, j.owner);
+			notify_owner(env, slot, gen, owner);
 		return;
 	}
 	atomic_store(&env->page->job_kind, j.kind);
-	atomic_store(&env->page->job_route, (uint32_t)j.arg);
-	run_started(env, &j, now);
+	atomic_store(&env->page->job_route, j.route);
+	run_started(env, slot, gen, owner, &j, now);
 }
 
 /* A process a kind forks must not outlive this one (it would hold the arena and the channels

@@ -266,8 +266,9 @@ take_line(struct lg_http *h, const char *buf)
 	r->target[r->target_len] = '\0';
 }
 
-/* The header section is in: the request as the framing read it, then the head hook. Returns 0,
- * or -1 with h->status set. */
+/* The header section is in: the request as the framing read it, and the feed stops there
+ * until the caller says where the body goes (lg_http_body_to). Returns 0, or -1 with
+ * h->status set. */
 static int
 take_head(struct lg_http *h)
 {
@@ -289,18 +290,26 @@ take_head(struct lg_http *h)
 		h->status = 400;
 		return -1;
 	}
-	switch (h->on_head ? h->on_head(h, h->ctx) : LG_HTTP_BODY_PARSER) {
+	h->head_wait = 1;
+	return 0;
+}
+
+enum lg_http_stop
+lg_http_body_to(struct lg_http *h, int action)
+{
+	h->head_wait = 0;
+	switch (action) {
 	case LG_HTTP_BODY_SELF:
 		h->self_body = 1;
 		h->complete = 1; /* the caller reads the body: the message is complete here */
-		break;
+		return LG_HTTP_DONE;
 	case LG_HTTP_REJECT:
 		h->rejected = 1;
-		break;
+		return LG_HTTP_ERROR;
 	default:
-		h->complete = lg_frame_msg_done(f);
+		h->complete = lg_frame_msg_done(&h->frame);
+		return h->complete ? LG_HTTP_DONE : LG_HTTP_MORE;
 	}
-	return 0;
 }
 
 /* The body hook: payload bytes for on_body. */
@@ -361,6 +370,7 @@ lg_http_next(struct lg_http *h)
 {
 	h->complete = 0;
 	h->head_seen = 0;
+	h->head_wait = 0;
 	h->self_body = 0;
 	/* The answered request's view goes now, not at the next request line: a next message
 	 * refused before its line is whole (400, 414) would otherwise be logged with the method,
@@ -400,13 +410,13 @@ step(struct lg_http *h, const char *buf, size_t len)
 	return n;
 }
 
-size_t
-lg_http_feed(struct lg_http *h, const char *buf, size_t len)
+enum lg_http_stop
+lg_http_feed(struct lg_http *h, const char *buf, size_t len, size_t *used)
 {
 	size_t done = 0;
 
 	h->body_wait = 0;
-	while (done < len && !h->status && !h->rejected && !h->complete) {
+	while (done < len && !h->status && !h->rejected && !h->complete && !h->head_wait) {
 		size_t cap = len - done;
 
 		if (h->head_seen && !h->self_body && h->body_room) {
@@ -426,7 +436,14 @@ lg_http_feed(struct lg_http *h, const char *buf, size_t len)
 			break;
 		done += n;
 	}
-	return done;
+	*used = done;
+	if (h->status || h->rejected)
+		return LG_HTTP_ERROR;
+	if (h->head_wait)
+		return LG_HTTP_HEAD_DONE;
+	if (h->complete)
+		return LG_HTTP_DONE;
+	return h->body_wait ? LG_HTTP_BODY_WAIT : LG_HTTP_MORE;
 }
 
 /* Reason phrases of RFC 9110 section 15 (and 429, 431 of RFC 6585) for every status lagless

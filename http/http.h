@@ -3,8 +3,9 @@
  * bounded, in the manner of picohttpparser: feed bytes as they arrive, the parser keeps no
  * pointer into them.
  *
- * One request at a time: a feed stops after each complete message (and on a rejected head), so
- * pipelined requests are answered strictly in order (RFC 9112 section 9.3.2). */
+ * One request at a time: a feed stops at each complete header section (the caller then chooses
+ * where the body goes: lg_http_body_to) and after each complete message, so pipelined
+ * requests are answered strictly in order (RFC 9112 section 9.3.2). */
 #ifndef LG_HTTP_HTTP_H
 #define LG_HTTP_HTTP_H
 
@@ -94,11 +95,24 @@ const char *lg_http_field_next(const struct lg_http_req *r, const char *name, un
  * name is absent. */
 const char *lg_http_query_param(const struct lg_http_req *r, const char *name, size_t *len);
 
-/* What on_head tells the parser to do with the body (called once the header section is in). */
+/* Where lg_http_feed stopped (picohttpparser's contract: the parser returns at "head
+ * complete"; the caller then decides where the body goes and feeds on). */
+enum lg_http_stop {
+	LG_HTTP_MORE = 0,       /* every byte given was consumed, or a request line is still
+	                         * partial: feed again with more bytes */
+	LG_HTTP_HEAD_DONE = 1,  /* the header section is in (h->req is the request view): call
+	                         * lg_http_body_to before feeding again */
+	LG_HTTP_DONE = 2,       /* a whole message was read (h->complete) */
+	LG_HTTP_BODY_WAIT = 3,  /* body_room gave 0 (h->body_wait): feed again once it has room */
+	LG_HTTP_ERROR = 4,      /* h->status was set, or the caller rejected the head: answer and
+	                         * close */
+};
+
+/* Where the caller sends the body of a head (lg_http_body_to after LG_HTTP_HEAD_DONE). */
 enum lg_http_head_action {
 	LG_HTTP_BODY_PARSER = 0,  /* the parser reads it and passes it to on_body */
 	LG_HTTP_BODY_SELF = 1,    /* the caller reads Content-Length bytes itself after the head */
-	LG_HTTP_REJECT = 2,       /* stop: the caller answers with h->status and closes */
+	LG_HTTP_REJECT = 2,       /* stop: the caller answers with a status of its own and closes */
 };
 
 struct lg_http {
@@ -106,14 +120,15 @@ struct lg_http {
 	struct lg_frame frame;     /* the parser (http/frame.h) */
 	int status;                /* an error status to answer (400, 414, 431, 413...), else 0 */
 	const char *why;           /* the rule behind status, static text (NULL when a hook set it) */
-	int head_seen;             /* the header section of this message is in (on_head ran) */
-	int self_body;             /* on_head chose LG_HTTP_BODY_SELF */
+	int head_seen;             /* the header section of this message is in */
+	int head_wait;             /* ... and lg_http_body_to has not been called for it yet */
+	int self_body;             /* lg_http_body_to chose LG_HTTP_BODY_SELF */
 	int complete;              /* a whole message (head, and body unless BODY_SELF) was parsed */
-	int rejected;              /* on_head returned LG_HTTP_REJECT */
+	int rejected;              /* lg_http_body_to was given LG_HTTP_REJECT */
 	uint64_t body_seen;        /* body bytes passed to on_body for this message */
-	/* Hooks, called from inside lg_http_feed; ctx is passed back unchanged. on_head returns an
-	 * enum lg_http_head_action; on_body returns 0, or -1 after setting h->status. */
-	int (*on_head)(struct lg_http *h, void *ctx);
+	/* The body sink, called from inside lg_http_feed while it reads a body (never before
+	 * lg_http_body_to chose where the body goes); ctx is passed back unchanged. on_body
+	 * returns 0, or -1 after setting h->status. */
 	int (*on_body)(struct lg_http *h, void *ctx, const char *at, size_t len);
 	/* Optional, called before each piece of a parser-read body is fed: how many more input
 	 * bytes may go to the parser now (an input byte carries at most one body byte, so this
@@ -133,15 +148,24 @@ void lg_http_init(struct lg_http *h, const struct lg_http_limits *lim);
  * request view is emptied, as on a new connection, until the next request line is read. */
 void lg_http_next(struct lg_http *h);
 
-/* Feeds len bytes. Returns the number of bytes consumed; the caller keeps the rest and presents
- * it again, followed by newer bytes, on the next call (a request line is taken only whole, so 0
- * is a normal answer while one arrives). Sets h->complete when a message is complete,
- * h->rejected when on_head rejected it, or h->status on an error: 400 for bad syntax or
- * ambiguous framing (http/frame.h, docs/HTTP.md), 414 for a long target, 417 for an unknown
- * expectation, 431 for a long head or too many fields, 501 for an unknown method or transfer
- * coding, 505 for an HTTP version other than 1.0 or 1.1. After an error or a rejection the
- * connection must be answered and closed. */
-size_t lg_http_feed(struct lg_http *h, const char *buf, size_t len);
+/* Feeds len bytes; *used is set to the number consumed: the caller keeps the rest and
+ * presents it again, followed by newer bytes, on the next call (a request line is taken only
+ * whole, so 0 is a normal count while one arrives). Returns where the feed stopped:
+ * LG_HTTP_HEAD_DONE once the header section is in, the head's bytes consumed and nothing of
+ * its body (the feed goes no further, and consumes nothing, until lg_http_body_to); LG_HTTP_DONE
+ * when a message is complete; LG_HTTP_BODY_WAIT when body_room gave 0; LG_HTTP_MORE when the
+ * bytes ran out; LG_HTTP_ERROR with h->status on an error: 400 for bad syntax or ambiguous
+ * framing (http/frame.h, docs/HTTP.md), 414 for a long target, 417 for an unknown expectation,
+ * 431 for a long head or too many fields, 501 for an unknown method or transfer coding, 505 for
+ * an HTTP version other than 1.0 or 1.1 (and, with h->status 0, after a head the caller
+ * rejected). After an error or a rejection the connection must be answered and closed. */
+enum lg_http_stop lg_http_feed(struct lg_http *h, const char *buf, size_t len, size_t *used);
+
+/* The caller's answer to LG_HTTP_HEAD_DONE: where the body of the head just read goes (an enum
+ * lg_http_head_action). Returns LG_HTTP_DONE when the message is complete with it (no body,
+ * or LG_HTTP_BODY_SELF), LG_HTTP_ERROR for LG_HTTP_REJECT, else LG_HTTP_MORE (feed the body).
+ * Called only once per head, between LG_HTTP_HEAD_DONE and the next feed. */
+enum lg_http_stop lg_http_body_to(struct lg_http *h, int action);
 
 /* Standard reason phrase of an HTTP status code (RFC 9110 section 15), "Unknown" otherwise. */
 const char *lg_http_reason(int status);

@@ -9,7 +9,6 @@
 #include "common/query.h"
 #include "common/value.h"
 #include "kinds/answer.h"
-#include "kinds/params.h"
 #include "shm/layout.h"
 
 /* What host->write, set_status, ... need beyond struct lagless_output (host_private). */
@@ -18,7 +17,7 @@ struct out_priv {
 };
 
 static const char *current_module = "-";
-static int recycle_asked; /* host->recycle in this process's current run (lg_host_run) */
+static int recycle_asked; /* host->recycle in this process's current run (lg_host_call) */
 static lg_host_routes_fn routes_fn; /* host->route_at while a module's init runs */
 static const void *routes_ctx;
 
@@ -390,67 +389,42 @@ lg_view_decode(const unsigned char *src, size_t cap, struct lg_view *v)
 	return 0;
 }
 
-/* The declared query arguments of the run parsed into scratch memory from the top of out
- * (ABI 1.2 rq->query_args): the struct, then the decoded strings. Returns 0 (*args NULL when
- * the kind has no query struct), or an lg_job_status: TOO_LARGE when the scratch does not
- * fit, BAD_INPUT (with the reason as the message) when an argument does not parse. */
-static int
-query_args(const struct lg_run *r, struct lagless_output *out, const void **args)
+void
+lg_host_request(struct lagless_request *rq, const struct lg_view *v, const unsigned char *in,
+    size_t in_len)
 {
-	const struct lg_view *v = r->view;
-	size_t strs = v->query_len + r->nqparams + 1, need = r->query_size + strs;
-	unsigned char *p;
-	char why[200];
-
-	*args = NULL;
-	if (r->query_size == 0)
-		return 0;
-	if ((p = host_alloc(out, need)) == NULL)
-		return LG_JOB_TOO_LARGE;
-	if (lg_params_parse_query(r->qparams, r->nqparams, v->query, v->query_len, p,
-	    r->query_size, (char *)p + r->query_size, strs, why, sizeof(why)) == -1) {
-		host_set_message(out, "%s\n", why);
-		return LG_JOB_BAD_INPUT;
-	}
-	*args = p;
-	return 0;
-}
-
-int
-lg_host_run(const struct lg_run *r, uint64_t *out_len)
-{
-	struct lg_out_meta *meta = (struct lg_out_meta *)r->region;
-	struct out_priv pv = { meta };
-	const struct lg_view *v = r->view;
-	struct lagless_request rq = {
-		.size = sizeof(rq), .host = &lg_host,
+	*rq = (struct lagless_request){
+		.size = sizeof(*rq), .host = &lg_host,
 		.method = v->method, .method_len = v->method_len,
 		.path = v->path, .path_len = v->path_len,
 		.query = v->query, .query_len = v->query_len,
-		.input = r->in_len ? r->in : (const unsigned char *)"", .input_len = r->in_len,
-		.fields = v->fields, .nfields = v->nfields, .conf = r->conf,
-		.state = r->state, .kind_data = r->kind_data, .deadline_ns = r->deadline_ns,
-		.enqueue_ns = r->enqueue_ns, .start_ns = r->start_ns, .route = r->route,
+		.input = in_len ? in : (const unsigned char *)"", .input_len = in_len,
+		.fields = v->fields, .nfields = v->nfields,
 	};
+}
+
+int
+lg_host_call(lagless_run_fn run, const char *module, const struct lagless_request *rq,
+    unsigned char *region, size_t region_cap, uint64_t *out_len)
+{
+	struct lg_out_meta *meta = (struct lg_out_meta *)region;
+	struct out_priv pv = { meta };
 	struct lagless_output out = {
-		.size = sizeof(out), .data = r->region + LG_OUT_META,
-		.cap = r->region_cap - LG_OUT_META, .len = 0, .host_private = &pv,
+		.size = sizeof(out), .data = region + LG_OUT_META,
+		.cap = region_cap - LG_OUT_META, .len = 0, .host_private = &pv,
 	};
-	size_t cap0;
+	size_t cap0 = out.cap;
 	int st;
 
 	memset(meta, 0, sizeof(*meta));
 	*out_len = 0;
 	recycle_asked = 0;
-	if ((st = query_args(r, &out, &rq.query_args)) != 0)
-		return st;
-	cap0 = out.cap;
-	lg_host_set_module(r->module);
-	st = r->run(&rq, &out);
+	lg_host_set_module(module);
+	st = run(rq, &out);
 	lg_host_set_module(NULL);
 	if (out.cap > cap0 || out.len > out.cap) {
 		log_warn("kind of module %s answered %zu bytes in a %zu-byte output: error",
-		    r->module, out.len, out.cap);
+		    module, out.len, out.cap);
 		return LG_JOB_ERROR;
 	}
 	switch (st) {
@@ -465,7 +439,7 @@ lg_host_run(const struct lg_run *r, uint64_t *out_len)
 	case LAGLESS_TOO_LARGE:
 		return LG_JOB_TOO_LARGE;
 	default:
-		log_warn("kind of module %s returned %d, not a lagless_status: error", r->module, st);
+		log_warn("kind of module %s returned %d, not a lagless_status: error", module, st);
 		return LG_JOB_ERROR;
 	}
 }

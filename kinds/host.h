@@ -95,38 +95,22 @@ struct lg_out_meta {
 
 _Static_assert(sizeof(struct lg_out_meta) <= LG_OUT_META, "the answer's metadata page");
 
-/* What one run needs besides the kind. */
-struct lg_run {
-	lagless_run_fn run;
-	void *state;                /* the module's per-process state */
-	const void *kind_data;
-	const char *module;         /* the module's name, for its log lines */
-	const struct lagless_conf *conf;
-	const struct lg_view *view;
-	const unsigned char *in;    /* body, in_len bytes */
-	size_t in_len;
-	unsigned char *region;      /* output region: metadata, then body */
-	size_t region_cap;          /* bytes of it (> LG_OUT_META) */
-	uint64_t deadline_ns, enqueue_ns, start_ns;
-	const void *route;          /* the route's parsed keys (rq->route), or NULL */
-	/* ABI 1.2: the kind's declared query arguments and the size of its query struct (0:
-	 * none is parsed, rq->query_args is NULL) */
-	const struct lagless_param *qparams;
-	uint32_t nqparams;
-	uint32_t query_size;
-};
+/* Fills the request a kind's run is given (struct lagless_request) from view v and the body
+ * (in_len bytes at in): its size and host table, method, path, raw query, fields and input. The
+ * caller sets the rest (conf, state, kind_data, the times, route, query_args). */
+void lg_host_request(struct lagless_request *rq, const struct lg_view *v,
+    const unsigned char *in, size_t in_len);
 
-/* Runs one job: clears the metadata, builds the request and output views (the declared query
- * arguments parsed into scratch at the top of the output region when the kind has a query
- * struct: 400 with the reason if one does not parse, which the loop's check makes rare), calls
- * run and checks
- * what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
+/* Runs one job: clears the metadata page at the start of region (region_cap bytes, more than
+ * LG_OUT_META; the answer after it), calls run(rq) under module's name (its log lines) and
+ * checks what it returned (a status outside the ABI's, or out->len over out->cap, is an error).
  * Returns an enum lg_job_status (shm/layout.h) and the body length in *out_len: that of the
  * answer for LG_JOB_OK, of the error body for LG_JOB_BAD_INPUT or LG_JOB_ERROR when the kind
  * called error_body (LG_OUT_ERROR_BODY), else 0. */
-int lg_host_run(const struct lg_run *r, uint64_t *out_len);
+int lg_host_call(lagless_run_fn run, const char *module, const struct lagless_request *rq,
+    unsigned char *region, size_t region_cap, uint64_t *out_len);
 
-/* 1 when the kind of the last lg_host_run in this process called host->recycle (ABI 1.2): a
+/* 1 when the kind of the last lg_host_call in this process called host->recycle (ABI 1.2): a
  * compute process then exits after that job, as for max_jobs (cpupool/compute.c). */
 int lg_host_recycle_asked(void);
 
@@ -140,7 +124,7 @@ typedef int (*lg_host_routes_fn)(const void *ctx, size_t i, const char **path,
  * route_at answers -1. */
 void lg_host_set_routes(lg_host_routes_fn fn, const void *ctx);
 
-/* The module name host->log prefixes, for hooks called outside lg_host_run (check, init);
+/* The module name host->log prefixes, for hooks called outside lg_host_call (check, init);
  * static storage or the registry's. */
 void lg_host_set_module(const char *name);
 

@@ -146,34 +146,6 @@ lg_params_valid(const struct lagless_param *p, uint32_t n, int route, uint32_t r
 	return 0;
 }
 
-int
-lg_params_check_query(const struct lagless_param *p, uint32_t n, const char *q,
-    size_t qlen, char *err, size_t cap)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		char buf[QVAL_MAX];
-		union pval v;
-		size_t len;
-		long dl;
-		const char *raw = lg_query_param(q, qlen, p[i].name, &len);
-
-		if (raw == NULL || (p[i].type == LAGLESS_PARAM_STRING && p[i].max == 0))
-			continue;
-		if ((dl = lg_query_decode(raw, len, buf, sizeof(buf) - 1)) < 0) {
-			snprintf(err, cap, "%s: not a valid or too long argument", p[i].name);
-			return -1;
-		}
-		buf[dl] = '\0';
-		if (memchr(buf, '\0', (size_t)dl) != NULL) {
-			snprintf(err, cap, "%s: contains a NUL byte", p[i].name);
-			return -1;
-		}
-		if (parse_one(&p[i], buf, &v, err, cap) == -1)
-			return -1;
-	}
-	return 0;
-}
-
 static void
 store(const struct lagless_param *p, const union pval *v, unsigned char *dst)
 {
@@ -233,22 +205,28 @@ lg_params_parse_route(const struct lagless_param *p, uint32_t n,
 }
 
 /* The decoded value of argument p of raw query q into strs + *used (NUL-terminated); NULL when
- * absent. *bad is set on an argument that does not decode or fit, or holds a NUL. */
+ * absent. *bad is set to the fault class (LG_QFAULT_*) of an argument that does not decode,
+ * is longer than QVAL_MAX - 1 bytes decoded (a STRING of no maximum excepted), or holds a NUL. */
 static const char *
 query_value(const struct lagless_param *p, const char *q, size_t qlen, char *strs,
-    size_t strcap, size_t *used, int *bad)
+    size_t strcap, size_t *used, uint32_t *bad)
 {
 	size_t len;
 	long dl;
 	const char *raw = lg_query_param(q, qlen, p->name, &len);
 	char *buf = strs + *used;
+	int unbounded = p->type == LAGLESS_PARAM_STRING && p->max == 0;
 
 	*bad = 0;
 	if (raw == NULL)
 		return NULL;
 	if (*used >= strcap || (dl = lg_query_decode(raw, len, buf, strcap - *used - 1)) < 0 ||
-	    memchr(buf, '\0', (size_t)dl) != NULL) {
-		*bad = 1;
+	    (!unbounded && dl > QVAL_MAX - 1)) {
+		*bad = LG_QFAULT_DECODE;
+		return NULL;
+	}
+	if (memchr(buf, '\0', (size_t)dl) != NULL) {
+		*bad = LG_QFAULT_NUL;
 		return NULL;
 	}
 	buf[dl] = '\0';
@@ -258,27 +236,96 @@ query_value(const struct lagless_param *p, const char *q, size_t qlen, char *str
 
 int
 lg_params_parse_query(const struct lagless_param *p, uint32_t n, const char *q,
-    size_t qlen, void *dst, size_t size, char *strs, size_t strcap, char *err, size_t cap)
+    size_t qlen, void *dst, size_t size, char *strs, size_t strcap, uint32_t *fault)
 {
 	size_t used = 0;
-	int bad;
+	char why[8];
 
-	memset(dst, 0, size);
+	*fault = 0;
+	if (dst != NULL)
+		memset(dst, 0, size);
 	for (uint32_t i = 0; i < n; i++) {
 		union pval v = { 0 };
-		const char *s = query_value(&p[i], q, qlen, strs, strcap, &used, &bad);
+		uint32_t bad;
+		const char *s;
 
+		if (dst == NULL && p[i].type == LAGLESS_PARAM_STRING && p[i].max == 0)
+			continue; /* nothing to check, nothing to store */
+		s = query_value(&p[i], q, qlen, strs, strcap, &used, &bad);
 		if (bad) {
-			snprintf(err, cap, "%s: not a valid or too long argument", p[i].name);
+			*fault = i << 2 | bad;
 			return -1;
 		}
+		if (s == NULL && dst == NULL)
+			continue;
 		if (s == NULL)
 			s = p[i].def; /* checked by lg_params_valid */
-		if (s != NULL && parse_one(&p[i], s, &v, err, cap) == -1)
+		if (s != NULL && parse_one(&p[i], s, &v, why, sizeof(why)) == -1) {
+			*fault = i << 2 | LG_QFAULT_RULE;
 			return -1;
-		store(&p[i], &v, dst);
+		}
+		if (dst != NULL)
+			store(&p[i], &v, dst);
 	}
 	return 0;
+}
+
+void
+lg_params_query_why(const struct lagless_param *p, uint32_t n, uint32_t fault, char *err,
+    size_t cap)
+{
+	uint32_t i = fault >> 2;
+	union pval v;
+
+	if (cap == 0)
+		return;
+	if (i >= n || (fault & 3) == 0) {
+		snprintf(err, cap, "bad query argument");
+		return;
+	}
+	if ((fault & 3) == LG_QFAULT_DECODE)
+		snprintf(err, cap, "%s: not a valid or too long argument", p[i].name);
+	else if ((fault & 3) == LG_QFAULT_NUL)
+		snprintf(err, cap, "%s: contains a NUL byte", p[i].name);
+	else if (p[i].type == LAGLESS_PARAM_STRING)
+		snprintf(err, cap, "%s: expected %llu to %llu bytes", p[i].name,
+		    (unsigned long long)p[i].min, (unsigned long long)upper(&p[i]));
+	else if (parse_one(&p[i], "", &v, err, cap) == 0)
+		snprintf(err, cap, "%s: refused", p[i].name); /* an enum with a choice "" */
+}
+
+static void
+pack_one(const struct lagless_param *p, unsigned char *args, const char *strs, size_t len,
+    int pack, int *bad)
+{
+	const char *s;
+	uintptr_t off;
+
+	memcpy(&s, args + p->offset, sizeof(s));
+	if (pack) {
+		off = s != NULL && s >= strs && s < strs + len ? (uintptr_t)(s - strs) + 1 : 0;
+		memcpy(args + p->offset, &off, sizeof(off));
+		return;
+	}
+	memcpy(&off, args + p->offset, sizeof(off));
+	s = NULL;
+	if (off != 0 && (off > len || memchr(strs + off - 1, '\0', len - (off - 1)) == NULL))
+		*bad = 1;
+	else if (off != 0)
+		s = strs + off - 1;
+	memcpy(args + p->offset, &s, sizeof(s));
+}
+
+int
+lg_params_query_pack(const struct lagless_param *p, uint32_t n, void *args, const char *strs,
+    size_t len, int pack)
+{
+	int bad = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].type == LAGLESS_PARAM_STRING)
+			pack_one(&p[i], args, strs, len, pack, &bad);
+	return bad ? -1 : 0;
 }
 
 int

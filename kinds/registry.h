@@ -7,7 +7,11 @@
  * A kind is a struct lagless_kind of a module (include/lagless/module.h), built-in kinds
  * exactly like loaded ones, so adding one is a row in a module's kind array. Kind ids (1..) are
  * what job headers carry; 0 is no kind. A route is either a loop handler (a name the router
- * knows: ping, health, ready, metrics, status, test-block) or a kind. */
+ * knows: ping, health, ready, metrics, status, test-block) or a kind.
+ *
+ * Implemented by kinds/registry.c (the modules and kinds), kinds/routetab.c (the routes and
+ * lagless -t), kinds/registry_up.c (the upstreams) and kinds/run.c (a process's modules and
+ * running one job). */
 #ifndef LG_KINDS_REGISTRY_H
 #define LG_KINDS_REGISTRY_H
 
@@ -17,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "common/policy.h"
+#include "http/method.h"
 #include "kinds/host.h"
 
 #define LG_NAME_MAX  64   /* module and kind names */
@@ -29,13 +34,21 @@
 #define LG_MODULE_NKINDS_MAX    1024u
 #define LG_MODULE_KIND_SIZE_MAX 4096u
 
-/* Route methods (a bit set). */
-#define LG_M_GET    0x01u
-#define LG_M_HEAD   0x02u
-#define LG_M_POST   0x04u
-#define LG_M_PUT    0x08u
-#define LG_M_DELETE 0x10u
-#define LG_M_PATCH  0x20u
+/* Route methods: a set of http/method.h's methods, a bit per method (LG_HTTP_METHOD_BIT); any
+ * method that list knows may be routed. The ones named here are the defaults'. */
+#define LG_M_GET     LG_HTTP_METHOD_BIT(HTTP_GET)
+#define LG_M_HEAD    LG_HTTP_METHOD_BIT(HTTP_HEAD)
+#define LG_M_POST    LG_HTTP_METHOD_BIT(HTTP_POST)
+#define LG_M_PUT     LG_HTTP_METHOD_BIT(HTTP_PUT)
+#define LG_M_DELETE  LG_HTTP_METHOD_BIT(HTTP_DELETE)
+#define LG_M_PATCH   LG_HTTP_METHOD_BIT(HTTP_PATCH)
+#define LG_M_OPTIONS LG_HTTP_METHOD_BIT(HTTP_OPTIONS)
+/* What a route to an upstream serves without `methods =`: every method a proxy forwards to an
+ * app, OPTIONS included (a CORS preflight is the app's to answer); not CONNECT (a tunnel,
+ * which lagless does not offer) nor TRACE (it would echo the client's credentials back:
+ * RFC 9110 section 9.3.8). docs/HTTP.md. */
+#define LG_M_UPSTREAM_DEFAULT (LG_M_GET | LG_M_HEAD | LG_M_POST | LG_M_PUT | LG_M_DELETE | \
+	LG_M_PATCH | LG_M_OPTIONS)
 
 struct lg_module {
 	char name[LG_NAME_MAX];
@@ -101,7 +114,7 @@ struct lg_upstream_def {
 struct lg_route_def {
 	char path[LG_PATH_MAX];
 	int prefix;                 /* the path was given ending in "*": a prefix match */
-	uint32_t methods;           /* LG_M_*; GET implies HEAD */
+	uint64_t methods;           /* LG_M_* (http/method.h's bits); GET implies HEAD */
 	char handler[LG_NAME_MAX];  /* a loop handler's name, "" for a kind */
 	uint32_t kind;              /* kind id, 0 for a handler */
 	uint32_t where;             /* LAGLESS_WHERE_POOL or LAGLESS_WHERE_LOOP */
@@ -238,21 +251,6 @@ uint32_t lg_registry_module_of(const struct lg_registry *r, uint32_t kind);
 /* Runs every module's exit hook (graceful process exit). */
 void lg_registry_exit_process(struct lg_registry *r);
 
-/* One job to run, wherever it runs (a compute process, a loop worker for where=loop, the
- * --run-kind command). The regions are the job's transit buffer, already backed. */
-struct lg_job_in {
-	uint32_t kind;              /* kind id */
-	uint32_t route;             /* route index, whose config the kind gets */
-	const unsigned char *in;    /* input region: the request view, then the body */
-	uint64_t in_cap;            /* bytes of it */
-	uint64_t in_len;            /* body bytes */
-	unsigned char *out;         /* output region: metadata page, then the answer */
-	uint64_t out_cap;           /* bytes of it (the kind may write all of it; what
-	                             * lg_registry_out_need said is backed, the rest faults in) */
-	uint64_t deadline_ns, enqueue_ns, start_ns;
-	int test_jobs;              /* --enable-test-jobs: the fault kinds may run */
-};
-
 /* Bytes of the output region (metadata page included) to back before running kind on in_len
  * input bytes under route: its output_size for that input, else its max_output, else in_len
  * plus 1 MiB (a kind that declares no bound may write more; those pages are faulted in as it
@@ -261,17 +259,25 @@ struct lg_job_in {
 int lg_registry_out_need(const struct lg_registry *r, uint32_t kind, uint32_t route,
     uint64_t in_len, uint64_t region_cap, uint64_t *need);
 
-/* Runs job j: checks the kind and route ids (the route must name the kind), the request view
- * (kinds/host.h, nothing trusted) and that the body fits after it, then lg_host_run. The
+struct lg_job;
+
+/* Runs job j (its record, shm/layout.h struct lg_job) wherever it runs: a compute process, a
+ * loop worker for where=loop. in: its input region (in_cap bytes: the request view, the
+ * parsed query arguments, the body at j->body_off), out: its output region (out_cap bytes,
+ * metadata page then answer; what lg_registry_out_need said is backed, the rest faults in),
+ * start_ns when it started (CLOCK_MONOTONIC), test_jobs --enable-test-jobs (the fault kinds may
+ * run). Checks the kind and route ids (the route must name the kind), the request view
+ * (kinds/host.h, nothing trusted) and that the body fits after it, hands the kind its route's
+ * keys and the loop's parse of its query (rq->route, rq->query_args), then lg_host_call. The
  * metadata page is cleared first, so the loop never reads a previous job's. Returns an enum
  * lg_job_status and the answer's length in *out_len. */
-int lg_registry_run(const struct lg_registry *r, const struct lg_job_in *j, uint64_t *out_len);
+int lg_registry_run(const struct lg_registry *r, const struct lg_job *j, const unsigned char *in,
+    uint64_t in_cap, unsigned char *out, uint64_t out_cap, uint64_t start_ns, int test_jobs,
+    uint64_t *out_len);
 
-/* Route methods from "GET, POST" (case-sensitive tokens, ',' or ' ' separated). Returns the
- * LG_M_* set, or 0 for an unknown or empty list. */
-uint32_t lg_registry_methods(const char *list);
-
-/* The methods of a set as "GET, HEAD, POST" into buf (an Allow header value). */
-void lg_registry_methods_str(uint32_t set, char *buf, size_t cap);
+/* Route methods from "GET, POST" (any method of http/method.h; case-sensitive tokens, ',' or
+ * ' ' separated): lg_http_methods_parse's set, with HEAD added to GET (RFC 9110 section
+ * 9.3.2). Returns 0 for an unknown or empty list. */
+uint64_t lg_registry_methods(const char *list);
 
 #endif

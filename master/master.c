@@ -136,7 +136,7 @@ kill_runner(struct lg_gen *g, uint64_t job, const char *why, enum lg_restart_rea
 static void
 handle_kill(struct lg_gen *g, const struct lg_msg *msg)
 {
-	uint64_t deadline = g->arena.slots[msg->kill.slot].deadline_ns;
+	uint64_t deadline = g->arena.slots[msg->kill.slot].job.deadline_ns;
 	int late = deadline != 0 && lg_now_ns() + 100 * LG_NS_PER_MS >= deadline;
 
 	kill_runner(g, ((uint64_t)msg->kill.slot << 32) | msg->kill.gen, late ? "passed its deadline" :
@@ -153,7 +153,7 @@ enforce_abandoned_deadlines(struct lg_gen *g, uint64_t now, uint64_t *next)
 {
 	for (uint32_t i = 0; i < g->arena.nslots; i++) {
 		struct lg_slot *s = &g->arena.slots[i];
-		uint64_t w = atomic_load(&s->word), deadline = s->deadline_ns;
+		uint64_t w = atomic_load(&s->word), deadline = s->job.deadline_ns;
 
 		if (lg_slot_state(w) != LG_SLOT_ABANDONED || deadline == 0)
 			continue;

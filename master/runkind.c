@@ -40,23 +40,32 @@ read_all(uint64_t max, size_t *len)
 	return buf;
 }
 
-/* The first route of kind k into *rt (NULL for none); the declared query arguments checked as
- * the loop checks them (a bad one is the 400 the server answers before queueing), and with no
- * route, the kind's route struct from its declared defaults into *defs (heap, the caller
- * frees). Returns 0, or -1 (printed). */
+/* The first route of kind k into *rt (NULL for none); the declared query arguments parsed
+ * once, as the loop parses them (a bad one is the 400 the server answers before queueing),
+ * into *qargs (the kind's query struct, then its strings; heap, the caller frees; NULL when
+ * the kind has none), and with no route, the kind's route struct from its declared defaults
+ * into *defs (heap, the caller frees). Returns 0, or -1 (printed). */
 static int
 kind_args(const struct lg_registry *r, const struct lg_kind *k, const struct lg_route_def **rt,
-    const struct lg_view *v, void **defs)
+    const struct lg_view *v, void **qargs, void **defs)
 {
+	size_t strs = v->query_len + k->nqparams + 1;
 	char why[512];
+	uint32_t fault;
 	int line;
 
 	for (uint32_t i = 0; i < r->nroutes && *rt == NULL; i++)
 		if (r->routes[i].kind == k->id)
 			*rt = &r->routes[i];
 
-	if (lg_params_check_query(k->qparams, k->nqparams, v->query, v->query_len, why,
-	    sizeof(why)) == -1) {
+	if ((*qargs = malloc(k->query_size + strs)) == NULL) {
+		fprintf(stderr, "lagless: kind %s: out of memory\n", k->name);
+		return -1;
+	}
+	if (lg_params_parse_query(k->qparams, k->nqparams, v->query, v->query_len,
+	    k->query_size ? *qargs : NULL, k->query_size, (char *)*qargs + k->query_size, strs,
+	    &fault) == -1) {
+		lg_params_query_why(k->qparams, k->nqparams, fault, why, sizeof(why));
 		fprintf(stderr, "lagless: kind %s: bad input: %s\n", k->name, why);
 		return -1;
 	}
@@ -86,15 +95,17 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	unsigned char *in, *region;
 	uint64_t out_len, now = lg_now_ns();
 	void *defs = NULL;          /* the kind's route struct from its defaults, with no route */
+	void *qargs = NULL;         /* its query struct (rq->query_args), then its strings */
+	struct lagless_request rq;
 	int st;
 
 	if (k == NULL) {
 		fprintf(stderr, "lagless: unknown kind %s\n", name);
 		return 2;
 	}
-	if (kind_args(r, k, &rt, &v, &defs) == -1)
-		return 1;
-	if ((in = read_all(cfg->max_body, &in_len)) == NULL) {
+	if (kind_args(r, k, &rt, &v, &qargs, &defs) == -1 ||
+	    (in = read_all(cfg->max_body, &in_len)) == NULL) {
+		free(qargs);
 		free(defs);
 		return 1;
 	}
@@ -108,16 +119,22 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	if (region == MAP_FAILED) {
 		perror("lagless: mmap");
 		free(in);
+		free(qargs);
 		free(defs);
 		return 1;
 	}
 	lg_registry_init_process(r, 0, NULL);
 	const struct lg_module *m = &r->modules[k->module];
-	struct lg_run run = { k->desc.run, m->state, k->desc.data, m->name,
-	    rt ? &rt->conf : NULL, &v, in, in_len, region, region_cap,
-	    now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS, now, now,
-	    rt ? rt->kconf : defs, k->qparams, k->nqparams, k->query_size };
-	st = m->ready ? lg_host_run(&run, &out_len) : LG_JOB_ERROR;
+	lg_host_request(&rq, &v, in, in_len);
+	rq.conf = rt ? &rt->conf : NULL;
+	rq.state = m->state;
+	rq.kind_data = k->desc.data;
+	rq.deadline_ns = now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS;
+	rq.enqueue_ns = rq.start_ns = now;
+	rq.route = rt ? rt->kconf : defs;
+	rq.query_args = k->query_size ? qargs : NULL;
+	st = m->ready ? lg_host_call(k->desc.run, m->name, &rq, region, region_cap, &out_len) :
+	    LG_JOB_ERROR;
 	const struct lg_out_meta *meta = (const struct lg_out_meta *)region;
 	if (st == LG_JOB_OK) {
 		fwrite(region + LG_OUT_META, 1, out_len, stdout);
@@ -131,6 +148,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	lg_registry_exit_process(r);
 	munmap(region, region_cap);
 	free(in);
+	free(qargs);
 	free(defs);
 	return st == LG_JOB_OK ? 0 : 1;
 }

@@ -275,7 +275,7 @@ static char msg[160];
 static int
 key_methods(const struct route_in *in, const char *v, const char **why)
 {
-	*why = "expected a list of GET, HEAD, POST, PUT, DELETE, PATCH";
+	*why = "expected a list of request methods such as GET, POST, OPTIONS (upper case)";
 	return (in->rt->methods = lg_registry_methods(v)) ? 0 : -1;
 }
 
@@ -519,8 +519,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)
-		rt.methods = rt.upstream ? LG_M_GET | LG_M_HEAD | LG_M_POST | LG_M_PUT | LG_M_DELETE |
-		    LG_M_PATCH : rt.kind ? LG_M_POST : LG_M_GET | LG_M_HEAD;
+		rt.methods = rt.upstream ? LG_M_UPSTREAM_DEFAULT : rt.kind ? LG_M_POST :
+		    LG_M_GET | LG_M_HEAD;
 	if (split_conf(sec, own, 1, &rt.conf) == -1) {
 		snprintf(err, cap, "out of memory");
 		return -1;

@@ -349,20 +349,40 @@ _Static_assert(offsetof(struct lg_master_page, reserved) ==
     "master page fields");
 _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one page");
 
+/* A job's one record, from the router to the kind (docs/ARCHITECTURE.md "A job's path"): the
+ * router fills it from the route (worker/route/routes.c), the owner loop keeps it in the
+ * connection until the slot is claimed, writes it into the slot (struct lg_slot job) at claim
+ * time and completes it when it queues the job; whichever runs the job reads it from there (a
+ * compute process after checking it as untrusted input, shm/slot.h lg_slot_job_read; the owner
+ * loop for a where=loop kind) and hands the kind what it names (kinds/run.c). */
+struct lg_job {
+	uint32_t kind;                  /* kind id in the registry (kinds/registry.h), 0 none */
+	uint32_t route;                 /* the route's index in the registry: keys and config */
+	uint32_t pool;                  /* the pool that runs it (cfg->pools, master->pools) */
+	uint32_t where;                 /* LAGLESS_WHERE_POOL or LAGLESS_WHERE_LOOP (module.h) */
+	uint64_t deadline_ms;           /* of the job, queue wait included */
+	uint64_t in_len;                /* body bytes, at body_off in the input region */
+	uint32_t body_off;              /* bytes before the body: the request view, then the
+	                                 * parsed query arguments */
+	uint32_t args_off;              /* the kind's query struct parsed by the loop (ABI 1.2
+	                                 * rq->query_args), then its strings, at args_off in the
+	                                 * input region, args_len bytes; 0: none was parsed */
+	uint32_t args_len;
+	uint32_t pad;
+	uint64_t enqueue_ns;            /* CLOCK_MONOTONIC when QUEUED (0 for where=loop) */
+	uint64_t deadline_ns;           /* ... past which the owner answers 504 */
+};
+
 struct lg_slot {
 	_Atomic uint64_t word;          /* (generation << 32) | (owner loop << 8) | state */
 	_Atomic uint32_t client;        /* owner loop: tag of the client address holding it
 	                                 * (shm/share.h), 0 = none; meaningful while not FREE */
 	_Atomic int32_t runner_pid;     /* compute pid that moved it to RUNNING (informational) */
-	uint32_t kind;                  /* kind id in the registry (kinds/registry.h) */
 	uint32_t status;                /* enum lg_job_status, valid in DONE/FAILED */
-	uint64_t arg;                   /* the route's index in the registry */
-	uint64_t in_len;                /* bytes of input in the input region */
+	uint32_t pad_status;
 	uint64_t out_len;               /* bytes of output in the output region */
-	uint64_t enqueue_ns;            /* CLOCK_MONOTONIC when QUEUED */
-	uint64_t start_ns;              /* ... when RUNNING */
+	uint64_t start_ns;              /* CLOCK_MONOTONIC when RUNNING */
 	uint64_t end_ns;                /* ... when DONE/FAILED */
-	uint64_t deadline_ns;           /* ... past which the owner answers 504 */
 	uint64_t touched;               /* bytes dirtied in the regions since the last hole punch */
 	uint64_t trim_seen;             /* master only: (gen << 1 | 1) when the last trim pass saw
 	                                 * the slot FREE at that generation, else 0 */
@@ -379,7 +399,8 @@ struct lg_slot {
 	 * master zeroes them after punching the pages out). */
 	uint64_t in_charged, out_charged;
 	_Atomic uint64_t charged;
-	uint8_t pad[40];
+	struct lg_job job;              /* the job's record: written by the owner loop */
+	uint8_t pad[8];
 };
 _Static_assert(sizeof(struct lg_slot) == 192, "slot is three cache lines");
 

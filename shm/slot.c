@@ -1,6 +1,7 @@
 #include "shm/slot.h"
 
 #include <errno.h>
+#include <string.h>
 
 enum lg_slot_state
 lg_slot_state(uint64_t word)
@@ -78,8 +79,9 @@ lg_slot_claim_pool(struct lg_arena *a, uint32_t pool, uint32_t owner, uint32_t *
 		/* The slot is ours; these fields are published by the later QUEUED transition. */
 		atomic_store(&s->runner_pid, 0);
 		s->status = LG_JOB_OK;
-		s->in_len = s->out_len = 0;
-		s->enqueue_ns = s->start_ns = s->end_ns = s->deadline_ns = 0;
+		s->out_len = 0;
+		s->start_ns = s->end_ns = 0;
+		memset(&s->job, 0, sizeof(s->job));
 		hint = i + 1;
 		*gen = g;
 		return (int)i;
@@ -139,7 +141,7 @@ lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns)
 
 int
 lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
-    struct lg_slot_job *j)
+    struct lg_job *j, uint32_t *owner)
 {
 	const struct lg_slot *s;
 	uint64_t w;
@@ -156,13 +158,11 @@ lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t
 		errno = ESTALE;
 		return -1;
 	}
-	*j = (struct lg_slot_job){
-		.slot = slot, .gen = gen, .owner = lg_slot_owner(w), .kind = s->kind,
-		.arg = s->arg, .in_off = lg_arena_in_off(a, slot), .in_len = s->in_len,
-		.out_off = lg_arena_out_off(a, slot), .out_cap = a->out_cap,
-		.deadline_ns = s->deadline_ns, .enqueue_ns = s->enqueue_ns,
-	};
-	if (j->owner >= nloops || j->in_len > a->in_cap) {
+	*j = s->job;
+	*owner = lg_slot_owner(w);
+	if (*owner >= nloops || j->body_off > a->in_cap || j->in_len > a->in_cap - j->body_off ||
+	    (j->args_off != 0 && (j->args_off > j->body_off ||
+	    j->args_len > j->body_off - j->args_off))) {
 		errno = ERANGE;
 		return -1;
 	}
@@ -263,8 +263,9 @@ lg_slot_queued_floor(void *pool, uint64_t now_ns)
 	for (uint32_t i = first; i < first + n; i++) {
 		const struct lg_slot *s = &a->slots[i];
 
-		if (lg_slot_state(atomic_load(&s->word)) == LG_SLOT_QUEUED && s->enqueue_ns > newest)
-			newest = s->enqueue_ns;
+		if (lg_slot_state(atomic_load(&s->word)) == LG_SLOT_QUEUED &&
+		    s->job.enqueue_ns > newest)
+			newest = s->job.enqueue_ns;
 	}
 	return newest != 0 && now_ns > newest ? now_ns - newest : 0;
 }

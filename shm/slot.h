@@ -54,26 +54,24 @@ int lg_slot_release(struct lg_slot *s, uint32_t gen);
  * the caller skips the job. */
 int lg_slot_start(struct lg_slot *s, uint32_t gen, int32_t pid, uint64_t now_ns);
 
-/* A job as its slot records it: what the owner loop wrote before QUEUED (shm/layout.h struct
- * lg_slot), with the regions recomputed from the arena layout. */
-struct lg_slot_job {
-	uint32_t slot, gen;
-	uint32_t owner;         /* loop worker index (from the slot word) */
-	uint32_t kind;          /* kind id in the registry (kinds/registry.h) */
-	uint64_t arg;           /* the route's index in the registry */
-	uint64_t in_off, in_len;   /* bytes, offsets from the arena base */
-	uint64_t out_off, out_cap; /* bytes */
-	uint64_t deadline_ns;   /* CLOCK_MONOTONIC */
-	uint64_t enqueue_ns;    /* CLOCK_MONOTONIC */
-};
-
-/* Compute side, after lg_slot_start: reads slot `slot` at generation gen into *j. The record
- * is stable then (the owner wrote it before QUEUED and writes it again only after a new
- * claim, which needs FREE). Checks it as untrusted input: slot < nslots, the slot RUNNING or
- * ABANDONED at gen (else -1, errno ESTALE), owner < nloops and in_len <= in_cap (else -1,
- * errno ERANGE: *j is filled all the same, owner included). Returns 0. */
+/* Compute side, after lg_slot_start: copies the job record of slot `slot` at generation gen
+ * (struct lg_job, written by the owner loop before QUEUED) into *j and the owner loop's index
+ * into *owner. The record is stable then (the owner writes it again only after a new claim,
+ * which needs FREE). Checks it as untrusted input: slot < nslots, the slot RUNNING or ABANDONED
+ * at gen (else -1, errno ESTALE), owner < nloops, the body (in_len bytes at body_off) and the
+ * parsed query arguments (args_len bytes at args_off, before body_off) inside the input
+ * region (else -1, errno ERANGE: *j and *owner are filled all the same). Returns 0. */
 int lg_slot_job_read(const struct lg_arena *a, uint32_t slot, uint32_t gen, uint32_t nloops,
-    struct lg_slot_job *j);
+    struct lg_job *j, uint32_t *owner);
+
+/* How long the job of slot s waited in the queue, in ns (its start minus its enqueue time, as
+ * its record and the compute process wrote them); 0 when it did not start after it was queued
+ * (a where=loop job, which is never queued). */
+static inline uint64_t
+lg_slot_queue_ns(const struct lg_slot *s)
+{
+	return s->start_ns > s->job.enqueue_ns ? s->start_ns - s->job.enqueue_ns : 0;
+}
 
 /* Finishes generation gen with status st (LG_JOB_OK -> DONE, anything else -> FAILED), recording
  * the end time. A slot the owner ABANDONED becomes FREE instead. Called by the compute process

@@ -216,7 +216,7 @@ compute_row(struct lg_buf *b, const struct lg_arena *a, const struct lg_stats_na
 		P(",\"job\":null}");
 		return;
 	}
-	uint32_t kind = a->slots[slot].kind;
+	uint32_t kind = a->slots[slot].job.kind;
 	P(",\"job\":{\"slot\":%u,\"kind\":\"%s\",\"age_ms\":%.3f}}", slot,
 	    lg_stats_kind_name(nm, kind), since && now_ns > since ? (double)(now_ns - since) / 1e6 : 0.);
 }

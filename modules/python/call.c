@@ -4,6 +4,7 @@
  * the call, a count above zero means the callable kept a view of memory that belongs to the
  * next job, which no memoryview.release() could revoke. */
 #include "pymod.h"
+#include "error.h"
 
 #include <stdio.h>
 #include <string.h>

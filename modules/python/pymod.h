@@ -1,6 +1,7 @@
-/* The python module's own parts, shared by its three files (python.c: the hooks and the
- * interpreter; call.c: one job, from the request view to the answer; helper.c: the importable
- * `lagless` Python module). Nothing here is lagless's: the module sees only <lagless/module.h>.
+/* The python module's own parts, shared by its files (python.c: the hooks and the
+ * interpreter; call.c: one job, from the request view to the answer; error.c: a Python
+ * exception turned into a line and a logged traceback; helper.c: the importable `lagless`
+ * Python module). Nothing here is lagless's: the module sees only <lagless/module.h>.
  * Python.h comes first in every file that includes this (its rule: it sets feature macros). */
 #ifndef LG_PYMOD_H
 #define LG_PYMOD_H
@@ -34,11 +35,5 @@ int lg_python_region_ready(void);
  * job's. */
 int lg_python_call(const struct lg_python *py, PyObject *fn, PyObject *route,
     const struct lagless_request *rq, struct lagless_output *out);
-
-/* The current Python exception as one line, "TypeName: message" (cut to cap bytes, always
- * NUL-terminated), and, when log is non-zero, its traceback on the error log line by line
- * (prefixed with what). Clears the exception. */
-void lg_python_error(const struct lg_python *py, const struct lagless_host *h, const char *what,
-    int log, char *buf, size_t cap);
 
 #endif

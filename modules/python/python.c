@@ -18,8 +18,9 @@
  * in each compute process, started by init after fork; the call in that process.
  *
  * Build: cc -shared -fPIC $(pkg-config --cflags lagless python3-embed) -o python.so \
- *            python.c call.c helper.c $(pkg-config --libs python3-embed) */
+ *            python.c call.c error.c helper.c $(pkg-config --libs python3-embed) */
 #include "pymod.h"
+#include "error.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -286,39 +287,6 @@ resolve(const char *spec)
 		Py_CLEAR(obj);
 	}
 	return obj;
-}
-
-void
-lg_python_error(const struct lg_python *p, const struct lagless_host *h, const char *what,
-    int log, char *buf, size_t cap)
-{
-	PyObject *t, *v, *tb, *s = NULL, *lines = NULL;
-
-	PyErr_Fetch(&t, &v, &tb);
-	PyErr_NormalizeException(&t, &v, &tb);
-	if (v != NULL)
-		s = PyObject_Str(v);
-	const char *msg = s != NULL ? PyUnicode_AsUTF8(s) : NULL;
-	snprintf(buf, cap, "%s%s%s", t != NULL ? ((PyTypeObject *)t)->tp_name : "error",
-	    msg != NULL && *msg ? ": " : "", msg != NULL ? msg : "");
-	buf[strcspn(buf, "\n")] = '\0'; /* the first line */
-	if (log && h != NULL && p->format_exception != NULL && t != NULL)
-		lines = PyObject_CallFunctionObjArgs(p->format_exception, t, v ? v : Py_None,
-		    tb ? tb : Py_None, NULL);
-	for (Py_ssize_t i = 0; lines != NULL && PyList_Check(lines) && i < PyList_GET_SIZE(lines);
-	    i++) {
-		const char *l = PyUnicode_AsUTF8(PyList_GET_ITEM(lines, i));
-
-		for (size_t n; l != NULL && *l; l += n + (l[n] == '\n'))
-			if ((n = strcspn(l, "\n")) > 0)
-				h->log(LAGLESS_LOG_ERROR, "%s: %.*s", what, (int)n, l);
-	}
-	Py_XDECREF(lines);
-	Py_XDECREF(s);
-	Py_XDECREF(t);
-	Py_XDECREF(v);
-	Py_XDECREF(tb);
-	PyErr_Clear();
 }
 
 /* The check child: dies with its parent (a reload's check process is SIGKILLed when the master

@@ -101,13 +101,16 @@ seen_of(const struct lg_http *h, struct seen *s)
 }
 
 /* Feeds data through lg_http in pieces of `piece` bytes, presenting unconsumed bytes again;
- * returns the verdict: 1000 + status, 2 rejected (never: no on_head), 1 complete, 0 pending;
- * what it found beyond that in *s. */
+ * at head complete the body is given to the parser (LG_HTTP_BODY_PARSER, accept_body), as the
+ * router does for a body it reads. Returns the verdict: 1000 + status, 1 complete, 0 pending;
+ * what it found beyond that in *s. The parser must return at head complete exactly once per
+ * head, with its bytes consumed and none of its body shown. */
 static int
 parse(const uint8_t *data, size_t size, size_t piece, struct seen *s)
 {
 	static struct lg_http h;
 	size_t off = 0, avail = 0;
+	int heads = 0;
 
 	lg_http_init(&h, &lim);
 	h.on_body = accept_body;
@@ -115,14 +118,26 @@ parse(const uint8_t *data, size_t size, size_t piece, struct seen *s)
 		avail = size - avail < piece ? size : avail + piece;
 		char *copy = malloc(avail - off ? avail - off : 1);
 		memcpy(copy, data + off, avail - off);
-		size_t used = lg_http_feed(&h, copy, avail - off);
+		size_t used, more = 0;
+		enum lg_http_stop st = lg_http_feed(&h, copy, avail - off, &used);
+		if (st == LG_HTTP_HEAD_DONE) {
+			if (heads++ > 0 || !h.head_seen || h.complete || h.body_seen > 0)
+				abort();
+			if (lg_http_body_to(&h, LG_HTTP_BODY_PARSER) == LG_HTTP_MORE)
+				lg_http_feed(&h, copy + used, avail - off - used, &more);
+		} else if (st == LG_HTTP_ERROR ? h.status == 0 : st == LG_HTTP_DONE && !h.complete) {
+			abort(); /* the stop code and the parser's state disagree */
+		}
 		free(copy);
+		used += more;
 		if (used > avail - off)
 			abort();
 		off += used;
 		if (avail == size && (used == 0 || off == size))
 			break;
 	}
+	if (heads > h.head_seen || (h.complete && heads == 0))
+		abort(); /* a head returned that was not seen, or a message done without one */
 	seen_of(&h, s);
 	return h.status ? 1000 + h.status : h.complete;
 }
@@ -143,13 +158,14 @@ play_compute(void)
 		uint32_t slot = m.job.slot, gen = m.job.gen;
 		uint64_t now = lg_now_ns();
 		struct lg_msg done = { .type = LG_MSG_DONE, .done = { .slot = slot, .gen = gen } };
-		struct lg_slot_job j;
+		struct lg_job j;
+		uint32_t owner;
 
 		if (lg_wire_check_job(&m, &arena) == -1 && errno != ESTALE)
 			abort(); /* the loop wrote a header that does not match the arena */
 		if (lg_slot_start(&arena.slots[slot], gen, getpid(), now) == -1)
 			continue; /* cancelled */
-		if (lg_slot_job_read(&arena, slot, gen, 1, &j) == -1)
+		if (lg_slot_job_read(&arena, slot, gen, 1, &j, &owner) == -1)
 			abort(); /* the loop's record of the job does not match the arena */
 		arena.slots[slot].out_len = 0;
 		memset(lg_arena_out(&arena, slot), 0, 8);
@@ -197,10 +213,16 @@ through_conn(const uint8_t *data, size_t size)
 	close(sv[1]);
 }
 
-static int
-fwd_head_only(struct lg_http *h, void *ctx)
+/* Feeds data to h: at head complete the body is left to the caller (LG_HTTP_BODY_SELF), as a
+ * proxied request's view is whole at its head. Returns the bytes consumed. */
+static size_t
+fwd_head_only(struct lg_http *h, const char *data, size_t size)
 {
-	return LG_HTTP_BODY_SELF;
+	size_t used;
+
+	if (lg_http_feed(h, data, size, &used) == LG_HTTP_HEAD_DONE)
+		lg_http_body_to(h, LG_HTTP_BODY_SELF);
+	return used;
 }
 
 /* Stage 4: the upstream head of the first request in data, re-read by the strict parser. */
@@ -223,8 +245,7 @@ through_fwd(const uint8_t *data, size_t size)
 	int n = 0;
 
 	lg_http_init(&in, NULL);
-	in.on_head = fwd_head_only;
-	lg_http_feed(&in, (const char *)data, size);
+	fwd_head_only(&in, (const char *)data, size);
 	if (in.status || !in.complete || in.req.kept_short || in.req.nkept != in.req.nfields)
 		return; /* a view without every field: refused (EINVAL), checked by test_fwd */
 	ssize_t nw = lg_fwd_head(&in.req, &o, out, sizeof(out));
@@ -233,8 +254,7 @@ through_fwd(const uint8_t *data, size_t size)
 	if (nw <= 0)
 		abort(); /* every kept request fits 64 KiB */
 	lg_http_init(&re, &relim);
-	re.on_head = fwd_head_only;
-	if (lg_http_feed(&re, out, (size_t)nw) != (size_t)nw || re.status || !re.complete ||
+	if (fwd_head_only(&re, out, (size_t)nw) != (size_t)nw || re.status || !re.complete ||
 	    re.req.method != in.req.method || re.req.path_len != in.req.path_len ||
 	    memcmp(re.req.path, in.req.path, in.req.path_len) != 0 || re.req.minor != 1) {
 		fprintf(stderr, "the upstream head is not the request: %.*s\n", (int)nw, out);

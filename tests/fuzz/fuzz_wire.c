@@ -45,12 +45,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memcmp(&m, &again, sizeof(m)) != 0)
 		abort(); /* the round trip lost or changed a field */
 	if (m.type == LG_MSG_JOB && lg_wire_check_job(&m, &arena) == 0) {
-		struct lg_slot_job j;
+		struct lg_job j;
+		uint32_t owner;
 
 		if (m.job.slot >= arena.nslots)
 			abort(); /* the check let an out-of-range slot through */
 		/* Never started here (FREE): the record is not ours to read. */
-		if (lg_slot_job_read(&arena, m.job.slot, m.job.gen, 2, &j) != -1 || errno != ESTALE)
+		if (lg_slot_job_read(&arena, m.job.slot, m.job.gen, 2, &j, &owner) != -1 || errno != ESTALE)
 			abort();
 	}
 	return 0;

@@ -172,6 +172,28 @@ def test_route_keys_take_dashes_like_every_file_key(tmp_path):
     assert r.returncode != 0 and "r.conf:4: key 'deadline-ms' given twice" in r.stderr, r.stderr
 
 
+@pytest.mark.timeout(30)
+def test_route_methods_are_the_parsers_vocabulary(tmp_path):
+    """One method vocabulary (http/method.h): `methods =` takes any method the parser knows
+    (it took only GET HEAD POST PUT DELETE PATCH), exact case; an upstream route forwards
+    OPTIONS by default, not TRACE or CONNECT (docs/HTTP.md); -t prints the sets from it."""
+    conf = tmp_path / "m.conf"
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n"
+                    "[route /dav/*]\nupstream = app\nmethods = PROPFIND M-SEARCH, GET\n\n"
+                    "[route /api/*]\nupstream = app\n\n"
+                    "[route /k]\nkind = heavy\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    rows = {l.split()[0]: l for l in r.stdout.splitlines() + r.stderr.splitlines()
+            if l.startswith("/")}
+    assert "GET, HEAD, PROPFIND, M-SEARCH " in rows["/dav/*"], rows
+    assert "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS " in rows["/api/*"], rows
+    assert " POST " in rows["/k"] and "OPTIONS" not in rows["/k"], rows
+    conf.write_text("[route /x]\nkind = heavy\nmethods = get\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode != 0 and "expected a list of request methods" in r.stderr, r.stderr
+
+
 @pytest.mark.timeout(60)
 def test_an_arena_over_the_mappable_size_is_refused_and_frees_what_it_read():
     """An arena over the 16 TiB that can be mapped is refused at -t and at start-up, naming

@@ -3,7 +3,8 @@ proxies to it with the promises it keeps for its pools. Written from the issue a
 against the test origin (origin.py: it records what reaches it and misbehaves on request) and
 Debian's uvicorn serving a FastAPI app (fastapi_app.py):
 
-* what reaches the app: the request and its body unchanged but for the hop-by-hop fields
+* what reaches the app: any method a proxy forwards (OPTIONS too, not TRACE), the request and
+  its body unchanged but for the hop-by-hop fields
   (RFC 9110 7.6.1), which never do, and the forwarding fields lagless adds (X-Forwarded-*,
   X-Request-Id, X-Lagless-Deadline-Ms; docs/HTTP.md "Requests to an upstream");
 * admission for the whole server: never more than max_conns at the app, queue more wait, the
@@ -220,6 +221,33 @@ def test_post_reaches_origin_with_its_body(origin, proxied):
         r = read_response(s)
     assert r.status == 200, r
     assert origin.seen[-1].body == b"hello world"
+
+
+@pytest.mark.timeout(60)
+def test_options_reaches_origin_and_answer_passes_unchanged(origin, proxied):
+    """OPTIONS is forwarded by default (a CORS preflight is the app's to answer), body-less,
+    and the app's answer comes back as it sent it; TRACE is not (405 with the route's Allow,
+    never at the app), and OPTIONS * stays lagless's own question (docs/HTTP.md)."""
+    srv = proxied(origin.unix_server)
+    pre = {"Origin": "https://site.test", "Access-Control-Request-Method": "PUT"}
+    r, _ = ask(srv.port, "/api/ok?pre=1", method="OPTIONS", headers=pre)
+    assert r.status == 200, r
+    assert r.body == b"ok\n"
+    assert r.header("x-origin") == "ok" and r.header("content-type") == "text/plain"
+    seen = origin.seen[-1]
+    assert (seen.method, seen.target, seen.body) == ("OPTIONS", "/api/ok?pre=1", b"")
+    assert seen.header("origin") == "https://site.test"
+    assert seen.header("access-control-request-method") == "PUT"
+    n = len(origin.seen)
+    r, _ = ask(srv.port, "/api/ok", method="TRACE")
+    assert r.status == 405, r
+    assert r.header("allow") == "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS"
+    with connect(srv.port) as s:
+        s.sendall(b"OPTIONS * HTTP/1.1\r\nHost: app.test\r\n\r\n")
+        r = read_response(s)
+    assert r.status == 200 and r.headers["allow"].endswith(", OPTIONS"), r
+    assert r.headers["allow"].count("OPTIONS") == 1
+    assert len(origin.seen) == n
 
 
 @pytest.mark.timeout(60)

@@ -98,12 +98,19 @@ orc_read_lagless(struct orc_reading *rd, const unsigned char *data, size_t size,
 	if ((rd->payload = calloc(size + 1, 1)) == NULL)
 		abort();
 	lg_http_init(&h, lim);
-	h.on_head = side_head;
 	h.on_body = side_body;
 	h.ctx = &s;
 	while (rd->nmsg < ORC_MSGS) {
+		size_t used;
+
 		s.m = &rd->msg[rd->nmsg];
-		off += lg_http_feed(&h, (const char *)data + off, size - off);
+		if (lg_http_feed(&h, (const char *)data + off, size - off, &used) ==
+		    LG_HTTP_HEAD_DONE) { /* the head in: its body goes to side_body */
+			off += used;
+			lg_http_body_to(&h, side_head(&h, &s));
+			lg_http_feed(&h, (const char *)data + off, size - off, &used);
+		}
+		off += used;
 		if (h.status) {
 			rd->verdict = -1;
 			rd->status = h.status;

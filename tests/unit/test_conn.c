@@ -28,7 +28,8 @@ static struct {
 	unsigned char sink[256];   /* the body sink's destination */
 	size_t need, got;          /* Content-Length of the request being read, bytes taken */
 	size_t window;             /* the sink offers at most this many bytes per read */
-	int dispatched, inits, gone, timeouts;
+	int heads, dispatched, inits, gone, timeouts;
+	size_t at_head[4];         /* bytes buffered behind each head when the router was asked */
 	int wait_job;              /* dispatch parks the request on a 50 ms job deadline */
 	size_t big;                /* dispatch answers this many bytes of big_body */
 } fk;
@@ -36,14 +37,16 @@ static struct {
 static unsigned char big_body[1 << 20];
 
 static int
-fake_head(struct lg_http *h, void *conn)
+fake_head(struct lg_conn *c)
 {
-	struct lg_conn *c = conn;
+	const struct lg_http_req *r = &c->http.req;
 
-	if (h->req.content_length != LG_HTTP_NO_LENGTH && h->req.content_length > 0) {
-		fk.need = (size_t)h->req.content_length;
+	if (fk.heads < 4)
+		fk.at_head[fk.heads] = lg_conn_buffered(c);
+	fk.heads++;
+	if (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > 0) {
+		fk.need = (size_t)r->content_length;
 		fk.got = 0;
-		(void)c;
 		return LG_HTTP_BODY_SELF;
 	}
 	return LG_HTTP_BODY_PARSER;
@@ -290,6 +293,32 @@ test_pipelined_in_order(void **state)
 	assert_non_null(b);
 	assert_non_null(c);
 	assert_true(a < b && b < c);
+	assert_int_equal(fk.heads, 3);
+}
+
+/* The parser returns at head complete and the core asks the router only then, outside the
+ * parse: the head's bytes are consumed when the router is called (what is buffered is the body
+ * and what follows it), and a body the parser reads (chunked, with its trailer section) goes on
+ * to the body hook afterwards, the pipelined request behind it answered in order. */
+static void
+test_router_after_head(void **state)
+{
+	struct rig *r = *state;
+	char buf[8192];
+	const char *head = "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+	const char *rest = "3\r\nabc\r\n0\r\nX-T: 1\r\n\r\nGET /d HTTP/1.1\r\nHost: x\r\n\r\n";
+	char req[256];
+
+	snprintf(req, sizeof(req), "%s%s", head, rest);
+	send_all(r->client, req, strlen(req));
+	read_answers(r, buf, sizeof(buf), 2);
+	char *a = strstr(buf, "r1 /c"), *b = strstr(buf, "r2 /d");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_int_equal(fk.heads, 2);
+	assert_int_equal(fk.at_head[0], strlen(rest));
+	assert_int_equal(fk.at_head[1], 0);
 }
 
 static void
@@ -302,8 +331,10 @@ test_byte_at_a_time(void **state)
 	for (size_t i = 0; req[i] != '\0'; i++) {
 		send_all(r->client, req + i, 1);
 		ev_run(r->w.ev, EVRUN_NOWAIT);
-		if (req[i + 1] != '\0')
+		if (req[i + 1] != '\0') {
 			assert_int_equal(fk.dispatched, 0); /* nothing before the head is whole */
+			assert_int_equal(fk.heads, 0);
+		}
 	}
 	read_answers(r, buf, sizeof(buf), 1);
 	assert_non_null(strstr(buf, "r1 /slow"));
@@ -465,6 +496,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_request, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_pipelined_in_order, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_router_after_head, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_byte_at_a_time, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_close_at_every_step, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_body_into_sink, rig_up, rig_down),

@@ -1,4 +1,4 @@
-/* Unit tests for http/http.c: the glue over http-parser 2.9.4.
+/* Unit tests for http/http.c: the request view over the strict framing (http/frame.c).
  *
  * Every request is parsed from a heap copy of exactly its bytes, so ASan reports any read past
  * what the glue was given. Most requests are parsed twice, whole and one byte at a time, because
@@ -17,10 +17,9 @@
 
 #include "http/http.h"
 
-/* What the hooks saw; the hooks are the only window on what the worker would be told. */
+/* What the test's router and body hook saw: the only window on what the worker would be told. */
 struct cap {
-	int action;          /* enum lg_http_head_action for on_head to return */
-	int reject_status;   /* status on_head sets before rejecting */
+	int action;          /* enum lg_http_head_action the router chooses at head complete */
 	int heads;
 	int body_calls;
 	int body_after_complete;
@@ -28,14 +27,19 @@ struct cap {
 	size_t body_len;
 };
 
+/* The test's router, called at LG_HTTP_HEAD_DONE as the connection core calls its own: counts
+ * the head and returns the action chosen (no ctx: LG_HTTP_BODY_PARSER). */
 static int
 cap_head(struct lg_http *h, void *ctx)
 {
 	struct cap *c = ctx;
 
+	if (c == NULL)
+		return LG_HTTP_BODY_PARSER;
+	assert_true(h->head_seen);
+	assert_true(h->head_wait);
+	assert_false(h->complete);
 	c->heads++;
-	if (c->action == LG_HTTP_REJECT)
-		h->status = c->reject_status;
 	return c->action;
 }
 
@@ -53,13 +57,28 @@ cap_body(struct lg_http *h, void *ctx, const char *at, size_t len)
 	return 0;
 }
 
+/* One feed as the connection core drives it (worker/core/conn.c): when the parser returns at
+ * head complete, the test's router chooses where the body goes (lg_http_body_to) and the
+ * feed goes on with the bytes after the head. Returns the bytes consumed. */
+static size_t
+feed_once(struct lg_http *h, const char *buf, size_t len)
+{
+	size_t used, more = 0;
+	enum lg_http_stop st = lg_http_feed(h, buf, len, &used);
+
+	assert_true(used <= len);
+	if (st == LG_HTTP_HEAD_DONE &&
+	    lg_http_body_to(h, cap_head(h, h->ctx)) == LG_HTTP_MORE && used < len)
+		lg_http_feed(h, buf + used, len - used, &more);
+	return used + more;
+}
+
 static void
 start(struct lg_http *h, struct cap *c, int action)
 {
 	memset(c, 0, sizeof(*c));
 	c->action = action;
 	lg_http_init(h, NULL);
-	h->on_head = cap_head;
 	h->on_body = cap_body;
 	h->ctx = c;
 }
@@ -78,7 +97,7 @@ feed(struct lg_http *h, const char *req, size_t len, size_t chunk)
 		char *copy = malloc(avail - off ? avail - off : 1);
 		assert_non_null(copy);
 		memcpy(copy, req + off, avail - off);
-		size_t used = lg_http_feed(h, copy, avail - off);
+		size_t used = feed_once(h, copy, avail - off);
 		free(copy);
 		assert_true(used <= avail - off);
 		off += used;
@@ -129,7 +148,6 @@ test_kept_only_listed(void **state)
 			    "x-uSer: alice \r\n\r\n");
 			memset(&c, 0, sizeof(c));
 			lg_http_init(&h, &lim);
-			h.on_head = cap_head;
 			h.ctx = &c;
 			feed(&h, req, len, chunks[ci]);
 			if (many) {
@@ -326,7 +344,7 @@ test_pipelined(void **state)
 	memcpy(buf, m1, l1);
 	memcpy(buf + l1, m2, l2);
 	start(&h, &c, LG_HTTP_BODY_PARSER);
-	assert_int_equal(lg_http_feed(&h, buf, l1 + l2), l1);
+	assert_int_equal(feed_once(&h, buf, l1 + l2), l1);
 	assert_true(h.complete);
 	assert_int_equal(h.status, 0);
 	assert_string_equal(h.req.target, "/one");
@@ -335,11 +353,11 @@ test_pipelined(void **state)
 	assert_int_equal(c.body_len, 3);
 	assert_memory_equal(c.body, "abc", 3);
 	/* Until the caller has answered the first, the second stays in its buffer. */
-	assert_int_equal(lg_http_feed(&h, buf + l1, l2), 0);
+	assert_int_equal(feed_once(&h, buf + l1, l2), 0);
 
 	lg_http_next(&h);
 	assert_false(h.complete);
-	assert_int_equal(lg_http_feed(&h, buf + l1, l2), l2);
+	assert_int_equal(feed_once(&h, buf + l1, l2), l2);
 	assert_true(h.complete);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(c.heads, 2);
@@ -464,18 +482,18 @@ test_body_room(void **state)
 	start(&h, &c, LG_HTTP_BODY_PARSER);
 	h.body_room = room_hook;
 	budget = 0;
-	off = lg_http_feed(&h, req, len);
+	off = feed_once(&h, req, len);
 	assert_int_equal(off, head); /* the head, then nothing of the body */
 	assert_true(h.body_wait);
 	assert_false(h.complete);
 	assert_int_equal(c.body_len, 0);
 	budget = 3; /* "5\r\n" then "hel" */
-	off += lg_http_feed(&h, req + off, len - off);
+	off += feed_once(&h, req + off, len - off);
 	assert_true(h.body_wait);
 	assert_int_equal(c.body_len, 3);
 	assert_memory_equal(c.body, "hel", 3);
 	budget = SIZE_MAX;
-	off += lg_http_feed(&h, req + off, len - off);
+	off += feed_once(&h, req + off, len - off);
 	assert_false(h.body_wait);
 	assert_true(h.complete);
 	assert_int_equal(off, len);
@@ -501,7 +519,7 @@ test_body_room_refuses(void **state)
 
 	start(&h, &c, LG_HTTP_BODY_PARSER);
 	h.body_room = room_refuse;
-	lg_http_feed(&h, req, strlen(req));
+	feed_once(&h, req, strlen(req));
 	assert_int_equal(h.status, 503);
 	assert_false(h.complete);
 	assert_int_equal(c.body_calls, 0);
@@ -544,7 +562,63 @@ test_body_hook_fails(void **state)
 	feed_str(&h, req, SIZE_MAX);
 	assert_int_equal(h.status, 413);
 	assert_false(h.complete);
-	assert_int_equal(lg_http_feed(&h, "x", 1), 0);
+	assert_int_equal(feed_once(&h, "x", 1), 0);
+}
+
+/* The parser returns at head complete (picohttpparser's contract): LG_HTTP_HEAD_DONE with
+ * exactly the head's bytes consumed and no body byte shown to on_body; it takes nothing more
+ * until the caller says where the body goes (lg_http_body_to); then the body goes to on_body
+ * and the message ends where its framing says, a pipelined request after it left unread. A
+ * body-less head is complete at lg_http_body_to, a BODY_SELF head too, its body left to the
+ * caller. An error in the head returns LG_HTTP_ERROR and never LG_HTTP_HEAD_DONE. */
+static void
+test_head_done(void **state)
+{
+	const char *head = "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n";
+	const char *next = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+	char req[256];
+	struct lg_http h;
+	struct cap c;
+	size_t used, hl = strlen(head), len;
+
+	len = (size_t)snprintf(req, sizeof(req), "%sbody%s", head, next);
+	start(&h, &c, LG_HTTP_BODY_PARSER);
+	assert_int_equal(lg_http_feed(&h, req, len, &used), LG_HTTP_HEAD_DONE);
+	assert_int_equal(used, hl);
+	assert_true(h.head_seen);
+	assert_false(h.complete);
+	assert_int_equal(h.req.content_length, 4);
+	assert_int_equal(h.body_seen, 0);
+	assert_int_equal(c.body_calls, 0);
+	assert_int_equal(lg_http_feed(&h, req + hl, len - hl, &used), LG_HTTP_HEAD_DONE);
+	assert_int_equal(used, 0); /* nothing until the caller decided */
+	assert_int_equal(lg_http_body_to(&h, LG_HTTP_BODY_PARSER), LG_HTTP_MORE);
+	assert_int_equal(lg_http_feed(&h, req + hl, len - hl, &used), LG_HTTP_DONE);
+	assert_int_equal(used, 4);
+	assert_int_equal(c.body_len, 4);
+	assert_memory_equal(c.body, "body", 4);
+	assert_int_equal(lg_http_feed(&h, req + hl + 4, len - hl - 4, &used), LG_HTTP_DONE);
+	assert_int_equal(used, 0); /* one message at a time */
+	lg_http_next(&h);
+	assert_int_equal(lg_http_feed(&h, next, strlen(next), &used), LG_HTTP_HEAD_DONE);
+	assert_int_equal(used, strlen(next));
+	assert_int_equal(lg_http_body_to(&h, LG_HTTP_BODY_PARSER), LG_HTTP_DONE);
+	assert_true(h.complete);
+
+	start(&h, &c, LG_HTTP_BODY_SELF);
+	assert_int_equal(lg_http_feed(&h, req, len, &used), LG_HTTP_HEAD_DONE);
+	assert_int_equal(lg_http_body_to(&h, LG_HTTP_BODY_SELF), LG_HTTP_DONE);
+	assert_true(h.complete && h.self_body);
+	assert_int_equal(lg_http_feed(&h, req + hl, len - hl, &used), LG_HTTP_DONE);
+	assert_int_equal(used, 0); /* the body is the caller's */
+
+	start(&h, &c, LG_HTTP_BODY_PARSER);
+	assert_int_equal(lg_http_feed(&h, "GET /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+	    "Content-Length: 2\r\n\r\n", 66, &used), LG_HTTP_ERROR);
+	assert_int_equal(h.status, 400);
+	assert_false(h.head_seen);
+	assert_int_equal(lg_http_feed(&h, "GET / HTTP/1.1\r\n", 16, &used), LG_HTTP_ERROR);
+	assert_int_equal(used, 0);
 }
 
 static void
@@ -560,20 +634,17 @@ test_reject(void **state)
 		size_t n;
 
 		start(&h, &c, LG_HTTP_REJECT);
-		c.reject_status = 413;
 		n = feed_str(&h, req, chunks[k]);
 		assert_true(h.rejected);
 		assert_false(h.complete);
-		assert_int_equal(h.status, 413);
+		assert_int_equal(h.status, 0); /* the status is the caller's own */
 		assert_int_equal(c.heads, 1);
 		assert_int_equal(c.body_calls, 0);
-		/* It stops at the end of the head at the latest (the parser may leave the head's
-		 * last byte unconsumed, which does not matter: the connection is closed). */
-		assert_true(n <= strlen(head));
-		assert_true(n + 1 >= strlen(head));
+		/* It stops at the end of the head: the parser returned there. */
+		assert_int_equal(n, strlen(head));
 		assert_int_equal(h.req.content_length, 999999);
 		/* Nothing more is taken. */
-		assert_int_equal(lg_http_feed(&h, req + n, strlen(req) - n), 0);
+		assert_int_equal(feed_once(&h, req + n, strlen(req) - n), 0);
 		assert_int_equal(c.body_calls, 0);
 	}
 }
@@ -638,7 +709,8 @@ build(size_t target_len, const char *fields)
 }
 
 /* Parses req whole, one byte at a time and in 4 KiB pieces, and checks the status each time;
- * heads is how many times on_head must have run (an error in the head stops before it). */
+ * heads is how many times the parser must have returned at head complete (an error in the
+ * head stops before it). */
 static void
 check_status(const char *req, int status, int heads)
 {
@@ -655,7 +727,7 @@ check_status(const char *req, int status, int heads)
 		assert_int_equal(c.heads, heads);
 		if (status != 0)
 			/* After an error the glue takes nothing more. */
-			assert_int_equal(lg_http_feed(&h, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27), 0);
+			assert_int_equal(feed_once(&h, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27), 0);
 	}
 }
 
@@ -927,7 +999,7 @@ test_garbage(void **state)
 	expect_status("GET / HTTP/1.1\r\nHost: x\r\nHo\tst: v\r\n\r\n", 400);
 	expect_status("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400);
 	expect_status("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400);
-	/* A bad chunk size is found in the body, after on_head. */
+	/* A bad chunk size is found in the body, after the head was returned. */
 	check_status("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, 1);
 }
 
@@ -958,15 +1030,15 @@ test_empty_feed(void **state)
 	struct cap c;
 
 	start(&h, &c, LG_HTTP_BODY_PARSER);
-	assert_int_equal(lg_http_feed(&h, "", 0), 0);
+	assert_int_equal(feed_once(&h, "", 0), 0);
 	assert_int_equal(h.status, 0);
 	assert_false(h.complete);
 	assert_int_equal(feed_str(&h, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", SIZE_MAX), 27);
 	assert_true(h.complete);
 }
 
-/* A parser without hooks still parses: on_head defaults to BODY_PARSER and the body is
- * dropped. */
+/* A parser without a body hook still parses: a caller that chose LG_HTTP_BODY_PARSER (here
+ * feed_once, no ctx) has the body read and dropped. */
 static void
 test_no_hooks(void **state)
 {
@@ -977,6 +1049,37 @@ test_no_hooks(void **state)
 	assert_int_equal(feed_str(&h, req, SIZE_MAX), strlen(req));
 	assert_true(h.complete);
 	assert_int_equal(h.body_seen, 3);
+}
+
+/* One method vocabulary (http/method.h): a set parses from any token of the list (exact case,
+ * RFC 9110 section 9.1) and prints GET, HEAD, POST, PUT, DELETE, PATCH first, the others by
+ * number, whole names only. */
+static void
+test_method_sets(void **state)
+{
+	char buf[512];
+	uint64_t all = 0;
+
+	assert_int_equal(lg_http_methods_parse("GET, OPTIONS\tM-SEARCH  PROPFIND,"),
+	    LG_HTTP_METHOD_BIT(HTTP_GET) | LG_HTTP_METHOD_BIT(HTTP_OPTIONS) |
+	    LG_HTTP_METHOD_BIT(HTTP_MSEARCH) | LG_HTTP_METHOD_BIT(HTTP_PROPFIND));
+	assert_int_equal(lg_http_methods_parse("get"), 0);
+	assert_int_equal(lg_http_methods_parse("GET, FOO"), 0);
+	assert_int_equal(lg_http_methods_parse(" , "), 0);
+	lg_http_methods_str(lg_http_methods_parse("OPTIONS PATCH DELETE PUT POST HEAD GET"), buf,
+	    sizeof(buf));
+	assert_string_equal(buf, "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS");
+	assert_int_equal(lg_http_methods_str(LG_HTTP_METHOD_BIT(HTTP_GET) |
+	    LG_HTTP_METHOD_BIT(HTTP_HEAD) | LG_HTTP_METHOD_BIT(HTTP_POST), buf, 15), 9);
+	assert_string_equal(buf, "GET, HEAD"); /* ", POST" does not fit whole */
+	for (unsigned m = 0; m < LG_HTTP_NMETHODS; m++) {
+		lg_http_methods_str(LG_HTTP_METHOD_BIT(m), buf, sizeof(buf));
+		assert_string_equal(buf, lg_http_method_str(m));
+		assert_int_equal(lg_http_methods_parse(buf), LG_HTTP_METHOD_BIT(m));
+		all |= LG_HTTP_METHOD_BIT(m);
+	}
+	lg_http_methods_str(all, buf, sizeof(buf));
+	assert_int_equal(lg_http_methods_parse(buf), all);
 }
 
 static void
@@ -1036,6 +1139,8 @@ main(void)
 		cmocka_unit_test(test_body_self),
 		cmocka_unit_test(test_body_parser),
 		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_head_done),
+		cmocka_unit_test(test_method_sets),
 		cmocka_unit_test(test_body_room),
 		cmocka_unit_test(test_body_room_refuses),
 		cmocka_unit_test(test_chunked_with_length),

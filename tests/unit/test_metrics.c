@@ -316,7 +316,7 @@ test_status_and_ready(void **state)
 	atomic_store(&f->a.procs[NLOOPS + 1].state, LG_PROC_RUNNING);
 	atomic_store(&f->a.procs[NLOOPS + 1].job, (2ull << 32) | 1);
 	atomic_store(&f->a.procs[NLOOPS + 1].job_since_ns, 1000 * MS);
-	f->a.slots[2].kind = 2; /* "compress" in kind_labels */
+	f->a.slots[2].job.kind = 2; /* "compress" in kind_labels */
 	lg_stats_lag(&f->a.procs[0], 1500 * MS, 3 * MS);
 	lg_buf_init(&b, s, cap);
 	assert_int_equal(lg_status_render(&b, &f->a, &names, 1500 * MS, 0), 0);

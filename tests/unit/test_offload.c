@@ -96,7 +96,7 @@ test_body_sink(void **state)
 	assert_int_equal(rig_init(&r), 0);
 	c = rig_conn(&r, 1000);
 	claim(&r, c);
-	LG_JOB(c)->body_off = 128;
+	LG_JOB(c)->job.body_off = 128;
 	LG_JOB(c)->body_need = 10;
 	LG_JOB(c)->body_got = 0;
 	LG_JOB(c)->reserved = 4u << 20; /* backed far ahead: no window is asked of the helper */

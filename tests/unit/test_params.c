@@ -14,6 +14,7 @@
 #include "kinds/builtin.h"
 #include "kinds/params.h"
 #include "kinds/registry.h"
+#include "shm/layout.h"
 
 static const char *const fmts[] = { "jpeg", "webp", NULL };
 
@@ -42,10 +43,19 @@ static const struct lagless_param keys[] = {
 };
 #define N(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
+/* The loop's check of a kind with no query struct (ABI 1.1): lg_params_parse_query without a
+ * destination, its fault worded as the 400 words it. */
 static int
 qcheck(const char *query, char *err, size_t cap)
 {
-	return lg_params_check_query(q, N(q), query, strlen(query), err, cap);
+	char strs[2048];
+	uint32_t fault = 0;
+	int rc = lg_params_parse_query(q, N(q), query, strlen(query), NULL, 0, strs, sizeof(strs),
+	    &fault);
+
+	if (rc == -1)
+		lg_params_query_why(q, N(q), fault, err, cap);
+	return rc;
 }
 
 static void
@@ -244,8 +254,13 @@ static const struct lagless_param qa_decl[] = {
 static int
 qparse(const char *query, struct qa *out, char *strs, size_t strcap, char *err, size_t cap)
 {
-	return lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), out, sizeof(*out),
-	    strs, strcap, err, cap);
+	uint32_t fault = 0;
+	int rc = lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), out,
+	    sizeof(*out), strs, strcap, &fault);
+
+	if (rc == -1)
+		lg_params_query_why(qa_decl, N(qa_decl), fault, err, cap);
+	return rc;
 }
 
 static void
@@ -281,6 +296,149 @@ test_query_args_parsed(void **state)
 	assert_int_equal(lg_params_valid(qa_decl, N(qa_decl), 1, 8, err, sizeof(err)), -1);
 }
 
+/* The loop's one parse travels in the job's slot: its string values made offsets (pack), the
+ * block copied elsewhere (another process maps the slot at another address) and placed back;
+ * an offset outside the strings, or a string without its NUL there, is refused. A refusal is
+ * worded from the fault alone, the same words whatever the value. */
+static void
+test_query_args_travel(void **state)
+{
+	unsigned char block[sizeof(struct qa) + 64], copy[sizeof(block)];
+	struct qa a;
+	char err[256] = "", err2[256] = "";
+	const char *query = "tag=a%20b&n=7";
+	size_t strs = strlen(query) + N(qa_decl) + 1;
+	uint32_t fault = 0, fault2 = 0;
+	uintptr_t off;
+
+	(void)state;
+	assert_int_equal(lg_params_parse_query(qa_decl, N(qa_decl), query, strlen(query), block,
+	    sizeof(struct qa), (char *)block + sizeof(struct qa), strs, &fault), 0);
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), block,
+	    (char *)block + sizeof(struct qa), strs, 1), 0);
+	memcpy(copy, block, sizeof(block));
+	memset(block, 0, sizeof(block));
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), copy,
+	    (char *)copy + sizeof(struct qa), strs, 0), 0);
+	memcpy(&a, copy, sizeof(a));
+	assert_int_equal(a.n, 7);
+	assert_ptr_equal(a.tag, (char *)copy + sizeof(struct qa) + 2); /* after n's "7" */
+	assert_string_equal(a.tag, "a b");
+	/* an offset past the strings */
+	off = strs + 1;
+	memcpy(copy + offsetof(struct qa, tag), &off, sizeof(off));
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), copy,
+	    (char *)copy + sizeof(struct qa), strs, 0), -1);
+	memcpy(&a, copy, sizeof(a));
+	assert_null(a.tag);
+	/* refusals: the argument and its rule, whatever the value */
+	assert_int_equal(qparse("n=0", &a, (char *)block, sizeof(block), err, sizeof(err)), -1);
+	assert_int_equal(qparse("n=abc", &a, (char *)block, sizeof(block), err2, sizeof(err2)),
+	    -1);
+	assert_string_equal(err, "n: expected a whole number from 1 to 100");
+	assert_string_equal(err2, err);
+	assert_int_equal(lg_params_parse_query(qa_decl, N(qa_decl), "tag=a%00", 8, &a, sizeof(a),
+	    (char *)block, sizeof(block), &fault2), -1);
+	lg_params_query_why(qa_decl, N(qa_decl), fault2, err, sizeof(err));
+	assert_string_equal(err, "tag: contains a NUL byte");
+	assert_int_equal(qparse("fmt=png", &a, (char *)block, sizeof(block), err, sizeof(err)), -1);
+	assert_string_equal(err, "fmt: expected one of jpeg, webp");
+	assert_int_equal(qparse("tag=abcdefghij", &a, (char *)block, sizeof(block), err,
+	    sizeof(err)), -1);
+	assert_string_equal(err, "tag: expected 1 to 8 bytes");
+}
+
+/* What the kind was given as rq->query_args, written as its answer. */
+static int
+run_qa(const struct lagless_request *rq, struct lagless_output *out)
+{
+	const struct qa *a = rq->query_args;
+	char line[128];
+	int n;
+
+	if (a == NULL)
+		return LAGLESS_ERROR;
+	n = snprintf(line, sizeof(line), "n=%llu tag=%s", (unsigned long long)a->n,
+	    a->tag ? a->tag : "-");
+	return rq->host->write(out, line, (size_t)n) == 0 ? LAGLESS_OK : LAGLESS_ERROR;
+}
+
+/* Writes the view of raw query raw at in, and the loop's parse of query parsed after it when
+ * parsed is not NULL (as worker/job/offload.c does), into job record j. */
+static void
+job_input(unsigned char *in, size_t cap, const char *raw, const char *parsed, struct lg_job *j)
+{
+	struct lg_view v = { .method = "GET", .method_len = 3, .path = "/qa", .path_len = 3,
+	    .query = raw, .query_len = strlen(raw) };
+	size_t vlen = lg_view_encode(in, cap, &v);
+	size_t strs = parsed ? strlen(parsed) + N(qa_decl) + 1 : 0;
+	uint32_t fault;
+
+	assert_true(vlen > 0);
+	j->body_off = (uint32_t)vlen;
+	j->args_off = j->args_len = 0;
+	if (parsed == NULL)
+		return;
+	j->args_off = (uint32_t)vlen;
+	j->args_len = (uint32_t)(sizeof(struct qa) + strs);
+	assert_int_equal(lg_params_parse_query(qa_decl, N(qa_decl), parsed, strlen(parsed),
+	    in + vlen, sizeof(struct qa), (char *)in + vlen + sizeof(struct qa), strs, &fault), 0);
+	assert_int_equal(lg_params_query_pack(qa_decl, N(qa_decl), in + vlen,
+	    (char *)in + vlen + sizeof(struct qa), strs, 1), 0);
+	j->body_off = (uint32_t)((vlen + j->args_len + 63) & ~(size_t)63);
+}
+
+/* Both run paths hand the kind the loop's parse of its query as the job's record carries it
+ * (its values, not a second parse of the view's raw query); a record without one (the loop
+ * could not keep it) is parsed from the view; a record whose arguments do not hold together
+ * is an error, not a crash. */
+static void
+test_run_takes_parsed_query(void **state)
+{
+	static struct lagless_kind kinds[] = {
+		LAGLESS_KIND("qa", run_qa, LAGLESS_QUERY_ARGS(qa_decl, struct qa)),
+	};
+	static struct lagless_module m = { LAGLESS_MODULE_MAGIC, LAGLESS_ABI_MAJOR,
+	    LAGLESS_ABI_MINOR, sizeof(struct lagless_module), sizeof(struct lagless_kind), 1,
+	    LAGLESS_SIGNATURE, "qm", "1", kinds, NULL, NULL, NULL };
+	struct lg_registry *r = calloc(1, sizeof(*r));
+	struct lg_route_def rt = { .path = "/qa", .methods = 1, .where = LAGLESS_WHERE_POOL };
+	static unsigned char in[4096], out[LG_OUT_META + 4096];
+	struct lg_job j = { 0 };
+	uint64_t len;
+	char err[512];
+	int dummy;
+
+	(void)state;
+	assert_int_equal(lg_registry_init(r, err, sizeof(err)), 0);
+	assert_int_equal(lg_registry_add_module(r, &m, "qm.so", &dummy, NULL, err, sizeof(err)),
+	    0);
+	rt.kind = lg_registry_find(r, "qm.qa")->id;
+	assert_int_equal(lg_registry_add_route(r, &rt, err, sizeof(err)), 0);
+	lg_registry_init_process(r, 0, NULL);
+	j.kind = rt.kind;
+	j.route = r->nroutes - 1;
+	job_input(in, sizeof(in), "n=5&tag=raw", "n=42&tag=rec", &j);
+	assert_int_equal(lg_registry_run(r, &j, in, sizeof(in), out, sizeof(out), 0, 0, &len),
+	    LG_JOB_OK);
+	assert_int_equal(len, strlen("n=42 tag=rec"));
+	assert_memory_equal(out + LG_OUT_META, "n=42 tag=rec", len);
+	job_input(in, sizeof(in), "n=5&tag=raw", NULL, &j);
+	assert_int_equal(lg_registry_run(r, &j, in, sizeof(in), out, sizeof(out), 0, 0, &len),
+	    LG_JOB_OK);
+	assert_memory_equal(out + LG_OUT_META, "n=5 tag=raw", len);
+	job_input(in, sizeof(in), "n=500", NULL, &j);
+	assert_int_equal(lg_registry_run(r, &j, in, sizeof(in), out, sizeof(out), 0, 0, &len),
+	    LG_JOB_BAD_INPUT);
+	assert_string_equal(((struct lg_out_meta *)out)->msg,
+	    "n: expected a whole number from 1 to 100\n");
+	job_input(in, sizeof(in), "", "tag=rec", &j);
+	j.args_len = sizeof(struct qa) - 1; /* shorter than the kind's struct */
+	assert_int_equal(lg_registry_run(r, &j, in, sizeof(in), out, sizeof(out), 0, 0, &len),
+	    LG_JOB_ERROR);
+	lg_registry_free(r);
+}
+
 static void
 test_builtin_route_keys(void **state)
 {
@@ -301,7 +459,7 @@ test_builtin_route_keys(void **state)
 		{ "verify", "lanes", "2", NULL, NULL, "lanes: unknown key" },
 	};
 	struct lg_registry *r = calloc(1, sizeof(*r));
-	struct lg_route_def rt = { .path = "/k", .methods = 1, .where = LAGLESS_WHERE_POOL };
+	struct lg_route_def rt = { .path = "/k", .methods = LG_M_GET, .where = LAGLESS_WHERE_POOL };
 	const struct lg_argon2_route *a;
 	struct lg_kv *kv;
 	char err[512], want[128];
@@ -349,6 +507,8 @@ main(void)
 		cmocka_unit_test(test_registry_takes_declarations),
 		cmocka_unit_test(test_builtin_route_keys),
 		cmocka_unit_test(test_query_args_parsed),
+		cmocka_unit_test(test_query_args_travel),
+		cmocka_unit_test(test_run_takes_parsed_query),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,7 +159,7 @@ test_happy_path(void **state)
 	/* Leftovers of an earlier job must not leak into the next one. */
 	for (int k = 0; k < NSLOTS; k++) {
 		a->slots[k].status = LG_JOB_CRASHED;
-		a->slots[k].in_len = a->slots[k].out_len = 99;
+		a->slots[k].job.in_len = a->slots[k].out_len = 99;
 		a->slots[k].start_ns = a->slots[k].end_ns = 99;
 		atomic_store(&a->slots[k].runner_pid, 99);
 	}
@@ -167,7 +167,7 @@ test_happy_path(void **state)
 	assert_true(i >= 0);
 	s = &a->slots[i];
 	assert_int_equal(s->status, LG_JOB_OK);
-	assert_int_equal(s->in_len, 0);
+	assert_int_equal(s->job.in_len, 0);
 	assert_int_equal(s->out_len, 0);
 	assert_int_equal(s->start_ns, 0);
 	assert_int_equal(s->end_ns, 0);
@@ -702,7 +702,7 @@ test_pools_never_borrow(void **state)
 	i = lg_slot_claim_pool(a, 1, 0, &g);			/* ... pool 1 is not */
 	assert_true(i == 1 || i == 2);
 	assert_int_equal(lg_slot_move(&a->slots[i], g, LG_SLOT_CLAIMED, LG_SLOT_QUEUED), 0);
-	a->slots[i].enqueue_ns = 1000;
+	a->slots[i].job.enqueue_ns = 1000;
 	assert_true(lg_slot_claim_pool(a, 1, 0, &g) >= 1);
 	assert_true(lg_slot_claim_pool(a, 1, 0, &g) >= 1);	/* buffers: all 3 of its part */
 	assert_int_equal(lg_slot_claim_pool(a, 1, 0, &g), -1);

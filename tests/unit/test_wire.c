@@ -591,51 +591,69 @@ static void
 test_slot_job_read(void **state)
 {
 	struct lg_arena a;
-	struct lg_slot_job j;
+	struct lg_job j;
 	struct lg_slot *s;
+	uint32_t owner = 99;
 
 	arena_at_gen7(&a);
 	s = &a.slots[2];
-	s->kind = 3;
-	s->arg = 1ull << 40;
-	s->in_len = a.in_cap;
-	s->deadline_ns = 10;
-	s->enqueue_ns = 11;
+	s->job.kind = 3;
+	s->job.route = 1u << 30;
+	s->job.in_len = a.in_cap - 64;
+	s->job.body_off = 64;
+	s->job.args_off = 48;
+	s->job.args_len = 16;
+	s->job.deadline_ns = 10;
+	s->job.enqueue_ns = 11;
 	/* QUEUED: not started, so not ours to read. */
 	errno = 0;
-	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j), -1);
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), -1);
 	assert_int_equal(errno, ESTALE);
 	assert_int_equal(lg_slot_start(s, 7, 1, 5), 0);
-	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j), 0);
-	assert_int_equal(j.slot, 2);
-	assert_int_equal(j.gen, 7);
-	assert_int_equal(j.owner, 2);
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), 0);
+	assert_int_equal(owner, 2);
 	assert_int_equal(j.kind, 3);
-	assert_int_equal(j.arg, 1ull << 40);
-	assert_int_equal(j.in_off, lg_arena_in_off(&a, 2));
-	assert_int_equal(j.in_len, a.in_cap);
-	assert_int_equal(j.out_off, lg_arena_out_off(&a, 2));
-	assert_int_equal(j.out_cap, a.out_cap);
+	assert_int_equal(j.route, 1u << 30);
+	assert_int_equal(j.in_len, a.in_cap - 64);
+	assert_int_equal(j.body_off, 64);
+	assert_int_equal(j.args_off, 48);
+	assert_int_equal(j.args_len, 16);
 	assert_int_equal(j.deadline_ns, 10);
 	assert_int_equal(j.enqueue_ns, 11);
 	errno = 0;
-	assert_int_equal(lg_slot_job_read(&a, 2, 6, 3, &j), -1);
+	assert_int_equal(lg_slot_job_read(&a, 2, 6, 3, &j, &owner), -1);
 	assert_int_equal(errno, ESTALE);
-	/* An owner that is no loop of ours, an input longer than the region. */
+	/* An owner that is no loop of ours, an input longer than the region, query arguments
+	 * that run into the body or start past it. */
 	errno = 0;
-	assert_int_equal(lg_slot_job_read(&a, 2, 7, 2, &j), -1);
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 2, &j, &owner), -1);
 	assert_int_equal(errno, ERANGE);
-	assert_int_equal(j.owner, 2);
-	s->in_len = a.in_cap + 1;
+	assert_int_equal(owner, 2);
+	s->job.in_len = a.in_cap - 63;
 	errno = 0;
-	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j), -1);
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), -1);
 	assert_int_equal(errno, ERANGE);
-	s->in_len = 0;
+	s->job.in_len = 0;
+	s->job.args_len = 17;
+	errno = 0;
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), -1);
+	assert_int_equal(errno, ERANGE);
+	s->job.args_len = 0;
+	s->job.args_off = 65;
+	errno = 0;
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), -1);
+	assert_int_equal(errno, ERANGE);
+	s->job.args_off = 0;
+	s->job.body_off = (uint32_t)a.in_cap + 1;
+	errno = 0;
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), -1);
+	assert_int_equal(errno, ERANGE);
+	s->job.body_off = 0;
 	/* ABANDONED while it runs: still ours until we finish it. */
 	assert_int_equal(lg_slot_release(s, 7), LG_SLOT_ABANDONED);
-	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j), 0);
+	assert_int_equal(lg_slot_job_read(&a, 2, 7, 3, &j, &owner), 0);
 	errno = 0;
-	assert_int_equal(lg_slot_job_read(&a, 4, 7, 3, &j), -1);
+	assert_int_equal(lg_slot_job_read(&a, 4, 7, 3, &j, &owner), -1);
 	assert_int_equal(errno, ERANGE);
 	lg_arena_destroy(&a);
 }

@@ -73,7 +73,6 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->out.wreq = 0;
 	c->out.wbody = NULL;
 	lg_http_init(&c->http, &w->lim);
-	c->http.on_head = w->ops->head;
 	c->http.on_body = w->ops->body;
 	c->http.body_room = w->ops->body_room;
 	c->http.ctx = c;
@@ -456,14 +455,14 @@ send_continue(struct lg_conn *c)
 	return 0;
 }
 
-/* Answers the request the parser refused (h->status) or the head hook rejected. */
+/* Answers the request the parser refused (h->status) or the router (ops->head) rejected. */
 static int
 answer_refusal(struct lg_conn *c)
 {
 	const struct lg_http *h = &c->http;
 
 	if (h->status) {
-		log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "hook");
+		log_debug("refused a request: %d (%s)", h->status, h->why ? h->why : "router");
 		return lg_conn_error(c, h->status, 1, h->status == 503 ? LG_CONN_RETRY_AFTER :
 		    h->status == 405 ? c->reject_extra : NULL); /* 405: Allow (routes.c) */
 	}
@@ -524,6 +523,26 @@ lg_conn_watch_next(struct lg_conn *c)
 	return 0;
 }
 
+/* Feeds c's buffered bytes to the parser. At head complete the parser returns
+ * (LG_HTTP_HEAD_DONE) and the router (ops->head) picks the route, admits the request and
+ * chooses the body's destination, outside the parser, before the feed goes on. Returns where
+ * the parse stopped (enum lg_http_stop). */
+static enum lg_http_stop
+feed(struct lg_conn *c)
+{
+	for (;;) { /* at most twice: the head, then the body (the parser reads one message) */
+		size_t used;
+		enum lg_http_stop st = lg_http_feed(&c->http, c->rbuf, c->rlen, &used);
+
+		consume(c, used);
+		if (st != LG_HTTP_HEAD_DONE)
+			return st;
+		st = lg_http_body_to(&c->http, c->w->ops->head(c));
+		if (st != LG_HTTP_MORE || c->rlen == 0)
+			return st; /* complete, rejected, or its body still to come */
+	}
+}
+
 /* Parses buffered bytes while the connection waits for a request head, answering each complete
  * request in turn (responses batched while more requests are buffered, then written together).
  * Returns 0, or -1 when the connection was closed. */
@@ -536,16 +555,15 @@ lg_conn_process(struct lg_conn *c)
 	while (c->state == LG_CONN_HEAD && c->rlen > 0) {
 		if (!lg_obs_in_request(&c->obs))
 			lg_obs_request_begin(c);
-		size_t used = lg_http_feed(&c->http, c->rbuf, c->rlen);
+		enum lg_http_stop st = feed(c);
 
-		consume(c, used);
-		if (c->http.status || c->http.rejected) {
+		if (st == LG_HTTP_ERROR) {
 			c->processing = outer;
 			return answer_refusal(c);
 		}
-		if (c->http.body_wait)
+		if (st == LG_HTTP_BODY_WAIT)
 			break; /* its body's next window is being backed: lg_conn_body_ready resumes */
-		if (!c->http.complete && c->rlen == sizeof(c->rbuf)) {
+		if (st != LG_HTTP_DONE && c->rlen == sizeof(c->rbuf)) {
 			/* A full buffer the parser cannot consume (empty lines before a request
 			 * line, say): reading on would get 0 bytes, taken for EOF, and the close
 			 * would reset the connection. The head cannot fit: 431. */
@@ -554,7 +572,7 @@ lg_conn_process(struct lg_conn *c)
 			c->processing = outer;
 			return answer_refusal(c);
 		}
-		if (!c->http.complete)
+		if (st != LG_HTTP_DONE)
 			break;
 		c->nreq++;
 		struct lg_worker *w = c->w; /* c may be freed by the dispatch */

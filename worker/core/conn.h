@@ -78,9 +78,13 @@ lg_render_give_back(struct lg_worker_render *r, const char *p)
  * c->held (lg_conn_hold), and it writes into no room's memory: a body goes to the sink a room
  * installs (body_buf). */
 struct lg_conn_ops {
-	/* the parser's hooks (struct lg_http on_head / on_body, http/http.h), ctx being the
+	/* a request head is in (the parser returned LG_HTTP_HEAD_DONE, c->http.req is its view):
+	 * the route, its admission and the body's destination. Called by the core outside the
+	 * parser; returns an enum lg_http_head_action, which the core hands to lg_http_body_to
+	 * before it feeds on */
+	int (*head)(struct lg_conn *c);
+	/* the parser's body sink (struct lg_http on_body, http/http.h), ctx being the
 	 * connection */
-	int (*head)(struct lg_http *h, void *conn);
 	int (*body)(struct lg_http *h, void *conn, const char *at, size_t len);
 	/* struct lg_http body_room: input bytes the parser may take of a body it reads (chunked)
 	 * before more must be backed; SIZE_MAX when unbounded */
@@ -183,14 +187,14 @@ struct lg_conn {
 	enum lg_conn_state state;
 	struct lg_http http;
 	int close_after;              /* close once the current response is written */
-	int reject_status;            /* status chosen by the head hook for a rejected request */
+	int reject_status;            /* status chosen by the router (ops->head) for a rejected request */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
 	unsigned nreq;                /* requests parsed on this connection */
 	unsigned held;                /* LG_CONN_HELD_* bits: what rooms hold for c (lg_conn_hold) */
 	/* conn_process is running for c: it watches c's socket and arms its timer for the state
 	 * it leaves c in when it returns, so a response finished inside it does not do so too */
 	int processing;
-	/* Expect: 100-continue (RFC 9110 section 10.1.1): the head hook sets want_continue when
+	/* Expect: 100-continue (RFC 9110 section 10.1.1): the router (ops->head) sets want_continue when
 	 * the body will be read; the 100 goes out only while the body is awaited, and a response
 	 * drops an unsent one or finishes a partly sent one first. */
 	int want_continue;
@@ -238,9 +242,10 @@ lg_conn_parked(const struct lg_conn *c)
 	return (c->held & LG_CONN_HELD_PARKED) != 0;
 }
 
-/* The head hook's verbs (struct lg_conn_ops head, called inside the parser): lg_conn_head_begin
- * forgets the previous request's interim response and refusal lines; lg_conn_reject chooses the
- * status the core answers a request the hook returns LG_HTTP_REJECT for (its header lines, or
+/* The head verbs of the router (struct lg_conn_ops head, called by the core once the parser
+ * returned at head complete): lg_conn_head_begin forgets the previous request's interim
+ * response and refusal lines; lg_conn_reject chooses the
+ * status the core answers a request the router returns LG_HTTP_REJECT for (its header lines, or
  * "", in c->reject_extra); lg_conn_expect_continue(c, 1) says the body will be read, so a
  * client waiting for 100 Continue (RFC 9110 section 10.1.1) gets it while the body is awaited. */
 static inline void

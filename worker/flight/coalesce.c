@@ -374,7 +374,7 @@ finish(struct lg_lflight *f, uint64_t word)
 	struct lg_worker *w = f->w;
 	struct lg_arena *a = w->env->arena;
 	struct lg_slot *s = &a->slots[f->slot];
-	uint64_t q = s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0;
+	uint64_t q = lg_slot_queue_ns(s);
 	uint64_t r = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0;
 	struct lg_cache_meta m;
 	size_t klen;

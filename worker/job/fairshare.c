@@ -74,12 +74,12 @@ int
 lg_fair_over_share(const struct lg_conn *c, uint32_t tag)
 {
 	struct lg_arena *a = c->w->env->arena;
-	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->pool);
+	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->job.pool);
 	uint32_t first, n, limit;
 
 	if (tag == 0)
 		return 0;
-	lg_slot_pool_range(a, LG_JOB(c)->pool, &first, &n);
+	lg_slot_pool_range(a, LG_JOB(c)->job.pool, &first, &n);
 	limit = (uint32_t)((uint64_t)n * (uint64_t)c->w->env->cfg->transit_share_pct / 100);
 	if (limit < lg_jobslot_open(&js, a))
 		limit = lg_jobslot_open(&js, a);
@@ -98,7 +98,7 @@ lg_fair_refuse_transit(const struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	uint32_t first, n;
 
-	lg_slot_pool_range(a, LG_JOB(c)->pool, &first, &n);
+	lg_slot_pool_range(a, LG_JOB(c)->job.pool, &first, &n);
 	lg_share_ask_cut(a, first, n, lg_now_ns(), c->w->env->cfg->evict_upload_rate,
 	    CUT_GRACE_NS);
 	atomic_fetch_add(&c->w->env->page->rejected_transit, 1);

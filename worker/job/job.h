@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <lagless/module.h>
+
 #include "shm/arena.h"
 #include "worker/core/conn.h"
 #include "worker/job/offload_state.h"
@@ -30,6 +32,7 @@ static inline void
 lg_job_begin(struct lg_conn *c)
 {
 	LG_JOB(c)->bypass = 0;
+	LG_JOB(c)->query_fault = 0;
 }
 
 /* The route's job deadline for c's request, queue wait included, in milliseconds (set at head
@@ -37,14 +40,14 @@ lg_job_begin(struct lg_conn *c)
 static inline uint64_t
 lg_job_deadline_ms(const struct lg_conn *c)
 {
-	return LG_JOB(c)->deadline_ms;
+	return LG_JOB(c)->job.deadline_ms;
 }
 
 /* Sets the deadline of c's request's job, in milliseconds from when it is queued or parked. */
 static inline void
 lg_job_set_deadline(struct lg_conn *c, uint64_t ms)
 {
-	LG_JOB(c)->deadline_ms = ms;
+	LG_JOB(c)->job.deadline_ms = ms;
 }
 
 /* 1 when c's request has a Content-Length body its slot reads (the core reads it in state
@@ -69,7 +72,7 @@ lg_job_body(const struct lg_conn *c, const unsigned char **p, uint64_t *n)
 {
 	if (!lg_job_holds_slot(LG_JOB(c)))
 		return -1;
-	*p = lg_arena_in(c->w->env->arena, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->body_off;
+	*p = lg_arena_in(c->w->env->arena, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->job.body_off;
 	*n = LG_JOB(c)->body_got;
 	return 0;
 }
@@ -78,15 +81,18 @@ lg_job_body(const struct lg_conn *c, const unsigned char **p, uint64_t *n)
 static inline int
 lg_job_runs_inline(const struct lg_conn *c)
 {
-	return LG_JOB(c)->run_inline;
+	return LG_JOB(c)->job.where == LAGLESS_WHERE_LOOP;
 }
 
-/* The job of c's request as the pool sees it: kind id, route index (its config), pool index,
- * the Content-Type of a 2xx answer (the route's; static storage). */
-static inline uint32_t lg_job_kind(const struct lg_conn *c) { return LG_JOB(c)->kind; }
-static inline uint32_t lg_job_route(const struct lg_conn *c) { return (uint32_t)LG_JOB(c)->arg; }
-static inline uint32_t lg_job_pool(const struct lg_conn *c) { return LG_JOB(c)->pool; }
-static inline const char *lg_job_ctype(const struct lg_conn *c) { return LG_JOB(c)->ctype; }
+/* The job of c's request as its record names it (shm/layout.h struct lg_job): kind id, route
+ * index (its config), pool index. */
+static inline uint32_t lg_job_kind(const struct lg_conn *c) { return LG_JOB(c)->job.kind; }
+static inline uint32_t lg_job_route(const struct lg_conn *c) { return LG_JOB(c)->job.route; }
+static inline uint32_t lg_job_pool(const struct lg_conn *c) { return LG_JOB(c)->job.pool; }
+
+/* The Content-Type of a 2xx answer to c's job unless the kind sets one: its route's, else its
+ * kind's, else application/octet-stream (the registry's storage). */
+const char *lg_job_ctype(const struct lg_conn *c);
 
 /* The slot c holds and its generation, for a record that names it (a flight's), -1 when none. */
 static inline int lg_job_slot(const struct lg_conn *c) { return LG_JOB(c)->slot; }

@@ -29,7 +29,7 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 {
 	const struct lg_arena *a = c->w->env->arena;
 
-	if (LG_JOB(c)->body_got + len > a->in_cap - LG_JOB(c)->body_off) {
+	if (LG_JOB(c)->body_got + len > a->in_cap - LG_JOB(c)->job.body_off) {
 		h->status = 413;
 		return -1;
 	}
@@ -40,7 +40,7 @@ lg_offload_body(struct lg_conn *c, struct lg_http *h, const char *at, size_t len
 		h->status = 503;
 		return -1;
 	}
-	memcpy(lg_arena_in(a, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->body_off + LG_JOB(c)->body_got,
+	memcpy(lg_arena_in(a, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->job.body_off + LG_JOB(c)->body_got,
 	    at, len);
 	LG_JOB(c)->body_got += len;
 	atomic_store_explicit(&a->slots[LG_JOB(c)->slot].up_bytes, LG_JOB(c)->body_got,
@@ -57,8 +57,8 @@ static int
 back_async(struct lg_conn *c, uint64_t upto)
 {
 	struct lg_arena *a = c->w->env->arena;
-	uint64_t room = a->in_cap - LG_JOB(c)->body_off;
-	uint64_t from = (LG_JOB(c)->body_off + LG_JOB(c)->reserved) & ~(uint64_t)(LG_PAGE - 1);
+	uint64_t room = a->in_cap - LG_JOB(c)->job.body_off;
+	uint64_t from = (LG_JOB(c)->job.body_off + LG_JOB(c)->reserved) & ~(uint64_t)(LG_PAGE - 1);
 
 	if (!c->http.req.chunked && upto > LG_JOB(c)->body_need)
 		upto = LG_JOB(c)->body_need;
@@ -68,15 +68,15 @@ back_async(struct lg_conn *c, uint64_t upto)
 		return 0;
 	/* Within the memory budget first (a chunked body's next window; a Content-Length body
 	 * was charged whole at head time): beyond it, 503 before anything is backed. */
-	if (lg_arena_charge_in(a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->body_off + upto) == -1)
+	if (lg_arena_charge_in(a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->job.body_off + upto) == -1)
 		return -1;
 	struct lg_backing_msg m = {
 		.slot = (uint32_t)LG_JOB(c)->slot, .gen = LG_JOB(c)->gen, .upto = upto,
 		.off = lg_arena_in_off(a, (uint32_t)LG_JOB(c)->slot) + from,
-		.len = LG_JOB(c)->body_off + upto - from,
+		.len = LG_JOB(c)->job.body_off + upto - from,
 	};
 	/* The master punches a slot's pages once it is free again if this many were touched. */
-	a->slots[LG_JOB(c)->slot].touched = LG_JOB(c)->body_off + upto;
+	a->slots[LG_JOB(c)->slot].touched = LG_JOB(c)->job.body_off + upto;
 	if (lg_backing_post(&LG_WJOB(c->w)->backing, &m) == -1) {
 		log_warn("cannot post a backing request for slot %d: %s", LG_JOB(c)->slot, strerror(errno));
 		return -1;
@@ -124,7 +124,7 @@ lg_offload_body_buf(struct lg_conn *c, unsigned char **dst, size_t *len)
 	struct lg_conn_job *j = LG_JOB(c);
 	uint64_t want = j->body_need - j->body_got, room = j->reserved - j->body_got;
 
-	*dst = lg_arena_in(c->w->env->arena, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->body_off +
+	*dst = lg_arena_in(c->w->env->arena, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->job.body_off +
 	    LG_JOB(c)->body_got;
 	*len = (size_t)(want < room ? want : room);
 	return 0;
@@ -149,7 +149,7 @@ size_t
 lg_offload_body_room(struct lg_conn *c, struct lg_http *h)
 {
 	const struct lg_arena *a = c->w->env->arena;
-	uint64_t region = a->in_cap - LG_JOB(c)->body_off;
+	uint64_t region = a->in_cap - LG_JOB(c)->job.body_off;
 
 	if (LG_JOB(c)->reserved >= region)
 		return SIZE_MAX; /* all backed: past it lg_offload_body answers 413 */
@@ -194,7 +194,7 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 		/* The first window: move the body bytes that came with the head. */
 		size_t n = LG_JOB(c)->head_body;
 
-		lg_conn_take(c, lg_arena_in(a, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->body_off, n);
+		lg_conn_take(c, lg_arena_in(a, (uint32_t)LG_JOB(c)->slot) + LG_JOB(c)->job.body_off, n);
 		LG_JOB(c)->body_got = n;
 		LG_JOB(c)->head_body = 0;
 	}
@@ -208,6 +208,9 @@ lg_offload_backed(void *ctx, const struct lg_backing_msg *m)
 int
 lg_offload_setup(struct lg_worker *w)
 {
+	LG_WJOB(w)->args = NULL;
+	LG_WJOB(w)->args_cap = LG_WJOB(w)->args_len = 0;
+	LG_WJOB(w)->args_of = NULL;
 	LG_WJOB(w)->pending = calloc(w->env->arena->nslots, sizeof(*LG_WJOB(w)->pending));
 	return LG_WJOB(w)->pending == NULL ? -1 : 0;
 }
@@ -262,24 +265,25 @@ lg_offload_map_views(struct lg_worker *w)
 static const struct lg_pool_cfg *
 pool_cfg(const struct lg_conn *c)
 {
-	return &c->w->env->cfg->pools[LG_JOB(c)->pool];
+	return &c->w->env->cfg->pools[LG_JOB(c)->job.pool];
 }
 
-/* The pool's admission of c's request before any slot is claimed (LG_JOB(c)->pool set from sp).
- * Returns 0 when admitted, -1 when refused (counted). */
+/* The pool's admission of c's request before any slot is claimed (LG_JOB(c)->job set, its pool
+ * made valid here). Returns 0 when admitted, -1 when refused (counted). */
 static int
-admit(struct lg_conn *c, const struct lg_offload_spec *sp)
+admit(struct lg_conn *c)
 {
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_pool_page *pp;
 	struct lg_codel_params cp;
-	struct lg_slot_pool spool = { .arena = a, .pool = sp->pool };
 
-	LG_JOB(c)->pool = sp->pool < a->master->npools ? sp->pool : 0;
-	pp = &a->master->pools[LG_JOB(c)->pool];
+	if (LG_JOB(c)->job.pool >= a->master->npools)
+		LG_JOB(c)->job.pool = 0;
+	struct lg_slot_pool spool = { .arena = a, .pool = LG_JOB(c)->job.pool };
+	pp = &a->master->pools[LG_JOB(c)->job.pool];
 	cp = lg_codel_params_of(pool_cfg(c));
 	struct lg_proc_page *p = c->w->env->page;
-	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->pool);
+	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->job.pool);
 
 	/* Admission first: with C + Q jobs of the pool waiting for or running on compute, refuse
 	 * before a byte of the body is read. The job slot itself is taken once the body is
@@ -291,18 +295,56 @@ admit(struct lg_conn *c, const struct lg_offload_spec *sp)
 	}
 	/* A standing queue (its shortest wait stayed above the target for an interval): refuse
 	 * now rather than let the job wait out the target and be shed (counted in the state). */
-	if (!sp->run_inline && lg_codel_refuse(&pp->codel, &cp, lg_now_ns(), lg_slot_queued_floor,
-	    &spool))
+	if (LG_JOB(c)->job.where != LAGLESS_WHERE_LOOP && lg_codel_refuse(&pp->codel, &cp,
+	    lg_now_ns(), lg_slot_queued_floor, &spool))
 		return -1;
 	return 0;
 }
 
-/* A free transit buffer of LG_JOB(c)->pool for c's body, its client's share allowing: held
- * (LG_CONN_HELD_BUFFER), the body counters reset, the body expected at offset 0 of its input
- * region (a caller with a request view moves it after the view). Returns 0, or -1 (the caller
- * answers 503; counted). */
+/* Writes the request view v at the start of c's claimed slot's input region, then the loop's
+ * parse of its query (16-byte aligned) when one is kept for it and fits; the body follows at
+ * LG_JOB(c)->job.body_off (a multiple of 64). The parse fits when it ends within the kept bytes
+ * and leaves the route's max_body its room in the region (else the runner parses the view's
+ * query: a body the view alone admitted is never refused for it). Everything lies within the
+ * kept bytes of the slot (lg_arena_keep: no fallocate here; mapped into this process at start,
+ * lg_offload_map_views).
+ * Returns 0, or -1 when the view does not fit them or has too many fields. */
 static int
-claim_buffer(struct lg_conn *c, uint64_t deadline_ms)
+write_view(struct lg_conn *c, int slot, const struct lg_view *v)
+{
+	struct lg_arena *a = c->w->env->arena;
+	unsigned char *in = lg_arena_in(a, (uint32_t)slot);
+	size_t vlen = lg_view_size(v), off = (vlen + 15) & ~(size_t)15;
+	struct lg_job *j = &LG_JOB(c)->job;
+	const struct lg_registry *reg = c->w->env->cfg->reg;
+	/* the arguments end in the kept bytes, and leave the route's largest body its room */
+	uint64_t body = j->route < reg->nroutes ? reg->routes[j->route].max_body : a->in_cap;
+	uint64_t room = a->in_cap > body ? a->in_cap - body : 0;
+	size_t lim = (size_t)((room < a->keep ? room : a->keep) & ~(uint64_t)63);
+
+	if (vlen > a->keep || lg_view_encode(in, vlen, v) != vlen) {
+		/* Neither case sets errno: the view is longer than the backed bytes of a slot, or
+		 * has more fields than LAGLESS_MAX_FIELDS (lg_view_encode returns 0). */
+		log_warn("cannot write the request view of %zu bytes into slot %d (%llu bytes kept "
+		    "backed per slot, %d fields at most)", vlen, slot, (unsigned long long)a->keep,
+		    LAGLESS_MAX_FIELDS);
+		return -1;
+	}
+	j->args_off = j->args_len = 0;
+	j->body_off = (uint32_t)vlen;
+	if (off < lim && lg_offload_args_write(c, in + off, lim - off, &j->args_len)) {
+		j->args_off = (uint32_t)off;
+		j->body_off = (uint32_t)((off + j->args_len + 63) & ~(size_t)63);
+	}
+	a->slots[slot].touched = j->body_off;
+	return 0;
+}
+
+/* A free transit buffer of LG_JOB(c)->job.pool (valid) for c's body, its client's share
+ * allowing: held (LG_CONN_HELD_BUFFER), the deadline the shorter of the job's and the pool's,
+ * the body counters reset. Returns 0, or -1 (the caller answers 503; counted). */
+static int
+claim_buffer(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
@@ -311,22 +353,38 @@ claim_buffer(struct lg_conn *c, uint64_t deadline_ms)
 
 	if (lg_fair_over_share(c, tag))
 		return -1;
-	if ((slot = lg_slot_claim_pool(a, LG_JOB(c)->pool, c->w->env->index, &LG_JOB(c)->gen)) < 0)
+	if ((slot = lg_slot_claim_pool(a, LG_JOB(c)->job.pool, c->w->env->index,
+	    &LG_JOB(c)->gen)) < 0)
 		return lg_fair_refuse_transit(c);
 	lg_share_claimed(&a->slots[slot], tag, lg_now_ns());
 	LG_JOB(c)->slot = slot;
 	lg_conn_hold(c, LG_CONN_HELD_BUFFER);
 	/* The route's deadline and the pool's: both default to --deadline-ms, so the shorter is
 	 * the one the configuration asked for. */
-	LG_JOB(c)->deadline_ms = deadline_ms < pool_cfg(c)->deadline_ms ? deadline_ms :
-	    pool_cfg(c)->deadline_ms;
+	if (pool_cfg(c)->deadline_ms < LG_JOB(c)->job.deadline_ms)
+		LG_JOB(c)->job.deadline_ms = pool_cfg(c)->deadline_ms;
 	LG_JOB(c)->body_got = 0;
 	LG_JOB(c)->reserved = 0;
 	LG_JOB(c)->backing_wait = 0;
 	LG_JOB(c)->head_body = 0;
 	LG_JOB(c)->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
-	LG_JOB(c)->body_off = 0;
-	a->slots[slot].touched = 0;
+	return 0;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, const struct lg_job *job, const struct lg_view *v)
+{
+	int slot;
+
+	LG_JOB(c)->job = *job;
+	if (admit(c) == -1 || claim_buffer(c) == -1)
+		return -1;
+	slot = LG_JOB(c)->slot;
+	if (write_view(c, slot, v) == -1) {
+		lg_offload_release(c);
+		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
+		return -1;
+	}
 	LG_WJOB(c->w)->pending[slot] = c; /* backing outcomes find the connection by slot */
 	return 0;
 }
@@ -335,47 +393,17 @@ int
 lg_offload_claim_body(struct lg_conn *c, uint32_t pool, uint64_t deadline_ms)
 {
 	struct lg_arena *a = c->w->env->arena;
+	struct lg_job *j = &LG_JOB(c)->job;
 
-	LG_JOB(c)->pool = pool < a->master->npools ? pool : 0;
-	if (claim_buffer(c, deadline_ms) == -1)
+	memset(j, 0, sizeof(*j)); /* kind 0: no job runs, no output is charged (charge_whole) */
+	j->pool = pool < a->master->npools ? pool : 0;
+	j->where = LAGLESS_WHERE_POOL;
+	j->deadline_ms = deadline_ms;
+	if (claim_buffer(c) == -1)
 		return -1;
-	LG_JOB(c)->kind = 0; /* no job: nothing runs, no output is charged (charge_whole) */
-	LG_JOB(c)->arg = 0;
-	LG_JOB(c)->run_inline = 0;
-	LG_JOB(c)->ctype = NULL;
-	return 0;
-}
-
-int
-lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp)
-{
-	struct lg_arena *a = c->w->env->arena;
-	size_t vlen = lg_view_size(sp->view);
-	int slot;
-
-	if (admit(c, sp) == -1 || claim_buffer(c, sp->deadline_ms) == -1)
-		return -1;
-	slot = LG_JOB(c)->slot;
-	LG_JOB(c)->kind = sp->kind;
-	LG_JOB(c)->arg = sp->route;
-	LG_JOB(c)->run_inline = sp->run_inline;
-	LG_JOB(c)->ctype = sp->ctype;
-	/* The request view goes first in the input region (kinds/host.h), the body after it; its
-	 * pages are kept backed (lg_arena_keep: no fallocate here) and were mapped into this
-	 * process at start (lg_offload_map_views). */
-	a->slots[slot].touched = vlen;
-	if (vlen > a->keep || lg_view_encode(lg_arena_in(a, (uint32_t)slot), vlen, sp->view) !=
-	    vlen) {
-		/* Neither case sets errno: the view is longer than the backed bytes of a slot, or
-		 * has more fields than LAGLESS_MAX_FIELDS (lg_view_encode returns 0). */
-		log_warn("cannot write the request view of %zu bytes into slot %d (%llu bytes kept "
-		    "backed per slot, %d fields at most)", vlen, slot, (unsigned long long)a->keep,
-		    LAGLESS_MAX_FIELDS);
-		lg_offload_release(c);
-		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
-		return -1;
-	}
-	LG_JOB(c)->body_off = vlen;
+	j->body_off = 0; /* no view: the body from the region's first byte */
+	a->slots[LG_JOB(c)->slot].touched = 0;
+	LG_WJOB(c->w)->pending[LG_JOB(c)->slot] = c; /* backing outcomes find c by slot */
 	return 0;
 }
 
@@ -391,11 +419,13 @@ charge_whole(struct lg_conn *c)
 
 	/* inline: the output is charged where it runs; no kind (a body buffered for an upstream,
 	 * lg_offload_claim_body): no output; too large: 413, nothing to back */
-	if (LG_JOB(c)->run_inline || LG_JOB(c)->kind == 0 || lg_registry_out_need(c->w->env->cfg->reg, LG_JOB(c)->kind,
-	    (uint32_t)LG_JOB(c)->arg, LG_JOB(c)->body_need, a->out_cap, &need) == -1)
+	if (LG_JOB(c)->job.where == LAGLESS_WHERE_LOOP || LG_JOB(c)->job.kind == 0 ||
+	    lg_registry_out_need(c->w->env->cfg->reg,
+	    LG_JOB(c)->job.kind, LG_JOB(c)->job.route, LG_JOB(c)->body_need, a->out_cap,
+	    &need) == -1)
 		need = 0;
-	return lg_arena_charge(a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->body_off + LG_JOB(c)->body_need,
-	    need);
+	return lg_arena_charge(a, (uint32_t)LG_JOB(c)->slot,
+	    LG_JOB(c)->job.body_off + LG_JOB(c)->body_need, need);
 }
 
 int
@@ -441,24 +471,23 @@ lg_offload_send(struct lg_conn *c)
 	const struct lg_loop_env *env = c->w->env;
 	struct lg_arena *a = env->arena;
 	struct lg_slot *s = &a->slots[LG_JOB(c)->slot];
-	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->pool);
+	struct lg_jobslots js = lg_jobslots_of(a, LG_JOB(c)->job.pool);
 	uint64_t now = lg_now_ns();
 	struct lg_msg m = { .type = LG_MSG_JOB,
 	    .job = { .slot = (uint32_t)LG_JOB(c)->slot, .gen = LG_JOB(c)->gen } };
 
-	/* The slot is the job's one record, the header only names it (shm/wire.h). */
-	s->kind = LG_JOB(c)->kind;
-	s->arg = LG_JOB(c)->arg;
-	s->in_len = LG_JOB(c)->body_got;
-	s->touched = LG_JOB(c)->body_off + LG_JOB(c)->body_got;
-	s->enqueue_ns = now;
-	s->deadline_ns = now + LG_JOB(c)->deadline_ms * LG_NS_PER_MS;
+	/* The slot holds the job's one record, the header only names it (shm/wire.h). */
+	LG_JOB(c)->job.in_len = LG_JOB(c)->body_got;
+	LG_JOB(c)->job.enqueue_ns = now;
+	LG_JOB(c)->job.deadline_ns = now + LG_JOB(c)->job.deadline_ms * LG_NS_PER_MS;
+	s->job = LG_JOB(c)->job;
+	s->touched = LG_JOB(c)->job.body_off + LG_JOB(c)->body_got;
 	/* QUEUED before the header is visible: a compute process may take it at once. The job
 	 * slot is taken in between (a token is valid only for a QUEUED slot); without one, C + Q
 	 * jobs wait or run, and the release below (QUEUED -> FREE) leaves no trace. */
 	if (lg_slot_move(s, LG_JOB(c)->gen, LG_SLOT_CLAIMED, LG_SLOT_QUEUED) == -1 ||
 	    lg_jobslot_take(&js, a, (uint32_t)LG_JOB(c)->slot, LG_JOB(c)->gen) == -1 ||
-	    lg_chan_send(env->ch->job[LG_JOB(c)->pool][0], &m, MSG_DONTWAIT) == -1) {
+	    lg_chan_send(env->ch->job[LG_JOB(c)->job.pool][0], &m, MSG_DONTWAIT) == -1) {
 		log_warn("cannot queue job on slot %d: %s", LG_JOB(c)->slot,
 		    errno == EAGAIN ? "every job slot is taken" : strerror(errno));
 		lg_stats_add(&env->page->rejected_full, 1);
@@ -473,10 +502,8 @@ lg_offload_queue(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	struct lg_slot *s = &a->slots[LG_JOB(c)->slot];
 
-	if (LG_JOB(c)->run_inline) {
-		s->arg = LG_JOB(c)->arg;
-		s->in_len = LG_JOB(c)->body_got;
-		s->touched = LG_JOB(c)->body_off + LG_JOB(c)->body_got;
+	if (LG_JOB(c)->job.where == LAGLESS_WHERE_LOOP) {
+		s->touched = LG_JOB(c)->job.body_off + LG_JOB(c)->body_got;
 		return run_here(c);
 	}
 	if (lg_offload_send(c) == -1) {
@@ -485,8 +512,8 @@ lg_offload_queue(struct lg_conn *c)
 	}
 	lg_obs_route_hit(c);
 	LG_WJOB(c->w)->pending[LG_JOB(c)->slot] = c;
-	note_depth(a, LG_JOB(c)->pool);
-	lg_conn_wait_job(c, LG_JOB(c)->deadline_ms);
+	note_depth(a, LG_JOB(c)->job.pool);
+	lg_conn_wait_job(c, LG_JOB(c)->job.deadline_ms);
 	return 0;
 }
 
@@ -548,7 +575,7 @@ answer_finished(struct lg_conn *c, uint64_t word)
 	int ok = lg_slot_state(word) != LG_SLOT_FAILED;
 
 	lg_conn_stop_timer(c);
-	lg_obs_job_times(&c->obs, s->start_ns > s->enqueue_ns ? s->start_ns - s->enqueue_ns : 0,
+	lg_obs_job_times(&c->obs, lg_slot_queue_ns(s),
 	    s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0);
 	if (ok && s->out_len > SMALL_ANSWER && s->out_len <= a->out_cap - LG_OUT_META &&
 	    map_output(c, s->out_len) == 0)
@@ -585,11 +612,17 @@ run_here(struct lg_conn *c)
 	int st;
 
 	struct lg_init_guard guard = { a->master->modules, &env->page->in_init };
+	struct lg_job *j = &a->slots[slot].job;
 
+	/* The slot holds the job's one record, read by the run as a compute process reads it. */
+	LG_JOB(c)->job.in_len = LG_JOB(c)->body_got;
+	LG_JOB(c)->job.enqueue_ns = 0;
+	LG_JOB(c)->job.deadline_ns = t0 + LG_JOB(c)->job.deadline_ms * LG_NS_PER_MS;
+	*j = LG_JOB(c)->job;
 	lg_obs_route_hit(c);
-	if (!lg_registry_usable(reg, LG_JOB(c)->kind, &guard)) {
+	if (!lg_registry_usable(reg, LG_JOB(c)->job.kind, &guard)) {
 		st = LG_JOB_UNAVAILABLE; /* its module's init failed: 503, not run */
-	} else if (lg_registry_out_need(reg, LG_JOB(c)->kind, (uint32_t)LG_JOB(c)->arg,
+	} else if (lg_registry_out_need(reg, LG_JOB(c)->job.kind, LG_JOB(c)->job.route,
 	    LG_JOB(c)->body_got, a->out_cap, &need) == -1) {
 		/* refused without running: clear the metadata a previous job left */
 		st = lg_arena_charge_out(a, slot, LG_OUT_META) == -1 ||
@@ -601,12 +634,9 @@ run_here(struct lg_conn *c)
 	    lg_arena_reserve(a, lg_arena_out_off(a, slot), need) == -1) {
 		st = LG_JOB_NO_SPACE;
 	} else {
-		struct lg_job_in j = { LG_JOB(c)->kind, (uint32_t)LG_JOB(c)->arg, lg_arena_in(a, slot), a->in_cap,
-		    LG_JOB(c)->body_got, lg_arena_out(a, slot), a->out_cap,
-		    t0 + LG_JOB(c)->deadline_ms * LG_NS_PER_MS, 0, t0, env->cfg->enable_test_jobs };
-
-		a->slots[slot].touched = LG_JOB(c)->body_off + LG_JOB(c)->body_got + need;
-		st = lg_registry_run(reg, &j, &out_len);
+		a->slots[slot].touched = LG_JOB(c)->job.body_off + LG_JOB(c)->body_got + need;
+		st = lg_registry_run(reg, j, lg_arena_in(a, slot), a->in_cap, lg_arena_out(a, slot),
+		    a->out_cap, t0, env->cfg->enable_test_jobs, &out_len);
 	}
 	lg_obs_job_times(&c->obs, 0, lg_now_ns() - t0);
 	return lg_offload_answer_result(c, (uint32_t)st, out_len);
@@ -673,11 +703,11 @@ lg_offload_deadline(struct lg_conn *c)
 		return lg_conn_resume(c);
 	}
 	running = st == LG_SLOT_RUNNING;
-	lg_obs_job_times(&c->obs, (running ? s->start_ns : now) - s->enqueue_ns,
+	lg_obs_job_times(&c->obs, (running ? s->start_ns : now) - s->job.enqueue_ns,
 	    running ? now - s->start_ns : 0);
 	log_warn("%s job on slot %d past its %" PRIu64 " ms deadline (%s, queued %.1f ms, "
-	    "running %.1f ms): 504", lg_offload_kind_name(c->w, s->kind), LG_JOB(c)->slot,
-	    LG_JOB(c)->deadline_ms, running ? "running" : "queued", (double)c->obs.queue_ns / 1e6,
+	    "running %.1f ms): 504", lg_offload_kind_name(c->w, s->job.kind), LG_JOB(c)->slot,
+	    LG_JOB(c)->job.deadline_ms, running ? "running" : "queued", (double)c->obs.queue_ns / 1e6,
 	    (double)c->obs.run_ns / 1e6);
 	atomic_fetch_add(&env->page->timed_out, 1);
 	uint32_t slot = (uint32_t)LG_JOB(c)->slot;

@@ -12,25 +12,32 @@
 
 #include "kinds/host.h"
 
-/* What the router decided about an offloaded request. */
-struct lg_offload_spec {
-	uint32_t kind;             /* registry kind id */
-	uint32_t route;            /* registry route index: the compute side finds its config */
-	uint64_t deadline_ms;      /* queue wait included */
-	int run_inline;            /* where=loop: run on this loop, not queued */
-	const char *ctype;         /* Content-Type of a 2xx answer unless the kind sets one */
-	const struct lg_view *view; /* the request view, copied into the slot */
-	uint32_t pool;             /* the pool that runs it (cfg->pools, master->pools) */
-};
-
-/* Claims a free job slot of pool sp->pool for c's request at head time and writes the request
- * view at the start of its input region. Returns 0 (LG_JOB(c)->slot set, body counters reset,
+/* Claims a free job slot of pool job->pool for c's request at head time (or at dispatch, a
+ * coalescing route's), keeps job (its record as the router filled it from the route: kind,
+ * route, pool, where, deadline_ms; shm/layout.h) for it, and writes the request view v at the
+ * start of its input region, then the loop's parse of its query when lg_job_parse_query kept
+ * one for it and it fits the slot's kept bytes (else the job's runner parses the view's
+ * query). Returns 0 (LG_JOB(c)->slot set, body counters reset,
  * LG_JOB(c)->body_need from the Content-Length), or -1 when the pool refuses it (queue-wait
  * admission), none of its slots is free (the pool's bounded queue is full; the slowest upload
  * is then asked to be cut, worker/job/fairshare.h), c's client address holds its share of the
  * pool's transit buffers or had its slow upload cut a moment ago (shm/share.h), or the view
  * could not be backed: the caller answers 503; counted (a full pool in its page). */
-int lg_offload_claim(struct lg_conn *c, const struct lg_offload_spec *sp);
+int lg_offload_claim(struct lg_conn *c, const struct lg_job *job, const struct lg_view *v);
+
+/* The one parse of c's request's query (q, qlen bytes, raw; NULL for none) against the query
+ * arguments its kind declares (kinds/params.h lg_params_parse_query): into the loop's scratch
+ * when the kind has a query struct (ABI 1.2), kept for lg_offload_claim to write into the job's
+ * slot, so the runner does not parse it again; checked only when it has none (ABI 1.1).
+ * Returns 0, or -1 when an argument is refused (the fault kept in c until the next request:
+ * lg_job_query_why words it). The scratch grows on the heap; when it cannot, the parse is not
+ * kept (the runner parses) and the check still holds. */
+int lg_job_parse_query(struct lg_conn *c, uint32_t kind, const char *q, size_t qlen);
+
+/* Why lg_job_parse_query refused c's current request's query for kind: "NAME: reason\n" into
+ * why (cap bytes, NUL-terminated), worded from the kept fault without parsing again. Returns
+ * its length, 0 when it was not refused. */
+size_t lg_job_query_why(const struct lg_conn *c, uint32_t kind, char *why, size_t cap);
 
 /* Claims a transit buffer of pool `pool` (cfg->pools) for c's request body alone, no job to
  * follow (a route with request_buffering = on receives its body whole before it goes to an

@@ -24,6 +24,18 @@ lg_offload_kind_name(const struct lg_worker *w, uint32_t kind)
 	return kind > 0 && kind < reg->nkinds ? reg->kinds[kind].name : "unknown";
 }
 
+const char *
+lg_job_ctype(const struct lg_conn *c)
+{
+	const struct lg_registry *reg = c->w->env->cfg->reg;
+	const struct lg_kind *k = lg_registry_kind(reg, LG_JOB(c)->job.kind);
+	uint32_t route = LG_JOB(c)->job.route;
+
+	if (route < reg->nroutes && reg->routes[route].ctype[0])
+		return reg->routes[route].ctype;
+	return k && k->desc.ctype ? k->desc.ctype : "application/octet-stream";
+}
+
 /* The HTTP status of a failed job: the kind's own 4xx for bad input when it set one. */
 int
 lg_offload_failure_status(uint32_t st, const void *m)
@@ -125,7 +137,7 @@ answer_ok(struct lg_conn *c, uint64_t out_len, const char *extra)
 	const struct lg_out_meta *meta =
 	    (const struct lg_out_meta *)lg_arena_out(c->w->env->arena, (uint32_t)LG_JOB(c)->slot);
 
-	return answer_region(c, ok_code(meta), out_len, LG_JOB(c)->ctype, extra);
+	return answer_region(c, ok_code(meta), out_len, lg_job_ctype(c), extra);
 }
 
 /* The header fields the kind added to its answer (ABI 1.2), meta its own metadata or NULL (no
@@ -145,7 +157,7 @@ kind_fields(struct lg_conn *c, const struct lg_out_meta *meta, uint32_t st, char
 	if (lg_answer_fields(meta, code, fields, cap, why, sizeof(why)) >= 0)
 		return 0;
 	log_warn("%s job on slot %d: its %d answer refused: %s: 502",
-	    lg_offload_kind_name(c->w, LG_JOB(c)->kind), LG_JOB(c)->slot, code, why);
+	    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot, code, why);
 	fields[0] = '\0';
 	return -1;
 }
@@ -197,14 +209,15 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 		return answer_ok(c, out_len, with_fields(extra, sizeof(extra), fields));
 	if (st == LG_JOB_SHED) { /* counted in the pool's queue-wait state */
 		log_debug("%s job on slot %d shed after waiting %.1f ms: 503",
-		    lg_offload_kind_name(c->w, LG_JOB(c)->kind), LG_JOB(c)->slot, (double)c->obs.queue_ns / 1e6);
+		    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot,
+		    (double)c->obs.queue_ns / 1e6);
 		lg_offload_release(c);
 		lg_offload_timing_headers(c, extra, sizeof(extra), 1);
 		return lg_conn_error(c, 503, 0, extra);
 	}
 	int code = lg_offload_failure_status(st, own ? meta : NULL);
 	size_t n = st == LG_JOB_UNAVAILABLE ?
-	    lg_offload_unavailable_text(c->w, LG_JOB(c)->kind, text, sizeof(text)) :
+	    lg_offload_unavailable_text(c->w, LG_JOB(c)->job.kind, text, sizeof(text)) :
 	    lg_offload_failure_text(c->w, LG_JOB(c)->slot, st, text, sizeof(text));
 
 	struct lg_proc_page *p = c->w->env->page;
@@ -218,8 +231,9 @@ lg_offload_answer_result(struct lg_conn *c, uint32_t st, uint64_t out_len)
 	if (code >= 400 && code <= 499)
 		lg_stats_add(&p->jobs_client_error, 1);
 	LG_LOG_AT(code >= 400 && code <= 499 ? LG_LOG_DEBUG : LG_LOG_WARN,
-	    "%s job on slot %d failed (status %u): %d%s%.*s", lg_offload_kind_name(c->w, LG_JOB(c)->kind),
-	    LG_JOB(c)->slot, st, code, n ? ": " : "", (int)(n ? n - 1 : 0), text);
+	    "%s job on slot %d failed (status %u): %d%s%.*s",
+	    lg_offload_kind_name(c->w, LG_JOB(c)->job.kind), LG_JOB(c)->slot, st, code,
+	    n ? ": " : "", (int)(n ? n - 1 : 0), text);
 	lg_offload_timing_headers(c, extra, sizeof(extra), code == 503 &&
 	    !lg_answer_has_field(fields, "retry-after"));
 	with_fields(extra, sizeof(extra), fields);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shm/layout.h"
 #include "worker/core/conn.h"
 #include "worker/job/backing.h"
 
@@ -19,15 +20,13 @@ struct lg_conn;
 struct lg_conn_job {
 	int slot;                     /* -1 when the connection holds no slot */
 	uint32_t gen;
-	uint64_t arg;                 /* the route's index (the compute side finds its config) */
-	uint64_t deadline_ms;         /* of the job, queue wait included */
-	int run_inline;               /* a where=loop kind: run here, not queued */
+	struct lg_job job;            /* its record (shm/layout.h), as the router filled it
+	                               * (deadline_ms from head time); copied into the slot when
+	                               * the job is queued or run here */
 	int bypass;                   /* a coalescing route's request runs its own job: its
 	                               * answer says X-Cache: bypass (lg_job_mark_bypass) */
-	uint32_t kind;                /* job kind of an offloaded route, 0 when inline */
-	uint32_t pool;                /* pool of an offloaded route (cfg->pools, master->pools) */
-	const char *ctype;            /* Content-Type of the job's 2xx answer (the route's) */
-	uint64_t body_off;            /* the body's offset in the input region (after the view) */
+	uint32_t query_fault;         /* why its query was refused (kinds/params.h
+	                               * lg_params_parse_query), 0 when it was not */
 	uint64_t body_need, body_got; /* bytes of a Content-Length body, and read so far */
 	uint64_t reserved;            /* body bytes of the slot's input region backed (fallocate) */
 	int backing_wait;             /* a backing request for the slot is with the helper */
@@ -45,6 +44,7 @@ lg_job_init(struct lg_conn_job *j)
 {
 	j->slot = -1;
 	j->bypass = 0;
+	j->query_fault = 0;
 	j->backing_wait = 0;
 	j->head_body = 0;
 }
@@ -61,6 +61,16 @@ struct lg_worker_job {
 	ev_io done_io;                /* completion headers from the compute pool */
 	struct lg_conn **pending;     /* by slot index: the connection holding it, or NULL */
 	struct lg_backing backing;    /* helper thread that backs input regions (worker/job/backing.h) */
+	/* The loop's last parse of a request's query (worker/job/args.c): the kind's query struct,
+	 * then the decoded strings, args_len bytes of args (heap, args_cap, grown as needed), for
+	 * the request of connection args_of (NULL: none kept) whose query is args_q (args_qlen
+	 * bytes) and whose kind is args_kind; copied into the slot at claim time. */
+	unsigned char *args;
+	size_t args_cap, args_len;
+	const struct lg_conn *args_of;
+	const char *args_q;
+	size_t args_qlen;
+	uint32_t args_kind;
 };
 
 #define LG_WJOB(w) ((struct lg_worker_job *)(void *)(w)->part_job.b)

@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "http/method.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -262,11 +263,12 @@ route_health(struct lg_conn *c)
 /* 200 with Allow listing methods, and OPTIONS itself (RFC 9110 section 9.3.7); no body, so
  * Content-Length: 0. */
 int
-lg_inline_options_any(struct lg_conn *c, uint32_t methods)
+lg_inline_options_any(struct lg_conn *c, uint64_t methods)
 {
-	char list[64], allow[96];
+	char list[320], allow[340];
 
-	lg_registry_methods_str(methods, list, sizeof(list));
+	/* OPTIONS goes last, once, whether a route serves it or not */
+	lg_http_methods_str(methods & ~LG_HTTP_METHOD_BIT(HTTP_OPTIONS), list, sizeof(list));
 	snprintf(allow, sizeof(allow), "Allow: %s%sOPTIONS\r\n", list, list[0] ? ", " : "");
 	return lg_conn_respond(c, 200, NULL, allow, NULL, 0);
 }

@@ -20,8 +20,8 @@ int (*lg_inline_handler(const char *name))(struct lg_conn *c);
  * once at start, after the router (LG_WRT(w)) is built. Returns 0, or -1 (errno ENOMEM). */
 int lg_inline_start(struct lg_worker *w);
 
-/* OPTIONS *: 200 with Allow listing methods (LG_M_* bits: those of the routes c's listener
+/* OPTIONS *: 200 with Allow listing methods (a set of http/method.h bits: those of the routes c's listener
  * serves, the router's choice), and OPTIONS itself (RFC 9110 section 9.3.7), no body. */
-int lg_inline_options_any(struct lg_conn *c, uint32_t methods);
+int lg_inline_options_any(struct lg_conn *c, uint64_t methods);
 
 #endif

@@ -12,7 +12,6 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "kinds/params.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -31,18 +30,11 @@ struct lg_route {
 	size_t path_len;                   /* strlen(def->path) */
 };
 
-static int
+/* The route-method bit of method m (http/method.h's: the parser answers 501 for any other). */
+static uint64_t
 method_bit(unsigned m)
 {
-	switch (m) {
-	case HTTP_GET: return LG_M_GET;
-	case HTTP_HEAD: return LG_M_HEAD;
-	case HTTP_POST: return LG_M_POST;
-	case HTTP_PUT: return LG_M_PUT;
-	case HTTP_DELETE: return LG_M_DELETE;
-	case HTTP_PATCH: return LG_M_PATCH;
-	default: return 0;
-	}
+	return m < LG_HTTP_NMETHODS ? LG_HTTP_METHOD_BIT(m) : 0;
 }
 
 /* How specific route d is for r's path: 0 no match, a prefix route its length + 1, an exact
@@ -82,7 +74,7 @@ find_route(const struct lg_worker *w, const struct lg_http_req *r)
 {
 	const struct lg_route *best = NULL;
 	size_t rank = 0;
-	uint32_t bit = method_bit(r->method);
+	uint64_t bit = method_bit(r->method);
 
 	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++) {
 		size_t k = match_rank(w, &LG_WRT(w)->routes[i], r);
@@ -125,13 +117,14 @@ static void
 allow_header(const struct lg_conn *c, char *buf, size_t cap)
 {
 	const struct lg_worker *w = c->w;
-	uint32_t set = 0;
-	char list[64];
+	uint64_t set = 0;
+	char list[320];
 
 	for (unsigned i = 0; i < LG_WRT(w)->nroutes; i++)
 		if (path_matches(&LG_WRT(w)->routes[i], &c->http.req))
 			set |= LG_WRT(w)->routes[i].def->methods;
-	lg_registry_methods_str(set, list, sizeof(list));
+	/* whole names only, so the line always ends: "Allow: " and CRLF take 9 bytes of cap */
+	lg_http_methods_str(set, list, cap > 9 && cap - 9 < sizeof(list) ? cap - 9 : sizeof(list));
 	snprintf(buf, cap, "Allow: %s\r\n", list);
 }
 
@@ -217,29 +210,11 @@ refuse_early(struct lg_conn *c, const struct lg_http_req *r)
 	return reject(c, 405);
 }
 
-/* The query arguments c's kind declares (ABI 1.1, kinds/params.h) checked against r's query:
- * 1 with a short reason in why (cap bytes, "iterations: expected ...\n") when one is malformed
- * or out of range, else 0. A table walk over the kind's declaration, no per-kind code. */
-static int
-query_bad(const struct lg_conn *c, const struct lg_http_req *r, char *why, size_t cap)
-{
-	const struct lg_kind *k = lg_registry_kind(c->w->env->cfg->reg, LG_RT(c)->route->def->kind);
-	size_t n;
-
-	if (k == NULL || k->nqparams == 0 || lg_params_check_query(k->qparams, k->nqparams,
-	    r->query, r->query ? r->query_len : 0, why, cap - 1) == 0)
-		return 0;
-	n = strlen(why);
-	why[n] = '\n';
-	why[n + 1] = '\0';
-	return 1;
-}
-
 /* A bad query argument: 400 before the job claims a slot or a coalescing key, whatever the
  * pool's state (issue: a malformed argument used to wait behind running jobs for the compute
- * process to refuse it). Answered at dispatch (the reason is found again there) behind any
- * pipelined request, the body read and dropped; or at once, closing, when the body is not
- * worth reading. */
+ * process to refuse it). Answered at dispatch (worded from the one parse, worker/job/args.c)
+ * behind any pipelined request, the body read and dropped; or at once, closing, when the body
+ * is not worth reading. */
 static int
 refuse_query(struct lg_conn *c, const struct lg_http_req *r)
 {
@@ -282,16 +257,15 @@ request_view(const struct lg_conn *c, const struct lg_route_def *d, struct lg_vi
 static int
 route_claim(struct lg_conn *c)
 {
-	const struct lg_config *cfg = c->w->env->cfg;
 	const struct lg_route_def *d = LG_RT(c)->route->def;
-	const struct lg_kind *k = lg_registry_kind(cfg->reg, d->kind);
 	struct lg_view v;
+	/* the job's one record (shm/layout.h struct lg_job): the route's index is the registry's */
+	struct lg_job job = { .kind = d->kind,
+	    .route = (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), .pool = d->pool,
+	    .where = d->where, .deadline_ms = d->deadline_ms };
 
 	request_view(c, d, &v);
-	struct lg_offload_spec sp = { d->kind, (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes),
-	    d->deadline_ms, d->where == LAGLESS_WHERE_LOOP, d->ctype[0] ? d->ctype :
-	    k && k->desc.ctype ? k->desc.ctype : "application/octet-stream", &v, d->pool };
-	return lg_offload_claim(c, &sp);
+	return lg_offload_claim(c, &job, &v);
 }
 
 /* --admin-listen: a connection it accepted gets the loop's own answers (ping, health, ready,
@@ -313,10 +287,10 @@ admin_allows(const struct lg_conn *c, const struct lg_route *rt)
 
 /* The methods of every route c's listener serves (the admin listener only its GET/HEAD
  * handlers): what OPTIONS * answers in Allow. */
-static uint32_t
+static uint64_t
 served_methods(const struct lg_conn *c)
 {
-	uint32_t set = 0;
+	uint64_t set = 0;
 
 	for (unsigned i = 0; i < LG_WRT(c->w)->nroutes; i++)
 		if (admin_allows(c, &LG_WRT(c->w)->routes[i]))
@@ -376,10 +350,9 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 }
 
 int
-lg_route_head(struct lg_http *h, void *conn)
+lg_route_head(struct lg_conn *c)
 {
-	struct lg_conn *c = conn;
-	const struct lg_http_req *r = &h->req;
+	const struct lg_http_req *r = &c->http.req;
 	const struct lg_config *cfg = c->w->env->cfg;
 	const struct lg_route_def *d;
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
@@ -404,8 +377,7 @@ lg_route_head(struct lg_http *h, void *conn)
 	d = LG_RT(c)->route->def;
 	if (d->upstream != 0)
 		return route_upstream(c, r, d);
-	char why[256];
-	if (query_bad(c, r, why, sizeof(why)))
+	if (lg_job_parse_query(c, d->kind, r->query, r->query ? r->query_len : 0) == -1)
 		return refuse_query(c, r);
 	uint64_t left = lg_stats_quarantine_left(c->w->env->arena->master, d->kind,
 	    (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes), lg_now_ns());
@@ -488,9 +460,10 @@ lg_route_dispatch(struct lg_conn *c)
 
 		if (n > 0) /* its module's init failed: say so */
 			return lg_conn_respond(c, 503, "text/plain", c->reject_extra, why, n);
-		if (LG_RT(c)->refuse_status == 400 && LG_RT(c)->route && query_bad(c, r, why, sizeof(why))) {
+		if (LG_RT(c)->refuse_status == 400 && LG_RT(c)->route &&
+		    (n = lg_job_query_why(c, LG_RT(c)->route->def->kind, why, sizeof(why))) > 0) {
 			lg_obs_route_hit(c); /* the route answered it, without a job */
-			return lg_conn_respond(c, 400, "text/plain", NULL, why, strlen(why));
+			return lg_conn_respond(c, 400, "text/plain", NULL, why, n);
 		}
 		return lg_conn_error(c, LG_RT(c)->refuse_status, 0, c->reject_extra);
 	}
@@ -499,7 +472,7 @@ lg_route_dispatch(struct lg_conn *c)
 	if (LG_RT(c)->route == NULL)
 		return lg_conn_error(c, 404, 0, NULL);
 	if (!method_ok(LG_RT(c)->route, r->method)) {
-		char allow[96];
+		char allow[330];
 
 		allow_header(c, allow, sizeof(allow));
 		return lg_conn_error(c, 405, 0, allow);

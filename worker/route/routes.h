@@ -7,13 +7,16 @@
 #include "worker/core/conn.h"
 #include "worker/route/routes_state.h"
 
-/* The parser's head hook (struct lg_http on_head, http/http.h): picks the route, checks the body limit and,
- * for an offloaded route, claims a job slot. Returns an enum lg_http_head_action; on
- * LG_HTTP_REJECT, c->reject_status holds 413 (body over --max-body), 400 (bad arguments), 503
- * (no free slot: the bounded queue is full; Retry-After in c->reject_extra), or 404/405 for a
- * request with Expect: 100-continue that will not be served. Sets c->want_continue when the
- * request's body will be read and the client waits for a 100 Continue. */
-int lg_route_head(struct lg_http *h, void *conn);
+/* A request head is in (struct lg_conn_ops head: the core calls it once the parser returned
+ * LG_HTTP_HEAD_DONE, outside the parser; c->http.req is the request view): picks the route,
+ * checks the body limit and, for an offloaded route, claims a job slot, or for an upstream
+ * route runs its admission. Returns an enum lg_http_head_action (where the body goes), which
+ * the core hands to lg_http_body_to; on LG_HTTP_REJECT, c->reject_status holds 413 (body over
+ * --max-body), 400 (bad arguments), 503 (no free slot: the bounded queue is full; Retry-After
+ * in c->reject_extra), or 404/405 for a request with Expect: 100-continue that will not be
+ * served. Sets c->want_continue when the request's body will be read and the client waits for
+ * a 100 Continue. */
+int lg_route_head(struct lg_conn *c);
 
 /* The parser's body hook (struct lg_http on_body): enforces --max-body; a chunked body of an offloaded route goes into the
  * claimed slot (lg_offload_body). */
