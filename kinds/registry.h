@@ -137,6 +137,9 @@ struct lg_route_def {
 	int line;
 	uint32_t upstream;          /* 1 + index in the registry's upstreams of the app it proxies
 	                             * to; 0: a kind or a handler route */
+	int request_buffering;      /* upstream routes: the body is received whole into a transit
+	                             * buffer before the request takes a place (request_buffering =
+	                             * on), else streamed (0) */
 };
 
 struct lg_registry {

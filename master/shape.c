@@ -10,6 +10,7 @@
 #include "kinds/host.h"
 #include "kinds/registry.h"
 #include "shm/arena.h"
+#include "shm/upstream.h"
 
 uint32_t
 lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs)
@@ -82,6 +83,21 @@ lg_flight_entries(uint32_t nslots)
 	return 16 * nslots < 1024 ? 1024 : 16 * nslots;
 }
 
+uint64_t
+lg_up_memory(const struct lg_registry *reg, int loops)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; reg != NULL && i < reg->nupstreams; i++) {
+		const struct lg_upstream_def *u = &reg->upstreams[i];
+		uint64_t xchg = (uint64_t)u->max_conns + u->queue;
+		uint64_t kept = (uint64_t)(loops > 0 ? loops : 1) * u->nservers * u->keepalive;
+
+		n += xchg * LG_UP_XCHG_BYTES + (kept + u->max_conns) * LG_UP_CONN_BYTES;
+	}
+	return n;
+}
+
 void
 lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz)
 {
@@ -104,7 +120,8 @@ lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz)
 	for (int p = 0; p < (sz->npools >= 1 ? sz->npools : 1); p++)
 		cmax += sz->pool_compute_max[p] > sz->pool_compute[p] ? sz->pool_compute_max[p] :
 		    sz->pool_compute[p];
-	lg_memsize_decide(&sz->mem, cfg, sz->loop_workers, cmax, fixed, caching);
+	lg_memsize_decide(&sz->mem, cfg, sz->loop_workers, cmax, fixed, caching,
+	    lg_up_memory(cfg->reg, sz->loop_workers));
 }
 
 int

@@ -393,6 +393,13 @@ key_off(const struct route_in *in, const char *v, const char **why)
 	return lg_value_bool(v, in->off, msg, sizeof(msg));
 }
 
+static int
+key_buffering(const struct route_in *in, const char *v, const char **why)
+{
+	*why = msg;
+	return lg_value_bool(v, &in->rt->request_buffering, msg, sizeof(msg));
+}
+
 static const struct {
 	const char *key;
 	int (*set)(const struct route_in *in, const char *v, const char **why);
@@ -401,6 +408,7 @@ static const struct {
 	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
 	{ "off", key_off }, { "upstream", key_upstream },
+	{ "request_buffering", key_buffering },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -465,6 +473,9 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 		if (off && strcmp(sec->kv[i].key, "off") != 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
 			    "its other keys would do nothing");
+		if (!rt->upstream && strcmp(sec->kv[i].key, "request_buffering") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "request_buffering is an "
+			    "upstream route's (a kind's body is always received whole)");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
 			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
@@ -479,7 +490,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
-	    "max_body", "fields", "content_type", "off", "pool", "upstream", NULL };
+	    "max_body", "fields", "content_type", "off", "pool", "upstream", "request_buffering",
+	    NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */

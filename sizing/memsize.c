@@ -130,7 +130,7 @@ sub_floor(uint64_t a, uint64_t b)
 
 void
 lg_memsize_decide(struct lg_memsize *m, const struct lg_config *cfg, int loops, int cmax,
-    uint64_t fixed, int caching)
+    uint64_t fixed, int caching, uint64_t proxy)
 {
 	uint64_t per_compute = cfg->jobs.compute_memory > RESERVE_COMPUTE ? cfg->jobs.compute_memory :
 	    RESERVE_COMPUTE;
@@ -145,13 +145,15 @@ lg_memsize_decide(struct lg_memsize *m, const struct lg_config *cfg, int loops, 
 	    per_compute * (uint64_t)(cmax > 0 ? cmax : 1);
 	m->fixed = fixed;
 	m->cache = caching ? cfg->flights.cache_bytes : 0;
+	m->proxy = proxy;
 	m->budget_override = cfg->sizing.shm_budget > 0;
 	if (m->budget_override)
 		m->budget = cfg->sizing.shm_budget;
 	else if (m->limit == LG_MEM_NONE)
 		m->budget = LG_MEM_NONE;
 	else
-		m->budget = sub_floor(sub_floor(sub_floor(m->limit, m->reserve), m->fixed), m->cache);
+		m->budget = sub_floor(sub_floor(sub_floor(sub_floor(m->limit, m->reserve), m->fixed),
+		    m->cache), m->proxy);
 }
 
 /* ",\"key\":N" or ",\"key\":null" for LG_MEM_NONE. */
@@ -169,7 +171,8 @@ lg_memsize_json(const struct lg_memsize *m, char *buf, size_t cap)
 	const struct { const char *key; uint64_t v; } rows[] = {
 		{ "memory_total", m->total }, { "memory_cgroup_limit", m->cgroup_limit },
 		{ "memory_limit", m->limit }, { "memory_reserve", m->reserve },
-		{ "shm_fixed", m->fixed }, { "shm_cache", m->cache }, { "shm_budget", m->budget },
+		{ "shm_fixed", m->fixed }, { "shm_cache", m->cache }, { "memory_proxy", m->proxy },
+		{ "shm_budget", m->budget },
 	};
 	size_t n = 0;
 	int k;

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "shm/stats.h"
+#include "shm/upstream.h"
 #include "worker/core/access.h"
 #include "worker/job/job.h"
 
@@ -246,6 +247,22 @@ lg_obs_request_end(struct lg_conn *c)
 		request_done(c);
 }
 
+/* A request cut without its answer's end, by a room's fault it named (c->obs.why) or while an
+ * upstream exchange held it (the client left: nginx's 499 when nothing of the answer went
+ * out), still gets its access line, with the reason. */
+static void
+cut_line(struct lg_conn *c)
+{
+	if (c->obs.why == NULL && !(c->held & LG_CONN_HELD_UP))
+		return;
+	if (c->obs.why == NULL)
+		c->obs.why = lg_up_reason_str(LG_UPR_CLIENT_GONE);
+	if (c->obs.resp_status == 0)
+		c->obs.resp_status = 499;
+	if (c->w->env->cfg->conn.access_log)
+		lg_access_line(c, lg_now_ns() - c->obs.req_start_ns);
+}
+
 void
 lg_obs_conn_closed(struct lg_conn *c)
 {
@@ -253,6 +270,7 @@ lg_obs_conn_closed(struct lg_conn *c)
 		c->w->obs.cb_conn = NULL;
 	if (c->obs.req_start_ns == 0)
 		return;
+	cut_line(c);
 	if (lg_job_held(c) && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);

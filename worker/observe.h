@@ -43,7 +43,10 @@ void lg_obs_request_end(struct lg_conn *c);
 
 /* c is being closed: a request still in progress is dropped from the in-flight count (and its
  * job counted as cancelled when it was waiting on one), and c is forgotten by the callback
- * bracket. Call before c is freed. */
+ * bracket. Such a request cut for a reason a room named (c->obs.why), or while an upstream
+ * exchange held it (client_gone), gets its access line: the reason as upstream_error, the
+ * status of the answer's head when it went out, else 499 (nginx's "client closed request").
+ * Call before c is freed. */
 void lg_obs_conn_closed(struct lg_conn *c);
 
 /* Counts a request that reached its route's handler (inline answer, or job queued) in this

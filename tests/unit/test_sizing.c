@@ -261,7 +261,7 @@ check_json(const struct lg_sizing *s)
 		"quota_source", "cgroup", "rounding", "cpus_override", "budget", "loop_workers",
 		"compute_workers", "queue_capacity", "live_resize", "compute_max", "queue_max",
 		"warnings", "memory_total", "memory_cgroup_limit", "memory_limit", "memory_reserve",
-		"shm_fixed", "shm_cache", "shm_budget", "memory_limit_source" };
+		"shm_fixed", "shm_cache", "memory_proxy", "shm_budget", "memory_limit_source" };
 	char buf[4096];
 	struct jobj o;
 	int n = lg_sizing_json(s, buf, sizeof(buf));

@@ -328,6 +328,17 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 {
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
+
+	if (d->request_buffering && has_body) {
+		/* request_buffering = on: the body is received whole into a transit buffer (the
+		 * rules of a kind's body), then the request takes its place (route_body_done); a
+		 * full upstream is still a 503 now, before a byte of the body is read. */
+		if (lg_up_full(c, d->upstream - 1) || lg_offload_claim_body(c, d->pool,
+		    d->deadline_ms) == -1)
+			return refuse_keep(c, r, 503, 1);
+		lg_conn_expect_continue(c, r->expect_continue);
+		return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+	}
 	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms);
 
 	if (st == 503)
@@ -479,6 +490,27 @@ lg_route_dispatch(struct lg_conn *c)
 	return lg_offload_start(c);
 }
 
+/* A body held in a transit buffer is whole: an upstream route's (request_buffering) goes to
+ * its app now, with its length; a kind's is queued or coalesced. Returns 0, or -1 (closed). */
+static int
+route_body_done(struct lg_conn *c)
+{
+	const struct lg_route_def *d = LG_RT(c)->route ? LG_RT(c)->route->def : NULL;
+	const unsigned char *body;
+	uint64_t len;
+	int st;
+
+	if (d == NULL || d->upstream == 0)
+		return lg_coal_body_done(c);
+	if (lg_job_body(c, &body, &len) == -1)
+		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
+	lg_obs_route_hit(c);
+	st = lg_up_head_body(c, d->upstream - 1, d->deadline_ms, body, len);
+	if (st != 0)
+		return lg_conn_error(c, st, 0, st == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	return 0;
+}
+
 static int
 route_release(struct lg_conn *c)
 {
@@ -513,7 +545,7 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body_took = lg_offload_body_took,
 	.body_got = lg_offload_body_got,
 	.init = route_init,
-	.body_done = lg_coal_body_done,
+	.body_done = route_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
 	.gone = route_gone,
