@@ -166,7 +166,7 @@ run_started(const struct lg_compute_env *env, uint32_t slot, uint32_t gen, uint3
 	/* A job of a kind quarantined while it waited is not run: 503 instead of one more death;
 	 * nor one that waited past the queue-wait limit: its client has waited long enough. */
 	uint64_t wait = now > m->enqueue_ns ? now - m->enqueue_ns : 0;
-	struct lg_codel_params cp = lg_codel_params_of(&env->cfg->pools[env->pool]);
+	struct lg_codel_params cp = lg_codel_params_of(&env->cfg->jobs.pools[env->pool]);
 	struct lg_pool_page *pool = &a->master->pools[env->pool];
 	struct lg_slot_pool sp = { .arena = a, .pool = env->pool };
 
@@ -333,7 +333,7 @@ job_header(const struct lg_compute_env *env, int r, const struct lg_msg *m)
 int
 lg_compute_main(const struct lg_compute_env *env)
 {
-	const struct lg_pool_cfg *pool = &env->cfg->pools[env->pool];
+	const struct lg_pool_cfg *pool = &env->cfg->jobs.pools[env->pool];
 	struct lg_msg m;
 	uint64_t jobs = 0;
 

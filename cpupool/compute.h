@@ -15,7 +15,7 @@ struct lg_compute_env {
 	struct lg_arena *arena;      /* shared, mapped by the master */
 	struct lg_channels *ch;      /* already reduced with lg_channels_keep(ch, 'c', index) */
 	uint32_t index;              /* compute index, 0..C-1 over every pool */
-	uint32_t pool;               /* the pool it serves: cfg->pools[pool], master->pools[pool] */
+	uint32_t pool;               /* the pool it serves: cfg->jobs.pools[pool], master->pools[pool] */
 	struct lg_proc_page *page;   /* this process's page; pid already set by the master */
 };
 

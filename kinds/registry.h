@@ -124,7 +124,7 @@ struct lg_route_def {
 	char fields[LAGLESS_MAX_FIELDS][LG_NAME_MAX]; /* header fields the kind sees (lower case) */
 	unsigned nfields;
 	int test_only;              /* only with --enable-test-jobs */
-	uint32_t pool;              /* index in cfg->pools of the pool that runs its jobs; 0 default */
+	uint32_t pool;              /* index in cfg->jobs.pools of the pool that runs its jobs; 0 default */
 	uint8_t pool_named;         /* its [route] section said pool = (a pool's routes list may not
 	                             * name it for another pool) */
 	struct lagless_conf conf;   /* the kind's keys */
@@ -137,6 +137,9 @@ struct lg_route_def {
 	int line;
 	uint32_t upstream;          /* 1 + index in the registry's upstreams of the app it proxies
 	                             * to; 0: a kind or a handler route */
+	int request_buffering;      /* upstream routes: the body is received whole into a transit
+	                             * buffer before the request takes a place (request_buffering =
+	                             * on), else streamed (0) */
 };
 
 struct lg_registry {

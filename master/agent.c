@@ -14,23 +14,23 @@
 #define AGENT_BATCH 64 /* connections answered per readiness event */
 
 int
-lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg)
+lg_agent_open(struct lg_agent *ag, const struct lg_master_cfg *mc)
 {
 	char shown[192];
 
 	ag->fd = -1;
 	ag->weight = 0;
-	ag->maxconn = cfg->agent_maxconn;
-	if (cfg->agent_listen[0] == '\0')
+	ag->maxconn = mc->agent_maxconn;
+	if (mc->agent_listen[0] == '\0')
 		return 0;
-	if ((ag->fd = lg_master_listen_spec(cfg->agent_listen, 128, shown, sizeof(shown))) == -1) {
-		log_error("cannot listen on %s (--agent-listen): %s", cfg->agent_listen,
+	if ((ag->fd = lg_master_listen_spec(mc->agent_listen, 128, shown, sizeof(shown))) == -1) {
+		log_error("cannot listen on %s (--agent-listen): %s", mc->agent_listen,
 		    strerror(errno));
 		return -1;
 	}
 	lg_gen_set_master_only(ag->fd);
 	log_info("HAProxy agent on %s (drain delay %llu ms)", shown,
-	    (unsigned long long)lg_agent_drain_delay_ms(cfg));
+	    (unsigned long long)lg_agent_drain_delay_ms(mc));
 	return 0;
 }
 
@@ -86,9 +86,9 @@ lg_agent_close(struct lg_agent *ag)
 }
 
 uint64_t
-lg_agent_drain_delay_ms(const struct lg_config *cfg)
+lg_agent_drain_delay_ms(const struct lg_master_cfg *mc)
 {
-	if (cfg->drain_delay_ms != LG_DRAIN_DELAY_AUTO)
-		return cfg->drain_delay_ms;
-	return cfg->agent_listen[0] ? 2500 : 0;
+	if (mc->drain_delay_ms != LG_DRAIN_DELAY_AUTO)
+		return mc->drain_delay_ms;
+	return mc->agent_listen[0] ? 2500 : 0;
 }

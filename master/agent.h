@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config.h"
+#include "common/cfg_master.h"
 #include "shm/arena.h"
 #include "shm/upstream.h"
 
@@ -24,9 +24,9 @@ struct lg_agent {
 	int maxconn; /* --agent-maxconn: 0 none, else added to the job slots */
 };
 
-/* Opens cfg->agent_listen (nothing when it is ""), logging the address. Returns 0, or -1 with
- * the reason logged. ag->fd is non-blocking and close-on-exec. */
-int lg_agent_open(struct lg_agent *ag, const struct lg_config *cfg);
+/* Opens mc->agent_listen (the master's settings; nothing when it is ""), logging the
+ * address. Returns 0, or -1 with the reason logged. ag->fd is non-blocking and close-on-exec. */
+int lg_agent_open(struct lg_agent *ag, const struct lg_master_cfg *mc);
 
 /* Formats the agent's line for a replica (draining: 1 while stopping) whose largest smoothed
  * offered load is load, damped against ag->weight (updated): "ready 100%\n", "drain 40%\n";
@@ -47,9 +47,9 @@ void lg_agent_serve(struct lg_agent *ag, const struct lg_arena *a, const struct 
 /* Closes the listener. */
 void lg_agent_close(struct lg_agent *ag);
 
-/* The drain delay in force for cfg, ms: --drain-delay-ms when given, else 2500 with
+/* The drain delay in force for the master's settings mc, ms: --drain-delay-ms when given, else 2500 with
  * --agent-listen (two and a half agent-inter 1s: HAProxy has seen "drain" before the main
  * listener closes), else 0. */
-uint64_t lg_agent_drain_delay_ms(const struct lg_config *cfg);
+uint64_t lg_agent_drain_delay_ms(const struct lg_master_cfg *mc);
 
 #endif

@@ -24,44 +24,44 @@ answered(const char *path, uint64_t before, uint64_t sent_ns, struct lg_reload_o
 }
 
 int
-lg_ctl_reload(const struct lg_config *cfg)
+lg_ctl_reload(const struct lg_master_cfg *mc)
 {
 	struct lg_reload_outcome o;
 	struct timespec pause = { 0, POLL_NS };
 	uint64_t before = 0, end, sent_ns;
 	pid_t pid;
 
-	if (cfg->pid_file[0] == '\0') {
+	if (mc->pid_file[0] == '\0') {
 		fprintf(stderr, "lagless: -s reload needs the server's --pid-file (pid_file = PATH)\n");
 		return 2;
 	}
-	if (lg_pidfile_read(cfg->pid_file, &pid) == -1) {
+	if (lg_pidfile_read(mc->pid_file, &pid) == -1) {
 		fprintf(stderr, "lagless: cannot read the pid file %s: %s (is lagless running?)\n",
-		    cfg->pid_file, strerror(errno));
+		    mc->pid_file, strerror(errno));
 		return 2;
 	}
 	if (!lg_pidfile_is_master(pid)) {
 		fprintf(stderr, "lagless: the pid file %s names pid %d, which is not a running lagless "
-		    "master (a stale file?)\n", cfg->pid_file, (int)pid);
+		    "master (a stale file?)\n", mc->pid_file, (int)pid);
 		return 2;
 	}
-	if (lg_pidfile_get_outcome(cfg->pid_file, &o) == 0)
+	if (lg_pidfile_get_outcome(mc->pid_file, &o) == 0)
 		before = o.seq;
 	sent_ns = lg_now_ns(); /* before the signal: the master reads it later */
 	if (kill(pid, SIGHUP) == -1) {
 		fprintf(stderr, "lagless: cannot signal pid %d of %s: %s\n", (int)pid,
-		    cfg->pid_file, strerror(errno));
+		    mc->pid_file, strerror(errno));
 		return 2;
 	}
-	end = lg_now_ns() + (cfg->drain_timeout_ms + 30000) * LG_NS_PER_MS;
-	while (!answered(cfg->pid_file, before, sent_ns, &o)) {
+	end = lg_now_ns() + (mc->drain_timeout_ms + 30000) * LG_NS_PER_MS;
+	while (!answered(mc->pid_file, before, sent_ns, &o)) {
 		if (kill(pid, 0) == -1 && errno == ESRCH) {
 			fprintf(stderr, "lagless: reload failed: the master (pid %d) exited\n", (int)pid);
 			return 1;
 		}
 		if (lg_now_ns() >= end) {
 			fprintf(stderr, "lagless: reload: no outcome from pid %d within %llu ms\n",
-			    (int)pid, (unsigned long long)(cfg->drain_timeout_ms + 30000));
+			    (int)pid, (unsigned long long)(mc->drain_timeout_ms + 30000));
 			return 1;
 		}
 		nanosleep(&pause, NULL);

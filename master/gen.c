@@ -94,7 +94,7 @@ publish_pools(struct lg_gen *g)
 
 	for (uint32_t p = 0; p < g->npools; p++) {
 		struct lg_pool_page *pp = &mp->pools[p];
-		const struct lg_pool_cfg *pc = &g->cfg.pools[p];
+		const struct lg_pool_cfg *pc = &g->cfg.jobs.pools[p];
 		struct lg_codel_params cp = lg_codel_params_of(pc);
 
 		snprintf(pp->name, sizeof(pp->name), "%s", pc->name);
@@ -230,9 +230,9 @@ create_shared(struct lg_gen *g, const struct lg_config *cfg, const struct lg_are
 	}
 	/* The request views' pages stay backed, so claiming a slot needs no fallocate(2) on a
 	 * loop thread (shm/arena.h). */
-	if (lg_arena_keep(&g->arena, LG_VIEW_BOUND(cfg->max_head)) == -1) {
+	if (lg_arena_keep(&g->arena, LG_VIEW_BOUND(cfg->http.max_head)) == -1) {
 		log_error("cannot back %u request views of %zu bytes (--max-head): %s",
-		    s->nslots, (size_t)LG_VIEW_BOUND(cfg->max_head), strerror(errno));
+		    s->nslots, (size_t)LG_VIEW_BOUND(cfg->http.max_head), strerror(errno));
 		return -1;
 	}
 	if (lg_channels_create(&g->ch, g->nloops, g->npools) == -1) {
@@ -241,7 +241,7 @@ create_shared(struct lg_gen *g, const struct lg_config *cfg, const struct lg_are
 	}
 	/* The flight table is backed at once (counted in the memory budget's fixed part). */
 	if (lg_flight_create_table(&g->flights, lg_flight_entries(g->arena.nslots)) == -1 ||
-	    lg_cache_create(&g->cache, cfg->cache_bytes, cfg->cache_max_entry, g->nloops) == -1) {
+	    lg_cache_create(&g->cache, cfg->flights.cache_bytes, cfg->flights.cache_max_entry, g->nloops) == -1) {
 		log_error("cannot create the single-flight table or the cache: %s", strerror(errno));
 		return -1;
 	}

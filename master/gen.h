@@ -39,7 +39,7 @@ struct lg_child {
 	uint64_t backoff_ns;
 	uint64_t kill_at;      /* escalate SIGTERM to SIGKILL at this time; 0 = none */
 	int parked;            /* compute row beyond the live-resize target: no process, no respawn */
-	uint32_t pool;         /* compute: the pool it serves (index in cfg.pools) */
+	uint32_t pool;         /* compute: the pool it serves (index in cfg.jobs.pools) */
 };
 
 struct lg_gen {

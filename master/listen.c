@@ -170,44 +170,44 @@ lg_listen_parse(const char *v, struct lg_config *cfg, int append)
 	int nmore = 0, first = !append;
 
 	if (append)
-		while (nmore < LG_LISTEN_MAX && cfg->listen_more[nmore][0])
+		while (nmore < LG_LISTEN_MAX && cfg->master.listen_more[nmore][0])
 			nmore++;
 	else {
-		memset(cfg->listen_more, 0, sizeof(cfg->listen_more));
-		cfg->listen_proxy = 0;
+		memset(cfg->master.listen_more, 0, sizeof(cfg->master.listen_more));
+		cfg->master.listen_proxy = 0;
 	}
 	for (v += strspn(v, " \t"); *v; v += strspn(v, " \t")) {
 		size_t n = strcspn(v, " \t"), alen = strcspn(v, ",");
-		char addr[sizeof(cfg->listen_addr)] = "0.0.0.0";
+		char addr[sizeof(cfg->master.listen_addr)] = "0.0.0.0";
 		int port, is_unix = strncmp(v, "unix:", 5) == 0, proxy;
 
 		alen = alen < n ? alen : n;
 		if ((proxy = proxy_opt(v + alen, n - alen, is_unix)) == -1)
 			return -1;
 		if (is_unix ? check_unix(v, n) == -1 :
-		    parse_inet(v, alen, first ? cfg->listen_addr : addr, sizeof(addr),
-		    first ? &cfg->port : &port) == -1)
+		    parse_inet(v, alen, first ? cfg->master.listen_addr : addr, sizeof(addr),
+		    first ? &cfg->master.port : &port) == -1)
 			return -1;
 		if (first && is_unix)
-			cfg->listen_addr[0] = '\0'; /* no TCP listener unless another one names it */
-		else if (first && cfg->listen_addr[0] == '\0')
-			snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "0.0.0.0"); /* "PORT" */
+			cfg->master.listen_addr[0] = '\0'; /* no TCP listener unless another one names it */
+		else if (first && cfg->master.listen_addr[0] == '\0')
+			snprintf(cfg->master.listen_addr, sizeof(cfg->master.listen_addr), "0.0.0.0"); /* "PORT" */
 		/* the listener's number: the first, or the TCP first one and those before it */
-		int k = first ? 0 : (cfg->listen_addr[0] != '\0') + nmore;
+		int k = first ? 0 : (cfg->master.listen_addr[0] != '\0') + nmore;
 		if (!first || is_unix) {
 			/* at most LG_LISTEN_MAX in all, the TCP first listener (listen_addr) included */
-			if (nmore + (cfg->listen_addr[0] != '\0') >= LG_LISTEN_MAX ||
-			    n >= sizeof(cfg->listen_more[0]))
+			if (nmore + (cfg->master.listen_addr[0] != '\0') >= LG_LISTEN_MAX ||
+			    n >= sizeof(cfg->master.listen_more[0]))
 				return -1;
 			if (is_unix)
-				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]), "%.*s",
+				snprintf(cfg->master.listen_more[nmore++], sizeof(cfg->master.listen_more[0]), "%.*s",
 				    (int)n, v);
 			else
-				snprintf(cfg->listen_more[nmore++], sizeof(cfg->listen_more[0]),
+				snprintf(cfg->master.listen_more[nmore++], sizeof(cfg->master.listen_more[0]),
 				    strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
 		}
 		if (proxy)
-			cfg->listen_proxy |= 1u << k;
+			cfg->master.listen_proxy |= 1u << k;
 		first = 0;
 		v += n;
 	}
@@ -355,17 +355,17 @@ lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
 	char first[80];
 	int n = 0, dual = dual_stack();
 
-	if (cfg->listen_addr[0] != '\0') {
-		snprintf(first, sizeof(first), strchr(cfg->listen_addr, ':') ? "[%s]:%d" : "%s:%d",
-		    cfg->listen_addr, cfg->port);
+	if (cfg->master.listen_addr[0] != '\0') {
+		snprintf(first, sizeof(first), strchr(cfg->master.listen_addr, ':') ? "[%s]:%d" : "%s:%d",
+		    cfg->master.listen_addr, cfg->master.port);
 		bound_as(&all[n++], first, "--listen");
 	}
-	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++)
-		bound_as(&all[n++], cfg->listen_more[i], "--listen");
-	if (cfg->admin_listen[0] != '\0')
-		bound_as(&all[n++], cfg->admin_listen, "--admin-listen");
-	if (cfg->agent_listen[0] != '\0')
-		bound_as(&all[n++], cfg->agent_listen, "--agent-listen");
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->master.listen_more[i][0] != '\0'; i++)
+		bound_as(&all[n++], cfg->master.listen_more[i], "--listen");
+	if (cfg->master.admin_listen[0] != '\0')
+		bound_as(&all[n++], cfg->master.admin_listen, "--admin-listen");
+	if (cfg->master.agent_listen[0] != '\0')
+		bound_as(&all[n++], cfg->master.agent_listen, "--agent-listen");
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < i; j++)
 			if (clash(&all[j], &all[i], dual)) {
@@ -381,15 +381,15 @@ lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap)
 int
 lg_listen_check_proxy(const struct lg_config *cfg, char *err, size_t cap)
 {
-	int first_tcp = cfg->listen_addr[0] != '\0';
+	int first_tcp = cfg->master.listen_addr[0] != '\0';
 
-	if (cfg->trusted_proxies[strspn(cfg->trusted_proxies, " ,\t")] != '\0')
+	if (cfg->conn.trusted_proxies[strspn(cfg->conn.trusted_proxies, " ,\t")] != '\0')
 		return 0;
 	for (int k = 0; k < LG_LISTEN_MAX + 1; k++) {
-		const char *spec = k == 0 && first_tcp ? cfg->listen_addr : k - first_tcp <
-		    LG_LISTEN_MAX ? cfg->listen_more[k - first_tcp] : "";
+		const char *spec = k == 0 && first_tcp ? cfg->master.listen_addr : k - first_tcp <
+		    LG_LISTEN_MAX ? cfg->master.listen_more[k - first_tcp] : "";
 
-		if (!(cfg->listen_proxy & 1u << k) || strncmp(spec, "unix:", 5) == 0)
+		if (!(cfg->master.listen_proxy & 1u << k) || strncmp(spec, "unix:", 5) == 0)
 			continue;
 		snprintf(err, cap, "listen %s,proxy: a PROXY protocol header is taken only from a "
 		    "trusted-proxies peer, and that list is empty (every connection would be closed)",
@@ -577,11 +577,11 @@ open_admin(struct lg_listeners *l, const struct lg_config *cfg)
 {
 	char shown[192];
 
-	if (cfg->admin_listen[0] == '\0')
+	if (cfg->master.admin_listen[0] == '\0')
 		return 0;
-	if ((l->admin = lg_master_listen_spec(cfg->admin_listen, cfg->backlog, shown,
+	if ((l->admin = lg_master_listen_spec(cfg->master.admin_listen, cfg->master.backlog, shown,
 	    sizeof(shown))) == -1) {
-		log_error("cannot listen on %s (--admin-listen): %s", cfg->admin_listen,
+		log_error("cannot listen on %s (--admin-listen): %s", cfg->master.admin_listen,
 		    strerror(errno));
 		return -1;
 	}
@@ -594,10 +594,10 @@ int
 lg_listeners_open(struct lg_listeners *l, const struct lg_config *cfg, int *first,
     int admin_only)
 {
-	for (int i = 0; !admin_only && i < LG_LISTEN_MAX && cfg->listen_more[i][0]; i++) {
-		const char *spec = cfg->listen_more[i];
+	for (int i = 0; !admin_only && i < LG_LISTEN_MAX && cfg->master.listen_more[i][0]; i++) {
+		const char *spec = cfg->master.listen_more[i];
 		char shown[192];
-		int fd = lg_master_listen_spec(spec, cfg->backlog, shown, sizeof(shown));
+		int fd = lg_master_listen_spec(spec, cfg->master.backlog, shown, sizeof(shown));
 
 		if (fd == -1) {
 			log_error("cannot listen on %s: %s", spec, strerror(errno));

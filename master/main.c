@@ -61,10 +61,10 @@ unwritable_file(const char *path, const char *what, int sock)
 static int
 unwritable_socket(const struct lg_config *cfg)
 {
-	char path[sizeof(cfg->listen_more[0])];
+	char path[sizeof(cfg->master.listen_more[0])];
 
-	for (int i = 0; i < LG_LISTEN_MAX && cfg->listen_more[i][0] != '\0'; i++)
-		if (lg_listen_unix_path(cfg->listen_more[i], path, sizeof(path)) &&
+	for (int i = 0; i < LG_LISTEN_MAX && cfg->master.listen_more[i][0] != '\0'; i++)
+		if (lg_listen_unix_path(cfg->master.listen_more[i], path, sizeof(path)) &&
 		    unwritable_file(path, "the unix socket", 1))
 			return 1;
 	return 0;
@@ -94,8 +94,8 @@ close_inherited_fds(void)
 static void
 explain_queue_wait(const struct lg_config *cfg)
 {
-	for (int i = 0; i < cfg->npools; i++) {
-		const struct lg_pool_cfg *p = &cfg->pools[i];
+	for (int i = 0; i < cfg->jobs.npools; i++) {
+		const struct lg_pool_cfg *p = &cfg->jobs.pools[i];
 
 		if (p->queue_wait_target_ms == 0)
 			continue;
@@ -115,7 +115,7 @@ explain_queue_wait(const struct lg_config *cfg)
 static void
 warn_cluster_without_redis(const struct lg_config *cfg)
 {
-	if (cfg->redis[0] != '\0' || cfg->reg == NULL)
+	if (cfg->cluster.redis[0] != '\0' || cfg->reg == NULL)
 		return;
 	for (uint32_t i = 0; i < cfg->reg->nroutes; i++) {
 		const struct lg_route_def *rt = &cfg->reg->routes[i];
@@ -154,23 +154,23 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 		printf("lagless %s\n", LG_VERSION);
 		return 0;
 	}
-	lg_log_level = cfg->log_level;
-	if (cmd->test_config && (unwritable_file(cfg->error_log, "the error log", 0) ||
-	    unwritable_file(cfg->pid_file, "the pid file", 0) || unwritable_socket(cfg))) {
+	lg_log_level = cfg->master.log_level;
+	if (cmd->test_config && (unwritable_file(cfg->master.error_log, "the error log", 0) ||
+	    unwritable_file(cfg->master.pid_file, "the pid file", 0) || unwritable_socket(cfg))) {
 		fprintf(stderr, "configuration test failed\n");
 		lg_registry_free(cfg->reg);
-		lg_appconf_free(cfg->apps);
+		lg_appconf_free(cfg->master.apps);
 		return 1;
 	}
-	if (!cmd->print_sizing && !cmd->test_config && !cmd->signal && lg_log_open(cfg->error_log) == -1) {
-		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg->error_log);
+	if (!cmd->print_sizing && !cmd->test_config && !cmd->signal && lg_log_open(cfg->master.error_log) == -1) {
+		fprintf(stderr, "lagless: cannot open the error log %s: %m\n", cfg->master.error_log);
 		lg_registry_free(cfg->reg);
-		lg_appconf_free(cfg->apps);
+		lg_appconf_free(cfg->master.apps);
 		return 1;
 	}
 	if (!cmd->print_sizing)
 		lg_options_warn_env(environ); /* a misspelled setting is not silently ignored */
-	if (!cmd->print_sizing && cfg->access_log_json && !cfg->access_log)
+	if (!cmd->print_sizing && cfg->conn.access_log_json && !cfg->conn.access_log)
 		log_warn("access_log_json chooses the access log's form, and access_log is off: no "
 		    "access lines are written");
 	if (!cmd->print_sizing)
@@ -188,7 +188,7 @@ decide_sizing(const struct lg_config *cfg, const struct lg_command *cmd, struct 
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), sz);
 	lg_sizing_decide(sz, cfg);
 	lg_gen_decide_memory(cfg, sz);
-	if (lg_sizing_check_pools(sz, cfg, err, sizeof(err)) == -1 ||
+	if (lg_sizing_check_pools(sz, &cfg->jobs, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(cfg, sz, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\n%s", err, cmd->test_config ?
 		    "configuration test failed\n" : cmd->signal ?
@@ -200,7 +200,7 @@ decide_sizing(const struct lg_config *cfg, const struct lg_command *cmd, struct 
 
 /* --print-sizing and -t: the sizing JSON on stdout (note: a warning about it, or NULL), and
  * for -t the queue-wait advice, the registry, the apps (their process counts under a CPU
- * budget of `budget`) and the verdict. Frees cfg->reg and cfg->apps. Returns 0. */
+ * budget of `budget`) and the verdict. Frees cfg->reg and cfg->master.apps. Returns 0. */
 static int
 print_sizing(struct lg_config *cfg, const struct lg_command *cmd, const char *json,
     const char *note, int budget)
@@ -213,12 +213,12 @@ print_sizing(struct lg_config *cfg, const struct lg_command *cmd, const char *js
 	if (cmd->test_config)
 		lg_registry_print(cfg->reg, stdout);
 	if (cmd->test_config)
-		lg_appconf_print(cfg->apps, budget, stdout);
+		lg_appconf_print(cfg->master.apps, budget, stdout);
 	if (cmd->test_config)
 		fprintf(stderr, "lagless: configuration %s is valid\n",
 		    cmd->config_path ? cmd->config_path : "(flags and environment only)");
 	lg_registry_free(cfg->reg);
-	lg_appconf_free(cfg->apps);
+	lg_appconf_free(cfg->master.apps);
 	return 0;
 }
 
@@ -237,7 +237,7 @@ main(int argc, char **argv)
 		return rc;
 	if ((rc = decide_sizing(&cfg, &cmd, &sz)) >= 0) {
 		lg_registry_free(cfg.reg); /* refused: nothing more reads it (LSan) */
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		return rc;
 	}
 	if (lg_sizing_json(&sz, json, sizeof(json)) == -1)
@@ -245,27 +245,27 @@ main(int argc, char **argv)
 	if (cmd.run_kind != NULL) {
 		rc = lg_runkind_main(&cfg, cmd.run_kind);
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		return rc;
 	}
 	if (cmd.signal != NULL) { /* -s reload: the configuration above is valid */
-		rc = lg_ctl_reload(&cfg);
+		rc = lg_ctl_reload(&cfg.master);
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		return rc;
 	}
 	if (cmd.test_config && lg_modprobe_check(cfg.reg, 60000, err, sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		return 1;
 	}
 	/* the socket directory holds the master's pid: the widest pid (pid_max 4194304) here */
-	if (cmd.test_config && lg_app_check_paths(cfg.apps, 4194304, sz.budget, err,
+	if (cmd.test_config && lg_app_check_paths(cfg.master.apps, 4194304, sz.budget, err,
 	    sizeof(err)) == -1) {
 		fprintf(stderr, "lagless: %s\nconfiguration test failed\n", err);
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		return 1;
 	}
 	char note[256];

@@ -40,7 +40,7 @@ signal_role(struct lg_gen *g, enum lg_role role, int sig)
 		if (c->pid > 0 && c->role == role) {
 			kill(c->pid, sig);
 			if (sig == SIGTERM && role == LG_ROLE_COMPUTE)
-				c->kill_at = lg_now_ns() + g->cfg.kill_grace_ms * LG_NS_PER_MS;
+				c->kill_at = lg_now_ns() + g->cfg.jobs.kill_grace_ms * LG_NS_PER_MS;
 		}
 	}
 }
@@ -75,7 +75,7 @@ begin_stop(struct master *m, int how)
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next) {
 		if (how == 1) {
 			/* A generation already retiring keeps its own (earlier) deadline. */
-			retire(g, lg_now_ns() + g->cfg.drain_timeout_ms * LG_NS_PER_MS);
+			retire(g, lg_now_ns() + g->cfg.master.drain_timeout_ms * LG_NS_PER_MS);
 		} else {
 			g->retiring = g->computes_stopped = 1;
 			g->retire_deadline = UINT64_MAX;
@@ -94,7 +94,7 @@ begin_stop(struct master *m, int how)
 static void
 stop_signal(struct master *m)
 {
-	uint64_t delay = lg_agent_drain_delay_ms(&m->gens->cfg) * LG_NS_PER_MS;
+	uint64_t delay = lg_agent_drain_delay_ms(&m->gens->cfg.master) * LG_NS_PER_MS;
 
 	if (m->stopping || m->drain_at || delay == 0) {
 		m->drain_at = 0;
@@ -103,7 +103,7 @@ stop_signal(struct master *m)
 	}
 	m->drain_at = lg_now_ns() + delay;
 	log_info("graceful stop in %llu ms (--drain-delay-ms): /ready answers 503, still accepting",
-	    (unsigned long long)lg_agent_drain_delay_ms(&m->gens->cfg));
+	    (unsigned long long)lg_agent_drain_delay_ms(&m->gens->cfg.master));
 	lg_notify_stopping();
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		atomic_store(&g->arena.master->stopping, 1);
@@ -124,7 +124,7 @@ kill_runner(struct lg_gen *g, uint64_t job, const char *why, enum lg_restart_rea
 		    (unsigned)(job >> 32), why);
 		kill(c->pid, SIGTERM);
 		c->killed_by_us = (int)reason;
-		c->kill_at = lg_now_ns() + g->cfg.kill_grace_ms * LG_NS_PER_MS;
+		c->kill_at = lg_now_ns() + g->cfg.jobs.kill_grace_ms * LG_NS_PER_MS;
 		return 1;
 	}
 	return 0;
@@ -256,7 +256,7 @@ check_ready(struct master *m, uint64_t now)
 	for (struct lg_gen *o = g->next; o != NULL; o = o->next) {
 		if (!o->retiring)
 			log_info("retiring generation %u", o->id);
-		retire(o, now + o->cfg.drain_timeout_ms * LG_NS_PER_MS);
+		retire(o, now + o->cfg.master.drain_timeout_ms * LG_NS_PER_MS);
 	}
 	if (g->id == m->reload_gen) {
 		char text[32 + sizeof(m->gen_kept)];
@@ -324,7 +324,7 @@ housekeeping(struct lg_gen *g, uint64_t now, uint64_t *next)
 static void
 check_heartbeats(struct lg_gen *g, uint64_t now, uint64_t *next)
 {
-	uint64_t limit = g->cfg.stuck_loop_ms * LG_NS_PER_MS;
+	uint64_t limit = g->cfg.loop.stuck_loop_ms * LG_NS_PER_MS;
 
 	for (uint32_t k = 0; k < g->nloops; k++) {
 		struct lg_child *c = &g->children[k];
@@ -342,7 +342,7 @@ check_heartbeats(struct lg_gen *g, uint64_t now, uint64_t *next)
 		log_warn("loop[%u] pid=%d is stuck: no heartbeat for %llu ms (limit %llu ms); "
 		    "killing and replacing it", c->index, (int)c->pid,
 		    (unsigned long long)((now - hb) / LG_NS_PER_MS),
-		    (unsigned long long)g->cfg.stuck_loop_ms);
+		    (unsigned long long)g->cfg.loop.stuck_loop_ms);
 		kill(c->pid, SIGKILL);
 		c->stuck = 1;
 	}
@@ -495,7 +495,7 @@ run_timers(struct master *m)
 static void
 log_activated(const struct lg_config *cfg, int fd, int i, int n)
 {
-	const char *proxy = cfg->listen_proxy & 1u << i ? ", PROXY header first" : "";
+	const char *proxy = cfg->master.listen_proxy & 1u << i ? ", PROXY header first" : "";
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 	char addr[INET6_ADDRSTRLEN] = "?";
@@ -540,16 +540,16 @@ open_listener(struct master *m, const struct lg_config *cfg)
 			m->more.more[m->more.nmore++] = fds[i];
 		return lg_listeners_open(&m->more, cfg, NULL, 1);
 	}
-	if (cfg->listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
+	if (cfg->master.listen_addr[0] == '\0') /* unix:/path first: no TCP listener */
 		return lg_listeners_open(&m->more, cfg, &m->listen_fd, 0);
-	m->listen_fd = lg_master_listen(cfg->listen_addr, cfg->port, cfg->backlog, &port);
+	m->listen_fd = lg_master_listen(cfg->master.listen_addr, cfg->master.port, cfg->master.backlog, &port);
 	if (m->listen_fd == -1) {
-		log_error("cannot listen on %s:%d: %s", cfg->listen_addr, cfg->port, strerror(errno));
+		log_error("cannot listen on %s:%d: %s", cfg->master.listen_addr, cfg->master.port, strerror(errno));
 		return -1;
 	}
 	/* IPv6 in brackets, so the line can be pasted back into --listen. */
-	log_info("listening on %s%s%s:%d", strchr(cfg->listen_addr, ':') ? "[" : "",
-	    cfg->listen_addr, strchr(cfg->listen_addr, ':') ? "]" : "", port);
+	log_info("listening on %s%s%s:%d", strchr(cfg->master.listen_addr, ':') ? "[" : "",
+	    cfg->master.listen_addr, strchr(cfg->master.listen_addr, ':') ? "]" : "", port);
 	return lg_listeners_open(&m->more, cfg, NULL, 0);
 }
 
@@ -560,7 +560,7 @@ static void
 raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
 {
 	struct rlimit rl;
-	uint64_t want = (uint64_t)cfg->max_conns + 64;
+	uint64_t want = (uint64_t)cfg->conn.max_conns + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return;
@@ -578,7 +578,7 @@ raise_fd_limit(const struct lg_config *cfg, const struct lg_sizing *sz)
 		log_warn("RLIMIT_NOFILE is %llu but --max-conns %d per loop worker (%d loop workers) "
 		    "needs about %llu per loop worker: connections past it wait in the accept queue; "
 		    "raise the hard limit (LimitNOFILE=, ulimit -Hn)", (unsigned long long)rl.rlim_cur,
-		    cfg->max_conns, sz->loop_workers, (unsigned long long)want);
+		    cfg->conn.max_conns, sz->loop_workers, (unsigned long long)want);
 }
 
 /* The app processes start first, so their addresses are known when the first generation is
@@ -594,9 +594,9 @@ start_apps(struct master *m, const struct lg_config *cfg, const struct lg_sizing
 		return -1;
 	}
 	lg_gen_set_child_close(lg_app_close_in_child, m->apps);
-	if (cfg->apps != NULL)
+	if (cfg->master.apps != NULL)
 		prctl(PR_SET_CHILD_SUBREAPER, 1); /* what an app daemonizes is still reaped here */
-	if (lg_app_start(m->apps, cfg->apps, sz->budget, err, sizeof(err)) == -1 ||
+	if (lg_app_start(m->apps, cfg->master.apps, sz->budget, err, sizeof(err)) == -1 ||
 	    lg_site_up_take_apps(cfg->reg, m->apps, err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		return -1;
@@ -628,23 +628,23 @@ setup(struct master *m, const struct lg_config *cfg, const struct lg_sizing *sz)
 		log_error("signalfd: %s", strerror(errno));
 		return -1;
 	}
-	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, cfg) == -1)
+	if (open_listener(m, cfg) == -1 || lg_agent_open(&m->agent, &cfg->master) == -1)
 		return -1;
-	if (cfg->pid_file[0] && lg_pidfile_read(cfg->pid_file, &other) == 0 && other != m->pid &&
+	if (cfg->master.pid_file[0] && lg_pidfile_read(cfg->master.pid_file, &other) == 0 && other != m->pid &&
 	    lg_pidfile_is_master(other)) {
 		log_error("the pid file %s names a running master (pid %d): stop it, or give this "
-		    "server another --pid-file", cfg->pid_file, (int)other);
+		    "server another --pid-file", cfg->master.pid_file, (int)other);
 		return -1;
 	}
-	if (cfg->pid_file[0] && lg_pidfile_write(cfg->pid_file, m->pid) == -1) {
-		log_error("cannot write the pid file %s: %s", cfg->pid_file, strerror(errno));
+	if (cfg->master.pid_file[0] && lg_pidfile_write(cfg->master.pid_file, m->pid) == -1) {
+		log_error("cannot write the pid file %s: %s", cfg->master.pid_file, strerror(errno));
 		return -1;
 	}
-	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->pid_file);
+	snprintf(m->pid_file, sizeof(m->pid_file), "%s", cfg->master.pid_file);
 	if (start_apps(m, cfg, sz) == -1 ||
 	    (m->gens = lg_gen_create(m->next_id++, cfg, sz, m->pid, NULL)) == NULL)
 		return -1;
-	m->gens->cfg.apps = NULL; /* the supervisor's now */
+	m->gens->cfg.master.apps = NULL; /* the supervisor's now */
 	m->watchdog_ns = lg_notify_watchdog_usec() * 1000;
 	return 0;
 }
@@ -678,7 +678,7 @@ static void
 serve_agent(struct master *m)
 {
 	struct lg_gen *g = lg_master_serving(m);
-	int held = g->cfg.redis[0] != '\0' && !lg_cache_cluster_settled(&g->cache);
+	int held = g->cfg.cluster.redis[0] != '\0' && !lg_cache_cluster_settled(&g->cache);
 
 	lg_agent_serve(&m->agent, &g->arena, &g->ups, m->stopping || m->drain_at || held);
 }

@@ -8,7 +8,7 @@
 
 /* Creates the listen socket, the arena and the channels, forks sz->loop_workers loop workers
  * and sz->compute_workers compute processes, and supervises them until SIGTERM/SIGINT (graceful
- * drain, bounded by cfg->drain_timeout_ms) or SIGQUIT (immediate stop). SIGHUP re-reads the
+ * drain, bounded by cfg->master.drain_timeout_ms) or SIGQUIT (immediate stop). SIGHUP re-reads the
  * configuration from argc/argv (lg_options_load; argv must stay valid) and replaces the workers
  * without closing the listen socket. Returns the process exit status: 0 after a stop, 1 when
  * start-up failed (logged) or a role kept crashing. */
@@ -20,7 +20,7 @@ int lg_master_run(const struct lg_config *cfg, const struct lg_sizing *sz, int a
  * socket/bind/listen (EADDRINUSE, EACCES, EMFILE). */
 int lg_master_listen(const char *addr, int port, int backlog, int *bound);
 
-/* Opens one listener of cfg->listen_more (common/config.h): "ADDR:PORT" (numeric, IPv6 in
+/* Opens one listener of cfg->master.listen_more (common/config.h): "ADDR:PORT" (numeric, IPv6 in
  * brackets) as lg_master_listen does, or "unix:/path[,mode=OCTAL][,owner=USER[:GROUP]]": a
  * stream socket bound at path (a stale socket file nobody accepts on is replaced; one a server
  * still accepts on is EADDRINUSE), then chmod and chown as given (unix(7): connecting needs
@@ -28,7 +28,7 @@ int lg_master_listen(const char *addr, int port, int backlog, int *bound);
  * shown (cap bytes). Returns the non-blocking, CLOEXEC descriptor, or -1 with errno. */
 int lg_master_listen_spec(const char *spec, int backlog, char *shown, size_t cap);
 
-/* The master's listeners besides its first TCP one: cfg->listen_more and --admin-listen. */
+/* The master's listeners besides its first TCP one: cfg->master.listen_more and --admin-listen. */
 struct lg_listeners {
 	int more[LG_LISTEN_MAX];             /* handed to every loop worker (lg_gen_set_listeners) */
 	int nmore;
@@ -37,7 +37,7 @@ struct lg_listeners {
 	int admin;                           /* --admin-listen (lg_gen_set_admin), or -1 */
 };
 
-/* Opens and logs the listeners of cfg->listen_more (when first is not NULL, the first of them
+/* Opens and logs the listeners of cfg->master.listen_more (when first is not NULL, the first of them
  * goes to *first: a unix:/path listener given first, with no TCP one) unless admin_only, then
  * the admin listener, and hands them to the loop workers forked from now on. Returns 0, or -1
  * with the error logged (what was opened stays in l, for lg_listeners_close). */
@@ -49,12 +49,12 @@ int lg_listeners_open(struct lg_listeners *l, const struct lg_config *cfg, int *
 void lg_listeners_close(struct lg_listeners *l);
 
 /* The value of a listen setting (master/options.c): blank-separated listeners, the first TCP
- * one into cfg->listen_addr and cfg->port, the others into cfg->listen_more (replaced, or
- * added to when append); a listener's ",proxy" option sets its bit in cfg->listen_proxy. Host names are resolved here (getaddrinfo(3), the first address).
+ * one into cfg->master.listen_addr and cfg->master.port, the others into cfg->master.listen_more (replaced, or
+ * added to when append); a listener's ",proxy" option sets its bit in cfg->master.listen_proxy. Host names are resolved here (getaddrinfo(3), the first address).
  * Returns 0, or -1 for a malformed or unresolvable listener, or more than LG_LISTEN_MAX. */
 int lg_listen_parse(const char *v, struct lg_config *cfg, int append);
 
-/* The socket path of a listener spec "unix:/path[,mode=...][,owner=...]" (cfg->listen_more)
+/* The socket path of a listener spec "unix:/path[,mode=...][,owner=...]" (cfg->master.listen_more)
  * into out (cap bytes, cut to fit): 1, or 0 for a TCP "ADDR:PORT" (out untouched). */
 int lg_listen_unix_path(const char *spec, char *out, size_t cap);
 
@@ -71,7 +71,7 @@ void lg_path_dir(const char *path, char *out, size_t cap);
  * err (cap bytes). */
 int lg_listen_check_distinct(const struct lg_config *cfg, char *err, size_t cap);
 
-/* Refuses a TCP listener with ",proxy" (cfg->listen_proxy) while --trusted-proxies is empty:
+/* Refuses a TCP listener with ",proxy" (cfg->master.listen_proxy) while --trusted-proxies is empty:
  * its header is taken only from a trusted peer, so it would close every connection. A unix
  * listener's peers are whoever its file's mode and owner let in: no address to check.
  * Returns 0, or -1 with the reason in err (cap bytes). */

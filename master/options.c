@@ -33,12 +33,12 @@ lg_options_defaults(struct lg_config *cfg)
 	for (size_t i = 0; i < LG_NOPTS; i++)
 		if (lg_opts[i].def != NULL)
 			lg_optset_apply(&lg_opts[i], lg_opts[i].def, cfg, &why);
-	cfg->queue_capacity = -1;
-	cfg->drain_delay_ms = LG_DRAIN_DELAY_AUTO;
-	cfg->backlog = 4096;
-	cfg->compute_nice = 5;
-	cfg->npools = 1;
-	snprintf(cfg->pools[0].name, sizeof(cfg->pools[0].name), "default");
+	cfg->jobs.queue_capacity = -1;
+	cfg->master.drain_delay_ms = LG_DRAIN_DELAY_AUTO;
+	cfg->master.backlog = 4096;
+	cfg->jobs.compute_nice = 5;
+	cfg->jobs.npools = 1;
+	snprintf(cfg->jobs.pools[0].name, sizeof(cfg->jobs.pools[0].name), "default");
 	resolve_pools(cfg, NULL, 0); /* the default pool alone cannot fail */
 }
 
@@ -226,14 +226,14 @@ pool_of(struct lg_config *cfg, const char *section, const char **why)
 		*why = POOL_NAME_RULE;
 		return NULL;
 	}
-	for (int i = 0; i < cfg->npools; i++)
-		if (strcmp(cfg->pools[i].name, name) == 0)
-			return &cfg->pools[i];
-	if (cfg->npools >= LG_MAX_POOLS) {
+	for (int i = 0; i < cfg->jobs.npools; i++)
+		if (strcmp(cfg->jobs.pools[i].name, name) == 0)
+			return &cfg->jobs.pools[i];
+	if (cfg->jobs.npools >= LG_MAX_POOLS) {
 		*why = "too many pools (at most " LG_LIMIT_STR(LG_MAX_POOLS) ", default included)";
 		return NULL;
 	}
-	struct lg_pool_cfg *p = &cfg->pools[cfg->npools++];
+	struct lg_pool_cfg *p = &cfg->jobs.pools[cfg->jobs.npools++];
 	memset(p, 0, sizeof(*p));
 	memcpy(p->name, name, n + 1);
 	return p;
@@ -261,7 +261,7 @@ pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const c
 			    "the CPU budget, leave compute out of [pool default])";
 			return -1;
 		}
-		if (p == &cfg->pools[0] && po->global != NULL)
+		if (p == &cfg->jobs.pools[0] && po->global != NULL)
 			return lg_optset_apply(find_opt(po->global, '-'), value, cfg, why);
 		return lg_optset_apply(&po->o, value, p, why);
 	}
@@ -284,7 +284,7 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	int taken = lg_site_collect(fc->site, section, name, value, fc->line, swhy, sizeof(swhy));
 
 	if (taken == 0) /* [app NAME]: master/appconf.h */
-		taken = lg_appconf_collect(&fc->cfg->apps, section, name, value, fc->path, fc->line,
+		taken = lg_appconf_collect(&fc->cfg->master.apps, section, name, value, fc->path, fc->line,
 		    swhy, sizeof(swhy));
 
 	if (taken == 1)
@@ -482,13 +482,13 @@ pool_key_index(const char *key)
 static int
 resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 {
-	for (int i = 0; i < cfg->npools; i++) {
-		struct lg_pool_cfg *p = &cfg->pools[i];
+	for (int i = 0; i < cfg->jobs.npools; i++) {
+		struct lg_pool_cfg *p = &cfg->jobs.pools[i];
 
 		if (i == 0) {
-			p->compute = cfg->compute_workers;
-			p->share = cfg->compute_share;
-			p->queue = cfg->queue_capacity;
+			p->compute = cfg->jobs.compute_workers;
+			p->share = cfg->jobs.compute_share;
+			p->queue = cfg->jobs.queue_capacity;
 		} else if (!GIVEN(p, "compute")) {
 			snprintf(err, cap, "[pool %s]: compute = N or P%% is required", p->name);
 			return -1;
@@ -496,23 +496,23 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->queue = -1;
 		}
 		if (i == 0 || !GIVEN(p, "deadline-ms"))
-			p->deadline_ms = cfg->deadline_ms;
+			p->deadline_ms = cfg->jobs.deadline_ms;
 		if (i == 0 || !GIVEN(p, "on-client-gone"))
-			p->on_client_gone = cfg->on_client_gone;
+			p->on_client_gone = cfg->jobs.on_client_gone;
 		if (i == 0 || !GIVEN(p, "queue-wait-target-ms"))
-			p->queue_wait_target_ms = cfg->queue_wait_target_ms;
+			p->queue_wait_target_ms = cfg->jobs.queue_wait_target_ms;
 		if (i == 0 || !GIVEN(p, "queue-wait-interval-ms"))
-			p->queue_wait_interval_ms = cfg->queue_wait_interval_ms;
+			p->queue_wait_interval_ms = cfg->jobs.queue_wait_interval_ms;
 		if (!GIVEN(p, "nice"))
-			p->nice = cfg->compute_nice;
+			p->nice = cfg->jobs.compute_nice;
 		if (i == 0 || !GIVEN(p, "policy"))
-			p->policy = cfg->compute_policy;
+			p->policy = cfg->jobs.compute_policy;
 		if (i == 0 || !GIVEN(p, "memory"))
-			p->memory = cfg->compute_memory;
+			p->memory = cfg->jobs.compute_memory;
 		if (i == 0 || !GIVEN(p, "max-jobs"))
-			p->max_jobs = cfg->compute_max_jobs;
+			p->max_jobs = cfg->jobs.compute_max_jobs;
 		if (i == 0 || !GIVEN(p, "max-rss"))
-			p->max_rss = cfg->compute_max_rss;
+			p->max_rss = cfg->jobs.compute_max_rss;
 	}
 	return 0;
 }
@@ -609,40 +609,40 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	if (load_file(cmd->config_given ? cmd->config_path : LG_DEFAULT_CONFIG, cmd->config_given,
 	    cfg, &site, err, cap) == -1) {
 		lg_site_free(site);
-		lg_appconf_free(cfg->apps);
-		cfg->apps = NULL;
+		lg_appconf_free(cfg->master.apps);
+		cfg->master.apps = NULL;
 		return -1;
 	}
 	if (!cmd->config_given && access(LG_DEFAULT_CONFIG, F_OK) == 0)
 		cmd->config_path = LG_DEFAULT_CONFIG;
 	if (load_env(cfg, err, cap) == -1) {
 		lg_site_free(site);
-		lg_appconf_free(cfg->apps);
-		cfg->apps = NULL;
+		lg_appconf_free(cfg->master.apps);
+		cfg->master.apps = NULL;
 		return -1;
 	}
 	if (load_flags(argc, argv, 1, cfg, cmd, err, cap) == -1) {
 		cmd->usage_error = 1;
 		lg_site_free(site);
-		lg_appconf_free(cfg->apps);
-		cfg->apps = NULL;
+		lg_appconf_free(cfg->master.apps);
+		cfg->master.apps = NULL;
 		return -1;
 	}
 	if (lg_listen_check_distinct(cfg, err, cap) == -1 ||
 	    lg_listen_check_proxy(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1 ||
-	    lg_appconf_check(cfg->apps, err, cap) == -1) {
+	    lg_appconf_check(cfg->master.apps, err, cap) == -1) {
 		lg_site_free(site);
-		lg_appconf_free(cfg->apps);
-		cfg->apps = NULL;
+		lg_appconf_free(cfg->master.apps);
+		cfg->master.apps = NULL;
 		return -1;
 	}
-	for (int i = 0; cfg->apps != NULL && i < cfg->apps->n; i++) { /* for the sizing */
-		cfg->app_fixed += cfg->apps->app[i].processes;
-		cfg->app_auto += cfg->apps->app[i].processes == 0;
+	for (int i = 0; cfg->master.apps != NULL && i < cfg->master.apps->n; i++) { /* for the sizing */
+		cfg->master.app_fixed += cfg->master.apps->app[i].processes;
+		cfg->master.app_auto += cfg->master.apps->app[i].processes == 0;
 	}
 	if (lg_site_build(site, cfg, err, cap) == -1) {
-		lg_appconf_free(cfg->apps);
-		cfg->apps = NULL;
+		lg_appconf_free(cfg->master.apps);
+		cfg->master.apps = NULL;
 		return -1;
 	}
 	return 0;

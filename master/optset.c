@@ -111,7 +111,7 @@ set_compute(const struct lg_opt *o, const char *v, char *base, const char **why)
 {
 	struct lg_config *cfg = (struct lg_config *)base;
 
-	return parse_count(o, v, &cfg->compute_workers, &cfg->compute_share, why);
+	return parse_count(o, v, &cfg->jobs.compute_workers, &cfg->jobs.compute_share, why);
 }
 
 static int

@@ -61,7 +61,7 @@ refuse_reload(struct master *m, int notified, const char *why)
 }
 
 static int
-same_listen(const struct lg_config *a, const struct lg_config *b)
+same_listen(const struct lg_master_cfg *a, const struct lg_master_cfg *b)
 {
 	return strcmp(a->listen_addr, b->listen_addr) == 0 && a->port == b->port &&
 	    memcmp(a->listen_more, b->listen_more, sizeof(a->listen_more)) == 0 &&
@@ -101,40 +101,40 @@ kept_item(char *items, size_t cap, const char *name, const char *value)
 		snprintf(items + n, cap - n, "%sno %s", n ? ", " : "", name);
 }
 
-/* The listeners change only with a restart: a new configuration cfg that moves them keeps
- * those of the running one (run), logged and said in kept (cap bytes; "" when none moved),
+/* The listeners change only with a restart: a new configuration to that moves them keeps
+ * those of the running one (run; both the master's settings), logged and said in kept (cap bytes; "" when none moved),
  * which the reload's outcome carries to -s reload: each moved one by its running value
  * ("listen 127.0.0.1:8080" for listen and port, "and the others of listen" after it with
  * more than one, "admin_listen ADDR:PORT" or "no admin_listen", the same for agent_listen). */
 static void
-keep_listeners(struct lg_config *cfg, const struct lg_config *run, char *kept, size_t cap)
+keep_listeners(struct lg_master_cfg *to, const struct lg_master_cfg *run, char *kept, size_t cap)
 {
 	/* at most "listen " + main, then ", admin_listen " and ", agent_listen " with their
 	 * 79-byte values: 291 bytes, and with the 50-byte lead-in below it fits in gen_kept (360) */
 	char items[300] = "", main[96];
 
 	kept[0] = '\0';
-	if (same_listen(cfg, run))
+	if (same_listen(to, run))
 		return;
-	if (strcmp(cfg->listen_addr, run->listen_addr) != 0 || cfg->port != run->port ||
-	    memcmp(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more)) != 0 ||
-	    cfg->listen_proxy != run->listen_proxy) {
+	if (strcmp(to->listen_addr, run->listen_addr) != 0 || to->port != run->port ||
+	    memcmp(to->listen_more, run->listen_more, sizeof(to->listen_more)) != 0 ||
+	    to->listen_proxy != run->listen_proxy) {
 		snprintf(main, sizeof(main), "%s:%d%s", run->listen_addr, run->port,
 		    run->listen_more[0][0] ? " and the others of listen" : "");
 		kept_item(items, sizeof(items), "listen", main);
 	}
-	if (strcmp(cfg->admin_listen, run->admin_listen) != 0)
+	if (strcmp(to->admin_listen, run->admin_listen) != 0)
 		kept_item(items, sizeof(items), "admin_listen", run->admin_listen);
-	if (strcmp(cfg->agent_listen, run->agent_listen) != 0)
+	if (strcmp(to->agent_listen, run->agent_listen) != 0)
 		kept_item(items, sizeof(items), "agent_listen", run->agent_listen);
 	log_warn("reload: the listeners change only with a restart; keeping %s", items);
 	snprintf(kept, cap, "; the listeners change only with a restart: kept %s", items);
-	memcpy(cfg->listen_addr, run->listen_addr, sizeof(cfg->listen_addr));
-	memcpy(cfg->listen_more, run->listen_more, sizeof(cfg->listen_more));
-	cfg->listen_proxy = run->listen_proxy;
-	memcpy(cfg->admin_listen, run->admin_listen, sizeof(cfg->admin_listen));
-	memcpy(cfg->agent_listen, run->agent_listen, sizeof(cfg->agent_listen));
-	cfg->port = run->port;
+	memcpy(to->listen_addr, run->listen_addr, sizeof(to->listen_addr));
+	memcpy(to->listen_more, run->listen_more, sizeof(to->listen_more));
+	to->listen_proxy = run->listen_proxy;
+	memcpy(to->admin_listen, run->admin_listen, sizeof(to->admin_listen));
+	memcpy(to->agent_listen, run->agent_listen, sizeof(to->agent_listen));
+	to->port = run->port;
 }
 
 /* The reload's check, bounded as a whole: a hook that never returns costs that reload, never
@@ -152,9 +152,9 @@ start_generation(struct master *m, struct lg_config *cfg, struct lg_sizing *sz,
 	struct lg_gen *g;
 	char err[160];
 
-	if (strcmp(cfg->error_log, m->gens->cfg.error_log) != 0 && lg_log_open(cfg->error_log) == -1)
-		log_error("reload: cannot open the error log %s: %s", cfg->error_log, strerror(errno));
-	lg_log_level = cfg->log_level;
+	if (strcmp(cfg->master.error_log, m->gens->cfg.master.error_log) != 0 && lg_log_open(cfg->master.error_log) == -1)
+		log_error("reload: cannot open the error log %s: %s", cfg->master.error_log, strerror(errno));
+	lg_log_level = cfg->master.log_level;
 	if (lg_site_up_take_apps(cfg->reg, m->apps, err, sizeof(err)) == -1) {
 		lg_app_unstage(m->apps);
 		refuse_reload(m, notified, err);
@@ -199,7 +199,7 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 	lg_registry_skip_hooks = 0;
 	if (rc == 0 && lg_precheck_digest(cfg.reg) != digest) {
 		lg_registry_free(cfg.reg);
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		snprintf(err, sizeof(err), "the configuration or a module file changed while it was "
 		    "checked; reload again");
 		rc = -1;
@@ -208,18 +208,18 @@ apply_checked(struct master *m, int notified, uint64_t digest)
 		refuse_reload(m, notified, err);
 		return;
 	}
-	keep_listeners(&cfg, &m->gens->cfg, kept, sizeof(kept));
+	keep_listeners(&cfg.master, &m->gens->cfg.master, kept, sizeof(kept));
 	lg_sizing_read(getenv("LAGLESS_SYSROOT"), &sz);
 	lg_sizing_decide(&sz, &cfg);
 	lg_gen_decide_memory(&cfg, &sz);
-	if (lg_sizing_check_pools(&sz, &cfg, err, sizeof(err)) == -1 ||
+	if (lg_sizing_check_pools(&sz, &cfg.jobs, err, sizeof(err)) == -1 ||
 	    lg_gen_check_arena(&cfg, &sz, err, sizeof(err)) == -1) {
-		lg_appconf_free(cfg.apps);
+		lg_appconf_free(cfg.master.apps);
 		refuse_reload(m, notified, err);
 		return;
 	}
-	staged = lg_app_stage(m->apps, cfg.apps, sz.budget, err, sizeof(err));
-	cfg.apps = NULL; /* the supervisor's now */
+	staged = lg_app_stage(m->apps, cfg.master.apps, sz.budget, err, sizeof(err));
+	cfg.master.apps = NULL; /* the supervisor's now */
 	if (staged == -1) {
 		lg_registry_free(cfg.reg);
 		refuse_reload(m, notified, err);

@@ -21,7 +21,7 @@
 static uint64_t
 retire_lost_ns(const struct lg_gen *g)
 {
-	return (2 * g->cfg.deadline_ms + 1000) * LG_NS_PER_MS;
+	return (2 * g->cfg.jobs.deadline_ms + 1000) * LG_NS_PER_MS;
 }
 
 static void
@@ -50,9 +50,9 @@ apply(struct lg_gen *g, const struct lg_sizing *s)
 		int c, q, old_c = g->sz.pool_compute[p], old_q = g->sz.pool_queue[p];
 
 		if (p == 0)
-			lg_sizing_counts(&g->cfg, s->budget, &c, &q);
+			lg_sizing_counts(&g->cfg.jobs, s->budget, &c, &q);
 		else
-			lg_sizing_pool_counts(&g->cfg.pools[p], s->budget, &c, &q);
+			lg_sizing_pool_counts(&g->cfg.jobs.pools[p], s->budget, &c, &q);
 		if (c > g->sz.pool_compute_max[p])
 			c = g->sz.pool_compute_max[p]; /* more CPUs than were online at start-up */
 		if (q > g->sz.pool_queue_max[p])
@@ -61,7 +61,7 @@ apply(struct lg_gen *g, const struct lg_sizing *s)
 		g->sz.pool_queue[p] = q;
 		if (c != old_c || q != old_q)
 			log_info("pool %s: compute processes %d -> %d, queue %d -> %d",
-			    g->cfg.pools[p].name, old_c, c, old_q, q);
+			    g->cfg.jobs.pools[p].name, old_c, c, old_q, q);
 	}
 	g->sz.budget = s->budget;
 	g->sz.quota = s->quota;
@@ -116,7 +116,7 @@ grow(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_fd, in
 	lg_gen_spawn(all, g, c, listen_fd, sigfd);
 	lg_stats_add(&g->arena.master->resize_spawned, 1);
 	rp->next_spawn = now + SPAWN_GAP_NS;
-	log_info("compute[%u] started: pool %s grows to %d", c->index, g->cfg.pools[c->pool].name,
+	log_info("compute[%u] started: pool %s grows to %d", c->index, g->cfg.jobs.pools[c->pool].name,
 	    g->sz.pool_compute[c->pool]);
 }
 
@@ -137,7 +137,7 @@ shrink(struct lg_gen *g, uint32_t p, uint64_t now)
 	rp->retires_out++;
 	rp->retire_sent_ns = now;
 	log_info("asking one compute process of pool %s to leave after its job (request %u): "
-	    "the pool shrinks to %d", g->cfg.pools[p].name, rp->retire_seq, g->sz.pool_compute[p]);
+	    "the pool shrinks to %d", g->cfg.jobs.pools[p].name, rp->retire_seq, g->sz.pool_compute[p]);
 	return 0;
 }
 
@@ -161,7 +161,7 @@ converge(struct lg_gen *all, struct lg_gen *g, uint32_t p, int listen_fd, int si
 	}
 	if (rp->retires_out > 0 && now - rp->retire_sent_ns > retire_lost_ns(g)) {
 		log_warn("%u RETIRE header(s) of pool %s were not taken; assuming their process died",
-		    rp->retires_out, g->cfg.pools[p].name);
+		    rp->retires_out, g->cfg.jobs.pools[p].name);
 		rp->retires_out = 0;
 	}
 	active -= (int)rp->retires_out;

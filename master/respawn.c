@@ -184,7 +184,7 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint32_t 
     uint64_t now)
 {
 	struct lg_kind_health *h = kind_row(g, kind, route);
-	uint64_t window = g->cfg.quarantine_ms * LG_NS_PER_MS;
+	uint64_t window = g->cfg.jobs.quarantine_ms * LG_NS_PER_MS;
 
 	log_warn("compute[%u] pid=%d died running a %s job of route %s; its client gets 502",
 	    c->index, (int)c->pid, kind_name(g, kind), route_name(g, route));
@@ -195,13 +195,13 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint32_t 
 		h->window_ns = now;
 		h->recent = 0;
 	}
-	if (g->cfg.quarantine_deaths == 0 || ++h->recent < (uint32_t)g->cfg.quarantine_deaths)
+	if (g->cfg.jobs.quarantine_deaths == 0 || ++h->recent < (uint32_t)g->cfg.jobs.quarantine_deaths)
 		return;
 	log_error("quarantining job kind %s on route %s for %llu ms: %u compute process deaths "
 	    "within %llu ms (--quarantine-deaths); its requests get 503 meanwhile",
-	    kind_name(g, kind), route_name(g, route), (unsigned long long)g->cfg.quarantine_ms,
+	    kind_name(g, kind), route_name(g, route), (unsigned long long)g->cfg.jobs.quarantine_ms,
 	    h->recent,
-	    (unsigned long long)g->cfg.quarantine_ms);
+	    (unsigned long long)g->cfg.jobs.quarantine_ms);
 	atomic_store(&h->until_ns, now + window);
 	lg_stats_add(&h->quarantines, 1);
 	h->recent = 0;

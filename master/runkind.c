@@ -104,7 +104,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 		return 2;
 	}
 	if (kind_args(r, k, &rt, &v, &qargs, &defs) == -1 ||
-	    (in = read_all(cfg->max_body, &in_len)) == NULL) {
+	    (in = read_all(cfg->http.max_body, &in_len)) == NULL) {
 		free(qargs);
 		free(defs);
 		return 1;
@@ -112,8 +112,8 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	/* The output region the server gives the job (master/gen.c): sized from max_body, not
 	 * from this input, or a kind whose answer is larger than its input (decompress) would
 	 * get 413 here for what the server answers. Untouched pages cost nothing. */
-	region_cap = LG_OUT_META + (size_t)(cfg->max_output ? cfg->max_output :
-	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
+	region_cap = LG_OUT_META + (size_t)(cfg->jobs.max_output ? cfg->jobs.max_output :
+	    cfg->http.max_body + cfg->http.max_body / 256 + (128u << 10));
 	region = mmap(NULL, region_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
 	    MAP_NORESERVE, -1, 0);
 	if (region == MAP_FAILED) {
@@ -129,7 +129,7 @@ lg_runkind_main(const struct lg_config *cfg, const char *name)
 	rq.conf = rt ? &rt->conf : NULL;
 	rq.state = m->state;
 	rq.kind_data = k->desc.data;
-	rq.deadline_ns = now + (rt ? rt->deadline_ms : cfg->deadline_ms) * LG_NS_PER_MS;
+	rq.deadline_ns = now + (rt ? rt->deadline_ms : cfg->jobs.deadline_ms) * LG_NS_PER_MS;
 	rq.enqueue_ns = rq.start_ns = now;
 	rq.route = rt ? rt->kconf : defs;
 	rq.query_args = k->query_size ? qargs : NULL;

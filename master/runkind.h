@@ -4,7 +4,7 @@
 
 #include "common/config.h"
 
-/* Reads standard input (at most cfg->max_body bytes) as the job's body, runs kind (a name of
+/* Reads standard input (at most cfg->http.max_body bytes) as the job's body, runs kind (a name of
  * cfg->reg, "heavy" or "module.kind") in this process, with the route config of the first
  * route of that kind (or none) and the query in LAGLESS_RUN_QUERY, after the module's init
  * hook. Writes the answer to standard output and returns 0; on a refusal or error writes the

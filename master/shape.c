@@ -10,11 +10,12 @@
 #include "kinds/host.h"
 #include "kinds/registry.h"
 #include "shm/arena.h"
+#include "shm/upstream.h"
 
 uint32_t
 lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs)
 {
-	uint64_t n = cfg->transit_buffers > 0 ? (uint64_t)cfg->transit_buffers : 4ull * njobs;
+	uint64_t n = cfg->jobs.transit_buffers > 0 ? (uint64_t)cfg->jobs.transit_buffers : 4ull * njobs;
 
 	/* Never fewer than the job slots: every job's input and output live in a buffer. */
 	if (n < njobs)
@@ -48,9 +49,9 @@ lg_arena_shape(const struct lg_config *cfg, const struct lg_sizing *sz, struct l
 	/* Input: the request view, then up to max_body bytes of body. Output: the answer's
 	 * metadata page, then up to max_output bytes (by default what any built-in kind may
 	 * answer for a max_body input: zstd's and deflate's bound are below 1/256 + 128 KiB). */
-	s->in_cap = cfg->max_body + LG_VIEW_BOUND(cfg->max_head);
-	s->out_cap = LG_OUT_META + (cfg->max_output ? cfg->max_output :
-	    cfg->max_body + cfg->max_body / 256 + (128u << 10));
+	s->in_cap = cfg->http.max_body + LG_VIEW_BOUND(cfg->http.max_head);
+	s->out_cap = LG_OUT_META + (cfg->jobs.max_output ? cfg->jobs.max_output :
+	    cfg->http.max_body + cfg->http.max_body / 256 + (128u << 10));
 	/* Statistics rows sized from the configuration: every route and "none", every kind. */
 	s->nroutes = cfg->reg->nroutes + 1;
 	s->nkinds = cfg->reg->nkinds;
@@ -82,11 +83,26 @@ lg_flight_entries(uint32_t nslots)
 	return 16 * nslots < 1024 ? 1024 : 16 * nslots;
 }
 
+uint64_t
+lg_up_memory(const struct lg_registry *reg, int loops)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; reg != NULL && i < reg->nupstreams; i++) {
+		const struct lg_upstream_def *u = &reg->upstreams[i];
+		uint64_t xchg = (uint64_t)u->max_conns + u->queue;
+		uint64_t kept = (uint64_t)(loops > 0 ? loops : 1) * u->nservers * u->keepalive;
+
+		n += xchg * LG_UP_XCHG_BYTES + (kept + u->max_conns) * LG_UP_CONN_BYTES;
+	}
+	return n;
+}
+
 void
 lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz)
 {
 	struct lg_arena_shape s;
-	uint64_t fixed = 0, keep = LG_VIEW_BOUND(cfg->max_head);
+	uint64_t fixed = 0, keep = LG_VIEW_BOUND(cfg->http.max_head);
 	int caching = 0, cmax = 0;
 
 	lg_arena_shape(cfg, sz, &s);
@@ -104,7 +120,8 @@ lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz)
 	for (int p = 0; p < (sz->npools >= 1 ? sz->npools : 1); p++)
 		cmax += sz->pool_compute_max[p] > sz->pool_compute[p] ? sz->pool_compute_max[p] :
 		    sz->pool_compute[p];
-	lg_memsize_decide(&sz->mem, cfg, sz->loop_workers, cmax, fixed, caching);
+	lg_memsize_decide(&sz->mem, cfg, sz->loop_workers, cmax, fixed, caching,
+	    lg_up_memory(cfg->reg, sz->loop_workers));
 }
 
 int
@@ -117,14 +134,14 @@ lg_gen_check_arena(const struct lg_config *cfg, const struct lg_sizing *sz, char
 	lg_arena_shape(cfg, sz, &s);
 	if (lg_arena_size(s.nslots, s.nprocs, s.in_cap, s.out_cap, s.nroutes, s.nkinds,
 	    &size) == 0)
-		return check_fsize(size, cfg->cache_bytes, err, errlen);
+		return check_fsize(size, cfg->flights.cache_bytes, err, errlen);
 	snprintf(err, errlen, "the shared-memory arena this configuration implies (%u transit "
 	    "buffers of %llu MiB in + %llu MiB out: max_body %llu, max_output %llu, "
 	    "compute_workers %d, queue %d, transit_buffers %d) is %s%llu GiB, over the %llu GiB "
 	    "that can be mapped; lower max_body, max_output or the number of transit buffers",
 	    s.nslots, (unsigned long long)(s.in_cap >> 20), (unsigned long long)(s.out_cap >> 20),
-	    (unsigned long long)cfg->max_body, (unsigned long long)cfg->max_output,
-	    sz->compute_workers, sz->queue_capacity, cfg->transit_buffers,
+	    (unsigned long long)cfg->http.max_body, (unsigned long long)cfg->jobs.max_output,
+	    sz->compute_workers, sz->queue_capacity, cfg->jobs.transit_buffers,
 	    size == UINT64_MAX ? "more than " : "", (unsigned long long)(size >> 30),
 	    (unsigned long long)(LG_ARENA_MAX_SIZE >> 30));
 	return -1;

@@ -35,10 +35,18 @@ uint32_t lg_flight_entries(uint32_t nslots);
  * njobs when it is 0; never fewer than njobs. */
 uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
 
+/* The most the loop workers' proxying may hold in private memory (bytes), for `loops` loop
+ * workers: per upstream of reg, an exchange for each request in flight or queued (max_conns +
+ * queue, for the whole server) and a connection for each kept one (keepalive per loop and
+ * server) or busy one (max_conns), at shm/upstream.h's LG_UP_XCHG_BYTES and LG_UP_CONN_BYTES.
+ * Not counted: an exchange whose answer came whole and gave its place back holds its buffers
+ * until the client took the last piece. 0 for no upstream. */
+uint64_t lg_up_memory(const struct lg_registry *reg, int loops);
+
 /* Decides sz->mem (sizing/memsize.h) for cfg: the budget of transit bytes backed at once,
  * given the shared memory the arena cfg and sz imply keeps backed whatever the load (its
- * pages, the request views, the flight table) and the cache when a route caches. Call after
- * lg_sizing_decide. */
+ * pages, the request views, the flight table), the cache when a route caches and what
+ * proxying may hold (lg_up_memory). Call after lg_sizing_decide. */
 void lg_gen_decide_memory(const struct lg_config *cfg, struct lg_sizing *sz);
 
 /* Whether the arena lg_gen_create would map for cfg sized by sz fits (lg_arena_size, the same

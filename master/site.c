@@ -352,7 +352,7 @@ static int
 key_max_body(const struct route_in *in, const char *v, const char **why)
 {
 	*why = msg; /* at most the server's max-body */
-	return lg_value_size(v, 0, in->cfg->max_body, &in->rt->max_body, msg, sizeof(msg));
+	return lg_value_size(v, 0, in->cfg->http.max_body, &in->rt->max_body, msg, sizeof(msg));
 }
 
 static int
@@ -377,8 +377,8 @@ static int
 key_pool(const struct route_in *in, const char *v, const char **why)
 {
 	*why = "unknown pool (declare it with a [pool NAME] section)";
-	for (int i = 0; i < in->cfg->npools; i++)
-		if (strcmp(in->cfg->pools[i].name, v) == 0) {
+	for (int i = 0; i < in->cfg->jobs.npools; i++)
+		if (strcmp(in->cfg->jobs.pools[i].name, v) == 0) {
 			in->rt->pool = (uint32_t)i;
 			in->rt->pool_named = 1;
 			return 0;
@@ -393,6 +393,13 @@ key_off(const struct route_in *in, const char *v, const char **why)
 	return lg_value_bool(v, in->off, msg, sizeof(msg));
 }
 
+static int
+key_buffering(const struct route_in *in, const char *v, const char **why)
+{
+	*why = msg;
+	return lg_value_bool(v, &in->rt->request_buffering, msg, sizeof(msg));
+}
+
 static const struct {
 	const char *key;
 	int (*set)(const struct route_in *in, const char *v, const char **why);
@@ -401,6 +408,7 @@ static const struct {
 	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
 	{ "off", key_off }, { "upstream", key_upstream },
+	{ "request_buffering", key_buffering },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -430,8 +438,8 @@ route_init(struct lg_route_def *rt, const char *file, const struct section *sec,
 	snprintf(rt->file, sizeof(rt->file), "%s", file);
 	rt->line = sec->line;
 	rt->where = LAGLESS_WHERE_POOL;
-	rt->deadline_ms = cfg->deadline_ms;
-	rt->max_body = cfg->max_body;
+	rt->deadline_ms = cfg->jobs.deadline_ms;
+	rt->max_body = cfg->http.max_body;
 	lg_policy_init(&rt->coal, rt->path);
 }
 
@@ -465,6 +473,9 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 		if (off && strcmp(sec->kv[i].key, "off") != 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "off = yes removes the route: "
 			    "its other keys would do nothing");
+		if (!rt->upstream && strcmp(sec->kv[i].key, "request_buffering") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "request_buffering is an "
+			    "upstream route's (a kind's body is always received whole)");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
 			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
@@ -479,7 +490,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
-	    "max_body", "fields", "content_type", "off", "pool", "upstream", NULL };
+	    "max_body", "fields", "content_type", "off", "pool", "upstream", "request_buffering",
+	    NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */
@@ -546,8 +558,8 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 		snprintf(err, cap, "out of memory");
 		return -1;
 	}
-	for (int p = 0; p < cfg->npools; p++) {
-		const char *v = cfg->pools[p].routes;
+	for (int p = 0; p < cfg->jobs.npools; p++) {
+		const char *v = cfg->jobs.pools[p].routes;
 
 		for (v += strspn(v, ", \t"); *v != '\0'; v += strspn(v, ", \t")) {
 			size_t n = strcspn(v, ", \t");
@@ -560,15 +572,15 @@ pool_routes(struct lg_registry *r, const struct lg_config *cfg, char *err, size_
 					break;
 			if (i == r->nroutes)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is not a route that runs a "
-				    "kind", cfg->pools[p].name, (int)n, v);
+				    "kind", cfg->jobs.pools[p].name, (int)n, v);
 			else if (by[i] != 0 && by[i] != p + 1)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' is in [pool %s]'s routes too "
-				    "(a route runs in one pool)", cfg->pools[p].name, (int)n, v,
-				    cfg->pools[by[i] - 1].name);
+				    "(a route runs in one pool)", cfg->jobs.pools[p].name, (int)n, v,
+				    cfg->jobs.pools[by[i] - 1].name);
 			else if (r->routes[i].pool_named && r->routes[i].pool != (uint32_t)p)
 				snprintf(err, cap, "[pool %s] routes: '%.*s' says pool = %s in its [route] "
-				    "section (a route runs in one pool)", cfg->pools[p].name, (int)n, v,
-				    cfg->pools[r->routes[i].pool].name);
+				    "section (a route runs in one pool)", cfg->jobs.pools[p].name, (int)n, v,
+				    cfg->jobs.pools[r->routes[i].pool].name);
 			else
 				bad = 0;
 			if (bad) {
@@ -594,7 +606,7 @@ coalesce_rules(struct lg_registry *r, const struct lg_config *cfg, char *err, si
 {
 	struct lg_policies ps;
 
-	if (lg_policy_parse(cfg->coalesce, &ps, err, cap) == -1)
+	if (lg_policy_parse(cfg->flights.coalesce, &ps, err, cap) == -1)
 		return -1;
 	for (unsigned p = 0; p < ps.n; p++) {
 		const char *path = ps.p[p].path;
@@ -733,7 +745,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route == 2 && lg_site_upstream(r, s->secs[i].file, s->secs[i].name,
-		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->apps, err, cap) == -1)
+		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->master.apps, err, cap) == -1)
 			return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route == 1 && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
@@ -753,7 +765,7 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 	for (size_t i = 0; !cfg->demo_routes && i < sizeof(demo_paths) / sizeof(demo_paths[0]); i++)
 		if (hold_off(r, demo_paths[i], err, cap) == -1)
 			return -1;
-	if (lg_registry_default_routes(r, cfg->deadline_ms, cfg->max_body, cfg->inline_heavy,
+	if (lg_registry_default_routes(r, cfg->jobs.deadline_ms, cfg->http.max_body, cfg->inline_heavy,
 	    err, cap) == -1)
 		return -1;
 	for (uint32_t i = 0; i < r->nroutes;)

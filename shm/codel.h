@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "common/config.h"
+#include "common/cfg_job.h"
 #include "shm/layout.h"
 
 /* Settings of one pool (process-local copies; configuration). target_ns == 0 turns the whole

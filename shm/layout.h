@@ -358,7 +358,7 @@ _Static_assert(sizeof(struct lg_master_page) == LG_PAGE, "master page is one pag
 struct lg_job {
 	uint32_t kind;                  /* kind id in the registry (kinds/registry.h), 0 none */
 	uint32_t route;                 /* the route's index in the registry: keys and config */
-	uint32_t pool;                  /* the pool that runs it (cfg->pools, master->pools) */
+	uint32_t pool;                  /* the pool that runs it (cfg->jobs.pools, master->pools) */
 	uint32_t where;                 /* LAGLESS_WHERE_POOL or LAGLESS_WHERE_LOOP (module.h) */
 	uint64_t deadline_ms;           /* of the job, queue wait included */
 	uint64_t in_len;                /* body bytes, at body_off in the input region */

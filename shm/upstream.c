@@ -163,7 +163,7 @@ lg_up_reason_str(enum lg_up_reason r)
 {
 	static const char *const names[LG_UPR_COUNT] = { "full", "queue_timeout", "connect",
 	    "connect_timeout", "reset", "invalid", "first_byte_timeout", "deadline",
-	    "truncated" };
+	    "truncated", "client_gone" };
 
 	return (unsigned)r < LG_UPR_COUNT ? names[r] : "unknown";
 }

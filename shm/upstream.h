@@ -24,7 +24,8 @@
 
 #define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
 
-/* Why lagless answered a proxied request itself (metrics label, access log). */
+/* Why lagless answered a proxied request itself, or why its exchange ended without an answer
+ * (metrics label, access log). */
 enum lg_up_reason {
 	LG_UPR_FULL = 0,       /* 503: max_conns in flight and the queue full */
 	LG_UPR_QUEUE_TIMEOUT,  /* 504: the deadline passed in the queue */
@@ -35,6 +36,7 @@ enum lg_up_reason {
 	LG_UPR_FIRST_BYTE,     /* 504: first_byte_timeout_ms */
 	LG_UPR_DEADLINE,       /* 504: the route's deadline during the exchange */
 	LG_UPR_TRUNCATED,      /* the answer was cut after its head went out: client closed */
+	LG_UPR_CLIENT_GONE,    /* the client left before its answer was whole (no answer) */
 	LG_UPR_COUNT
 };
 
@@ -43,7 +45,7 @@ struct lg_upadm {
 	_Atomic uint64_t word;             /* queued << 32 | in flight */
 	uint32_t max_conns, queue;         /* set by the master, read-only after */
 	_Atomic uint64_t requests[6];      /* answers by class: [0] other, [1..5] 1xx..5xx */
-	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote, by reason */
+	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote (exchanges cut), by reason */
 	_Atomic uint64_t retries;          /* requests sent again on a new connection */
 	_Atomic uint64_t conns_opened;     /* app connections opened */
 	/* times in ns, buckets of shm/stats.h lg_stats_time_bounds (many writers: fetch-add) */
@@ -56,6 +58,16 @@ struct lg_upadm {
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
 };
+
+/* What proxying may hold in the loop workers' private memory, for the memory budget
+ * (sizing/memsize.h, master/shape.c lg_up_memory): each exchange (a request queued or in
+ * flight, worker/upstream/up_int.h struct lg_conn_up: the 16 KiB buffer toward the app, the
+ * 32 KiB one from it, the app's head's index; and the client's head built from the app's, up
+ * to 32 KiB while it is written) at most LG_UP_XCHG_BYTES, checked there at compile time; each
+ * app connection LG_UP_CONN_BYTES (its record, and the kernel's socket of an idle one, about 2
+ * KiB, rounded up to a page). */
+#define LG_UP_XCHG_BYTES (96u << 10)
+#define LG_UP_CONN_BYTES 4096u
 
 struct lg_upshm {
 	struct lg_upadm *adm;  /* n records, a MAP_SHARED mapping; NULL when n is 0 */

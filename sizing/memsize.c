@@ -130,28 +130,30 @@ sub_floor(uint64_t a, uint64_t b)
 
 void
 lg_memsize_decide(struct lg_memsize *m, const struct lg_config *cfg, int loops, int cmax,
-    uint64_t fixed, int caching)
+    uint64_t fixed, int caching, uint64_t proxy)
 {
-	uint64_t per_compute = cfg->compute_memory > RESERVE_COMPUTE ? cfg->compute_memory :
+	uint64_t per_compute = cfg->jobs.compute_memory > RESERVE_COMPUTE ? cfg->jobs.compute_memory :
 	    RESERVE_COMPUTE;
 
-	m->limit_override = cfg->memory_limit > 0;
+	m->limit_override = cfg->sizing.memory_limit > 0;
 	if (m->limit_override)
-		m->limit = cfg->memory_limit;
+		m->limit = cfg->sizing.memory_limit;
 	else
 		m->limit = m->cgroup_limit < m->total ? m->cgroup_limit : m->total;
-	m->reserve = cfg->memory_reserve > 0 ? cfg->memory_reserve : RESERVE_BASE +
+	m->reserve = cfg->sizing.memory_reserve > 0 ? cfg->sizing.memory_reserve : RESERVE_BASE +
 	    RESERVE_LOOP * (uint64_t)(loops > 0 ? loops : 1) +
 	    per_compute * (uint64_t)(cmax > 0 ? cmax : 1);
 	m->fixed = fixed;
-	m->cache = caching ? cfg->cache_bytes : 0;
-	m->budget_override = cfg->shm_budget > 0;
+	m->cache = caching ? cfg->flights.cache_bytes : 0;
+	m->proxy = proxy;
+	m->budget_override = cfg->sizing.shm_budget > 0;
 	if (m->budget_override)
-		m->budget = cfg->shm_budget;
+		m->budget = cfg->sizing.shm_budget;
 	else if (m->limit == LG_MEM_NONE)
 		m->budget = LG_MEM_NONE;
 	else
-		m->budget = sub_floor(sub_floor(sub_floor(m->limit, m->reserve), m->fixed), m->cache);
+		m->budget = sub_floor(sub_floor(sub_floor(sub_floor(m->limit, m->reserve), m->fixed),
+		    m->cache), m->proxy);
 }
 
 /* ",\"key\":N" or ",\"key\":null" for LG_MEM_NONE. */
@@ -169,7 +171,8 @@ lg_memsize_json(const struct lg_memsize *m, char *buf, size_t cap)
 	const struct { const char *key; uint64_t v; } rows[] = {
 		{ "memory_total", m->total }, { "memory_cgroup_limit", m->cgroup_limit },
 		{ "memory_limit", m->limit }, { "memory_reserve", m->reserve },
-		{ "shm_fixed", m->fixed }, { "shm_cache", m->cache }, { "shm_budget", m->budget },
+		{ "shm_fixed", m->fixed }, { "shm_cache", m->cache }, { "memory_proxy", m->proxy },
+		{ "shm_budget", m->budget },
 	};
 	size_t n = 0;
 	int k;

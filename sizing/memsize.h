@@ -11,11 +11,13 @@
  * like the CPU one (sizing/sizing.c, same sysroot, same fixture trees).
  *
  * budget (bytes the arena's regions may hold backed at once, "transit") = limit - reserve -
- * fixed - cache, where reserve is room for the processes' own memory (--memory-reserve, else
- * 32 MiB + 8 MiB per loop worker + per compute process max(--compute-memory, 24 MiB)), fixed
- * the shared memory backed whatever the load (arena header, proc pages, stats, the request
- * views kept backed, the single-flight table) and cache --cache-bytes when a route caches.
- * --shm-budget replaces the result. */
+ * fixed - cache - proxy, where reserve is room for the processes' own memory
+ * (--memory-reserve, else 32 MiB + 8 MiB per loop worker + per compute process
+ * max(--compute-memory, 24 MiB)), fixed the shared memory backed whatever the load (arena
+ * header, proc pages, stats, the request views kept backed, the single-flight table), cache
+ * --cache-bytes when a route caches, and proxy the most the loop workers' upstream exchanges
+ * and app connections may hold (issue 35: bounded by each upstream's max_conns, queue and
+ * keepalive; master/shape.c lg_up_memory). --shm-budget replaces the result. */
 #ifndef LG_SIZING_MEMSIZE_H
 #define LG_SIZING_MEMSIZE_H
 
@@ -38,6 +40,7 @@ struct lg_memsize {
 	uint64_t reserve;          /* room left for the processes' private memory */
 	uint64_t fixed;            /* shared memory backed whatever the load */
 	uint64_t cache;            /* the result cache's part (0 when no route caches) */
+	uint64_t proxy;            /* what proxying to upstreams may hold (0 when no route does) */
 	uint64_t budget;           /* transit bytes that may be backed at once; LG_MEM_NONE = any */
 	int budget_override;       /* 1: --shm-budget gave it */
 };
@@ -61,15 +64,15 @@ void lg_memsize_walk(struct lg_memsize *m, const char *leaf, const char *top, si
 
 /* Decides m->limit, m->reserve, m->cache and m->budget for cfg (memory_limit, memory_reserve,
  * shm_budget, compute_memory, cache_bytes), L loop workers and cmax compute processes (the
- * most a live resize can reach), `fixed` bytes of shared memory backed whatever the load and
- * `caching` set when a route uses the result cache. A limit too small for the reserve gives a
+ * most a live resize can reach), `fixed` bytes of shared memory backed whatever the load,
+ * `caching` set when a route uses the result cache and `proxy` bytes proxying may hold. A limit too small for the reserve gives a
  * budget of 0: every body beyond the kept request view is refused (503). */
 void lg_memsize_decide(struct lg_memsize *m, const struct lg_config *cfg, int loops, int cmax,
-    uint64_t fixed, int caching);
+    uint64_t fixed, int caching, uint64_t proxy);
 
 /* Appends the memory keys to a JSON object being written (",\"memory_limit\":...", no braces):
  * memory_total, memory_cgroup_limit, memory_limit_source, memory_limit, memory_reserve,
- * shm_fixed, shm_cache, shm_budget (numbers in bytes, null when none). Returns the length
+ * shm_fixed, shm_cache, memory_proxy, shm_budget (numbers in bytes, null when none). Returns the length
  * written, or -1 with errno ENOSPC. */
 int lg_memsize_json(const struct lg_memsize *m, char *buf, size_t cap);
 

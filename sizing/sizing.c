@@ -35,9 +35,9 @@ min_known(int a, int b)
 }
 
 int
-lg_sizing_resizable(const struct lg_config *cfg)
+lg_sizing_resizable(const struct lg_sizing_cfg *sc)
 {
-	return cfg != NULL && cfg->live_resize && !(cfg->cpus > 0);
+	return sc != NULL && sc->live_resize && !(sc->cpus > 0);
 }
 
 static void
@@ -60,12 +60,12 @@ counts(int count, double share, int queue_given, int budget, int *compute, int *
 }
 
 void
-lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue)
+lg_sizing_counts(const struct lg_job_cfg *jc, int budget, int *compute, int *queue)
 {
-	if (cfg == NULL)
+	if (jc == NULL)
 		counts(0, 0, -1, budget, compute, queue);
 	else
-		counts(cfg->compute_workers, cfg->compute_share, cfg->queue_capacity, budget, compute,
+		counts(jc->compute_workers, jc->compute_share, jc->queue_capacity, budget, compute,
 		    queue);
 }
 
@@ -76,22 +76,22 @@ lg_sizing_pool_counts(const struct lg_pool_cfg *p, int budget, int *compute, int
 }
 
 int
-lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg, char *err,
+lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_job_cfg *jc, char *err,
     size_t cap)
 {
 	int used = 0, n = 0;
 
-	if (cfg == NULL || cfg->npools <= 1)
+	if (jc == NULL || jc->npools <= 1)
 		return 0; /* one pool: sized as it always was */
 	for (int i = 0; i < s->npools; i++)
-		if (!cfg->pools[i].oversubscribe)
+		if (!jc->pools[i].oversubscribe)
 			used += s->pool_compute[i];
 	if (used <= s->budget)
 		return 0;
 	n = snprintf(err, cap, "the pools need %d compute processes for a CPU budget of %d (", used,
 	    s->budget);
 	for (int i = 0; i < s->npools && n > 0 && (size_t)n < cap; i++)
-		n += snprintf(err + n, cap - (size_t)n, "%s%s %d", i ? ", " : "", cfg->pools[i].name,
+		n += snprintf(err + n, cap - (size_t)n, "%s%s %d", i ? ", " : "", jc->pools[i].name,
 		    s->pool_compute[i]);
 	if (n > 0 && (size_t)n < cap)
 		snprintf(err + n, cap - (size_t)n, "); lower them or set oversubscribe = yes on a pool");
@@ -103,11 +103,11 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 {
 	int budget, top;
 
-	s->rounding = cfg != NULL ? cfg->rounding : LG_ROUND_FLOOR;
+	s->rounding = cfg != NULL ? cfg->sizing.rounding : LG_ROUND_FLOOR;
 	s->cpus_override = 0;
-	if (cfg != NULL && cfg->cpus > 0 && isfinite(cfg->cpus)) {
-		s->cpus_override = cfg->cpus;
-		budget = round_cpus(cfg->cpus, s->rounding);
+	if (cfg != NULL && cfg->sizing.cpus > 0 && isfinite(cfg->sizing.cpus)) {
+		s->cpus_override = cfg->sizing.cpus;
+		budget = round_cpus(cfg->sizing.cpus, s->rounding);
 	} else {
 		budget = min_known(min_known(s->online, s->affinity), s->cpuset);
 		if (s->quota > 0)
@@ -116,41 +116,42 @@ lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg)
 			budget = 1;
 	}
 	s->budget = budget;
-	s->loop_workers = cfg != NULL && cfg->loop_workers > 0 ? cfg->loop_workers : budget;
-	lg_sizing_counts(cfg, budget, &s->compute_workers, &s->queue_capacity);
-	s->app_processes = cfg == NULL ? 0 : cfg->app_fixed +
-	    (cfg->app_auto ? cfg->app_auto * lg_sizing_app_share(budget, cfg->app_auto) : 0);
-	if (s->app_processes > 0 && cfg->compute_workers <= 0 && !(cfg->compute_share > 0)) {
+	s->loop_workers = cfg != NULL && cfg->sizing.loop_workers > 0 ? cfg->sizing.loop_workers : budget;
+	lg_sizing_counts(cfg != NULL ? &cfg->jobs : NULL, budget, &s->compute_workers,
+	    &s->queue_capacity);
+	s->app_processes = cfg == NULL ? 0 : cfg->master.app_fixed +
+	    (cfg->master.app_auto ? cfg->master.app_auto * lg_sizing_app_share(budget, cfg->master.app_auto) : 0);
+	if (s->app_processes > 0 && cfg->jobs.compute_workers <= 0 && !(cfg->jobs.compute_share > 0)) {
 		/* the app's processes run on the same CPUs: the default pool yields them */
 		s->compute_workers = budget - 1 - s->app_processes;
 		s->compute_workers = s->compute_workers < 1 ? 1 : s->compute_workers;
-		if (cfg->queue_capacity < 0)
+		if (cfg->jobs.queue_capacity < 0)
 			s->queue_capacity = 2 * s->compute_workers;
 	}
-	s->npools = cfg != NULL && cfg->npools > 1 ? cfg->npools : 1;
+	s->npools = cfg != NULL && cfg->jobs.npools > 1 ? cfg->jobs.npools : 1;
 	s->pool_compute[0] = s->compute_workers;
 	s->pool_queue[0] = s->queue_capacity;
 	for (int i = 0; i < s->npools; i++) {
 		snprintf(s->pool_name[i], sizeof(s->pool_name[i]), "%s", cfg != NULL ?
-		    cfg->pools[i].name : "default");
-		s->pool_over[i] = cfg != NULL && cfg->pools[i].oversubscribe;
+		    cfg->jobs.pools[i].name : "default");
+		s->pool_over[i] = cfg != NULL && cfg->jobs.pools[i].oversubscribe;
 		if (i > 0)
-			lg_sizing_pool_counts(&cfg->pools[i], budget, &s->pool_compute[i],
+			lg_sizing_pool_counts(&cfg->jobs.pools[i], budget, &s->pool_compute[i],
 			    &s->pool_queue[i]);
 	}
 	/* Room for the largest budget a live resize can reach: every online CPU (a quota or
 	 * cpuset can be loosened at run time, the CPUs themselves are the bound). */
-	s->live_resize = lg_sizing_resizable(cfg);
+	s->live_resize = lg_sizing_resizable(cfg != NULL ? &cfg->sizing : NULL);
 	top = s->online > budget ? s->online : budget;
 	if (s->live_resize)
-		lg_sizing_counts(cfg, top, &s->compute_max, &s->queue_max);
+		lg_sizing_counts(cfg != NULL ? &cfg->jobs : NULL, top, &s->compute_max, &s->queue_max);
 	else
 		s->compute_max = s->compute_workers, s->queue_max = s->queue_capacity;
 	s->pool_compute_max[0] = s->compute_max;
 	s->pool_queue_max[0] = s->queue_max;
 	for (int i = 1; i < s->npools; i++) {
 		if (s->live_resize)
-			lg_sizing_pool_counts(&cfg->pools[i], top, &s->pool_compute_max[i],
+			lg_sizing_pool_counts(&cfg->jobs.pools[i], top, &s->pool_compute_max[i],
 			    &s->pool_queue_max[i]);
 		else
 			s->pool_compute_max[i] = s->pool_compute[i], s->pool_queue_max[i] = s->pool_queue[i];

@@ -63,27 +63,28 @@ void lg_sizing_read(const char *sysroot, struct lg_sizing *s);
 void lg_sizing_reread(const char *sysroot, struct lg_sizing *s);
 
 /* Compute processes and queue capacity for a budget of `budget` whole CPUs (>= 1) under the
- * settings in cfg (NULL: defaults): C is cfg->compute_workers when given, else
- * floor(cfg->compute_share x budget) when a share is given, else budget - 1; never below 1.
- * The queue is cfg->queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
-void lg_sizing_counts(const struct lg_config *cfg, int budget, int *compute, int *queue);
+ * job settings jc (NULL: defaults): C is jc->compute_workers when given, else
+ * floor(jc->compute_share x budget) when a share is given, else budget - 1; never below 1.
+ * The queue is jc->queue_capacity when given (>= 0), else 2 x C. DESIGN.md "Sizing". */
+void lg_sizing_counts(const struct lg_job_cfg *jc, int budget, int *compute, int *queue);
 
-/* lg_sizing_counts for pool p (common/config.h struct lg_pool_cfg, resolved). */
+/* lg_sizing_counts for pool p (common/cfg_job.h struct lg_pool_cfg, resolved). */
 void lg_sizing_pool_counts(const struct lg_pool_cfg *p, int budget, int *compute, int *queue);
 
 /* With named pools, the compute processes of the pools not marked oversubscribe must fit the
  * budget (issue 11: a bulkhead that oversubscribes the CPU only moves the contention into the
  * kernel's scheduler). Returns 0, or -1 with the split in err ("the pools need 3 compute
  * processes for a CPU budget of 2 (default 1, slow 1, fast 1); ..."). One pool always fits:
- * it is sized as before pools existed. */
-int lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_config *cfg, char *err,
+ * it is sized as before pools existed. jc: the job settings with the pools (NULL: one pool). */
+int lg_sizing_check_pools(const struct lg_sizing *s, const struct lg_job_cfg *jc, char *err,
     size_t cap);
 
-/* 1 when the master follows a CPU budget that changes at run time under cfg: live_resize is
+/* 1 when the master follows a CPU budget that changes at run time under the sizing settings
+ * sc (NULL: defaults, 0): live_resize is
  * on and no --cpus replaces the measured budget. Only the counts lg_sizing_counts derives from
  * the budget then change; counts given explicitly never do (a given compute count fixes the
  * default queue, 2 x C, too). */
-int lg_sizing_resizable(const struct lg_config *cfg);
+int lg_sizing_resizable(const struct lg_sizing_cfg *sc);
 
 /* Processes of one [app] with processes = auto under a budget of `budget` whole CPUs shared by
  * nauto such apps: max(1, budget / 2 / nauto), at most 32 (the other half of the budget is the
@@ -92,11 +93,11 @@ int lg_sizing_app_share(int budget, int nauto);
 
 /* Fills the decision in *s from its inputs and the overrides in *cfg (cpus, rounding,
  * loop_workers, compute_workers or compute_share, queue_capacity; 0 or -1 mean "not set", see
- * common/config.h), with lg_sizing_counts. The [app]s' processes (cfg->app_fixed, app_auto)
+ * common/config.h), with lg_sizing_counts. The [app]s' processes (cfg->master.app_fixed, app_auto)
  * count against the budget: a compute count not given is max(1, budget - 1 - app processes).
  * Quota rounding: floor by default, ceil with
  * LG_ROUND_CEIL, never below 1. compute_max/queue_max: the counts at a budget of every online
- * CPU when lg_sizing_resizable(cfg), else the counts decided now. */
+ * CPU when lg_sizing_resizable(&cfg->sizing), else the counts decided now. */
 void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
 
 /* Writes *s as one JSON object (keys: online, affinity, cpuset, quota (number or null),

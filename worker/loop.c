@@ -51,7 +51,7 @@ pause_accept(struct lg_worker *w)
 static void
 resume_accept(struct lg_worker *w)
 {
-	if (!LG_ACC(w)->accepting && !w->draining && w->nconns < w->env->cfg->max_conns) {
+	if (!LG_ACC(w)->accepting && !w->draining && w->nconns < w->env->cfg->conn.max_conns) {
 		ev_io_start(w->ev, &LG_ACC(w)->io);
 		for (int i = 0; i < nwatch; i++)
 			ev_io_start(w->ev, &more_io[i]);
@@ -121,16 +121,16 @@ refuse_queued(struct lg_worker *w)
 	lg_stats_add(&w->env->page->conns_refused, (uint64_t)n);
 	char what[128];
 	snprintf(what, sizeof(what), "%d connection(s) over --max-conns %d refused with 503", n,
-	    w->env->cfg->max_conns);
+	    w->env->cfg->conn.max_conns);
 	warn_limited(w, &LG_ACC(w)->refuse_warned_at, &LG_ACC(w)->refuse_warn_repeats, what);
 }
 
-/* Whether listener lfd takes a PROXY protocol header first: bit 0 of cfg->listen_proxy is the
+/* Whether listener lfd takes a PROXY protocol header first: bit 0 of cfg->master.listen_proxy is the
  * first listener (env->listen_fd), bit i + 1 more_fds[i] (master/listen.c numbers them so). */
 static int
 takes_proxy(const struct lg_loop_env *env, int lfd)
 {
-	uint32_t bits = env->cfg->listen_proxy;
+	uint32_t bits = env->cfg->master.listen_proxy;
 
 	if (bits == 0)
 		return 0;
@@ -146,7 +146,7 @@ static void
 accept_conns(struct lg_worker *w, int lfd)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		if (w->nconns >= w->env->cfg->max_conns) {
+		if (w->nconns >= w->env->cfg->conn.max_conns) {
 			pause_accept(w); /* resumed by the tick once connections close */
 			return;
 		}
@@ -223,7 +223,7 @@ tick_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	lg_conn_tick(w);
 	lg_up_tick(w);
 	lg_fair_tick(w);
-	if (!w->draining && !LG_ACC(w)->paused_until_tick && w->nconns >= w->env->cfg->max_conns)
+	if (!w->draining && !LG_ACC(w)->paused_until_tick && w->nconns >= w->env->cfg->conn.max_conns)
 		refuse_queued(w);
 	LG_ACC(w)->paused_until_tick = 0;
 	resume_accept(w);
@@ -345,7 +345,7 @@ keep_fields(struct lg_worker *w)
 
 	if (w->env->cfg->reg != NULL && w->env->cfg->reg->nupstreams > 0)
 		return; /* a proxied request forwards every field: all kept (worker/upstream/) */
-	if (lg_keptfields_build(&keep, w->env->cfg) == 0)
+	if (lg_keptfields_build(&keep, w->env->cfg->reg) == 0)
 		w->lim.keep = &keep;
 	else
 		log_warn("more header field names listed than %d: every field is kept, the first "
@@ -357,11 +357,11 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 {
 	memset(w, 0, sizeof(*w));
 	w->env = env;
-	w->lim.max_head = (size_t)env->cfg->max_head;
-	w->lim.max_target = (size_t)env->cfg->max_uri;
-	w->lim.max_fields = (unsigned)env->cfg->max_fields;
-	w->lim.keep_slashes = !env->cfg->merge_slashes;
-	w->lim.max_body = env->cfg->max_body;
+	w->lim.max_head = (size_t)env->cfg->http.max_head;
+	w->lim.max_target = (size_t)env->cfg->http.max_uri;
+	w->lim.max_fields = (unsigned)env->cfg->http.max_fields;
+	w->lim.keep_slashes = !env->cfg->http.merge_slashes;
+	w->lim.max_body = env->cfg->http.max_body;
 	keep_fields(w);
 	w->ops = &lg_route_conn_ops;
 	if (lg_router_build(w) == -1)
@@ -390,7 +390,7 @@ setup(struct lg_worker *w, const struct lg_loop_env *env)
 	int one = 1;
 	if (setsockopt(env->listen_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
 		log_debug("TCP_NODELAY on the listener: %s", strerror(errno));
-	presize_fd_table(env->listen_fd, env->cfg->max_conns);
+	presize_fd_table(env->listen_fd, env->cfg->conn.max_conns);
 	lower_oom_score();
 	if (lg_offload_backing_start(w) == -1)
 		return -1;

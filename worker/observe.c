@@ -7,13 +7,14 @@
 #include "common/log.h"
 #include "common/pool.h"
 #include "shm/stats.h"
+#include "shm/upstream.h"
 #include "worker/core/access.h"
 #include "worker/job/job.h"
 
 static void
 lag_arm(struct lg_worker *w)
 {
-	uint64_t iv = w->env->cfg->lag_interval_ms * LG_NS_PER_MS;
+	uint64_t iv = w->env->cfg->loop.lag_interval_ms * LG_NS_PER_MS;
 
 	/* libev times the timer from the loop's cached time; refresh it so the due time below
 	 * and libev's agree (ev_now_update, libev(3) "The special problem of time updates"). */
@@ -55,7 +56,7 @@ lg_obs_draining(struct lg_worker *w)
 static int
 slow_on(const struct lg_worker *w)
 {
-	return w->env->cfg->slow_callback_ms > 0;
+	return w->env->cfg->loop.slow_callback_ms > 0;
 }
 
 /* Notes c's current request (its target cut at 96 bytes) into out: copied, not formatted, as it
@@ -154,7 +155,7 @@ worst_step(struct lg_worker *w, uint64_t took, char *out, size_t cap)
 void
 lg_obs_cb_end(struct lg_worker *w, const char *cb)
 {
-	uint64_t took, limit = w->env->cfg->slow_callback_ms * LG_NS_PER_MS;
+	uint64_t took, limit = w->env->cfg->loop.slow_callback_ms * LG_NS_PER_MS;
 	char worst[128];
 
 	if (!w->obs.timing)
@@ -166,11 +167,11 @@ lg_obs_cb_end(struct lg_worker *w, const char *cb)
 		if (worst_step(w, took, worst, sizeof(worst)))
 			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); route %s, request "
 			    "\"%s\" took %.1f ms of it", cb, (double)took / 1e6,
-			    (unsigned long long)w->env->cfg->slow_callback_ms, w->obs.worst_route,
+			    (unsigned long long)w->env->cfg->loop.slow_callback_ms, w->obs.worst_route,
 			    worst, (double)w->obs.worst_unit_ns / 1e6);
 		else
 			log_warn("slow callback: %s ran %.1f ms (limit %llu ms); no request step in it",
-			    cb, (double)took / 1e6, (unsigned long long)w->env->cfg->slow_callback_ms);
+			    cb, (double)took / 1e6, (unsigned long long)w->env->cfg->loop.slow_callback_ms);
 	}
 	w->obs.cb_conn = NULL;
 }
@@ -227,7 +228,7 @@ lg_obs_request_end(struct lg_conn *c)
 	uint64_t start = c->obs.req_start_ns, took = 0;
 	struct lg_route_stats *rs = lg_arena_route_stats(w->env->arena, w->env->index,
 	    LG_RT(c)->route_row);
-	int log = w->env->cfg->access_log;
+	int log = w->env->cfg->conn.access_log;
 
 	lg_stats_add(&rs->responses[lg_stats_code_index(c->obs.resp_status)], 1);
 	if (start && w->obs.timing && !log && w->obs.npending < LG_OBS_PENDING) {
@@ -246,6 +247,22 @@ lg_obs_request_end(struct lg_conn *c)
 		request_done(c);
 }
 
+/* A request cut without its answer's end, by a room's fault it named (c->obs.why) or while an
+ * upstream exchange held it (the client left: nginx's 499 when nothing of the answer went
+ * out), still gets its access line, with the reason. */
+static void
+cut_line(struct lg_conn *c)
+{
+	if (c->obs.why == NULL && !(c->held & LG_CONN_HELD_UP))
+		return;
+	if (c->obs.why == NULL)
+		c->obs.why = lg_up_reason_str(LG_UPR_CLIENT_GONE);
+	if (c->obs.resp_status == 0)
+		c->obs.resp_status = 499;
+	if (c->w->env->cfg->conn.access_log)
+		lg_access_line(c, lg_now_ns() - c->obs.req_start_ns);
+}
+
 void
 lg_obs_conn_closed(struct lg_conn *c)
 {
@@ -253,6 +270,7 @@ lg_obs_conn_closed(struct lg_conn *c)
 		c->w->obs.cb_conn = NULL;
 	if (c->obs.req_start_ns == 0)
 		return;
+	cut_line(c);
 	if (lg_job_held(c) && c->state == LG_CONN_JOB)
 		lg_stats_add(&c->w->env->page->cancelled, 1); /* the client left while it waited */
 	request_done(c);

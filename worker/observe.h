@@ -9,7 +9,7 @@
 #include "worker/route/routes_state.h"
 
 /* Resets this incarnation's gauges, marks the page RUNNING and starts the lag probe: a timer
- * every cfg->lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
+ * every cfg->loop.lag_interval_ms whose lateness (firing time minus due time, CLOCK_MONOTONIC, the
  * interval itself excluded) goes into the page's lag histogram and its 10 s windows. */
 void lg_obs_start(struct lg_worker *w);
 
@@ -17,7 +17,7 @@ void lg_obs_start(struct lg_worker *w);
 void lg_obs_draining(struct lg_worker *w);
 
 /* Brackets one libev callback. c is the connection it serves, or NULL (accept, completions).
- * A callback longer than cfg->slow_callback_ms (0 = off) is counted and logged as a warning
+ * A callback longer than cfg->loop.slow_callback_ms (0 = off) is counted and logged as a warning
  * naming cb and the request step that took longest inside it. The clock is read at both ends
  * and between two request steps only (worker/core/obs_state.h): two readings for a callback
  * that answers one request. */
@@ -43,7 +43,10 @@ void lg_obs_request_end(struct lg_conn *c);
 
 /* c is being closed: a request still in progress is dropped from the in-flight count (and its
  * job counted as cancelled when it was waiting on one), and c is forgotten by the callback
- * bracket. Call before c is freed. */
+ * bracket. Such a request cut for a reason a room named (c->obs.why), or while an upstream
+ * exchange held it (client_gone), gets its access line: the reason as upstream_error, the
+ * status of the answer's head when it went out, else 499 (nginx's "client closed request").
+ * Call before c is freed. */
 void lg_obs_conn_closed(struct lg_conn *c);
 
 /* Counts a request that reached its route's handler (inline answer, or job queued) in this

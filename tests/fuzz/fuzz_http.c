@@ -44,10 +44,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct lg_config cfg = {
-	.max_body = 4096, .deadline_ms = 30000, .max_conns = 16, .max_head = 2048,
-	.max_uri = 512, .max_fields = 20, .head_timeout_ms = 10000, .body_timeout_ms = 10000,
-	.body_deadline_ms = 10000, .keepalive_timeout_ms = 10000, .write_timeout_ms = 10000,
-	.max_discard = 1024,
+	.http = { .max_body = 4096, .max_head = 2048, .max_uri = 512, .max_fields = 20,
+	    .head_timeout_ms = 10000, .body_timeout_ms = 10000, .body_deadline_ms = 10000,
+	    .max_discard = 1024 },
+	.conn = { .max_conns = 16, .keepalive_timeout_ms = 10000, .write_timeout_ms = 10000 },
+	.jobs = { .deadline_ms = 30000 },
 };
 static struct lg_registry reg;
 static struct lg_arena arena;
@@ -288,7 +289,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	/* the routes a server serves without configuration (kinds/registry.h) */
 	if (lg_registry_init(&reg, err, sizeof(err)) == -1 || lg_registry_default_routes(&reg,
-	    cfg.deadline_ms, cfg.max_body, 0, err, sizeof(err)) == -1) {
+	    cfg.jobs.deadline_ms, cfg.http.max_body, 0, err, sizeof(err)) == -1) {
 		fprintf(stderr, "registry: %s\n", err);
 		abort();
 	}

@@ -43,6 +43,7 @@ class Origin:
         self.requests = {}      # path -> count
         self.bodies = []        # (path, body bytes) of each request
         self.heads = []         # the raw head of each request
+        self.heads_read = 0     # request heads read, counted before the body is
         self.inflight = 0
         self.max_inflight = 0
         self.gate = threading.Event()
@@ -120,6 +121,8 @@ class Origin:
                 head, buf = self._read_head(c, buf)
                 if head is None:
                     return
+                with self.lock:
+                    self.heads_read += 1
                 if head.split(b" ", 2)[1].startswith(b"/api/noread"):
                     with self.lock:
                         self.requests["/api/noread"] = self.requests.get("/api/noread", 0) + 1

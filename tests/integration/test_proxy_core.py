@@ -73,6 +73,9 @@ def test_config_check_prints_upstream_and_refuses_bad_keys(tmp_path, origin):
            ("[upstream app]\nserver = 127.0.0.1:1\nkeep_alive = 3\n", ":3: key 'keep_alive'"),
            ("[upstream app]\nmax_conns = 3\n", ":2: upstream app: no 'server' key"),
            ("[route /x]\nupstream = nope\n", ":2: key 'upstream'"),
+           ("[route /x]\nkind = heavy\nrequest_buffering = on\n", ":3: key 'request_buffering'"),
+           ("[upstream app]\nserver = 127.0.0.1:1\n[route /x]\nupstream = app\n"
+            "request_buffering = maybe\n", ":5: key 'request_buffering'"),
            ("[upstream app]\nserver = 127.0.0.1:1\n[route /x]\nkind = heavy\nupstream = app\n",
             ":5: key 'upstream'")]
     for i, (text_in, want) in enumerate(bad):
@@ -596,3 +599,248 @@ def test_a_head_too_large_to_keep_whole_is_refused_not_cut(tmp_path, origin, sta
     assert st == 431
     assert origin.count("/api/echo") == 0
     assert req(srv.port, "GET", "/api/echo", headers={"Cookie": "c=" + "x" * 1000})[0] == 200
+
+
+def test_client_gone_mid_exchange_keeps_its_place_until_the_app_answered(tmp_path, origin,
+                                                                          start_server):
+    """A client that leaves while its request is at the app does not stop the app working on
+    it: the place stays taken until the app's answer came whole (read and dropped), so the
+    next request reaches the app only then and the app never has more than max_conns. Its
+    access line says client_gone, and so does the metric."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4), "--loop-workers", "2",
+                       "--access-log")
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    a.sendall(b"GET /api/slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert wait_until(lambda: origin.count("/api/slow") == 1, 5)
+    a.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_errors_total{upstream="app",reason="client_gone"}') == 1, 5)
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+    assert origin.max_inflight == 1, origin.max_inflight
+    assert wait_until(lambda: any("/api/slow" in ln and "upstream_error=client_gone" in ln
+                                  for ln in srv.log().splitlines()), 5), srv.log()[-2000:]
+    line = [ln for ln in srv.log().splitlines() if "/api/slow" in ln and "status=" in ln][-1]
+    assert "status=499 " in line and "upstream=%s " % origin.address in line, line
+    # the app's answer was read whole: its connection is kept and serves the next request
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
+
+
+def test_client_gone_place_is_freed_at_the_deadline(tmp_path, origin, start_server):
+    """An app still working past the request's deadline after its client left: the app
+    connection is closed and the place freed then, not later."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=800),
+                       "--loop-workers", "1")
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    a.sendall(b"GET /api/slow?ms=6000 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert wait_until(lambda: origin.count("/api/slow") == 1, 5)
+    t0 = time.monotonic()
+    a.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5)
+    assert time.monotonic() - t0 < 4.0
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+
+
+def test_access_line_of_an_answer_cut_after_its_head(tmp_path, origin, start_server):
+    """An app that closes mid-body after the answer's head went out, and a client that leaves
+    mid-download: each exchange ends without an answer's end, and each still has its access
+    line, with the app's status, the reason, and the metric label."""
+    srv = start_server("-c", conf(tmp_path, origin), "--loop-workers", "1", "--access-log")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"GET /api/cut HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        got += d
+    s.close()
+    assert got.startswith(b"HTTP/1.1 200 ")
+
+    def line(path):
+        ls = [ln for ln in srv.log().splitlines() if path in ln and "status=" in ln]
+        return ls[-1] if ls else None
+    assert wait_until(lambda: line("/api/cut"), 5), srv.log()[-2000:]
+    cut = line("/api/cut")
+    assert "status=200 " in cut and "upstream_error=truncated" in cut, cut
+    assert metric_value(srv.port,
+                        'lagless_upstream_errors_total{upstream="app",reason="truncated"}') == 1
+
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/big?mb=64 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+    s.close()
+    assert wait_until(lambda: line("/api/big"), 10), srv.log()[-2000:]
+    assert "status=200 " in line("/api/big") and "upstream_error=client_gone" in line("/api/big")
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+
+
+def sizing_json(*args):
+    out = subprocess.run([LAGLESS_BIN, *args], capture_output=True, text=True, timeout=20)
+    assert out.returncode == 0, out.stderr
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][0]
+    return json.loads(line)
+
+
+def test_memory_budget_counts_what_proxying_holds(tmp_path, origin):
+    """The memory budget leaves room for what the loop workers' proxying may hold: an exchange
+    (96 KiB) per request in flight or queued for the whole server, and an app connection (4
+    KiB) per kept one (keepalive per loop and server) and per busy one; --print-sizing and -t
+    print it as memory_proxy, and the transit budget is that much smaller."""
+    mib = 1 << 20
+    common = ("--memory-limit", str(1024 * mib), "--loop-workers", "2", "--compute-workers", "1")
+    plain = tmp_path / "plain.conf"
+    plain.write_text("[route /api/*]\nkind = heavy\n\n[route /api/hold]\nkind = heavy\n")
+    base = sizing_json("--print-sizing", "-c", str(plain), *common)
+    assert base["memory_proxy"] == 0, base
+    c = conf(tmp_path, origin, max_conns=6, queue=10, extra="keepalive = 8\n")
+    for how in ("--print-sizing", "-t"):
+        m = sizing_json(how, "-c", c, *common)
+        want = (6 + 10) * 96 * 1024 + (2 * 1 * 8 + 6) * 4096
+        assert m["memory_proxy"] == want, (how, m)
+        assert m["shm_budget"] == (m["memory_limit"] - m["memory_reserve"] - m["shm_fixed"]
+                                   - m["shm_cache"] - want), m
+        assert m["shm_budget"] == base["shm_budget"] - want, (m, base)
+
+
+def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin, start_server):
+    """A client that leaves mid-upload: the app is told the request ends there (the write side
+    of its connection shut, so it reads the end of its input instead of waiting for bytes that
+    never come), its answer is read and dropped, and only then the next request goes in: well
+    before the deadline, never two at the app."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4), "--loop-workers", "1",
+                       "--access-log")
+    a = socket.create_connection(("127.0.0.1", srv.port))
+    a.sendall(b"POST /api/slow?ms=800 HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"
+              + b"x" * 10)
+    assert wait_until(lambda: origin.heads_read == 1, 5)  # the head, and the 10 bytes with it
+    a.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_errors_total{upstream="app",reason="client_gone"}') == 1, 5)
+    t0 = time.monotonic()
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200 and time.monotonic() - t0 < 3.0
+    assert origin.max_inflight == 1, origin.max_inflight
+    assert (("/api/slow", b"x" * 10) in origin.bodies), origin.bodies
+
+
+def buffered_conf(tmp_path, origin, max_conns=1, queue=4, extra_route=""):
+    p = tmp_path / "buffered.conf"
+    p.write_text("[upstream app]\nserver = %s\nmax_conns = %d\nqueue = %d\n\n"
+                 "[route /api/*]\nupstream = app\ndeadline_ms = 5000\nrequest_buffering = on\n%s"
+                 % (origin.address, max_conns, queue, extra_route))
+    return str(p)
+
+
+def test_buffered_upload_holds_no_place_while_it_uploads(tmp_path, origin, start_server):
+    """request_buffering = on: a slow upload is received whole before the request takes an
+    upstream place, so with max_conns = 1 another client's request is served meanwhile; the
+    app then gets the body with its Content-Length, exactly as sent."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin), "--loop-workers", "2")
+    body = bytes(range(256)) * 200
+    a = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    a.sendall(b"POST /api/echo?who=a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+              % len(body) + body[:1000])
+    assert req(srv.port, "GET", "/api/echo?who=b")[0] == 200  # served while a uploads
+    assert origin.count("/api/echo") == 1
+    a.sendall(body[1000:])
+    a.settimeout(10)
+    got = b""
+    while b"\r\n\r\n" not in got or len(got.split(b"\r\n\r\n", 1)[1]) < 10:
+        d = a.recv(65536)
+        if not d:
+            break
+        got += d
+    a.close()
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    assert wait_until(lambda: origin.count("/api/echo") == 2, 5)
+    head = [h for h in origin.heads if b"who=a" in h][0].lower()
+    assert b"content-length: %d\r\n" % len(body) in head and b"transfer-encoding" not in head
+    assert ("/api/echo", body) in origin.bodies
+
+
+def test_buffered_chunked_upload_reaches_the_app_with_its_length(tmp_path, origin,
+                                                                 start_server):
+    srv = start_server("-c", buffered_conf(tmp_path, origin), "--loop-workers", "1")
+    parts = [b"hello ", b"x" * 5000, b" world"]
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n")
+    got = s.recv(65536)
+    s.close()
+    assert got.startswith(b"HTTP/1.1 200 "), got[:200]
+    head = origin.heads[-1].lower()
+    assert b"content-length: %d\r\n" % len(b"".join(parts)) in head, head
+    assert b"transfer-encoding" not in head, head
+    assert origin.bodies[-1] == ("/api/echo", b"".join(parts))
+
+
+def test_buffered_upload_full_is_503_before_the_body_and_413_over_max_body(tmp_path, origin,
+                                                                           start_server):
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=1, queue=0,
+                                           extra_route="max_body = 4096\n"),
+                       "--loop-workers", "1")
+    st, _, _ = req(srv.port, "POST", "/api/echo", body=b"y" * 5000)
+    assert st == 413
+    holder = threading.Thread(target=lambda: req(srv.port, "GET", "/api/hold"))
+    holder.start()
+    try:
+        assert wait_until(lambda: origin.count("/api/hold") == 1, 5)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        got = s.recv(65536)  # the answer comes without a byte of the body sent (no 100)
+        s.close()
+        assert got.startswith(b"HTTP/1.1 503 "), got[:200]
+        assert b"retry-after" in got.lower()
+    finally:
+        origin.release()
+        holder.join(10)
+    assert origin.count("/api/echo") == 0
+
+
+def test_buffered_uploads_give_their_transit_buffer_back(tmp_path, origin, start_server):
+    """Each buffered body's transit buffer goes back once its answer is written: more requests
+    on one kept connection than the server has transit buffers all succeed, and a client that
+    leaves mid-upload frees its buffer too."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=2), "--loop-workers", "1",
+                       "--compute-workers", "1", "--transit-buffers", "4")
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\nabc")
+        s.close()
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    try:
+        for i in range(12):
+            body = (b"%d-" % i) * 700
+            c.request("POST", "/api/echo?i=%d" % i, body=body)
+            r = c.getresponse()
+            assert r.status == 200, (i, r.status, r.read())
+            assert json.loads(r.read())["body_len"] == len(body)
+    finally:
+        c.close()
+    assert [b for p, b in origin.bodies if p == "/api/echo"][-1] == b"11-" * 700
+
+
+def test_buffered_large_body_and_client_gone_while_it_is_sent(tmp_path, origin, start_server):
+    """A buffered body larger than the sockets' buffers goes out whole from its transit buffer;
+    a client that leaves while it is still being sent to an app that reads nothing ends the
+    request toward the app, and its place and buffer go back."""
+    srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=1), "--loop-workers", "1",
+                       "--max-body", "8M")
+    body = os.urandom(3 << 20)
+    st, _, out = req(srv.port, "POST", "/api/echo", body=body, timeout=30)
+    assert st == 200 and json.loads(out)["body_len"] == len(body)
+    assert origin.bodies[-1] == ("/api/echo", body)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/noread HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body)
+              + body)
+    assert wait_until(lambda: origin.count("/api/noread") == 1, 10)
+    s.close()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 8)
+    assert req(srv.port, "POST", "/api/echo", body=b"after")[0] == 200

@@ -38,13 +38,13 @@ test_drain_delay_default_follows_the_agent(void **state)
 
 	(void)state;
 	lg_options_defaults(&cfg);
-	assert_int_equal(lg_agent_drain_delay_ms(&cfg), 0);
-	strcpy(cfg.agent_listen, "127.0.0.1:8081");
-	assert_int_equal(lg_agent_drain_delay_ms(&cfg), 2500);
-	cfg.drain_delay_ms = 0; /* given: kept, even 0 */
-	assert_int_equal(lg_agent_drain_delay_ms(&cfg), 0);
-	cfg.drain_delay_ms = 7000;
-	assert_int_equal(lg_agent_drain_delay_ms(&cfg), 7000);
+	assert_int_equal(lg_agent_drain_delay_ms(&cfg.master), 0);
+	strcpy(cfg.master.agent_listen, "127.0.0.1:8081");
+	assert_int_equal(lg_agent_drain_delay_ms(&cfg.master), 2500);
+	cfg.master.drain_delay_ms = 0; /* given: kept, even 0 */
+	assert_int_equal(lg_agent_drain_delay_ms(&cfg.master), 0);
+	cfg.master.drain_delay_ms = 7000;
+	assert_int_equal(lg_agent_drain_delay_ms(&cfg.master), 7000);
 }
 
 int

@@ -177,17 +177,17 @@ rig_up(void **state)
 	memset(&fk, 0, sizeof(fk));
 	fk.window = sizeof(fk.sink);
 	lg_options_defaults(&r.cfg);
-	r.cfg.access_log = 0;
+	r.cfg.conn.access_log = 0;
 	if (lg_arena_create_sized(&r.arena, 1, 1, 65536, 65536, 4, 1) == -1)
 		return -1;
 	r.env = (struct lg_loop_env){ .cfg = &r.cfg, .arena = &r.arena, .listen_fd = -1,
 	    .admin_fd = -1, .index = 0, .nloops = 1, .page = &r.arena.procs[0] };
 	r.w.env = &r.env;
 	r.w.ops = &fake_ops;
-	r.w.lim.max_head = (size_t)r.cfg.max_head;
-	r.w.lim.max_target = (size_t)r.cfg.max_uri;
-	r.w.lim.max_fields = (unsigned)r.cfg.max_fields;
-	r.w.lim.max_body = r.cfg.max_body;
+	r.w.lim.max_head = (size_t)r.cfg.http.max_head;
+	r.w.lim.max_target = (size_t)r.cfg.http.max_uri;
+	r.w.lim.max_fields = (unsigned)r.cfg.http.max_fields;
+	r.w.lim.max_body = r.cfg.http.max_body;
 	if ((r.w.ev = ev_loop_new(EVFLAG_AUTO)) == NULL)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == -1)

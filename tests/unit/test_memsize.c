@@ -90,7 +90,7 @@ config(void)
 	struct lg_config c;
 
 	memset(&c, 0, sizeof(c));
-	c.cache_bytes = 64 * MIB;
+	c.flights.cache_bytes = 64 * MIB;
 	return c;
 }
 
@@ -113,31 +113,34 @@ test_decide(void **state UNUSED)
 	struct lg_config cfg = config();
 	struct lg_memsize m = measured(16384 * MIB, 256 * MIB);
 
-	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 0);
+	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 0, 0);
 	assert_int_equal(m.limit, 256 * MIB);
 	assert_int_equal(m.reserve, (32 + 16 + 24) * MIB);
 	assert_int_equal(m.cache, 0);
 	assert_int_equal(m.budget, (256 - 72 - 1) * MIB);
-	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 1);
+	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 1, 0);
 	assert_int_equal(m.cache, 64 * MIB);
 	assert_int_equal(m.budget, (256 - 72 - 1 - 64) * MIB);
+	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 1, 3 * MIB); /* proxying's part too */
+	assert_int_equal(m.proxy, 3 * MIB);
+	assert_int_equal(m.budget, (256 - 72 - 1 - 64 - 3) * MIB);
 
 	m = measured(512 * MIB, NONE); /* no cgroup limit: MemTotal */
-	lg_memsize_decide(&m, &cfg, 1, 1, 0, 0);
+	lg_memsize_decide(&m, &cfg, 1, 1, 0, 0, 0);
 	assert_int_equal(m.limit, 512 * MIB);
 	assert_int_equal(m.budget, (512 - 64) * MIB);
 
 	m = measured(NONE, NONE); /* nothing known: no bound */
-	lg_memsize_decide(&m, &cfg, 1, 1, 0, 0);
+	lg_memsize_decide(&m, &cfg, 1, 1, 0, 0, 0);
 	assert_true(m.limit == NONE && m.budget == NONE);
 
 	m = measured(NONE, 64 * MIB); /* a limit below the reserve: nothing may be backed */
-	lg_memsize_decide(&m, &cfg, 4, 3, 0, 0);
+	lg_memsize_decide(&m, &cfg, 4, 3, 0, 0, 0);
 	assert_int_equal(m.budget, 0);
 
-	cfg.compute_memory = 100 * MIB; /* RLIMIT_DATA above the default share of a compute */
+	cfg.jobs.compute_memory = 100 * MIB; /* RLIMIT_DATA above the default share of a compute */
 	m = measured(NONE, 1024 * MIB);
-	lg_memsize_decide(&m, &cfg, 2, 3, 0, 0);
+	lg_memsize_decide(&m, &cfg, 2, 3, 0, 0, 0);
 	assert_int_equal(m.reserve, (32 + 16 + 300) * MIB);
 }
 
@@ -147,20 +150,20 @@ test_overrides(void **state UNUSED)
 	struct lg_config cfg = config();
 	struct lg_memsize m = measured(16384 * MIB, 256 * MIB);
 
-	cfg.memory_limit = 1024 * MIB;
-	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
+	cfg.sizing.memory_limit = 1024 * MIB;
+	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0, 0);
 	assert_int_equal(m.limit, 1024 * MIB);
 	assert_true(m.limit_override);
 	assert_int_equal(m.budget, (1024 - 72) * MIB);
-	cfg.memory_reserve = 24 * MIB;
-	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
+	cfg.sizing.memory_reserve = 24 * MIB;
+	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0, 0);
 	assert_int_equal(m.budget, 1000 * MIB);
-	cfg.shm_budget = 5 * MIB;
-	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
+	cfg.sizing.shm_budget = 5 * MIB;
+	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0, 0);
 	assert_int_equal(m.budget, 5 * MIB);
 	assert_true(m.budget_override);
 	m = measured(NONE, NONE); /* --shm-budget bounds even without a known limit */
-	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0);
+	lg_memsize_decide(&m, &cfg, 2, 1, 0, 0, 0);
 	assert_int_equal(m.budget, 5 * MIB);
 }
 
@@ -173,12 +176,13 @@ test_json(void **state UNUSED)
 	int n;
 
 	strcpy(m.source, "/sys/fs/cgroup/memory.max");
-	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 0);
+	lg_memsize_decide(&m, &cfg, 2, 1, 1 * MIB, 0, 0);
 	n = lg_memsize_json(&m, buf, sizeof(buf));
 	assert_true(n > 0 && (size_t)n == strlen(buf));
 	assert_non_null(strstr(buf, ",\"memory_total\":null"));
 	assert_non_null(strstr(buf, ",\"memory_limit\":268435456"));
 	assert_non_null(strstr(buf, ",\"shm_budget\":191889408"));
+	assert_non_null(strstr(buf, ",\"memory_proxy\":0"));
 	assert_non_null(strstr(buf, ",\"memory_limit_source\":\"/sys/fs/cgroup/memory.max\""));
 	for (int cap = 0; cap < n; cap += 7)
 		assert_int_equal(lg_memsize_json(&m, buf, (size_t)cap), -1);

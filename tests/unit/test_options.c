@@ -26,7 +26,7 @@ load(struct lg_config *cfg, struct lg_command *cmd, int argc, char **argv)
 
 	reg_built = cfg->reg != NULL;
 	lg_registry_free(cfg->reg);
-	lg_appconf_free(cfg->apps);
+	lg_appconf_free(cfg->master.apps);
 	cfg->reg = NULL;
 	return rc;
 }
@@ -51,14 +51,14 @@ test_defaults(void **state)
 	struct lg_config cfg;
 
 	lg_options_defaults(&cfg);
-	assert_string_equal(cfg.listen_addr, "0.0.0.0");
-	assert_int_equal(cfg.port, 8080);
-	assert_int_equal(cfg.queue_capacity, -1);
-	assert_true(cfg.max_body == 64ull << 20);
-	assert_true(cfg.deadline_ms == 30000);
-	assert_int_equal(cfg.max_conns, 10000);
-	assert_int_equal(cfg.compute_policy, SCHED_OTHER);
-	assert_int_equal(cfg.pools[0].policy, SCHED_OTHER);
+	assert_string_equal(cfg.master.listen_addr, "0.0.0.0");
+	assert_int_equal(cfg.master.port, 8080);
+	assert_int_equal(cfg.jobs.queue_capacity, -1);
+	assert_true(cfg.http.max_body == 64ull << 20);
+	assert_true(cfg.jobs.deadline_ms == 30000);
+	assert_int_equal(cfg.conn.max_conns, 10000);
+	assert_int_equal(cfg.jobs.compute_policy, SCHED_OTHER);
+	assert_int_equal(cfg.jobs.pools[0].policy, SCHED_OTHER);
 }
 
 /* --compute-policy and a pool's policy key: idle, batch or normal (sched(7)); a pool without
@@ -74,14 +74,14 @@ test_compute_policy(void **state)
 	char *file[] = { "lagless", "-c", path, NULL };
 
 	assert_int_equal(load(&cfg, &cmd, 5, flag), 0);
-	assert_int_equal(cfg.npools, 3);
-	assert_int_equal(cfg.pools[0].policy, SCHED_BATCH);
-	assert_int_equal(cfg.pools[1].policy, SCHED_IDLE);
-	assert_int_equal(cfg.pools[2].policy, SCHED_BATCH);
+	assert_int_equal(cfg.jobs.npools, 3);
+	assert_int_equal(cfg.jobs.pools[0].policy, SCHED_BATCH);
+	assert_int_equal(cfg.jobs.pools[1].policy, SCHED_IDLE);
+	assert_int_equal(cfg.jobs.pools[2].policy, SCHED_BATCH);
 	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
-	assert_int_equal(cfg.pools[0].policy, SCHED_OTHER);
-	assert_int_equal(cfg.pools[1].policy, SCHED_IDLE);
-	assert_int_equal(cfg.pools[2].policy, SCHED_OTHER);
+	assert_int_equal(cfg.jobs.pools[0].policy, SCHED_OTHER);
+	assert_int_equal(cfg.jobs.pools[1].policy, SCHED_IDLE);
+	assert_int_equal(cfg.jobs.pools[2].policy, SCHED_OTHER);
 	unlink(path);
 	path = write_file("[pool a]\ncompute = 1\npolicy = fifo\n");
 	assert_int_equal(load(&cfg, &cmd, 3, file), -1);
@@ -98,12 +98,12 @@ test_flags_and_sizes(void **state)
 	    "--cpus", "1.5", "--cpu-rounding", "ceil", "-p", "9000", NULL };
 
 	assert_int_equal(load(&cfg, &cmd, 13, argv), 0);
-	assert_string_equal(cfg.listen_addr, "::1");
-	assert_int_equal(cfg.port, 9000); /* -p after --listen wins */
-	assert_true(cfg.max_body == 2048);
-	assert_int_equal(cfg.queue_capacity, 0);
-	assert_true(cfg.cpus == 1.5);
-	assert_int_equal(cfg.rounding, LG_ROUND_CEIL);
+	assert_string_equal(cfg.master.listen_addr, "::1");
+	assert_int_equal(cfg.master.port, 9000); /* -p after --listen wins */
+	assert_true(cfg.http.max_body == 2048);
+	assert_int_equal(cfg.jobs.queue_capacity, 0);
+	assert_true(cfg.sizing.cpus == 1.5);
+	assert_int_equal(cfg.sizing.rounding, LG_ROUND_CEIL);
 }
 
 static void
@@ -150,15 +150,15 @@ test_compute_share(void **state)
 	char *off[] = { "lagless", "--live-resize=no", NULL };
 
 	assert_int_equal(load(&cfg, &cmd, 1, share), 0);
-	assert_int_equal(cfg.live_resize, 1);	/* on by default */
+	assert_int_equal(cfg.sizing.live_resize, 1);	/* on by default */
 	assert_int_equal(load(&cfg, &cmd, 3, share), 0);
-	assert_true(cfg.compute_share == 1.5);
-	assert_int_equal(cfg.compute_workers, 0);
+	assert_true(cfg.jobs.compute_share == 1.5);
+	assert_int_equal(cfg.jobs.compute_workers, 0);
 	assert_int_equal(load(&cfg, &cmd, 5, both), 0);
-	assert_true(cfg.compute_share == 0);
-	assert_int_equal(cfg.compute_workers, 3);
+	assert_true(cfg.jobs.compute_share == 0);
+	assert_int_equal(cfg.jobs.compute_workers, 3);
 	assert_int_equal(load(&cfg, &cmd, 2, off), 0);
-	assert_int_equal(cfg.live_resize, 0);
+	assert_int_equal(cfg.sizing.live_resize, 0);
 }
 
 static void
@@ -173,14 +173,14 @@ test_precedence(void **state)
 	setenv("LAGLESS_QUEUE", "5", 1);
 	setenv("LAGLESS_DEADLINE_MS", "4321", 1);
 	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
-	assert_int_equal(cfg.queue_capacity, 9);        /* flag > env > file */
-	assert_true(cfg.deadline_ms == 4321);           /* env > file */
-	assert_true(cfg.max_body == 1u << 20);          /* file > default */
-	assert_int_equal(cfg.max_conns, 77);
+	assert_int_equal(cfg.jobs.queue_capacity, 9);        /* flag > env > file */
+	assert_true(cfg.jobs.deadline_ms == 4321);           /* env > file */
+	assert_true(cfg.http.max_body == 1u << 20);          /* file > default */
+	assert_int_equal(cfg.conn.max_conns, 77);
 	assert_string_equal(cmd.config_path, path);
 	/* A reload parses the same argv again and must see the same result. */
 	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
-	assert_int_equal(cfg.queue_capacity, 9);
+	assert_int_equal(cfg.jobs.queue_capacity, 9);
 	unsetenv("LAGLESS_QUEUE");
 	unsetenv("LAGLESS_DEADLINE_MS");
 	unlink(path);
@@ -281,13 +281,13 @@ test_redis_address(void **state)
 	const char *bad[] = { "unix:run/redis.sock", "unix:", "nonsense", "1.2.3.4:70000" };
 
 	assert_int_equal(load(&cfg, &cmd, 5, unix_sock), 0);
-	assert_string_equal(cfg.redis, "unix:/run/redis.sock");
-	assert_int_equal(cfg.redis_budget_ms, 20);
+	assert_string_equal(cfg.cluster.redis, "unix:/run/redis.sock");
+	assert_int_equal(cfg.cluster.redis_budget_ms, 20);
 	assert_int_equal(load(&cfg, &cmd, 3, inet), 0);
-	assert_string_equal(cfg.redis, "127.0.0.1:6379");
-	assert_int_equal(cfg.redis_budget_ms, 5); /* the default: a few ms */
-	assert_string_equal(cfg.redis_prefix, "lagless:");
-	assert_true(cfg.cluster_max_value == 1u << 20);
+	assert_string_equal(cfg.cluster.redis, "127.0.0.1:6379");
+	assert_int_equal(cfg.cluster.redis_budget_ms, 5); /* the default: a few ms */
+	assert_string_equal(cfg.cluster.redis_prefix, "lagless:");
+	assert_true(cfg.cluster.cluster_max_value == 1u << 20);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[] = { "lagless", "--redis", (char *)bad[i], NULL };
 
@@ -298,7 +298,7 @@ test_redis_address(void **state)
 	char *none[] = { "lagless", NULL };
 	assert_int_equal(load(&cfg, &cmd, 1, none), 0);
 	unsetenv("LAGLESS_REDIS");
-	assert_string_equal(cfg.redis, "unix:/tmp/r.sock");
+	assert_string_equal(cfg.cluster.redis, "unix:/tmp/r.sock");
 }
 
 /* Switches: a bare flag means yes, =no turns it off, file and environment take yes/no words. */
@@ -316,21 +316,21 @@ test_switches(void **state)
 	char *file[] = { "lagless", "-c", path, NULL };
 
 	lg_options_defaults(&cfg);
-	assert_int_equal(cfg.access_log, 0);
+	assert_int_equal(cfg.conn.access_log, 0);
 	assert_int_equal(cfg.inline_heavy, 0);
-	assert_true(cfg.lag_interval_ms == 10 && cfg.slow_callback_ms == 50);
+	assert_true(cfg.loop.lag_interval_ms == 10 && cfg.loop.slow_callback_ms == 50);
 	assert_int_equal(load(&cfg, &cmd, 7, bare), 0);
-	assert_int_equal(cfg.access_log, 1);
+	assert_int_equal(cfg.conn.access_log, 1);
 	assert_int_equal(cfg.inline_heavy, 1);
-	assert_true(cfg.lag_interval_ms == 5 && cfg.slow_callback_ms == 0);
+	assert_true(cfg.loop.lag_interval_ms == 5 && cfg.loop.slow_callback_ms == 0);
 	assert_int_equal(load(&cfg, &cmd, 3, off), 0);
-	assert_int_equal(cfg.access_log, 0);
+	assert_int_equal(cfg.conn.access_log, 0);
 	assert_int_equal(cfg.inline_heavy, 0);
 	assert_int_equal(load(&cfg, &cmd, 2, bad), -1);
 	assert_non_null(strstr(err, "--access-log"));
 	assert_int_equal(load(&cfg, &cmd, 3, zero), -1);  /* a probe needs a period */
 	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
-	assert_int_equal(cfg.access_log, 1);
+	assert_int_equal(cfg.conn.access_log, 1);
 	assert_int_equal(cfg.inline_heavy, 1);
 	unlink(path);
 }
@@ -373,8 +373,8 @@ test_one_grammar(void **state)
 	setenv("LAGLESS_MAX_BODY", "2g", 1);
 	assert_int_equal(load(&cfg, &cmd, 5, argv), 0);
 	unsetenv("LAGLESS_MAX_BODY");
-	assert_true(cfg.cache_bytes == 8u << 20 && cfg.inline_heavy == 1);
-	assert_true(cfg.max_head == 8192 && cfg.max_body == 2ull << 30);
+	assert_true(cfg.flights.cache_bytes == 8u << 20 && cfg.inline_heavy == 1);
+	assert_true(cfg.http.max_head == 8192 && cfg.http.max_body == 2ull << 30);
 	unlink(path);
 }
 

@@ -37,7 +37,7 @@ digest_of(const char *text)
 	}
 	d = lg_precheck_digest(cfg.reg);
 	lg_registry_free(cfg.reg);
-	lg_appconf_free(cfg.apps);
+	lg_appconf_free(cfg.master.apps);
 	return d;
 }
 

@@ -96,7 +96,7 @@ default_config(void)
 	struct lg_config c;
 
 	memset(&c, 0, sizeof(c));
-	c.queue_capacity = -1;
+	c.jobs.queue_capacity = -1;
 	return c;
 }
 
@@ -261,7 +261,7 @@ check_json(const struct lg_sizing *s)
 		"quota_source", "cgroup", "rounding", "cpus_override", "budget", "loop_workers",
 		"compute_workers", "queue_capacity", "live_resize", "compute_max", "queue_max",
 		"warnings", "memory_total", "memory_cgroup_limit", "memory_limit", "memory_reserve",
-		"shm_fixed", "shm_cache", "shm_budget", "memory_limit_source" };
+		"shm_fixed", "shm_cache", "memory_proxy", "shm_budget", "memory_limit_source" };
 	char buf[4096];
 	struct jobj o;
 	int n = lg_sizing_json(s, buf, sizeof(buf));
@@ -339,7 +339,7 @@ test_fixture(void **state)
 	check_defaults(&s, c->floor_budget);
 	check_json(&s);
 
-	cfg.rounding = LG_ROUND_CEIL;
+	cfg.sizing.rounding = LG_ROUND_CEIL;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.rounding, LG_ROUND_CEIL);
 	check_defaults(&s, c->ceil_budget);
@@ -451,7 +451,7 @@ test_rounding(void **state UNUSED)
 
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.budget, 2);
-	cfg.rounding = LG_ROUND_CEIL;
+	cfg.sizing.rounding = LG_ROUND_CEIL;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.budget, 2);	/* an exact quotient is not rounded up */
 	s = measured(2, 2, -1, 2.5);
@@ -465,28 +465,28 @@ test_worker_overrides(void **state UNUSED)
 	struct lg_config cfg = default_config();
 	struct lg_sizing s = measured(8, 8, -1, -1);
 
-	cfg.loop_workers = 3;
+	cfg.sizing.loop_workers = 3;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.budget, 8);
 	assert_int_equal(s.loop_workers, 3);
 	assert_int_equal(s.compute_workers, 7);
 	assert_int_equal(s.queue_capacity, 14);
 
-	cfg.compute_workers = 2;
+	cfg.jobs.compute_workers = 2;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_workers, 2);
 	assert_int_equal(s.queue_capacity, 4);	/* 2 x the C actually run */
 
-	cfg.queue_capacity = 0;			/* 0 is a real value: no waiting jobs */
+	cfg.jobs.queue_capacity = 0;			/* 0 is a real value: no waiting jobs */
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.queue_capacity, 0);
-	cfg.queue_capacity = 100;
+	cfg.jobs.queue_capacity = 100;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.queue_capacity, 100);
 
 	cfg = default_config();
-	cfg.loop_workers = -5;			/* not set */
-	cfg.compute_workers = INT_MAX;
+	cfg.sizing.loop_workers = -5;			/* not set */
+	cfg.jobs.compute_workers = INT_MAX;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.loop_workers, 8);
 	assert_int_equal(s.queue_capacity, INT_MAX);	/* saturates, no overflow */
@@ -498,32 +498,32 @@ test_cpus_override(void **state UNUSED)
 	struct lg_config cfg = default_config();
 	struct lg_sizing s = measured(16, 2, 4, 1.5);
 
-	cfg.cpus = 2.5;
+	cfg.sizing.cpus = 2.5;
 	lg_sizing_decide(&s, &cfg);
 	assert_true(s.cpus_override == 2.5);
 	check_defaults(&s, 2);			/* replaces the measured budget of 1 */
 	check_json(&s);
-	cfg.rounding = LG_ROUND_CEIL;
+	cfg.sizing.rounding = LG_ROUND_CEIL;
 	lg_sizing_decide(&s, &cfg);
 	check_defaults(&s, 3);			/* more than affinity: the operator said so */
-	cfg.cpus = 0.3;
+	cfg.sizing.cpus = 0.3;
 	lg_sizing_decide(&s, &cfg);
 	check_defaults(&s, 1);
-	cfg.rounding = LG_ROUND_FLOOR;
+	cfg.sizing.rounding = LG_ROUND_FLOOR;
 	lg_sizing_decide(&s, &cfg);
 	check_defaults(&s, 1);
-	cfg.cpus = 1e300;
+	cfg.sizing.cpus = 1e300;
 	lg_sizing_decide(&s, &cfg);
 	assert_true(s.budget >= 1 && s.budget <= 65536);	/* capped, no int overflow */
-	cfg.cpus = INFINITY;			/* not a usable value: ignored */
+	cfg.sizing.cpus = INFINITY;			/* not a usable value: ignored */
 	lg_sizing_decide(&s, &cfg);
 	assert_true(s.cpus_override == 0);
 	check_defaults(&s, 1);
-	cfg.cpus = NAN;
+	cfg.sizing.cpus = NAN;
 	lg_sizing_decide(&s, &cfg);
 	check_defaults(&s, 1);
 	check_json(&s);
-	cfg.cpus = 0;
+	cfg.sizing.cpus = 0;
 	lg_sizing_decide(&s, &cfg);
 	assert_true(s.cpus_override == 0);
 	check_defaults(&s, 1);
@@ -538,43 +538,43 @@ test_counts_and_resize_reserve(void **state UNUSED)
 	struct lg_sizing s = measured(16, 16, -1, 2.0);
 	int c, q;
 
-	cfg.live_resize = 1;
+	cfg.sizing.live_resize = 1;
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.live_resize, 1);
 	assert_int_equal(s.compute_workers, 1);
 	assert_int_equal(s.compute_max, 15);	/* budget - 1 at 16 online CPUs */
 	assert_int_equal(s.queue_max, 30);
-	cfg.compute_share = 1.0;		/* 100% */
+	cfg.jobs.compute_share = 1.0;		/* 100% */
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_workers, 2);
 	assert_int_equal(s.queue_capacity, 4);
 	assert_int_equal(s.compute_max, 16);
-	lg_sizing_counts(&cfg, 1, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 1, &c, &q);
 	assert_int_equal(c, 1);
 	assert_int_equal(q, 2);
-	cfg.compute_share = 0.3;		/* floor(0.3 x 10) = 3, not 2 */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	cfg.jobs.compute_share = 0.3;		/* floor(0.3 x 10) = 3, not 2 */
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(c, 3);
-	lg_sizing_counts(&cfg, 1, &c, &q);
+	lg_sizing_counts(&cfg.jobs, 1, &c, &q);
 	assert_int_equal(c, 1);			/* never below 1 */
-	cfg.queue_capacity = 5;			/* a given queue stays */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	cfg.jobs.queue_capacity = 5;			/* a given queue stays */
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(q, 5);
-	assert_int_equal(lg_sizing_resizable(&cfg), 1);
-	cfg.compute_workers = 3;		/* a count wins over a share, and is fixed */
-	lg_sizing_counts(&cfg, 10, &c, &q);
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 1);
+	cfg.jobs.compute_workers = 3;		/* a count wins over a share, and is fixed */
+	lg_sizing_counts(&cfg.jobs, 10, &c, &q);
 	assert_int_equal(c, 3);
-	assert_int_equal(lg_sizing_resizable(&cfg), 1); /* the budget is still followed */
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 1); /* the budget is still followed */
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_max, 3);
 	assert_int_equal(s.queue_max, 5);
 	cfg = default_config();
-	cfg.live_resize = 1;
-	cfg.cpus = 2;				/* --cpus: nothing is measured, nothing follows */
-	assert_int_equal(lg_sizing_resizable(&cfg), 0);
-	cfg.cpus = 0;
-	cfg.live_resize = 0;
-	assert_int_equal(lg_sizing_resizable(&cfg), 0);
+	cfg.sizing.live_resize = 1;
+	cfg.sizing.cpus = 2;				/* --cpus: nothing is measured, nothing follows */
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 0);
+	cfg.sizing.cpus = 0;
+	cfg.sizing.live_resize = 0;
+	assert_int_equal(lg_sizing_resizable(&cfg.sizing), 0);
 	lg_sizing_decide(&s, &cfg);
 	assert_int_equal(s.compute_max, s.compute_workers);
 	check_json(&s);
@@ -636,7 +636,7 @@ test_json_values(void **state UNUSED)
 	check_json(&s);
 
 	s = measured(16, 16, -1, 1.999);
-	cfg.cpus = 0.5;
+	cfg.sizing.cpus = 0.5;
 	lg_sizing_decide(&s, &cfg);
 	lg_sizing_json(&s, buf, sizeof(buf));
 	assert_int_equal(parse_jobj(buf, &o), 0);

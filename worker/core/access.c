@@ -120,7 +120,7 @@ void
 lg_access_line(const struct lg_conn *c, uint64_t took)
 {
 	const struct lg_http_req *r = &c->http.req;
-	int json = c->w->env->cfg->access_log_json;
+	int json = c->w->env->cfg->conn.access_log_json;
 	char line[4000], *at = line, *end = line + sizeof(line) - 2, client[64], id[130], ts[40];
 	const char *method = r->path ? http_method_str(r->method) : "-";
 	const char *ua;

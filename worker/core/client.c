@@ -35,9 +35,9 @@ static struct lg_cidr trusted[LG_CIDR_MAX];
 static int ntrusted = -1;
 
 static void
-trusted_init(const struct lg_config *cfg)
+trusted_init(const struct lg_conn_cfg *cc)
 {
-	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(cfg->trusted_proxies, trusted)) < 0)
+	if (ntrusted < 0 && (ntrusted = lg_cidr_parse(cc->trusted_proxies, trusted)) < 0)
 		ntrusted = 0;
 }
 
@@ -97,7 +97,7 @@ lg_client_accepted(struct lg_worker *w, int fd, int proxy, const struct sockaddr
 		memcpy(by_fd[fd].peer, pip, peer->ss_family == AF_INET ? 4 : 16);
 	if (!proxy)
 		return 0;
-	trusted_init(w->env->cfg);
+	trusted_init(&w->env->cfg->conn);
 	if (ss->ss_family != AF_UNIX && !is_trusted(ss)) {
 		char text[INET6_ADDRSTRLEN] = "-";
 
@@ -202,7 +202,7 @@ lg_client_addr(const struct lg_conn *c, struct sockaddr_storage *ss, socklen_t *
 	const struct fd_client *f = c->fd >= 0 && (size_t)c->fd < by_fd_cap ? &by_fd[c->fd] : NULL;
 	int named = 0;
 
-	trusted_init(c->w->env->cfg);
+	trusted_init(&c->w->env->cfg->conn);
 	*len = sizeof(*ss);
 	if (f != NULL && f->state == FROM_HEADER) {
 		set_addr(ss, len, f->v6 ? AF_INET6 : AF_INET, f->addr);

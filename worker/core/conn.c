@@ -213,7 +213,7 @@ static int
 linger(struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
-	ev_tstamp now = ev_now(c->w->ev), most = cfg->lingering_time_ms / 1e3;
+	ev_tstamp now = ev_now(c->w->ev), most = cfg->conn.lingering_time_ms / 1e3;
 
 	if (c->w->draining && most > LINGER_DRAIN_S)
 		most = LINGER_DRAIN_S;
@@ -249,7 +249,7 @@ lg_conn_drain_linger(struct lg_conn *c)
 static void
 linger_read(struct lg_conn *c)
 {
-	uint64_t cap = c->w->env->cfg->lingering_bytes;
+	uint64_t cap = c->w->env->cfg->conn.lingering_bytes;
 	ssize_t n = -1;
 
 	if (!c->tmo.linger_copy) {
@@ -749,7 +749,7 @@ write_timer(struct lg_conn *c)
 		    "closing fd %d", c->tmo.wdelivered, now - c->tmo.write_at, c->fd);
 		lg_stats_add(&c->w->env->page->slow_downloads, 1);
 		lg_conn_close(c);
-	} else if (lg_conn_past(c, c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3)) {
+	} else if (lg_conn_past(c, c->tmo.wprogress_at + cfg->conn.write_timeout_ms / 1e3)) {
 		log_info("client stopped reading: write timeout, closing fd %d", c->fd);
 		lg_conn_close(c);
 	} else {

@@ -132,7 +132,7 @@ lg_conn_put_head(char *out, size_t cap, struct lg_conn *c, int status, size_t le
 	put(&at, end, conn_lines[conn].s, conn_lines[conn].len);
 	if (extra != NULL)
 		put(&at, end, extra, strlen(extra));
-	if (c->w->env->cfg->request_id) { /* --request-id: the one the access log names */
+	if (c->w->env->cfg->conn.request_id) { /* --request-id: the one the access log names */
 		char id[130];
 		size_t n = lg_access_request_id(c, id, sizeof(id));
 

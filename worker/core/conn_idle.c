@@ -117,7 +117,7 @@ lg_conn_start(struct lg_worker *w, int fd)
 	ev_tstamp now = ev_now(w->ev);
 
 	/* the head deadline of the first request runs from accept */
-	if (idle_start(w, fd, now, cfg->head_timeout_ms / 1e3, 1) == NULL) {
+	if (idle_start(w, fd, now, cfg->http.head_timeout_ms / 1e3, 1) == NULL) {
 		close(fd);
 		errno = ENOMEM;
 		return -1;
@@ -143,7 +143,7 @@ to_idle(struct lg_conn *c)
 {
 	struct lg_worker *w = c->w;
 	double left = ev_is_active(&c->timer) ? lg_conn_timer_left(c) :
-	    w->env->cfg->keepalive_timeout_ms / 1e3;
+	    w->env->cfg->conn.keepalive_timeout_ms / 1e3;
 
 	ev_io_stop(w->ev, &c->io); /* before the idle watcher starts: the epoll mask is kept */
 	if (idle_start(w, c->fd, c->tmo.req_at, left, 0) == NULL) {

@@ -87,10 +87,10 @@ lg_conn_upload_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	if (!(c->held & LG_CONN_HELD_BUFFER) || cfg->min_upload_rate == 0)
+	if (!(c->held & LG_CONN_HELD_BUFFER) || cfg->http.min_upload_rate == 0)
 		return 0;
-	return c->tmo.body_at + cfg->body_timeout_ms / 1e3 +
-	    (double)lg_conn_body_bytes(c) / (double)cfg->min_upload_rate;
+	return c->tmo.body_at + cfg->http.body_timeout_ms / 1e3 +
+	    (double)lg_conn_body_bytes(c) / (double)cfg->http.min_upload_rate;
 }
 
 /* The same for the response: write-timeout-ms after it began plus 1/rate s per byte the client
@@ -100,10 +100,10 @@ lg_conn_download_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
 
-	if (cfg->min_download_rate == 0)
+	if (cfg->conn.min_download_rate == 0)
 		return 0;
-	return c->tmo.write_at + cfg->write_timeout_ms / 1e3 +
-	    (double)c->tmo.wdelivered / (double)cfg->min_download_rate;
+	return c->tmo.write_at + cfg->conn.write_timeout_ms / 1e3 +
+	    (double)c->tmo.wdelivered / (double)cfg->conn.min_download_rate;
 }
 
 static ev_tstamp
@@ -119,8 +119,8 @@ ev_tstamp
 lg_conn_request_due(const struct lg_conn *c)
 {
 	const struct lg_config *cfg = c->w->env->cfg;
-	uint64_t ms = cfg->request_deadline_ms ? cfg->request_deadline_ms :
-	    cfg->head_timeout_ms + cfg->body_deadline_ms;
+	uint64_t ms = cfg->http.request_deadline_ms ? cfg->http.request_deadline_ms :
+	    cfg->http.head_timeout_ms + cfg->http.body_deadline_ms;
 
 	return c->tmo.req_at > 0 ? c->tmo.req_at + ms / 1e3 : 0;
 }
@@ -138,20 +138,20 @@ lg_conn_rearm(struct lg_conn *c)
 	if (c->state == LG_CONN_JOB || c->state == LG_CONN_PROXY)
 		return;
 	if (c->state == LG_CONN_LINGER) {
-		at = earliest(c->tmo.linger_until, c->tmo.linger_seen + cfg->lingering_timeout_ms / 1e3);
+		at = earliest(c->tmo.linger_until, c->tmo.linger_seen + cfg->conn.lingering_timeout_ms / 1e3);
 	} else if (c->state == LG_CONN_WRITE) {
-		at = earliest(c->tmo.wprogress_at + cfg->write_timeout_ms / 1e3, lg_conn_download_due(c));
+		at = earliest(c->tmo.wprogress_at + cfg->conn.write_timeout_ms / 1e3, lg_conn_download_due(c));
 	} else if (lg_conn_in_body(c)) {
 		if (c->tmo.body_at == 0)
 			c->tmo.body_at = now;
-		at = now + cfg->body_timeout_ms / 1e3;
-		if ((c->held & LG_CONN_HELD_BUFFER) && c->tmo.body_at + cfg->body_deadline_ms / 1e3 < at)
-			at = c->tmo.body_at + cfg->body_deadline_ms / 1e3;
+		at = now + cfg->http.body_timeout_ms / 1e3;
+		if ((c->held & LG_CONN_HELD_BUFFER) && c->tmo.body_at + cfg->http.body_deadline_ms / 1e3 < at)
+			at = c->tmo.body_at + cfg->http.body_deadline_ms / 1e3;
 		at = earliest(earliest(at, lg_conn_upload_due(c)), lg_conn_request_due(c));
 	} else if (c->tmo.req_at > 0) {
-		at = earliest(c->tmo.req_at + cfg->head_timeout_ms / 1e3, lg_conn_request_due(c));
+		at = earliest(c->tmo.req_at + cfg->http.head_timeout_ms / 1e3, lg_conn_request_due(c));
 	} else {
-		at = now + cfg->keepalive_timeout_ms / 1e3;
+		at = now + cfg->conn.keepalive_timeout_ms / 1e3;
 	}
 	lg_conn_arm_timer(c, at > now ? at - now : 1e-3);
 }

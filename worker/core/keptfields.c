@@ -2,7 +2,6 @@
 
 #include <string.h>
 
-#include "common/config.h"
 #include "kinds/registry.h"
 
 static const char *const own[] = {
@@ -11,10 +10,8 @@ static const char *const own[] = {
 };
 
 int
-lg_keptfields_build(struct lg_http_keep *k, const struct lg_config *cfg)
+lg_keptfields_build(struct lg_http_keep *k, const struct lg_registry *reg)
 {
-	const struct lg_registry *reg = cfg->reg;
-
 	memset(k, 0, sizeof(*k));
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (lg_http_keep_add(k, own[i]) == -1)

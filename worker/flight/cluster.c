@@ -15,7 +15,7 @@
 #include <xxhash.h>
 
 #include "common/clock.h"
-#include "common/config.h"
+#include "common/cfg_flight.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "kinds/registry.h"
@@ -99,7 +99,7 @@ struct lg_cluster {
 	struct lg_cluster_ops ops;
 	struct lg_cluster_counters *ctr;
 	struct lg_cflight *list;
-	const struct lg_config *cfg;
+	const struct lg_cluster_cfg *cl; /* the cluster scope's settings (common/cfg_flight.h) */
 	char id[96];                 /* host:pid:random, the token's replica and process part */
 	unsigned char (*maker)[MAKER_LEN]; /* by route index (route_maker) */
 	uint32_t nroutes;
@@ -129,9 +129,9 @@ wall_ms(void)
 static void
 key_names(const struct lg_cluster *k, const char *tag, char *v, char *l, char *ch, size_t cap)
 {
-	snprintf(v, cap, "%s{%s}:v", k->cfg->redis_prefix, tag);
-	snprintf(l, cap, "%s{%s}:l", k->cfg->redis_prefix, tag);
-	snprintf(ch, cap, "%sdone:%s", k->cfg->redis_prefix, tag);
+	snprintf(v, cap, "%s{%s}:v", k->cl->redis_prefix, tag);
+	snprintf(l, cap, "%s{%s}:l", k->cl->redis_prefix, tag);
+	snprintf(ch, cap, "%sdone:%s", k->cl->redis_prefix, tag);
 }
 
 static void acquire_done(struct lg_redis_op *op, const struct redisReply *reply);
@@ -142,7 +142,7 @@ static void acquire_done(struct lg_redis_op *op, const struct redisReply *reply)
 static uint64_t
 value_max(const struct lg_cluster *k)
 {
-	return k->cfg->cluster_max_value + MAKER_LEN + LG_FLIGHT_KEY_MAX + 512u;
+	return k->cl->cluster_max_value + MAKER_LEN + LG_FLIGHT_KEY_MAX + 512u;
 }
 
 /* Asks Redis for cf's value or lease. Returns 0, or -1 (not sent). */
@@ -224,7 +224,7 @@ value_ok(const struct lg_cflight *cf, const msgpack_object *o, const char *key, 
 	    o[4].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    o[5].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    o[6].type == MSGPACK_OBJECT_BIN &&
-	    o[6].via.bin.size <= cf->k->cfg->cluster_max_value &&
+	    o[6].via.bin.size <= cf->k->cl->cluster_max_value &&
 	    status_ok(p, o[2].via.u64, o[6].via.bin.size) &&
 	    o[5].via.u64 > 0 && o[5].via.u64 <= ttl_max(p, o[2].via.u64);
 }
@@ -511,7 +511,7 @@ lg_cluster_store(struct lg_lflight *f, int status, const char *ctype, const void
 	if (cf == NULL || !cf->leader || cf->done || status == 502 || status == 503 ||
 	    status == 504)
 		return; /* released at the drop */
-	if (len > cf->k->cfg->cluster_max_value) {
+	if (len > cf->k->cl->cluster_max_value) {
 		lg_stats_add(&cf->k->ctr->too_large, 1);
 		return;
 	}
@@ -565,7 +565,7 @@ static uint64_t
 lease_for(const struct lg_cluster *k, uint32_t kind, uint64_t deadline_ms)
 {
 	const struct lg_arena *a = k->w->env->arena;
-	uint64_t n[LG_STATS_BOUNDS + 1] = { 0 }, count = 0, seen = 0, ms = k->cfg->redis_lease_ms;
+	uint64_t n[LG_STATS_BOUNDS + 1] = { 0 }, count = 0, seen = 0, ms = k->cl->redis_lease_ms;
 
 	for (uint32_t p = k->w->env->nloops; ms == 0 && kind < a->stat_kinds && p < a->nprocs;
 	    p++)
@@ -691,33 +691,34 @@ lg_cluster_ready(struct lg_worker *w)
 int
 lg_cluster_setup(struct lg_worker *w, const struct lg_cluster_ops *ops)
 {
-	const struct lg_config *cfg = w->env->cfg;
+	const struct lg_cluster_cfg *cl = &w->env->cfg->cluster;
+	const struct lg_registry *reg = w->env->cfg->reg;
 	struct lg_cluster *k;
 	char host[48] = "", pattern[96];
 	uint32_t rnd = 0;
 
-	if (cfg->redis[0] == '\0' || w->env->cache == NULL)
+	if (cl->redis[0] == '\0' || w->env->cache == NULL)
 		return 0;
 	if ((k = calloc(1, sizeof(*k))) == NULL)
 		return -1;
 	k->w = w;
-	k->cfg = cfg;
+	k->cl = cl;
 	k->ops = *ops;
 	k->ctr = &lg_cache_row(w->env->cache, w->env->index)->cl;
-	k->nroutes = cfg->reg->nroutes;
+	k->nroutes = reg->nroutes;
 	if ((k->maker = calloc(k->nroutes ? k->nroutes : 1, MAKER_LEN)) == NULL) {
 		free(k);
 		return -1;
 	}
 	for (uint32_t i = 0; i < k->nroutes; i++)
-		route_maker(cfg->reg, &cfg->reg->routes[i], k->maker[i]);
+		route_maker(reg, &reg->routes[i], k->maker[i]);
 	gethostname(host, sizeof(host) - 1);
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
 		rnd = (uint32_t)lg_now_ns();
 	snprintf(k->id, sizeof(k->id), "%s:%d:%08x", host, (int)getpid(), rnd);
-	snprintf(pattern, sizeof(pattern), "%sdone:*", cfg->redis_prefix);
-	struct lg_redis_cfg rc = { .addr = cfg->redis, .budget_ms = cfg->redis_budget_ms,
-	    .breaker_ms = cfg->redis_breaker_ms, .pattern = pattern, .scripts = scripts,
+	snprintf(pattern, sizeof(pattern), "%sdone:*", cl->redis_prefix);
+	struct lg_redis_cfg rc = { .addr = cl->redis, .budget_ms = cl->redis_budget_ms,
+	    .breaker_ms = cl->redis_breaker_ms, .pattern = pattern, .scripts = scripts,
 	    .nscripts = sizeof(scripts) / sizeof(scripts[0]) };
 	struct lg_redis_hooks h = { .message = on_message, .ready = on_ready, .down = on_down,
 	    .arg = k };

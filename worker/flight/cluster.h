@@ -34,7 +34,7 @@ struct lg_cluster_ops {
 	const char *(*key)(struct lg_lflight *f, size_t *len, uint64_t *hash);
 };
 
-/* Loop start: connects to cfg->redis when set (else nothing: every key is local). Returns 0,
+/* Loop start: connects to cfg->cluster.redis when set (else nothing: every key is local). Returns 0,
  * or -1 (ENOMEM, EINVAL for a bad address). */
 int lg_cluster_setup(struct lg_worker *w, const struct lg_cluster_ops *ops);
 

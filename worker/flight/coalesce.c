@@ -180,7 +180,7 @@ cancel_job(struct lg_lflight *f)
 	}
 	lg_stats_add(&w->coal->ctr->cancelled, 1);
 	if (lg_slot_release(&w->env->arena->slots[f->slot], f->slot_gen) == LG_SLOT_ABANDONED &&
-	    w->env->cfg->pools[f->pool].on_client_gone == LG_GONE_KILL)
+	    w->env->cfg->jobs.pools[f->pool].on_client_gone == LG_GONE_KILL)
 		lg_offload_kill(w, (uint32_t)f->slot, f->slot_gen);
 	log_info("every waiter of a coalesced job left: job on slot %d cancelled", f->slot);
 	lg_coal_drop_flight(f);

@@ -108,7 +108,7 @@ lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash,
 		.hash = hash, .key = key, .key_len = klen, .status = (uint32_t)status,
 		.ctype = ctype, .val = body, .val_len = len, .ttl_ns = ttl_ms * LG_NS_PER_MS,
 		.stale_ns = OK(status) ? f->pol->stale_ms * LG_NS_PER_MS : 0,
-		.jitter_pct = (unsigned)w->env->cfg->cache_jitter_pct,
+		.jitter_pct = (unsigned)w->env->cfg->flights.cache_jitter_pct,
 	};
 
 	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,

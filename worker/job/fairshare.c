@@ -32,7 +32,7 @@ warn_one_address(const struct lg_conn *c, const struct sockaddr_storage *ss, int
 	size_t n;
 	int xff;
 
-	if (warned || named != 0 || (cfg->transit_share_pct >= 100 && cfg->evict_upload_rate == 0))
+	if (warned || named != 0 || (cfg->jobs.transit_share_pct >= 100 && cfg->jobs.evict_upload_rate == 0))
 		return;
 	run = tag == run_tag ? run + 1 : 1;
 	run_tag = tag;
@@ -50,7 +50,7 @@ warn_one_address(const struct lg_conn *c, const struct sockaddr_storage *ss, int
 	    "--trusted-proxies (its X-Forwarded-For or PROXY protocol header then names the client)",
 	    xff ? "requests carrying X-Forwarded-For come from a peer not in --trusted-proxies," :
 	    "every one of 1000 offloaded requests in a row came from one address,", text,
-	    cfg->transit_share_pct);
+	    cfg->jobs.transit_share_pct);
 	warned = 1;
 }
 
@@ -80,12 +80,12 @@ lg_fair_over_share(const struct lg_conn *c, uint32_t tag)
 	if (tag == 0)
 		return 0;
 	lg_slot_pool_range(a, LG_JOB(c)->job.pool, &first, &n);
-	limit = (uint32_t)((uint64_t)n * (uint64_t)c->w->env->cfg->transit_share_pct / 100);
+	limit = (uint32_t)((uint64_t)n * (uint64_t)c->w->env->cfg->jobs.transit_share_pct / 100);
 	if (limit < lg_jobslot_open(&js, a))
 		limit = lg_jobslot_open(&js, a);
 	/* Penalties come only from cuts, which --evict-upload-rate 0 turns off. */
 	if ((limit >= n || lg_share_held(a, first, n, tag) < limit) &&
-	    (c->w->env->cfg->evict_upload_rate == 0 ||
+	    (c->w->env->cfg->jobs.evict_upload_rate == 0 ||
 	    !lg_share_penalized(a, first, n, tag, lg_now_ns())))
 		return 0;
 	atomic_fetch_add(&c->w->env->page->rejected_client, 1);
@@ -99,7 +99,7 @@ lg_fair_refuse_transit(const struct lg_conn *c)
 	uint32_t first, n;
 
 	lg_slot_pool_range(a, LG_JOB(c)->job.pool, &first, &n);
-	lg_share_ask_cut(a, first, n, lg_now_ns(), c->w->env->cfg->evict_upload_rate,
+	lg_share_ask_cut(a, first, n, lg_now_ns(), c->w->env->cfg->jobs.evict_upload_rate,
 	    CUT_GRACE_NS);
 	atomic_fetch_add(&c->w->env->page->rejected_transit, 1);
 	return -1;
@@ -109,7 +109,7 @@ void
 lg_fair_tick(struct lg_worker *w)
 {
 	struct lg_arena *a = w->env->arena;
-	uint64_t rate = w->env->cfg->evict_upload_rate, now = lg_now_ns();
+	uint64_t rate = w->env->cfg->jobs.evict_upload_rate, now = lg_now_ns();
 	struct lg_conn *c, *next;
 
 	for (c = w->conns; c != NULL && rate > 0; c = next) {

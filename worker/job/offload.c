@@ -265,7 +265,7 @@ lg_offload_map_views(struct lg_worker *w)
 static const struct lg_pool_cfg *
 pool_cfg(const struct lg_conn *c)
 {
-	return &c->w->env->cfg->pools[LG_JOB(c)->job.pool];
+	return &c->w->env->cfg->jobs.pools[LG_JOB(c)->job.pool];
 }
 
 /* The pool's admission of c's request before any slot is claimed (LG_JOB(c)->job set, its pool
@@ -340,17 +340,17 @@ write_view(struct lg_conn *c, int slot, const struct lg_view *v)
 	return 0;
 }
 
-int
-lg_offload_claim(struct lg_conn *c, const struct lg_job *job, const struct lg_view *v)
+/* A free transit buffer of LG_JOB(c)->job.pool (valid) for c's body, its client's share
+ * allowing: held (LG_CONN_HELD_BUFFER), the deadline the shorter of the job's and the pool's,
+ * the body counters reset. Returns 0, or -1 (the caller answers 503; counted). */
+static int
+claim_buffer(struct lg_conn *c)
 {
 	const struct lg_http_req *r = &c->http.req;
 	struct lg_arena *a = c->w->env->arena;
+	uint32_t tag = lg_fair_tag(c);
 	int slot;
 
-	LG_JOB(c)->job = *job;
-	if (admit(c) == -1)
-		return -1;
-	uint32_t tag = lg_fair_tag(c);
 	if (lg_fair_over_share(c, tag))
 		return -1;
 	if ((slot = lg_slot_claim_pool(a, LG_JOB(c)->job.pool, c->w->env->index,
@@ -368,12 +368,42 @@ lg_offload_claim(struct lg_conn *c, const struct lg_job *job, const struct lg_vi
 	LG_JOB(c)->backing_wait = 0;
 	LG_JOB(c)->head_body = 0;
 	LG_JOB(c)->body_need = r->content_length == LG_HTTP_NO_LENGTH ? 0 : r->content_length;
+	return 0;
+}
+
+int
+lg_offload_claim(struct lg_conn *c, const struct lg_job *job, const struct lg_view *v)
+{
+	int slot;
+
+	LG_JOB(c)->job = *job;
+	if (admit(c) == -1 || claim_buffer(c) == -1)
+		return -1;
+	slot = LG_JOB(c)->slot;
 	if (write_view(c, slot, v) == -1) {
 		lg_offload_release(c);
 		atomic_fetch_add(&c->w->env->page->rejected_full, 1);
 		return -1;
 	}
 	LG_WJOB(c->w)->pending[slot] = c; /* backing outcomes find the connection by slot */
+	return 0;
+}
+
+int
+lg_offload_claim_body(struct lg_conn *c, uint32_t pool, uint64_t deadline_ms)
+{
+	struct lg_arena *a = c->w->env->arena;
+	struct lg_job *j = &LG_JOB(c)->job;
+
+	memset(j, 0, sizeof(*j)); /* kind 0: no job runs, no output is charged (charge_whole) */
+	j->pool = pool < a->master->npools ? pool : 0;
+	j->where = LAGLESS_WHERE_POOL;
+	j->deadline_ms = deadline_ms;
+	if (claim_buffer(c) == -1)
+		return -1;
+	j->body_off = 0; /* no view: the body from the region's first byte */
+	a->slots[LG_JOB(c)->slot].touched = 0;
+	LG_WJOB(c->w)->pending[LG_JOB(c)->slot] = c; /* backing outcomes find c by slot */
 	return 0;
 }
 
@@ -387,8 +417,10 @@ charge_whole(struct lg_conn *c)
 	struct lg_arena *a = c->w->env->arena;
 	uint64_t need;
 
-	/* inline: the output is charged where it runs; too large: 413, nothing to back */
-	if (LG_JOB(c)->job.where == LAGLESS_WHERE_LOOP || lg_registry_out_need(c->w->env->cfg->reg,
+	/* inline: the output is charged where it runs; no kind (a body buffered for an upstream,
+	 * lg_offload_claim_body): no output; too large: 413, nothing to back */
+	if (LG_JOB(c)->job.where == LAGLESS_WHERE_LOOP || LG_JOB(c)->job.kind == 0 ||
+	    lg_registry_out_need(c->w->env->cfg->reg,
 	    LG_JOB(c)->job.kind, LG_JOB(c)->job.route, LG_JOB(c)->body_need, a->out_cap,
 	    &need) == -1)
 		need = 0;

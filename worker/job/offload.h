@@ -39,6 +39,17 @@ int lg_job_parse_query(struct lg_conn *c, uint32_t kind, const char *q, size_t q
  * its length, 0 when it was not refused. */
 size_t lg_job_query_why(const struct lg_conn *c, uint32_t kind, char *why, size_t cap);
 
+/* Claims a transit buffer of pool `pool` (cfg->jobs.pools) for c's request body alone, no job to
+ * follow (a route with request_buffering = on receives its body whole before it goes to an
+ * upstream app, worker/upstream/upstream.h lg_up_head_body): the same transit-buffer rules as
+ * a job's body (the client's share, the memory budget charged for a Content-Length body at
+ * lg_offload_start, windows backed as it comes, the upload timeouts and fair-share cuts), no
+ * job admission, no request view, no output charged. The body is then read as a job's
+ * (lg_offload_start, lg_offload_body, ...) and, whole, handed to ops->body_done; it lies at
+ * lg_job_body until the buffer is given back (lg_offload_release, ops->release). Returns 0,
+ * or -1 (no buffer free, the client's share used up): the caller answers 503; counted. */
+int lg_offload_claim_body(struct lg_conn *c, uint32_t pool, uint64_t deadline_ms);
+
 /* The parser's body hook (struct lg_http on_body) for a chunked body: copies len bytes at `at`
  * into c's slot, backing the input region as it goes. Returns 0, or -1 with h->status 413 (over
  * the region) or 503 (shared memory could not be backed). */

@@ -40,7 +40,7 @@ route_ready(struct lg_conn *c)
 	const struct lg_loop_env *env = c->w->env;
 
 	if (lg_status_ready(env->arena->master, c->w->draining) &&
-	    (env->cfg->redis[0] == '\0' || lg_cache_cluster_settled(env->cache)))
+	    (env->cfg->cluster.redis[0] == '\0' || lg_cache_cluster_settled(env->cache)))
 		return lg_conn_respond(c, 200, "text/plain", NULL, "ready\n", 6);
 	return lg_conn_respond(c, 503, "text/plain", NULL, "not ready\n", 10);
 }
@@ -128,7 +128,7 @@ route_rendered(struct lg_conn *c, int metrics)
 	    lg_status_render(&b, w->env->arena, &nm, lg_now_ns(), w->draining);
 	if (r == 0 && metrics)
 		r = lg_coal_render_metrics(&b, w->env->cache);
-	if (r == 0 && metrics && w->env->cfg->redis[0])
+	if (r == 0 && metrics && w->env->cfg->cluster.redis[0])
 		r = lg_cluster_render_metrics(&b, w->env->cache);
 	if (r == 0 && metrics)
 		r = lg_procstat_render(&b, w->env->arena, w->env->nloops);

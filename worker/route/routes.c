@@ -142,7 +142,7 @@ discard_ok(const struct lg_conn *c, const struct lg_http_req *r)
 	if (!has_body)
 		return 1;
 	return !r->expect_continue && (r->chunked ||
-	    r->content_length <= c->w->env->cfg->max_discard);
+	    r->content_length <= c->w->env->cfg->http.max_discard);
 }
 
 /* "Retry-After: N" in c->reject_extra, copied rather than formatted (every refusal of a
@@ -317,7 +317,7 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	LG_RT(c)->refuse_status = 0;
 	LG_RT(c)->max_body = LG_RT(c)->route &&
 	    (LG_RT(c)->route->def->kind || LG_RT(c)->route->def->upstream) ?
-	    LG_RT(c)->route->def->max_body : cfg->max_body;
+	    LG_RT(c)->route->def->max_body : cfg->http.max_body;
 }
 
 /* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
@@ -328,6 +328,17 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 {
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
+
+	if (d->request_buffering && has_body) {
+		/* request_buffering = on: the body is received whole into a transit buffer (the
+		 * rules of a kind's body), then the request takes its place (route_body_done); a
+		 * full upstream is still a 503 now, before a byte of the body is read. */
+		if (lg_up_full(c, d->upstream - 1) || lg_offload_claim_body(c, d->pool,
+		    d->deadline_ms) == -1)
+			return refuse_keep(c, r, 503, 1);
+		lg_conn_expect_continue(c, r->expect_continue);
+		return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
+	}
 	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms);
 
 	if (st == 503)
@@ -358,7 +369,7 @@ lg_route_head(struct lg_conn *c)
 		return LG_HTTP_BODY_PARSER; /* 404 or 405: the parser discards any body */
 	}
 	if (is_asterisk(r) || LG_RT(c)->route->handler != NULL) {
-		if (has_body && !r->chunked && r->content_length > cfg->max_discard)
+		if (has_body && !r->chunked && r->content_length > cfg->http.max_discard)
 			return reject(c, 413); /* a body nobody reads, longer than is worth reading */
 		lg_conn_expect_continue(c, r->expect_continue && has_body); /* read, then dropped */
 		return LG_HTTP_BODY_PARSER;
@@ -410,7 +421,7 @@ lg_route_body(struct lg_http *h, void *conn, const char *at, size_t len)
 	}
 	if (lg_up_active(c))
 		return lg_up_body(c, at, len);
-	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->max_discard) {
+	if (!lg_job_held(c) && h->body_seen > c->w->env->cfg->http.max_discard) {
 		/* a chunked body to drop grew past --max-discard: answer, and close; a path with
 		 * no route is a 404 and a method it does not serve a 405 with Allow, as with a
 		 * long Content-Length (refuse_early) */
@@ -479,6 +490,27 @@ lg_route_dispatch(struct lg_conn *c)
 	return lg_offload_start(c);
 }
 
+/* A body held in a transit buffer is whole: an upstream route's (request_buffering) goes to
+ * its app now, with its length; a kind's is queued or coalesced. Returns 0, or -1 (closed). */
+static int
+route_body_done(struct lg_conn *c)
+{
+	const struct lg_route_def *d = LG_RT(c)->route ? LG_RT(c)->route->def : NULL;
+	const unsigned char *body;
+	uint64_t len;
+	int st;
+
+	if (d == NULL || d->upstream == 0)
+		return lg_coal_body_done(c);
+	if (lg_job_body(c, &body, &len) == -1)
+		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
+	lg_obs_route_hit(c);
+	st = lg_up_head_body(c, d->upstream - 1, d->deadline_ms, body, len);
+	if (st != 0)
+		return lg_conn_error(c, st, 0, st == 503 ? LG_CONN_RETRY_AFTER : NULL);
+	return 0;
+}
+
 static int
 route_release(struct lg_conn *c)
 {
@@ -513,7 +545,7 @@ const struct lg_conn_ops lg_route_conn_ops = {
 	.body_took = lg_offload_body_took,
 	.body_got = lg_offload_body_got,
 	.init = route_init,
-	.body_done = lg_coal_body_done,
+	.body_done = route_body_done,
 	.job_timeout = lg_coal_job_timeout,
 	.release = route_release,
 	.gone = route_gone,

@@ -72,7 +72,7 @@ lg_up_unqueue(struct lg_conn_up *x)
 	if (!x->queued)
 		return;
 	unlink_queued(x);
-	lg_upadm_unqueue(lg_up_of(x)->adm, x->c->w->env->index);
+	lg_upadm_unqueue(lg_up_of(x)->adm, x->w->env->index);
 }
 
 /* This loop's waiters of u take the places that are free, first come first: each starts. */
@@ -110,7 +110,7 @@ wake_others(struct lg_worker *w, uint32_t ui, struct lg_upadm *a)
 void
 lg_up_release(struct lg_conn_up *x)
 {
-	struct lg_worker *w = x->c->w;
+	struct lg_worker *w = x->w;
 	struct lg_up_one *u = lg_up_of(x);
 
 	if (!x->placed)

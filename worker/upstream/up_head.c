@@ -56,7 +56,10 @@ lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u)
 	o.request_id = id[0] ? id : NULL;
 	o.deadline_ms = left > 0 ? (int64_t)(left * 1e3) : 0;
 	o.style = LG_FWD_XFF;
-	if (r->chunked)
+	if (x->buffered) { /* received whole: its length is known (never chunked) */
+		o.body = LG_FWD_BODY_LENGTH;
+		o.content_length = x->body_len;
+	} else if (r->chunked)
 		o.body = LG_FWD_BODY_CHUNKED;
 	else if (r->content_length != LG_HTTP_NO_LENGTH && (r->content_length > 0 ||
 	    r->method == HTTP_POST || r->method == HTTP_PUT || r->method == HTTP_PATCH)) {

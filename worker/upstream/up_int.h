@@ -64,9 +64,13 @@ struct lg_up_one {
 	unsigned nspare;              /* LG_UP_SPARE at most */
 };
 
-/* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer is written or c closes. */
+/* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer
+ * is written or c closes; after c closed mid-exchange (orphan), until the app's answer is read
+ * whole and dropped or the deadline passes, holding its place all along. */
 struct lg_conn_up {
-	struct lg_conn *c;
+	struct lg_conn *c;            /* NULL once orphaned */
+	struct lg_worker *w;
+	int orphan;                   /* the client left while the app had the request */
 	uint32_t ui;
 	int placed;                   /* holds an in-flight place */
 	int queued;                   /* waits for one (in the upstream's FIFO) */
@@ -85,6 +89,11 @@ struct lg_conn_up {
 	int compacted;                /* bytes of out were dropped: it no longer starts with the
 	                               * head (no resend) */
 	uint64_t sent;                /* bytes written to the app */
+	int buffered;                 /* the body came whole first (request_buffering): it is sent
+	                               * from body (the transit buffer the connection holds) with
+	                               * its Content-Length, after the head in out */
+	const unsigned char *body;
+	uint64_t body_len, body_sent;
 	size_t out_len, out_off;
 	char out[LG_UP_OBUF];
 	/* the answer */
@@ -106,6 +115,13 @@ struct lg_conn_up {
 	size_t hcap;                  /* hbuf's bytes: room for a first body piece after the head */
 	char in[LG_UP_IBUF];
 };
+
+/* The memory budget counts an exchange as LG_UP_XCHG_BYTES (shm/upstream.h): the struct, the
+ * client's head (up to the app's, + 256, up_resp.c client_head) and malloc's overhead. */
+_Static_assert(sizeof(struct lg_conn_up) + LG_UP_IBUF + 256 + 64 <= LG_UP_XCHG_BYTES,
+    "an exchange within its share of the memory budget");
+_Static_assert(sizeof(struct lg_upc) + 64 <= LG_UP_CONN_BYTES / 2,
+    "an app connection within its share of the memory budget");
 
 /* up_pool.c: app connections */
 
@@ -139,8 +155,25 @@ int lg_up_start(struct lg_conn_up *x);
 int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
 
 /* Frees x and gives back what it holds (place, queue entry, connection: closed unless
- * reuse); LG_UP(c)->x cleared and c unheld. */
+ * reuse); LG_UP(c)->x cleared and c unheld (an orphan has no c). */
 void lg_up_free(struct lg_conn_up *x, int reuse);
+
+/* Arms x's timer for the earliest of its deadline and its phase's limit (phase_due). */
+void lg_up_arm(struct lg_conn_up *x);
+
+/* 1 when x's app connection may carry another request: the answer is whole, said keep-alive,
+ * nothing followed it and the request went whole. */
+int lg_up_reusable(const struct lg_conn_up *x);
+
+/* up_orphan.c: c closed while the app had x's request (sent > 0, answer not whole): x goes on
+ * without c, reading the answer to its end and dropping it (then the app connection is kept
+ * when lg_up_reusable) or closing the app connection at the deadline or a timeout; its place
+ * is given back only then, so the app never has more than max_conns requests, counting those
+ * nobody waits for. A request not wholly sent is ended toward the app (shutdown(2) SHUT_WR). */
+void lg_up_orphan(struct lg_conn_up *x);
+
+/* An orphan's app connection is readable (revents), or its timer fired (revents 0). */
+void lg_up_orphan_event(struct lg_conn_up *x, int revents);
 
 /* up_resp.c: moves the answer on as far as the two sockets allow. Returns 0, or -1 when x is
  * gone (answered, failed, or c closed): the caller touches neither x nor c then. */
@@ -165,7 +198,7 @@ int lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u);
 static inline struct lg_up_one *
 lg_up_of(const struct lg_conn_up *x)
 {
-	return &LG_WUP(x->c->w)->ups[x->ui];
+	return &LG_WUP(x->w)->ups[x->ui];
 }
 
 /* The access line's upstream time: from the place taken to now, in ms. */
@@ -179,7 +212,7 @@ lg_up_note_time(const struct lg_conn_up *x)
 static inline void
 lg_up_time(const struct lg_conn_up *x, struct lg_hist *h, ev_tstamp since)
 {
-	ev_tstamp d = ev_now(x->c->w->ev) - since;
+	ev_tstamp d = ev_now(x->w->ev) - since;
 
 	lg_upadm_observe(h, d > 0 ? (uint64_t)(d * 1e9) : 0);
 }

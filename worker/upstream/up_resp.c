@@ -86,8 +86,7 @@ finish(struct lg_conn_up *x)
 	struct lg_conn *c = x->c;
 	int status = x->resp.status, close = x->close_client;
 	uint64_t bytes = x->body_bytes;
-	int reuse = x->resp.keep_alive && !x->eof && x->in_off == x->in_len &&
-	    x->out_off == x->out_len;
+	int reuse = lg_up_reusable(x);
 
 	atomic_fetch_add(&lg_up_of(x)->adm->requests[status / 100], 1);
 	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
@@ -154,8 +153,10 @@ write_pending(struct lg_conn_up *x)
 			lg_conn_close(c); /* the client left: gone frees x */
 			return -1;
 		}
-		if (n > 0)
+		if (n > 0 && !x->started) {
 			x->started = 1;
+			lg_obs_response(&c->obs, x->resp.status, 0); /* the access line's, if cut */
+		}
 		*p += n;
 		*len -= (size_t)n;
 		if (*len > 0) {
@@ -163,6 +164,7 @@ write_pending(struct lg_conn_up *x)
 			return 0;
 		}
 	}
+	c->obs.resp_bytes = (size_t)x->body_bytes; /* every piece checked went out */
 	free(x->hbuf);
 	x->hbuf = NULL;
 	return 1;

@@ -27,7 +27,7 @@ upc_watch(struct lg_conn_up *x)
 	if (uc->state == UPC_CONNECTING)
 		ev = EV_WRITE;
 	else {
-		if (x->out_off < x->out_len)
+		if (x->out_off < x->out_len || x->body_sent < x->body_len)
 			ev |= EV_WRITE;
 		if (x->dispatched && x->pend_len == 0 && x->hpend_len == 0 && !x->eof &&
 		    x->in_len < sizeof(x->in))
@@ -43,10 +43,10 @@ upc_watch(struct lg_conn_up *x)
 }
 
 /* The timer for the earliest of the deadline and the phase's limit. */
-static void
-arm(struct lg_conn_up *x)
+void
+lg_up_arm(struct lg_conn_up *x)
 {
-	struct ev_loop *ev = x->c->w->ev;
+	struct ev_loop *ev = x->w->ev;
 	ev_tstamp due = x->deadline, now = ev_now(ev);
 
 	if (x->phase_due > 0 && x->phase_due < due)
@@ -61,14 +61,24 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 {
 	struct lg_conn *c = x->c;
 
-	ev_timer_stop(c->w->ev, &x->timer);
+	ev_timer_stop(x->w->ev, &x->timer);
 	lg_up_unqueue(x);
 	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
 	free(x->hbuf);
-	LG_UP(c)->x = NULL;
-	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	if (c != NULL) {
+		LG_UP(c)->x = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
+	}
 	lg_up_release(x);
 	xchg_put(lg_up_of(x), x);
+}
+
+int
+lg_up_reusable(const struct lg_conn_up *x)
+{
+	return lg_resp_done(&x->resp) && x->resp.keep_alive && !x->eof &&
+	    x->in_off == x->in_len && x->out_off == x->out_len && x->body_sent == x->body_len &&
+	    x->dispatched;
 }
 
 static void
@@ -144,6 +154,7 @@ resend(struct lg_conn_up *x)
 	lg_upc_put(x, 0);
 	x->retried = 1;
 	x->out_off = 0;
+	x->body_sent = 0;
 	x->sent = 0;
 	x->in_len = x->in_off = 0;
 	x->eof = 0;
@@ -152,21 +163,27 @@ resend(struct lg_conn_up *x)
 		return lg_up_fail(x, 502, LG_UPR_CONNECT);
 	x->phase = LG_UPR_CONNECT_TIMEOUT;
 	x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return 0;
 }
 
-/* Writes what x->out holds to the app. Returns 0, or -1 when x is gone. */
+/* Writes what x->out holds to the app, then a buffered body from its transit buffer.
+ * Returns 0, or -1 when x is gone. */
 static int
 send_out(struct lg_conn_up *x)
 {
-	while (x->out_off < x->out_len) {
-		ssize_t n = send(x->uc->fd, x->out + x->out_off, x->out_len - x->out_off,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (x->out_off < x->out_len || x->body_sent < x->body_len) {
+		int head = x->out_off < x->out_len;
+		ssize_t n = send(x->uc->fd, head ? (const void *)(x->out + x->out_off) :
+		    (const void *)(x->body + x->body_sent), head ? x->out_len - x->out_off :
+		    (size_t)(x->body_len - x->body_sent), MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
-			x->out_off += (size_t)n;
+			if (head)
+				x->out_off += (size_t)n;
+			else
+				x->body_sent += (uint64_t)n;
 			x->sent += (uint64_t)n;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -203,7 +220,7 @@ read_in(struct lg_conn_up *x)
 		x->got_bytes = 1;
 		lg_up_time(x, &lg_up_of(x)->adm->first_byte, x->placed_at);
 		x->phase_due = 0; /* the first byte came: only the deadline is left */
-		arm(x);
+		lg_up_arm(x);
 	}
 	x->in_len += (size_t)n;
 	return 0;
@@ -248,6 +265,10 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_upc_idle_event(uc);
 		return;
 	}
+	if (x->orphan) {
+		lg_up_orphan_event(x, revents);
+		return;
+	}
 	if (uc->state == UPC_CONNECTING) {
 		int err = 0;
 		socklen_t len = sizeof(err);
@@ -265,7 +286,7 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_up_time(x, &lg_up_of(x)->adm->connect, x->connect_at);
 		x->phase = LG_UPR_FIRST_BYTE;
 		x->phase_due = ev_now(uc->w->ev) + lg_up_of(x)->def->first_byte_timeout_ms / 1e3;
-		arm(x);
+		lg_up_arm(x);
 		revents |= EV_WRITE;
 	}
 	int tries = x->retried;
@@ -301,7 +322,7 @@ lg_up_start(struct lg_conn_up *x)
 		x->phase = LG_UPR_CONNECT_TIMEOUT;
 		x->phase_due = ev_now(x->c->w->ev) + u->def->connect_timeout_ms / 1e3;
 	}
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return resume_body(x);
 }
@@ -312,14 +333,16 @@ timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 	struct lg_conn_up *x = t->data;
 	ev_tstamp now = ev_now(ev);
 
-	if (x->queued)
+	if (x->orphan)
+		lg_up_orphan_event(x, 0);
+	else if (x->queued)
 		(void)lg_up_fail(x, 504, LG_UPR_QUEUE_TIMEOUT);
 	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3)
 		(void)lg_up_fail(x, 504, (enum lg_up_reason)x->phase);
 	else if (now >= x->deadline - 1e-3)
 		(void)lg_up_fail(x, 504, LG_UPR_DEADLINE);
 	else
-		arm(x);
+		lg_up_arm(x);
 }
 
 #define UP_SKIP(m) offsetof(struct lg_conn_up, m), sizeof(((struct lg_conn_up *)0)->m)
@@ -378,6 +401,7 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	if (x == NULL)
 		return NULL;
 	x->c = c;
+	x->w = c->w;
 	x->ui = ui;
 	x->deadline = at + deadline_ms / 1e3;
 	x->arrived = at;
@@ -395,6 +419,30 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	return x;
 }
 
+/* Counts a 503 `full` for upstream u (c's access line says so). */
+static void
+count_full(struct lg_conn *c, struct lg_up_one *u)
+{
+	atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
+	atomic_fetch_add(&u->adm->requests[5], 1);
+	c->obs.why = lg_up_reason_str(LG_UPR_FULL);
+}
+
+int
+lg_up_full(struct lg_conn *c, uint32_t ui)
+{
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
+	uint32_t inflight, queued;
+
+	lg_upadm_counts(u->adm, &inflight, &queued);
+	if (inflight < u->adm->max_conns || queued < u->adm->queue)
+		return 0;
+	count_full(c, u);
+	return 1;
+}
+
+static int admit(struct lg_conn *c, struct lg_conn_up *x);
+
 int
 lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 {
@@ -407,21 +455,56 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 		xchg_put(u, x);
 		return 431;
 	}
+	return admit(c, x);
+}
+
+int
+lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+    const unsigned char *body, uint64_t len)
+{
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
+	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
+	int st;
+
+	if (x == NULL)
+		return 503;
+	x->arrived = ev_now(c->w->ev); /* the request reaches the app's side now, whole */
+	x->deadline = x->arrived + deadline_ms / 1e3;
+	x->buffered = 1;
+	x->body = body;
+	x->body_len = len;
+	x->has_body = len > 0;
+	x->chunked = 0;
+	if (lg_up_build_head(x, u->def) == -1) {
+		free(x);
+		return 431;
+	}
+	if ((st = admit(c, x)) != 0)
+		return st;
+	(void)lg_up_dispatch(c); /* whole: the answer is awaited (state PROXY) */
+	return 0;
+}
+
+/* x, new for c's request, takes a place (and starts: a connection, the head on its way), or
+ * waits for one in the queue. Returns 0, or 503 (full; no server reachable) with x freed. */
+static int
+admit(struct lg_conn *c, struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+
 	LG_UP(c)->x = x;
 	lg_conn_hold(c, LG_CONN_HELD_UP);
 	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
 	case LG_UPADM_FULL:
-		atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
 		lg_up_time(x, &u->adm->total, x->arrived);
-		c->obs.why = lg_up_reason_str(LG_UPR_FULL);
-		count_status(x, 503);
+		count_full(c, u);
 		LG_UP(c)->x = NULL;
 		lg_conn_unhold(c, LG_CONN_HELD_UP);
 		xchg_put(u, x);
 		return 503;
 	case LG_UPADM_WAIT:
 		lg_up_enqueue(x);
-		arm(x);
+		lg_up_arm(x);
 		return 0;
 	}
 	x->placed = 1;
@@ -437,7 +520,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	x->phase = x->reused ? LG_UPR_FIRST_BYTE : LG_UPR_CONNECT_TIMEOUT;
 	x->phase_due = ev_now(c->w->ev) + (x->reused ? u->def->first_byte_timeout_ms :
 	    u->def->connect_timeout_ms) / 1e3;
-	arm(x);
+	lg_up_arm(x);
 	upc_watch(x);
 	return 0;
 }
@@ -513,6 +596,17 @@ lg_up_stream(struct lg_conn *c)
 void
 lg_up_gone(struct lg_conn *c)
 {
-	if (LG_UP(c)->x != NULL)
-		lg_up_free(LG_UP(c)->x, 0);
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	if (x == NULL)
+		return;
+	atomic_fetch_add(&lg_up_of(x)->adm->errors[LG_UPR_CLIENT_GONE], 1);
+	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
+	if (x->placed && x->uc != NULL && x->sent > 0 && !lg_resp_done(&x->resp)) {
+		lg_up_orphan(x); /* the app works on it: its place is kept until it answered */
+		return;
+	}
+	/* Nothing reached the app (queued, connecting, not yet written), or its answer came
+	 * whole (the place went back then): the app has no work left for it. */
+	lg_up_free(x, lg_up_reusable(x));
 }

@@ -41,6 +41,20 @@ void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
  * set to refuse). */
 int lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms);
 
+/* For a route with request_buffering = on, at head time, before its body is read: 1 when
+ * upstream ui is full (max_conns in flight and the queue full: the caller answers 503 at
+ * once, counted as `full`), else 0. Nothing is taken: the request takes its place only once
+ * its body is whole (lg_up_head_body), so a slow upload holds none. */
+int lg_up_full(struct lg_conn *c, uint32_t ui);
+
+/* c's request with its body received whole (len bytes at body, in a transit buffer c holds
+ * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to upstream
+ * ui with a Content-Length, its deadline deadline_ms from now: admission (a place, or the
+ * queue), the head, then the answer awaited (state LG_CONN_PROXY). Returns 0, or 503 (full
+ * now, no server reachable) or 431 (the head does not fit): the caller answers it. */
+int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+    const unsigned char *body, uint64_t len);
+
 /* Body bytes of c's proxied request from the parser (decoded: the framing toward the app is
  * this room's). Returns 0, or -1 with c->http.status set. */
 int lg_up_body(struct lg_conn *c, const char *at, size_t len);
