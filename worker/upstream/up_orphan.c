@@ -24,7 +24,7 @@ watch_read(struct lg_conn_up *x)
 	ev_io_stop(uc->w->ev, &uc->io);
 	if (want == 0)
 		return;
-	ev_io_set(&uc->io, uc->fd, want);
+	ev_io_modify(&uc->io, want); /* the same descriptor (no new epoll add) */
 	ev_io_start(uc->w->ev, &uc->io);
 }
 

@@ -213,7 +213,9 @@ lg_upc_put(struct lg_conn_up *x, int reuse)
 	s->nidle++;
 	atomic_fetch_add(&u->adm->idle[w->env->index], 1);
 	ev_io_stop(w->ev, &uc->io);
-	ev_io_set(&uc->io, uc->fd, EV_READ); /* an idle app connection that reads is closing */
+	/* an idle app connection that reads is closing; the same descriptor, so its events
+	 * change (ev_io_set would make libev add it to epoll again, refused: EEXIST) */
+	ev_io_modify(&uc->io, EV_READ);
 	ev_io_start(w->ev, &uc->io);
 }
 
