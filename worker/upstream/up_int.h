@@ -95,11 +95,9 @@ struct lg_conn_up {
 	const unsigned char *body;
 	uint64_t body_len, body_sent;
 	size_t out_len, out_off;
-	char out[LG_UP_OBUF];
 	/* the answer */
 	struct lg_resp resp;
 	struct lg_resp_limits lim;
-	struct lg_resp_field fields[LG_UP_FIELDS];
 	int head_done;                /* the answer's head is checked, the client's built */
 	int started;                  /* a byte of the answer went to the client */
 	int got_bytes;                /* the app sent something */
@@ -113,6 +111,12 @@ struct lg_conn_up {
 	size_t hpend_len, pend_len;
 	char *hbuf;                   /* the client head built from the app's (heap) */
 	size_t hcap;                  /* hbuf's bytes: room for a first body piece after the head */
+	/* The buffers last, the small members above all in the first page: an exchange touches
+	 * only the pages its bytes reach (xchg_alloc zeroes the members, never the buffers), so
+	 * one waiting for its answer holds that page and the head's in out, and a small answer
+	 * adds the first of in's pages and of the field index's. */
+	char out[LG_UP_OBUF];
+	struct lg_resp_field fields[LG_UP_FIELDS];
 	char in[LG_UP_IBUF];
 };
 
