@@ -80,11 +80,13 @@ ows(unsigned char c)
 	return c == ' ' || c == '\t';
 }
 
+_Static_assert(offsetof(struct lg_resp, status) == offsetof(struct lg_resp, fields) +
+    sizeof(((struct lg_resp *)0)->fields), "lg_resp_init sets every member before status");
+
 void
 lg_resp_init(struct lg_resp *r, const struct lg_resp_limits *lim, struct lg_resp_field *fields)
 {
-	memset(r, 0, sizeof(*r));
-	r->lim = lim;
+	r->lim = lim; /* the members before status; lg_resp_start clears every other */
 	r->fields = fields;
 	lg_resp_start(r, 0);
 }
