@@ -809,10 +809,18 @@ def test_buffered_uploads_give_their_transit_buffer_back(tmp_path, origin, start
     leaves mid-upload frees its buffer too."""
     srv = start_server("-c", buffered_conf(tmp_path, origin, max_conns=2), "--loop-workers", "1",
                        "--compute-workers", "1", "--transit-buffers", "4")
+    uploading = 'lagless_transit_buffers_in_use{state="uploading"}'
+    leavers = []
     for _ in range(3):
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
         s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\nabc")
+        leavers.append(s)
+    # the three hold a buffer each (one client address may hold 3 of 4), then leave: their
+    # buffers must come back before the next requests, or those would meet the client's share
+    assert wait_until(lambda: metric_value(srv.port, uploading) == 3, 10)
+    for s in leavers:
         s.close()
+    assert wait_until(lambda: metric_value(srv.port, uploading) == 0, 10)
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
     try:
         for i in range(12):
