@@ -23,8 +23,9 @@
 #define LG_HTTP_HEAD_CAP   (1u << 20) /* the largest --max-head accepted */
 #define LG_HTTP_NO_LENGTH  UINT64_MAX
 
-#define LG_HTTP_FIELD_BUF  4096  /* bytes of header field names and values kept per request */
-#define LG_HTTP_KEPT       32    /* header fields kept per request (for a kind's request view) */
+#define LG_HTTP_FIELD_BUF  16384 /* bytes of header field names and values kept per request (the
+                                  * default --max-head: a head it accepts is kept whole) */
+#define LG_HTTP_KEPT       100   /* header field lines kept per request (the default --max-fields) */
 #define LG_HTTP_KEEP_NAMES 128   /* names in a struct lg_http_keep */
 #define LG_HTTP_KEEP_NAME  64    /* bytes of a kept field's name, NUL included */
 

@@ -13,7 +13,11 @@
 #include "worker/core/conn.h"
 #include "worker/upstream/up_state.h"
 
-#define LG_UP_OBUF   16384   /* bytes toward the app: the head, then body as it comes */
+/* bytes toward the app: the head, then body as it comes. A head of the default --max-head
+ * (LG_HTTP_MAX_HEAD, every field kept: http/http.h) plus the fields lagless adds (X-Forwarded-*,
+ * X-Request-Id, X-Lagless-Deadline-Ms, a Host of its own: well under 4 KiB) fits; a larger one
+ * (a raised --max-head) is a 431 before anything is sent (lg_up_head). */
+#define LG_UP_OBUF   (LG_HTTP_MAX_HEAD + 4096)
 #define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
 #define LG_UP_FIELDS 128     /* field lines of the app's head */
 #define LG_UP_DOWN_S 1.0     /* a server that refused a connect is passed over this long */
