@@ -20,6 +20,7 @@ lagless with every route proxied (lagless-proxy.conf); behind lagless with
 through lagless_routes.py), everything else proxied.
 """
 import asyncio
+import inspect
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -49,13 +50,16 @@ async def lifespan(app: FastAPI):
     app.state.process_pool.shutdown(wait=True)
 
 
-try:
+if "lifespan" in inspect.signature(FastAPI).parameters:
     app = FastAPI(lifespan=lifespan)
-except TypeError:  # FastAPI < 0.93
+else:  # FastAPI < 0.93 takes lifespan= into its **extra and ignores it
     app = FastAPI()
     _life = lifespan(app)
     app.add_event_handler("startup", _life.__aenter__)
-    app.add_event_handler("shutdown", lambda: _life.__aexit__(None, None, None))
+
+    @app.on_event("shutdown")
+    async def _shutdown():
+        await _life.__aexit__(None, None, None)
 
 
 @app.get("/health")

@@ -124,6 +124,28 @@ def test_past_the_deadline_504_and_the_call_is_killed(srv):
                       .status == 200, 30)
 
 
+@pytest.mark.timeout(90)
+def test_way_b_runs_the_call_in_the_apps_executor(tmp_path):
+    """Way b (lagless-proxy.conf): every route proxied, the call in the app's own
+    ProcessPoolExecutor (made by the lifespan; FastAPI 0.92 ignored lifespan= and the route
+    answered 500)."""
+    need_app()
+    conf = tmp_path / "lagless-proxy.conf"
+    conf.write_text(example_conf("lagless-proxy.conf"))
+    s = Server(["-c", str(conf)], workdir=str(tmp_path), start_timeout=60)
+    try:
+        assert wait_until(lambda: get(s.port, "/ready", timeout=5).status == 200, 60), \
+            s.log()[-3000:]
+        n = 100_000
+        r = post(s.port, "/compute-non-blocking?iterations=%d" % n)
+        assert r.status == 200 and r.json()["result"] == (n - 1) * n * (2 * n - 1) // 6, r
+        assert r.json()["active_workers"] >= 1 and r.header("x-run-ms") is None, r
+        assert get(s.port, "/pool").json()["max_pending"] == 1
+    finally:
+        s.kill_all()
+    assert not s.crash_reports(), s.crash_reports()[:10]
+
+
 @pytest.mark.timeout(60)
 def test_proxy_config_passes_t():
     """Way b as the README gives it: lagless -t from the repository root."""
