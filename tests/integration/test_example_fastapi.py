@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
-from conftest import (LAGLESS_BIN, REPO_ROOT, Server, children_of, get, pid_alive,
-                      proc_cpu_ticks, request, wait_until)
+from conftest import (LAGLESS_BIN, REPO_ROOT, Server, children_of, get, pid_alive, request,
+                      wait_until)
 
 MODULES = os.environ.get("LAGLESS_MODULES") or os.path.join(REPO_ROOT, "build", "modules")
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "fastapi")
