@@ -86,7 +86,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(OBJDIR)/tests/%)
 LOAD_UNIT_BIN := $(LOAD_UNIT:tests/unit/%.c=$(OBJDIR)/tests/%)
 
 .PHONY: all run test check lint unit integration deps clean print-deps install bench fuzz fuzz-build \
-        modules print-build-pkgs print-runtime-pkgs image image-python-example
+        modules print-build-pkgs print-runtime-pkgs image image-python-example \
+        image-fastapi-example example-fastapi
 all: $(BIN) $(LOAD_BIN) modules
 
 $(BIN): $(MAIN_OBJ) $(LIB_OBJ)
@@ -186,6 +187,12 @@ deps:
 run: deps
 	$(MAKE) all
 	./$(BIN) $(ARGS)
+
+# examples/fastapi/: the background article's FastAPI app supervised by lagless, its CPU route in
+# the compute pool (examples/fastapi/README.md), in the foreground on port 8080 (ARGS="-p 9000"
+# for another); Ctrl-C stops both.
+example-fastapi: all
+	./$(BIN) -c examples/fastapi/lagless.conf $(ARGS)
 
 unit: $(UNIT_BIN) $(LOAD_UNIT_BIN) $(ORACLE_BIN) $(RESP_REPLAY)
 	@set -e; for t in $(UNIT_BIN) $(LOAD_UNIT_BIN); do echo "== $$t"; $$t; done
@@ -359,6 +366,7 @@ print-runtime-pkgs:
 IMAGE ?= lagless:$(LG_VERSION)
 APP_PKGS ?=
 EXAMPLE_IMAGE ?= lagless-python-example:$(LG_VERSION)
+FASTAPI_IMAGE ?= lagless-fastapi-example:$(LG_VERSION)
 image:
 	docker build -f deploy/Dockerfile --build-arg BUILD_PKGS="$(BUILD_PKGS)" \
 	    --build-arg RUNTIME_PKGS="$(RUNTIME_PKGS)" --build-arg APP_PKGS="$(APP_PKGS)" \
@@ -366,6 +374,10 @@ image:
 
 image-python-example: image
 	docker build -f examples/python/Dockerfile --build-arg BASE=$(IMAGE) -t $(EXAMPLE_IMAGE) .
+
+# examples/fastapi/: lagless + the FastAPI app it supervises, one image FROM $(IMAGE)
+image-fastapi-example: image
+	docker build -f examples/fastapi/Dockerfile --build-arg BASE=$(IMAGE) -t $(FASTAPI_IMAGE) .
 
 PREFIX  ?= /usr/local
 DESTDIR ?=

@@ -82,21 +82,21 @@ def iterations_for(seconds):
 
 
 class FastAPIPool:
-    """uvicorn serving fastapi_pool:app on a socket bound here (127.0.0.1, port 0), handed over
-    with --fd; stopped by its pid (SIGTERM, then SIGKILL)."""
+    """uvicorn serving fastapi_pool:app on 127.0.0.1:PORT, a free port picked here; stopped by
+    its pid (SIGTERM, then SIGKILL). Not a socket handed over with --fd: uvicorn takes such a
+    socket for a unix one, asyncio then leaves Nagle on, and its two writes per answer met the
+    client's delayed ACK (40 ms on every keep-alive /health of 10a)."""
 
     def __init__(self, workers, iterations):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(1024)
-        self.port = self.sock.getsockname()[1]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, WORKER_COUNT=str(workers), BENCH_ITERATIONS=str(iterations))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "fastapi_pool:app", "--fd",
-             str(self.sock.fileno()), "--log-level", "warning", "--no-access-log"],
-            cwd=PYDIR, env=env, pass_fds=(self.sock.fileno(),), stdout=self.log,
-            stderr=self.log, start_new_session=True)
+            [sys.executable, "-m", "uvicorn", "fastapi_pool:app", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
+            cwd=PYDIR, env=env, stdout=self.log, stderr=self.log, start_new_session=True)
         end = time.monotonic() + 30
         while not self._up():
             if self.proc.poll() is not None or time.monotonic() > end:
@@ -127,7 +127,6 @@ class FastAPIPool:
                 f = proc_stat_fields(pid)
                 if f and f[0] not in ("Z", "X") and int(f[19]) == start:
                     os.kill(pid, signal.SIGKILL)
-        self.sock.close()
 
 
 def request(port, method, path, body=None, timeout=60, conn=None):

@@ -21,6 +21,7 @@ import bench_argon2  # noqa: E402
 import bench_cluster  # noqa: E402
 import bench_conn  # noqa: E402
 import bench_coalesce  # noqa: E402
+import bench_fastapi  # noqa: E402
 import bench_instr  # noqa: E402
 import bench_latency  # noqa: E402
 import bench_memory  # noqa: E402
@@ -38,7 +39,7 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13",
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13,14",
                    help="comma-separated benchmark numbers (13a..13d: a part of 13)")
     p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
@@ -122,6 +123,9 @@ def main():
     parts = "".join(x for x in "abcd" if {"13", "13" + x} & only)
     if parts:
         results += bench_proxy.run(cfg, sz, parts)
+        log("")
+    if "14" in only:
+        results += bench_fastapi.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:

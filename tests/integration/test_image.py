@@ -366,6 +366,7 @@ def _ping(port):
 # Adding an application: APP_PKGS, the build context, the example's image (issue 39, section 4)
 
 EXAMPLE_DOCKERFILE = os.path.join(REPO_ROOT, "examples", "python", "Dockerfile")
+FASTAPI_DOCKERFILE = os.path.join(REPO_ROOT, "examples", "fastapi", "Dockerfile")
 
 
 def make_dry(*args):
@@ -494,16 +495,17 @@ def test_dockerignore_keeps_git_and_build_out_and_the_build_in(tmp_path):
     r = subprocess.run(["make", "-n", "--no-print-directory", *targets], cwd=ctx,
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
-    for path in (DOCKERFILE, EXAMPLE_DOCKERFILE):
-        for src in re.findall(r"^COPY (?!--from)(\S+) ", open(path).read(), re.M):
-            assert src == "." or os.path.exists(ctx / src), (path, src)
+    for path in (DOCKERFILE, EXAMPLE_DOCKERFILE, FASTAPI_DOCKERFILE):
+        for line in re.findall(r"^COPY (?!--from)(.*)$", open(path).read(), re.M):
+            for src in line.split()[:-1]:  # every source, the destination last
+                assert src == "." or os.path.exists(ctx / src), (path, src)
 
 
-def third_party_imports(folder):
+def third_party_imports(folder, own=("app",)):
     """Top-level modules the .py files under folder import that are neither the standard
-    library nor the folder's own package nor the python module's `lagless`."""
+    library nor the folder's own modules (own) nor the python module's `lagless`."""
     import sys
-    own = {"app", "lagless"}
+    own = set(own) | {"lagless"}
     names = set()
     for f in glob.glob(os.path.join(folder, "**", "*.py"), recursive=True):
         src = open(f).read()
@@ -563,5 +565,84 @@ def test_python_example_image(tmp_path):
     try:
         r = request(srv.port, "POST", "/summary", body=b"[1, 2, 3.5]", timeout=20)
         assert r.status == 200, r
+    finally:
+        srv.kill_all()
+
+
+def packages_of(imports):
+    """{module: the Debian package that installed it here} of the modules named."""
+    import importlib.util
+    origins = {}
+    for name in imports:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin, "%s is not installed here" % name
+        origins[name] = spec.origin
+    prime_owners(list(origins.values()))
+    return {n: owner(o) for n, o in origins.items()}
+
+
+@pytest.mark.timeout(120)
+def test_fastapi_example_image(tmp_path):
+    """examples/fastapi/Dockerfile, the whole service in one image: FROM the image `make image`
+    builds, APP_PKGS naming the Debian package of every third-party module the app imports and
+    of the server its [app] command runs, lagless left PID 1 (the base's ENTRYPOINT), and the
+    configuration it writes starting the app (uvicorn) and serving both ways, proxied and in
+    the pool, from where it copies them."""
+    text = open(FASTAPI_DOCKERFILE).read()
+    cmd = make_dry("image-fastapi-example")
+    assert "-f examples/fastapi/Dockerfile" in cmd and "-f deploy/Dockerfile" in cmd, cmd
+    assert re.search(r"^FROM \$\{?BASE\}?$", text, re.M) and "USER lagless" in text
+    # the base's exec-form ENTRYPOINT is what makes lagless PID 1: not replaced here
+    code = re.sub(r"(?m)^#.*$", "", text)
+    assert "ENTRYPOINT" not in code and "CMD" not in code, code
+    assert 'ENTRYPOINT ["/usr/local/bin/lagless"]' in open(DOCKERFILE).read()
+    pkgs = runtime_packages(FASTAPI_DOCKERFILE, {})
+    app = os.path.join(REPO_ROOT, "examples", "fastapi")
+    conf_text = open(os.path.join(app, "lagless.conf")).read()
+    served = re.findall(r"(?m)^command = \S*python3 -m (\w+) ", conf_text)
+    assert served == ["uvicorn"], served
+    imports = third_party_imports(app, own=("main", "lagless_routes"))
+    assert "fastapi" in imports, imports
+    debian_release_or_skip()
+    missing = {n: p for n, p in packages_of(imports + served).items() if p not in pkgs}
+    assert not missing, "imports whose Debian package APP_PKGS lacks: %r" % missing
+    # the image's layout: the COPY lines, then the RUN sed line on the configuration
+    root = tmp_path / "root"
+    conf = None
+    for line in re.findall(r"^COPY (?!--from)(.*)$", text, re.M):
+        *srcs, dest = line.split()
+        for src in srcs:
+            to = root / dest.lstrip("/")
+            if dest.endswith("/"):
+                to = to / os.path.basename(src)
+            to.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(os.path.join(REPO_ROOT, src), to)
+            if src.endswith("lagless.conf"):
+                conf = to
+    assert conf is not None and (root / "srv/app/main.py").is_file(), "the app's place"
+    sed = re.search(r"^RUN (sed -i .*)$", text.replace("\\\n", " "), re.M).group(1)
+    sed = sed.replace("/etc/lagless/lagless.conf", str(conf))
+    subprocess.run(["sh", "-c", sed], check=True, timeout=10)
+    written = conf.read_text()
+    assert "path = /usr/local/lib/lagless/modules/python.so" in written, written
+    assert re.search(r"(?m)^python_path = /srv/app$", written), written
+    assert re.search(r"(?m)^cwd = /srv/app$", written), written
+    so = os.path.join(MODULES_DIR, "python.so")
+    if not os.path.isfile(so):
+        pytest.skip("python.so not built")
+    if subprocess.run(["/usr/bin/python3", "-c", "import fastapi, uvicorn"]).returncode:
+        pytest.skip("python3-fastapi or python3-uvicorn missing")
+    conf.write_text(written.replace("/usr/local/lib/lagless/modules/python.so", so)
+                    .replace("= /srv/app", "= %s" % (root / "srv/app")))
+    srv = Server(["--compute-workers", "1", "-c", str(conf)], workdir=str(tmp_path),
+                 start_timeout=60)
+    try:
+        assert wait_until(lambda: get(srv.port, "/ready", timeout=5).status == 200, 60), \
+            srv.log()[-3000:]
+        r = get(srv.port, "/health", timeout=20)
+        assert r.status == 200 and r.json()["status"] == "healthy", r
+        r = request(srv.port, "POST", "/compute-non-blocking?iterations=1000", body=b"",
+                    timeout=20)
+        assert r.status == 200 and r.header("x-run-ms") is not None, r
     finally:
         srv.kill_all()
