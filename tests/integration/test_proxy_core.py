@@ -679,6 +679,37 @@ def test_access_line_of_an_answer_cut_after_its_head(tmp_path, origin, start_ser
     assert req(srv.port, "GET", "/api/echo")[0] == 200
 
 
+def app_send_queue(origin):
+    """Bytes the origin has sent lagless and lagless has not read yet (/proc/net/tcp)."""
+    port = ":%04X" % int(origin.address.rsplit(":", 1)[1])
+    with open("/proc/net/tcp") as f:
+        return sum(int(ln.split()[4].split(":")[0], 16) for ln in f.readlines()[1:]
+                   if ln.split()[1].endswith(port))
+
+
+def test_client_gone_mid_download_drops_the_rest_at_once(tmp_path, origin, start_server):
+    """A client that stops reading a large answer (the exchange's input buffer full of the
+    app's bytes waiting for it) and then leaves: the rest of the answer is read and dropped
+    as fast as the app sends it, and the place goes back then, with the app connection kept:
+    not at the request's deadline (here 20 s), holding a max_conns place all along."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=20000),
+                       "--loop-workers", "1")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/big?mb=16 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+    # lagless stops reading the app once the client's socket and its own buffer are full:
+    # the app's bytes back up in the app's send queue
+    assert wait_until(lambda: app_send_queue(origin) > 0, 10)
+    s.close()
+    t0 = time.monotonic()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 8), srv.log()[-2000:]
+    assert time.monotonic() - t0 < 5.0
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    assert origin.connections == 1  # the answer was read to its end: its connection kept
+
+
 def sizing_json(*args):
     out = subprocess.run([LAGLESS_BIN, *args], capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
