@@ -738,6 +738,23 @@ def test_memory_budget_counts_what_proxying_holds(tmp_path, origin):
         assert m["shm_budget"] == base["shm_budget"] - want, (m, base)
 
 
+def test_upstreams_that_leave_no_memory_budget_are_warned_of(tmp_path, origin):
+    """Regression (hostile trial): upstreams whose memory_proxy is over the memory limit left a
+    shared-memory budget of 0 in silence (-t: valid, no warning at start), and then every
+    request body to a kind or a request_buffering route was a 503. -t, --print-sizing and the
+    start-up log now say so."""
+    c = conf(tmp_path, origin, max_conns=60000, queue=60000)
+    args = ("--memory-limit", str(1 << 30), "--loop-workers", "1", "--compute-workers", "1")
+    m = sizing_json("--print-sizing", "-c", c, *args)
+    assert m["shm_budget"] == 0 and m["memory_proxy"] > 1 << 30, m
+    assert "memory_proxy" in m.get("note", ""), m
+    r = subprocess.run([LAGLESS_BIN, "-t", "-c", c, *args], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 0 and "warning: " in r.stderr and "memory_proxy" in r.stderr, r.stderr
+    ok = conf(tmp_path, origin, max_conns=6, queue=10)
+    assert "note" not in sizing_json("--print-sizing", "-c", ok, *args)
+
+
 def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin, start_server):
     """A client that leaves mid-upload: the app is told the request ends there (the write side
     of its connection shut, so it reads the end of its input instead of waiting for bytes that
