@@ -776,6 +776,30 @@ def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin
     assert (("/api/slow", b"x" * 10) in origin.bodies), origin.bodies
 
 
+def test_a_refusal_mid_upload_ends_the_exchange_at_once(tmp_path, origin, start_server):
+    """Regression (hostile trial): a streamed chunked upload refused mid-body (413 past the
+    route's max_body) left its exchange on the lingering connection: the app kept a request
+    whose body never ended, and its place stayed taken until the client closed or the
+    lingering close timed out (--lingering-timeout-ms, up to --lingering-time-ms). The
+    request is now ended toward the app when lagless answers it itself."""
+    c = conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=30000)
+    with open(c, "a") as f:
+        f.write("\n[route /api/small]\nupstream = app\nmax_body = 1000\ndeadline_ms = 30000\n")
+    srv = start_server("-c", c, "--loop-workers", "1", "--lingering-timeout-ms", "20000")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              b"258\r\n" + b"a" * 600 + b"\r\n")
+    assert wait_until(lambda: origin.heads_read == 1, 5)
+    s.sendall(b"258\r\n" + b"b" * 600 + b"\r\n0\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 413 ")
+    # the client stays connected (lingering): the app's place must come back regardless
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5), srv.log()[-2000:]
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+    s.close()
+
+
 def buffered_conf(tmp_path, origin, max_conns=1, queue=4, extra_route=""):
     p = tmp_path / "buffered.conf"
     p.write_text("[upstream app]\nserver = %s\nmax_conns = %d\nqueue = %d\n\n"
