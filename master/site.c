@@ -521,6 +521,12 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 	if (rt.methods == 0)
 		rt.methods = rt.upstream ? LG_M_UPSTREAM_DEFAULT : rt.kind ? LG_M_POST :
 		    LG_M_GET | LG_M_HEAD;
+	for (unsigned i = 0; rt.upstream && (rt.methods & LG_HTTP_METHOD_BIT(HTTP_CONNECT)) &&
+	    i < sec->nkv; i++)
+		if (strcmp(sec->kv[i].key, "methods") == 0) /* the request would reach the app
+		                                              * as nothing (http/fwd.h) */
+			return fail_kv(err, cap, file, &sec->kv[i], "CONNECT asks for a tunnel, "
+			    "which an upstream route does not offer (RFC 9110 section 9.3.6)");
 	if (split_conf(sec, own, 1, &rt.conf) == -1) {
 		snprintf(err, cap, "out of memory");
 		return -1;

@@ -171,6 +171,14 @@ lg_sizing_note(const struct lg_sizing *s, char *buf, size_t cap)
 {
 	double cpus = s->cpus_override > 0 ? s->cpus_override : s->quota;
 
+	if (s->mem.proxy > 0 && s->mem.budget == 0 && !s->mem.budget_override) {
+		/* docs/OPERATIONS.md "Memory": the upstreams' part alone leaves nothing for bodies */
+		snprintf(buf, cap, "memory_proxy (%llu MiB: the upstreams' max_conns, queue, "
+		    "keepalive) leaves no shared-memory budget: every body for a kind or a "
+		    "request_buffering route is a 503; lower them or raise --memory-limit",
+		    (unsigned long long)(s->mem.proxy >> 20));
+		return 1;
+	}
 	if (!(cpus > 0 && cpus < 1) || s->budget != 1)
 		return 0;
 	snprintf(buf, cap, "the %s is %.3g CPU, under one: the budget is raised to 1, so one loop "

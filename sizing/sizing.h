@@ -108,8 +108,9 @@ void lg_sizing_decide(struct lg_sizing *s, const struct lg_config *cfg);
  * NUL-terminated. Returns the length, or -1 with errno ENOSPC if it does not fit. */
 int lg_sizing_json(const struct lg_sizing *s, char *buf, size_t cap);
 
-/* A warning about the decision s, or nothing: a CPU quota (or --cpus) under one CPU, which the
- * budget rounds up to 1 (the processes then share less than a CPU). Writes it into buf (cap
+/* A warning about the decision s, or nothing: upstreams whose memory_proxy leaves a
+ * shared-memory budget of 0 (every body refused), else a CPU quota (or --cpus) under one CPU,
+ * which the budget rounds up to 1 (the processes then share less than a CPU). Writes it into buf (cap
  * bytes, no quote or backslash in it: the JSON carries it as "note") and returns 1, else 0. */
 int lg_sizing_note(const struct lg_sizing *s, char *buf, size_t cap);
 

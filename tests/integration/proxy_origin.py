@@ -92,13 +92,18 @@ class Origin:
         lower = head.lower()
         if b"transfer-encoding: chunked" in lower:
             body = b""
+            def more():
+                d = c.recv(65536)
+                if not d:  # the request ended short (lagless shut its side): give up
+                    raise OSError("end of input inside a chunked body")
+                return d
             while True:
                 while b"\r\n" not in buf:
-                    buf += c.recv(65536)
+                    buf += more()
                 line, buf = buf.split(b"\r\n", 1)
                 n = int(line.split(b";")[0], 16)
                 while len(buf) < n + 2:
-                    buf += c.recv(65536)
+                    buf += more()
                 body += buf[:n]
                 buf = buf[n + 2:]
                 if n == 0:

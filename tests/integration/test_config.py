@@ -194,6 +194,21 @@ def test_route_methods_are_the_parsers_vocabulary(tmp_path):
     assert r.returncode != 0 and "expected a list of request methods" in r.stderr, r.stderr
 
 
+@pytest.mark.timeout(30)
+def test_an_upstream_route_cannot_name_connect(tmp_path):
+    """Regression (hostile trial): `methods = GET, CONNECT` on an upstream route was taken,
+    and every CONNECT it then routed was answered 431 (the head toward the app refused it:
+    lagless offers no tunnel). Refused at -t instead, naming the line."""
+    conf = tmp_path / "c.conf"
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n"
+                    "[route /t/*]\nupstream = app\nmethods = GET, CONNECT\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode != 0 and "c.conf:6:" in r.stderr and "CONNECT" in r.stderr, r.stderr
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n"
+                    "[route /t/*]\nupstream = app\nmethods = GET, TRACE, PROPFIND\n")
+    assert run("-t", "-c", str(conf)).returncode == 0
+
+
 @pytest.mark.timeout(60)
 def test_an_arena_over_the_mappable_size_is_refused_and_frees_what_it_read():
     """An arena over the 16 TiB that can be mapped is refused at -t and at start-up, naming

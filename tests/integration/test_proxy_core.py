@@ -697,6 +697,37 @@ def test_access_line_of_an_answer_cut_after_its_head(tmp_path, origin, start_ser
     assert req(srv.port, "GET", "/api/echo")[0] == 200
 
 
+def app_send_queue(origin):
+    """Bytes the origin has sent lagless and lagless has not read yet (/proc/net/tcp)."""
+    port = ":%04X" % int(origin.address.rsplit(":", 1)[1])
+    with open("/proc/net/tcp") as f:
+        return sum(int(ln.split()[4].split(":")[0], 16) for ln in f.readlines()[1:]
+                   if ln.split()[1].endswith(port))
+
+
+def test_client_gone_mid_download_drops_the_rest_at_once(tmp_path, origin, start_server):
+    """A client that stops reading a large answer (the exchange's input buffer full of the
+    app's bytes waiting for it) and then leaves: the rest of the answer is read and dropped
+    as fast as the app sends it, and the place goes back then, with the app connection kept:
+    not at the request's deadline (here 20 s), holding a max_conns place all along."""
+    srv = start_server("-c", conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=20000),
+                       "--loop-workers", "1")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET /api/big?mb=16 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+    # lagless stops reading the app once the client's socket and its own buffer are full:
+    # the app's bytes back up in the app's send queue
+    assert wait_until(lambda: app_send_queue(origin) > 0, 10)
+    s.close()
+    t0 = time.monotonic()
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 8), srv.log()[-2000:]
+    assert time.monotonic() - t0 < 5.0
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    assert origin.connections == 1  # the answer was read to its end: its connection kept
+
+
 def sizing_json(*args):
     out = subprocess.run([LAGLESS_BIN, *args], capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr
@@ -725,6 +756,23 @@ def test_memory_budget_counts_what_proxying_holds(tmp_path, origin):
         assert m["shm_budget"] == base["shm_budget"] - want, (m, base)
 
 
+def test_upstreams_that_leave_no_memory_budget_are_warned_of(tmp_path, origin):
+    """Regression (hostile trial): upstreams whose memory_proxy is over the memory limit left a
+    shared-memory budget of 0 in silence (-t: valid, no warning at start), and then every
+    request body to a kind or a request_buffering route was a 503. -t, --print-sizing and the
+    start-up log now say so."""
+    c = conf(tmp_path, origin, max_conns=60000, queue=60000)
+    args = ("--memory-limit", str(1 << 30), "--loop-workers", "1", "--compute-workers", "1")
+    m = sizing_json("--print-sizing", "-c", c, *args)
+    assert m["shm_budget"] == 0 and m["memory_proxy"] > 1 << 30, m
+    assert "memory_proxy" in m.get("note", ""), m
+    r = subprocess.run([LAGLESS_BIN, "-t", "-c", c, *args], capture_output=True, text=True,
+                       timeout=20)
+    assert r.returncode == 0 and "warning: " in r.stderr and "memory_proxy" in r.stderr, r.stderr
+    ok = conf(tmp_path, origin, max_conns=6, queue=10)
+    assert "note" not in sizing_json("--print-sizing", "-c", ok, *args)
+
+
 def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin, start_server):
     """A client that leaves mid-upload: the app is told the request ends there (the write side
     of its connection shut, so it reads the end of its input instead of waiting for bytes that
@@ -744,6 +792,30 @@ def test_client_gone_mid_upload_ends_the_request_toward_the_app(tmp_path, origin
     assert st == 200 and time.monotonic() - t0 < 3.0
     assert origin.max_inflight == 1, origin.max_inflight
     assert (("/api/slow", b"x" * 10) in origin.bodies), origin.bodies
+
+
+def test_a_refusal_mid_upload_ends_the_exchange_at_once(tmp_path, origin, start_server):
+    """Regression (hostile trial): a streamed chunked upload refused mid-body (413 past the
+    route's max_body) left its exchange on the lingering connection: the app kept a request
+    whose body never ended, and its place stayed taken until the client closed or the
+    lingering close timed out (--lingering-timeout-ms, up to --lingering-time-ms). The
+    request is now ended toward the app when lagless answers it itself."""
+    c = conf(tmp_path, origin, max_conns=1, queue=4, deadline_ms=30000)
+    with open(c, "a") as f:
+        f.write("\n[route /api/small]\nupstream = app\nmax_body = 1000\ndeadline_ms = 30000\n")
+    srv = start_server("-c", c, "--loop-workers", "1", "--lingering-timeout-ms", "20000")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    s.sendall(b"POST /api/small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              b"258\r\n" + b"a" * 600 + b"\r\n")
+    assert wait_until(lambda: origin.heads_read == 1, 5)
+    s.sendall(b"258\r\n" + b"b" * 600 + b"\r\n0\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 413 ")
+    # the client stays connected (lingering): the app's place must come back regardless
+    assert wait_until(lambda: metric_value(
+        srv.port, 'lagless_upstream_in_flight{upstream="app"}') == 0, 5), srv.log()[-2000:]
+    st, _, _ = req(srv.port, "GET", "/api/echo")
+    assert st == 200
+    s.close()
 
 
 def buffered_conf(tmp_path, origin, max_conns=1, queue=4, extra_route=""):

@@ -274,7 +274,8 @@ check_json(const struct lg_sizing *s)
 	int noted = lg_sizing_note(s, note, sizeof(note));
 	double cpus = s->cpus_override > 0 ? s->cpus_override : s->quota;
 
-	assert_int_equal(noted, cpus > 0 && cpus < 1 && s->budget == 1);
+	assert_int_equal(noted, (cpus > 0 && cpus < 1 && s->budget == 1) ||
+	    (s->mem.proxy > 0 && s->mem.budget == 0 && !s->mem.budget_override));
 	assert_int_equal(o.n, (int)(sizeof(keys) / sizeof(keys[0])) + noted);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		assert_string_equal(o.key[i], keys[i]);

@@ -274,8 +274,8 @@ linger_read(struct lg_conn *c)
 static void
 request_done(struct lg_conn *c)
 {
-	if (c->held & LG_CONN_HELD_BUFFER)
-		c->w->ops->release(c);
+	if (c->held & (LG_CONN_HELD_BUFFER | LG_CONN_HELD_UP))
+		c->w->ops->release(c); /* an exchange still held: lagless answered (a refusal) */
 	release_owned(c);
 	lg_obs_request_end(c);
 	lg_stats_add(&c->w->env->page->requests, 1); /* this loop's page: one writer */

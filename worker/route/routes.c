@@ -511,10 +511,15 @@ route_body_done(struct lg_conn *c)
 	return 0;
 }
 
+/* c's request is answered: its transit buffer goes back, and an upstream exchange still open
+ * (lagless refused the request mid-body: 413, 400, 408) is ended toward the app at once, as
+ * for a client that left, rather than when the lingering connection closes. */
 static int
 route_release(struct lg_conn *c)
 {
-	return lg_offload_release(c);
+	if (lg_up_active(c))
+		lg_up_gone(c);
+	return lg_job_held(c) ? lg_offload_release(c) : 0;
 }
 
 /* c closes: its upstream exchange, then its slot or flight. */

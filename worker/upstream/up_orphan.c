@@ -28,9 +28,13 @@ watch_read(struct lg_conn_up *x)
 	ev_io_start(uc->w->ev, &uc->io);
 }
 
+static int orphan_drop(struct lg_conn_up *x, int *reuse);
+
 void
 lg_up_orphan(struct lg_conn_up *x)
 {
+	int reuse = 0;
+
 	x->c = NULL;
 	x->orphan = 1;
 	x->hpend_len = x->pend_len = 0; /* what was on its way to the client is dropped */
@@ -45,6 +49,13 @@ lg_up_orphan(struct lg_conn_up *x)
 	}
 	x->body = NULL; /* a buffered body's transit buffer goes back with the connection */
 	x->body_sent = x->body_len;
+	/* What the app sent and the client never took is dropped now: the buffer may be full
+	 * (nothing more would be read from the app) or hold the answer's end (no event would
+	 * come), and the place would be held to the deadline. */
+	if (orphan_drop(x, &reuse)) {
+		lg_up_free(x, reuse);
+		return;
+	}
 	lg_up_arm(x);
 	watch_read(x);
 }

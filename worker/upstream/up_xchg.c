@@ -629,6 +629,8 @@ lg_up_gone(struct lg_conn *c)
 	atomic_fetch_add(&lg_up_of(x)->adm->errors[LG_UPR_CLIENT_GONE], 1);
 	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
 	if (x->placed && x->uc != NULL && x->sent > 0 && !lg_resp_done(&x->resp)) {
+		LG_UP(c)->x = NULL; /* c may live on (a refusal's lingering close) */
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
 		lg_up_orphan(x); /* the app works on it: its place is kept until it answered */
 		return;
 	}
