@@ -20,24 +20,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
-from common import Lagless, Result, log
+from common import Lagless, Result, log, wait_for
 
 PING_INSTR_BASELINE = 2408   # callgrind, wrk -t1 -c64 -d3s, one loop worker (docs/BENCHMARKS.md)
 PING_INSTR_SLACK = 1.03      # the figure may move this much between runs without a change
 WRK_SECONDS = 3
 LOOP_STARTED_RE = re.compile(r"loop\[\d+\] pid=(\d+) lg_loop_main: started")
-
-
-def wait_for(pred, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
 def instructions_per_ping(binary):

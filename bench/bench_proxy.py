@@ -51,7 +51,8 @@ import time
 
 from bench_conn import tree_cpu_ticks, tree_pids
 from bench_throughput import free_port, nginx_path
-from common import Lagless, Result, http_get, http_request, log, median, smaps_rollup
+from common import (Lagless, Result, http_get, http_request, log, median, smaps_rollup,
+                    wait_for)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = "/1k"
@@ -279,16 +280,6 @@ def opened_per_100k(pid, port, origin):
     a0 = origin.accepts()
     n = wrk(port, X2_SECONDS)
     return (origin.accepts() - a0 - 1) * 1e5 / n, n  # -1: a0's own reading
-
-
-def wait_for(pred, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return pred()
 
 
 def callgrind_total(path):

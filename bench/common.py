@@ -34,6 +34,18 @@ def log(msg=""):
 # statistics
 
 
+def wait_for(pred, timeout):
+    """pred()'s first true value, polled every 50 ms for at most timeout seconds; else its
+    last value."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return pred()
+
+
 def percentile(sorted_values, p):
     """Nearest-rank percentile (p in 0..100) of an ascending list; None when empty."""
     if not sorted_values:
