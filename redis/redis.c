@@ -346,10 +346,18 @@ on_disconnect(const redisAsyncContext *ac, int status)
 	} else if (ac == r->sub) {
 		/* The subscription alone (CLIENT KILL TYPE pubsub, say): made again at once, and
 		 * its waiters re-read when it is back (hooks.ready); new keys are local
-		 * meanwhile. */
+		 * meanwhile. A new subscription that is lost before Redis confirmed it (a Redis
+		 * going down still accepts for a moment) is an outage: the breaker's trip, said
+		 * once, and retried at its pace, not a warning and a reconnect per loss. */
+		int was = r->subscribed;
+
 		r->sub = NULL;
 		r->subscribed = 0;
 		atomic_store(&r->ctr->up, 0);
+		if (!was) {
+			trip(r, "subscription lost before it was confirmed");
+			return;
+		}
 		log_warn("redis %s: subscription lost; subscribing again", r->addr);
 		ev_timer_start(r->ev, &r->resub);
 	}
