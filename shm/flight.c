@@ -5,8 +5,9 @@
 
 #include "shm/zone.h"
 
-/* A bucket in CLAIMING for our hash is re-read this many times before giving up: the creator
- * writes at most LG_FLIGHT_KEY_MAX bytes, well under a microsecond unless it was preempted. */
+/* An entry in CLAIMING, or a set's creator word, is re-read this many times before giving up:
+ * the creator writes at most LG_FLIGHT_KEY_MAX bytes, well under a microsecond unless it was
+ * preempted. */
 #define CLAIM_SPINS 4096
 
 static inline void
@@ -70,11 +71,12 @@ lg_flight_hash(uint64_t h, const void *p, size_t len)
 	return h;
 }
 
+/* The first entry of key hash's set. */
 static struct lg_flight *
-bucket(struct lg_flight_table *t, uint64_t hash)
+set_of(struct lg_flight_table *t, uint64_t hash)
 {
 	/* The high bits mix better than the low ones after FNV's last multiply. */
-	return &t->e[(hash ^ (hash >> 29)) & (t->n - 1)];
+	return &t->e[(hash ^ (hash >> 29)) & (t->n - 1) & ~(uint64_t)(LG_FLIGHT_WAYS - 1)];
 }
 
 /* Whether PENDING entry e (word w, read with acquire) is for the key. The key bytes are
@@ -109,23 +111,21 @@ settled(struct lg_flight *e)
 	return w;
 }
 
-int
-lg_flight_join(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len,
-    uint32_t loop, struct lg_flight_ref *ref)
+/* Joins PENDING entry e when it holds the key. Returns LG_FLIGHT_JOINED, LG_FLIGHT_ABSENT (not
+ * the key's), or LG_FLIGHT_BUSY (CLAIMING past the bounded wait: maybe the key's). */
+static int
+join_entry(struct lg_flight_table *t, struct lg_flight *e, uint64_t hash, const void *key,
+    size_t len, uint32_t loop, struct lg_flight_ref *ref)
 {
-	struct lg_flight *e = bucket(t, hash);
-	uint64_t w;
+	uint64_t w = settled(e);
 
-	if (loop >= LG_FLIGHT_LOOPS || len > LG_FLIGHT_KEY_MAX)
-		return LG_FLIGHT_BUSY;
-	w = settled(e);
 	for (;;) {
 		uint32_t st = lg_flight_st(w);
 
-		if (st == LG_FLIGHT_FREE)
-			return LG_FLIGHT_ABSENT;
-		if (st != LG_FLIGHT_PENDING || !same_key(e, hash, key, len))
+		if (st == LG_FLIGHT_CLAIMING)
 			return LG_FLIGHT_BUSY;
+		if (st != LG_FLIGHT_PENDING || !same_key(e, hash, key, len))
+			return LG_FLIGHT_ABSENT;
 		/* The mask cannot be empty while PENDING (the CAS that empties it frees the entry),
 		 * so joining here never revives an entry being cancelled. */
 		uint64_t nw = w | (1u << loop);
@@ -136,47 +136,100 @@ lg_flight_join(struct lg_flight_table *t, uint64_t hash, const void *key, size_t
 	}
 }
 
+/* Scans key's set and joins the key's PENDING entry. Returns as lg_flight_join. */
+static int
+join_set(struct lg_flight_table *t, struct lg_flight *set, uint64_t hash, const void *key,
+    size_t len, uint32_t loop, struct lg_flight_ref *ref)
+{
+	int busy = 0;
+
+	for (uint32_t i = 0; i < LG_FLIGHT_WAYS; i++) {
+		int r = join_entry(t, &set[i], hash, key, len, loop, ref);
+
+		if (r == LG_FLIGHT_JOINED)
+			return r;
+		busy |= r == LG_FLIGHT_BUSY;
+	}
+	return busy ? LG_FLIGHT_BUSY : LG_FLIGHT_ABSENT;
+}
+
+int
+lg_flight_join(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len,
+    uint32_t loop, struct lg_flight_ref *ref)
+{
+	if (loop >= LG_FLIGHT_LOOPS || len > LG_FLIGHT_KEY_MAX)
+		return LG_FLIGHT_BUSY;
+	return join_set(t, set_of(t, hash), hash, key, len, loop, ref);
+}
+
+/* Takes set's creator word for loop, spinning a bounded moment. Returns 1, or 0 (held). */
+static int
+lock_set(struct lg_flight *set, uint32_t loop)
+{
+	for (int i = 0; i < CLAIM_SPINS; i++) {
+		uint32_t free_word = 0;
+
+		if (atomic_compare_exchange_weak(&set->creator, &free_word, loop + 1))
+			return 1;
+		cpu_relax();
+	}
+	return 0;
+}
+
+/* Makes FREE entry e (its word w) the key's PENDING flight; the set's creator word is held, so
+ * only the master (reclaiming a dead loop) could move it too. Returns LG_FLIGHT_CREATED, or -1
+ * when e changed under us (the caller looks at the next entry). */
+static int
+create_entry(struct lg_flight_table *t, struct lg_flight *e, uint64_t w, uint64_t hash,
+    const void *key, size_t len, uint32_t loop, uint32_t slot, uint32_t slot_gen, uint64_t now_ns,
+    struct lg_flight_ref *ref)
+{
+	uint32_t gen = lg_flight_gen(w) + 1;
+	uint64_t cw = mkword(gen, LG_FLIGHT_CLAIMING, 1u << loop);
+	uint64_t pw = mkword(gen, LG_FLIGHT_PENDING, 1u << loop);
+
+	if (!atomic_compare_exchange_strong(&e->word, &w, cw))
+		return -1;
+	/* Ours alone while CLAIMING: nobody reads these fields until PENDING. */
+	e->hash = hash;
+	e->owner = loop;
+	e->slot = slot;
+	e->slot_gen = slot_gen;
+	e->key_len = (uint32_t)len;
+	e->created_ns = now_ns;
+	memcpy(e->key, key, len);
+	/* Release: a joiner that sees PENDING sees the key. */
+	if (!atomic_compare_exchange_strong(&e->word, &cw, pw)) {
+		errno = ESTALE;
+		return -1;
+	}
+	fill_ref(t, e, pw, ref);
+	return LG_FLIGHT_CREATED;
+}
+
 int
 lg_flight_create(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len,
     uint32_t loop, uint32_t slot, uint32_t slot_gen, uint64_t now_ns, struct lg_flight_ref *ref)
 {
-	struct lg_flight *e = bucket(t, hash);
+	struct lg_flight *set = set_of(t, hash);
+	int r;
 
 	if (loop >= LG_FLIGHT_LOOPS || len > LG_FLIGHT_KEY_MAX)
 		return LG_FLIGHT_BUSY;
-	for (;;) {
-		uint64_t w = atomic_load(&e->word);
-		int r;
+	if (!lock_set(set, loop))
+		return LG_FLIGHT_BUSY;
+	/* Holding the word, no other creator can publish the key in the set: one scan decides. */
+	r = join_set(t, set, hash, key, len, loop, ref);
+	for (uint32_t i = 0; r == LG_FLIGHT_ABSENT && i < LG_FLIGHT_WAYS; i++) {
+		uint64_t w = atomic_load(&set[i].word);
 
-		if (lg_flight_st(w) != LG_FLIGHT_FREE) {
-			r = lg_flight_join(t, hash, key, len, loop, ref);
-			if (r != LG_FLIGHT_ABSENT)
-				return r;
-			continue; /* freed between the two reads: try to take it */
-		}
-		uint32_t gen = lg_flight_gen(w) + 1;
-		if (!atomic_compare_exchange_strong(&e->word, &w,
-		    mkword(gen, LG_FLIGHT_CLAIMING, 1u << loop)))
-			continue;
-		/* Ours alone while CLAIMING: nobody reads these fields until PENDING. */
-		e->hash = hash;
-		e->owner = loop;
-		e->slot = slot;
-		e->slot_gen = slot_gen;
-		e->key_len = (uint32_t)len;
-		e->created_ns = now_ns;
-		memcpy(e->key, key, len);
-		/* Release: a joiner that sees PENDING sees the key. Only the master (reclaiming a
-		 * dead creator) could have moved the word, and we are alive. */
-		uint64_t cw = mkword(gen, LG_FLIGHT_CLAIMING, 1u << loop);
-		uint64_t pw = mkword(gen, LG_FLIGHT_PENDING, 1u << loop);
-		if (!atomic_compare_exchange_strong(&e->word, &cw, pw)) {
-			errno = ESTALE;
-			return LG_FLIGHT_BUSY;
-		}
-		fill_ref(t, e, pw, ref);
-		return LG_FLIGHT_CREATED;
+		if (lg_flight_st(w) == LG_FLIGHT_FREE &&
+		    create_entry(t, &set[i], w, hash, key, len, loop, slot, slot_gen, now_ns,
+		    ref) == LG_FLIGHT_CREATED)
+			r = LG_FLIGHT_CREATED;
 	}
+	atomic_store(&set->creator, 0);
+	return r == LG_FLIGHT_ABSENT ? LG_FLIGHT_BUSY : r;
 }
 
 int
@@ -223,11 +276,16 @@ lg_flight_complete(struct lg_flight_table *t, const struct lg_flight_ref *ref)
 int
 lg_flight_peek(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len)
 {
-	struct lg_flight *e = bucket(t, hash);
-	uint64_t w = atomic_load(&e->word);
+	struct lg_flight *set = set_of(t, hash);
 
-	return len <= LG_FLIGHT_KEY_MAX && lg_flight_st(w) == LG_FLIGHT_PENDING &&
-	    same_key(e, hash, key, len) && atomic_load(&e->word) == w;
+	for (uint32_t i = 0; len <= LG_FLIGHT_KEY_MAX && i < LG_FLIGHT_WAYS; i++) {
+		uint64_t w = atomic_load(&set[i].word);
+
+		if (lg_flight_st(w) == LG_FLIGHT_PENDING && same_key(&set[i], hash, key, len) &&
+		    atomic_load(&set[i].word) == w)
+			return 1;
+	}
+	return 0;
 }
 
 int
@@ -290,6 +348,12 @@ lg_flight_reclaim_loop(struct lg_flight_table *t, uint32_t loop,
 		return 0;
 	for (uint32_t i = 0; i < t->n; i++)
 		n += reclaim_one(t, &t->e[i], loop, cb, arg);
+	/* After its CLAIMING entries: a live creator that then takes the word sees them FREE. */
+	for (uint32_t i = 0; i < t->n; i += LG_FLIGHT_WAYS) {
+		uint32_t held = loop + 1;
+
+		n += atomic_compare_exchange_strong(&t->e[i].creator, &held, 0);
+	}
 	return n;
 }
 
@@ -303,4 +367,14 @@ lg_flight_census(const struct lg_flight_table *t, uint32_t counts[3])
 		if (st < 3)
 			counts[st]++;
 	}
+}
+
+uint32_t
+lg_flight_held_sets(const struct lg_flight_table *t)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->n; i += LG_FLIGHT_WAYS)
+		n += atomic_load(&t->e[i].creator) != 0;
+	return n;
 }

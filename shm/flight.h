@@ -9,10 +9,10 @@
  * The interest mask has bit i set while loop worker i has at least one parked connection waiting
  * on the entry (the loop counts its own connections in its own memory: one bit per loop, not one
  * per connection, so a loop's many waiters cost one atomic operation on join and one on leave).
- * Every transition is one compare-and-swap on the word, so there is no lock a SIGKILLed process
- * could leave held and no state that is half written: the scheme of shm/slot.c, and the reason
- * this is not a robust mutex (PTHREAD_MUTEX_ROBUST would recover the lock after EOWNERDEAD, but
- * not the half-updated data it protected; here every reachable word is a consistent state).
+ * Every transition is one compare-and-swap on the word, so there is no state that is half
+ * written: the scheme of shm/slot.c, and the reason this is not a robust mutex
+ * (PTHREAD_MUTEX_ROBUST would recover the lock after EOWNERDEAD, but not the half-updated data it
+ * protected; here every reachable word is a consistent state).
  *
  *     FREE --create (gen+1, mask = creator)--> CLAIMING --publish--> PENDING
  *       ^                                          |                     | join: mask |= bit
@@ -24,12 +24,19 @@
  * instant either joined before (the mask was not empty, so no cancel) or sees the entry FREE or
  * with a new generation and starts a fresh job: it can never join an entry being cancelled.
  * A late completion or leave carrying an old generation fails its CAS (ESTALE) and changes
- * nothing, so it cannot touch a newer entry for the same bucket.
+ * nothing, so it cannot touch a newer entry in the same place.
  *
- * The table is direct-mapped (the key hash picks the one bucket a key may use): uniqueness of an
- * in-flight key is then the bucket's CAS, with no probe sequence two creators could race on. A
- * key whose bucket is held by another key is answered without coalescing (LG_FLIGHT_BUSY); the
- * table has many more buckets than the jobs that can be in flight, so this is rare and counted.
+ * The table is set-associative: the key hash picks a set of LG_FLIGHT_WAYS entries, and a key may
+ * take any free entry of its set, so two keys whose hashes meet share the set instead of one of
+ * them going uncoalesced (with one entry a bucket, a 5-key burst met that way once in about 270
+ * bursts and every request of the second key ran alone). Joining is lock-free: scan the set for
+ * a PENDING entry of the key and CAS its word. Creating takes the set's creator word first (one
+ * 32-bit CAS: the creating loop's index + 1), so two creators of one key cannot take two entries
+ * of the set; the word guards only that choice, held for the scan and the key's copy (under a
+ * microsecond), and every entry still changes by CAS alone. A creator that finds the word held
+ * past a bounded spin (its holder preempted, or SIGKILLed: the master's lg_flight_reclaim_loop
+ * frees it with the dead loop's CLAIMING entries) answers BUSY, as does a full set; both are
+ * counted and run the request alone.
  * Loop workers with index >= LG_FLIGHT_LOOPS do not coalesce (the mask has 32 bits).
  *
  * Models read (not copied): groupcache's singleflight (one call per key, duplicates wait on it,
@@ -44,6 +51,7 @@
 
 #define LG_FLIGHT_LOOPS   32u   /* loop workers an entry can wake (bits of the mask) */
 #define LG_FLIGHT_KEY_MAX 464u  /* key bytes; a longer key is never coalesced */
+#define LG_FLIGHT_WAYS    4u    /* entries a key may use (a set); the table has n / WAYS sets */
 
 enum lg_flight_state {
 	LG_FLIGHT_FREE = 0,
@@ -60,7 +68,8 @@ struct lg_flight {
 	uint32_t key_len;
 	uint64_t created_ns;    /* CLOCK_MONOTONIC */
 	char key[LG_FLIGHT_KEY_MAX];
-	uint8_t pad[512 - 40 - LG_FLIGHT_KEY_MAX];
+	_Atomic uint32_t creator; /* first entry of a set only: creating loop + 1, 0 when none */
+	uint8_t pad[512 - 44 - LG_FLIGHT_KEY_MAX];
 };
 _Static_assert(sizeof(struct lg_flight) == 512, "flight entry is eight cache lines");
 
@@ -83,7 +92,8 @@ enum lg_flight_result {
 	LG_FLIGHT_ABSENT = 0,   /* no job for the key: the caller may start one (lg_flight_create) */
 	LG_FLIGHT_JOINED = 1,   /* joined a running job; park the request and wait for the wake */
 	LG_FLIGHT_CREATED = 2,  /* the caller's job is now the key's flight */
-	LG_FLIGHT_BUSY = 3,     /* the bucket is held by another key (or loop >= 32): run alone */
+	LG_FLIGHT_BUSY = 3,     /* the set is full or its creator word stayed held, the key is too
+	                         * long, or loop >= 32: run alone */
 };
 
 /* Fields of an entry word. */
@@ -91,9 +101,9 @@ static inline uint32_t lg_flight_gen(uint64_t w) { return (uint32_t)(w >> 40); }
 static inline uint32_t lg_flight_st(uint64_t w) { return (uint32_t)(w >> 32) & 0xffu; }
 static inline uint32_t lg_flight_mask(uint64_t w) { return (uint32_t)w; }
 
-/* Creates and maps a table with at least `entries` buckets (rounded up to a power of two, at
+/* Creates and maps a table with at least `entries` entries (rounded up to a power of two, at
  * least 64) in its own memfd, zero-filled (every entry FREE, generation 0) and backed by memory
- * at once (512 bytes a bucket), so no later access can fault past a memory limit. Call in the
+ * at once (512 bytes an entry), so no later access can fault past a memory limit. Call in the
  * master before forking. Returns 0, or -1 with errno from memfd_create/ftruncate/fallocate/mmap
  * (ENOMEM), or EINVAL. */
 int lg_flight_create_table(struct lg_flight_table *t, uint32_t entries);
@@ -102,23 +112,25 @@ int lg_flight_create_table(struct lg_flight_table *t, uint32_t entries);
 void lg_flight_destroy_table(struct lg_flight_table *t);
 
 /* 64-bit FNV-1a of len bytes, continuing from h (start with LG_FLIGHT_HASH_INIT). The hash only
- * picks a bucket and speeds comparison; keys are always compared byte for byte. */
+ * picks a set and speeds comparison; keys are always compared byte for byte. */
 #define LG_FLIGHT_HASH_INIT 0xcbf29ce484222325ull
 uint64_t lg_flight_hash(uint64_t h, const void *p, size_t len);
 
 /* Loop worker `loop` looks for a running job for key (len bytes, hash from lg_flight_hash) and
  * joins it: sets the loop's bit (a no-op if already set). Returns LG_FLIGHT_JOINED with *ref
- * filled, LG_FLIGHT_ABSENT, or LG_FLIGHT_BUSY (another key holds the bucket, the key is too long,
- * or loop >= LG_FLIGHT_LOOPS). A bucket in CLAIMING for the same hash is waited on for at most a
- * few microseconds (its creator is writing the key), then treated as BUSY: a creator killed in
- * that instant is never waited for. Never blocks. */
+ * filled, LG_FLIGHT_ABSENT, or LG_FLIGHT_BUSY (the key is too long, loop >= LG_FLIGHT_LOOPS, or
+ * an entry of the set stayed CLAIMING). An entry in CLAIMING is waited on for at most a few
+ * microseconds (its creator is writing a key, perhaps this one), then treated as BUSY: a creator
+ * killed in that instant is never waited for. Never blocks. */
 int lg_flight_join(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len,
     uint32_t loop, struct lg_flight_ref *ref);
 
 /* Loop worker `loop` has claimed job slot (slot, slot_gen) for key and makes it the key's flight,
  * with only its own bit in the mask. Returns LG_FLIGHT_CREATED (*ref filled; the caller owns the
  * job and must end the entry with lg_flight_complete or lg_flight_leave), LG_FLIGHT_JOINED (a
- * job for the key appeared meanwhile and was joined: release the slot), or LG_FLIGHT_BUSY. */
+ * job for the key appeared meanwhile and was joined: release the slot), or LG_FLIGHT_BUSY (every
+ * entry of the set holds another key, or the set's creator word stayed held for a few
+ * microseconds; as lg_flight_join's BUSY otherwise). */
 int lg_flight_create(struct lg_flight_table *t, uint64_t hash, const void *key, size_t len,
     uint32_t loop, uint32_t slot, uint32_t slot_gen, uint64_t now_ns, struct lg_flight_ref *ref);
 
@@ -149,7 +161,8 @@ enum lg_flight_orphan {
 	LG_FLIGHT_UNWANTED = 2,   /* the dead loop was the last waiter: tell `owner` to cancel */
 };
 
-/* Master, for a loop worker it reaped: frees CLAIMING entries the dead loop was creating,
+/* Master, for a loop worker it reaped: frees the set creator words the dead loop held and the
+ * CLAIMING entries it was creating,
  * clears its bit everywhere, frees entries it owned (reporting the loops still waiting) and
  * entries whose last waiter it was (reporting the owner). For each such entry calls
  * cb(arg, what, ref, mask). Returns the number of entries changed. */
@@ -159,5 +172,8 @@ int lg_flight_reclaim_loop(struct lg_flight_table *t, uint32_t loop,
 
 /* Counts entries per state (counts[3]); a racy snapshot for metrics and tests. */
 void lg_flight_census(const struct lg_flight_table *t, uint32_t counts[3]);
+
+/* Sets whose creator word is held at this instant; a racy snapshot for tests. */
+uint32_t lg_flight_held_sets(const struct lg_flight_table *t);
 
 #endif

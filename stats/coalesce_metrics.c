@@ -42,7 +42,7 @@ static const struct family {
 	{ CTR(too_large), "lagless_cache_too_large_total",
 	  "Answers over --cache-max-entry, not stored (other loops' waiters ran their own job)." },
 	{ CTR(busy), "lagless_coalesce_busy_total",
-	  "Requests run alone because another key held their single-flight bucket." },
+	  "Requests run alone because other keys filled their single-flight set." },
 	{ CTR(refreshes), "lagless_cache_refreshes_total",
 	  "Background refreshes started by stale answers." },
 	{ CTR(cancelled), "lagless_coalesce_cancelled_total",

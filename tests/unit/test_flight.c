@@ -150,43 +150,59 @@ test_complete_returns_waiters(void **state)
 	assert_int_equal(lg_flight_complete(&tab, &a), 1u << 4);
 }
 
-/* Two distinct keys whose hashes pick the same bucket of a 64-entry table. */
+/* n distinct keys whose hashes pick the same set of a 64-entry table (keys[i] of cap bytes). */
 static void
-colliding_keys(char *k1, char *k2, size_t cap)
+same_set_keys(char (*keys)[32], int n)
 {
 	uint64_t b0;
+	int got = 1;
 
-	snprintf(k1, cap, "key-0");
-	b0 = h(k1);
-	for (int i = 1;; i++) {
-		snprintf(k2, cap, "key-%d", i);
-		uint64_t b = h(k2);
-		if (((b ^ (b >> 29)) & 63) == ((b0 ^ (b0 >> 29)) & 63))
-			return;
+	snprintf(keys[0], 32, "key-0");
+	b0 = h(keys[0]);
+	for (int i = 1; got < n; i++) {
+		snprintf(keys[got], 32, "key-%d", i);
+		uint64_t b = h(keys[got]);
+		if ((((b ^ (b >> 29)) ^ (b0 ^ (b0 >> 29))) & 63 & ~(uint64_t)(LG_FLIGHT_WAYS - 1)) == 0)
+			got++;
 	}
 }
 
 static void
 test_busy_cases(void **state)
 {
-	char k1[32], k2[32], big[LG_FLIGHT_KEY_MAX + 2];
-	struct lg_flight_ref a, b;
+	char k[LG_FLIGHT_WAYS + 1][32], big[LG_FLIGHT_KEY_MAX + 2];
+	struct lg_flight_ref a[LG_FLIGHT_WAYS], b;
 
-	colliding_keys(k1, k2, sizeof(k1));
-	assert_int_equal(create(k1, 0, 1, &a), LG_FLIGHT_CREATED);
-	assert_int_equal(join(k2, 1, &b), LG_FLIGHT_BUSY);
-	assert_int_equal(create(k2, 1, 2, &b), LG_FLIGHT_BUSY);
-	assert_int_equal(lg_flight_mask(word_of(&a)), 1u); /* untouched */
+	/* Keys whose hashes meet share the set: each has its own flight, and its own waiters. */
+	same_set_keys(k, LG_FLIGHT_WAYS + 1);
+	for (uint32_t i = 0; i < LG_FLIGHT_WAYS; i++) {
+		assert_int_equal(join(k[i], 1, &b), LG_FLIGHT_ABSENT);
+		assert_int_equal(create(k[i], 0, i + 1, &a[i]), LG_FLIGHT_CREATED);
+		assert_int_equal(join(k[i], 1, &b), LG_FLIGHT_JOINED);
+		assert_int_equal(b.idx, a[i].idx);
+		assert_int_equal(b.slot, i + 1);
+	}
+	/* A fifth key finds the set full: it runs alone, and nothing else moved. */
+	assert_int_equal(join(k[LG_FLIGHT_WAYS], 1, &b), LG_FLIGHT_ABSENT);
+	assert_int_equal(create(k[LG_FLIGHT_WAYS], 1, 9, &b), LG_FLIGHT_BUSY);
+	for (uint32_t i = 0; i < LG_FLIGHT_WAYS; i++)
+		assert_int_equal(lg_flight_mask(word_of(&a[i])), 3u);
+	assert_int_equal(lg_flight_held_sets(&tab), 0);
+	/* One of them ends: its entry is the fifth key's now. */
+	assert_int_equal(lg_flight_complete(&tab, &a[2]), 3u);
+	assert_int_equal(create(k[LG_FLIGHT_WAYS], 1, 9, &b), LG_FLIGHT_CREATED);
+	assert_int_equal(b.idx, a[2].idx);
+	assert_int_equal(lg_flight_complete(&tab, &b), 2u);
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(create(big, 0, 1, &b), LG_FLIGHT_BUSY);
-	assert_int_equal(join(k1, LG_FLIGHT_LOOPS, &b), LG_FLIGHT_BUSY);
-	/* A CLAIMING bucket (a creator mid-write) is not joinable: BUSY after a bounded wait. */
-	assert_int_equal(lg_flight_complete(&tab, &a), 1);
-	uint64_t w = word_of(&a);
-	atomic_store(&tab.e[a.idx].word, (w & ~(0xffull << 32)) | ((uint64_t)LG_FLIGHT_CLAIMING << 32) | 1);
-	assert_int_equal(join(k1, 1, &b), LG_FLIGHT_BUSY);
-	atomic_store(&tab.e[a.idx].word, w);
+	assert_int_equal(join(k[0], LG_FLIGHT_LOOPS, &b), LG_FLIGHT_BUSY);
+	/* A CLAIMING entry (a creator mid-write) is not joinable: BUSY after a bounded wait. */
+	assert_int_equal(lg_flight_complete(&tab, &a[0]), 3u);
+	uint64_t w = word_of(&a[0]);
+	atomic_store(&tab.e[a[0].idx].word, (w & ~(0xffull << 32)) | ((uint64_t)LG_FLIGHT_CLAIMING << 32) | 1);
+	assert_int_equal(join(k[0], 1, &b), LG_FLIGHT_BUSY);
+	atomic_store(&tab.e[a[0].idx].word, w);
 }
 
 struct seen {
@@ -363,7 +379,100 @@ test_sigkill_anywhere_then_reclaim(void **state)
 		}
 		lg_flight_census(&tab, counts);
 		assert_int_equal(counts[LG_FLIGHT_FREE], tab.n);
+		assert_int_equal(lg_flight_held_sets(&tab), 0);
 	}
+}
+
+/* The set's creator word held by a loop that died: creators of the set get BUSY after a bounded
+ * spin (never a second entry for a key), joiners of a live key still join, and the master's
+ * reclaim of that loop frees the word. */
+static void
+test_creator_word_of_a_dead_loop(void **state)
+{
+	struct lg_flight_ref a, b;
+	struct seen s = { 0 };
+
+	assert_int_equal(create("A", 0, 1, &a), LG_FLIGHT_CREATED);
+	struct lg_flight *set = &tab.e[a.idx & ~(LG_FLIGHT_WAYS - 1)];
+	atomic_store(&set->creator, 5 + 1);
+	assert_int_equal(lg_flight_held_sets(&tab), 1);
+	assert_int_equal(create("A", 1, 2, &b), LG_FLIGHT_BUSY);
+	assert_int_equal(join("A", 1, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(lg_flight_reclaim_loop(&tab, 4, record, &s), 0);
+	assert_int_equal(lg_flight_reclaim_loop(&tab, 5, record, &s), 1);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(lg_flight_held_sets(&tab), 0);
+	assert_int_equal(create("A", 2, 3, &b), LG_FLIGHT_JOINED);
+	assert_int_equal(b.idx, a.idx);
+}
+
+/* Creators of one key racing in a set where other keys come and go: the creator word must keep
+ * the key in one entry. Each of 3 processes creates (or joins) key "hot" and the set's other
+ * keys, and after each create scans the set: another PENDING entry for "hot" while its own
+ * lives is a duplicate flight (exit 20). At least 300 ms and RACE_JOINS creates of "hot"
+ * (counted in *made, shared), 20 s at most. */
+static void
+dup_racer(uint32_t loop, char (*k)[32], uint64_t min_ns, uint64_t max_ns, _Atomic long *made)
+{
+	struct lg_flight_ref r;
+
+	for (unsigned i = 0;; i++) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		if (now > max_ns || (now > min_ns && atomic_load(made) >= RACE_JOINS))
+			break;
+		const char *key = i % 2 ? k[0] : k[1 + i / 2 % LG_FLIGHT_WAYS];
+		int rc = create(key, loop, 1, &r);
+		if (rc == LG_FLIGHT_BUSY)
+			continue;
+		if (rc == LG_FLIGHT_CREATED && key == k[0]) {
+			struct lg_flight *set = &tab.e[r.idx & ~(LG_FLIGHT_WAYS - 1)];
+			for (uint32_t j = 0; j < LG_FLIGHT_WAYS; j++) {
+				uint64_t w = atomic_load(&set[j].word);
+				if (&set[j] != &tab.e[r.idx] && lg_flight_st(w) == LG_FLIGHT_PENDING &&
+				    set[j].key_len == strlen(key) && memcmp(set[j].key, key, strlen(key)) == 0 &&
+				    atomic_load(&set[j].word) == w && lg_flight_live(&tab, &r))
+					_exit(20);
+			}
+			atomic_fetch_add(made, 1);
+		}
+		if (lg_flight_leave(&tab, &r, loop) == -1)
+			_exit(21);
+	}
+	_exit(0);
+}
+
+static void
+test_race_creators_of_one_key(void **state)
+{
+	char k[LG_FLIGHT_WAYS + 1][32];
+	_Atomic long *made = mmap(NULL, sizeof(*made), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct timespec ts;
+	pid_t p[3];
+	uint32_t counts[3];
+
+	assert_true(made != MAP_FAILED);
+	atomic_store(made, 0);
+	same_set_keys(k, LG_FLIGHT_WAYS + 1);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	for (uint32_t i = 0; i < 3; i++)
+		if ((p[i] = fork()) == 0)
+			dup_racer(i, k, now + 300000000u, now + 20000000000u, made);
+	for (uint32_t i = 0; i < 3; i++) {
+		int st;
+
+		assert_int_equal(waitpid(p[i], &st, 0), p[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_true(atomic_load(made) >= RACE_JOINS);
+	lg_flight_census(&tab, counts);
+	assert_int_equal(counts[LG_FLIGHT_FREE], tab.n);
+	assert_int_equal(lg_flight_held_sets(&tab), 0);
+	munmap(made, sizeof(*made));
 }
 
 static void
@@ -391,6 +500,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reclaim_dead_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_race_join_against_cancel, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_anywhere_then_reclaim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_creator_word_of_a_dead_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_race_creators_of_one_key, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
