@@ -10,11 +10,14 @@
 #define WORD(i, q)  ((uint64_t)(q) << 32 | (uint64_t)(i))
 
 int
-lg_upshm_create(struct lg_upshm *u, uint32_t n, const uint32_t *max_conns,
-    const uint32_t *queue)
+lg_upshm_create(struct lg_upshm *u, uint32_t nups, uint32_t nbulk,
+    const uint32_t *max_conns, const uint32_t *queue)
 {
+	uint32_t n = nups + nbulk;
+
 	u->adm = NULL;
 	u->n = n;
+	u->nups = nups;
 	u->size = (size_t)n * sizeof(*u->adm);
 	if (n == 0)
 		return 0;
@@ -36,6 +39,7 @@ lg_upshm_destroy(struct lg_upshm *u)
 		munmap(u->adm, u->size);
 	u->adm = NULL;
 	u->n = 0;
+	u->nups = 0;
 }
 
 int
@@ -101,6 +105,15 @@ lg_upadm_release(struct lg_upadm *a, uint32_t loop)
 	return QUEUED(w);
 }
 
+uint64_t
+lg_upadm_queued_floor(void *arg, uint64_t now_ns)
+{
+	struct lg_upadm *a = arg;
+	uint64_t last = atomic_load(&a->last_enqueue_ns);
+
+	return QUEUED(atomic_load(&a->word)) == 0 || last >= now_ns ? 0 : now_ns - last;
+}
+
 void
 lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued)
 {
@@ -115,7 +128,7 @@ lg_upshm_load(const struct lg_upshm *u)
 {
 	double max = 0;
 
-	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+	for (uint32_t i = 0; u != NULL && i < u->nups; i++) {
 		uint32_t in, q;
 		double l;
 
@@ -163,7 +176,7 @@ lg_up_reason_str(enum lg_up_reason r)
 {
 	static const char *const names[LG_UPR_COUNT] = { "full", "queue_timeout", "connect",
 	    "connect_timeout", "reset", "invalid", "first_byte_timeout", "deadline",
-	    "truncated", "client_gone" };
+	    "truncated", "client_gone", "shed" };
 
 	return (unsigned)r < LG_UPR_COUNT ? names[r] : "unknown";
 }

@@ -18,7 +18,7 @@ setup(void **state)
 {
 	uint32_t max[1] = { 2 }, q[1] = { 1 };
 
-	return lg_upshm_create(&u, 1, max, q);
+	return lg_upshm_create(&u, 1, 0, max, q);
 }
 
 static int
