@@ -22,6 +22,9 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 		fprintf(f, "    queue_wait_target_ms %llu, queue_wait_interval_ms %llu\n",
 		    (unsigned long long)u->queue_wait_target_ms,
 		    (unsigned long long)u->queue_wait_interval_ms);
+	if (u->client_share > 0)
+		fprintf(f, "    client_share %u%% (%u in flight and queued per client address), then "
+		    "%u\n", u->client_share, lg_upstream_client_limit(u), u->client_limit_status);
 	if (u->app[0] != '\0')
 		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
 	for (unsigned s = 0; s < u->nservers; s++)
@@ -36,6 +39,14 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 			fprintf(f, " (bulkhead: max_conns %u, queue %u)", rt->max_conns, rt->queue);
 		fputc('\n', f);
 	}
+}
+
+uint32_t
+lg_upstream_client_limit(const struct lg_upstream_def *u)
+{
+	uint32_t n = (uint32_t)((uint64_t)u->max_conns * u->client_share / 100);
+
+	return u->client_share == 0 ? 0 : n > 0 ? n : 1;
 }
 
 uint32_t

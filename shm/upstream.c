@@ -141,11 +141,51 @@ lg_upshm_load(const struct lg_upshm *u)
 }
 
 uint32_t
+lg_upadm_client_count(const struct lg_upadm *a, uint32_t tag)
+{
+	struct lg_upadm *m = (struct lg_upadm *)a;
+	uint32_t used = atomic_load(&m->clients_used), n = 0;
+
+	for (uint32_t i = 0; i < used && i < LG_UP_CLIENTS; i++)
+		n += (uint32_t)atomic_load_explicit(&m->client[i], memory_order_relaxed) == tag;
+	return n;
+}
+
+uint32_t
+lg_upadm_client_add(struct lg_upadm *a, uint32_t loop, uint32_t tag)
+{
+	uint64_t v = (uint64_t)(loop + 1) << 32 | tag;
+
+	for (uint32_t i = 0; i < LG_UP_CLIENTS; i++) {
+		uint64_t free_entry = 0;
+
+		if (atomic_load_explicit(&a->client[i], memory_order_relaxed) != 0 ||
+		    !atomic_compare_exchange_strong(&a->client[i], &free_entry, v))
+			continue;
+		uint32_t used = atomic_load(&a->clients_used);
+		while (used < i + 1 && !atomic_compare_exchange_weak(&a->clients_used, &used, i + 1))
+			;
+		return i + 1;
+	}
+	return 0;
+}
+
+void
+lg_upadm_client_del(struct lg_upadm *a, uint32_t ref)
+{
+	if (ref >= 1 && ref <= LG_UP_CLIENTS)
+		atomic_store(&a->client[ref - 1], 0);
+}
+
+uint32_t
 lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 {
 	uint32_t h = atomic_exchange(&a->held[loop], 0), q = atomic_exchange(&a->waiting[loop], 0);
 	uint64_t w = atomic_load(&a->word);
 
+	for (uint32_t i = 0; i < LG_UP_CLIENTS; i++)
+		if (atomic_load(&a->client[i]) >> 32 == (uint64_t)loop + 1)
+			atomic_store(&a->client[i], 0);
 	atomic_store(&a->idle[loop], 0);
 	atomic_store(&a->busy[loop], 0);
 	if (h == 0 && q == 0)
@@ -176,7 +216,7 @@ lg_up_reason_str(enum lg_up_reason r)
 {
 	static const char *const names[LG_UPR_COUNT] = { "full", "queue_timeout", "connect",
 	    "connect_timeout", "reset", "invalid", "first_byte_timeout", "deadline",
-	    "truncated", "client_gone", "shed" };
+	    "truncated", "client_gone", "shed", "client_limit" };
 
 	return (unsigned)r < LG_UPR_COUNT ? names[r] : "unknown";
 }

@@ -23,6 +23,7 @@
 #include "shm/layout.h"
 
 #define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
+#define LG_UP_CLIENTS  1024 /* requests at an upstream a record tracks by client address */
 
 /* Why lagless answered a proxied request itself, or why its exchange ended without an answer
  * (metrics label, access log). */
@@ -39,6 +40,7 @@ enum lg_up_reason {
 	LG_UPR_CLIENT_GONE,    /* the client left before its answer was whole (no answer) */
 	LG_UPR_SHED,           /* 503: CoDel (a standing queue: refused at arrival, or shed
 	                        * when its place came after waiting past the limit) */
+	LG_UPR_CLIENT_LIMIT,   /* 503 or 429: the client address holds its share (client_share) */
 	LG_UPR_COUNT
 };
 
@@ -63,6 +65,10 @@ struct lg_upadm {
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
+	_Atomic uint32_t clients_used;     /* entries of client[] ever taken (scans stop there) */
+	_Atomic uint64_t client[LG_UP_CLIENTS]; /* a request in flight or queued here, by client:
+	                                    * (loop + 1) << 32 | its address's tag (shm/share.h
+	                                    * lg_share_tag); 0 = free */
 };
 
 /* What proxying may hold in the loop workers' private memory, for the memory budget
@@ -124,7 +130,19 @@ void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *que
  * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
 double lg_upshm_load(const struct lg_upshm *u);
 
-/* Master: gives back every place dead loop `loop` held or waited in. Returns how many. */
+/* Requests of client tag (!= 0) tracked in a now (a racy sum: two loops admitting the same
+ * client at once may both see one below a limit). */
+uint32_t lg_upadm_client_count(const struct lg_upadm *a, uint32_t tag);
+
+/* Tracks a request of client tag (!= 0) of loop. Returns a reference for lg_upadm_client_del
+ * (>= 1), or 0 when LG_UP_CLIENTS requests are tracked already (this one goes uncounted). */
+uint32_t lg_upadm_client_add(struct lg_upadm *a, uint32_t loop, uint32_t tag);
+
+/* Stops tracking reference ref (from lg_upadm_client_add; 0 is ignored). */
+void lg_upadm_client_del(struct lg_upadm *a, uint32_t ref);
+
+/* Master: gives back every place dead loop `loop` held or waited in, and its tracked clients.
+ * Returns how many places. */
 uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
 
 /* Adds one observation of ns to h (lg_stats_time_bounds buckets); any process may call it. */

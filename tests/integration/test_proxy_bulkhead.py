@@ -3,12 +3,12 @@ route's bulkhead within its upstream (its own max_conns and queue, counted for t
 server), and admission by queue wait (CoDel) per upstream. Against the test origin (origin.py),
 with two loop workers so that every bound is shown to hold for the whole server."""
 
+import socket
 import subprocess
-import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, get, metric, wait_until
+from conftest import LAGLESS_BIN, get, metric, read_response, wait_until
 from origin import Origin
 from test_proxy import Pending, ask, close_all
 
@@ -167,3 +167,56 @@ def test_codel_sheds_a_standing_queue_and_fresh_requests_are_served(start_server
         assert r.status == 200
     finally:
         close_all(pending)
+
+
+class Held:
+    """A GET sent now on its own connection with extra header lines, its answer read later."""
+
+    def __init__(self, port, path, headers=""):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: app.test\r\n%s\r\n" % (path, headers))
+                          .encode())
+
+    def answer(self):
+        return read_response(self.sock)
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("status", [503, 429])
+def test_one_client_holds_at_most_its_share_of_the_app(start_server, tmp_path, origin, status):
+    """client_share = 50 of max_conns 4: one client address has at most 2 requests at the app
+    or in its queue; its third is refused at once (503, or 429 by client_limit_status), while
+    another client (named by a trusted proxy's X-Forwarded-For) still gets its own 2."""
+    conf = tmp_path / "share.conf"
+    conf.write_text(UPSTREAM.format(
+        server=origin.unix_server, max_conns=4, queue=8,
+        extra="client_share = 50\nclient_limit_status = %d\n" % status) +
+        ROUTES.format(bulkhead=""))
+    srv = start_server("--loop-workers", "2", "--compute-workers", "1", "-c", str(conf),
+                       "--trusted-proxies", "127.0.0.1/32")
+    a = [Held(srv.port, "/api/hold?a=%d" % i, "X-Forwarded-For: 192.0.2.1\r\n") for i in range(2)]
+    held = list(a)
+    try:
+        assert origin.wait(lambda o: o.in_flight == 2, 15), origin.in_flight
+        third = Held(srv.port, "/api/hold?a=3", "X-Forwarded-For: 192.0.2.1\r\n")
+        held.append(third)
+        r = third.answer()
+        assert r.status == status and r.header("Retry-After"), (r.status, r.headers)
+        b = [Held(srv.port, "/api/hold?b=%d" % i, "X-Forwarded-For: 198.51.100.7\r\n")
+             for i in range(2)]
+        held += b
+        assert origin.wait(lambda o: o.in_flight == 4, 15), origin.in_flight
+        assert metric(srv.port, 'lagless_upstream_errors_total{upstream="app",'
+                      'reason="client_limit"}') == 1
+        origin.release_all()
+        assert [h.answer().status for h in a + b] == [200] * 4
+        # its places given back, the first client is served again
+        r, took = ask(srv.port, "/api/ok", timeout=10)
+        assert r.status == 200
+    finally:
+        origin.release_all()
+        for h in held:
+            h.close()

@@ -118,6 +118,32 @@ test_processes_bound(void **state)
 	assert_true(atomic_load(peak) <= 2);
 }
 
+/* Requests tracked by client: counted per tag, freed by reference, a dead loop's cleared by
+ * the master; a full table tracks no more (0) without failing the request. */
+static void
+test_clients(void **state)
+{
+	struct lg_upadm *a = &u.adm[0];
+	uint32_t r1 = lg_upadm_client_add(a, 0, 7), r2 = lg_upadm_client_add(a, 1, 7);
+	uint32_t r3 = lg_upadm_client_add(a, 1, 9);
+
+	assert_true(r1 >= 1 && r2 >= 1 && r3 >= 1 && r1 != r2 && r2 != r3);
+	assert_int_equal(lg_upadm_client_count(a, 7), 2);
+	assert_int_equal(lg_upadm_client_count(a, 9), 1);
+	assert_int_equal(lg_upadm_client_count(a, 8), 0);
+	lg_upadm_client_del(a, r1);
+	lg_upadm_client_del(a, 0); /* none: ignored */
+	assert_int_equal(lg_upadm_client_count(a, 7), 1);
+	assert_int_equal(lg_upadm_client_add(a, 0, 7), r1); /* the freed entry again */
+	lg_upadm_reclaim(a, 1); /* loop 1 died: its two go */
+	assert_int_equal(lg_upadm_client_count(a, 7), 1);
+	assert_int_equal(lg_upadm_client_count(a, 9), 0);
+	for (uint32_t i = 1; i < LG_UP_CLIENTS; i++)
+		assert_true(lg_upadm_client_add(a, 2, 5) >= 1);
+	assert_int_equal(lg_upadm_client_add(a, 2, 5), 0);
+	assert_int_equal(lg_upadm_client_count(a, 5), LG_UP_CLIENTS - 1);
+}
+
 int
 main(void)
 {
@@ -125,6 +151,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_claim_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unqueue_and_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clients, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,8 @@ struct lg_conn_up {
 	int orphan;                   /* the client left while the app had the request */
 	uint32_t ui;
 	struct lg_up_gate *bh;        /* its route's bulkhead, or NULL */
+	uint32_t client_ref;          /* its entry among the upstream's clients (client_share), or
+	                               * 0 */
 	int bh_placed;                /* holds a place of bh */
 	int placed;                   /* holds an in-flight place of the upstream */
 	int queued;                   /* waits for one in qg's FIFO (bh's, then the upstream's) */

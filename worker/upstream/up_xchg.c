@@ -11,6 +11,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "shm/share.h"
+#include "worker/core/client.h"
 #include "worker/upstream/up_int.h"
 #include "worker/upstream/upstream.h"
 
@@ -65,6 +67,8 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 
 	ev_timer_stop(x->w->ev, &x->timer);
 	lg_up_unqueue(x);
+	lg_upadm_client_del(lg_up_of(x)->adm, x->client_ref);
+	x->client_ref = 0;
 	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
 	free(x->hbuf);
 	if (c != NULL) {
@@ -445,14 +449,31 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	return x;
 }
 
-/* Counts a 503 lagless answered for upstream u itself (why: full, shed, connect); c's access
- * line says why. */
+/* Counts a refusal (status) lagless answered for upstream u itself (why: full, shed, connect,
+ * client_limit); c's access line says why. */
 static void
-count_refused(struct lg_conn *c, struct lg_up_one *u, enum lg_up_reason why)
+count_refused(struct lg_conn *c, struct lg_up_one *u, enum lg_up_reason why, int status)
 {
 	atomic_fetch_add(&u->adm->errors[why], 1);
-	atomic_fetch_add(&u->adm->requests[5], 1);
+	atomic_fetch_add(&u->adm->requests[status / 100], 1);
 	c->obs.why = lg_up_reason_str(why);
+}
+
+/* 1 when c's client address (lg_client_addr: the trusted proxy's client) already has its
+ * share of upstream u at the app or in its queue (client_share), with *tag set; 0 otherwise
+ * (the share off, a unix-socket peer: *tag 0). */
+static int
+client_over(struct lg_conn *c, const struct lg_up_one *u, uint32_t *tag)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint32_t limit = lg_upstream_client_limit(u->def);
+
+	*tag = 0;
+	if (limit == 0 || lg_client_addr(c, &ss, &len) == -1)
+		return 0;
+	*tag = lg_share_tag((struct sockaddr *)&ss, len);
+	return *tag != 0 && lg_upadm_client_count(u->adm, *tag) >= limit;
 }
 
 /* 1 when record a has every place taken and its queue full. */
@@ -470,13 +491,18 @@ lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead)
 {
 	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
 	struct lg_up_gate *bh = lg_up_bulkhead(c->w, bulkhead);
+	uint32_t tag;
 
+	if (client_over(c, u, &tag)) {
+		count_refused(c, u, LG_UPR_CLIENT_LIMIT, (int)u->def->client_limit_status);
+		return (int)u->def->client_limit_status;
+	}
 	if (!gate_full(u->adm) && (bh == NULL || !gate_full(bh->adm)))
 		return 0;
 	if (bh != NULL && gate_full(bh->adm))
 		atomic_fetch_add(&bh->adm->errors[LG_UPR_FULL], 1);
-	count_refused(c, u, LG_UPR_FULL);
-	return 1;
+	count_refused(c, u, LG_UPR_FULL, 503);
+	return 503;
 }
 
 static int admit(struct lg_conn *c, struct lg_conn_up *x);
@@ -576,8 +602,10 @@ claim_upstream(struct lg_conn_up *x, enum lg_up_reason *why)
 	return 0;
 }
 
-/* x, new for c's request, takes its bulkhead's place (or waits in its FIFO), then its
- * upstream's (claim_upstream). Returns 0, or 503 with x freed (refused: counted). */
+/* x, new for c's request, is counted for its client address (client_share: refused past it),
+ * takes its bulkhead's place (or waits in its FIFO), then its upstream's (claim_upstream).
+ * Returns 0, or the status refusing it (503; 429 by client_limit_status) with x freed
+ * (counted). */
 static int
 admit(struct lg_conn *c, struct lg_conn_up *x)
 {
@@ -587,7 +615,15 @@ admit(struct lg_conn *c, struct lg_conn_up *x)
 
 	LG_UP(c)->x = x;
 	lg_conn_hold(c, LG_CONN_HELD_UP);
-	if (x->bh != NULL) {
+	uint32_t tag;
+
+	if (client_over(c, u, &tag)) {
+		why = LG_UPR_CLIENT_LIMIT;
+		st = (int)u->def->client_limit_status;
+	} else if (tag != 0) {
+		x->client_ref = lg_upadm_client_add(u->adm, c->w->env->index, tag);
+	}
+	if (st == 0 && x->bh != NULL) {
 		switch (lg_upadm_claim(x->bh->adm, c->w->env->index)) {
 		case LG_UPADM_FULL:
 			atomic_fetch_add(&x->bh->adm->errors[LG_UPR_FULL], 1);
@@ -604,9 +640,9 @@ admit(struct lg_conn *c, struct lg_conn_up *x)
 	if (st == 0 && (st = claim_upstream(x, &why)) == 0)
 		return 0;
 	lg_up_time(x, &u->adm->total, x->arrived);
-	count_refused(c, u, why);
+	count_refused(c, u, why, st);
 	lg_up_free(x, 0);
-	return 503;
+	return st;
 }
 
 int
