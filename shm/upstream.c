@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "shm/codel.h"
 #include "shm/stats.h"
 
 #define INFLIGHT(w) ((uint32_t)((w) & 0xffffffffu))
@@ -134,6 +135,9 @@ lg_upshm_load(const struct lg_upshm *u)
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		l = (double)(in + q) / (double)u->adm[i].max_conns;
+		/* Shedding (CoDel's standing queue): saturated whatever the queue's length now. */
+		if (lg_codel_overloaded(&u->adm[i].codel) && l < LG_UP_SHED_LOAD)
+			l = LG_UP_SHED_LOAD;
 		if (l > max)
 			max = l;
 	}

@@ -124,8 +124,11 @@ uint64_t lg_upadm_queued_floor(void *arg, uint64_t now_ns);
 /* In flight and queued now. */
 void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued);
 
+#define LG_UP_SHED_LOAD 2.0 /* an upstream's load while CoDel sheds (the agent's weight 25%) */
+
 /* How loaded the most loaded upstream of u is (its bulkheads are not counted: a route held
- * to its share leaves the rest of the app to serve): (in flight + queued) / max_conns, 1 = every
+ * to its share leaves the rest of the app to serve; one that CoDel judges overloaded is at
+ * least LG_UP_SHED_LOAD): (in flight + queued) / max_conns, 1 = every
  * place taken and nobody waiting, up to 4 (the scale of the pools' offered load, stats/offered.h,
  * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
 double lg_upshm_load(const struct lg_upshm *u);

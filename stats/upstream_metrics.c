@@ -51,8 +51,8 @@ gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 		lg_buf_printf(b, "lagless_upstream_queue_depth{upstream=\"%s\"} %u\n", names[i], q);
 	}
 	family(b, "lagless_upstream_load", "gauge",
-	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting (the agent "
-	    "weight counts it as a pool's offered load).");
+	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting, at least 2 "
+	    "while CoDel sheds (the agent weight counts it as a pool's offered load).");
 	for (uint32_t i = 0; i < u->nups; i++) {
 		struct lg_upshm one = { .adm = &u->adm[i], .n = 1, .nups = 1 };
 

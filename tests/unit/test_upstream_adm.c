@@ -144,6 +144,24 @@ test_clients(void **state)
 	assert_int_equal(lg_upadm_client_count(a, 5), LG_UP_CLIENTS - 1);
 }
 
+/* The agent's load: (in flight + queued) / max_conns, at least LG_UP_SHED_LOAD while CoDel
+ * judges the upstream overloaded; a route bulkhead's record is not an upstream's. */
+static void
+test_load_counts_shedding(void **state)
+{
+	struct lg_upshm two;
+	uint32_t max[2] = { 2, 1 }, q[2] = { 1, 1 };
+
+	assert_int_equal(lg_upshm_create(&two, 1, 1, max, q), 0);
+	assert_true(lg_upadm_claim(&two.adm[0], 0) == LG_UPADM_GO);
+	assert_true(lg_upadm_claim(&two.adm[1], 0) == LG_UPADM_GO);
+	assert_true(lg_upadm_claim(&two.adm[1], 0) == LG_UPADM_WAIT);
+	assert_true(lg_upshm_load(&two) > 0.49 && lg_upshm_load(&two) < 0.51);
+	atomic_store(&two.adm[0].codel.overloaded, 1);
+	assert_true(lg_upshm_load(&two) >= LG_UP_SHED_LOAD);
+	lg_upshm_destroy(&two);
+}
+
 int
 main(void)
 {
@@ -152,6 +170,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unqueue_and_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clients, setup, teardown),
+		cmocka_unit_test(test_load_counts_shedding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
