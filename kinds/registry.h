@@ -103,6 +103,11 @@ struct lg_upstream_def {
 	uint32_t keepalive;              /* idle connections kept per loop worker and server */
 	uint64_t connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms;
 	uint64_t max_requests;           /* per app connection, then closed */
+	uint64_t queue_wait_target_ms;   /* admission by queue wait (CoDel, shm/codel.h); 0 = off */
+	uint64_t queue_wait_interval_ms; /* its interval (at least the target) */
+	uint32_t client_share;           /* percent of max_conns one client address may hold in
+	                                  * flight and queued (nginx's limit_conn); 0 = off */
+	uint32_t client_limit_status;    /* 503 or 429 past it */
 	char host[LG_PATH_MAX];          /* the Host sent; "" = the client's */
 	char app[LG_NAME_MAX];           /* the [app NAME] whose processes are its servers (taken
 	                                  * at each generation's creation, process k server k, sent
@@ -140,6 +145,10 @@ struct lg_route_def {
 	int request_buffering;      /* upstream routes: the body is received whole into a transit
 	                             * buffer before the request takes a place (request_buffering =
 	                             * on), else streamed (0) */
+	uint32_t max_conns, queue;  /* upstream routes: its bulkhead, requests in flight and
+	                             * waiting for this route, the whole server (max_conns 0: none,
+	                             * the upstream's own bounds alone) */
+	uint32_t bulkhead;          /* 1 + its bulkhead's index (lg_registry_bulkheads), 0: none */
 };
 
 struct lg_registry {
@@ -209,6 +218,16 @@ int lg_registry_remove_route(struct lg_registry *r, const char *path);
  * message in err. */
 int lg_registry_add_upstream(struct lg_registry *r, const struct lg_upstream_def *u, char *err,
     size_t cap);
+
+/* Numbers the upstream routes that carry a bulkhead (max_conns > 0) in route order: sets each
+ * one's `bulkhead` (1-based) and returns how many. The master calls it before creating the
+ * admission records (record nupstreams + bulkhead - 1 is route's: shm/upstream.h); a loop reads
+ * the numbers it inherited. */
+uint32_t lg_registry_bulkheads(struct lg_registry *r);
+
+/* The requests one client address may have in flight and queued at upstream u: client_share
+ * percent of max_conns, at least 1; 0 when client_share is off. */
+uint32_t lg_upstream_client_limit(const struct lg_upstream_def *u);
 
 /* The index in r->upstreams of the one named name, or -1. */
 int lg_registry_find_upstream(const struct lg_registry *r, const char *name);

@@ -18,13 +18,45 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 	    (unsigned long long)u->connect_timeout_ms, (unsigned long long)u->first_byte_timeout_ms,
 	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->max_requests,
 	    u->host[0] ? u->host : "(the client's)");
+	if (u->queue_wait_target_ms > 0)
+		fprintf(f, "    queue_wait_target_ms %llu, queue_wait_interval_ms %llu\n",
+		    (unsigned long long)u->queue_wait_target_ms,
+		    (unsigned long long)u->queue_wait_interval_ms);
+	if (u->client_share > 0)
+		fprintf(f, "    client_share %u%% (%u in flight and queued per client address), then "
+		    "%u\n", u->client_share, lg_upstream_client_limit(u), u->client_limit_status);
 	if (u->app[0] != '\0')
 		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
 	for (unsigned s = 0; s < u->nservers; s++)
 		fprintf(f, "    server %s\n", u->servers[s].addr);
+	for (uint32_t k = 0; k < r->nroutes; k++) {
+		const struct lg_route_def *rt = &r->routes[k];
+
+		if (rt->upstream != i + 1)
+			continue;
+		fprintf(f, "    route %s%s", rt->path, rt->prefix ? "*" : "");
+		if (rt->max_conns > 0)
+			fprintf(f, " (bulkhead: max_conns %u, queue %u)", rt->max_conns, rt->queue);
+		fputc('\n', f);
+	}
+}
+
+uint32_t
+lg_upstream_client_limit(const struct lg_upstream_def *u)
+{
+	uint32_t n = (uint32_t)((uint64_t)u->max_conns * u->client_share / 100);
+
+	return u->client_share == 0 ? 0 : n > 0 ? n : 1;
+}
+
+uint32_t
+lg_registry_bulkheads(struct lg_registry *r)
+{
+	uint32_t n = 0;
+
 	for (uint32_t k = 0; k < r->nroutes; k++)
-		if (r->routes[k].upstream == i + 1)
-			fprintf(f, "    route %s%s\n", r->routes[k].path, r->routes[k].prefix ? "*" : "");
+		r->routes[k].bulkhead = r->routes[k].upstream && r->routes[k].max_conns ? ++n : 0;
+	return n;
 }
 
 int

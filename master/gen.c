@@ -200,19 +200,34 @@ make_rows(struct lg_gen *g)
 		}
 }
 
-/* The upstreams' admission records, bounded by their max_conns and queue (shm/upstream.h). */
+/* The upstreams' admission records, bounded by their max_conns and queue, each with its CoDel
+ * settings, then the route bulkheads' (shm/upstream.h). */
 static int
 create_upstreams(struct lg_gen *g, const struct lg_config *cfg)
 {
-	uint32_t n = cfg->reg ? cfg->reg->nupstreams : 0, max[n ? n : 1], q[n ? n : 1];
+	struct lg_registry *reg = cfg->reg;
+	uint32_t nu = reg ? reg->nupstreams : 0, n = nu + (reg ? lg_registry_bulkheads(reg) : 0);
+	uint32_t max[n ? n : 1], q[n ? n : 1];
 
-	for (uint32_t i = 0; i < n; i++) {
-		max[i] = cfg->reg->upstreams[i].max_conns;
-		q[i] = cfg->reg->upstreams[i].queue;
+	for (uint32_t i = 0; i < nu; i++) {
+		max[i] = reg->upstreams[i].max_conns;
+		q[i] = reg->upstreams[i].queue;
 	}
-	if (lg_upshm_create(&g->ups, n, max, q) == -1) {
+	for (uint32_t k = 0; reg && k < reg->nroutes; k++)
+		if (reg->routes[k].bulkhead) {
+			max[nu + reg->routes[k].bulkhead - 1] = reg->routes[k].max_conns;
+			q[nu + reg->routes[k].bulkhead - 1] = reg->routes[k].queue;
+		}
+	if (lg_upshm_create(&g->ups, nu, n - nu, max, q) == -1) {
 		log_error("cannot map the upstreams' admission records: %s", strerror(errno));
 		return -1;
+	}
+	for (uint32_t i = 0; i < nu; i++) {
+		struct lg_codel_params p = {
+			.target_ns = reg->upstreams[i].queue_wait_target_ms * LG_NS_PER_MS,
+			.interval_ns = reg->upstreams[i].queue_wait_interval_ms * LG_NS_PER_MS };
+
+		lg_codel_init(&g->ups.adm[i].codel, &p);
 	}
 	return 0;
 }

@@ -95,6 +95,10 @@ lg_up_memory(const struct lg_registry *reg, int loops)
 
 		n += xchg * LG_UP_XCHG_BYTES + (kept + u->max_conns) * LG_UP_CONN_BYTES;
 	}
+	/* A route bulkhead's waiters hold their exchanges outside the upstream's queue. */
+	for (uint32_t k = 0; reg != NULL && k < reg->nroutes; k++)
+		if (reg->routes[k].upstream && reg->routes[k].max_conns)
+			n += (uint64_t)reg->routes[k].queue * LG_UP_XCHG_BYTES;
 	return n;
 }
 

@@ -38,7 +38,9 @@ uint32_t lg_gen_transit_buffers(const struct lg_config *cfg, uint32_t njobs);
 /* The most the loop workers' proxying may hold in private memory (bytes), for `loops` loop
  * workers: per upstream of reg, an exchange for each request in flight or queued (max_conns +
  * queue, for the whole server) and a connection for each kept one (keepalive per loop and
- * server) or busy one (max_conns), at shm/upstream.h's LG_UP_XCHG_BYTES and LG_UP_CONN_BYTES.
+ * server) or busy one (max_conns), at shm/upstream.h's LG_UP_XCHG_BYTES and LG_UP_CONN_BYTES;
+ * and an exchange for each place of a route bulkhead's queue (its waiters are outside the
+ * upstream's queue).
  * Not counted: an exchange whose answer came whole and gave its place back holds its buffers
  * until the client took the last piece. 0 for no upstream. */
 uint64_t lg_up_memory(const struct lg_registry *reg, int loops);

@@ -400,6 +400,31 @@ key_buffering(const struct route_in *in, const char *v, const char **why)
 	return lg_value_bool(v, &in->rt->request_buffering, msg, sizeof(msg));
 }
 
+static int
+key_bulkhead(const struct route_in *in, const char *v, const char **why, uint32_t *to,
+    uint64_t lo)
+{
+	uint64_t x;
+
+	*why = msg;
+	if (lg_value_uint(v, lo, 65535, &x, msg, sizeof(msg)) == -1)
+		return -1;
+	*to = (uint32_t)x;
+	return 0;
+}
+
+static int
+key_max_conns(const struct route_in *in, const char *v, const char **why)
+{
+	return key_bulkhead(in, v, why, &in->rt->max_conns, 1);
+}
+
+static int
+key_queue(const struct route_in *in, const char *v, const char **why)
+{
+	return key_bulkhead(in, v, why, &in->rt->queue, 0);
+}
+
 static const struct {
 	const char *key;
 	int (*set)(const struct route_in *in, const char *v, const char **why);
@@ -408,7 +433,8 @@ static const struct {
 	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
 	{ "off", key_off }, { "upstream", key_upstream },
-	{ "request_buffering", key_buffering },
+	{ "request_buffering", key_buffering }, { "max_conns", key_max_conns },
+	{ "queue", key_queue },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -476,6 +502,10 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 		if (!rt->upstream && strcmp(sec->kv[i].key, "request_buffering") == 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "request_buffering is an "
 			    "upstream route's (a kind's body is always received whole)");
+		if (!rt->upstream && (strcmp(sec->kv[i].key, "max_conns") == 0 ||
+		    strcmp(sec->kv[i].key, "queue") == 0))
+			return fail_kv(err, cap, file, &sec->kv[i], "max_conns and queue are an "
+			    "upstream route's bulkhead (a kind's jobs are bounded by its pool)");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
 			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
@@ -485,13 +515,44 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 	return 0;
 }
 
+/* An upstream route's bulkhead (max_conns, queue) within its upstream's bounds: queue needs
+ * max_conns and defaults to it. Returns 0, or -1 with err naming the key's line. */
+static int
+check_bulkhead(const struct lg_registry *r, const char *file, const struct section *sec,
+    struct lg_route_def *rt, char *err, size_t cap)
+{
+	const struct lg_upstream_def *u;
+	const struct lg_kv *mc = NULL, *q = NULL;
+
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		if (strcmp(sec->kv[i].key, "max_conns") == 0)
+			mc = &sec->kv[i];
+		if (strcmp(sec->kv[i].key, "queue") == 0)
+			q = &sec->kv[i];
+	}
+	if (!rt->upstream || (mc == NULL && q == NULL))
+		return 0;
+	u = &r->upstreams[rt->upstream - 1];
+	if (mc == NULL)
+		return fail_kv(err, cap, file, q, "a route's queue needs its max_conns (the "
+		    "bulkhead's requests in flight)");
+	if (rt->max_conns > u->max_conns) {
+		snprintf(msg, sizeof(msg), "a route's max_conns is its share of upstream %s's (%u)",
+		    u->name, u->max_conns);
+		return fail_kv(err, cap, file, mc, msg);
+	}
+	if (q == NULL)
+		rt->queue = rt->max_conns < u->queue ? rt->max_conns : u->queue;
+	return 0;
+}
+
 static int
 add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
 	    "max_body", "fields", "content_type", "off", "pool", "upstream", "request_buffering",
-	    NULL };
+	    "max_conns", "queue", NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */
@@ -508,7 +569,8 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		if (taken == -1)
 			return fail_kv(err, cap, file, &sec->kv[i], w);
 	}
-	if (idle_key(file, sec, &rt, off, err, cap) == -1)
+	if (idle_key(file, sec, &rt, off, err, cap) == -1 ||
+	    check_bulkhead(r, file, sec, &rt, err, cap) == -1)
 		return -1;
 	rt.has_coal = coal != NULL;
 	rt.coal_line = coal ? coal->line : 0;

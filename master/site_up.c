@@ -91,6 +91,22 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return lg_value_duration_ms(v, 1, 86400000, &u->idle_timeout_ms, why, cap);
 	if (strcmp(k, "max_requests") == 0)
 		return lg_value_uint(v, 1, UINT32_MAX, &u->max_requests, why, cap);
+	if (strcmp(k, "queue_wait_target_ms") == 0)
+		return lg_value_duration_ms(v, 0, 86400000, &u->queue_wait_target_ms, why, cap);
+	if (strcmp(k, "queue_wait_interval_ms") == 0)
+		return lg_value_duration_ms(v, 1, 86400000, &u->queue_wait_interval_ms, why, cap);
+	if (strcmp(k, "client_share") == 0) {
+		if (lg_value_uint(v, 0, 100, &x, why, cap) == -1)
+			return -1;
+		u->client_share = (uint32_t)x;
+		return 0;
+	}
+	if (strcmp(k, "client_limit_status") == 0) {
+		if (strcmp(v, "503") != 0 && strcmp(v, "429") != 0)
+			return snprintf(why, cap, "expected 503 or 429"), -1;
+		u->client_limit_status = (uint32_t)atoi(v);
+		return 0;
+	}
 	if (strcmp(k, "app") == 0) {
 		if (*v == '\0' || strlen(v) > LG_APP_NAME_LEN || v[strspn(v, LG_UP_NAME_CHARS)] != '\0')
 			return snprintf(why, cap, "an app name is 1 to %d of a-z, 0-9, _ and -",
@@ -105,7 +121,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return 0;
 	}
 	snprintf(why, cap, "unknown key for an upstream (server, app, max_conns, queue, keepalive, "
-	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host)");
+	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host, "
+	    "queue_wait_target_ms, queue_wait_interval_ms, client_share, client_limit_status)");
 	return -1;
 }
 
@@ -205,9 +222,13 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
 	u.first_byte_timeout_ms = 30000;
 	u.idle_timeout_ms = 60000;
 	u.max_requests = 1000;
+	u.queue_wait_interval_ms = 100;
+	u.client_limit_status = 503;
 	for (unsigned i = 0; i < nkv; i++)
 		if (up_key(&u, &kv[i], why, sizeof(why)) == -1)
 			return fail(err, cap, file, &kv[i], why);
+	if (u.queue_wait_interval_ms < u.queue_wait_target_ms) /* as the pools' (shm/codel.h) */
+		u.queue_wait_interval_ms = u.queue_wait_target_ms;
 	if (join_app(&u, apps, err, cap) == -1)
 		return -1;
 	if (lg_registry_add_upstream(r, &u, why, sizeof(why)) == -1) {

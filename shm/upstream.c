@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "shm/codel.h"
 #include "shm/stats.h"
 
 #define INFLIGHT(w) ((uint32_t)((w) & 0xffffffffu))
@@ -10,11 +11,14 @@
 #define WORD(i, q)  ((uint64_t)(q) << 32 | (uint64_t)(i))
 
 int
-lg_upshm_create(struct lg_upshm *u, uint32_t n, const uint32_t *max_conns,
-    const uint32_t *queue)
+lg_upshm_create(struct lg_upshm *u, uint32_t nups, uint32_t nbulk,
+    const uint32_t *max_conns, const uint32_t *queue)
 {
+	uint32_t n = nups + nbulk;
+
 	u->adm = NULL;
 	u->n = n;
+	u->nups = nups;
 	u->size = (size_t)n * sizeof(*u->adm);
 	if (n == 0)
 		return 0;
@@ -36,6 +40,7 @@ lg_upshm_destroy(struct lg_upshm *u)
 		munmap(u->adm, u->size);
 	u->adm = NULL;
 	u->n = 0;
+	u->nups = 0;
 }
 
 int
@@ -101,6 +106,15 @@ lg_upadm_release(struct lg_upadm *a, uint32_t loop)
 	return QUEUED(w);
 }
 
+uint64_t
+lg_upadm_queued_floor(void *arg, uint64_t now_ns)
+{
+	struct lg_upadm *a = arg;
+	uint64_t last = atomic_load(&a->last_enqueue_ns);
+
+	return QUEUED(atomic_load(&a->word)) == 0 || last >= now_ns ? 0 : now_ns - last;
+}
+
 void
 lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued)
 {
@@ -115,16 +129,56 @@ lg_upshm_load(const struct lg_upshm *u)
 {
 	double max = 0;
 
-	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+	for (uint32_t i = 0; u != NULL && i < u->nups; i++) {
 		uint32_t in, q;
 		double l;
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		l = (double)(in + q) / (double)u->adm[i].max_conns;
+		/* Shedding (CoDel's standing queue): saturated whatever the queue's length now. */
+		if (lg_codel_overloaded(&u->adm[i].codel) && l < LG_UP_SHED_LOAD)
+			l = LG_UP_SHED_LOAD;
 		if (l > max)
 			max = l;
 	}
 	return max > 4 ? 4 : max;
+}
+
+uint32_t
+lg_upadm_client_count(const struct lg_upadm *a, uint32_t tag)
+{
+	struct lg_upadm *m = (struct lg_upadm *)a;
+	uint32_t used = atomic_load(&m->clients_used), n = 0;
+
+	for (uint32_t i = 0; i < used && i < LG_UP_CLIENTS; i++)
+		n += (uint32_t)atomic_load_explicit(&m->client[i], memory_order_relaxed) == tag;
+	return n;
+}
+
+uint32_t
+lg_upadm_client_add(struct lg_upadm *a, uint32_t loop, uint32_t tag)
+{
+	uint64_t v = (uint64_t)(loop + 1) << 32 | tag;
+
+	for (uint32_t i = 0; i < LG_UP_CLIENTS; i++) {
+		uint64_t free_entry = 0;
+
+		if (atomic_load_explicit(&a->client[i], memory_order_relaxed) != 0 ||
+		    !atomic_compare_exchange_strong(&a->client[i], &free_entry, v))
+			continue;
+		uint32_t used = atomic_load(&a->clients_used);
+		while (used < i + 1 && !atomic_compare_exchange_weak(&a->clients_used, &used, i + 1))
+			;
+		return i + 1;
+	}
+	return 0;
+}
+
+void
+lg_upadm_client_del(struct lg_upadm *a, uint32_t ref)
+{
+	if (ref >= 1 && ref <= LG_UP_CLIENTS)
+		atomic_store(&a->client[ref - 1], 0);
 }
 
 uint32_t
@@ -133,6 +187,9 @@ lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 	uint32_t h = atomic_exchange(&a->held[loop], 0), q = atomic_exchange(&a->waiting[loop], 0);
 	uint64_t w = atomic_load(&a->word);
 
+	for (uint32_t i = 0; i < LG_UP_CLIENTS; i++)
+		if (atomic_load(&a->client[i]) >> 32 == (uint64_t)loop + 1)
+			atomic_store(&a->client[i], 0);
 	atomic_store(&a->idle[loop], 0);
 	atomic_store(&a->busy[loop], 0);
 	if (h == 0 && q == 0)
@@ -163,7 +220,7 @@ lg_up_reason_str(enum lg_up_reason r)
 {
 	static const char *const names[LG_UPR_COUNT] = { "full", "queue_timeout", "connect",
 	    "connect_timeout", "reset", "invalid", "first_byte_timeout", "deadline",
-	    "truncated", "client_gone" };
+	    "truncated", "client_gone", "shed", "client_limit" };
 
 	return (unsigned)r < LG_UPR_COUNT ? names[r] : "unknown";
 }

@@ -23,6 +23,7 @@
 #include "shm/layout.h"
 
 #define LG_UPADM_LOOPS 1024 /* loop workers a record counts for (--loop-workers' maximum) */
+#define LG_UP_CLIENTS  1024 /* requests at an upstream a record tracks by client address */
 
 /* Why lagless answered a proxied request itself, or why its exchange ended without an answer
  * (metrics label, access log). */
@@ -37,6 +38,9 @@ enum lg_up_reason {
 	LG_UPR_DEADLINE,       /* 504: the route's deadline during the exchange */
 	LG_UPR_TRUNCATED,      /* the answer was cut after its head went out: client closed */
 	LG_UPR_CLIENT_GONE,    /* the client left before its answer was whole (no answer) */
+	LG_UPR_SHED,           /* 503: CoDel (a standing queue: refused at arrival, or shed
+	                        * when its place came after waiting past the limit) */
+	LG_UPR_CLIENT_LIMIT,   /* 503 or 429: the client address holds its share (client_share) */
 	LG_UPR_COUNT
 };
 
@@ -48,6 +52,10 @@ struct lg_upadm {
 	_Atomic uint64_t errors[LG_UPR_COUNT]; /* answers lagless wrote (exchanges cut), by reason */
 	_Atomic uint64_t retries;          /* requests sent again on a new connection */
 	_Atomic uint64_t conns_opened;     /* app connections opened */
+	struct lg_codel codel;             /* admission by queue wait (shm/codel.h), upstreams only */
+	_Atomic uint64_t last_enqueue_ns;  /* CLOCK_MONOTONIC of the latest request queued: the
+	                                    * youngest still queued is at least as old (CoDel's
+	                                    * floor) */
 	/* times in ns, buckets of shm/stats.h lg_stats_time_bounds (many writers: fetch-add) */
 	struct lg_hist queue_wait;         /* arrival to an in-flight place (0 when at once) */
 	struct lg_hist connect;            /* connect(2) to connected, new connections */
@@ -57,6 +65,10 @@ struct lg_upadm {
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
+	_Atomic uint32_t clients_used;     /* entries of client[] ever taken (scans stop there) */
+	_Atomic uint64_t client[LG_UP_CLIENTS]; /* a request in flight or queued here, by client:
+	                                    * (loop + 1) << 32 | its address's tag (shm/share.h
+	                                    * lg_share_tag); 0 = free */
 };
 
 /* What proxying may hold in the loop workers' private memory, for the memory budget
@@ -72,14 +84,17 @@ struct lg_upadm {
 struct lg_upshm {
 	struct lg_upadm *adm;  /* n records, a MAP_SHARED mapping; NULL when n is 0 */
 	uint32_t n;
+	uint32_t nups;         /* of which the upstreams' (the first ones); the rest are route
+	                        * bulkheads' */
 	size_t size;           /* bytes mapped */
 };
 
-/* Maps n records (n may be 0: nothing mapped), record i bounded by max_conns[i] (>= 1) and
- * queue[i]. Master only, before forking: children inherit the mapping. Returns 0, or -1 with
- * errno from mmap(2). */
-int lg_upshm_create(struct lg_upshm *u, uint32_t n, const uint32_t *max_conns,
-    const uint32_t *queue);
+/* Maps nups + nbulk records (none: nothing mapped), record i bounded by max_conns[i] (>= 1)
+ * and queue[i]: the nups upstreams' first (the registry's order), then the nbulk route
+ * bulkheads' (struct lg_route_def bulkhead). Master only, before forking: children inherit the
+ * mapping. Returns 0, or -1 with errno from mmap(2). */
+int lg_upshm_create(struct lg_upshm *u, uint32_t nups, uint32_t nbulk,
+    const uint32_t *max_conns, const uint32_t *queue);
 
 /* Unmaps u (this process's mapping; the children keep theirs). Safe on a zeroed u. */
 void lg_upshm_destroy(struct lg_upshm *u);
@@ -102,15 +117,35 @@ void lg_upadm_unqueue(struct lg_upadm *a, uint32_t loop);
  * wakes loops with waiters when it is not 0). */
 uint32_t lg_upadm_release(struct lg_upadm *a, uint32_t loop);
 
+/* CoDel's floor (lg_codel_floor_fn) for record arg: the age of the latest request queued
+ * when any is queued, else 0 (ns). */
+uint64_t lg_upadm_queued_floor(void *arg, uint64_t now_ns);
+
 /* In flight and queued now. */
 void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *queued);
 
-/* How loaded the most loaded upstream of u is: (in flight + queued) / max_conns, 1 = every
+#define LG_UP_SHED_LOAD 2.0 /* an upstream's load while CoDel sheds (the agent's weight 25%) */
+
+/* How loaded the most loaded upstream of u is (its bulkheads are not counted: a route held
+ * to its share leaves the rest of the app to serve; one that CoDel judges overloaded is at
+ * least LG_UP_SHED_LOAD): (in flight + queued) / max_conns, 1 = every
  * place taken and nobody waiting, up to 4 (the scale of the pools' offered load, stats/offered.h,
  * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
 double lg_upshm_load(const struct lg_upshm *u);
 
-/* Master: gives back every place dead loop `loop` held or waited in. Returns how many. */
+/* Requests of client tag (!= 0) tracked in a now (a racy sum: two loops admitting the same
+ * client at once may both see one below a limit). */
+uint32_t lg_upadm_client_count(const struct lg_upadm *a, uint32_t tag);
+
+/* Tracks a request of client tag (!= 0) of loop. Returns a reference for lg_upadm_client_del
+ * (>= 1), or 0 when LG_UP_CLIENTS requests are tracked already (this one goes uncounted). */
+uint32_t lg_upadm_client_add(struct lg_upadm *a, uint32_t loop, uint32_t tag);
+
+/* Stops tracking reference ref (from lg_upadm_client_add; 0 is ignored). */
+void lg_upadm_client_del(struct lg_upadm *a, uint32_t ref);
+
+/* Master: gives back every place dead loop `loop` held or waited in, and its tracked clients.
+ * Returns how many places. */
 uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
 
 /* Adds one observation of ns to h (lg_stats_time_bounds buckets); any process may call it. */

@@ -73,7 +73,8 @@ struct lg_msg_unwanted {
 };
 
 struct lg_msg_upwake {
-	uint32_t upstream;     /* index in the registry's upstreams */
+	uint32_t upstream;     /* the admission record whose place came free (shm/upstream.h: an
+	                        * upstream's index in the registry, or a route bulkhead's after them) */
 };
 
 /* One message: its type and the payload of that type (only that member is meaningful). */

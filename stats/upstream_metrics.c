@@ -3,7 +3,9 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 
+#include "shm/codel.h"
 #include "shm/stats.h"
 
 size_t
@@ -34,7 +36,7 @@ gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 {
 	family(b, "lagless_upstream_in_flight", "gauge",
 	    "Requests in flight to the upstream, the whole server (at most max_conns).");
-	for (uint32_t i = 0; i < u->n; i++) {
+	for (uint32_t i = 0; i < u->nups; i++) {
 		uint32_t in, q;
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
@@ -42,29 +44,62 @@ gauges(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 	}
 	family(b, "lagless_upstream_queue_depth", "gauge",
 	    "Requests waiting for a place of the upstream, the whole server (at most queue).");
-	for (uint32_t i = 0; i < u->n; i++) {
+	for (uint32_t i = 0; i < u->nups; i++) {
 		uint32_t in, q;
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "lagless_upstream_queue_depth{upstream=\"%s\"} %u\n", names[i], q);
 	}
 	family(b, "lagless_upstream_load", "gauge",
-	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting (the agent "
-	    "weight counts it as a pool's offered load).");
-	for (uint32_t i = 0; i < u->n; i++) {
-		struct lg_upshm one = { &u->adm[i], 1, 0 };
+	    "(in flight + queued) / max_conns: 1 = every place taken, nobody waiting, at least 2 "
+	    "while CoDel sheds (the agent weight counts it as a pool's offered load).");
+	for (uint32_t i = 0; i < u->nups; i++) {
+		struct lg_upshm one = { .adm = &u->adm[i], .n = 1, .nups = 1 };
 
 		lg_buf_printf(b, "lagless_upstream_load{upstream=\"%s\"} %.3f\n", names[i],
 		    lg_upshm_load(&one));
 	}
 	family(b, "lagless_upstream_max_conns", "gauge", "The upstream's max_conns.");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_max_conns{upstream=\"%s\"} %u\n", names[i],
 		    u->adm[i].max_conns);
 	family(b, "lagless_upstream_queue_capacity", "gauge", "The upstream's queue.");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_queue_capacity{upstream=\"%s\"} %u\n", names[i],
 		    u->adm[i].queue);
+	family(b, "lagless_upstream_overloaded", "gauge",
+	    "1 while CoDel judges the upstream's queue standing (new requests refused, queued ones "
+	    "shed: queue_wait_target_ms), else 0.");
+	for (uint32_t i = 0; i < u->nups; i++)
+		lg_buf_printf(b, "lagless_upstream_overloaded{upstream=\"%s\"} %d\n", names[i],
+		    lg_codel_overloaded(&u->adm[i].codel));
+}
+
+/* The route bulkheads' families: records nups..n-1, labelled route="names[i]". */
+static void
+bulkheads(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
+{
+	static const char *const what[3] = { "in_flight", "queue_depth", "full_total" };
+	static const char *const help[3] = {
+		"Requests of the route in flight to its upstream, the whole server (at most the "
+		"route's max_conns).",
+		"Requests of the route waiting for a place of its bulkhead, the whole server.",
+		"Requests of the route answered 503 because its bulkhead and queue were full." };
+
+	for (int k = 0; k < 3 && u->n > u->nups; k++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "lagless_route_bulkhead_%s", what[k]);
+		family(b, name, k == 2 ? "counter" : "gauge", help[k]);
+		for (uint32_t i = u->nups; i < u->n; i++) {
+			uint32_t in, q;
+
+			lg_upadm_counts(&u->adm[i], &in, &q);
+			lg_buf_printf(b, "%s{route=\"%s\"} %" PRIu64 "\n", name, names[i],
+			    k == 0 ? (uint64_t)in : k == 1 ? (uint64_t)q :
+			    atomic_load(&u->adm[i].errors[LG_UPR_FULL]));
+		}
+	}
 }
 
 /* The time histograms (seconds, Prometheus convention) of every upstream. */
@@ -87,7 +122,7 @@ histograms(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 
 	for (size_t k = 0; k < sizeof(hs) / sizeof(hs[0]); k++) {
 		family(b, hs[k].name, "histogram", hs[k].help);
-		for (uint32_t i = 0; i < u->n; i++) {
+		for (uint32_t i = 0; i < u->nups; i++) {
 			const struct lg_hist *h = (const struct lg_hist *)((const char *)&u->adm[i] +
 			    hs[k].off);
 			uint64_t cum = 0;
@@ -119,28 +154,29 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 	if (u == NULL || u->n == 0)
 		return 0;
 	gauges(b, u, names);
+	bulkheads(b, u, names);
 	family(b, "lagless_upstream_requests_total", "counter",
 	    "Proxied requests answered, by status class (the app's answers and lagless's own).");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		for (int k = 1; k < 6; k++)
 			lg_buf_printf(b, "lagless_upstream_requests_total{upstream=\"%s\",code=\"%s\"} "
 			    "%" PRIu64 "\n", names[i], cls[k], atomic_load(&u->adm[i].requests[k]));
 	family(b, "lagless_upstream_errors_total", "counter",
 	    "Answers lagless wrote itself instead of the app's (503 full, 504 deadline, 502 "
 	    "refused, reset or invalid), and answers cut short, by reason.");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		for (int r = 0; r < LG_UPR_COUNT; r++)
 			lg_buf_printf(b, "lagless_upstream_errors_total{upstream=\"%s\",reason=\"%s\"} "
 			    "%" PRIu64 "\n", names[i], lg_up_reason_str((enum lg_up_reason)r),
 			    atomic_load(&u->adm[i].errors[r]));
 	family(b, "lagless_upstream_retries_total", "counter",
 	    "Requests sent again on a new connection after a kept one failed before any answer.");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_retries_total{upstream=\"%s\"} %" PRIu64 "\n",
 		    names[i], atomic_load(&u->adm[i].retries));
 	family(b, "lagless_upstream_connections", "gauge",
 	    "Connections to the upstream's servers, by state: idle (kept) or busy.");
-	for (uint32_t i = 0; i < u->n; i++) {
+	for (uint32_t i = 0; i < u->nups; i++) {
 		lg_buf_printf(b, "lagless_upstream_connections{upstream=\"%s\",state=\"idle\"} %"
 		    PRIu64 "\n", names[i], sum_loops(u->adm[i].idle, nloops));
 		lg_buf_printf(b, "lagless_upstream_connections{upstream=\"%s\",state=\"busy\"} %"
@@ -149,7 +185,7 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 	histograms(b, u, names);
 	family(b, "lagless_upstream_connections_opened_total", "counter",
 	    "Connections opened to the upstream's servers.");
-	for (uint32_t i = 0; i < u->n; i++)
+	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_connections_opened_total{upstream=\"%s\"} %" PRIu64
 		    "\n", names[i], atomic_load(&u->adm[i].conns_opened));
 	return b->overflow ? -1 : 0;
@@ -160,14 +196,25 @@ lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *cons
     uint32_t nloops)
 {
 	lg_buf_printf(b, "\"upstreams\":[");
-	for (uint32_t i = 0; u != NULL && i < u->n; i++) {
+	for (uint32_t i = 0; u != NULL && i < u->nups; i++) {
 		uint32_t in, q;
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
-		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64 "}",
-		    i ? "," : "", names[i], in, q, u->adm[i].max_conns, u->adm[i].queue,
-		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops));
+		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64
+		    ",\"overloaded\":%s}", i ? "," : "", names[i], in, q, u->adm[i].max_conns,
+		    u->adm[i].queue, sum_loops(u->adm[i].idle, nloops),
+		    sum_loops(u->adm[i].busy, nloops),
+		    lg_codel_overloaded(&u->adm[i].codel) ? "true" : "false");
+	}
+	lg_buf_printf(b, "],\"bulkheads\":[");
+	for (uint32_t i = u != NULL ? u->nups : 0; u != NULL && i < u->n; i++) {
+		uint32_t in, q;
+
+		lg_upadm_counts(&u->adm[i], &in, &q);
+		lg_buf_printf(b, "%s{\"route\":\"%s\",\"in_flight\":%u,\"queued\":%u,"
+		    "\"max_conns\":%u,\"queue\":%u}", i > u->nups ? "," : "", names[i], in, q,
+		    u->adm[i].max_conns, u->adm[i].queue);
 	}
 	lg_buf_printf(b, "]");
 	return b->overflow ? -1 : 0;

@@ -16,14 +16,17 @@ size_t lg_up_metrics_bound(uint32_t n);
 /* Upstreams a rendering labels (the rest are left out). */
 #define LG_UP_METRICS_MAX 64
 
-/* Appends the families to b for u's records, record i labelled upstream="names[i]" (names
- * holds u->n entries, label-safe: a-z 0-9 _ -), the per-loop gauges summed over nloops loops.
+/* Appends the families to b for u's records, upstream record i labelled upstream="names[i]"
+ * (label-safe: a-z 0-9 _ -) and route bulkhead record i (i >= u->nups) route="names[i]" (a
+ * route's path; names holds u->n entries), the per-loop gauges summed over nloops loops.
  * Returns 0, or -1 when b overflowed. Nothing when u has no record. */
 int lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops);
 
 /* Appends "upstreams":[{"name":..,"in_flight":..,"queued":..,"max_conns":..,"queue":..,
- * "connections_idle":..,"connections_busy":..}, ...] (a member of /status's object) to b.
+ * "connections_idle":..,"connections_busy":..,"overloaded":..}, ...],"bulkheads":[{"route":..,
+ * "in_flight":..,"queued":..,"max_conns":..,"queue":..}, ...] (members of /status's object)
+ * to b, names as lg_up_render_metrics.
  * Returns 0, or -1 when b overflowed. */
 int lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops);

@@ -18,7 +18,7 @@ setup(void **state)
 {
 	uint32_t max[1] = { 2 }, q[1] = { 1 };
 
-	return lg_upshm_create(&u, 1, max, q);
+	return lg_upshm_create(&u, 1, 0, max, q);
 }
 
 static int
@@ -118,6 +118,50 @@ test_processes_bound(void **state)
 	assert_true(atomic_load(peak) <= 2);
 }
 
+/* Requests tracked by client: counted per tag, freed by reference, a dead loop's cleared by
+ * the master; a full table tracks no more (0) without failing the request. */
+static void
+test_clients(void **state)
+{
+	struct lg_upadm *a = &u.adm[0];
+	uint32_t r1 = lg_upadm_client_add(a, 0, 7), r2 = lg_upadm_client_add(a, 1, 7);
+	uint32_t r3 = lg_upadm_client_add(a, 1, 9);
+
+	assert_true(r1 >= 1 && r2 >= 1 && r3 >= 1 && r1 != r2 && r2 != r3);
+	assert_int_equal(lg_upadm_client_count(a, 7), 2);
+	assert_int_equal(lg_upadm_client_count(a, 9), 1);
+	assert_int_equal(lg_upadm_client_count(a, 8), 0);
+	lg_upadm_client_del(a, r1);
+	lg_upadm_client_del(a, 0); /* none: ignored */
+	assert_int_equal(lg_upadm_client_count(a, 7), 1);
+	assert_int_equal(lg_upadm_client_add(a, 0, 7), r1); /* the freed entry again */
+	lg_upadm_reclaim(a, 1); /* loop 1 died: its two go */
+	assert_int_equal(lg_upadm_client_count(a, 7), 1);
+	assert_int_equal(lg_upadm_client_count(a, 9), 0);
+	for (uint32_t i = 1; i < LG_UP_CLIENTS; i++)
+		assert_true(lg_upadm_client_add(a, 2, 5) >= 1);
+	assert_int_equal(lg_upadm_client_add(a, 2, 5), 0);
+	assert_int_equal(lg_upadm_client_count(a, 5), LG_UP_CLIENTS - 1);
+}
+
+/* The agent's load: (in flight + queued) / max_conns, at least LG_UP_SHED_LOAD while CoDel
+ * judges the upstream overloaded; a route bulkhead's record is not an upstream's. */
+static void
+test_load_counts_shedding(void **state)
+{
+	struct lg_upshm two;
+	uint32_t max[2] = { 2, 1 }, q[2] = { 1, 1 };
+
+	assert_int_equal(lg_upshm_create(&two, 1, 1, max, q), 0);
+	assert_true(lg_upadm_claim(&two.adm[0], 0) == LG_UPADM_GO);
+	assert_true(lg_upadm_claim(&two.adm[1], 0) == LG_UPADM_GO);
+	assert_true(lg_upadm_claim(&two.adm[1], 0) == LG_UPADM_WAIT);
+	assert_true(lg_upshm_load(&two) > 0.49 && lg_upshm_load(&two) < 0.51);
+	atomic_store(&two.adm[0].codel.overloaded, 1);
+	assert_true(lg_upshm_load(&two) >= LG_UP_SHED_LOAD);
+	lg_upshm_destroy(&two);
+}
+
 int
 main(void)
 {
@@ -125,6 +169,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_claim_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unqueue_and_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clients, setup, teardown),
+		cmocka_unit_test(test_load_counts_shedding),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,7 +142,7 @@ struct lg_worker {
 	struct lg_http_limits lim;    /* from the configuration, shared by every connection */
 	const struct lg_conn_ops *ops; /* the creator's callbacks, for every connection */
 	LG_PART(64) part_rt;          /* the router's table: LG_WRT(w) (worker/route/routes_state.h) */
-	LG_PART(16) part_up;          /* the upstreams' pools and queues: LG_WUP(w)
+	LG_PART(32) part_up;          /* the upstreams' pools and queues: LG_WUP(w)
 	                               * (worker/upstream/upstream.h) */
 };
 

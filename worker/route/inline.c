@@ -97,8 +97,13 @@ upstream_render(const struct lg_worker *w, struct lg_buf *b, int metrics)
 	u = *w->env->ups;
 	if (u.n > LG_UP_METRICS_MAX)
 		u.n = LG_UP_METRICS_MAX;
-	for (uint32_t i = 0; i < u.n; i++)
+	if (u.nups > u.n)
+		u.nups = u.n;
+	for (uint32_t i = 0; i < u.nups; i++)
 		names[i] = reg->upstreams[i].name;
+	for (uint32_t k = 0; k < reg->nroutes; k++)
+		if (reg->routes[k].bulkhead && u.nups + reg->routes[k].bulkhead - 1 < u.n)
+			names[u.nups + reg->routes[k].bulkhead - 1] = reg->routes[k].path;
 	if (metrics)
 		return lg_up_render_metrics(b, &u, names, w->env->nloops);
 	if (b->len < 2 || b->overflow)

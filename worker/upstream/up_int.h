@@ -9,6 +9,7 @@
 
 #include "http/resp.h"
 #include "kinds/registry.h"
+#include "shm/codel.h"
 #include "shm/upstream.h"
 #include "worker/core/conn.h"
 #include "worker/upstream/up_state.h"
@@ -57,13 +58,24 @@ struct lg_up_srv {
 	ev_tstamp down_until;         /* a connect failed: passed over until then */
 };
 
+/* A server-wide bound on this loop: an upstream's (max_conns, queue) or a route's bulkhead
+ * within it, with this loop's requests waiting for one of its places. */
+struct lg_up_gate {
+	struct lg_upadm *adm;         /* the server-wide record (shared) */
+	struct lg_conn_up *qhead, *qtail; /* requests of this loop waiting for a place, FIFO */
+	int serving;                  /* serve_queue is running (no reentry) */
+	uint32_t rec;                 /* the record's index (shm/upstream.h; UPWAKE names it) */
+	int bulkhead;                 /* a route's bulkhead: a place here is then asked of the
+	                               * upstream's gate */
+};
+
 /* One upstream, on this loop. */
 struct lg_up_one {
 	const struct lg_upstream_def *def;
-	struct lg_upadm *adm;         /* the server-wide record (shared) */
+	struct lg_upadm *adm;         /* the server-wide record (shared): g.adm */
+	struct lg_up_gate g;          /* its bounds and this loop's waiters */
+	struct lg_codel_params codel; /* admission by queue wait (off: target 0) */
 	struct lg_up_srv srv[LG_UP_SERVERS];
-	struct lg_conn_up *qhead, *qtail; /* requests of this loop waiting for a place, FIFO */
-	int serving;                  /* serve_queue is running (no reentry) */
 	struct lg_conn_up *spare;     /* freed exchanges kept for the next (qnext links them) */
 	unsigned nspare;              /* LG_UP_SPARE at most */
 };
@@ -76,8 +88,13 @@ struct lg_conn_up {
 	struct lg_worker *w;
 	int orphan;                   /* the client left while the app had the request */
 	uint32_t ui;
-	int placed;                   /* holds an in-flight place */
-	int queued;                   /* waits for one (in the upstream's FIFO) */
+	struct lg_up_gate *bh;        /* its route's bulkhead, or NULL */
+	uint32_t client_ref;          /* its entry among the upstream's clients (client_share), or
+	                               * 0 */
+	int bh_placed;                /* holds a place of bh */
+	int placed;                   /* holds an in-flight place of the upstream */
+	int queued;                   /* waits for one in qg's FIFO (bh's, then the upstream's) */
+	struct lg_up_gate *qg;
 	struct lg_conn_up *qprev, *qnext;
 	struct lg_upc *uc;            /* its app connection, or NULL */
 	int reused;                   /* uc was a kept connection */
@@ -187,17 +204,28 @@ void lg_up_orphan_event(struct lg_conn_up *x, int revents);
  * gone (answered, failed, or c closed): the caller touches neither x nor c then. */
 int lg_up_pump(struct lg_conn_up *x);
 
-/* up_admit.c: the place */
+/* x got its bulkhead's place (bh_placed): ask the upstream for one, as lg_up_claim; a refusal
+ * is answered here. Returns 0, or -1 when x is gone. */
+int lg_up_bulkhead_placed(struct lg_conn_up *x);
 
-/* Gives x's place back and hands it to a waiter of this loop or wakes the loops that have
- * some. */
+/* x took a place of its upstream after waiting: shed (503) when CoDel says it waited too long,
+ * else lg_up_start. Returns 0, or -1 when x is gone. */
+int lg_up_dequeued(struct lg_conn_up *x);
+
+/* up_admit.c: the places */
+
+/* Gives x's places back (the upstream's, then its bulkhead's) and hands each to a waiter of
+ * this loop or wakes the loops that have some. */
 void lg_up_release(struct lg_conn_up *x);
 
-/* x leaves its upstream's FIFO (and gives its queue place back). */
+/* x leaves the FIFO it waits in (and gives that queue place back). */
 void lg_up_unqueue(struct lg_conn_up *x);
 
-/* Enqueues x (it holds a queue place). */
-void lg_up_enqueue(struct lg_conn_up *x);
+/* Enqueues x in g's FIFO (it holds a queue place of g). */
+void lg_up_enqueue(struct lg_conn_up *x, struct lg_up_gate *g);
+
+/* The gate of route bulkhead b (1-based, struct lg_route_def bulkhead) on this loop, or NULL. */
+struct lg_up_gate *lg_up_bulkhead(struct lg_worker *w, uint32_t b);
 
 /* up_head.c: the request head toward the app into x->out. Returns 0, or -1 (431: it does not
  * fit the buffer, or the request kept too few of its fields). */

@@ -12,6 +12,7 @@
 
 struct lg_conn_up;
 struct lg_up_one;
+struct lg_up_gate;
 
 /* A connection's part: its proxied request's exchange, from the request's head until its
  * answer is written or c closes (then c->held has LG_CONN_HELD_UP), else NULL. */
@@ -24,10 +25,11 @@ _Static_assert(sizeof(struct lg_up_conn_part) <= sizeof(((struct lg_conn *)0)->p
     _Alignof(struct lg_up_conn_part) <= LG_PART_ALIGN, "the upstream part of a connection");
 
 /* The loop worker's part: one struct lg_up_one per upstream of the registry (n of them, ups
- * allocated by lg_up_loop_init; NULL before it). */
+ * allocated by lg_up_loop_init; NULL before it), and one gate per route bulkhead (nbh). */
 struct lg_worker_up {
 	struct lg_up_one *ups;
-	uint32_t n;
+	uint32_t n, nbh;
+	struct lg_up_gate *bh;
 };
 
 #define LG_WUP(w) ((struct lg_worker_up *)(void *)(w)->part_up.b)

@@ -9,7 +9,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "shm/share.h"
+#include "worker/core/client.h"
 #include "worker/upstream/up_int.h"
 #include "worker/upstream/upstream.h"
 
@@ -64,6 +67,8 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 
 	ev_timer_stop(x->w->ev, &x->timer);
 	lg_up_unqueue(x);
+	lg_upadm_client_del(lg_up_of(x)->adm, x->client_ref);
+	x->client_ref = 0;
 	lg_upc_put(x, reuse);   /* kept first: a waiter handed the place may take it */
 	free(x->hbuf);
 	if (c != NULL) {
@@ -444,38 +449,73 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	return x;
 }
 
-/* Counts a 503 `full` for upstream u (c's access line says so). */
+/* Counts a refusal (status) lagless answered for upstream u itself (why: full, shed, connect,
+ * client_limit); c's access line says why. */
 static void
-count_full(struct lg_conn *c, struct lg_up_one *u)
+count_refused(struct lg_conn *c, struct lg_up_one *u, enum lg_up_reason why, int status)
 {
-	atomic_fetch_add(&u->adm->errors[LG_UPR_FULL], 1);
-	atomic_fetch_add(&u->adm->requests[5], 1);
-	c->obs.why = lg_up_reason_str(LG_UPR_FULL);
+	atomic_fetch_add(&u->adm->errors[why], 1);
+	atomic_fetch_add(&u->adm->requests[status / 100], 1);
+	c->obs.why = lg_up_reason_str(why);
+}
+
+/* 1 when c's client address (lg_client_addr: the trusted proxy's client) already has its
+ * share of upstream u at the app or in its queue (client_share), with *tag set; 0 otherwise
+ * (the share off, a unix-socket peer: *tag 0). */
+static int
+client_over(struct lg_conn *c, const struct lg_up_one *u, uint32_t *tag)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint32_t limit = lg_upstream_client_limit(u->def);
+
+	*tag = 0;
+	if (limit == 0 || lg_client_addr(c, &ss, &len) == -1)
+		return 0;
+	*tag = lg_share_tag((struct sockaddr *)&ss, len);
+	return *tag != 0 && lg_upadm_client_count(u->adm, *tag) >= limit;
+}
+
+/* 1 when record a has every place taken and its queue full. */
+static int
+gate_full(const struct lg_upadm *a)
+{
+	uint32_t inflight, queued;
+
+	lg_upadm_counts(a, &inflight, &queued);
+	return inflight >= a->max_conns && queued >= a->queue;
 }
 
 int
-lg_up_full(struct lg_conn *c, uint32_t ui)
+lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead)
 {
 	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
-	uint32_t inflight, queued;
+	struct lg_up_gate *bh = lg_up_bulkhead(c->w, bulkhead);
+	uint32_t tag;
 
-	lg_upadm_counts(u->adm, &inflight, &queued);
-	if (inflight < u->adm->max_conns || queued < u->adm->queue)
+	if (client_over(c, u, &tag)) {
+		count_refused(c, u, LG_UPR_CLIENT_LIMIT, (int)u->def->client_limit_status);
+		return (int)u->def->client_limit_status;
+	}
+	if (!gate_full(u->adm) && (bh == NULL || !gate_full(bh->adm)))
 		return 0;
-	count_full(c, u);
-	return 1;
+	if (bh != NULL && gate_full(bh->adm))
+		atomic_fetch_add(&bh->adm->errors[LG_UPR_FULL], 1);
+	count_refused(c, u, LG_UPR_FULL, 503);
+	return 503;
 }
 
 static int admit(struct lg_conn *c, struct lg_conn_up *x);
 
 int
-lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
+lg_up_head(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms)
 {
 	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
 	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
 
 	if (x == NULL)
 		return 503;
+	x->bh = lg_up_bulkhead(c->w, bulkhead);
 	if (lg_up_build_head(x, u->def) == -1) {
 		xchg_put(u, x);
 		return 431;
@@ -484,7 +524,7 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 }
 
 int
-lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+lg_up_head_body(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms,
     const unsigned char *body, uint64_t len)
 {
 	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
@@ -493,6 +533,7 @@ lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
 
 	if (x == NULL)
 		return 503;
+	x->bh = lg_up_bulkhead(c->w, bulkhead);
 	x->arrived = ev_now(c->w->ev); /* the request reaches the app's side now, whole */
 	x->deadline = x->arrived + deadline_ms / 1e3;
 	x->buffered = 1;
@@ -510,44 +551,122 @@ lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
 	return 0;
 }
 
-/* x, new for c's request, takes a place (and starts: a connection, the head on its way), or
- * waits for one in the queue. Returns 0, or 503 (full; no server reachable) with x freed. */
+/* The queue wait of x from its arrival to now, in ns. */
+static uint64_t
+waited_ns(const struct lg_conn_up *x)
+{
+	ev_tstamp d = ev_now(x->w->ev) - x->arrived;
+
+	return d > 0 ? (uint64_t)(d * 1e9) : 0;
+}
+
+/* x (holding its bulkhead's place, if its route has one) asks its upstream for a place: it
+ * starts at once (a connection, the head on its way), waits in the upstream's FIFO, or is
+ * refused: CoDel's verdict (a standing queue: shed), every place and the queue taken (full),
+ * or no server reachable (connect). Returns 0, or 503 with *why (the caller answers and frees
+ * x, which may hold an in-flight place then). */
 static int
-admit(struct lg_conn *c, struct lg_conn_up *x)
+claim_upstream(struct lg_conn_up *x, enum lg_up_reason *why)
 {
 	struct lg_up_one *u = lg_up_of(x);
+	struct lg_worker *w = x->w;
 
-	LG_UP(c)->x = x;
-	lg_conn_hold(c, LG_CONN_HELD_UP);
-	switch (lg_upadm_claim(u->adm, c->w->env->index)) {
+	if (lg_codel_refuse(&u->adm->codel, &u->codel, lg_now_ns(), lg_upadm_queued_floor,
+	    u->adm)) {
+		*why = LG_UPR_SHED;
+		return 503;
+	}
+	switch (lg_upadm_claim(u->adm, w->env->index)) {
 	case LG_UPADM_FULL:
-		lg_up_time(x, &u->adm->total, x->arrived);
-		count_full(c, u);
-		LG_UP(c)->x = NULL;
-		lg_conn_unhold(c, LG_CONN_HELD_UP);
-		xchg_put(u, x);
+		*why = LG_UPR_FULL;
 		return 503;
 	case LG_UPADM_WAIT:
-		lg_up_enqueue(x);
+		lg_up_enqueue(x, &u->g);
 		lg_up_arm(x);
 		return 0;
 	}
 	x->placed = 1;
-	x->placed_at = ev_now(c->w->ev);
+	x->placed_at = ev_now(w->ev);
 	lg_up_time(x, &u->adm->queue_wait, x->arrived);
-	if (lg_upc_get(c->w, x) == -1) {
-		atomic_fetch_add(&u->adm->errors[LG_UPR_CONNECT], 1);
-		c->obs.why = lg_up_reason_str(LG_UPR_CONNECT);
-		count_status(x, 503);
-		lg_up_free(x, 0);
+	lg_codel_sample(&u->adm->codel, &u->codel, waited_ns(x), lg_now_ns(),
+	    lg_upadm_queued_floor, u->adm);
+	if (lg_upc_get(w, x) == -1) {
+		*why = LG_UPR_CONNECT;
 		return 503;
 	}
 	x->phase = x->reused ? LG_UPR_FIRST_BYTE : LG_UPR_CONNECT_TIMEOUT;
-	x->phase_due = ev_now(c->w->ev) + (x->reused ? u->def->first_byte_timeout_ms :
+	x->phase_due = ev_now(w->ev) + (x->reused ? u->def->first_byte_timeout_ms :
 	    u->def->connect_timeout_ms) / 1e3;
 	lg_up_arm(x);
 	upc_watch(x);
 	return 0;
+}
+
+/* x, new for c's request, is counted for its client address (client_share: refused past it),
+ * takes its bulkhead's place (or waits in its FIFO), then its upstream's (claim_upstream).
+ * Returns 0, or the status refusing it (503; 429 by client_limit_status) with x freed
+ * (counted). */
+static int
+admit(struct lg_conn *c, struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+	enum lg_up_reason why = LG_UPR_FULL;
+	int st = 0;
+
+	LG_UP(c)->x = x;
+	lg_conn_hold(c, LG_CONN_HELD_UP);
+	uint32_t tag;
+
+	if (client_over(c, u, &tag)) {
+		why = LG_UPR_CLIENT_LIMIT;
+		st = (int)u->def->client_limit_status;
+	} else if (tag != 0) {
+		x->client_ref = lg_upadm_client_add(u->adm, c->w->env->index, tag);
+	}
+	if (st == 0 && x->bh != NULL) {
+		switch (lg_upadm_claim(x->bh->adm, c->w->env->index)) {
+		case LG_UPADM_FULL:
+			atomic_fetch_add(&x->bh->adm->errors[LG_UPR_FULL], 1);
+			st = 503;
+			break;
+		case LG_UPADM_WAIT:
+			lg_up_enqueue(x, x->bh);
+			lg_up_arm(x);
+			return 0;
+		default:
+			x->bh_placed = 1;
+		}
+	}
+	if (st == 0 && (st = claim_upstream(x, &why)) == 0)
+		return 0;
+	lg_up_time(x, &u->adm->total, x->arrived);
+	count_refused(c, u, why, st);
+	lg_up_free(x, 0);
+	return st;
+}
+
+int
+lg_up_bulkhead_placed(struct lg_conn_up *x)
+{
+	enum lg_up_reason why;
+
+	if (claim_upstream(x, &why) == 0)
+		return 0;
+	return lg_up_fail(x, 503, why);
+}
+
+int
+lg_up_dequeued(struct lg_conn_up *x)
+{
+	struct lg_up_one *u = lg_up_of(x);
+	uint64_t wait = waited_ns(x), now = lg_now_ns();
+
+	/* Facebook's rule (shm/codel.h): past the target while overloaded, past the interval
+	 * otherwise, the place goes to a younger request instead. */
+	if (lg_codel_shed(&u->adm->codel, &u->codel, wait, now, lg_upadm_queued_floor, u->adm))
+		return lg_up_fail(x, 503, LG_UPR_SHED);
+	lg_codel_sample(&u->adm->codel, &u->codel, wait, now, lg_upadm_queued_floor, u->adm);
+	return lg_up_start(x);
 }
 
 int

@@ -35,24 +35,28 @@ void lg_up_drain(struct lg_worker *w);
 void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
 
 /* At head time, for c's request to upstream index ui (the registry's) with the route's
- * deadline_ms (from the request's arrival) and max_body: admission (503 with Retry-After at
- * once when full, before any body byte is read), the head for the app, and the connect when a
- * place is free. Returns an enum lg_http_head_action (LG_HTTP_REJECT with c->reject_status
- * set to refuse). */
-int lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms);
+ * bulkhead (struct lg_route_def bulkhead: 1-based, 0 none) and deadline_ms (from the request's
+ * arrival): admission (the client address's share, the bulkhead's place or its queue, then
+ * the upstream's: a 503 with Retry-After at once when full or when CoDel sees a standing
+ * queue, before any body byte is read), the head for the app, and the connect when a place is
+ * free. Returns 0, or the status the caller answers: 503 or 429 (refused, counted), 431 (the
+ * head does not fit). */
+int lg_up_head(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms);
 
-/* For a route with request_buffering = on, at head time, before its body is read: 1 when
- * upstream ui is full (max_conns in flight and the queue full: the caller answers 503 at
- * once, counted as `full`), else 0. Nothing is taken: the request takes its place only once
- * its body is whole (lg_up_head_body), so a slow upload holds none. */
-int lg_up_full(struct lg_conn *c, uint32_t ui);
+/* For a route with request_buffering = on, at head time, before its body is read: the status
+ * the caller answers at once when upstream ui or the route's bulkhead (as lg_up_head) is full
+ * (max_conns in flight and the queue full: 503, counted as `full`) or the client address holds
+ * its share (client_share: 503 or 429, counted as `client_limit`), else 0. Nothing is taken:
+ * the request takes its place only once its body is whole (lg_up_head_body), so a slow upload
+ * holds none. */
+int lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead);
 
 /* c's request with its body received whole (len bytes at body, in a transit buffer c holds
  * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to upstream
  * ui with a Content-Length, its deadline deadline_ms from now: admission (a place, or the
  * queue), the head, then the answer awaited (state LG_CONN_PROXY). Returns 0, or 503 (full
  * now, no server reachable) or 431 (the head does not fit): the caller answers it. */
-int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms,
     const unsigned char *body, uint64_t len);
 
 /* Body bytes of c's proxied request from the parser (decoded: the framing toward the app is
