@@ -102,6 +102,7 @@ struct lg_upstream_def {
 	uint32_t queue;                  /* requests waiting beyond them, the whole server */
 	uint32_t keepalive;              /* idle connections kept per loop worker and server */
 	uint64_t connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms;
+	uint64_t tunnel_idle_timeout_ms; /* a tunnel (after a 101) with no byte either way: closed */
 	uint64_t max_requests;           /* per app connection, then closed */
 	char host[LG_PATH_MAX];          /* the Host sent; "" = the client's */
 	char app[LG_NAME_MAX];           /* the [app NAME] whose processes are its servers (taken

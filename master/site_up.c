@@ -89,6 +89,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return lg_value_duration_ms(v, 1, 86400000, &u->first_byte_timeout_ms, why, cap);
 	if (strcmp(k, "idle_timeout_ms") == 0)
 		return lg_value_duration_ms(v, 1, 86400000, &u->idle_timeout_ms, why, cap);
+	if (strcmp(k, "tunnel_idle_timeout_ms") == 0)
+		return lg_value_duration_ms(v, 1, 86400000, &u->tunnel_idle_timeout_ms, why, cap);
 	if (strcmp(k, "max_requests") == 0)
 		return lg_value_uint(v, 1, UINT32_MAX, &u->max_requests, why, cap);
 	if (strcmp(k, "app") == 0) {
@@ -105,7 +107,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return 0;
 	}
 	snprintf(why, cap, "unknown key for an upstream (server, app, max_conns, queue, keepalive, "
-	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host)");
+	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, tunnel_idle_timeout_ms, "
+	    "max_requests, host)");
 	return -1;
 }
 
@@ -204,6 +207,7 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
 	u.connect_timeout_ms = 1000;
 	u.first_byte_timeout_ms = 30000;
 	u.idle_timeout_ms = 60000;
+	u.tunnel_idle_timeout_ms = 60000; /* nginx's proxy_read_timeout */
 	u.max_requests = 1000;
 	for (unsigned i = 0; i < nkv; i++)
 		if (up_key(&u, &kv[i], why, sizeof(why)) == -1)
