@@ -192,9 +192,11 @@ lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *cons
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
-		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64 "}",
+		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64
+		    ",\"tunnels\":%" PRIu64 "}",
 		    i ? "," : "", names[i], in, q, u->adm[i].max_conns, u->adm[i].queue,
-		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops));
+		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops),
+		    sum_loops(u->adm[i].tunnels, nloops));
 	}
 	lg_buf_printf(b, "]");
 	return b->overflow ? -1 : 0;

@@ -13,6 +13,7 @@ protocol the client did not offer.
 
 import base64
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -180,6 +181,8 @@ def test_websocket_echo_and_metrics(ws_proxy):
     ws.send(b"\x00\x01binary\xff")
     assert ws.recv() == (2, b"\x00\x01binary\xff")
     assert tunnels(srv.port) == 1
+    st = json.loads(get(srv.port, "/status").body)
+    assert [u["tunnels"] for u in st["upstreams"] if u["name"] == "app"] == [1], st
     assert metric(srv.port, 'lagless_upstream_tunnels_opened_total{upstream="app"}') == 1
     assert metric(srv.port, 'lagless_upstream_requests_total{upstream="app",code="1xx"}') == 1
     to_app = metric(srv.port,
@@ -279,7 +282,8 @@ def raw_proxy(start_server, tmp_path, origin, idle=None):
     conf = tmp_path / "raw.conf"
     conf.write_text(CONF.format(server="127.0.0.1:%d" % origin.port, max_conns=4, queue=8,
                                 idle=idle_line(idle)))
-    return start_server("--loop-workers", "1", "--compute-workers", "1", "-c", str(conf))
+    return start_server("--loop-workers", "1", "--compute-workers", "1", "-c", str(conf),
+                        "--access-log")
 
 
 UPGRADE_REQ = (b"GET /api/x HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, Upgrade\r\n"
@@ -327,6 +331,10 @@ def test_half_close(start_server, tmp_path):
         assert got == b"abcdefbye"
         s.close()
         assert wait_until(lambda: tunnels(srv.port) == 0, 10)
+        # the request's access line, written when the tunnel opened
+        lines = [ln for ln in srv.log().splitlines() if "/api/x" in ln and "status=101" in ln]
+        assert len(lines) == 1 and "upstream=127.0.0.1:%d upstream_status=101 " % origin.port \
+            in lines[0], srv.log()[-2000:]
     finally:
         origin.stop()
 
