@@ -54,7 +54,7 @@ RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g
 DEB_PKGS := $(BUILD_PKGS) libcmocka-dev gzip argon2 libvips-tools zstd python3 python3-pytest \
             python3-pytest-timeout curl systemd prometheus haproxy wrk clang libclang-rt-dev \
             gnuplot-nox mmdebstrap python3-yaml python3-pil python3-numpy redis-server \
-            python3-fastapi python3-uvicorn
+            python3-fastapi python3-uvicorn python3-wsproto
 # Only make bench needs these (nginx: throughput and cache reference; varnish: cache reference;
 # valgrind: the instructions per request of 6c); CI does not install them.
 BENCH_PKGS := nginx varnish valgrind

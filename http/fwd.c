@@ -70,6 +70,89 @@ field_at(const struct lg_http_req *r, unsigned i, const char **name, size_t *nle
 		(*vlen)--;
 }
 
+/* Whether the comma-separated list v (vlen bytes: OWS around elements, empty elements
+ * ignored, RFC 9110 section 5.6.1) has an element equal to tok case-insensitively; with
+ * name_only, an element's "/version" is left out of the comparison (RFC 9110 section 7.8's
+ * protocol-name). */
+static int
+list_has(const char *v, size_t vlen, const char *tok, size_t toklen, int name_only)
+{
+	const char *end = v + vlen;
+
+	while (v < end) {
+		const char *comma = memchr(v, ',', (size_t)(end - v));
+		const char *e = comma ? comma : end;
+		const char *s = v, *slash;
+
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (name_only && (slash = memchr(s, '/', (size_t)(e - s))) != NULL)
+			e = slash;
+		if ((size_t)(e - s) == toklen && strncasecmp(s, tok, toklen) == 0)
+			return 1;
+		v = comma ? comma + 1 : end;
+	}
+	return 0;
+}
+
+/* Whether a field line of r named field lists tok (list_has over each line, RFC 9110 section
+ * 5.3: several lines are one list). */
+static int
+req_list_has(const struct lg_http_req *r, const char *field, const char *tok, size_t toklen,
+    int name_only)
+{
+	unsigned pos = 0;
+	size_t vlen;
+	const char *v;
+
+	while ((v = lg_http_field_next(r, field, &pos, &vlen)) != NULL)
+		if (list_has(v, vlen, tok, toklen, name_only))
+			return 1;
+	return 0;
+}
+
+int
+lg_fwd_upgrade_request(const struct lg_http_req *r)
+{
+	size_t n;
+
+	if (r == NULL || r->method != HTTP_GET || r->minor < 1 || r->chunked ||
+	    (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > 0))
+		return 0;
+	if (lg_http_field_get(r, "upgrade", &n) == NULL || n == 0 ||
+	    !req_list_has(r, "connection", "upgrade", 7, 0))
+		return 0;
+	return !req_list_has(r, "upgrade", "h2c", 3, 1);
+}
+
+int
+lg_fwd_upgrade_match(const struct lg_http_req *r, const char *v, size_t vlen)
+{
+	const char *end = v + vlen;
+	int any = 0;
+
+	while (v < end) {
+		const char *comma = memchr(v, ',', (size_t)(end - v));
+		const char *e = comma ? comma : end;
+		const char *s = v;
+
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e > s) {
+			if (!req_list_has(r, "upgrade", s, (size_t)(e - s), 0) ||
+			    list_has(s, (size_t)(e - s), "h2c", 3, 1))
+				return 0;
+			any = 1;
+		}
+		v = comma ? comma + 1 : end;
+	}
+	return any;
+}
+
 /* Whether a Connection field line of r lists name (RFC 9110 section 7.6.1: a comma-separated
  * list of tokens, OWS around elements, empty elements ignored, names case-insensitive). */
 static int
@@ -79,23 +162,9 @@ connection_names(const struct lg_http_req *r, const char *name, size_t nlen)
 	size_t vlen;
 	const char *v;
 
-	while ((v = lg_http_field_next(r, "connection", &pos, &vlen)) != NULL) {
-		const char *end = v + vlen;
-
-		while (v < end) {
-			const char *comma = memchr(v, ',', (size_t)(end - v));
-			const char *e = comma ? comma : end;
-			const char *s = v;
-
-			while (s < e && (*s == ' ' || *s == '\t'))
-				s++;
-			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if ((size_t)(e - s) == nlen && strncasecmp(s, name, nlen) == 0)
-				return 1;
-			v = comma ? comma + 1 : end;
-		}
-	}
+	while ((v = lg_http_field_next(r, "connection", &pos, &vlen)) != NULL)
+		if (list_has(v, vlen, name, nlen, 0))
+			return 1;
 	return 0;
 }
 

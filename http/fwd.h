@@ -86,6 +86,18 @@ struct lg_fwd_opts {
 ssize_t lg_fwd_head(const struct lg_http_req *r, const struct lg_fwd_opts *o, char *buf,
     size_t cap);
 
+/* 1 when r asks to switch protocols in a way lagless relays as a tunnel (RFC 9110 section
+ * 7.8, RFC 6455 section 4.1): a GET of HTTP/1.1 without a body whose Connection lists
+ * "upgrade" and whose Upgrade field is not empty and names no "h2c" (HTTP/2's cleartext
+ * upgrade, which RFC 9113 section 3.1 removed: such a request is an ordinary one, its
+ * Upgrade dropped). Else 0 (r NULL too). Pure. */
+int lg_fwd_upgrade_request(const struct lg_http_req *r);
+
+/* 1 when the Upgrade value v (vlen bytes) of a 101 answer to r names at least one protocol and
+ * only protocols r's Upgrade offered, compared case-insensitively, versions included (RFC
+ * 9110 section 7.8: the server switches to protocols the client listed), and no h2c; else 0. */
+int lg_fwd_upgrade_match(const struct lg_http_req *r, const char *v, size_t vlen);
+
 /* The bytes lg_fwd_head(r, o, ...) needs (what it would return with room enough), to size a
  * buffer first; writes nothing. -1 with errno EINVAL as lg_fwd_head. */
 ssize_t lg_fwd_head_size(const struct lg_http_req *r, const struct lg_fwd_opts *o);

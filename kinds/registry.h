@@ -102,6 +102,7 @@ struct lg_upstream_def {
 	uint32_t queue;                  /* requests waiting beyond them, the whole server */
 	uint32_t keepalive;              /* idle connections kept per loop worker and server */
 	uint64_t connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms;
+	uint64_t tunnel_idle_timeout_ms; /* a tunnel (after a 101) with no byte either way: closed */
 	uint64_t max_requests;           /* per app connection, then closed */
 	uint64_t queue_wait_target_ms;   /* admission by queue wait (CoDel, shm/codel.h); 0 = off */
 	uint64_t queue_wait_interval_ms; /* its interval (at least the target) */

@@ -13,10 +13,12 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 	const struct lg_upstream_def *u = &r->upstreams[i];
 
 	fprintf(f, "upstream %s (%s:%d): max_conns %u, queue %u, keepalive %u, connect_timeout_ms "
-	    "%llu, first_byte_timeout_ms %llu, idle_timeout_ms %llu, max_requests %llu, host %s\n",
+	    "%llu, first_byte_timeout_ms %llu, idle_timeout_ms %llu, tunnel_idle_timeout_ms %llu, "
+	    "max_requests %llu, host %s\n",
 	    u->name, u->file, u->line, u->max_conns, u->queue, u->keepalive,
 	    (unsigned long long)u->connect_timeout_ms, (unsigned long long)u->first_byte_timeout_ms,
-	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->max_requests,
+	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->tunnel_idle_timeout_ms,
+	    (unsigned long long)u->max_requests,
 	    u->host[0] ? u->host : "(the client's)");
 	if (u->queue_wait_target_ms > 0)
 		fprintf(f, "    queue_wait_target_ms %llu, queue_wait_interval_ms %llu\n",

@@ -89,6 +89,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return lg_value_duration_ms(v, 1, 86400000, &u->first_byte_timeout_ms, why, cap);
 	if (strcmp(k, "idle_timeout_ms") == 0)
 		return lg_value_duration_ms(v, 1, 86400000, &u->idle_timeout_ms, why, cap);
+	if (strcmp(k, "tunnel_idle_timeout_ms") == 0)
+		return lg_value_duration_ms(v, 1, 86400000, &u->tunnel_idle_timeout_ms, why, cap);
 	if (strcmp(k, "max_requests") == 0)
 		return lg_value_uint(v, 1, UINT32_MAX, &u->max_requests, why, cap);
 	if (strcmp(k, "queue_wait_target_ms") == 0)
@@ -121,8 +123,9 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return 0;
 	}
 	snprintf(why, cap, "unknown key for an upstream (server, app, max_conns, queue, keepalive, "
-	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host, "
-	    "queue_wait_target_ms, queue_wait_interval_ms, client_share, client_limit_status)");
+	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, tunnel_idle_timeout_ms, "
+	    "max_requests, host, queue_wait_target_ms, queue_wait_interval_ms, client_share, "
+	    "client_limit_status)");
 	return -1;
 }
 
@@ -221,6 +224,7 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
 	u.connect_timeout_ms = 1000;
 	u.first_byte_timeout_ms = 30000;
 	u.idle_timeout_ms = 60000;
+	u.tunnel_idle_timeout_ms = 60000; /* nginx's proxy_read_timeout */
 	u.max_requests = 1000;
 	u.queue_wait_interval_ms = 100;
 	u.client_limit_status = 503;

@@ -2,7 +2,8 @@
  * into the registry's upstream table (kinds/registry.h struct lg_upstream_def). Keys: server
  * (repeatable: unix:/path, ADDR:PORT, [v6]:PORT or NAME:PORT resolved now) or app (an [app]
  * whose processes are its servers), max_conns, queue,
- * keepalive, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host;
+ * keepalive, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms,
+ * tunnel_idle_timeout_ms (a tunnel after a 101: worker/upstream/up_tunnel.c), max_requests, host;
  * values in the one grammar of common/value.h. */
 #ifndef LG_MASTER_SITE_UP_H
 #define LG_MASTER_SITE_UP_H

@@ -65,6 +65,11 @@ struct lg_upadm {
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
+	/* Tunnels (an upgrade the app accepted with 101: worker/upstream/up_tunnel.c), each
+	 * holding its in-flight place and its app connection (counted in busy) until closed. */
+	_Atomic uint32_t tunnels[LG_UPADM_LOOPS]; /* open, by loop */
+	_Atomic uint64_t tunnels_opened;
+	_Atomic uint64_t tunnel_bytes[2];  /* relayed: [0] client to app, [1] app to client */
 	_Atomic uint32_t clients_used;     /* entries of client[] ever taken (scans stop there) */
 	_Atomic uint64_t client[LG_UP_CLIENTS]; /* a request in flight or queued here, by client:
 	                                    * (loop + 1) << 32 | its address's tag (shm/share.h

@@ -145,6 +145,32 @@ histograms(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 	}
 }
 
+/* The tunnels' families (an upgrade relayed after a 101: worker/upstream/up_tunnel.c). */
+static void
+tunnel_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
+    uint32_t nloops)
+{
+	static const char *const dir[2] = { "to_app", "to_client" };
+
+	family(b, "lagless_upstream_tunnels", "gauge",
+	    "Tunnels open (upgrades the app accepted with 101), each holding an in-flight place.");
+	for (uint32_t i = 0; i < u->nups; i++)
+		lg_buf_printf(b, "lagless_upstream_tunnels{upstream=\"%s\"} %" PRIu64 "\n", names[i],
+		    sum_loops(u->adm[i].tunnels, nloops));
+	family(b, "lagless_upstream_tunnels_opened_total", "counter",
+	    "Tunnels opened (upgrades the app accepted with 101).");
+	for (uint32_t i = 0; i < u->nups; i++)
+		lg_buf_printf(b, "lagless_upstream_tunnels_opened_total{upstream=\"%s\"} %" PRIu64
+		    "\n", names[i], atomic_load(&u->adm[i].tunnels_opened));
+	family(b, "lagless_upstream_tunnel_bytes_total", "counter",
+	    "Bytes relayed through tunnels, by direction.");
+	for (uint32_t i = 0; i < u->nups; i++)
+		for (int d = 0; d < 2; d++)
+			lg_buf_printf(b, "lagless_upstream_tunnel_bytes_total{upstream=\"%s\","
+			    "direction=\"%s\"} %" PRIu64 "\n", names[i], dir[d],
+			    atomic_load(&u->adm[i].tunnel_bytes[d]));
+}
+
 int
 lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops)
@@ -188,6 +214,7 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_connections_opened_total{upstream=\"%s\"} %" PRIu64
 		    "\n", names[i], atomic_load(&u->adm[i].conns_opened));
+	tunnel_metrics(b, u, names, nloops);
 	return b->overflow ? -1 : 0;
 }
 
@@ -202,10 +229,11 @@ lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *cons
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
 		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64
-		    ",\"overloaded\":%s}", i ? "," : "", names[i], in, q, u->adm[i].max_conns,
-		    u->adm[i].queue, sum_loops(u->adm[i].idle, nloops),
+		    ",\"overloaded\":%s,\"tunnels\":%" PRIu64 "}", i ? "," : "", names[i], in, q,
+		    u->adm[i].max_conns, u->adm[i].queue, sum_loops(u->adm[i].idle, nloops),
 		    sum_loops(u->adm[i].busy, nloops),
-		    lg_codel_overloaded(&u->adm[i].codel) ? "true" : "false");
+		    lg_codel_overloaded(&u->adm[i].codel) ? "true" : "false",
+		    sum_loops(u->adm[i].tunnels, nloops));
 	}
 	lg_buf_printf(b, "],\"bulkheads\":[");
 	for (uint32_t i = u != NULL ? u->nups : 0; u != NULL && i < u->n; i++) {

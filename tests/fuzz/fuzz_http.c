@@ -249,6 +249,9 @@ through_fwd(const uint8_t *data, size_t size)
 	fwd_head_only(&in, (const char *)data, size);
 	if (in.status || !in.complete || in.req.kept_short || in.req.nkept != in.req.nfields)
 		return; /* a view without every field: refused (EINVAL), checked by test_fwd */
+	/* An upgrade request goes as an upstream route sends it: Upgrade kept, no body. */
+	if ((o.tunnel = lg_fwd_upgrade_request(&in.req)) != 0)
+		o.body = LG_FWD_BODY_NONE;
 	ssize_t nw = lg_fwd_head(&in.req, &o, out, sizeof(out));
 	if (in.req.method == HTTP_CONNECT && nw == -1 && errno == EINVAL)
 		return; /* no tunnel is offered */
@@ -266,9 +269,15 @@ through_fwd(const uint8_t *data, size_t size)
 		abort();
 	if (re.req.kept_short)
 		return; /* the fields added took the re-read past what a view keeps (32 lines) */
+	/* with the tunnel option, Upgrade and Connection: upgrade are there, and the head sent
+	 * is an upgrade request again (the app sees what the client asked) */
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (lg_http_field_get(&re.req, hop[i], &len) != NULL)
+		if ((!o.tunnel || (strcmp(hop[i], "upgrade") != 0 &&
+		    strcmp(hop[i], "connection") != 0)) &&
+		    lg_http_field_get(&re.req, hop[i], &len) != NULL)
 			abort();
+	if (o.tunnel && lg_fwd_upgrade_request(&re.req) != 1)
+		abort();
 	while ((v = lg_http_field_next(&re.req, o.style == LG_FWD_XFF ? "x-forwarded-for" :
 	    "forwarded", &pos, &len)) != NULL)
 		n++;

@@ -53,6 +53,17 @@ RESPONSES = {
 }
 
 
+UPGRADES = {
+    "upgrade-websocket": b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, Upgrade\r\n"
+                         b"Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                         b"Sec-WebSocket-Version: 13\r\n\r\n",
+    "upgrade-two-lines": b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: x-a\r\nConnection: upgrade\r\n"
+                         b"Upgrade: foo/2, bar\r\nUpgrade: baz\r\nX-A: 1\r\n\r\n",
+    "upgrade-h2c": b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                   b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n",
+}
+
+
 def write_resp(resp_dir):
     os.makedirs(resp_dir, exist_ok=True)
     corpus = os.path.join(HERE, "..", "conformance", "llhttp-responses.json")
@@ -74,6 +85,9 @@ def main(http_dir, wire_dir, resp_dir=None):
     for c in CASES:
         with open(os.path.join(http_dir, c["name"]), "wb") as f:
             f.write(c["data"][:4096])
+    for name, data in UPGRADES.items():  # what an upstream route relays as a tunnel
+        with open(os.path.join(http_dir, name), "wb") as f:
+            f.write(data)
     v = 2  # shm/wire.h LG_WIRE_VERSION
     seeds = {
         "job": mp_array([v, 1, 0, 0]),

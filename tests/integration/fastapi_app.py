@@ -10,11 +10,14 @@ Every route is served at the root and again under /api, so a ``[route /api/*]`` 
     GET  /slow?ms=N       {"slept_ms": N}, after an asyncio sleep of N ms (at most 60 s)
     POST /echo            {"body_len": bytes received, "headers": [[name, value], ...]}
     GET  /fib?n=N         {"n": N, "fib": fib(N)}, computed the slow recursive way (N <= 32)
+    WS   /ws/echo         a WebSocket (RFC 6455) echoing each message as it came (text or
+                          binary), until the client closes
+    WS   /ws/flood?mb=N   a WebSocket sending N binary messages of 1 MiB at once, then echoing
 """
 
 import asyncio
 
-from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
 
 router = APIRouter()
 
@@ -51,6 +54,37 @@ def fib(n: int = 20):
     if not 0 <= n <= 32:
         raise HTTPException(status_code=400, detail="n must be within 0..32")
     return {"n": n, "fib": _fib(n)}
+
+
+async def _echo(ws: WebSocket):
+    try:
+        while True:
+            m = await ws.receive()
+            if m["type"] == "websocket.disconnect":
+                return
+            if m.get("bytes") is not None:
+                await ws.send_bytes(m["bytes"])
+            else:
+                await ws.send_text(m["text"])
+    except WebSocketDisconnect:
+        return
+
+
+@router.websocket("/ws/echo")
+async def ws_echo(ws: WebSocket):
+    await ws.accept()
+    await _echo(ws)
+
+
+@router.websocket("/ws/flood")
+async def ws_flood(ws: WebSocket, mb: int = 1):
+    await ws.accept()
+    try:
+        for _ in range(max(0, min(mb, 256))):
+            await ws.send_bytes(b"\x5a" * (1 << 20))
+    except (WebSocketDisconnect, OSError, RuntimeError):
+        return
+    await _echo(ws)
 
 
 app = FastAPI()

@@ -32,6 +32,7 @@ static struct {
 	size_t at_head[4];         /* bytes buffered behind each head when the router was asked */
 	int wait_job;              /* dispatch parks the request on a 50 ms job deadline */
 	size_t big;                /* dispatch answers this many bytes of big_body */
+	int stream;                /* dispatch hands the answer to a room (state PROXY) */
 } fk;
 
 static unsigned char big_body[1 << 20];
@@ -71,6 +72,10 @@ fake_dispatch(struct lg_conn *c)
 	int n;
 
 	fk.dispatched++;
+	if (fk.stream) {
+		lg_conn_stream_begin(c);
+		return 0;
+	}
 	if (fk.wait_job) {
 		lg_conn_wait_job(c, 50);
 		return 0;
@@ -411,6 +416,54 @@ test_job_deadline(void **state)
 	assert_true(now_s() - t0 < 2.0);
 }
 
+/* An upgrade's hand-over (lg_conn_detach): the room takes the bytes behind the head, the core
+ * gives the socket away (its block back in the pool, the socket open, still counted) and reads
+ * it no more; lg_conn_detached_close closes it and counts it gone. */
+static void
+test_detach(void **state)
+{
+	struct rig *r = *state;
+	char buf[16];
+	struct lg_conn *c;
+	int fd;
+
+	fk.stream = 1;
+	send_all(r->client, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\nEXTRA", 34);
+	for (int i = 0; i < 100 && fk.dispatched == 0; i++) {
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+		usleep(1000);
+	}
+	assert_int_equal(fk.dispatched, 1);
+	c = r->w.conns;
+	assert_non_null(c);
+	lg_conn_hold(c, LG_CONN_HELD_UP); /* a room still holding c: not yet */
+	assert_int_equal(lg_conn_can_detach(c), 0);
+	assert_int_equal(lg_conn_detach(c, 101), -1);
+	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	assert_int_equal(lg_conn_can_detach(c), 1);
+	assert_int_equal(lg_conn_buffered(c), 5);
+	lg_conn_take(c, buf, 5);
+	assert_memory_equal(buf, "EXTRA", 5);
+	fd = lg_conn_detach(c, 101);
+	assert_int_equal(fd, r->server);
+	assert_null(r->w.conns);
+	assert_int_equal(r->w.nconns, 1);
+	/* the core reads the socket no more: the bytes stay for the new owner */
+	send_all(r->client, "y", 1);
+	for (int i = 0; i < 5; i++)
+		ev_run(r->w.ev, EVRUN_NOWAIT);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], 'y');
+	assert_int_equal(write(fd, "z", 1), 1);
+	assert_int_equal(read(r->client, buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], 'z');
+	lg_conn_detached_close(&r->w, fd);
+	assert_int_equal(r->w.nconns, 0);
+	fcntl(r->client, F_SETFL, 0);
+	assert_int_equal(read(r->client, buf, sizeof(buf)), 0); /* closed */
+	assert_int_equal(fk.gone, 0);
+}
+
 /* The client reads n bytes (or gives up after 3 s); returns how many it got. */
 static size_t
 read_n(struct rig *r, unsigned char *buf, size_t n)
@@ -503,6 +556,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_job_deadline, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_partial_writes, rig_up, rig_down),
 		cmocka_unit_test_setup_teardown(test_close_while_writing, rig_up, rig_down),
+		cmocka_unit_test_setup_teardown(test_detach, rig_up, rig_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -471,6 +471,91 @@ test_invalid(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* Which requests ask for a tunnel (RFC 9110 7.8, RFC 6455 4.1): a bodiless HTTP/1.1 GET whose
+ * Connection lists "upgrade" (any case, among other options, over several lines) and whose
+ * Upgrade names no h2c (RFC 9113 3.1 removed that upgrade). */
+static void
+test_upgrade_request(void **state)
+{
+	static const struct {
+		const char *raw;
+		int want;
+	} cases[] = {
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+		  1 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, UPGRADE\r\n"
+		  "Upgrade: WebSocket\r\n\r\n", 1 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nConnection: upgrade\r\n"
+		  "Upgrade: foo/2, bar\r\n\r\n", 1 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\n\r\n", 0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n\r\n", 0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgraded\r\nUpgrade: websocket\r\n\r\n",
+		  0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+		  "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n", 0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket, H2C\r\n\r\n",
+		  0 },
+		{ "POST /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+		  "Content-Length: 0\r\n\r\n", 0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+		  "Content-Length: 3\r\n\r\nabc", 0 },
+		{ "GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+		  "Content-Length: 0\r\n\r\n", 1 },
+		{ "GET /ws HTTP/1.0\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+		  0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct lg_http_req *r = parse(cases[i].raw);
+
+		if (lg_fwd_upgrade_request(r) != cases[i].want)
+			fail_msg("case %zu: want %d", i, cases[i].want);
+	}
+	assert_int_equal(lg_fwd_upgrade_request(NULL), 0);
+}
+
+/* A 101's Upgrade must name only protocols the request offered (RFC 9110 7.8). */
+static void
+test_upgrade_match(void **state)
+{
+	const struct lg_http_req *r = parse("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: upgrade\r\n"
+	    "Upgrade: websocket, foo/2\r\n\r\n");
+
+#define M(lit) lg_fwd_upgrade_match(r, (lit), sizeof(lit) - 1)
+	assert_int_equal(M("websocket"), 1);
+	assert_int_equal(M("WebSocket"), 1);
+	assert_int_equal(M(" foo/2 "), 1);
+	assert_int_equal(M("websocket, foo/2"), 1);
+	assert_int_equal(M("foo"), 0);
+	assert_int_equal(M("foo/3"), 0);
+	assert_int_equal(M("websocket, other"), 0);
+	assert_int_equal(M("h2c"), 0);
+	assert_int_equal(M(""), 0);
+	assert_int_equal(M(" , "), 0);
+#undef M
+}
+
+/* With opts->tunnel the Upgrade field passes with Connection: upgrade, the client's
+ * Connection still dropped. */
+static void
+test_upgrade_head(void **state)
+{
+	struct lg_fwd_opts o = opts();
+	const char *h;
+
+	o.tunnel = 1;
+	h = fwd("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+	    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", &o);
+	assert_non_null(strstr(h, "\r\nUpgrade: websocket\r\n"));
+	assert_non_null(strstr(h, "\r\nConnection: upgrade\r\n"));
+	assert_null(strstr(h, "Connection: Upgrade"));
+	assert_non_null(strstr(h, "\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"));
+	o.tunnel = 0;
+	h = fwd("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+	    &o);
+	assert_null(strcasestr(h, "upgrade"));
+}
+
 /* A view that lost fields (more than LG_HTTP_KEPT lines) cannot be forwarded. */
 static void
 test_fields_not_kept(void **state)
@@ -584,6 +669,9 @@ main(void)
 		cmocka_unit_test(test_host_option),
 		cmocka_unit_test(test_buffer_too_small),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_upgrade_request),
+		cmocka_unit_test(test_upgrade_match),
+		cmocka_unit_test(test_upgrade_head),
 		cmocka_unit_test(test_fields_not_kept),
 		cmocka_unit_test(test_keep_set_view_refused),
 		cmocka_unit_test(test_long_name_not_kept_refused),

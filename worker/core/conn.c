@@ -289,6 +289,12 @@ request_done(struct lg_conn *c)
 		lg_http_next(&c->http);
 }
 
+void
+lg_conn_request_done(struct lg_conn *c)
+{
+	request_done(c);
+}
+
 /* Everything queued is on the wire: finish the request it ended with (if any), then close or
  * wait for the next request. Returns 0, or -1 when the connection is finished. */
 int

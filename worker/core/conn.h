@@ -398,6 +398,26 @@ void lg_conn_stream_want(struct lg_conn *c, int on);
  * Returns 0, or -1 when c was closed or finished. */
 int lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close);
 
+/* The tunnel verbs: after an upgrade (RFC 9110 section 7.8: a 101 ends HTTP on the
+ * connection), another room (worker/upstream/up_tunnel.c) relays the socket's bytes itself.
+ *
+ * lg_conn_can_detach: 1 when c may be handed over now (state PROXY, outside the core's own
+ * processing of c, nothing queued to write), else 0.
+ *
+ * lg_conn_detach: the current request ends with status (metrics and the access line, as an
+ * answer with no body), c's watchers and timer stop and its block goes back to the pool; the
+ * socket stays open and counted among the loop's connections (max_conns counts it, a drain
+ * waits for it) and is the caller's, to be closed only by lg_conn_detached_close. The caller
+ * has taken the input buffered after the head (lg_conn_buffered, lg_conn_take) and holds
+ * nothing of c (c->held 0). Returns the descriptor, or -1 when lg_conn_can_detach says 0
+ * (nothing done). After a descriptor, c must not be touched. */
+int lg_conn_can_detach(const struct lg_conn *c);
+int lg_conn_detach(struct lg_conn *c, int status);
+
+/* Closes fd, a socket lg_conn_detach gave w's caller: counted as a connection gone (a drain
+ * waiting for it ends when it was the last). */
+void lg_conn_detached_close(struct lg_worker *w, int fd);
+
 /* Continues a connection after an asynchronous event changed its state (a job completed):
  * parses and answers pipelined requests. Returns 0, or -1 when c was closed or finished. */
 int lg_conn_resume(struct lg_conn *c);

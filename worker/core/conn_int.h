@@ -47,6 +47,10 @@ void lg_conn_wake(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_
  * close or wait for the next; 0, or -1 when c is finished. lg_conn_watch_next: writes batched
  * answers and watches for what c waits for now; 0, or -1 when c was closed. lg_conn_process:
  * parses and answers buffered requests; 0, or -1 when c was closed. */
+/* The current request of c is answered: its held buffer released, its metrics and access
+ * line written, the parser readied for the next unless c closes (conn.c request_done). */
+void lg_conn_request_done(struct lg_conn *c);
+
 void lg_conn_watch(struct lg_conn *c, int events);
 int lg_conn_flush(struct lg_conn *c);
 int lg_conn_response_done(struct lg_conn *c);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "worker/core/conn.h"
 #include "worker/core/conn_int.h"
@@ -65,4 +66,36 @@ lg_conn_stream_end(struct lg_conn *c, int status, uint64_t body_bytes, int close
 	if (lg_conn_response_done(c) == -1)
 		return -1;
 	return c->processing ? 0 : lg_conn_process(c);
+}
+
+int
+lg_conn_can_detach(const struct lg_conn *c)
+{
+	return c->state == LG_CONN_PROXY && !c->processing && c->out.whead_len == 0 &&
+	    c->held == 0;
+}
+
+int
+lg_conn_detach(struct lg_conn *c, int status)
+{
+	struct lg_worker *w = c->w;
+	int fd = c->fd;
+
+	if (!lg_conn_can_detach(c))
+		return -1;
+	lg_obs_response(&c->obs, status, 0);
+	c->close_after = 1; /* the parser is not readied for a next request */
+	lg_conn_request_done(c);
+	lg_obs_conn_closed(c);
+	ev_io_stop(w->ev, &c->io);
+	ev_timer_stop(w->ev, &c->timer);
+	lg_conn_free(c);
+	return fd;
+}
+
+void
+lg_conn_detached_close(struct lg_worker *w, int fd)
+{
+	close(fd);
+	lg_conn_gone(w);
 }

@@ -206,4 +206,5 @@ lg_up_drain(struct lg_worker *w)
 {
 	if (LG_WUP(w)->ups != NULL)
 		lg_upc_sweep(w, 1);
+	lg_up_tunnel_drain(w);
 }

@@ -56,6 +56,8 @@ lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u)
 	o.request_id = id[0] ? id : NULL;
 	o.deadline_ms = left > 0 ? (int64_t)(left * 1e3) : 0;
 	o.style = LG_FWD_XFF;
+	x->upgrade = !x->buffered && lg_fwd_upgrade_request(r);
+	o.tunnel = x->upgrade;
 	if (x->buffered) { /* received whole: its length is known (never chunked) */
 		o.body = LG_FWD_BODY_LENGTH;
 		o.content_length = x->body_len;

@@ -104,6 +104,9 @@ struct lg_conn_up {
 	ev_tstamp arrived, placed_at, connect_at; /* for the time histograms (shm/upstream.h) */
 	int phase;                    /* enum lg_up_reason of phase_due */
 	int idempotent;               /* RFC 9110 9.2.2 */
+	int upgrade;                  /* the request asks to switch protocols (http/fwd.h
+	                               * lg_fwd_upgrade_request): Upgrade goes to the app, and a
+	                               * 101 answer makes a tunnel (up_tunnel.c) */
 	int has_body;
 	int chunked;                  /* the body goes to the app chunked (unknown length) */
 	int dispatched;               /* the request is whole (state PROXY) */
@@ -230,6 +233,16 @@ struct lg_up_gate *lg_up_bulkhead(struct lg_worker *w, uint32_t b);
 /* up_head.c: the request head toward the app into x->out. Returns 0, or -1 (431: it does not
  * fit the buffer, or the request kept too few of its fields). */
 int lg_up_build_head(struct lg_conn_up *x, const struct lg_upstream_def *u);
+
+/* up_tunnel.c: the app answered x's upgrade request with 101, its head hlen bytes of x->in:
+ * when the request asked for it and the 101 names a protocol it offered, the 101 goes to the
+ * client and c's socket and x's app connection become a tunnel, relaying bytes both ways (x
+ * kept, holding its place and its app connection, until the tunnel closes); else a 502.
+ * Returns -1: x is no longer the caller's (tunnel or answered), nor c. */
+int lg_up_tunnel(struct lg_conn_up *x, size_t hlen);
+
+/* This loop drains: every tunnel, open now or later, closes at 90% of --drain-timeout-ms. */
+void lg_up_tunnel_drain(struct lg_worker *w);
 
 static inline struct lg_up_one *
 lg_up_of(const struct lg_conn_up *x)

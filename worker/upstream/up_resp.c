@@ -98,7 +98,7 @@ finish(struct lg_conn_up *x)
 }
 
 /* The head, when it is whole: 1xx interim answers dropped (lagless sent its own 100), 101
- * refused (no upgrade through lagless yet). Returns 1 when the head is out (or queued in
+ * a tunnel (up_tunnel.c) or a 502. Returns 1 when the head is out (or queued in
  * pend), 0 when more bytes are needed, -1 when x is gone. */
 static int
 take_head(struct lg_conn_up *x)
@@ -113,8 +113,10 @@ take_head(struct lg_conn_up *x)
 				return lg_up_fail(x, 502, LG_UPR_INVALID);
 			return 0;
 		}
-		if (h < 0 || x->resp.framing == LG_RESP_UPGRADE)
+		if (h < 0)
 			return lg_up_fail(x, 502, LG_UPR_INVALID);
+		if (x->resp.framing == LG_RESP_UPGRADE) /* a tunnel when asked for, else a 502 */
+			return lg_up_tunnel(x, (size_t)h);
 		if (x->resp.interim) {
 			memmove(x->in, x->in + h, x->in_len - (size_t)h);
 			x->in_len -= (size_t)h;
