@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include "shm/stats.h"
+#include "shm/upeject.h"
 
 #define INFLIGHT(w) ((uint32_t)((w) & 0xffffffffu))
 #define QUEUED(w)   ((uint32_t)((w) >> 32))
@@ -119,8 +120,13 @@ lg_upshm_load(const struct lg_upshm *u)
 		uint32_t in, q;
 		double l;
 
+		uint32_t n = u->adm[i].nservers, out = (uint32_t)__builtin_popcount(
+		    lg_upadm_ejected(&u->adm[i]));
+
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		l = (double)(in + q) / (double)u->adm[i].max_conns;
+		if (out > 0 && out < n) /* ejected servers take their share of the capacity */
+			l = l * n / (double)(n - out);
 		if (l > max)
 			max = l;
 	}
@@ -131,8 +137,12 @@ uint32_t
 lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 {
 	uint32_t h = atomic_exchange(&a->held[loop], 0), q = atomic_exchange(&a->waiting[loop], 0);
+	uint32_t rt = atomic_exchange(&a->retry_held[loop], 0);
 	uint64_t w = atomic_load(&a->word);
 
+	for (uint32_t r = atomic_load(&a->retrying); rt > 0 &&
+	    !atomic_compare_exchange_weak(&a->retrying, &r, r > rt ? r - rt : 0);)
+		;
 	atomic_store(&a->idle[loop], 0);
 	atomic_store(&a->busy[loop], 0);
 	if (h == 0 && q == 0)
