@@ -18,13 +18,20 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 	    (unsigned long long)u->connect_timeout_ms, (unsigned long long)u->first_byte_timeout_ms,
 	    (unsigned long long)u->idle_timeout_ms, (unsigned long long)u->max_requests,
 	    u->host[0] ? u->host : "(the client's)");
+	fprintf(f, "    eject_after %u, eject_ms %llu, eject_max_percent %u, retry_budget_percent %u, "
+	    "retry_budget_min %u\n", u->eject_after, (unsigned long long)u->eject_ms,
+	    u->eject_max_percent, u->retry_budget_percent, u->retry_budget_min);
 	if (u->app[0] != '\0')
 		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
 	for (unsigned s = 0; s < u->nservers; s++)
 		fprintf(f, "    server %s\n", u->servers[s].addr);
 	for (uint32_t k = 0; k < r->nroutes; k++)
 		if (r->routes[k].upstream == i + 1)
-			fprintf(f, "    route %s%s\n", r->routes[k].path, r->routes[k].prefix ? "*" : "");
+			fprintf(f, "    route %s%s (retry_on%s%s%s%s)\n", r->routes[k].path,
+			    r->routes[k].prefix ? "*" : "", r->routes[k].retry_on ? "" : " none",
+			    r->routes[k].retry_on & LG_RETRY_CONNECT ? " connect-failure" : "",
+			    r->routes[k].retry_on & LG_RETRY_502 ? " 502" : "",
+			    r->routes[k].retry_on & LG_RETRY_503 ? " 503" : "");
 }
 
 int

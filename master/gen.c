@@ -16,6 +16,7 @@
 #include "kinds/registry.h"
 #include "shm/codel.h"
 #include "shm/slot.h"
+#include "shm/upeject.h"
 #include "worker/loop.h"
 
 #define BACKOFF_MIN_NS (100 * LG_NS_PER_MS)
@@ -213,6 +214,15 @@ create_upstreams(struct lg_gen *g, const struct lg_config *cfg)
 	if (lg_upshm_create(&g->ups, n, max, q) == -1) {
 		log_error("cannot map the upstreams' admission records: %s", strerror(errno));
 		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct lg_upstream_def *u = &cfg->reg->upstreams[i];
+		const char *addrs[LG_UP_SERVERS];
+
+		for (unsigned s = 0; s < u->nservers && s < LG_UP_SERVERS; s++)
+			addrs[s] = u->servers[s].addr;
+		lg_upadm_setup(&g->ups.adm[i], u->nservers, addrs, u->eject_after, u->eject_ms,
+		    u->eject_max_percent, u->retry_budget_percent, u->retry_budget_min);
 	}
 	return 0;
 }

@@ -400,6 +400,32 @@ key_buffering(const struct route_in *in, const char *v, const char **why)
 	return lg_value_bool(v, &in->rt->request_buffering, msg, sizeof(msg));
 }
 
+/* retry_on = none, or a space or comma list of connect-failure, 502 and 503 (HAProxy's
+ * retry-on; worker/upstream/: what sends an idempotent request once to another server). */
+static int
+key_retry_on(const struct route_in *in, const char *v, const char **why)
+{
+	char buf[128], *save = NULL;
+	uint32_t bits = 0;
+
+	*why = "expected none, or a list of connect-failure, 502 and 503";
+	if (strlen(v) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *t = strtok_r(buf, " ,\t", &save); t; t = strtok_r(NULL, " ,\t", &save)) {
+		if (strcmp(t, "connect-failure") == 0)
+			bits |= LG_RETRY_CONNECT;
+		else if (strcmp(t, "502") == 0)
+			bits |= LG_RETRY_502;
+		else if (strcmp(t, "503") == 0)
+			bits |= LG_RETRY_503;
+		else if (strcmp(t, "none") != 0 || strcmp(v, "none") != 0)
+			return -1;
+	}
+	in->rt->retry_on = bits;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	int (*set)(const struct route_in *in, const char *v, const char **why);
@@ -408,7 +434,7 @@ static const struct {
 	{ "where", key_where }, { "deadline_ms", key_deadline }, { "max_body", key_max_body },
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
 	{ "off", key_off }, { "upstream", key_upstream },
-	{ "request_buffering", key_buffering },
+	{ "request_buffering", key_buffering }, { "retry_on", key_retry_on },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -440,6 +466,7 @@ route_init(struct lg_route_def *rt, const char *file, const struct section *sec,
 	rt->where = LAGLESS_WHERE_POOL;
 	rt->deadline_ms = cfg->jobs.deadline_ms;
 	rt->max_body = cfg->http.max_body;
+	rt->retry_on = LG_RETRY_CONNECT; /* HAProxy's default: nothing was sent */
 	lg_policy_init(&rt->coal, rt->path);
 }
 
@@ -476,6 +503,9 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 		if (!rt->upstream && strcmp(sec->kv[i].key, "request_buffering") == 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "request_buffering is an "
 			    "upstream route's (a kind's body is always received whole)");
+		if (!rt->upstream && strcmp(sec->kv[i].key, "retry_on") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "retry_on is an upstream "
+			    "route's");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
 			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
@@ -491,7 +521,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
 	    "max_body", "fields", "content_type", "off", "pool", "upstream", "request_buffering",
-	    NULL };
+	    "retry_on", NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */

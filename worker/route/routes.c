@@ -339,7 +339,7 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 		lg_conn_expect_continue(c, r->expect_continue);
 		return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 	}
-	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms);
+	int st = lg_up_head(c, d->upstream - 1, d->deadline_ms, d->retry_on);
 
 	if (st == 503)
 		return refuse_keep(c, r, 503, 1);
@@ -505,7 +505,8 @@ route_body_done(struct lg_conn *c)
 	if (lg_job_body(c, &body, &len) == -1)
 		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 	lg_obs_route_hit(c);
-	st = lg_up_head_body(c, d->upstream - 1, d->deadline_ms, body, len);
+	st = lg_up_head_body(c, d->upstream - 1, d->deadline_ms, d->retry_on, body,
+	    len);
 	if (st != 0)
 		return lg_conn_error(c, st, 0, st == 503 ? LG_CONN_RETRY_AFTER : NULL);
 	return 0;

@@ -139,6 +139,7 @@ lg_up_tick(struct lg_worker *w)
 	for (uint32_t i = 0; i < LG_WUP(w)->n; i++)
 		serve_queue(w, &LG_WUP(w)->ups[i]);
 	lg_upc_sweep(w, 0);
+	lg_upc_eject_sweep(w);
 }
 
 void

@@ -25,7 +25,8 @@
 int lg_up_loop_init(struct lg_worker *w);
 
 /* The loop's tick (100 ms): kept connections idle past idle_timeout_ms are closed, queued
- * requests try again for a place (a lost UPWAKE is made up for here). */
+ * requests try again for a place (a lost UPWAKE is made up for here), ejected servers whose
+ * back-off ended go back in the rotation. */
 void lg_up_tick(struct lg_worker *w);
 
 /* A graceful drain began: kept connections are closed; proxied requests finish. */
@@ -35,11 +36,11 @@ void lg_up_drain(struct lg_worker *w);
 void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
 
 /* At head time, for c's request to upstream index ui (the registry's) with the route's
- * deadline_ms (from the request's arrival) and max_body: admission (503 with Retry-After at
- * once when full, before any body byte is read), the head for the app, and the connect when a
- * place is free. Returns an enum lg_http_head_action (LG_HTTP_REJECT with c->reject_status
- * set to refuse). */
-int lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms);
+ * deadline_ms (from the request's arrival) and retry_on (kinds/registry.h LG_RETRY_*: what
+ * sends it once to another server): admission (503 with Retry-After at once when full,
+ * before any body byte is read), the head for the app, and the connect when a place is free.
+ * Returns 0, or 503 (full, no server reachable) or 431 (the head does not fit). */
+int lg_up_head(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms, uint32_t retry_on);
 
 /* For a route with request_buffering = on, at head time, before its body is read: 1 when
  * upstream ui is full (max_conns in flight and the queue full: the caller answers 503 at
@@ -50,9 +51,10 @@ int lg_up_full(struct lg_conn *c, uint32_t ui);
 /* c's request with its body received whole (len bytes at body, in a transit buffer c holds
  * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to upstream
  * ui with a Content-Length, its deadline deadline_ms from now: admission (a place, or the
- * queue), the head, then the answer awaited (state LG_CONN_PROXY). Returns 0, or 503 (full
- * now, no server reachable) or 431 (the head does not fit): the caller answers it. */
-int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms,
+ * queue), the head, then the answer awaited (state LG_CONN_PROXY); retry_on as lg_up_head's.
+ * Returns 0, or 503 (full now, no server reachable) or 431 (the head does not fit): the
+ * caller answers it. */
+int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms, uint32_t retry_on,
     const unsigned char *body, uint64_t len);
 
 /* Body bytes of c's proxied request from the parser (decoded: the framing toward the app is
