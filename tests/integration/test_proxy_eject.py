@@ -191,6 +191,25 @@ def test_a_refusing_and_a_hanging_server_are_ejected(start_server, tmp_path, app
     assert states == {dead: "ejected", hang.address: "ejected", good.address: "in"}, states
 
 
+def test_a_hanging_server_is_ejected_when_its_clients_gave_up(start_server, tmp_path, apps):
+    """Clients that leave before the first byte: the app still has their requests (orphans,
+    up_orphan.c), whose first-byte timeouts count against the server all the same."""
+    hang, good = apps("hang", "ok")
+    srv = start(start_server, tmp_path, [hang.address, good.address],
+                "eject_after = 2\neject_ms = 60000\nfirst_byte_timeout_ms = 300\n", loops=1)
+    for k in (1, 2):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert wait_until(lambda: hang.count() == k, 10)
+        s.close()  # the client gives up; the app still has the request
+        assert wait_until(lambda: srv.log().count("client left at its first-byte timeout")
+                          == k, 10)
+    assert m(srv, "lagless_upstream_ejections_total", server=hang.address) == 1
+    for _ in range(5):
+        assert request(srv.port, "GET", "/api/x").status == 200
+    assert hang.count() == 2
+
+
 @pytest.mark.parametrize("percent,most", [(50, 1), (100, 2)])
 def test_never_more_than_the_share_ejected_never_all(start_server, tmp_path, apps, percent,
                                                       most):
