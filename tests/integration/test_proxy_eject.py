@@ -143,25 +143,25 @@ def test_a_server_answering_500_is_ejected_then_back_on_probation(start_server, 
     bad, good1, good2 = apps("500", "ok", "ok")
     srv = start(start_server, tmp_path, [bad.address, good1.address, good2.address],
                 "eject_after = 3\neject_ms = 1500\n")
-    errors, t_first = 0, None
+    errors, t_first, t_last = 0, None, None
     for _ in range(30):
         r = request(srv.port, "GET", "/api/x")
         if r.status != 200:
             assert r.status == 500, r
             errors += 1
-            t_first = t_first or time.monotonic()
+            t_last = time.monotonic()  # the ejection came before this answer went out
+            t_first = t_first or t_last
     # at most eject_after answers of the failing server reach clients, then none
     assert 1 <= errors <= 3, errors
     assert bad.count() == errors
     assert good1.count() + good2.count() == 30 - errors
+    assert t_last - t_first < 1.0  # ejected within a second of its first failure
     assert m(srv, "lagless_upstream_ejections_total", server=bad.address) == 1
     assert m(srv, "lagless_upstream_ejected_servers") == 1
-    ejected_at = time.monotonic()
-    assert ejected_at - t_first < 1.0 + 30 * 0.2  # ejected at its third failure, at once
     assert srv.log().count("server %s ejected for 1500 ms" % bad.address) == 1
     # back after its back-off (1.5 s), announced once
     assert wait_until(lambda: m(srv, "lagless_upstream_ejected_servers") == 0, 10)
-    assert time.monotonic() - ejected_at > 1.2
+    assert time.monotonic() - t_last > 1.2
     assert wait_until(lambda: "server %s back in the rotation" % bad.address in srv.log(), 5)
     # on probation: its first failure ejects it again, for twice as long
     seen = bad.count()
