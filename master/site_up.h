@@ -2,8 +2,9 @@
  * into the registry's upstream table (kinds/registry.h struct lg_upstream_def). Keys: server
  * (repeatable: unix:/path, ADDR:PORT, [v6]:PORT or NAME:PORT resolved now) or app (an [app]
  * whose processes are its servers), max_conns, queue,
- * keepalive, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host;
- * values in the one grammar of common/value.h. */
+ * keepalive, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, max_requests, host,
+ * eject_after, eject_ms, eject_max_percent, retry_budget_percent, retry_budget_min (outlier
+ * ejection and the retry budget: shm/upeject.h); values in the one grammar of common/value.h. */
 #ifndef LG_MASTER_SITE_UP_H
 #define LG_MASTER_SITE_UP_H
 
