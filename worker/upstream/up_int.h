@@ -85,6 +85,7 @@ struct lg_conn_up {
 	int budget;                   /* holds a place of the retry budget (shm/upeject.h) */
 	uint32_t retry_on;            /* the route's LG_RETRY_* bits */
 	uint32_t tried;               /* servers it was sent to, bit per server */
+	unsigned sends;               /* times it was sent again (resend) */
 	ev_timer timer;               /* the deadline, connect and first-byte timeouts */
 	ev_tstamp deadline, phase_due; /* libev time; phase_due: connect or first byte, or 0 */
 	ev_tstamp arrived, placed_at, connect_at; /* for the time histograms (shm/upstream.h) */

@@ -189,6 +189,7 @@ resend(struct lg_conn_up *x, int moved)
 	if (!moved && x->uc != NULL)
 		x->tried &= ~(1u << x->uc->si); /* its server may take it again */
 	lg_upc_put(x, 0);
+	x->sends++;
 	x->retried = 1; /* on a new connection, never a kept one */
 	x->got_bytes = 0;
 	x->out_off = 0;
@@ -357,11 +358,11 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_up_arm(x);
 		revents |= EV_WRITE;
 	}
-	struct lg_upc *was = x->uc;
+	unsigned sends = x->sends;
 
 	if ((revents & EV_WRITE) && send_out(x) == -1)
 		return;
-	if (x->uc != was) { /* sent again on a new connection (resend): its events decide */
+	if (x->sends != sends) { /* sent again on a new connection (resend): its events decide */
 		upc_watch(x);
 		return;
 	}
