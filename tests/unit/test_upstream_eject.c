@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,39 @@ test_processes_share(void **state)
 	assert_true(a->srv[0].ejections + a->srv[1].ejections > 0);
 }
 
+/* A process killed (SIGKILL) at any instruction of its ejections leaves a record the others
+ * go on from: never past the share, every server back after its back-off. */
+static void
+test_killed_midway(void **state)
+{
+	struct lg_upadm *a = &u.adm[0];
+	_Atomic uint32_t *spins = (_Atomic uint32_t *)&a->conns_opened; /* spare word */
+	pid_t pid;
+	int st;
+
+	lg_upadm_setup(a, 4, addrs, 1, 1, 50, 20, 2);
+	if ((pid = fork()) == 0) {
+		for (uint64_t k = 0;; k++) {
+			(void)lg_upadm_srv_fail(a, (uint32_t)k % 4, k / 8);
+			(void)lg_upadm_eject_sweep(a, k / 8);
+			lg_upadm_srv_ok(a, (uint32_t)(k + 1) % 4);
+			atomic_fetch_add(spins, 1);
+		}
+	}
+	while (atomic_load(spins) < 100000)
+		;
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	assert_true(__builtin_popcount(lg_upadm_ejected(a)) <= 2);
+	(void)lg_upadm_eject_sweep(a, UINT64_MAX / 2);
+	assert_int_equal(lg_upadm_ejected(a), 0);
+	for (uint32_t s = 0; s < 4; s++)
+		lg_upadm_srv_ok(a, s);
+	assert_int_equal(lg_upadm_srv_fail(a, 0, UINT64_MAX / 2), 1); /* ejects again */
+	assert_int_equal(lg_upadm_ejected(a), 1);
+}
+
 /* Retries in flight at most max(min, in flight x percent); a dead loop's are reclaimed. */
 static void
 test_retry_budget(void **state)
@@ -203,6 +237,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_share_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_processes_share, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_killed_midway, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_ejected, setup, teardown),
 	};
