@@ -9,8 +9,9 @@ on asyncio, one task per connection, recording how many requests it has in hand 
   POST /release      every /hold waiting goes on
   POST /reset        max_in_flight = in_flight, served = 0
 
-usage: app_origin.py [--delay-ms 1000]; listens on 127.0.0.1 (a port of the kernel's
-choosing) and prints "port=N" once it does.
+usage: app_origin.py [--delay-ms 1000] [--status N]; listens on 127.0.0.1 (a port of the
+kernel's choosing) and prints "port=N" once it does. --status N: /slow answers N (13e: an app
+server answering 500 to everything).
 """
 
 import argparse
@@ -59,7 +60,7 @@ async def work(path, delay):
         state["served"] += 1
 
 
-async def serve(reader, writer, delay):
+async def serve(reader, writer, delay, status):
     global release
     state["accepts"] += 1
     state["open"] += 1
@@ -70,7 +71,7 @@ async def serve(reader, writer, delay):
                 break
             method, path = req
             if path in ("/slow", "/hold"):
-                answer(writer, 200, await work(path, delay))
+                answer(writer, status, await work(path, delay))
             elif path == "/stats":
                 answer(writer, 200, json.dumps(state).encode())
             elif method == "POST" and path == "/release":
@@ -95,9 +96,10 @@ async def main():
     global release
     p = argparse.ArgumentParser()
     p.add_argument("--delay-ms", type=int, default=1000)
+    p.add_argument("--status", type=int, default=200)
     a = p.parse_args()
     release = asyncio.Event()
-    srv = await asyncio.start_server(lambda r, w: serve(r, w, a.delay_ms / 1000.0),
+    srv = await asyncio.start_server(lambda r, w: serve(r, w, a.delay_ms / 1000.0, a.status),
                                      "127.0.0.1", 0, backlog=4096)
     print("port=%d" % srv.sockets[0].getsockname()[1], flush=True)
     async with srv:

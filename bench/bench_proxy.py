@@ -35,6 +35,13 @@ also what the direct request asks.
     clients gone: Pss delta / the app connections left open (the app counts them); and
     HELD requests held at the app (/hold): Pss delta / HELD (each one's client and app
     connection included). Targets <= nginx's, each.
+13e (X10) outlier ejection: three app servers (bench/app_origin.py, 5 ms each), one of them
+    answering 500 to everything, an upstream of the three with eject_after 5 (Envoy's
+    consecutive_5xx), eject_ms X10_EJECT_MS; an open-loop client at X10_RPS on fresh
+    connections for X10_S. Targets: <= 5 client-visible errors before the ejection, the
+    ejection within 1 s of the first error, and the server back (taken again once, on
+    probation: ejected a second time) after its back-off. lagless alone (the reference is
+    Envoy's default, a fixed figure: Envoy is not installed here).
 """
 
 import asyncio
@@ -68,6 +75,7 @@ X2_SECONDS = 10         # 13b: about 100,000 requests at this machine's rate
 C, Q, DEADLINE_MS = 16, 32, 4000   # 13c: queue wait at most Q/C s, then 1 s at the app
 OVERLOAD_S = 15
 HELD = 500              # 13d's connections and requests
+X10_RPS, X10_S, X10_EJECT_MS = 200, 4, 2000  # 13e: the back-off ends within the run
 LOOP_STARTED_RE = re.compile(r"loop\[\d+\] pid=(\d+) lg_loop_main: started")
 
 NGINX_HEAD = """daemon off;
@@ -412,9 +420,10 @@ def bench_x1_x2(cfg, origin, results):
 class App:
     """bench/app_origin.py on 127.0.0.1, stopped by pid."""
 
-    def __init__(self, delay_ms):
+    def __init__(self, delay_ms, status=200):
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "app_origin.py"),
-                                      "--delay-ms", str(delay_ms)], stdin=subprocess.DEVNULL,
+                                      "--delay-ms", str(delay_ms), "--status", str(status)],
+                                     stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
         m = re.match(r"port=(\d+)", self.proc.stdout.readline())
@@ -499,6 +508,60 @@ def bench_x7(cfg, results):
                           figures={"p99_us": p99, "refused": len(refused)}))
     results.append(Result("13c. admitted answered late or not 200", len(late), 0,
                           figures={"admitted": len(admitted), "late": late[:10]}))
+
+
+# --------------------------------------------------------------------------------------------
+# 13e
+
+
+def bench_x10(cfg, results):
+    apps = []
+    try:
+        apps = [App(5, status=500), App(5), App(5)]
+        d = tempfile.mkdtemp(prefix="lagless-bench-eject-")
+        conf = os.path.join(d, "eject.conf")
+        with open(conf, "w") as f:
+            f.write("[upstream app]\n%smax_conns = 256\nqueue = 256\neject_after = 5\n"
+                    "eject_ms = %d\n\n[route /slow]\nupstream = app\ndeadline_ms = 5000\n"
+                    % ("".join("server = 127.0.0.1:%d\n" % a.port for a in apps),
+                       X10_EJECT_MS))
+        srv = Lagless(cfg.bin, ["-c", conf, "--loop-workers", "2", "--compute-workers", "1"])
+        try:
+            t0 = time.monotonic()
+            got = asyncio.run(timed_open_loop(srv.port, "/slow", X10_RPS, X10_S, 5))
+            text = http_get(srv.port, "/metrics", timeout=5)[2].decode()
+        finally:
+            srv.stop()
+            shutil.rmtree(d, ignore_errors=True)
+    finally:
+        for a in apps:
+            a.stop()
+    errors = sorted(t - t0 for st, t in got if st != 200)
+    first = [t for t in errors if t < X10_EJECT_MS / 1e3]
+    m = re.search(r'lagless_upstream_ejections_total\{upstream="app",server="127.0.0.1:%d"\} '
+                  r'(\d+)' % apps[0].port, text)
+    ejections = int(m.group(1)) if m else 0
+    to_eject = first[-1] - first[0] if first else float("nan")
+    log("   %d req/s for %d s over 3 servers, one answering 500: %d sent, %d errors before "
+        "the back-off's end (the last %.0f ms after the first), %d after it; ejections %d"
+        % (X10_RPS, X10_S, len(got), len(first), to_eject * 1e3, len(errors) - len(first),
+           ejections))
+    results.append(Result("13e. client errors before ejection / 5", len(first) / 5, 1.0,
+                          figures={"errors": len(first)}))
+    results.append(Result("13e. time to eject (s)", to_eject, 1.0,
+                          figures={"seconds": to_eject}))
+    results.append(Result("13e. ejections (2: back, then out again)", ejections / 2, 1.0,
+                          kind="min", figures={"ejections": ejections}))
+
+
+async def timed_open_loop(port, path, rate, seconds, timeout):
+    """open_loop's requests, each as (status, time.monotonic() at its answer's end)."""
+    async def one(due):
+        st, _ = await one_request(port, path, due, timeout)
+        return st, time.monotonic()
+    loop = asyncio.get_running_loop()
+    start = loop.time() + 0.1
+    return await asyncio.gather(*(one(start + i / rate) for i in range(int(rate * seconds))))
 
 
 def tree_pss_kb(pid):
@@ -600,7 +663,7 @@ def bench_x12(cfg, results):
                           figures=held))
 
 
-def run(cfg, sz, parts="abcd"):
+def run(cfg, sz, parts="abcde"):
     log("== 13. in front of an app: lagless upstream routes vs nginx proxy_pass with keepalive")
     if shutil.which("wrk") is None or nginx_path() is None:
         return [Result("13. proxy", skipped="wrk or nginx not installed")]
@@ -617,6 +680,8 @@ def run(cfg, sz, parts="abcd"):
         bench_x7(cfg, results)
     if "d" in parts:
         bench_x12(cfg, results)
+    if "e" in parts:
+        bench_x10(cfg, results)
     for x in results:
         log("   " + x.line())
     return results

@@ -109,6 +109,11 @@ struct lg_upstream_def {
 	uint32_t client_share;           /* percent of max_conns one client address may hold in
 	                                  * flight and queued (nginx's limit_conn); 0 = off */
 	uint32_t client_limit_status;    /* 503 or 429 past it */
+	uint32_t eject_after;            /* failures in a row that eject a server; 0: never */
+	uint64_t eject_ms;               /* the base back-off of an ejected server */
+	uint32_t eject_max_percent;      /* of the servers out at once (one always stays in) */
+	uint32_t retry_budget_percent;   /* retries on another server in flight, of in flight */
+	uint32_t retry_budget_min;       /* ... and at least this many (shm/upeject.h) */
 	char host[LG_PATH_MAX];          /* the Host sent; "" = the client's */
 	char app[LG_NAME_MAX];           /* the [app NAME] whose processes are its servers (taken
 	                                  * at each generation's creation, process k server k, sent
@@ -150,7 +155,14 @@ struct lg_route_def {
 	                             * waiting for this route, the whole server (max_conns 0: none,
 	                             * the upstream's own bounds alone) */
 	uint32_t bulkhead;          /* 1 + its bulkhead's index (lg_registry_bulkheads), 0: none */
+	uint32_t retry_on;          /* upstream routes: LG_RETRY_* bits, what sends an idempotent
+	                             * request once to another server (HAProxy's retry-on) */
 };
+
+/* retry_on's bits ([route] retry_on = connect-failure 502 503, or none). */
+#define LG_RETRY_CONNECT 1u /* a connect failed or timed out (nothing was sent) */
+#define LG_RETRY_502     2u /* the app answered 502 */
+#define LG_RETRY_503     4u /* the app answered 503 */
 
 struct lg_registry {
 	struct lg_module *modules;

@@ -27,6 +27,9 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 	if (u->client_share > 0)
 		fprintf(f, "    client_share %u%% (%u in flight and queued per client address), then "
 		    "%u\n", u->client_share, lg_upstream_client_limit(u), u->client_limit_status);
+	fprintf(f, "    eject_after %u, eject_ms %llu, eject_max_percent %u, retry_budget_percent %u, "
+	    "retry_budget_min %u\n", u->eject_after, (unsigned long long)u->eject_ms,
+	    u->eject_max_percent, u->retry_budget_percent, u->retry_budget_min);
 	if (u->app[0] != '\0')
 		fprintf(f, "    servers: the ready processes of app %s\n", u->app);
 	for (unsigned s = 0; s < u->nservers; s++)
@@ -36,7 +39,10 @@ print_upstream(const struct lg_registry *r, uint32_t i, FILE *f)
 
 		if (rt->upstream != i + 1)
 			continue;
-		fprintf(f, "    route %s%s", rt->path, rt->prefix ? "*" : "");
+		fprintf(f, "    route %s%s (retry_on%s%s%s%s)", rt->path, rt->prefix ? "*" : "",
+		    rt->retry_on ? "" : " none", rt->retry_on & LG_RETRY_CONNECT ?
+		    " connect-failure" : "", rt->retry_on & LG_RETRY_502 ? " 502" : "",
+		    rt->retry_on & LG_RETRY_503 ? " 503" : "");
 		if (rt->max_conns > 0)
 			fprintf(f, " (bulkhead: max_conns %u, queue %u)", rt->max_conns, rt->queue);
 		fputc('\n', f);

@@ -16,6 +16,7 @@
 #include "kinds/registry.h"
 #include "shm/codel.h"
 #include "shm/slot.h"
+#include "shm/upeject.h"
 #include "worker/loop.h"
 
 #define BACKOFF_MIN_NS (100 * LG_NS_PER_MS)
@@ -223,11 +224,17 @@ create_upstreams(struct lg_gen *g, const struct lg_config *cfg)
 		return -1;
 	}
 	for (uint32_t i = 0; i < nu; i++) {
+		const struct lg_upstream_def *u = &reg->upstreams[i];
+		const char *addrs[LG_UP_SERVERS];
 		struct lg_codel_params p = {
-			.target_ns = reg->upstreams[i].queue_wait_target_ms * LG_NS_PER_MS,
-			.interval_ns = reg->upstreams[i].queue_wait_interval_ms * LG_NS_PER_MS };
+			.target_ns = u->queue_wait_target_ms * LG_NS_PER_MS,
+			.interval_ns = u->queue_wait_interval_ms * LG_NS_PER_MS };
 
 		lg_codel_init(&g->ups.adm[i].codel, &p);
+		for (unsigned s = 0; s < u->nservers && s < LG_UP_SERVERS; s++)
+			addrs[s] = u->servers[s].addr;
+		lg_upadm_setup(&g->ups.adm[i], u->nservers, addrs, u->eject_after, u->eject_ms,
+		    u->eject_max_percent, u->retry_budget_percent, u->retry_budget_min);
 	}
 	return 0;
 }

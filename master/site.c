@@ -425,6 +425,32 @@ key_queue(const struct route_in *in, const char *v, const char **why)
 	return key_bulkhead(in, v, why, &in->rt->queue, 0);
 }
 
+/* retry_on = none, or a space or comma list of connect-failure, 502 and 503 (HAProxy's
+ * retry-on; worker/upstream/: what sends an idempotent request once to another server). */
+static int
+key_retry_on(const struct route_in *in, const char *v, const char **why)
+{
+	char buf[128], *save = NULL;
+	uint32_t bits = 0;
+
+	*why = "expected none, or a list of connect-failure, 502 and 503";
+	if (strlen(v) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *t = strtok_r(buf, " ,\t", &save); t; t = strtok_r(NULL, " ,\t", &save)) {
+		if (strcmp(t, "connect-failure") == 0)
+			bits |= LG_RETRY_CONNECT;
+		else if (strcmp(t, "502") == 0)
+			bits |= LG_RETRY_502;
+		else if (strcmp(t, "503") == 0)
+			bits |= LG_RETRY_503;
+		else if (strcmp(t, "none") != 0 || strcmp(v, "none") != 0)
+			return -1;
+	}
+	in->rt->retry_on = bits;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	int (*set)(const struct route_in *in, const char *v, const char **why);
@@ -434,7 +460,7 @@ static const struct {
 	{ "fields", key_fields }, { "content_type", key_ctype }, { "pool", key_pool },
 	{ "off", key_off }, { "upstream", key_upstream },
 	{ "request_buffering", key_buffering }, { "max_conns", key_max_conns },
-	{ "queue", key_queue },
+	{ "queue", key_queue }, { "retry_on", key_retry_on },
 };
 
 /* One route key the host reads itself. Returns 1 (taken), 0 (a kind key), -1 (bad: why). */
@@ -466,6 +492,7 @@ route_init(struct lg_route_def *rt, const char *file, const struct section *sec,
 	rt->where = LAGLESS_WHERE_POOL;
 	rt->deadline_ms = cfg->jobs.deadline_ms;
 	rt->max_body = cfg->http.max_body;
+	rt->retry_on = LG_RETRY_CONNECT; /* HAProxy's default: nothing was sent */
 	lg_policy_init(&rt->coal, rt->path);
 }
 
@@ -506,6 +533,9 @@ idle_key(const char *file, const struct section *sec, const struct lg_route_def 
 		    strcmp(sec->kv[i].key, "queue") == 0))
 			return fail_kv(err, cap, file, &sec->kv[i], "max_conns and queue are an "
 			    "upstream route's bulkhead (a kind's jobs are bounded by its pool)");
+		if (!rt->upstream && strcmp(sec->kv[i].key, "retry_on") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "retry_on is an upstream "
+			    "route's");
 		for (const char *const *k = kinds_own; !off && rt->kind == 0 && *k; k++)
 			if (strcmp(sec->kv[i].key, *k) == 0 && !(rt->upstream && k == kinds_own + 1))
 				return fail_kv(err, cap, file, &sec->kv[i], "a loop handler route runs "
@@ -552,7 +582,7 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 {
 	static const char *const own[] = { "methods", "kind", "handler", "where", "deadline_ms",
 	    "max_body", "fields", "content_type", "off", "pool", "upstream", "request_buffering",
-	    "max_conns", "queue", NULL };
+	    "max_conns", "queue", "retry_on", NULL };
 	struct lg_route_def rt;
 	int off = 0;
 	const struct lg_kv *coal = NULL; /* its first coalescing key */

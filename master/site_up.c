@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,12 +63,43 @@ parse_server(const char *v, struct lg_upstream_server *s, char *why, size_t cap)
 	return 0;
 }
 
+/* A key of outlier ejection or the retry budget (shm/upeject.h; Envoy's outlier detection and
+ * retry budget) into u. Returns 0 (taken), 1 (none of them), or -1 with why. */
+static int
+resilience_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
+{
+	static const struct {
+		const char *key;
+		uint64_t max;
+		size_t off;
+	} keys[] = {
+		{ "eject_after", 1000, offsetof(struct lg_upstream_def, eject_after) },
+		{ "eject_max_percent", 100, offsetof(struct lg_upstream_def, eject_max_percent) },
+		{ "retry_budget_percent", 100, offsetof(struct lg_upstream_def, retry_budget_percent) },
+		{ "retry_budget_min", 1000, offsetof(struct lg_upstream_def, retry_budget_min) },
+	};
+	uint64_t x;
+
+	if (strcmp(kv->key, "eject_ms") == 0)
+		return lg_value_duration_ms(kv->value, 1, 86400000, &u->eject_ms, why, cap);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(kv->key, keys[i].key) != 0)
+			continue;
+		if (lg_value_uint(kv->value, 0, keys[i].max, &x, why, cap) == -1)
+			return -1;
+		*(uint32_t *)(void *)((char *)u + keys[i].off) = (uint32_t)x;
+		return 0;
+	}
+	return 1;
+}
+
 /* One key of an [upstream] section into u. Returns 0, or -1 with why. */
 static int
 up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 {
 	const char *k = kv->key, *v = kv->value;
 	uint64_t x;
+	int r;
 
 	if (strcmp(k, "server") == 0) {
 		if (u->nservers == LG_UP_SERVERS)
@@ -93,6 +125,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 		return lg_value_duration_ms(v, 1, 86400000, &u->tunnel_idle_timeout_ms, why, cap);
 	if (strcmp(k, "max_requests") == 0)
 		return lg_value_uint(v, 1, UINT32_MAX, &u->max_requests, why, cap);
+	if ((r = resilience_key(u, kv, why, cap)) != 1)
+		return r;
 	if (strcmp(k, "queue_wait_target_ms") == 0)
 		return lg_value_duration_ms(v, 0, 86400000, &u->queue_wait_target_ms, why, cap);
 	if (strcmp(k, "queue_wait_interval_ms") == 0)
@@ -125,7 +159,8 @@ up_key(struct lg_upstream_def *u, const struct lg_kv *kv, char *why, size_t cap)
 	snprintf(why, cap, "unknown key for an upstream (server, app, max_conns, queue, keepalive, "
 	    "connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms, tunnel_idle_timeout_ms, "
 	    "max_requests, host, queue_wait_target_ms, queue_wait_interval_ms, client_share, "
-	    "client_limit_status)");
+	    "client_limit_status, eject_after, eject_ms, eject_max_percent, retry_budget_percent, "
+	    "retry_budget_min)");
 	return -1;
 }
 
@@ -228,6 +263,11 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
 	u.max_requests = 1000;
 	u.queue_wait_interval_ms = 100;
 	u.client_limit_status = 503;
+	u.eject_after = 5;          /* Envoy's consecutive_5xx */
+	u.eject_ms = 30000;         /* Envoy's base_ejection_time */
+	u.eject_max_percent = 50;
+	u.retry_budget_percent = 20; /* Envoy's retry budget */
+	u.retry_budget_min = 3;      /* Envoy's min_retry_concurrency */
 	for (unsigned i = 0; i < nkv; i++)
 		if (up_key(&u, &kv[i], why, sizeof(why)) == -1)
 			return fail(err, cap, file, &kv[i], why);

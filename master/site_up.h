@@ -3,8 +3,11 @@
  * (repeatable: unix:/path, ADDR:PORT, [v6]:PORT or NAME:PORT resolved now) or app (an [app]
  * whose processes are its servers), max_conns, queue,
  * keepalive, connect_timeout_ms, first_byte_timeout_ms, idle_timeout_ms,
- * tunnel_idle_timeout_ms (a tunnel after a 101: worker/upstream/up_tunnel.c), max_requests, host;
- * values in the one grammar of common/value.h. */
+ * tunnel_idle_timeout_ms (a tunnel after a 101: worker/upstream/up_tunnel.c), max_requests, host,
+ * queue_wait_target_ms, queue_wait_interval_ms (CoDel: shm/codel.h), client_share,
+ * client_limit_status, eject_after, eject_ms, eject_max_percent, retry_budget_percent,
+ * retry_budget_min (outlier ejection and the retry budget: shm/upeject.h); values in the one
+ * grammar of common/value.h. */
 #ifndef LG_MASTER_SITE_UP_H
 #define LG_MASTER_SITE_UP_H
 

@@ -5,6 +5,7 @@
 
 #include "shm/codel.h"
 #include "shm/stats.h"
+#include "shm/upeject.h"
 
 #define INFLIGHT(w) ((uint32_t)((w) & 0xffffffffu))
 #define QUEUED(w)   ((uint32_t)((w) >> 32))
@@ -130,11 +131,14 @@ lg_upshm_load(const struct lg_upshm *u)
 	double max = 0;
 
 	for (uint32_t i = 0; u != NULL && i < u->nups; i++) {
-		uint32_t in, q;
+		uint32_t in, q, n = u->adm[i].nservers;
+		uint32_t out = (uint32_t)__builtin_popcount(lg_upadm_ejected(&u->adm[i]));
 		double l;
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		l = (double)(in + q) / (double)u->adm[i].max_conns;
+		if (out > 0 && out < n) /* ejected servers take their share of the capacity */
+			l = l * n / (double)(n - out);
 		/* Shedding (CoDel's standing queue): saturated whatever the queue's length now. */
 		if (lg_codel_overloaded(&u->adm[i].codel) && l < LG_UP_SHED_LOAD)
 			l = LG_UP_SHED_LOAD;
@@ -185,11 +189,15 @@ uint32_t
 lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 {
 	uint32_t h = atomic_exchange(&a->held[loop], 0), q = atomic_exchange(&a->waiting[loop], 0);
+	uint32_t rt = atomic_exchange(&a->retry_held[loop], 0);
 	uint64_t w = atomic_load(&a->word);
 
 	for (uint32_t i = 0; i < LG_UP_CLIENTS; i++)
 		if (atomic_load(&a->client[i]) >> 32 == (uint64_t)loop + 1)
 			atomic_store(&a->client[i], 0);
+	for (uint32_t r = atomic_load(&a->retrying); rt > 0 &&
+	    !atomic_compare_exchange_weak(&a->retrying, &r, r > rt ? r - rt : 0);)
+		;
 	atomic_store(&a->idle[loop], 0);
 	atomic_store(&a->busy[loop], 0);
 	atomic_store(&a->tunnels[loop], 0);

@@ -44,6 +44,27 @@ enum lg_up_reason {
 	LG_UPR_COUNT
 };
 
+/* Why a request was sent again (metrics label). */
+enum lg_up_retry {
+	LG_UPRT_KEPT = 0,      /* a kept connection failed before any answer (same upstream) */
+	LG_UPRT_CONNECT,       /* a connect failed: another server (retry_on connect-failure) */
+	LG_UPRT_502,           /* the app answered 502: another server (retry_on 502) */
+	LG_UPRT_503,           /* the app answered 503: another server (retry_on 503) */
+	LG_UPRT_COUNT
+};
+
+#define LG_UPADM_SERVERS 8  /* servers a record counts for (kinds/registry.h LG_UP_SERVERS) */
+#define LG_UPADM_ADDR 64    /* bytes of a server's address kept for /metrics' labels */
+
+/* One server of an upstream, for outlier ejection (shm/upeject.h). */
+struct lg_upsrv {
+	_Atomic uint64_t until_ms;         /* its back-off's end while ejected (CLOCK_MONOTONIC) */
+	_Atomic uint32_t fails;            /* failures in a row */
+	_Atomic uint32_t times;            /* ejections in a row: the back-off's multiplier */
+	_Atomic uint64_t ejections;        /* times ejected, ever */
+	char addr[LG_UPADM_ADDR];          /* set by the master, read-only after */
+};
+
 /* One upstream's record (shared; every field atomic). */
 struct lg_upadm {
 	_Atomic uint64_t word;             /* queued << 32 | in flight */
@@ -61,6 +82,15 @@ struct lg_upadm {
 	struct lg_hist connect;            /* connect(2) to connected, new connections */
 	struct lg_hist first_byte;         /* the place taken to the answer's first byte */
 	struct lg_hist total;              /* arrival to the answer's end (or lagless's own) */
+	/* outlier ejection and retry budget (shm/upeject.h); settings set by the master */
+	uint32_t nservers, eject_after, eject_max, retry_pct, retry_min;
+	uint64_t eject_ms;
+	_Atomic uint64_t ejword;           /* seq << 16 | returned << 8 | out (bit per server) */
+	struct lg_upsrv srv[LG_UPADM_SERVERS];
+	_Atomic uint32_t retrying;         /* retries on another server in flight */
+	_Atomic uint64_t retried[LG_UPRT_COUNT]; /* requests sent again, by reason */
+	_Atomic uint64_t retry_refused;    /* retries the budget refused */
+	_Atomic uint32_t retry_held[LG_UPADM_LOOPS]; /* retries in flight, by loop */
 	_Atomic uint32_t held[LG_UPADM_LOOPS];    /* in-flight places held, by loop */
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
@@ -135,7 +165,9 @@ void lg_upadm_counts(const struct lg_upadm *a, uint32_t *inflight, uint32_t *que
  * to its share leaves the rest of the app to serve; one that CoDel judges overloaded is at
  * least LG_UP_SHED_LOAD): (in flight + queued) / max_conns, 1 = every
  * place taken and nobody waiting, up to 4 (the scale of the pools' offered load, stats/offered.h,
- * so the HAProxy agent weight counts an upstream's saturation as a pool's). 0 for none. */
+ * so the HAProxy agent weight counts an upstream's saturation as a pool's), scaled up by
+ * n / (n - ejected) while some of its n servers are ejected (shm/upeject.h: the capacity left
+ * is theirs). 0 for none. */
 double lg_upshm_load(const struct lg_upshm *u);
 
 /* Requests of client tag (!= 0) tracked in a now (a racy sum: two loops admitting the same

@@ -7,11 +7,13 @@
 
 #include "shm/codel.h"
 #include "shm/stats.h"
+#include "shm/upeject.h"
 
 size_t
 lg_up_metrics_bound(uint32_t n)
 {
-	return 4096 + (size_t)n * (24 + LG_UPR_COUNT + 4 * (LG_STATS_BOUNDS + 3)) * 160;
+	return 4096 + (size_t)n * (24 + LG_UPR_COUNT + LG_UPRT_COUNT + 2 * LG_UPADM_SERVERS +
+	    4 * (LG_STATS_BOUNDS + 3)) * 160;
 }
 
 static void
@@ -171,6 +173,40 @@ tunnel_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *na
 			    atomic_load(&u->adm[i].tunnel_bytes[d]));
 }
 
+/* Outlier ejection and retries (shm/upeject.h). */
+static void
+resilience(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
+{
+	static const char *const why[LG_UPRT_COUNT] = { "kept_connection", "connect", "502",
+	    "503" };
+
+	family(b, "lagless_upstream_retries_by_reason_total", "counter",
+	    "Requests sent again: after a kept connection failed (kept_connection), or to another "
+	    "server after a connect failure or a 502 or 503 answer (the route's retry_on).");
+	for (uint32_t i = 0; i < u->nups; i++)
+		for (int k = 0; k < LG_UPRT_COUNT; k++)
+			lg_buf_printf(b, "lagless_upstream_retries_by_reason_total{upstream=\"%s\","
+			    "reason=\"%s\"} %" PRIu64 "\n", names[i], why[k],
+			    atomic_load(&u->adm[i].retried[k]));
+	family(b, "lagless_upstream_retry_budget_exhausted_total", "counter",
+	    "Retries to another server the retry budget refused (retry_budget_percent).");
+	for (uint32_t i = 0; i < u->nups; i++)
+		lg_buf_printf(b, "lagless_upstream_retry_budget_exhausted_total{upstream=\"%s\"} %"
+		    PRIu64 "\n", names[i], atomic_load(&u->adm[i].retry_refused));
+	family(b, "lagless_upstream_ejected_servers", "gauge",
+	    "Servers of the upstream ejected now (outlier ejection: eject_after failures in a row).");
+	for (uint32_t i = 0; i < u->nups; i++)
+		lg_buf_printf(b, "lagless_upstream_ejected_servers{upstream=\"%s\"} %d\n", names[i],
+		    __builtin_popcount(lg_upadm_ejected(&u->adm[i])));
+	family(b, "lagless_upstream_ejections_total", "counter",
+	    "Times a server of the upstream was ejected.");
+	for (uint32_t i = 0; i < u->nups; i++)
+		for (uint32_t s = 0; s < u->adm[i].nservers; s++)
+			lg_buf_printf(b, "lagless_upstream_ejections_total{upstream=\"%s\",server=\"%s\"} "
+			    "%" PRIu64 "\n", names[i], u->adm[i].srv[s].addr,
+			    atomic_load(&u->adm[i].srv[s].ejections));
+}
+
 int
 lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *const *names,
     uint32_t nloops)
@@ -200,6 +236,7 @@ lg_up_render_metrics(struct lg_buf *b, const struct lg_upshm *u, const char *con
 	for (uint32_t i = 0; i < u->nups; i++)
 		lg_buf_printf(b, "lagless_upstream_retries_total{upstream=\"%s\"} %" PRIu64 "\n",
 		    names[i], atomic_load(&u->adm[i].retries));
+	resilience(b, u, names);
 	family(b, "lagless_upstream_connections", "gauge",
 	    "Connections to the upstream's servers, by state: idle (kept) or busy.");
 	for (uint32_t i = 0; i < u->nups; i++) {
@@ -224,16 +261,21 @@ lg_up_render_status(struct lg_buf *b, const struct lg_upshm *u, const char *cons
 {
 	lg_buf_printf(b, "\"upstreams\":[");
 	for (uint32_t i = 0; u != NULL && i < u->nups; i++) {
-		uint32_t in, q;
+		uint32_t in, q, out = lg_upadm_ejected(&u->adm[i]);
 
 		lg_upadm_counts(&u->adm[i], &in, &q);
 		lg_buf_printf(b, "%s{\"name\":\"%s\",\"in_flight\":%u,\"queued\":%u,\"max_conns\":%u,"
 		    "\"queue\":%u,\"connections_idle\":%" PRIu64 ",\"connections_busy\":%" PRIu64
-		    ",\"overloaded\":%s,\"tunnels\":%" PRIu64 "}", i ? "," : "", names[i], in, q,
-		    u->adm[i].max_conns, u->adm[i].queue, sum_loops(u->adm[i].idle, nloops),
-		    sum_loops(u->adm[i].busy, nloops),
+		    ",\"overloaded\":%s,\"tunnels\":%" PRIu64 ",\"servers\":[", i ? "," : "",
+		    names[i], in, q, u->adm[i].max_conns, u->adm[i].queue,
+		    sum_loops(u->adm[i].idle, nloops), sum_loops(u->adm[i].busy, nloops),
 		    lg_codel_overloaded(&u->adm[i].codel) ? "true" : "false",
 		    sum_loops(u->adm[i].tunnels, nloops));
+		for (uint32_t s = 0; s < u->adm[i].nservers; s++)
+			lg_buf_printf(b, "%s{\"address\":\"%s\",\"state\":\"%s\",\"ejections\":%"
+			    PRIu64 "}", s ? "," : "", u->adm[i].srv[s].addr, out & (1u << s) ?
+			    "ejected" : "in", atomic_load(&u->adm[i].srv[s].ejections));
+		lg_buf_printf(b, "]}");
 	}
 	lg_buf_printf(b, "],\"bulkheads\":[");
 	for (uint32_t i = u != NULL ? u->nups : 0; u != NULL && i < u->n; i++) {

@@ -139,7 +139,7 @@ def test_bulkhead_and_codel_keys_are_checked(tmp_path):
                          timeout=20)
     assert out.returncode == 0, out.stderr
     text = out.stdout + out.stderr
-    assert "route /x (bulkhead: max_conns 3, queue 3)" in text, text
+    assert "route /x (retry_on connect-failure) (bulkhead: max_conns 3, queue 3)" in text, text
     assert "queue_wait_target_ms 50, queue_wait_interval_ms 100" in text, text
 
 

@@ -58,7 +58,13 @@ def head_faults(head):
                                    if n in (b"transfer-encoding", b"content-length")])
     if got.count(b"content-length") > 1:
         out.append("two Content-Length fields")
-    hop = sorted(set(got) & HOP)
+    hop = set(got) & HOP
+    # An upgrade (RFC 9110 7.8) is forwarded as one: a GET with one Upgrade field and exactly
+    # "Connection: upgrade" (docs/OPERATIONS.md "WebSockets and upgrades").
+    if (parts[0] == b"GET" and got.count(b"upgrade") == 1 and
+            [v for n, v in names if n == b"connection"] == [b"upgrade"]):
+        hop -= {b"connection", b"upgrade"}
+    hop = sorted(hop)
     if hop:
         out.append("hop-by-hop fields %r" % hop)
     return out

@@ -333,14 +333,14 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 		/* request_buffering = on: the body is received whole into a transit buffer (the
 		 * rules of a kind's body), then the request takes its place (route_body_done); a
 		 * full upstream is still a 503 now, before a byte of the body is read. */
-		int full = lg_up_full(c, d->upstream - 1, d->bulkhead);
+		int full = lg_up_full(c, d);
 
 		if (full != 0 || lg_offload_claim_body(c, d->pool, d->deadline_ms) == -1)
 			return refuse_keep(c, r, full ? full : 503, 1);
 		lg_conn_expect_continue(c, r->expect_continue);
 		return lg_job_body_expected(c) ? LG_HTTP_BODY_SELF : LG_HTTP_BODY_PARSER;
 	}
-	int st = lg_up_head(c, d->upstream - 1, d->bulkhead, d->deadline_ms);
+	int st = lg_up_head(c, d);
 
 	if (st == 503 || st == 429)
 		return refuse_keep(c, r, st, 1);
@@ -506,7 +506,7 @@ route_body_done(struct lg_conn *c)
 	if (lg_job_body(c, &body, &len) == -1)
 		return lg_conn_error(c, 503, 1, LG_CONN_RETRY_AFTER);
 	lg_obs_route_hit(c);
-	st = lg_up_head_body(c, d->upstream - 1, d->bulkhead, d->deadline_ms, body, len);
+	st = lg_up_head_body(c, d, body, len);
 	if (st != 0)
 		return lg_conn_error(c, st, 0, st == 503 || st == 429 ? LG_CONN_RETRY_AFTER : NULL);
 	return 0;

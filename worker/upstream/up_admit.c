@@ -199,6 +199,7 @@ lg_up_tick(struct lg_worker *w)
 	for (uint32_t b = 0; b < wu->nbh; b++)
 		serve_queue(w, &wu->bh[b]);
 	lg_upc_sweep(w, 0);
+	lg_upc_eject_sweep(w);
 }
 
 void

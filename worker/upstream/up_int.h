@@ -21,7 +21,6 @@
 #define LG_UP_OBUF   (LG_HTTP_MAX_HEAD + 4096)
 #define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
 #define LG_UP_FIELDS 128     /* field lines of the app's head */
-#define LG_UP_DOWN_S 1.0     /* a server that refused a connect is passed over this long */
 /* Freed exchanges a loop keeps per upstream for the next requests: each is 55 KiB, and
  * giving them back to malloc had it trim the heap's top and grow it again (a brk and page
  * faults every other request under load). None under ASan, which must see every free. */
@@ -55,8 +54,8 @@ struct lg_upc {
 struct lg_up_srv {
 	struct lg_upc *idle;          /* kept connections, most recent first */
 	unsigned nidle, nbusy;
-	ev_tstamp down_until;         /* a connect failed: passed over until then */
 };
+_Static_assert(LG_UP_SERVERS <= LG_UPADM_SERVERS, "a shared record counts every server");
 
 /* A server-wide bound on this loop: an upstream's (max_conns, queue) or a route's bulkhead
  * within it, with this loop's requests waiting for one of its places. */
@@ -98,7 +97,12 @@ struct lg_conn_up {
 	struct lg_conn_up *qprev, *qnext;
 	struct lg_upc *uc;            /* its app connection, or NULL */
 	int reused;                   /* uc was a kept connection */
-	int retried;
+	int retried;                  /* sent again after a kept connection failed */
+	int moved;                    /* sent again to another server (retry_on) */
+	int budget;                   /* holds a place of the retry budget (shm/upeject.h) */
+	uint32_t retry_on;            /* the route's LG_RETRY_* bits */
+	uint32_t tried;               /* servers it was sent to, bit per server */
+	unsigned sends;               /* times it was sent again (resend) */
 	ev_timer timer;               /* the deadline, connect and first-byte timeouts */
 	ev_tstamp deadline, phase_due; /* libev time; phase_due: connect or first byte, or 0 */
 	ev_tstamp arrived, placed_at, connect_at; /* for the time histograms (shm/upstream.h) */
@@ -153,9 +157,23 @@ _Static_assert(sizeof(struct lg_upc) + 64 <= LG_UP_CONN_BYTES / 2,
 
 /* up_pool.c: app connections */
 
-/* An app connection for x (a kept one of the least busy healthy server, or a new connect).
- * Returns 0 with x->uc set (x->reused when kept), or -1 (no server reachable now). */
+/* An app connection for x (a kept one of the least busy server in the rotation that x was
+ * not sent to yet, or a new connect; a connect that fails at once is judged, and another
+ * server tried when lg_up_may_move allows). Returns 0 with x->uc set (x->reused when kept),
+ * or -1 (no server reachable now). */
 int lg_upc_get(struct lg_worker *w, struct lg_conn_up *x);
+
+/* 1 when a server of x's upstream could take x now (ready, in the rotation, not tried by x),
+ * else 0. */
+int lg_upc_other(struct lg_worker *w, const struct lg_conn_up *x);
+
+/* Judges server si of x's upstream by an exchange's outcome (ok 1: an answer under 500; 0: a
+ * connect refused or timed out, no first byte in time, a 5xx, a fresh connection reset):
+ * outlier ejection's counts (shm/upeject.h), an ejection logged once. */
+void lg_upc_judge(const struct lg_conn_up *x, uint32_t si, int ok);
+
+/* Puts back in the rotation the servers whose back-off ended (each logged once). */
+void lg_upc_eject_sweep(struct lg_worker *w);
 
 /* x's exchange on uc ended: kept (reuse 1: idle, read-watched) or closed. x->uc cleared. */
 void lg_upc_put(struct lg_conn_up *x, int reuse);
@@ -185,6 +203,18 @@ int lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why);
 /* Frees x and gives back what it holds (place, queue entry, connection: closed unless
  * reuse); LG_UP(c)->x cleared and c unheld (an orphan has no c). */
 void lg_up_free(struct lg_conn_up *x, int reuse);
+
+/* Whether x may go once to another server after why (enum lg_up_retry: a connect failure, a
+ * 502 or 503 answer): the route's retry_on says so, RFC 9110 9.2.2 allows it (nothing was
+ * sent, or the method is idempotent and the request is still whole in x->out), it was not
+ * moved before, another server can take it and the retry budget has room (then a place of
+ * it is taken, given back with x). Returns 1 (the caller resends), else 0. */
+int lg_up_may_move(struct lg_conn_up *x, enum lg_up_retry why);
+
+/* The app answered x with a head (x->resp.status) not yet forwarded: a 502 or 503 sends x
+ * once to another server when lg_up_may_move allows. Returns 1 (sent again: x waits for the
+ * new answer), 0 (the answer goes to the client), or -1 (x is gone). */
+int lg_up_retry_status(struct lg_conn_up *x);
 
 /* Arms x's timer for the earliest of its deadline and its phase's limit (phase_due). */
 void lg_up_arm(struct lg_conn_up *x);

@@ -104,6 +104,7 @@ orphan_drop(struct lg_conn_up *x, int *reuse)
 			}
 			x->in_off = (size_t)h;
 			x->head_done = 1;
+			lg_upc_judge(x, x->uc->si, x->resp.status < 500); /* outlier ejection's */
 		}
 		while (!lg_resp_done(&x->resp) && x->in_off < x->in_len) {
 			const char *d;
@@ -139,6 +140,8 @@ lg_up_orphan_event(struct lg_conn_up *x, int revents)
 		log_info("upstream %s: the app still had a request whose client left at its %s: "
 		    "closing its connection", u->name, now >= x->deadline - 1e-3 ? "deadline" :
 		    "first-byte timeout");
+		if (x->in_len == 0 && !x->head_done) /* no first byte in time: its server's fault */
+			lg_upc_judge(x, x->uc->si, 0);
 		lg_up_free(x, 0);
 		return;
 	}

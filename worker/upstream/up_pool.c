@@ -11,9 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "shm/arena.h"
 #include "shm/layout.h"
+#include "shm/upeject.h"
 #include "worker/core/env.h"
 #include "worker/upstream/up_int.h"
 
@@ -75,30 +77,62 @@ ready_servers(const struct lg_worker *w, const struct lg_up_one *u)
 	return 0;
 }
 
-/* The server of u to use: among the ready ones not marked down, the one with the fewest
- * requests in flight from this loop; when all are down, the ready one whose mark ends first;
- * UINT32_MAX when none is ready. */
+/* The server of u for a request that tried the servers of mask tried: among the ready ones
+ * in the rotation (not ejected: shm/upeject.h) and not tried, the one with the fewest requests
+ * in flight from this loop; for a first try when every ready one is ejected (an app's
+ * processes not ready), the least busy ready one; UINT32_MAX when none. */
 static uint32_t
-pick_server(struct lg_worker *w, struct lg_up_one *u)
+pick_server(const struct lg_worker *w, const struct lg_up_one *u, uint32_t tried)
 {
-	ev_tstamp now = ev_now(w->ev);
-	uint32_t best = UINT32_MAX, ready = ready_servers(w, u);
-	int found = 0;
+	uint32_t best = UINT32_MAX, ready = ready_servers(w, u) & ~tried;
+	uint32_t ok = ready & ~lg_upadm_ejected(u->adm);
 
-	for (uint32_t i = 0; i < u->def->nservers; i++) {
-		struct lg_up_srv *s = &u->srv[i];
-
-		if (!(ready & (1u << i)) || s->down_until > now)
-			continue;
-		if (!found || s->nbusy < u->srv[best].nbusy)
-			best = i;
-		found = 1;
-	}
-	for (uint32_t i = 0; !found && i < u->def->nservers; i++)
-		if ((ready & (1u << i)) && (best == UINT32_MAX ||
-		    u->srv[i].down_until < u->srv[best].down_until))
+	if (ok == 0 && tried == 0)
+		ok = ready;
+	for (uint32_t i = 0; i < u->def->nservers; i++)
+		if ((ok & (1u << i)) && (best == UINT32_MAX || u->srv[i].nbusy < u->srv[best].nbusy))
 			best = i;
 	return best;
+}
+
+int
+lg_upc_other(struct lg_worker *w, const struct lg_conn_up *x)
+{
+	return pick_server(w, &LG_WUP(w)->ups[x->ui], x->tried) != UINT32_MAX;
+}
+
+void
+lg_upc_judge(const struct lg_conn_up *x, uint32_t si, int ok)
+{
+	const struct lg_up_one *u = lg_up_of(x);
+	uint64_t ms;
+
+	if (ok) {
+		lg_upadm_srv_ok(u->adm, si);
+		return;
+	}
+	if ((ms = lg_upadm_srv_fail(u->adm, si, lg_now_ns() / LG_NS_PER_MS)) > 0)
+		log_warn("upstream %s: server %s ejected for %llu ms after %s (ejection %u in a "
+		    "row)", u->def->name, u->def->servers[si].addr, (unsigned long long)ms,
+		    u->adm->eject_after > 1 ? "failures in a row" : "a failure",
+		    atomic_load(&u->adm->srv[si].times));
+}
+
+void
+lg_upc_eject_sweep(struct lg_worker *w)
+{
+	uint64_t now = lg_now_ns() / LG_NS_PER_MS;
+
+	for (uint32_t i = 0; i < LG_WUP(w)->n; i++) {
+		const struct lg_up_one *u = &LG_WUP(w)->ups[i];
+		uint32_t back = lg_upadm_ejected(u->adm) ? lg_upadm_eject_sweep(u->adm, now) : 0;
+
+		for (uint32_t si = 0; back != 0 && si < u->def->nservers; si++)
+			if (back & (1u << si))
+				log_warn("upstream %s: server %s back in the rotation after its "
+				    "back-off (one failure ejects it again)", u->def->name,
+				    u->def->servers[si].addr);
+	}
 }
 
 /* A new connection to server si of u, connecting. Returns it, or NULL (errno). */
@@ -146,16 +180,16 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 {
 	struct lg_up_one *u = &LG_WUP(w)->ups[x->ui];
 
-	for (unsigned tries = 0; tries < u->def->nservers; tries++) {
-		uint32_t si = pick_server(w, u);
+	for (;;) {
+		uint32_t si = pick_server(w, u, x->tried);
 		struct lg_up_srv *s;
 		struct lg_upc *uc;
 
 		if (si == UINT32_MAX)
-			return -1; /* no process of its app is ready */
+			return -1; /* no process of its app is ready, or every server tried */
 		s = &u->srv[si];
 		uc = s->idle;
-
+		x->tried |= 1u << si;
 		if (uc != NULL && !x->retried) {
 			unlink_idle(uc);
 			uc->state = UPC_BUSY;
@@ -165,7 +199,10 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 		} else if ((uc = upc_connect(w, x->ui, si)) == NULL) {
 			log_info("upstream %s: connect to %s failed: %s", u->def->name,
 			    u->def->servers[si].addr, strerror(errno));
-			s->down_until = ev_now(w->ev) + LG_UP_DOWN_S;
+			lg_upc_judge(x, si, 0);
+			if (!lg_up_may_move(x, LG_UPRT_CONNECT))
+				return -1;
+			atomic_fetch_add(&u->adm->retries, 1);
 			continue;
 		} else {
 			x->reused = 0;
@@ -178,7 +215,6 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 		x->c->obs.up_status = 0;
 		return 0;
 	}
-	return -1;
 }
 
 void

@@ -98,11 +98,15 @@ finish(struct lg_conn_up *x)
 }
 
 /* The head, when it is whole: 1xx interim answers dropped (lagless sent its own 100), 101
- * a tunnel (up_tunnel.c) or a 502. Returns 1 when the head is out (or queued in
- * pend), 0 when more bytes are needed, -1 when x is gone. */
+ * a tunnel (up_tunnel.c) or a 502; its status judges the server (outlier ejection), and a
+ * 502 or 503 may send x to another server instead (retry_on). Returns 1 when the head is out
+ * (or queued in pend), 0 when more bytes are needed (or x was sent again), -1 when x is
+ * gone. */
 static int
 take_head(struct lg_conn_up *x)
 {
+	int r;
+
 	for (;;) {
 		long h = lg_resp_head(&x->resp, x->in, x->in_len);
 
@@ -113,15 +117,22 @@ take_head(struct lg_conn_up *x)
 				return lg_up_fail(x, 502, LG_UPR_INVALID);
 			return 0;
 		}
-		if (h < 0)
+		if (h < 0) {
+			lg_upc_judge(x, x->uc->si, 0);
 			return lg_up_fail(x, 502, LG_UPR_INVALID);
-		if (x->resp.framing == LG_RESP_UPGRADE) /* a tunnel when asked for, else a 502 */
+		}
+		if (x->resp.framing == LG_RESP_UPGRADE) { /* a tunnel when asked for, else a 502 */
+			lg_upc_judge(x, x->uc->si, 1);
 			return lg_up_tunnel(x, (size_t)h);
+		}
 		if (x->resp.interim) {
 			memmove(x->in, x->in + h, x->in_len - (size_t)h);
 			x->in_len -= (size_t)h;
 			continue;
 		}
+		lg_upc_judge(x, x->uc->si, x->resp.status < 500); /* outlier ejection's count */
+		if ((r = lg_up_retry_status(x)) != 0)
+			return r == 1 ? 0 : -1; /* sent to another server, or gone */
 		if (client_head(x, x->in, (size_t)h) == -1)
 			return lg_up_fail(x, 502, LG_UPR_INVALID);
 		x->in_off = (size_t)h;

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "shm/share.h"
+#include "shm/upeject.h"
 #include "worker/core/client.h"
 #include "worker/upstream/up_int.h"
 #include "worker/upstream/upstream.h"
@@ -66,6 +67,10 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 	struct lg_conn *c = x->c;
 
 	ev_timer_stop(x->w->ev, &x->timer);
+	if (x->budget) {
+		x->budget = 0;
+		lg_upadm_retry_done(lg_up_of(x)->adm, x->w->env->index);
+	}
 	lg_up_unqueue(x);
 	lg_upadm_client_del(lg_up_of(x)->adm, x->client_ref);
 	x->client_ref = 0;
@@ -131,34 +136,67 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	return -1; /* x is gone (c may live on) */
 }
 
-static int resend(struct lg_conn_up *x);
+static int resend(struct lg_conn_up *x, int moved);
+
+int
+lg_up_may_move(struct lg_conn_up *x, enum lg_up_retry why)
+{
+	struct lg_up_one *u = lg_up_of(x);
+	uint32_t bit = why == LG_UPRT_CONNECT ? LG_RETRY_CONNECT : why == LG_UPRT_502 ?
+	    LG_RETRY_502 : LG_RETRY_503;
+
+	if (x->moved || !(x->retry_on & bit) || x->compacted || x->started || x->orphan)
+		return 0;
+	if (!(x->idempotent || x->sent == 0) || (why != LG_UPRT_CONNECT && !x->idempotent))
+		return 0; /* RFC 9110 9.2.2: the app may have acted on it */
+	if (!lg_upc_other(x->w, x))
+		return 0;
+	if (!lg_upadm_retry_claim(u->adm, x->w->env->index)) {
+		log_debug("upstream %s: retry budget spent: no retry", u->def->name);
+		return 0;
+	}
+	x->budget = 1;
+	x->moved = 1;
+	atomic_fetch_add(&u->adm->retried[why], 1);
+	return 1;
+}
 
 /* The app connection failed before the answer's head (reset, closed, write error): sent again
  * once on a new connection when that is safe (RFC 9110 9.2.2: the method is idempotent, or
- * nothing was written), else 502. Returns 0, or -1 when x is gone. */
+ * nothing was written), else 502. A fresh connection's failure counts against its server
+ * (outlier ejection). Returns 0, or -1 when x is gone. */
 static int
 conn_fault(struct lg_conn_up *x, enum lg_up_reason why)
 {
 	struct lg_up_one *u = lg_up_of(x);
 
+	if (!x->reused && x->uc != NULL)
+		lg_upc_judge(x, x->uc->si, 0);
 	if (x->retried || !x->reused || x->got_bytes || x->compacted ||
 	    !(x->idempotent || x->sent == 0))
 		return lg_up_fail(x, 502, why);
 	log_debug("upstream %s: kept connection failed before an answer: sending again",
 	    u->def->name);
-	return resend(x);
+	atomic_fetch_add(&u->adm->retried[LG_UPRT_KEPT], 1);
+	return resend(x, 0);
 }
 
-/* Sends x again from its first byte on a new connection (out still holds all of it). Returns
- * 0, or -1 when x is gone. */
+/* Sends x again from its first byte on a new connection (out still holds all of it): to
+ * another server (moved: lg_up_may_move said so), or after a kept connection failed, to any
+ * (its server again too). Its deadline and its place are kept. Returns 0, or -1 when x is
+ * gone. */
 static int
-resend(struct lg_conn_up *x)
+resend(struct lg_conn_up *x, int moved)
 {
 	struct lg_up_one *u = lg_up_of(x);
 
 	atomic_fetch_add(&u->adm->retries, 1);
+	if (!moved && x->uc != NULL)
+		x->tried &= ~(1u << x->uc->si); /* its server may take it again */
 	lg_upc_put(x, 0);
-	x->retried = 1;
+	x->sends++;
+	x->retried = 1; /* on a new connection, never a kept one */
+	x->got_bytes = 0;
 	x->out_off = 0;
 	x->body_sent = 0;
 	x->sent = 0;
@@ -268,22 +306,29 @@ resume_body(struct lg_conn_up *x)
 	return lg_conn_body_ready(c);
 }
 
-/* A connect failed before a byte was sent: once more on another server (the failed one is
- * marked down, so the pick passes it over) when there is one, else 502. */
-static void
-connect_failed(struct lg_conn_up *x)
+/* A connect failed or timed out (why) before a byte was sent: counted against its server,
+ * then once more on another server when lg_up_may_move allows (retry_on connect-failure),
+ * else 502 (504 for a timeout). Returns 0, or -1 when x is gone. */
+static int
+connect_failed(struct lg_conn_up *x, enum lg_up_reason why)
 {
-	const struct lg_up_one *u = lg_up_of(x);
-	ev_tstamp now = ev_now(x->c->w->ev);
-	int other = 0;
+	lg_upc_judge(x, x->uc->si, 0);
+	if (!lg_up_may_move(x, LG_UPRT_CONNECT))
+		return lg_up_fail(x, why == LG_UPR_CONNECT ? 502 : 504, why);
+	return resend(x, 1); /* nothing was sent */
+}
 
-	for (uint32_t i = 0; i < u->def->nservers; i++)
-		other |= u->srv[i].down_until <= now;
-	if (x->retried || !other) {
-		(void)lg_up_fail(x, 502, LG_UPR_CONNECT);
-		return;
-	}
-	(void)resend(x); /* nothing was sent */
+int
+lg_up_retry_status(struct lg_conn_up *x)
+{
+	int st = x->resp.status;
+
+	if ((st != 502 && st != 503) || !x->dispatched ||
+	    !lg_up_may_move(x, st == 502 ? LG_UPRT_502 : LG_UPRT_503))
+		return 0;
+	log_debug("upstream %s: %s answered %d: sending to another server",
+	    lg_up_of(x)->def->name, lg_up_of(x)->def->servers[x->uc->si].addr, st);
+	return resend(x, 1) == 0 ? 1 : -1;
 }
 
 void
@@ -308,8 +353,7 @@ lg_up_io(struct lg_upc *uc, int revents)
 		if (err != 0) {
 			log_info("upstream %s: connect to %s: %s", lg_up_of(x)->def->name,
 			    lg_up_of(x)->def->servers[uc->si].addr, strerror(err));
-			lg_up_of(x)->srv[uc->si].down_until = ev_now(uc->w->ev) + LG_UP_DOWN_S;
-			connect_failed(x);
+			(void)connect_failed(x, LG_UPR_CONNECT);
 			return;
 		}
 		uc->state = UPC_BUSY;
@@ -319,11 +363,11 @@ lg_up_io(struct lg_upc *uc, int revents)
 		lg_up_arm(x);
 		revents |= EV_WRITE;
 	}
-	int tries = x->retried;
+	unsigned sends = x->sends;
 
 	if ((revents & EV_WRITE) && send_out(x) == -1)
 		return;
-	if (x->retried != tries) { /* sent again on a new connection (resend): its events decide */
+	if (x->sends != sends) { /* sent again on a new connection (resend): its events decide */
 		upc_watch(x);
 		return;
 	}
@@ -367,11 +411,18 @@ timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 		lg_up_orphan_event(x, 0);
 	else if (x->queued)
 		(void)lg_up_fail(x, 504, LG_UPR_QUEUE_TIMEOUT);
-	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3)
+	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3 &&
+	    x->phase == LG_UPR_CONNECT_TIMEOUT && x->uc != NULL)
+		(void)connect_failed(x, LG_UPR_CONNECT_TIMEOUT);
+	else if (x->phase_due > 0 && now >= x->phase_due - 1e-3) {
+		if (x->uc != NULL) /* no first byte in time */
+			lg_upc_judge(x, x->uc->si, 0);
 		(void)lg_up_fail(x, 504, (enum lg_up_reason)x->phase);
-	else if (now >= x->deadline - 1e-3)
+	} else if (now >= x->deadline - 1e-3) {
+		if (x->uc != NULL && !x->got_bytes) /* no first byte by the deadline */
+			lg_upc_judge(x, x->uc->si, 0);
 		(void)lg_up_fail(x, 504, LG_UPR_DEADLINE);
-	else
+	} else
 		lg_up_arm(x);
 }
 
@@ -422,7 +473,7 @@ xchg_put(struct lg_up_one *u, struct lg_conn_up *x)
 
 /* A new exchange for c to upstream ui, its deadline deadline_ms from the request's arrival. */
 static struct lg_conn_up *
-xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
+xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms, uint32_t retry_on)
 {
 	struct lg_conn_up *x = xchg_alloc(&LG_WUP(c->w)->ups[ui]);
 	const struct lg_http_req *r = &c->http.req;
@@ -433,6 +484,7 @@ xchg_new(struct lg_conn *c, uint32_t ui, uint64_t deadline_ms)
 	x->c = c;
 	x->w = c->w;
 	x->ui = ui;
+	x->retry_on = retry_on;
 	x->deadline = at + deadline_ms / 1e3;
 	x->arrived = at;
 	x->has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
@@ -487,10 +539,10 @@ gate_full(const struct lg_upadm *a)
 }
 
 int
-lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead)
+lg_up_full(struct lg_conn *c, const struct lg_route_def *d)
 {
-	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
-	struct lg_up_gate *bh = lg_up_bulkhead(c->w, bulkhead);
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[d->upstream - 1];
+	struct lg_up_gate *bh = lg_up_bulkhead(c->w, d->bulkhead);
 	uint32_t tag;
 
 	if (client_over(c, u, &tag)) {
@@ -508,14 +560,14 @@ lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead)
 static int admit(struct lg_conn *c, struct lg_conn_up *x);
 
 int
-lg_up_head(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms)
+lg_up_head(struct lg_conn *c, const struct lg_route_def *d)
 {
-	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
-	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[d->upstream - 1];
+	struct lg_conn_up *x = xchg_new(c, d->upstream - 1, d->deadline_ms, d->retry_on);
 
 	if (x == NULL)
 		return 503;
-	x->bh = lg_up_bulkhead(c->w, bulkhead);
+	x->bh = lg_up_bulkhead(c->w, d->bulkhead);
 	if (lg_up_build_head(x, u->def) == -1) {
 		xchg_put(u, x);
 		return 431;
@@ -524,18 +576,18 @@ lg_up_head(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_
 }
 
 int
-lg_up_head_body(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms,
-    const unsigned char *body, uint64_t len)
+lg_up_head_body(struct lg_conn *c, const struct lg_route_def *d, const unsigned char *body,
+    uint64_t len)
 {
-	struct lg_up_one *u = &LG_WUP(c->w)->ups[ui];
-	struct lg_conn_up *x = xchg_new(c, ui, deadline_ms);
+	struct lg_up_one *u = &LG_WUP(c->w)->ups[d->upstream - 1];
+	struct lg_conn_up *x = xchg_new(c, d->upstream - 1, d->deadline_ms, d->retry_on);
 	int st;
 
 	if (x == NULL)
 		return 503;
-	x->bh = lg_up_bulkhead(c->w, bulkhead);
+	x->bh = lg_up_bulkhead(c->w, d->bulkhead);
 	x->arrived = ev_now(c->w->ev); /* the request reaches the app's side now, whole */
-	x->deadline = x->arrived + deadline_ms / 1e3;
+	x->deadline = x->arrived + d->deadline_ms / 1e3;
 	x->buffered = 1;
 	x->body = body;
 	x->body_len = len;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinds/registry.h"
 #include "shm/wire.h"
 #include "worker/core/conn.h"
 #include "worker/upstream/up_state.h"
@@ -25,7 +26,8 @@
 int lg_up_loop_init(struct lg_worker *w);
 
 /* The loop's tick (100 ms): kept connections idle past idle_timeout_ms are closed, queued
- * requests try again for a place (a lost UPWAKE is made up for here). */
+ * requests try again for a place (a lost UPWAKE is made up for here), ejected servers whose
+ * back-off ended go back in the rotation. */
 void lg_up_tick(struct lg_worker *w);
 
 /* A graceful drain began: kept connections are closed; proxied requests finish. */
@@ -34,30 +36,31 @@ void lg_up_drain(struct lg_worker *w);
 /* UPWAKE m arrived on this loop's completion channel: a place of m's upstream came free. */
 void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
 
-/* At head time, for c's request to upstream index ui (the registry's) with the route's
- * bulkhead (struct lg_route_def bulkhead: 1-based, 0 none) and deadline_ms (from the request's
- * arrival): admission (the client address's share, the bulkhead's place or its queue, then
- * the upstream's: a 503 with Retry-After at once when full or when CoDel sees a standing
- * queue, before any body byte is read), the head for the app, and the connect when a place is
- * free. Returns 0, or the status the caller answers: 503 or 429 (refused, counted), 431 (the
- * head does not fit). */
-int lg_up_head(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms);
+/* At head time, for c's request to route d (an upstream route of the registry: its upstream, bulkhead, deadline_ms from the
+ * request's arrival, retry_on): admission (the client address's share, the bulkhead's place
+ * or its queue, then the upstream's: a 503 with Retry-After at once when full or when CoDel
+ * sees a standing queue, before any body byte is read), the head for the app, and the connect
+ * when a place is free; retry_on (kinds/registry.h LG_RETRY_*) says what sends it once to
+ * another server. Returns 0, or the status the caller answers: 503 or 429 (refused,
+ * counted), 431 (the head does not fit). */
+int lg_up_head(struct lg_conn *c, const struct lg_route_def *d);
 
 /* For a route with request_buffering = on, at head time, before its body is read: the status
- * the caller answers at once when upstream ui or the route's bulkhead (as lg_up_head) is full
+ * the caller answers at once when route d's upstream or its bulkhead (as lg_up_head) is full
  * (max_conns in flight and the queue full: 503, counted as `full`) or the client address holds
  * its share (client_share: 503 or 429, counted as `client_limit`), else 0. Nothing is taken:
  * the request takes its place only once its body is whole (lg_up_head_body), so a slow upload
  * holds none. */
-int lg_up_full(struct lg_conn *c, uint32_t ui, uint32_t bulkhead);
+int lg_up_full(struct lg_conn *c, const struct lg_route_def *d);
 
 /* c's request with its body received whole (len bytes at body, in a transit buffer c holds
- * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to upstream
- * ui with a Content-Length, its deadline deadline_ms from now: admission (a place, or the
- * queue), the head, then the answer awaited (state LG_CONN_PROXY). Returns 0, or 503 (full
- * now, no server reachable) or 431 (the head does not fit): the caller answers it. */
-int lg_up_head_body(struct lg_conn *c, uint32_t ui, uint32_t bulkhead, uint64_t deadline_ms,
-    const unsigned char *body, uint64_t len);
+ * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to route
+ * d's upstream with a Content-Length, its deadline d->deadline_ms from now: admission (a place, or the
+ * queue), the head, then the answer awaited (state LG_CONN_PROXY); d as lg_up_head's. Returns
+ * 0, or 503 or 429 (refused now, no server reachable) or 431 (the head does not fit): the
+ * caller answers it. */
+int lg_up_head_body(struct lg_conn *c, const struct lg_route_def *d, const unsigned char *body,
+    uint64_t len);
 
 /* Body bytes of c's proxied request from the parser (decoded: the framing toward the app is
  * this room's). Returns 0, or -1 with c->http.status set. */
