@@ -42,6 +42,12 @@ also what the direct request asks.
     ejection within 1 s of the first error, and the server back (taken again once, on
     probation: ejected a second time) after its back-off. lagless alone (the reference is
     Envoy's default, a fixed figure: Envoy is not installed here).
+13f (X6) bulkheads onto one app: bench/bulkhead_app.py under uvicorn (one process, FastAPI's
+    40-thread pool for its plain-def endpoints), /slow (1 s) flooded at 3x what the pool can
+    serve (X6_SLOW_RPS for X6_S s, each on a fresh connection) while /fast (5 ms) is asked
+    X6_FAST_RPS times a second; the /fast p99, lagless with a bulkhead on /slow (max_conns
+    X6_BULKHEAD of the app's 32, queue 16) against nginx proxy_pass (keepalive 32, as 13a).
+    Targets: <= 25 ms and <= 0.2 x nginx's.
 """
 
 import asyncio
@@ -76,6 +82,7 @@ C, Q, DEADLINE_MS = 16, 32, 4000   # 13c: queue wait at most Q/C s, then 1 s at 
 OVERLOAD_S = 15
 HELD = 500              # 13d's connections and requests
 X10_RPS, X10_S, X10_EJECT_MS = 200, 4, 2000  # 13e: the back-off ends within the run
+X6_SLOW_RPS, X6_FAST_RPS, X6_S, X6_BULKHEAD = 120, 20, 8, 8  # 13f: 3 x the 40 threads' 40/s
 LOOP_STARTED_RE = re.compile(r"loop\[\d+\] pid=(\d+) lg_loop_main: started")
 
 NGINX_HEAD = """daemon off;
@@ -511,6 +518,113 @@ def bench_x7(cfg, results):
 
 
 # --------------------------------------------------------------------------------------------
+# 13f
+
+
+X6_CONF = """[upstream app]
+server = 127.0.0.1:{origin}
+max_conns = 32
+queue = 256
+keepalive = 32
+
+[route /slow]
+upstream = app
+max_conns = {bulkhead}
+queue = 16
+deadline_ms = 30000
+
+[route /fast]
+upstream = app
+deadline_ms = 30000
+"""
+
+
+class UvicornApp:
+    """bench/bulkhead_app.py under uvicorn on a free 127.0.0.1 port, stopped by pid."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "bulkhead_app:app", "--host", "127.0.0.1",
+             "--port", str(self.port), "--log-level", "warning", "--no-access-log"],
+            cwd=HERE, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and self.proc.poll() is None:
+            try:
+                if http_get(self.port, "/fast", timeout=1)[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("uvicorn serving bench/bulkhead_app.py did not start")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+async def fast_under_slow_flood(port):
+    """/fast answers ((status, s) each) while /slow is flooded, both open-loop."""
+    timeout = X6_S + 40.0
+    slow = asyncio.ensure_future(open_loop(port, "/slow", X6_SLOW_RPS, X6_S, timeout))
+    fast = await open_loop(port, "/fast", X6_FAST_RPS, X6_S, timeout)
+    await slow
+    return fast
+
+
+def fast_p99_ms(name, port):
+    got = asyncio.run(fast_under_slow_flood(port))
+    lat = sorted(s for st, s in got if st == 200)
+    bad = len(got) - len(lat)
+    p99 = lat[max(0, -(-len(lat) * 99 // 100) - 1)] * 1e3 if lat else float("inf")
+    log("   %s: /fast p99 %.1f ms (p50 %.1f ms, %d answered 200, %d not) under /slow at %d/s"
+        % (name, p99, lat[len(lat) // 2] * 1e3 if lat else float("nan"), len(lat), bad,
+           X6_SLOW_RPS))
+    return p99, bad
+
+
+def bench_x6(cfg, results):
+    if subprocess.run([sys.executable, "-c", "import fastapi, uvicorn"]).returncode != 0:
+        results.append(Result("13f. /fast p99 under a /slow flood", skipped="fastapi or "
+                              "uvicorn missing"))
+        return
+    figures = {}
+    for name in ("lagless", "nginx"):
+        app = UvicornApp()
+        try:
+            if name == "nginx":
+                proxy = nginx_proxy(app.port, keepalive=32)
+            else:
+                d = tempfile.mkdtemp(prefix="lagless-bench-x6-")
+                conf = os.path.join(d, "x6.conf")
+                with open(conf, "w") as f:
+                    f.write(X6_CONF.format(origin=app.port, bulkhead=X6_BULKHEAD))
+                proxy = Lagless(cfg.bin, ["-c", conf, "--loop-workers", "1",
+                                          "--compute-workers", "1", "--max-conns", "4096"])
+            try:
+                figures[name] = fast_p99_ms(name, proxy.port)
+            finally:
+                proxy.stop()
+                if name == "lagless":
+                    shutil.rmtree(d, ignore_errors=True)
+        finally:
+            app.stop()
+    ours, theirs = figures["lagless"][0], figures["nginx"][0]
+    results.append(Result("13f. /fast p99 under a /slow flood (ms)", ours, 25.0,
+                          figures={"lagless_ms": ours, "nginx_ms": theirs,
+                                   "lagless_not_200": figures["lagless"][1],
+                                   "nginx_not_200": figures["nginx"][1]}))
+    results.append(Result("13f. /fast p99 under a /slow flood / nginx's", ours / theirs, 0.2,
+                          figures={"lagless_ms": ours, "nginx_ms": theirs}))
+
+
+# --------------------------------------------------------------------------------------------
 # 13e
 
 
@@ -663,7 +777,7 @@ def bench_x12(cfg, results):
                           figures=held))
 
 
-def run(cfg, sz, parts="abcde"):
+def run(cfg, sz, parts="abcdef"):
     log("== 13. in front of an app: lagless upstream routes vs nginx proxy_pass with keepalive")
     if shutil.which("wrk") is None or nginx_path() is None:
         return [Result("13. proxy", skipped="wrk or nginx not installed")]
@@ -682,6 +796,8 @@ def run(cfg, sz, parts="abcde"):
         bench_x12(cfg, results)
     if "e" in parts:
         bench_x10(cfg, results)
+    if "f" in parts:
+        bench_x6(cfg, results)
     for x in results:
         log("   " + x.line())
     return results

@@ -120,7 +120,7 @@ def main():
     if "12" in only:
         results += bench_cluster.run(cfg, sz)
         log("")
-    parts = "".join(x for x in "abcde" if {"13", "13" + x} & only)
+    parts = "".join(x for x in "abcdef" if {"13", "13" + x} & only)
     if parts:
         results += bench_proxy.run(cfg, sz, parts)
         log("")
