@@ -83,8 +83,8 @@ bulkheads(struct lg_buf *b, const struct lg_upshm *u, const char *const *names)
 {
 	static const char *const what[3] = { "in_flight", "queue_depth", "full_total" };
 	static const char *const help[3] = {
-		"Requests of the route in flight to its upstream, the whole server (at most the "
-		"route's max_conns).",
+		("Requests of the route in flight to its upstream, the whole server (at most the "
+		"route's max_conns)."),
 		"Requests of the route waiting for a place of its bulkhead, the whole server.",
 		"Requests of the route answered 503 because its bulkhead and queue were full." };
 
