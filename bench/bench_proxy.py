@@ -453,7 +453,8 @@ class App:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        self.proc.stdout.close()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 async def one_request(port, path, due, timeout):
@@ -539,7 +540,7 @@ deadline_ms = 30000
 """
 
 
-class UvicornApp:
+class UvicornApp(App):
     """bench/bulkhead_app.py under uvicorn on a free 127.0.0.1 port, stopped by pid."""
 
     def __init__(self):
@@ -558,15 +559,6 @@ class UvicornApp:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError("uvicorn serving bench/bulkhead_app.py did not start")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
 
 
 async def fast_under_slow_flood(port):
