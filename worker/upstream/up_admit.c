@@ -31,7 +31,8 @@ lg_up_loop_init(struct lg_worker *w)
 			wu->nbh = reg->routes[k].bulkhead;
 	wu->ups = calloc(wu->n ? wu->n : 1, sizeof(*wu->ups));
 	wu->bh = calloc(wu->nbh ? wu->nbh : 1, sizeof(*wu->bh));
-	if (wu->ups == NULL || wu->bh == NULL || shm == NULL || shm->n < wu->n + wu->nbh) {
+	if (wu->ups == NULL || wu->bh == NULL ||
+	    (wu->n + wu->nbh > 0 && (shm == NULL || shm->n < wu->n + wu->nbh))) {
 		errno = wu->ups == NULL || wu->bh == NULL ? ENOMEM : EINVAL;
 		return -1;
 	}
