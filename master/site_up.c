@@ -242,7 +242,7 @@ lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int 
     const struct lg_kv *kv, unsigned nkv, const struct lg_apps *apps, char *err, size_t cap)
 {
 	struct lg_upstream_def u;
-	char why[256];
+	char why[512];
 
 	memset(&u, 0, sizeof(u));
 	if (strlen(name) >= sizeof(u.name) || name[strspn(name, LG_UP_NAME_CHARS)] != '\0') {
