@@ -223,12 +223,25 @@ void lg_up_arm(struct lg_conn_up *x);
  * nothing followed it and the request went whole. */
 int lg_up_reusable(const struct lg_conn_up *x);
 
-/* up_orphan.c: c closed while the app had x's request (sent > 0, answer not whole): x goes on
- * without c, reading the answer to its end and dropping it (then the app connection is kept
- * when lg_up_reusable) or closing the app connection at the deadline or a timeout; its place
- * is given back only then, so the app never has more than max_conns requests, counting those
- * nobody waits for. A request not wholly sent is ended toward the app (shutdown(2) SHUT_WR). */
+/* up_orphan.c: c closed, or was answered 504 at its deadline, while the app had x's request
+ * (sent > 0, answer not whole): x goes on without c, reading the answer to its end and
+ * dropping it (then the app connection is kept when lg_up_reusable) or closing the app
+ * connection at the deadline, or at the first-byte timeout while the app has sent nothing
+ * (lg_up_app_has_it); its place is given back only then, so the app never has more than
+ * max_conns requests, counting those nobody waits for. A request not wholly sent is ended
+ * toward the app (shutdown(2) SHUT_WR). */
 void lg_up_orphan(struct lg_conn_up *x);
+
+/* 1 when the app has x's whole request and has sent nothing back yet, while its first-byte
+ * timeout is still ahead: the app works on it whoever waits, so its place is held
+ * (lg_up_orphan). A request not wholly sent is not: the app cannot have started it. */
+static inline int
+lg_up_app_has_it(const struct lg_conn_up *x)
+{
+	return x->placed && x->uc != NULL && x->dispatched && x->out_off >= x->out_len &&
+	    x->body_sent >= x->body_len && !x->got_bytes && !x->started &&
+	    x->phase == LG_UPR_FIRST_BYTE && x->phase_due > ev_now(x->w->ev);
+}
 
 /* An orphan's app connection is readable (revents), or its timer fired (revents 0). */
 void lg_up_orphan_event(struct lg_conn_up *x, int revents);

@@ -1,9 +1,10 @@
-/* An exchange whose client left while the app had its request (up_int.h lg_up_orphan): the app
- * does not notice a client that left its proxy and works on, so the request keeps its
- * server-wide place (shm/upstream.h) until the app's answer is read whole, checked by the same
- * framing rules (http/resp.h) and dropped, or until the request's deadline or its first-byte
- * timeout: then the app connection is closed and the place goes back. max_conns therefore
- * bounds the requests the app works on, not the clients still waiting for them. */
+/* An exchange whose client left, or was answered 504 at its deadline, while the app had its
+ * request (up_int.h lg_up_orphan): the app does not notice a client that left its proxy and
+ * works on, so the request keeps its server-wide place (shm/upstream.h) until the app's answer
+ * is read whole, checked by the same framing rules (http/resp.h) and dropped, or until the
+ * first-byte timeout while the app sent nothing (else the request's deadline): then the app
+ * connection is closed and the place goes back. max_conns therefore bounds the requests the
+ * app works on, not the clients still waiting for them. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,11 @@ lg_up_orphan(struct lg_conn_up *x)
 {
 	int reuse = 0;
 
+	/* Nothing back yet: the app works on it until its first-byte timeout, whatever the
+	 * client's deadline says (a deadline-bound close would let the next request in to an
+	 * app still busy with this one: after a stall, it started those seconds late). */
+	if (lg_up_app_has_it(x) && x->phase_due > x->deadline)
+		x->deadline = x->phase_due;
 	x->c = NULL;
 	x->orphan = 1;
 	x->hpend_len = x->pend_len = 0; /* what was on its way to the client is dropped */
@@ -137,7 +143,7 @@ lg_up_orphan_event(struct lg_conn_up *x, int revents)
 			lg_up_arm(x);
 			return;
 		}
-		log_info("upstream %s: the app still had a request whose client left at its %s: "
+		log_info("upstream %s: the app still had a request nobody waits for at its %s: "
 		    "closing its connection", u->name, now >= x->deadline - 1e-3 ? "deadline" :
 		    "first-byte timeout");
 		if (x->in_len == 0 && !x->head_done) /* no first byte in time: its server's fault */

@@ -100,8 +100,10 @@ count_status(struct lg_conn_up *x, int status)
 	atomic_fetch_add(&lg_up_of(x)->adm->requests[k], 1);
 }
 
-int
-lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
+/* lg_up_fail, or with hold (the app has the request and has not answered yet) the client's
+ * answer alone: the exchange goes on as an orphan that keeps its place (lg_up_orphan). */
+static int
+fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 {
 	struct lg_conn *c = x->c;
 	const struct lg_upstream_def *u = lg_up_of(x)->def;
@@ -125,7 +127,13 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	    x->resp.err ? lg_resp_strerror(x->resp.err) : "-", status);
 	count_status(x, status);
 	int whole = x->dispatched;
-	lg_up_free(x, 0);
+	if (hold) {
+		LG_UP(c)->x = NULL;
+		lg_conn_unhold(c, LG_CONN_HELD_UP);
+		lg_up_orphan(x);
+	} else {
+		lg_up_free(x, 0);
+	}
 	/* A request whose body was not all read closes with the answer. Outside the core's
 	 * process loop (an app's or a timer's event), a request the client pipelined behind this
 	 * one left the answer queued for a batch: resumed as the job room resumes after a job's
@@ -134,6 +142,12 @@ lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
 	    !c->processing)
 		(void)lg_conn_resume(c);
 	return -1; /* x is gone (c may live on) */
+}
+
+int
+lg_up_fail(struct lg_conn_up *x, int status, enum lg_up_reason why)
+{
+	return fail(x, status, why, 0);
 }
 
 static int resend(struct lg_conn_up *x, int moved);
@@ -418,6 +432,11 @@ timer_cb(struct ev_loop *ev, ev_timer *t, int revents)
 		if (x->uc != NULL) /* no first byte in time */
 			lg_upc_judge(x, x->uc->si, 0);
 		(void)lg_up_fail(x, 504, (enum lg_up_reason)x->phase);
+	} else if (now >= x->deadline - 1e-3 && lg_up_app_has_it(x)) {
+		/* The client's deadline, not the app's: the app goes on with the request, so its
+		 * place is held until it answers or its first-byte timeout (no new request is
+		 * sent to a stalled app in its stead: up_orphan.c). */
+		(void)fail(x, 504, LG_UPR_DEADLINE, 1);
 	} else if (now >= x->deadline - 1e-3) {
 		if (x->uc != NULL && !x->got_bytes) /* no first byte by the deadline */
 			lg_upc_judge(x, x->uc->si, 0);
