@@ -48,6 +48,23 @@ also what the direct request asks.
     X6_FAST_RPS times a second; the /fast p99, lagless with a bulkhead on /slow (max_conns
     X6_BULKHEAD of the app's 32, queue 16) against nginx proxy_pass (keepalive 32, as 13a).
     Targets: <= 25 ms and <= 0.2 x nginx's.
+13g (X8) an app stall under 2x load: bench/app_origin.py with X8_WORKERS workers of X8_MS
+    each (80 req/s; the others wait in the app's own queue, as in a prefork or thread-pool
+    app), offered twice that (X8_RPS, open loop, each on a fresh connection and stamped with
+    its send time), X8_PRE_S s of that load, then the app stalls X8_STALL_S s (the issue's
+    30 s: POST /stall; the requests in hand and the ones started meanwhile end only when it
+    ends), then X8_POST_S s more. Every request has a X8_DEADLINE_MS deadline: lagless's
+    route deadline_ms with max_conns X8_WORKERS, queue X8_QUEUE and CoDel on the upstream
+    (queue_wait_target_ms X8_TARGET_MS, interval X8_INTERVAL_MS); nginx proxy_pass with its
+    connect, send and read timeouts at the deadline. Figures: the p99 of the 200s among the
+    requests sent in the 1 s after the stall ends against the p99 of the 200s sent before it
+    (its first second left out as warm-up), fewer 200s in that second than half the app's
+    rate counting as not recovered; and the requests a worker of the app started more than
+    the deadline after their send (the app compares their stamp with its clock; it also
+    counts the ones already past it when it read them). Targets (lagless, gated): recovery
+    p99 <= X8_RECOVERY_P99 x the normal p99, and 0 requests started late; nginx's figures
+    informational (at 2x load with no queue of its own it is past its deadline before the
+    stall).
 """
 
 import asyncio
@@ -83,6 +100,13 @@ OVERLOAD_S = 15
 HELD = 500              # 13d's connections and requests
 X10_RPS, X10_S, X10_EJECT_MS = 200, 4, 2000  # 13e: the back-off ends within the run
 X6_SLOW_RPS, X6_FAST_RPS, X6_S, X6_BULKHEAD = 120, 20, 8, 8  # 13f: 3 x the 40 threads' 40/s
+# 13g: an app of X8_WORKERS workers, X8_MS each (80 req/s), offered 2 x that; the issue's 30 s
+# stall between X8_PRE_S s of normal load and X8_POST_S s of recovery
+X8_WORKERS, X8_MS, X8_DEADLINE_MS = 4, 50, 2000
+X8_RPS = 2 * X8_WORKERS * 1000 // X8_MS
+X8_PRE_S, X8_STALL_S, X8_POST_S = 5, 30, 4
+X8_TARGET_MS, X8_INTERVAL_MS, X8_QUEUE = 100, 250, 16
+X8_RECOVERY_P99 = 1.5   # the recovery second's p99 at most this x the normal p99
 LOOP_STARTED_RE = re.compile(r"loop\[\d+\] pid=(\d+) lg_loop_main: started")
 
 NGINX_HEAD = """daemon off;
@@ -427,9 +451,11 @@ def bench_x1_x2(cfg, origin, results):
 class App:
     """bench/app_origin.py on 127.0.0.1, stopped by pid."""
 
-    def __init__(self, delay_ms, status=200):
+    def __init__(self, delay_ms, status=200, workers=0, deadline_ms=0):
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "app_origin.py"),
-                                      "--delay-ms", str(delay_ms), "--status", str(status)],
+                                      "--delay-ms", str(delay_ms), "--status", str(status),
+                                      "--workers", str(workers),
+                                      "--deadline-ms", str(deadline_ms)],
                                      stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
@@ -457,9 +483,10 @@ class App:
             self.proc.stdout.close()
 
 
-async def one_request(port, path, due, timeout):
+async def one_request(port, path, due, timeout, stamp=False):
     """(status, seconds from the request's write to its answer's last byte) of one GET on a
-    fresh connection opened at its due time (loop clock); status 0 on a failure."""
+    fresh connection opened at its due time (loop clock); status 0 on a failure. stamp: the
+    path gets ?t=time.monotonic() at the write (bench/app_origin.py counts late arrivals)."""
     await asyncio.sleep(max(0.0, due - asyncio.get_running_loop().time()))
     try:
         r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout)
@@ -467,6 +494,8 @@ async def one_request(port, path, due, timeout):
         return 0, timeout
     t0 = time.monotonic()
     try:
+        if stamp:
+            path = "%s?t=%.6f" % (path, t0)
         w.write(b"GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path.encode())
         head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), timeout)
         m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
@@ -614,6 +643,155 @@ def bench_x6(cfg, results):
                                    "nginx_not_200": figures["nginx"][1]}))
     results.append(Result("13f. /fast p99 under a /slow flood / nginx's", ours / theirs, 0.2,
                           figures={"lagless_ms": ours, "nginx_ms": theirs}))
+
+
+# --------------------------------------------------------------------------------------------
+# 13g
+
+
+X8_CONF = """[upstream app]
+server = 127.0.0.1:{origin}
+max_conns = {workers}
+queue = {queue}
+keepalive = {workers}
+queue_wait_target_ms = {target}
+queue_wait_interval_ms = {interval}
+
+[route /slow]
+upstream = app
+deadline_ms = {deadline}
+"""
+# nginx as its users would set it for a 2 s deadline: the upstream's timeouts at the deadline.
+X8_NGINX_HTTP = """    upstream app {{
+        server 127.0.0.1:{origin};
+        keepalive {keepalive};
+    }}
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = /ping {{ return 200 "ok"; }}
+        location / {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_connect_timeout {deadline}ms;
+            proxy_send_timeout {deadline}ms;
+            proxy_read_timeout {deadline}ms;
+        }}
+    }}
+}}
+"""
+
+
+async def stall_app(app_port, at):
+    """At loop time `at`, POST /stall?ms=X8_STALL_S to the app itself; returns the
+    time.monotonic() at which the app ends the stall (its answer says)."""
+    await asyncio.sleep(max(0.0, at - asyncio.get_running_loop().time()))
+    r, w = await asyncio.open_connection("127.0.0.1", app_port)
+    try:
+        w.write(b"POST /stall?ms=%d HTTP/1.1\r\nHost: bench\r\nContent-Length: 0\r\n\r\n"
+                % (X8_STALL_S * 1000))
+        head = await r.readuntil(b"\r\n\r\n")
+        n = int(re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head).group(1))
+        return float(re.search(rb"until=([\d.]+)", await r.readexactly(n)).group(1))
+    finally:
+        w.close()
+
+
+async def stalled_load(port, app_port):
+    """([(sent, status, seconds)], stall end): X8_RPS stamped GET /slow on fresh connections
+    (sent: the due time, time.monotonic()), the app stalled X8_PRE_S s in."""
+    loop = asyncio.get_running_loop()
+    start = loop.time() + 0.1
+    n = int(X8_RPS * (X8_PRE_S + X8_STALL_S + X8_POST_S))
+    stall = asyncio.ensure_future(stall_app(app_port, start + X8_PRE_S))
+    due = [start + i / X8_RPS for i in range(n)]
+    got = await asyncio.gather(*(one_request(port, "/slow", t, X8_DEADLINE_MS / 1e3 + 1,
+                                             stamp=True) for t in due))
+    return [(t, st, sec) for t, (st, sec) in zip(due, got)], await stall
+
+
+def p99_of(xs):
+    xs = sorted(xs)
+    return xs[max(0, -(-len(xs) * 99 // 100) - 1)] if xs else float("inf")
+
+
+def stall_figures(name, port, app):
+    """The figures of one server in front of a stalled app (its log line written)."""
+    got, end = asyncio.run(stalled_load(port, app.port))
+    late = app.stats()
+    begin = end - X8_STALL_S
+
+    def ok(lo, hi):
+        return [sec for t, st, sec in got if lo <= t < hi and st == 200]
+    normal = ok(begin - X8_PRE_S + 1, begin)  # the first second warms up
+    recovery = ok(end, end + 1)
+    codes = {}
+    for _, st, _ in got:
+        codes[st] = codes.get(st, 0) + 1
+    f = {"normal_p99_ms": p99_of(normal) * 1e3, "recovery_p99_ms": p99_of(recovery) * 1e3,
+         "recovery_200": len(recovery), "normal_200_per_s": len(normal) / (X8_PRE_S - 1),
+         "late_at_app": late["late"], "started_at_app": late["started"],
+         "read_late_at_app": late["arrived_late"],
+         "max_lag_ms": late["max_lag_ms"], "sent": len(got),
+         "statuses": {str(k): v for k, v in sorted(codes.items())}}
+    log("   %s: normal p99 %.0f ms (%.0f answered 200 per s), the 1 s after the stall p99 "
+        "%.0f ms (%d answered 200); statuses %s (0: no answer within %.1f s); the app started "
+        "%d requests, %d of them past their deadline (the latest %.0f ms after its send; %d were "
+        "already past it when the app read them)"
+        % (name, f["normal_p99_ms"], f["normal_200_per_s"], f["recovery_p99_ms"],
+           f["recovery_200"], f["statuses"], X8_DEADLINE_MS / 1e3 + 1, f["started_at_app"],
+           f["late_at_app"], f["max_lag_ms"], f["read_late_at_app"]))
+    return f
+
+
+def bench_x8(cfg, results):
+    figures = {}
+    for name in ("lagless", "nginx"):
+        app = App(X8_MS, workers=X8_WORKERS, deadline_ms=X8_DEADLINE_MS)
+        d = None
+        try:
+            if name == "nginx":
+                proxy = Nginx(X8_NGINX_HTTP, origin=app.port, keepalive=X8_WORKERS,
+                              deadline=X8_DEADLINE_MS)
+            else:
+                d = tempfile.mkdtemp(prefix="lagless-bench-x8-")
+                conf = os.path.join(d, "x8.conf")
+                with open(conf, "w") as f:
+                    f.write(X8_CONF.format(origin=app.port, workers=X8_WORKERS, queue=X8_QUEUE,
+                                           target=X8_TARGET_MS, interval=X8_INTERVAL_MS,
+                                           deadline=X8_DEADLINE_MS))
+                proxy = Lagless(cfg.bin, ["-c", conf, "--loop-workers", "1",
+                                          "--compute-workers", "1", "--max-conns", "4096"])
+            try:
+                figures[name] = stall_figures(name, proxy.port, app)
+            finally:
+                proxy.stop()
+                if d:
+                    shutil.rmtree(d, ignore_errors=True)
+        finally:
+            app.stop()
+    log("   (%d workers of %d ms: %d req/s; %d req/s offered; a %d s stall; deadline %d ms; "
+        "lagless max_conns %d, queue %d, queue_wait_target_ms %d, interval %d ms)"
+        % (X8_WORKERS, X8_MS, X8_WORKERS * 1000 // X8_MS, X8_RPS, X8_STALL_S, X8_DEADLINE_MS,
+           X8_WORKERS, X8_QUEUE, X8_TARGET_MS, X8_INTERVAL_MS))
+    ours, theirs = figures["lagless"], figures["nginx"]
+
+    def recovery(f):  # fewer 200s in the recovery second than half the app's rate: not served
+        if f["recovery_200"] < X8_WORKERS * 1000 // X8_MS // 2:
+            return float("inf")
+        return f["recovery_p99_ms"] / f["normal_p99_ms"]
+    results.append(Result("13g. p99 the 1 s after a stall / normal p99", recovery(ours),
+                          X8_RECOVERY_P99, figures=ours))
+    results.append(Result("13g. requests reaching the app past deadline", ours["late_at_app"],
+                          0, figures={"late": ours["late_at_app"],
+                                      "started": ours["started_at_app"],
+                                      "read_late": ours["read_late_at_app"]}))
+    results.append(Result("13g. nginx: p99 after a stall / normal p99", recovery(theirs),
+                          X8_RECOVERY_P99, gated=False, figures=theirs))
+    results.append(Result("13g. nginx: requests reaching the app late", theirs["late_at_app"],
+                          0, gated=False, figures={"late": theirs["late_at_app"],
+                                                   "started": theirs["started_at_app"],
+                                                   "read_late": theirs["read_late_at_app"]}))
 
 
 # --------------------------------------------------------------------------------------------
@@ -769,7 +947,7 @@ def bench_x12(cfg, results):
                           figures=held))
 
 
-def run(cfg, sz, parts="abcdef"):
+def run(cfg, sz, parts="abcdefg"):
     log("== 13. in front of an app: lagless upstream routes vs nginx proxy_pass with keepalive")
     if shutil.which("wrk") is None or nginx_path() is None:
         return [Result("13. proxy", skipped="wrk or nginx not installed")]
@@ -790,6 +968,8 @@ def run(cfg, sz, parts="abcdef"):
         bench_x10(cfg, results)
     if "f" in parts:
         bench_x6(cfg, results)
+    if "g" in parts:
+        bench_x8(cfg, results)
     for x in results:
         log("   " + x.line())
     return results

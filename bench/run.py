@@ -40,7 +40,7 @@ def parse_args():
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
     p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13,14",
-                   help="comma-separated benchmark numbers (13a..13e: a part of 13)")
+                   help="comma-separated benchmark numbers (13a..13g: a part of 13)")
     p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
                    help="idle keep-alive connections held in 6a (100000 takes minutes)")
@@ -120,7 +120,7 @@ def main():
     if "12" in only:
         results += bench_cluster.run(cfg, sz)
         log("")
-    parts = "".join(x for x in "abcdef" if {"13", "13" + x} & only)
+    parts = "".join(x for x in "abcdefg" if {"13", "13" + x} & only)
     if parts:
         results += bench_proxy.run(cfg, sz, parts)
         log("")
