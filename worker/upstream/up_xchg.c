@@ -642,8 +642,11 @@ claim_upstream(struct lg_conn_up *x, enum lg_up_reason *why)
 	struct lg_up_one *u = lg_up_of(x);
 	struct lg_worker *w = x->w;
 
-	if (lg_codel_refuse(&u->adm->codel, &u->codel, lg_now_ns(), lg_upadm_queued_floor,
-	    u->adm)) {
+	/* CoDel off (no target): no clock read, nothing shared touched. */
+	int codel = u->codel.target_ns > 0;
+
+	if (codel && lg_codel_refuse(&u->adm->codel, &u->codel, lg_now_ns(),
+	    lg_upadm_queued_floor, u->adm)) {
 		*why = LG_UPR_SHED;
 		return 503;
 	}
@@ -659,8 +662,9 @@ claim_upstream(struct lg_conn_up *x, enum lg_up_reason *why)
 	x->placed = 1;
 	x->placed_at = ev_now(w->ev);
 	lg_up_time(x, &u->adm->queue_wait, x->arrived);
-	lg_codel_sample(&u->adm->codel, &u->codel, waited_ns(x), lg_now_ns(),
-	    lg_upadm_queued_floor, u->adm);
+	if (codel)
+		lg_codel_sample(&u->adm->codel, &u->codel, waited_ns(x), lg_now_ns(),
+		    lg_upadm_queued_floor, u->adm);
 	if (lg_upc_get(w, x) == -1) {
 		*why = LG_UPR_CONNECT;
 		return 503;
@@ -730,7 +734,12 @@ int
 lg_up_dequeued(struct lg_conn_up *x)
 {
 	struct lg_up_one *u = lg_up_of(x);
-	uint64_t wait = waited_ns(x), now = lg_now_ns();
+	uint64_t wait, now;
+
+	if (u->codel.target_ns == 0)
+		return lg_up_start(x);
+	wait = waited_ns(x);
+	now = lg_now_ns();
 
 	/* Facebook's rule (shm/codel.h): past the target while overloaded, past the interval
 	 * otherwise, the place goes to a younger request instead. */
