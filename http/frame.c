@@ -122,7 +122,9 @@ te_value(struct lg_frame *f, const char *v, size_t len)
 }
 
 /* One element of the Connection list (RFC 9110 section 7.6.1) is in f->val: the options that
- * decide persistence are recorded, others (upgrade, field names) ignored, empty ones skipped. */
+ * decide persistence are recorded, and "upgrade" (RFC 9110 section 7.8: an upgrade request's
+ * first sign, so that ordinary requests need no field lookup), others (field names) ignored,
+ * empty ones skipped. */
 static void
 conn_element(struct lg_frame *f)
 {
@@ -136,6 +138,8 @@ conn_element(struct lg_frame *f)
 		f->conn_close = 1;
 	else if (len == 10 && strncasecmp(f->val, "keep-alive", 10) == 0)
 		f->conn_keep_alive = 1;
+	else if (len == 7 && strncasecmp(f->val, "upgrade", 7) == 0)
+		f->conn_upgrade = 1;
 }
 
 /* A complete field line of an interesting field: check and record its value. */

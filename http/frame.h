@@ -91,6 +91,7 @@ struct lg_frame {
 	int te_chunked_last, te_chunked_before, te_other;
 	int expect_continue, expect_other;
 	int conn_close, conn_keep_alive; /* Connection options (RFC 9110 section 7.6.1) */
+	int conn_upgrade;          /* Connection lists "upgrade" (RFC 9110 section 7.8) */
 	enum lg_frame_body body;
 	/* body */
 	uint64_t remaining;        /* bytes left in a Content-Length body or the current chunk */

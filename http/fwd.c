@@ -118,8 +118,8 @@ lg_fwd_upgrade_request(const struct lg_http_req *r)
 {
 	size_t n;
 
-	if (r == NULL || r->method != HTTP_GET || r->minor < 1 || r->chunked ||
-	    (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > 0))
+	if (r == NULL || !r->conn_upgrade || r->method != HTTP_GET || r->minor < 1 ||
+	    r->chunked || (r->content_length != LG_HTTP_NO_LENGTH && r->content_length > 0))
 		return 0;
 	if (lg_http_field_get(r, "upgrade", &n) == NULL || n == 0 ||
 	    !req_list_has(r, "connection", "upgrade", 7, 0))

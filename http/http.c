@@ -281,6 +281,7 @@ take_head(struct lg_http *h)
 	r->expect_continue = f->expect_continue;
 	r->nfields = f->nfields;
 	r->keep_alive = lg_frame_keep_alive(f);
+	r->conn_upgrade = f->conn_upgrade;
 	if (split_target(r) == -1) {
 		h->status = 400;
 		h->why = "request-target is neither origin-form nor absolute-form";

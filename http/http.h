@@ -62,6 +62,7 @@ struct lg_http_req {
 	uint64_t content_length;      /* LG_HTTP_NO_LENGTH when absent */
 	int chunked;                  /* Transfer-Encoding: chunked (the only coding accepted) */
 	int keep_alive;               /* the connection persists: RFC 9112 section 9.3 */
+	int conn_upgrade;             /* Connection lists "upgrade" (RFC 9110 section 7.8) */
 	int expect_continue;          /* Expect: 100-continue in HTTP/1.1 (RFC 9110 section 10.1.1) */
 	unsigned nfields;             /* header field lines */
 	unsigned nkept;               /* kept[] entries */
