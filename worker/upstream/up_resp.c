@@ -26,8 +26,9 @@ put(char *b, size_t n, const char *s, size_t len)
 
 /* The client's head from the app's (hop-by-hop and framing fields left out, lagless's framing
  * written), into x->hbuf, with room after it for the body bytes that came with the head (up
- * to WITH_HEAD_MAX: write_pending sends them in the head's write). Copies and lg_fmt_u64, not snprintf: formatting was a tenth of a
- * proxied request's instructions (bench/bench_proxy.py, 13a). What is written beside the
+ * to WITH_HEAD_MAX: write_pending sends them in the head's write). Copies and lg_fmt_u64,
+ * not snprintf: formatting was a tenth of a proxied request's instructions
+ * (bench/bench_proxy.py, 13a). What is written beside the
  * app's own bytes (status line and the fields copied from head, hlen at most together) is
  * under 100 bytes, within the 256 of room. Returns 0, or -1 out of memory. */
 static int

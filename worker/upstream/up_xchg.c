@@ -450,11 +450,12 @@ _Static_assert(offsetof(struct lg_conn_up, out) < offsetof(struct lg_conn_up, fi
     offsetof(struct lg_conn_up, fields) < offsetof(struct lg_conn_up, in),
     "xchg_alloc skips out, fields and in in this order");
 
-/* A new exchange's memory (a spare of u's, else malloc'd), every member zero but the buffers out and in and the field index
- * (52 KiB of the 55: each is written before it is read, out_len, in_len and resp.nfields
- * saying how much). calloc wrote every page of them for each request: most of a proxied
- * request's instructions and, as the heap's top was trimmed and grown again, a brk and page
- * faults every other request (bench/bench_proxy.py, 13a). Returns NULL out of memory. */
+/* A new exchange's memory (a spare of u's, else malloc'd), every member zero but the buffers
+ * out and in and the field index (52 KiB of the 55: each is written before it is read,
+ * out_len, in_len and resp.nfields saying how much). calloc wrote every page of them for each
+ * request: most of a proxied request's instructions and, as the heap's top was trimmed and
+ * grown again, a brk and page faults every other request (bench/bench_proxy.py, 13a).
+ * Returns NULL out of memory. */
 static struct lg_conn_up *
 xchg_alloc(struct lg_up_one *u)
 {

@@ -36,13 +36,13 @@ void lg_up_drain(struct lg_worker *w);
 /* UPWAKE m arrived on this loop's completion channel: a place of m's upstream came free. */
 void lg_up_message(struct lg_worker *w, const struct lg_msg *m);
 
-/* At head time, for c's request to route d (an upstream route of the registry: its upstream, bulkhead, deadline_ms from the
- * request's arrival, retry_on): admission (the client address's share, the bulkhead's place
- * or its queue, then the upstream's: a 503 with Retry-After at once when full or when CoDel
- * sees a standing queue, before any body byte is read), the head for the app, and the connect
- * when a place is free; retry_on (kinds/registry.h LG_RETRY_*) says what sends it once to
- * another server. Returns 0, or the status the caller answers: 503 or 429 (refused,
- * counted), 431 (the head does not fit). */
+/* At head time, for c's request to route d (an upstream route of the registry: its upstream,
+ * bulkhead, deadline_ms from the request's arrival, retry_on): admission (the client
+ * address's share, the bulkhead's place or its queue, then the upstream's: a 503 with
+ * Retry-After at once when full or when CoDel sees a standing queue, before any body byte is
+ * read), the head for the app, and the connect when a place is free; retry_on
+ * (kinds/registry.h LG_RETRY_*) says what sends it once to another server. Returns 0, or the
+ * status the caller answers: 503 or 429 (refused, counted), 431 (the head does not fit). */
 int lg_up_head(struct lg_conn *c, const struct lg_route_def *d);
 
 /* For a route with request_buffering = on, at head time, before its body is read: the status
@@ -55,10 +55,10 @@ int lg_up_full(struct lg_conn *c, const struct lg_route_def *d);
 
 /* c's request with its body received whole (len bytes at body, in a transit buffer c holds
  * until its answer is written: worker/job/offload.h lg_offload_claim_body) goes to route
- * d's upstream with a Content-Length, its deadline d->deadline_ms from now: admission (a place, or the
- * queue), the head, then the answer awaited (state LG_CONN_PROXY); d as lg_up_head's. Returns
- * 0, or 503 or 429 (refused now, no server reachable) or 431 (the head does not fit): the
- * caller answers it. */
+ * d's upstream with a Content-Length, its deadline d->deadline_ms from now: admission (a
+ * place, or the queue), the head, then the answer awaited (state LG_CONN_PROXY); d as
+ * lg_up_head's. Returns 0, or 503 or 429 (refused now, no server reachable) or 431 (the head
+ * does not fit): the caller answers it. */
 int lg_up_head_body(struct lg_conn *c, const struct lg_route_def *d, const unsigned char *body,
     uint64_t len);
 
