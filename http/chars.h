@@ -4,7 +4,11 @@
 #ifndef LG_HTTP_CHARS_H
 #define LG_HTTP_CHARS_H
 
+#include <stddef.h>
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum {
 	LG_CH_TCHAR = 1,   /* tchar: a token's byte (RFC 9110 section 5.6.2) */
@@ -38,6 +42,37 @@ lg_ch4(const unsigned char *p, unsigned cls)
 {
 	return (lg_http_chars[p[0]] & lg_http_chars[p[1]] & lg_http_chars[p[2]] &
 	    lg_http_chars[p[3]] & cls) != 0;
+}
+
+/* The end of the run of LG_CH_VALUE bytes b[j..stop): the index of the first byte in it that is
+ * not field-vchar, SP or HTAB (RFC 9110 section 5.5: a CTL but HTAB, or DEL; CR ends a value
+ * that way), or stop. Reads b[j..stop) only. With SSE2 (every x86-64) 16 bytes are judged at a
+ * time: a value byte is one that is not <= 0x1f unless HTAB, and not 0x7f, the table's own
+ * definition of the class (http/chars.c CH_VALUE); the table finishes the tail. */
+static inline size_t
+lg_value_end(const unsigned char *b, size_t j, size_t stop)
+{
+#if defined(__SSE2__)
+	const __m128i low = _mm_set1_epi8(0x1f), tab = _mm_set1_epi8('\t');
+	const __m128i del = _mm_set1_epi8(0x7f);
+
+	while (j + 16 <= stop) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + j));
+		__m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, low), v); /* v <= 0x1f */
+		__m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), ctl),
+		    _mm_cmpeq_epi8(v, del));
+		unsigned m = (unsigned)_mm_movemask_epi8(bad);
+
+		if (m != 0)
+			return j + (size_t)__builtin_ctz(m);
+		j += 16;
+	}
+#endif
+	while (j + 4 <= stop && lg_ch4(b + j, LG_CH_VALUE))
+		j += 4;
+	while (j < stop && lg_ch(b[j], LG_CH_VALUE))
+		j++;
+	return j;
 }
 
 #endif

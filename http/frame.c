@@ -419,8 +419,7 @@ skip_value(struct lg_frame *f, const char *buf, size_t i, size_t len, size_t *ma
 			*mark = j;
 		}
 	}
-	while (j < stop && buf[j] != '\r' && lg_ch((unsigned char)buf[j], LG_CH_VALUE))
-		j++;
+	j = lg_value_end((const unsigned char *)buf, j, stop); /* CR is not a value byte */
 	f->head_bytes += j - i;
 	return j;
 }

@@ -319,12 +319,14 @@ conn_element(struct lg_resp *r, const char *v, size_t off, size_t n)
 		return 0;
 	if (!is_token(v + off, n) || r->nconn == LG_RESP_CONN_MAX)
 		return fail(r, LG_RESP_E_CONNECTION);
+	if (name_is(v + off, n, "keep-alive")) { /* its field is hop-by-hop already: not listed */
+		r->conn_keep = 1;
+		return 0;
+	}
 	r->conn[r->nconn].off = (uint32_t)(r->vstart + off);
 	r->conn[r->nconn++].len = (uint32_t)n;
 	if (name_is(v + off, n, "close"))
 		r->conn_close = 1;
-	else if (name_is(v + off, n, "keep-alive"))
-		r->conn_keep = 1;
 	return 0;
 }
 
@@ -382,6 +384,8 @@ field_done(struct lg_resp *r, const char *buf, size_t end)
 static void
 mark_listed(struct lg_resp *r, const char *buf)
 {
+	if (r->nconn == 0)
+		return;
 	for (unsigned i = 0; i < r->nfields; i++) {
 		struct lg_resp_field *fl = &r->fields[i];
 
@@ -474,8 +478,7 @@ run_end(struct lg_resp *r, int st, const char *buf, size_t i, size_t len)
 			j++;
 		return j;
 	}
-	while (j < stop && lg_ch(b[j], LG_CH_VALUE)) /* CR, LF and CTLs are not */
-		j++;
+	j = lg_value_end(b, j, stop); /* CR, LF and CTLs are not value bytes */
 	if (st == H_FIELDS + F_VALUE) {
 		size_t e = j;
 
@@ -536,10 +539,7 @@ line_fast(struct lg_resp *r, const char *buf, size_t i, size_t len)
 	while (j < stop && ows(b[j]))
 		j++;
 	vs = j; /* at the value's first byte, not OWS, or at the CR */
-	while (j + 4 <= stop && lg_ch4(b + j, LG_CH_VALUE))
-		j += 4;
-	while (j < stop && lg_ch(b[j], LG_CH_VALUE))
-		j++;
+	j = lg_value_end(b, j, stop);
 	ve = j;
 	while (ve > vs && ows(b[ve - 1])) /* after the last byte that is not OWS */
 		ve--;

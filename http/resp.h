@@ -118,7 +118,8 @@ struct lg_resp {
 	int trailer_conn;              /* a Connection (or Proxy-Connection) field in the trailer
 	                                * section: keep_alive is cleared, whatever it lists */
 	unsigned nfields;              /* entries of fields[] */
-	unsigned nconn;                /* entries of conn[]: the Connection field's options */
+	unsigned nconn;                /* entries of conn[]: the Connection field's options but
+	                                * keep-alive (its field is hop-by-hop by name) */
 	struct lg_resp_span conn[LG_RESP_CONN_MAX];
 	enum lg_resp_err err;          /* LG_RESP_OK until a rule fails; then every call fails */
 	uint64_t body_bytes;           /* payload bytes reported so far */

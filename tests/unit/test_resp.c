@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "http/chars.h"
 #include "http/resp.h"
 
 static const struct lg_resp_limits lim = { 512, 8 };
@@ -541,6 +542,55 @@ test_strerror(void **state)
 	assert_string_equal(lg_resp_strerror(LG_RESP_E_COUNT), "unknown");
 }
 
+/* Connection: keep-alive names the Keep-Alive field, hop-by-hop by its own name: it is taken
+ * (conn_keep) and not listed, so a head whose only option it is marks no other field. */
+static void
+test_keep_alive_option(void **state)
+{
+	static const char head[] = H11 "200 OK\r\nConnection: keep-alive, x-a\r\n"
+	    "Keep-Alive: timeout=5\r\nX-A: 1\r\nX-B: 2\r\nContent-Length: 0\r\n\r\n";
+	static const char alone[] = "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"
+	    "X-B: 2\r\nContent-Length: 0\r\n\r\n";
+	struct lg_resp r;
+	struct lg_resp_field fields[8];
+
+	(void)state;
+	lg_resp_init(&r, &lim, fields);
+	assert_int_equal(lg_resp_head(&r, head, sizeof(head) - 1), sizeof(head) - 1);
+	assert_int_equal(r.nconn, 1);
+	assert_memory_equal(head + r.conn[0].off, "x-a", r.conn[0].len);
+	assert_int_equal(fields[1].flags, LG_RESP_F_HOP); /* Keep-Alive */
+	assert_int_equal(fields[2].flags, LG_RESP_F_HOP); /* X-A, listed */
+	assert_int_equal(fields[3].flags, 0);             /* X-B */
+	assert_int_equal(r.keep_alive, 1);
+	lg_resp_init(&r, &lim, fields);
+	assert_int_equal(lg_resp_head(&r, alone, sizeof(alone) - 1), sizeof(alone) - 1);
+	assert_int_equal(r.nconn, 0);
+	assert_int_equal(fields[1].flags, 0);
+	assert_int_equal(r.keep_alive, 1); /* HTTP/1.0 kept by its keep-alive option */
+}
+
+/* lg_value_end against the class table it stands for: every byte value at every place of
+ * runs of every length up to 40 from every start, so the 16-byte path, its tail and the
+ * table's agree and nothing past stop is judged. */
+static void
+test_value_end(void **state)
+{
+	unsigned char b[48];
+
+	(void)state;
+	for (int c = 0; c < 256; c++)
+		for (size_t len = 0; len <= 40; len++)
+			for (size_t at = 0; at < len; at++)
+				for (size_t j = 0; j <= at; j += 3) {
+					memset(b, 'v', sizeof(b));
+					b[len] = '\r'; /* beyond stop: never the answer */
+					b[at] = (unsigned char)c;
+					assert_int_equal(lg_value_end(b, j, len),
+					    lg_ch((unsigned char)c, LG_CH_VALUE) ? len : at);
+				}
+}
+
 int
 main(void)
 {
@@ -552,6 +602,8 @@ main(void)
 		cmocka_unit_test(test_next_and_spans),
 		cmocka_unit_test(test_upgrade_and_order),
 		cmocka_unit_test(test_strerror),
+		cmocka_unit_test(test_keep_alive_option),
+		cmocka_unit_test(test_value_end),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
