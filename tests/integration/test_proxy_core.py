@@ -5,6 +5,7 @@ answers, keep-alive reuse, no POST sent twice, cheap routes unaffected."""
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -538,7 +539,15 @@ def test_json_access_line_of_a_proxied_request(tmp_path, origin, start_server):
     doc = lines()[-1]
     assert doc["status"] == 502 and doc["upstream_error"] == "invalid"
     assert doc["upstream"] == origin.address and doc["upstream_status"] == 0
-    assert doc["request_id"]
+    # made here (no X-Request-Id came): the loop's pid and a request counter, 24 hex digits,
+    # the same id the app was sent
+    loop = srv.children("loop")[0]
+    assert re.fullmatch("%08x[0-9a-f]{16}" % loop, doc["request_id"]), doc["request_id"]
+    assert req(srv.port, "GET", "/api/echo")[0] == 200
+    sent = [ln.split(b":", 1)[1].strip().decode() for ln in origin.heads[-1].split(b"\r\n")
+            if ln.lower().startswith(b"x-request-id:")]
+    assert len(sent) == 1 and re.fullmatch("%08x[0-9a-f]{16}" % loop, sent[0]), sent
+    assert int(sent[0][8:], 16) > int(doc["request_id"][8:], 16)
 
 
 
