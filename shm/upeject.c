@@ -6,6 +6,7 @@
 #define RETURNED(w) ((uint32_t)(((w) >> 8) & 0xffu))
 #define SEQ(w)      ((w) >> 16)
 #define EJWORD(seq, ret, out) ((uint64_t)(seq) << 16 | (uint64_t)(ret) << 8 | (uint64_t)(out))
+#define FAIL1 ((uint64_t)1 << 32) /* one failure in a row, in struct lg_upsrv fs */
 
 void
 lg_upadm_setup(struct lg_upadm *a, uint32_t nservers, const char *const *addrs,
@@ -49,8 +50,8 @@ lg_upadm_srv_ok(struct lg_upadm *a, uint32_t si)
 
 	if (si >= LG_UPADM_SERVERS)
 		return;
-	if (atomic_load_explicit(&s->fails, memory_order_relaxed) != 0)
-		atomic_store(&s->fails, 0);
+	if (atomic_load_explicit(&s->fs, memory_order_relaxed) >> 32 != 0)
+		atomic_fetch_and(&s->fs, 0xffffffffu); /* its failures in a row cleared */
 	w = atomic_load(&a->ejword);
 	while ((OUT(w) & bit) && (RETURNED(w) & bit)) { /* on probation: back for good */
 		if (atomic_compare_exchange_weak(&a->ejword, &w, EJWORD(SEQ(w), RETURNED(w) & ~bit,
@@ -61,6 +62,60 @@ lg_upadm_srv_ok(struct lg_upadm *a, uint32_t si)
 	}
 	if (!(OUT(w) & bit) && atomic_load_explicit(&s->times, memory_order_relaxed) != 0)
 		atomic_store(&s->times, 0);
+}
+
+/* Whether server si, fs its word and w the ejection word, must not be given another request
+ * unforced: on probation with one in flight (its next failure ejects it again), or on a run of
+ * failures that the requests in flight to it could carry to eject_after. A run that reached
+ * eject_after without an ejection (the share of ejected servers is out) restricts nothing:
+ * such a server stays in the rotation, as the share says. */
+static int
+held_back(const struct lg_upadm *a, uint32_t si, uint64_t fs, uint64_t w)
+{
+	uint32_t fails = (uint32_t)(fs >> 32), sent = (uint32_t)fs;
+
+	if ((OUT(w) & (1u << si)) && fails == 0)
+		return sent >= 1;
+	return fails > 0 && fails < a->eject_after && fails + sent >= a->eject_after;
+}
+
+int
+lg_upadm_srv_take(struct lg_upadm *a, uint32_t si, uint32_t loop, int force)
+{
+	struct lg_upsrv *s;
+	uint64_t fs, w;
+
+	if (a->eject_after == 0 || si >= a->nservers || loop >= LG_UPADM_LOOPS)
+		return 1; /* nothing counted: lg_upadm_srv_put counts nothing back either */
+	s = &a->srv[si];
+	w = atomic_load_explicit(&a->ejword, memory_order_relaxed);
+	fs = atomic_load_explicit(&s->fs, memory_order_relaxed);
+	do {
+		if (!force && held_back(a, si, fs, w))
+			return 0;
+	} while (!atomic_compare_exchange_weak(&s->fs, &fs, fs + 1));
+	atomic_fetch_add_explicit(&a->sent[loop][si], 1, memory_order_relaxed);
+	return 1;
+}
+
+void
+lg_upadm_srv_put(struct lg_upadm *a, uint32_t si, uint32_t loop)
+{
+	if (a->eject_after == 0 || si >= a->nservers || loop >= LG_UPADM_LOOPS)
+		return;
+	atomic_fetch_sub(&a->srv[si].fs, 1);
+	atomic_fetch_sub_explicit(&a->sent[loop][si], 1, memory_order_relaxed);
+}
+
+void
+lg_upadm_srv_reclaim(struct lg_upadm *a, uint32_t loop)
+{
+	for (uint32_t si = 0; loop < LG_UPADM_LOOPS && si < LG_UPADM_SERVERS; si++) {
+		uint32_t n = atomic_exchange(&a->sent[loop][si], 0);
+
+		if (n > 0)
+			atomic_fetch_sub(&a->srv[si].fs, n);
+	}
 }
 
 /* The back-off of a server ejected for the times-th time in a row, in ms. */
@@ -84,7 +139,7 @@ lg_upadm_srv_fail(struct lg_upadm *a, uint32_t si, uint64_t now_ms)
 	if (ejected(w) & bit)
 		return 0; /* a late failure of a request sent before it went out */
 	/* on probation, one failure is enough */
-	if (atomic_fetch_add(&s->fails, 1) + 1 < a->eject_after && !(OUT(w) & bit))
+	if ((atomic_fetch_add(&s->fs, FAIL1) >> 32) + 1 < a->eject_after && !(OUT(w) & bit))
 		return 0;
 	times = atomic_load(&s->times) + 1;
 	ms = backoff(a, times);
@@ -102,7 +157,7 @@ lg_upadm_srv_fail(struct lg_upadm *a, uint32_t si, uint64_t now_ms)
 			break;
 	}
 	atomic_store(&s->times, times < 255 ? times : 255);
-	atomic_store(&s->fails, 0);
+	atomic_fetch_and(&s->fs, 0xffffffffu);
 	atomic_fetch_add(&s->ejections, 1);
 	return ms;
 }

@@ -44,6 +44,26 @@ void lg_upadm_srv_ok(struct lg_upadm *a, uint32_t si);
  * eject_after, already out, the share of ejected servers reached, or ejection off). */
 uint64_t lg_upadm_srv_fail(struct lg_upadm *a, uint32_t si, uint64_t now_ms);
 
+/* Loop `loop` is about to send a request to server si (its pick): takes its place in the
+ * server's count of requests in flight and returns 1; or, unless force, returns 0 with nothing
+ * taken when the server is held back: on a run of failures short of eject_after that the
+ * requests already in flight to it could complete, or on probation with a request in flight.
+ * So once a run has begun (its first failure judged), no more requests fail before the
+ * ejection than the run has left, however many loops send at once: eject_after in all, plus
+ * any already in flight beside the run's first (Envoy's consecutive_5xx lets every request in
+ * flight at the ejection fail too).
+ * The caller picks another server, or forces this one when none is left. Every 1 is given
+ * back by lg_upadm_srv_put once the request's outcome is judged or it ends unjudged. With
+ * ejection off nothing is counted. */
+int lg_upadm_srv_take(struct lg_upadm *a, uint32_t si, uint32_t loop, int force);
+
+/* Gives back a place lg_upadm_srv_take returned 1 for (the same si and loop). */
+void lg_upadm_srv_put(struct lg_upadm *a, uint32_t si, uint32_t loop);
+
+/* The master, after loop `loop` died: gives back every place it held (shm/upstream.h
+ * lg_upadm_reclaim calls it). */
+void lg_upadm_srv_reclaim(struct lg_upadm *a, uint32_t loop);
+
 /* Servers whose back-off ended by now_ms, put back in the rotation (on probation) by this
  * call: bit i for server i (the caller logs each: one line per return). */
 uint32_t lg_upadm_eject_sweep(struct lg_upadm *a, uint64_t now_ms);

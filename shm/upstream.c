@@ -201,6 +201,7 @@ lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop)
 	atomic_store(&a->idle[loop], 0);
 	atomic_store(&a->busy[loop], 0);
 	atomic_store(&a->tunnels[loop], 0);
+	lg_upadm_srv_reclaim(a, loop);
 	if (h == 0 && q == 0)
 		return 0;
 	for (;;) {

@@ -59,7 +59,9 @@ enum lg_up_retry {
 /* One server of an upstream, for outlier ejection (shm/upeject.h). */
 struct lg_upsrv {
 	_Atomic uint64_t until_ms;         /* its back-off's end while ejected (CLOCK_MONOTONIC) */
-	_Atomic uint32_t fails;            /* failures in a row */
+	_Atomic uint64_t fs;               /* failures in a row << 32 | requests in flight to it
+	                                    * (shm/upeject.h lg_upadm_srv_take), one word so that a
+	                                    * take judges both at once */
 	_Atomic uint32_t times;            /* ejections in a row: the back-off's multiplier */
 	_Atomic uint64_t ejections;        /* times ejected, ever */
 	char addr[LG_UPADM_ADDR];          /* set by the master, read-only after */
@@ -95,6 +97,8 @@ struct lg_upadm {
 	_Atomic uint32_t waiting[LG_UPADM_LOOPS]; /* requests queued, by loop */
 	_Atomic uint32_t idle[LG_UPADM_LOOPS];    /* kept idle connections, by loop */
 	_Atomic uint32_t busy[LG_UPADM_LOOPS];    /* connections carrying a request, by loop */
+	_Atomic uint32_t sent[LG_UPADM_LOOPS][LG_UPADM_SERVERS]; /* requests in flight, by loop and
+	                                    * server (srv[].fs's low half, for a dead loop's reclaim) */
 	/* Tunnels (an upgrade the app accepted with 101: worker/upstream/up_tunnel.c), each
 	 * holding its in-flight place and its app connection (counted in busy) until closed. */
 	_Atomic uint32_t tunnels[LG_UPADM_LOOPS]; /* open, by loop */
@@ -181,8 +185,9 @@ uint32_t lg_upadm_client_add(struct lg_upadm *a, uint32_t loop, uint32_t tag);
 /* Stops tracking reference ref (from lg_upadm_client_add; 0 is ignored). */
 void lg_upadm_client_del(struct lg_upadm *a, uint32_t ref);
 
-/* Master: gives back every place dead loop `loop` held or waited in, and its tracked clients.
- * Returns how many places. */
+/* Master: gives back every place dead loop `loop` held or waited in, its tracked clients and
+ * its requests in flight to each server (shm/upeject.h lg_upadm_srv_reclaim). Returns how many
+ * places. */
 uint32_t lg_upadm_reclaim(struct lg_upadm *a, uint32_t loop);
 
 /* Adds one observation of ns to h (lg_stats_time_bounds buckets); any process may call it. */

@@ -97,7 +97,9 @@ class App:
                     return
                 if self.mode == "hold":
                     self.gate.wait(60)
-                status = {"500": 500, "503": 503}.get(self.mode, 200)
+                if self.mode.startswith("slow"):  # "slow500", "slowok": after 300 ms
+                    self.stopping.wait(0.3)
+                status = {"500": 500, "503": 503, "slow500": 500}.get(self.mode, 200)
                 body = b"%d from %s\n" % (status, self.address.encode())
                 c.sendall(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\n\r\n%s"
                           % (status, len(body), body))
@@ -172,6 +174,29 @@ def test_a_server_answering_500_is_ejected_then_back_on_probation(start_server, 
     assert srv.log().count("server %s ejected for 3000 ms" % bad.address) == 1
     assert srv.log().count("back in the rotation") == 1
     assert m(srv, "lagless_upstream_ejections_total", server=good1.address) == 0
+
+
+def test_requests_in_flight_cannot_carry_a_run_past_eject_after(start_server, tmp_path, apps):
+    """Once a server's run of failures has begun, it takes no more requests than the run has
+    left to eject_after, across both loops: a burst that would spread a third of itself onto
+    it sends it two (Envoy's consecutive_5xx lets every request in flight fail as well)."""
+    bad, good1, good2 = apps("slow500", "slowok", "slowok")
+    srv = start(start_server, tmp_path, [bad.address, good1.address, good2.address],
+                "eject_after = 3\neject_ms = 30000\n")
+    assert request(srv.port, "GET", "/api/x").status == 500  # the first: least busy, server 0
+    got = []
+    burst = [threading.Thread(target=lambda: got.append(request(srv.port, "GET", "/api/x",
+                                                                timeout=10).status))
+             for _ in range(12)]
+    for t in burst:
+        t.start()
+    for t in burst:
+        t.join(15)
+    assert len(got) == 12
+    assert bad.count() == 3, (bad.count(), sorted(got))  # the run, and not one more
+    assert sorted(got) == [200] * 10 + [500] * 2
+    assert m(srv, "lagless_upstream_ejections_total", server=bad.address) == 1
+    assert good1.count() + good2.count() == 10
 
 
 def test_a_refusing_and_a_hanging_server_are_ejected(start_server, tmp_path, apps):

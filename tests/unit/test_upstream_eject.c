@@ -228,6 +228,82 @@ test_load_counts_ejected(void **state)
 	assert_true(lg_upshm_load(&u) > 0.66 && lg_upshm_load(&u) < 0.67);
 }
 
+/* No more than eject_after requests in a row fail before an ejection: a server on a run of
+ * failures takes no request that the ones in flight could follow past it; a healthy server,
+ * or one whose run met the share, is never held back; forced takes count; puts give back. */
+static void
+test_take_holds_back_a_failing_run(void **state)
+{
+	struct lg_upadm *a = &u.adm[0];
+
+	for (int i = 0; i < 8; i++) /* healthy: any number in flight */
+		assert_int_equal(lg_upadm_srv_take(a, 0, 0, 0), 1);
+	for (int i = 0; i < 8; i++)
+		lg_upadm_srv_put(a, 0, 0);
+	assert_int_equal(a->srv[0].fs, 0);
+	/* one failure (of 3): two more may be in flight, from any loop */
+	assert_int_equal(lg_upadm_srv_fail(a, 0, 100), 0);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 0, 0), 1);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 1, 0), 1);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 1, 0), 0);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 0, 1), 1); /* forced: counted */
+	assert_int_equal(a->sent[1][0], 1);
+	assert_int_equal(a->sent[0][0], 2);
+	/* the first two fail: the run's end ejects it; the forced one's late failure is not a
+	 * second ejection */
+	lg_upadm_srv_put(a, 0, 0);
+	assert_int_equal(lg_upadm_srv_fail(a, 0, 100), 0);
+	lg_upadm_srv_put(a, 0, 1);
+	assert_int_equal(lg_upadm_srv_fail(a, 0, 100), 1000);
+	lg_upadm_srv_put(a, 0, 0);
+	assert_int_equal(lg_upadm_srv_fail(a, 0, 100), 0);
+	assert_int_equal(a->srv[0].fs, 0);
+	/* back on probation: one request in flight at a time until a success */
+	assert_int_equal(lg_upadm_eject_sweep(a, 1100), 1u);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 2, 0), 1);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 3, 0), 0);
+	lg_upadm_srv_put(a, 0, 2);
+	lg_upadm_srv_ok(a, 0);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 3, 0), 1);
+	assert_int_equal(lg_upadm_srv_take(a, 0, 3, 0), 1);
+	/* a dead loop's places come back with the master's reclaim */
+	lg_upadm_srv_reclaim(a, 3);
+	assert_int_equal(a->srv[0].fs, 0);
+	assert_int_equal(a->sent[3][0], 0);
+	/* a success ends a run: nothing held back */
+	assert_int_equal(lg_upadm_srv_fail(a, 2, 100), 0);
+	assert_int_equal(lg_upadm_srv_fail(a, 2, 100), 0);
+	assert_int_equal(lg_upadm_srv_take(a, 2, 0, 0), 1);
+	assert_int_equal(lg_upadm_srv_take(a, 2, 0, 0), 0);
+	lg_upadm_srv_ok(a, 2);
+	assert_int_equal(lg_upadm_srv_take(a, 2, 0, 0), 1);
+	lg_upadm_srv_put(a, 2, 0);
+	lg_upadm_srv_put(a, 2, 0);
+	assert_int_equal(a->srv[2].fs, 0);
+}
+
+/* A run that reached eject_after while the share of ejected servers is out leaves the server
+ * in the rotation, unrestricted (the share keeps capacity); with ejection off nothing counts. */
+static void
+test_take_share_out_and_off(void **state)
+{
+	struct lg_upadm *a = &u.adm[0];
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < 3; i++)
+			lg_upadm_srv_fail(a, (uint32_t)s, 100);
+	assert_int_equal(lg_upadm_ejected(a), 3u); /* half of four */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(lg_upadm_srv_fail(a, 2, 100), 0);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(lg_upadm_srv_take(a, 2, 0, 0), 1);
+	lg_upadm_setup(a, 4, addrs, 0, 1000, 50, 20, 2);
+	assert_int_equal(lg_upadm_srv_take(a, 3, 0, 0), 1);
+	lg_upadm_srv_put(a, 3, 0);
+	assert_int_equal(a->srv[3].fs, 0);
+	assert_int_equal(a->sent[0][3], 0);
+}
+
 int
 main(void)
 {
@@ -240,6 +316,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_killed_midway, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_ejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_holds_back_a_failing_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_share_out_and_off, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -102,6 +102,8 @@ struct lg_conn_up {
 	int budget;                   /* holds a place of the retry budget (shm/upeject.h) */
 	uint32_t retry_on;            /* the route's LG_RETRY_* bits */
 	uint32_t tried;               /* servers it was sent to, bit per server */
+	uint32_t held_si;             /* 1 + the server whose in-flight count it is in until
+	                               * judged (shm/upeject.h lg_upadm_srv_take), or 0 */
 	unsigned sends;               /* times it was sent again (resend) */
 	ev_timer timer;               /* the deadline, connect and first-byte timeouts */
 	ev_tstamp deadline, phase_due; /* libev time; phase_due: connect or first byte, or 0 */
@@ -169,8 +171,9 @@ int lg_upc_other(struct lg_worker *w, const struct lg_conn_up *x);
 
 /* Judges server si of x's upstream by an exchange's outcome (ok 1: an answer under 500; 0: a
  * connect refused or timed out, no first byte in time, a 5xx, a fresh connection reset):
- * outlier ejection's counts (shm/upeject.h), an ejection logged once. */
-void lg_upc_judge(const struct lg_conn_up *x, uint32_t si, int ok);
+ * outlier ejection's counts (shm/upeject.h), an ejection logged once; x leaves the server's
+ * count of requests in flight. */
+void lg_upc_judge(struct lg_conn_up *x, uint32_t si, int ok);
 
 /* Puts back in the rotation the servers whose back-off ended (each logged once). */
 void lg_upc_eject_sweep(struct lg_worker *w);

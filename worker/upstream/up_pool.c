@@ -101,12 +101,49 @@ lg_upc_other(struct lg_worker *w, const struct lg_conn_up *x)
 	return pick_server(w, &LG_WUP(w)->ups[x->ui], x->tried) != UINT32_MAX;
 }
 
+/* x leaves the in-flight count of the server it was taken for, if it is in one. */
+static void
+unhold(struct lg_conn_up *x)
+{
+	if (x->held_si != 0) {
+		lg_upadm_srv_put(lg_up_of(x)->adm, x->held_si - 1, x->w->env->index);
+		x->held_si = 0;
+	}
+}
+
+/* The server x is sent to: the least busy of the rotation whose run of failures the requests
+ * in flight to it cannot carry to an ejection (shm/upeject.h lg_upadm_srv_take), else the
+ * least busy (forced); its place taken. UINT32_MAX when none (as pick_server). */
+static uint32_t
+take_server(struct lg_worker *w, struct lg_conn_up *x)
+{
+	struct lg_up_one *u = &LG_WUP(w)->ups[x->ui];
+	uint32_t held = 0, si;
+
+	for (;;) {
+		si = pick_server(w, u, x->tried | held);
+		if (si == UINT32_MAX)
+			break;
+		if (lg_upadm_srv_take(u->adm, si, w->env->index, 0)) {
+			x->held_si = si + 1;
+			return si;
+		}
+		held |= 1u << si;
+	}
+	if (held == 0 || (si = pick_server(w, u, x->tried)) == UINT32_MAX)
+		return UINT32_MAX;
+	lg_upadm_srv_take(u->adm, si, w->env->index, 1);
+	x->held_si = si + 1;
+	return si;
+}
+
 void
-lg_upc_judge(const struct lg_conn_up *x, uint32_t si, int ok)
+lg_upc_judge(struct lg_conn_up *x, uint32_t si, int ok)
 {
 	const struct lg_up_one *u = lg_up_of(x);
 	uint64_t ms;
 
+	unhold(x);
 	if (ok) {
 		lg_upadm_srv_ok(u->adm, si);
 		return;
@@ -181,7 +218,7 @@ lg_upc_get(struct lg_worker *w, struct lg_conn_up *x)
 	struct lg_up_one *u = &LG_WUP(w)->ups[x->ui];
 
 	for (;;) {
-		uint32_t si = pick_server(w, u, x->tried);
+		uint32_t si = take_server(w, x);
 		struct lg_up_srv *s;
 		struct lg_upc *uc;
 
@@ -225,6 +262,7 @@ lg_upc_put(struct lg_conn_up *x, int reuse)
 	struct lg_up_one *u;
 	struct lg_up_srv *s;
 
+	unhold(x); /* an exchange that ends unjudged (its client gone, a drain) */
 	if (uc == NULL)
 		return;
 	x->uc = NULL;
