@@ -10,12 +10,13 @@
 #include "http/path.h"
 
 /* The view of no request: every field of r zero but the arrays read only up to their counts
- * (pend, kept, fbuf) and the bytes of the target past its NUL, and no Content-Length. Done by
+ * (pend, kept, fbuf), an empty target at fbuf's start, and no Content-Length. Done by
  * lg_http_init and lg_http_next, so a request line finds it empty. */
 static void
 clear_req(struct lg_http_req *r)
 {
 	memset(r, 0, offsetof(struct lg_http_req, pend));
+	r->target = r->fbuf;
 	r->target[0] = '\0';
 	r->content_length = LG_HTTP_NO_LENGTH;
 }
@@ -85,7 +86,7 @@ name_done(struct lg_http *h, const char *name, size_t len)
 		r->kept_open = 3;
 		return 0;
 	}
-	if (r->nkept == LG_HTTP_KEPT || len > sizeof(r->fbuf) - r->fbuf_len) {
+	if (r->nkept == LG_HTTP_KEPT || len > LG_HTTP_FIELD_BUF - (r->fbuf_len - r->fbase)) {
 		if (h->lim->keep != NULL)
 			return keep_full(h);
 		r->kept_open = -1; /* every field kept: the first ones that fit, no more */
@@ -134,7 +135,7 @@ keep_value(struct lg_http *h, const char *at, size_t len)
 	if (r->kept_open != 2)
 		return 0;
 	f = &r->kept[r->nkept - 1];
-	if (len > sizeof(r->fbuf) - r->fbuf_len) {
+	if (len > LG_HTTP_FIELD_BUF - (r->fbuf_len - r->fbase)) {
 		if (h->lim->keep != NULL)
 			return keep_full(h);
 		r->fbuf_len = f->name_off; /* does not fit: forget this field and keep no more */
@@ -264,6 +265,7 @@ take_line(struct lg_http *h, const char *buf)
 	memcpy(r->target, lg_frame_target(f, buf), f->target_len); /* <= LG_FRAME_TARGET_CAP */
 	r->target_len = f->target_len;
 	r->target[r->target_len] = '\0';
+	r->fbase = r->fbuf_len = r->target_len + 1; /* the fields' bytes follow it */
 }
 
 /* The header section is in: the request as the framing read it, and the feed stops there

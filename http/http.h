@@ -68,17 +68,22 @@ struct lg_http_req {
 	unsigned nkept;               /* kept[] entries */
 	int kept_open;                /* 1 name, 2 value kept, 3 value not kept, -1 keep no more */
 	int kept_short;               /* without a keep set: fields past the limits were not kept */
-	size_t fbuf_len;
+	char *target;                 /* the request-target, NUL-terminated: fbuf's start */
+	size_t fbase;                 /* where the kept fields' bytes start in fbuf: past the
+	                               * target's NUL */
+	size_t fbuf_len;              /* fbuf's bytes in use, the target's included */
 	size_t pend_len;              /* LG_HTTP_KEEP_NAME: longer than any kept name */
 	/* last, so that a new request clears every field before these arrays (kept and pend are
-	 * read only up to nkept and pend_len, fbuf and target are 4 and 8 KiB): a connection
-	 * touches only the pages of them that its fields and target reach */
+	 * read only up to nkept and pend_len, fbuf up to fbuf_len): a connection touches only the
+	 * pages of them that its fields and target reach */
 	char pend[LG_HTTP_KEEP_NAME]; /* the name being received, until it is complete */
 	/* The header fields of the head that lim->keep names (every one when it is NULL, then
 	 * the first LG_HTTP_KEPT that fit LG_HTTP_FIELD_BUF and no more), for lg_http_field_get. */
 	struct lg_http_field kept[LG_HTTP_KEPT];
-	char fbuf[LG_HTTP_FIELD_BUF]; /* read only up to fbuf_len */
-	char target[LG_FRAME_TARGET_CAP + 1]; /* NUL-terminated */
+	/* The target and then the kept fields' bytes (at most LG_HTTP_FIELD_BUF of them), in one
+	 * array so that a request's copies share their first page rather than each starting one
+	 * of its own; the fields' offsets (struct lg_http_field) count from fbuf's start. */
+	char fbuf[LG_FRAME_TARGET_CAP + 1 + LG_HTTP_FIELD_BUF];
 };
 
 /* The value of header field name (case-insensitive) among the kept ones, its length in *len

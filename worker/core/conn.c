@@ -55,6 +55,7 @@ conn_init(struct lg_conn *c, struct lg_worker *w, int fd, ev_tstamp req_at)
 	c->held = 0;
 	w->ops->init(c);
 	c->rlen = 0;
+	c->rbuf = NULL;
 	c->state = LG_CONN_HEAD;
 	c->close_after = 0;
 	c->out.wbody_owned = NULL;
@@ -157,6 +158,8 @@ lg_conn_free(struct lg_conn *c)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	c->rlen = 0; /* what it held is dropped with it */
+	lg_conn_rbuf_drop(c);
 	lg_pool_put(lg_conn_pool(w), c);
 }
 
@@ -257,8 +260,15 @@ linger_read(struct lg_conn *c)
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			c->tmo.linger_copy = 1;
 	}
-	if (c->tmo.linger_copy)
-		n = read(c->fd, c->rbuf, sizeof(c->rbuf));
+	if (c->tmo.linger_copy) {
+		c->rlen = 0; /* nothing of c's is read any more */
+		if (lg_conn_rbuf_need(c) == -1) {
+			lg_conn_close(c);
+			return;
+		}
+		n = read(c->fd, c->rbuf, LG_CONN_RBUF);
+		lg_conn_rbuf_drop(c);
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n > 0 && (c->tmo.lingered += (uint64_t)n) < cap) {
@@ -495,6 +505,7 @@ flush_queued(struct lg_conn *c)
 int
 lg_conn_watch_next(struct lg_conn *c)
 {
+	lg_conn_rbuf_drop(c); /* the buffered requests are parsed: nothing held, nothing kept */
 	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
 		return 0;
 	int events = 0, q = flush_queued(c);
@@ -512,7 +523,7 @@ lg_conn_watch_next(struct lg_conn *c)
 	else if (c->state == LG_CONN_JOB || c->state == LG_CONN_PROXY)
 		/* Keep reading to notice a client that goes away, but apply backpressure on
 		 * pipelined bytes once the buffer is full. */
-		events = (c->rlen < sizeof(c->rbuf) ? EV_READ : 0) |
+		events = (c->rlen < LG_CONN_RBUF ? EV_READ : 0) |
 		    (c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	if (q == 0)
 		events |= EV_WRITE; /* batched answers still going out while a body or job runs */
@@ -569,7 +580,7 @@ lg_conn_process(struct lg_conn *c)
 		}
 		if (st == LG_HTTP_BODY_WAIT)
 			break; /* its body's next window is being backed: lg_conn_body_ready resumes */
-		if (st != LG_HTTP_DONE && c->rlen == sizeof(c->rbuf)) {
+		if (st != LG_HTTP_DONE && c->rlen == LG_CONN_RBUF) {
 			/* A full buffer the parser cannot consume (empty lines before a request
 			 * line, say): reading on would get 0 bytes, taken for EOF, and the close
 			 * would reset the connection. The head cannot fit: 431. */
@@ -666,15 +677,23 @@ proxy_header(struct lg_conn *c)
 static void
 read_input(struct lg_conn *c)
 {
-	ssize_t n = recv(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
+	ssize_t n;
 
+	if (lg_conn_rbuf_need(c) == -1) {
+		log_warn("no memory for a read buffer: closing fd %d", c->fd);
+		lg_conn_close(c);
+		return;
+	}
+	n = recv(c->fd, c->rbuf + c->rlen, LG_CONN_RBUF - c->rlen, 0);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		/* EOF or reset: a queued job is cancelled, a running one abandoned. */
 		lg_conn_close(c);
 		return;
 	}
-	if (n < 0)
+	if (n < 0) {
+		lg_conn_rbuf_drop(c);
 		return;
+	}
 	c->rlen += (size_t)n;
 	if (c->state == LG_CONN_HEAD) {
 		if (c->tmo.req_at == 0)
@@ -682,7 +701,7 @@ read_input(struct lg_conn *c)
 		if (lg_client_proxy_wanted(c->fd) && proxy_header(c) != 0)
 			return;
 		lg_conn_process(c);
-	} else if (c->rlen == sizeof(c->rbuf)) {
+	} else if (c->rlen == LG_CONN_RBUF) {
 		lg_conn_watch(c, c->state == LG_CONN_PROXY && c->stream_wr ? EV_WRITE : 0);
 	}
 }

@@ -133,6 +133,7 @@ struct lg_worker {
 	struct lg_conn *conns;        /* every connection holding a struct lg_conn (busy) */
 	struct lg_conn_idle *idle;    /* every idle one: a socket, two watchers, ~150 bytes */
 	struct lg_pool pool;          /* struct lg_conn blocks (worker/core/conn.c) */
+	struct lg_pool rbufs;         /* read buffers (struct lg_conn rbuf), LG_CONN_RBUF each */
 	char date[96];                /* cached "Server: lagless\r\nDate: ...\r\nContent-Length: "
 	                               * (RFC 9110 section 6.6.1; worker/core/conn_head.c) */
 	size_t date_len;
@@ -185,7 +186,6 @@ struct lg_conn {
 	ev_io io;
 	ev_timer timer;               /* idle, body or job deadline, by state */
 	enum lg_conn_state state;
-	struct lg_http http;
 	int close_after;              /* close once the current response is written */
 	int reject_status;            /* status chosen by the router (ops->head) for a rejected request */
 	char reject_extra[64];        /* header lines for it (Retry-After, Allow), or "" */
@@ -211,7 +211,16 @@ struct lg_conn {
 	                               * (worker/upstream/upstream.h) */
 	int stream_wr;                /* state PROXY: ops->stream wants the socket writable */
 	size_t rlen;
-	char rbuf[LG_CONN_RBUF];
+	/* The bytes read and not yet taken: rlen of LG_CONN_RBUF, in a block of the loop's
+	 * w->rbufs held only while rlen > 0 or a read is under way (NULL otherwise), so a
+	 * connection whose request is parsed and away (a job, a proxied request waiting for its
+	 * app) holds none: nginx's client_header_buffer, freed once the head is read. */
+	char *rbuf;
+	/* The parser's view and the buffers last, every small member above them in the first
+	 * page: the pool's blocks are fresh mappings, so a connection holds only the pages its
+	 * bytes reach (a proxied request waiting for its app: that page alone, the head's copies
+	 * at the start of the request view's fbuf in it). */
+	struct lg_http http;
 	char whead[LG_CONN_WHEAD];
 };
 

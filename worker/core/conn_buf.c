@@ -15,6 +15,31 @@ lg_conn_pool(struct lg_worker *w)
 	return &w->pool;
 }
 
+struct lg_pool *
+lg_conn_rbuf_pool(struct lg_worker *w)
+{
+	if (w->rbufs.size == 0) /* two kept: a steady stream of requests maps nothing */
+		lg_pool_init(&w->rbufs, LG_CONN_RBUF, 2);
+	return &w->rbufs;
+}
+
+int
+lg_conn_rbuf_need(struct lg_conn *c)
+{
+	if (c->rbuf == NULL && (c->rbuf = lg_pool_get(lg_conn_rbuf_pool(c->w))) == NULL)
+		return -1;
+	return 0;
+}
+
+void
+lg_conn_rbuf_drop(struct lg_conn *c)
+{
+	if (c->rbuf != NULL && c->rlen == 0) {
+		lg_pool_put(&c->w->rbufs, c->rbuf);
+		c->rbuf = NULL;
+	}
+}
+
 struct lg_body *
 lg_body_new(size_t len)
 {
@@ -49,6 +74,8 @@ lg_conn_buffered(const struct lg_conn *c)
 void
 lg_conn_take(struct lg_conn *c, void *dst, size_t n)
 {
+	if (n == 0)
+		return; /* c may hold no buffer */
 	memcpy(dst, c->rbuf, n);
 	memmove(c->rbuf, c->rbuf + n, c->rlen - n);
 	c->rlen -= n;

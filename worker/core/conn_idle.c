@@ -167,6 +167,7 @@ lg_conn_tick(struct lg_worker *w)
 			to_idle(c);
 	}
 	lg_pool_trim(lg_conn_pool(w));
+	lg_pool_trim(lg_conn_rbuf_pool(w));
 	lg_obs_conn_buffers(w, lg_conn_pool(w));
 }
 

@@ -23,6 +23,17 @@ lg_conn_io_move(ev_io *io, void (*cb)(struct ev_loop *, ev_io *, int), int fd, i
 /* The loop worker's pool of struct lg_conn blocks, set up on first use (worker/core/conn.c). */
 struct lg_pool *lg_conn_pool(struct lg_worker *w);
 
+/* The loop worker's pool of read buffers (LG_CONN_RBUF bytes each), set up on first use. */
+struct lg_pool *lg_conn_rbuf_pool(struct lg_worker *w);
+
+/* Before a read into c->rbuf: borrows a buffer from w->rbufs when c holds none. Returns 0, or -1
+ * with errno ENOMEM (none could be mapped). */
+int lg_conn_rbuf_need(struct lg_conn *c);
+
+/* c's read buffer goes back to w->rbufs when it holds no byte (rlen 0: nothing points into it;
+ * every reader copies what it takes). Always safe to call. */
+void lg_conn_rbuf_drop(struct lg_conn *c);
+
 /* A connection of w (busy or idle) is gone: counts it, and ends a drain that is complete
  * (worker/core/conn.c). */
 void lg_conn_gone(struct lg_worker *w);

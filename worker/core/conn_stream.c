@@ -47,7 +47,7 @@ lg_conn_stream_write(struct lg_conn *c, const void *buf, size_t len)
 void
 lg_conn_stream_want(struct lg_conn *c, int on)
 {
-	int ev = c->rlen < sizeof(c->rbuf) ? EV_READ : 0;
+	int ev = c->rlen < LG_CONN_RBUF ? EV_READ : 0;
 
 	c->stream_wr = on;
 	if (c->state == LG_CONN_PROXY)

@@ -201,6 +201,9 @@ lg_up_tick(struct lg_worker *w)
 		serve_queue(w, &wu->bh[b]);
 	lg_upc_sweep(w, 0);
 	lg_upc_eject_sweep(w);
+	for (uint32_t i = 0; i < wu->n; i++)
+		if (wu->ups[i].xpool.size != 0)
+			lg_pool_trim(&wu->ups[i].xpool);
 }
 
 void

@@ -21,19 +21,8 @@
 #define LG_UP_OBUF   (LG_HTTP_MAX_HEAD + 4096)
 #define LG_UP_IBUF   32768   /* bytes from the app: its head must fit, then body pieces */
 #define LG_UP_FIELDS 128     /* field lines of the app's head */
-/* Freed exchanges a loop keeps per upstream for the next requests: each is 55 KiB, and
- * giving them back to malloc had it trim the heap's top and grow it again (a brk and page
- * faults every other request under load). None under ASan, which must see every free. */
-#if defined(__SANITIZE_ADDRESS__)
-#define LG_UP_SPARE  0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LG_UP_SPARE  0
-#endif
-#endif
-#ifndef LG_UP_SPARE
-#define LG_UP_SPARE  64
-#endif
+/* Freed exchanges a loop's pool of them keeps per upstream past a trim (common/pool.h). */
+#define LG_UP_XKEEP  4
 
 struct lg_upc;
 
@@ -75,8 +64,12 @@ struct lg_up_one {
 	struct lg_up_gate g;          /* its bounds and this loop's waiters */
 	struct lg_codel_params codel; /* admission by queue wait (off: target 0) */
 	struct lg_up_srv srv[LG_UP_SERVERS];
-	struct lg_conn_up *spare;     /* freed exchanges kept for the next (qnext links them) */
-	unsigned nspare;              /* LG_UP_SPARE at most */
+	/* Exchanges' memory: page-aligned blocks of a pool (common/pool.h), fresh mappings that
+	 * hold only the pages an exchange's bytes reach (one waiting for its answer: one page),
+	 * kept while in use, unmapped after a trim period unused (lg_up_tick). A malloc'd 55 KiB
+	 * exchange straddled pages at random, and freed ones stayed in the heap: 500 requests
+	 * at once left their pages behind them. */
+	struct lg_pool xpool;
 };
 
 /* A proxied request: LG_UP(c)->x (worker/upstream/up_state.h), from its head until its answer

@@ -450,7 +450,7 @@ _Static_assert(offsetof(struct lg_conn_up, out) < offsetof(struct lg_conn_up, fi
     offsetof(struct lg_conn_up, fields) < offsetof(struct lg_conn_up, in),
     "xchg_alloc skips out, fields and in in this order");
 
-/* A new exchange's memory (a spare of u's, else malloc'd), every member zero but the buffers
+/* A new exchange's memory (a block of u's pool), every member zero but the buffers
  * out and in and the field index (52 KiB of the 55: each is written before it is read,
  * out_len, in_len and resp.nfields saying how much). calloc wrote every page of them for each
  * request: most of a proxied request's instructions and, as the heap's top was trimmed and
@@ -460,13 +460,12 @@ static struct lg_conn_up *
 xchg_alloc(struct lg_up_one *u)
 {
 	static const size_t skip[][2] = { { UP_SKIP(out) }, { UP_SKIP(fields) }, { UP_SKIP(in) } };
-	struct lg_conn_up *x = u->spare;
+	struct lg_conn_up *x;
 	size_t at = 0;
 
-	if (x != NULL) {
-		u->spare = x->qnext;
-		u->nspare--;
-	} else if ((x = malloc(sizeof(*x))) == NULL)
+	if (u->xpool.size == 0)
+		lg_pool_init(&u->xpool, sizeof(*x), LG_UP_XKEEP);
+	if ((x = lg_pool_get(&u->xpool)) == NULL)
 		return NULL;
 	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++) {
 		memset((char *)x + at, 0, skip[i][0] - at);
@@ -476,19 +475,11 @@ xchg_alloc(struct lg_up_one *u)
 	return x;
 }
 
-/* Gives x's memory back: kept as a spare of u's while there is room, else freed. */
+/* Gives x's memory back to u's pool (the ASan build poisons it there). */
 static void
 xchg_put(struct lg_up_one *u, struct lg_conn_up *x)
 {
-	static const unsigned spare_max = LG_UP_SPARE; /* a variable: 0 under ASan */
-
-	if (u->nspare >= spare_max) {
-		free(x);
-		return;
-	}
-	x->qnext = u->spare;
-	u->spare = x;
-	u->nspare++;
+	lg_pool_put(&u->xpool, x);
 }
 
 /* A new exchange for c to upstream ui, its deadline deadline_ms from the request's arrival. */
@@ -614,7 +605,7 @@ lg_up_head_body(struct lg_conn *c, const struct lg_route_def *d, const unsigned 
 	x->has_body = len > 0;
 	x->chunked = 0;
 	if (lg_up_build_head(x, u->def) == -1) {
-		free(x);
+		xchg_put(u, x);
 		return 431;
 	}
 	if ((st = admit(c, x)) != 0)
