@@ -33,6 +33,8 @@ static struct {
 	int wait_job;              /* dispatch parks the request on a 50 ms job deadline */
 	size_t big;                /* dispatch answers this many bytes of big_body */
 	int stream;                /* dispatch hands the answer to a room (state PROXY) */
+	int rbuf_at_timeout;          /* the connection held a read buffer when its job timed out */
+	unsigned long rbufs_out_at_timeout; /* read buffers lent out then */
 } fk;
 
 static unsigned char big_body[1 << 20];
@@ -141,6 +143,8 @@ static int
 fake_job_timeout(struct lg_conn *c)
 {
 	fk.timeouts++;
+	fk.rbuf_at_timeout = c->rbuf != NULL;
+	fk.rbufs_out_at_timeout = c->w->rbufs.mapped - c->w->rbufs.len;
 	return lg_conn_error(c, 504, 0, NULL);
 }
 
@@ -414,6 +418,10 @@ test_job_deadline(void **state)
 	assert_non_null(strstr(buf, "HTTP/1.1 504 "));
 	assert_true(now_s() - t0 >= 0.045); /* not before the 50 ms deadline */
 	assert_true(now_s() - t0 < 2.0);
+	/* a request parsed and away holds no read buffer: the loop lent none out meanwhile */
+	assert_int_equal(fk.rbuf_at_timeout, 0);
+	assert_int_equal(fk.rbufs_out_at_timeout, 0);
+	assert_true(r->w.rbufs.mapped >= 1); /* one was lent for the read */
 }
 
 /* An upgrade's hand-over (lg_conn_detach): the room takes the bytes behind the head, the core
