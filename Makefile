@@ -286,13 +286,12 @@ $(BENCH_CLIENT): bench/latency.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
-# bench/python_speed.py: one C-API call of a pure-Python function in three interpreter builds
-# (bench/pycall.c says which), built where the embeddable CPython is installed (PY_EMBED). The
-# static one links libpython3.11.a (libpython3.11-dev), whose objects are not PIC: non-PIE.
+# bench/python_speed.py's C-API ways: one call of a pure-Python function in three interpreter
+# builds (bench/pycall.c says which), built on demand (libpython3.11-dev, BUILD_PKGS). The
+# static one links libpython3.11.a, whose objects are not PIC: non-PIE.
 PY_LIBPL     = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("LIBPL"))')
 PY_STATIC_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; \
     print(*(s.get_config_var(k) for k in ("MODLIBS", "LIBS", "SYSLIBS")))')
-BENCH_PYCALL := $(OBJDIR)/bench/pycall.so $(OBJDIR)/bench/pycall $(OBJDIR)/bench/pycall-static
 
 $(OBJDIR)/bench/pycall.so: bench/pycall.c
 	@mkdir -p $(dir $@)
