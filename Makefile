@@ -286,6 +286,28 @@ $(BENCH_CLIENT): bench/latency.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
+# bench/python_speed.py's C-API ways: one call of a pure-Python function in three interpreter
+# builds (bench/pycall.c says which), built on demand (libpython3.11-dev, BUILD_PKGS). The
+# static one links libpython3.11.a, whose objects are not PIC: non-PIE.
+PY_LIBPL     = $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("LIBPL"))')
+PY_STATIC_LIBS = $(shell $(PYTHON) -c 'import sysconfig as s; \
+    print(*(s.get_config_var(k) for k in ("MODLIBS", "LIBS", "SYSLIBS")))')
+
+$(OBJDIR)/bench/pycall.so: bench/pycall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags python3-embed) -o $@ $<
+
+$(OBJDIR)/bench/pycall: bench/pycall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPYCALL_MAIN $$(pkg-config --cflags python3-embed) \
+	    $(LDFLAGS) -o $@ $< $$(pkg-config --libs python3-embed)
+
+$(OBJDIR)/bench/pycall-static: bench/pycall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fno-pie -DPYCALL_MAIN $$(pkg-config --cflags python3-embed) $(LDFLAGS) \
+	    -no-pie -o $@ $< -Wl,--whole-archive $(PY_LIBPL)/libpython3.11.a -Wl,--no-whole-archive \
+	    $(PY_STATIC_LIBS) -lpthread -lutil
+
 bench:
 	$(MAKE) deps DEB_PKGS="$(DEB_PKGS) $(BENCH_PKGS)"
 	$(MAKE) $(BIN) $(BENCH_CLIENT) $(BENCH_MODCALL) $(BENCH_BARE) $(TEST_MODS) $(LOAD_BIN) \

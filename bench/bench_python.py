@@ -12,7 +12,9 @@ run (issue 23):
      timings around the slices) in the interpreter that serves it: libpython3.11 embedded
      (lagless --run-kind) for lagless, target >= 0.95; /usr/bin/python3 for FastAPI's
      executor, informational (Debian's static, PGO-built python3 runs the loop faster than
-     its libpython3.11.so, whoever embeds it);
+     its libpython3.11.so, whoever embeds it); and each server's CPU time per call meanwhile
+     (/proc/PID/schedstat of its processes), informational: the interpreter's part of a gap,
+     apart from the share of the CPUs other work on the machine leaves each server;
   c. a 2 MiB body's round trip: what the hand-off adds (lagless: the python route minus a C kind
      on the loop that copies the body too; FastAPI: the executor route minus the same function
      called on the event loop), medians of alternated requests; target lagless <= 0.2 x
@@ -184,6 +186,44 @@ def saturation(port, clients, seconds):
             sum(run_ms) / len(run_ms) / 1e3 if run_ms else 0.0)
 
 
+def tree_of(pid):
+    """pid and its live descendants."""
+    out = {pid}
+    for child in children_of(pid):
+        out |= tree_of(child)
+    return out
+
+
+def sched_of(pids):
+    """{pid: (ns run on a CPU, ns waited on a run queue)} from /proc/PID/schedstat (the
+    kernel's Documentation/scheduler/sched-stats.rst); a process gone or a kernel without the
+    file is left out."""
+    out = {}
+    for pid in pids:
+        try:
+            with open("/proc/%d/schedstat" % pid) as f:
+                ran, waited = f.read().split()[:2]
+            out[pid] = (int(ran), int(waited))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def saturation_cpu(port, clients, seconds, root):
+    """saturation() plus where the server's time went: (calls/s, mean X-Run-Ms in s, CPU
+    seconds per second of the process tree under root, and the busiest process's share of the
+    time on a CPU and waiting for one). CPU per call = the third over the first: the
+    interpreter's speed, whatever share of the machine other work left the server."""
+    pids = tree_of(root)
+    s0, t0 = sched_of(pids), time.monotonic()
+    rate, run = saturation(port, clients, seconds)
+    s1, dt = sched_of(pids), time.monotonic() - t0
+    d = {p: ((s1[p][0] - s0[p][0]) / 1e9 / dt, (s1[p][1] - s0[p][1]) / 1e9 / dt)
+         for p in s1 if p in s0}
+    busiest = max(d.values(), default=(0.0, 0.0))
+    return rate, run, sum(ran for ran, _ in d.values()), busiest
+
+
 def handoff(port, pool_path, direct_path, n=25):
     """Medians (s) of 2 MiB round trips on pool_path and direct_path, alternated, each less the
     function's own run time where the server reports it (lagless's X-Run-Ms: the Python echo
@@ -271,6 +311,30 @@ def run(cfg, sz):
         os.unlink(conf)
 
 
+def cpu_per_call(slices):
+    """10b's CPU time per call of each server (its whole process tree, from the slices of
+    saturation_cpu): the part of a throughput gap that is the interpreter's speed, apart from
+    the share of the CPUs other work on the machine left to each (the busiest process's time
+    on a CPU and waiting for one, per second)."""
+    def per_call(side):
+        cpu = sum(x[side][2] for x in slices) / len(slices)
+        rate = sum(x[side][0] for x in slices) / len(slices)
+        ran = sum(x[side][3][0] for x in slices) / len(slices)
+        waited = sum(x[side][3][1] for x in slices) / len(slices)
+        return (cpu / rate if rate else 0.0), ran, waited
+    cl, rl, wl = per_call(0)
+    cf, rf, wf = per_call(1)
+    log("      CPU per call (/proc/PID/schedstat of each server's processes): lagless %.1f ms, "
+        "FastAPI pool %.1f ms; the busiest process on a CPU %.2f / %.2f of the time, waiting "
+        "for one %.2f / %.2f" % (cl * 1e3, cf * 1e3, rl, rf, wl, wf))
+    if not cl or not cf:
+        return []
+    return [Result("10b. CPU per call, lagless / FastAPI pool", cl / cf, 1 / 0.95,
+                   gated=False, figures={"lagless_cpu_ms": cl * 1e3, "fastapi_cpu_ms": cf * 1e3,
+                                         "lagless_busiest_run": rl, "lagless_busiest_wait": wl,
+                                         "fastapi_busiest_run": rf, "fastapi_busiest_wait": wf})]
+
+
 def measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin):
     res = []
     a_l = sorted(cheap_during_heavy(cfg.client, lg.port, "/health", n_probe))
@@ -287,7 +351,8 @@ def measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin):
     for _ in range(4):
         tc = min(tc, t_call(n_call, 2))
         te.append(t_call_embedded(cfg.bin, so_dir, n_call, 2))
-        slices.append((saturation(lg.port, workers + 1, 2), saturation(fa.port, workers + 1, 2)))
+        slices.append((saturation_cpu(lg.port, workers + 1, 2, lg.pid),
+                       saturation_cpu(fa.port, workers + 1, 2, fa.proc.pid)))
     tc = min(tc, t_call(n_call, 2))
     te = min([t for t in te if t] or [tc])
     thr_l = sum(a[0] for a, _ in slices) / len(slices)
@@ -310,6 +375,7 @@ def measure(cfg, lg, fa, workers, n_call, tc, n_probe, load_bin):
                           workers, 0.95, kind="min", gated=False))
     res.append(Result("10b. FastAPI throughput / (W / t_call)", thr_f / capacity, 0.95,
                       kind="min", gated=False, figures={"fastapi_per_s": thr_f}))
+    res += cpu_per_call(slices)
     lp, ld = handoff(lg.port, "/rt", "/rt-loop")
     fp, fdir = handoff(fa.port, "/roundtrip", "/roundtrip-direct")
     hl, hf = max(lp - ld, 1e-6), max(fp - fdir, 1e-6)
