@@ -505,7 +505,12 @@ flush_queued(struct lg_conn *c)
 int
 lg_conn_watch_next(struct lg_conn *c)
 {
-	lg_conn_rbuf_drop(c); /* the buffered requests are parsed: nothing held, nothing kept */
+	/* The request is parsed and away (a job, an app, its answer going out) with nothing
+	 * behind it: the read buffer goes back until c reads again. A connection waiting for its
+	 * next request keeps it (keep-alive traffic borrows nothing per request), until it goes
+	 * idle (lg_conn_free). */
+	if (c->state != LG_CONN_HEAD)
+		lg_conn_rbuf_drop(c);
 	if (c->state == LG_CONN_WRITE || c->state == LG_CONN_LINGER)
 		return 0;
 	int events = 0, q = flush_queued(c);

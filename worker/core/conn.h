@@ -212,9 +212,10 @@ struct lg_conn {
 	int stream_wr;                /* state PROXY: ops->stream wants the socket writable */
 	size_t rlen;
 	/* The bytes read and not yet taken: rlen of LG_CONN_RBUF, in a block of the loop's
-	 * w->rbufs held only while rlen > 0 or a read is under way (NULL otherwise), so a
-	 * connection whose request is parsed and away (a job, a proxied request waiting for its
-	 * app) holds none: nginx's client_header_buffer, freed once the head is read. */
+	 * w->rbufs, borrowed for a read and given back once empty while the request is away (a
+	 * job, a proxied request waiting for its app, its answer going out) or c goes idle; NULL
+	 * when none is held. So a waiting request holds none (nginx's client_header_buffer,
+	 * freed once the head is read), and keep-alive requests borrow none each. */
 	char *rbuf;
 	/* The parser's view and the buffers last, every small member above them in the first
 	 * page: the pool's blocks are fresh mappings, so a connection holds only the pages its
