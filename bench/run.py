@@ -30,6 +30,7 @@ import bench_proxy  # noqa: E402
 import bench_python  # noqa: E402
 import bench_scenarios  # noqa: E402
 import bench_module  # noqa: E402
+import bench_pcache  # noqa: E402
 import bench_throughput  # noqa: E402
 from common import Lagless, log, sizing  # noqa: E402
 
@@ -39,7 +40,7 @@ def parse_args():
     p.add_argument("--bin", required=True, help="the lagless binary")
     p.add_argument("--client", required=True, help="the bench/latency client binary")
     p.add_argument("--out", help="write every figure as JSON here")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13,14",
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
                    help="comma-separated benchmark numbers (13a..13g: a part of 13)")
     p.add_argument("--load", default="", help="the lagless-load binary (11; default: beside --bin)")
     p.add_argument("--idle-sizes", default="2000,10000",
@@ -126,6 +127,9 @@ def main():
         log("")
     if "14" in only:
         results += bench_fastapi.run(cfg, sz)
+        log("")
+    if "15" in only:
+        results += bench_pcache.run(cfg, sz)
         log("")
     log("== summary (%.0f s)" % (time.monotonic() - t0))
     for r in results:
