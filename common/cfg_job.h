@@ -29,6 +29,8 @@ struct lg_pool_cfg {
 	int nice;                  /* nice(2) increment of its compute processes */
 	int policy;                /* their scheduling policy: SCHED_IDLE, SCHED_BATCH or
 	                            * SCHED_OTHER (sched(7)) */
+	uint64_t slice_ms;         /* their requested time slice (sched_setattr(2)
+	                            * sched_runtime); 0 = the kernel's */
 	uint64_t memory;           /* RLIMIT_DATA of each of its compute processes; 0 = none */
 	uint64_t max_jobs;         /* a compute process that ran this many jobs is replaced; 0 off */
 	uint64_t max_rss;          /* ... or whose private memory (RssAnon) passed this; 0 off */
@@ -48,6 +50,7 @@ struct lg_job_cfg {
 	double compute_share;      /* > 0: C = max(1, floor(share x budget)); 0 = not set */
 	int compute_nice;          /* nice(2) increment for compute processes */
 	int compute_policy;        /* their scheduling policy (sched(7)); default SCHED_OTHER */
+	uint64_t compute_slice_ms; /* their requested time slice, ms; 0 = the kernel's */
 	uint64_t compute_max_jobs; /* the pools' max_jobs unless their section says (0 = off) */
 	uint64_t compute_max_rss;  /* the pools' max_rss, bytes (0 = off) */
 	uint64_t compute_memory;   /* RLIMIT_AS of a compute process, bytes; 0 = none */

@@ -507,6 +507,8 @@ resolve_pools(struct lg_config *cfg, char *err, size_t cap)
 			p->nice = cfg->jobs.compute_nice;
 		if (i == 0 || !GIVEN(p, "policy"))
 			p->policy = cfg->jobs.compute_policy;
+		if (i == 0 || !GIVEN(p, "slice-ms"))
+			p->slice_ms = cfg->jobs.compute_slice_ms;
 		if (i == 0 || !GIVEN(p, "memory"))
 			p->memory = cfg->jobs.compute_memory;
 		if (i == 0 || !GIVEN(p, "max-jobs"))

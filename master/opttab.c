@@ -194,6 +194,9 @@ const struct lg_opt lg_opts[] = {
 	{ "compute-policy", K_SCHED, F(jobs.compute_policy), 0, 0, "normal", "normal|batch|idle",
 	  "compute processes' scheduling policy (sched(7)): normal, batch: shared by nice; idle: "
 	  "any woken task preempts a job at once (a machine with nothing but lagless)" },
+	{ "compute-slice-ms", K_MS, F(jobs.compute_slice_ms), 0, 100, "0", "MS",
+	  "compute processes' time slice (sched_setattr(2), Linux 6.12+): above the default "
+	  "(<= 3 ms), a woken task preempts a job at once, its share kept; 0 = the kernel's" },
 };
 
 _Static_assert(sizeof(lg_opts) / sizeof(lg_opts[0]) == LG_NOPTS, "LG_NOPTS counts lg_opts");
@@ -217,6 +220,9 @@ const struct lg_pool_opt lg_pool_opts[] = {
 	    "batch or normal)" }, NULL },
 	{ { "policy", K_SCHED, PF(policy), 0, 0, NULL, "idle|batch|normal",
 	    "scheduling policy of its compute processes" }, "compute-policy" },
+	{ { "slice-ms", K_MS, PF(slice_ms), 0, 100, NULL, "MS",
+	    "time slice its compute processes ask of the scheduler; 0 = the kernel's" },
+	  "compute-slice-ms" },
 	{ { "memory", K_SIZE, PF(memory), 0, 1ull << 50, NULL, "BYTES",
 	    "data-size limit (RLIMIT_DATA) of each of its compute processes; 0 = none" },
 	  "compute-memory" },

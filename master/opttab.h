@@ -19,8 +19,8 @@ struct lg_pool_opt {
 
 /* Row counts, constants so that getopt_long's table can be sized at compile time (each is
  * checked against its table by a _Static_assert in master/opttab.c). */
-#define LG_NOPTS 72
-#define LG_NPOOL_OPTS 13
+#define LG_NOPTS 73
+#define LG_NPOOL_OPTS 14
 
 extern const struct lg_opt lg_opts[];
 extern const struct lg_pool_opt lg_pool_opts[];

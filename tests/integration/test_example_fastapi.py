@@ -107,6 +107,30 @@ def test_cpu_route_runs_in_the_pool(srv):
     assert request(srv.port, "GET", "/compute-non-blocking").status == 405
 
 
+def sched_slice_of(pid):
+    """The se.slice line of /proc/pid/sched (ns; EEVDF kernels), or None."""
+    with open("/proc/%d/sched" % pid) as f:
+        for line in f:
+            if line.startswith("se.slice"):
+                return int(line.split(":")[1])
+    return None
+
+
+@pytest.mark.timeout(60)
+def test_compute_process_asks_long_slices_the_app_keeps_the_default(srv):
+    """The example's compute_slice_ms = 20 (docs/OPERATIONS.md, Scheduling): its compute
+    process asks the scheduler for 20 ms slices, uvicorn and the loops keep the kernel's, so
+    that they preempt a running call when they wake (Linux 6.12 and later)."""
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (6, 12) or sched_slice_of(os.getpid()) is None:
+        pytest.skip("custom time slices need Linux 6.12 (this is %s)" % os.uname().release)
+    (compute,) = srv.wait_children("compute", 1, timeout=20)
+    assert wait_until(lambda: sched_slice_of(compute) == 20_000_000, 10), sched_slice_of(compute)
+    default = sched_slice_of(os.getpid())
+    for pid in [app_pid(srv)] + srv.children("loop"):
+        assert sched_slice_of(pid) == default, pid
+
+
 @pytest.mark.timeout(90)
 def test_past_the_deadline_504_and_the_call_is_killed(srv):
     (before,) = srv.wait_children("compute", 1, timeout=20)

@@ -8,6 +8,7 @@ by more clients than it has slots) and pool `fast` (one process, /fast: heavy jo
 Routes name their pool (`pool = NAME`); a pool may also list routes (`routes = ...`).
 """
 import os
+import re
 import statistics
 import subprocess
 import threading
@@ -268,6 +269,43 @@ def test_compute_processes_run_under_their_pools_policy(start_server, tmp_path):
                       10), ({pool_of.get(pid): sched_policy_of(pid) for pid in computes}, pool_of)
     for pid in srv.children("loop") + [srv.pid]:
         assert sched_policy_of(pid) == os.SCHED_OTHER, pid
+    assert get(srv.port, "/heavy?iterations=1000").status == 200
+
+
+def sched_slice_of(pid):
+    """The se.slice line of /proc/pid/sched (ns; EEVDF kernels), or None."""
+    with open("/proc/%d/sched" % pid) as f:
+        for line in f:
+            if line.startswith("se.slice"):
+                return int(line.split(":")[1])
+    return None
+
+
+def test_compute_processes_ask_their_pools_time_slice(start_server, tmp_path):
+    """A pool's slice_ms is its compute processes' requested time slice (sched_setattr(2)
+    sched_runtime, honoured from Linux 6.12), their nice kept; --compute-slice-ms sets the
+    default pool's; the loops keep the kernel's."""
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (6, 12) or sched_slice_of(os.getpid()) is None:
+        pytest.skip("custom time slices need Linux 6.12 (this is %s)" % os.uname().release)
+    conf = write_conf(tmp_path, "[pool s]\ncompute = 1\nslice_ms = 8\nroutes = /heavy\n"
+                      "oversubscribe = yes\n")
+    srv = start_server("-c", conf, "--compute-workers", "1", "--compute-slice-ms", "20")
+    computes = srv.wait_children("compute", 2)
+    assert len(computes) == 2, computes
+    st = get(srv.port, "/status").json()
+    pool_of = {p["pid"]: p["pool"] for p in st["processes"] if p["role"] == "compute"}
+    # a compute process sets its slice after fork, before it reports running
+    assert wait_until(lambda: {pool_of.get(pid): sched_slice_of(pid) for pid in computes} ==
+                      {"default": 20_000_000, "s": 8_000_000}, 10), \
+        ({pool_of.get(pid): sched_slice_of(pid) for pid in computes}, pool_of)
+    nice = min(19, os.getpriority(os.PRIO_PROCESS, srv.pid) + 5)  # the default pool nice, kept
+    for pid in computes:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == nice, pid
+        assert sched_policy_of(pid) == os.SCHED_OTHER, pid
+    default = sched_slice_of(os.getpid())
+    for pid in srv.children("loop"):
+        assert sched_slice_of(pid) == default, pid
     assert get(srv.port, "/heavy?iterations=1000").status == 200
 
 

@@ -89,6 +89,33 @@ test_compute_policy(void **state)
 	unlink(path);
 }
 
+/* --compute-slice-ms and a pool's slice_ms: milliseconds, 0 (the kernel's) to 100 (the most
+ * sched_setattr(2) honours); a pool without the key takes the server-wide one. */
+static void
+test_compute_slice(void **state)
+{
+	struct lg_config cfg;
+	struct lg_command cmd;
+	char *path = write_file("[pool a]\ncompute = 1\nslice_ms = 8\n\n[pool b]\ncompute = 1\n");
+	char *flag[] = { "lagless", "-c", path, "--compute-slice-ms", "20", NULL };
+	char *file[] = { "lagless", "-c", path, NULL };
+
+	assert_int_equal(load(&cfg, &cmd, 3, file), 0);
+	assert_true(cfg.jobs.compute_slice_ms == 0);
+	assert_true(cfg.jobs.pools[0].slice_ms == 0);
+	assert_true(cfg.jobs.pools[1].slice_ms == 8);
+	assert_true(cfg.jobs.pools[2].slice_ms == 0);
+	assert_int_equal(load(&cfg, &cmd, 5, flag), 0);
+	assert_true(cfg.jobs.pools[0].slice_ms == 20);
+	assert_true(cfg.jobs.pools[1].slice_ms == 8);
+	assert_true(cfg.jobs.pools[2].slice_ms == 20);
+	unlink(path);
+	path = write_file("[pool a]\ncompute = 1\nslice_ms = 101\n");
+	assert_int_equal(load(&cfg, &cmd, 3, file), -1);
+	assert_non_null(strstr(err, "slice"));
+	unlink(path);
+}
+
 static void
 test_flags_and_sizes(void **state)
 {
@@ -124,6 +151,7 @@ test_bad_values(void **state)
 		{ "--compute-workers", "-5%" }, { "--compute-workers", "50%%" },
 		{ "--compute-workers", "1e2%" }, { "--compute-workers", "10001%" },
 		{ "--compute-policy", "fifo" }, { "--compute-policy", "" },
+		{ "--compute-slice-ms", "101" }, { "--compute-slice-ms", "-1" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -385,6 +413,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_flags_and_sizes),
 		cmocka_unit_test(test_compute_policy),
+		cmocka_unit_test(test_compute_slice),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_compute_share),
 		cmocka_unit_test(test_precedence),
