@@ -126,16 +126,6 @@ warn_cluster_without_redis(const struct lg_config *cfg)
 	}
 }
 
-/* An upstream route's coalescing rule is read and checked, not yet applied: said, not silent. */
-static void
-warn_upstream_rules(const struct lg_config *cfg)
-{
-	for (uint32_t i = 0; cfg->reg != NULL && i < cfg->reg->nroutes; i++)
-		if (cfg->reg->routes[i].has_coal && cfg->reg->routes[i].upstream != 0)
-			log_warn("route %s: coalescing of proxied requests is not applied yet: its rule "
-			    "is checked, and its requests are proxied one by one", cfg->reg->routes[i].path);
-}
-
 /* The first steps of the command: the options (a refusal exits 2 for a usage error, with the
  * hint, else 1, as lagless(8) says), --help, --example and --version, then the error log.
  * Returns -1 to go on, else the exit status for main. */
@@ -183,10 +173,8 @@ load_options(int argc, char **argv, struct lg_config *cfg, struct lg_command *cm
 	if (!cmd->print_sizing && cfg->conn.access_log_json && !cfg->conn.access_log)
 		log_warn("access_log_json chooses the access log's form, and access_log is off: no "
 		    "access lines are written");
-	if (!cmd->print_sizing) {
+	if (!cmd->print_sizing)
 		warn_cluster_without_redis(cfg);
-		warn_upstream_rules(cfg);
-	}
 	return -1;
 }
 

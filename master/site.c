@@ -590,6 +590,12 @@ upstream_rule(const char *file, const struct section *sec, struct lg_route_def *
 		if (strcmp(sec->kv[i].key, "key_body_max") == 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route coalesces GET "
 			    "and HEAD only, which have no body to key");
+		if (strcmp(sec->kv[i].key, "stale_ms") == 0 && strcmp(sec->kv[i].value, "0"))
+			return fail_kv(err, cap, file, &sec->kv[i], "stale answers are not served for "
+			    "an upstream route yet (docs/CACHE.md \"Proxied routes\")");
+		if (strcmp(sec->kv[i].key, "scope") == 0 && strcmp(sec->kv[i].value, "local"))
+			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route's keys are "
+			    "shared on this server only yet (docs/CACHE.md \"Proxied routes\")");
 	}
 	rt->coal.whole_query = 1;
 	return 0;

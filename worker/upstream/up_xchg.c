@@ -62,9 +62,47 @@ lg_up_arm(struct lg_conn_up *x)
 }
 
 void
+lg_up_tee(struct lg_conn *c, const struct lg_up_tee *t, void *arg, const char *extra)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	x->tee = t;
+	x->tee_arg = arg;
+	x->tee_extra = extra;
+}
+
+void
+lg_up_tee_head(struct lg_conn_up *x, const char *head)
+{
+	if (x->tee != NULL)
+		x->tee->head(x->tee_arg, x->resp.status, head, x->resp.fields, x->resp.nfields);
+}
+
+void
+lg_up_tee_data(struct lg_conn_up *x, const char *p, size_t n)
+{
+	if (x->tee != NULL && n > 0)
+		x->tee->data(x->tee_arg, p, n);
+}
+
+void
+lg_up_tee_end(struct lg_conn_up *x, int status)
+{
+	const struct lg_up_tee *t = x->tee;
+
+	x->tee = NULL; /* once */
+	t->end(x->tee_arg, status, 0);
+}
+
+void
 lg_up_free(struct lg_conn_up *x, int reuse)
 {
 	struct lg_conn *c = x->c;
+	/* The tee's end comes once x is gone: it may answer other connections and send their
+	 * requests, which take places and connections x gave back. */
+	const struct lg_up_tee *tee = x->tee;
+	void *tee_arg = x->tee_arg;
+	int tee_status = x->tee_status, tee_mine = x->tee_mine;
 
 	ev_timer_stop(x->w->ev, &x->timer);
 	if (x->budget) {
@@ -82,6 +120,8 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 	}
 	lg_up_release(x);
 	xchg_put(lg_up_of(x), x);
+	if (tee != NULL)
+		tee->end(tee_arg, tee_status, tee_mine);
 }
 
 int
@@ -126,6 +166,7 @@ fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 	log_info("upstream %s: %s (%s): %d", u->name, lg_up_reason_str(why),
 	    x->resp.err ? lg_resp_strerror(x->resp.err) : "-", status);
 	count_status(x, status);
+	x->tee_mine = status;
 	int whole = x->dispatched;
 	if (hold) {
 		LG_UP(c)->x = NULL;
