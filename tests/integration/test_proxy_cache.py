@@ -285,7 +285,8 @@ def test_app_that_never_answers_every_waiter_told_at_once(start_server, tmp_path
         out = send_all_at_once(srv.port, [get_req("/api/cc/x")] * 30, timeout=60)
         assert {r.status for r, _ in out} == {504}, {r.status for r, _ in out}
         labels = [r.header("x-cache") for r, _ in out]
-        assert labels.count("coalesced") >= 20, labels
+        assert labels.count("coalesced") >= 20 and labels.count("miss") == 1, labels
+        assert set(labels) == {"miss", "coalesced"}, labels
         ends = [t for _, t in out]
         assert max(ends) - min(ends) < 0.4, max(ends) - min(ends)
     finally:

@@ -168,6 +168,10 @@ fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 	count_status(x, status);
 	x->tee_mine = status;
 	int whole = x->dispatched;
+	char extra[96]; /* the X-Cache of a coalescing route's answer (static), Retry-After */
+
+	snprintf(extra, sizeof(extra), "%s%s", x->tee_extra ? x->tee_extra : "",
+	    status == 503 ? LG_CONN_RETRY_AFTER : "");
 	if (hold) {
 		LG_UP(c)->x = NULL;
 		lg_conn_unhold(c, LG_CONN_HELD_UP);
@@ -179,7 +183,7 @@ fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 	 * process loop (an app's or a timer's event), a request the client pipelined behind this
 	 * one left the answer queued for a batch: resumed as the job room resumes after a job's
 	 * answer, the answer goes out and the next request is read. */
-	if (lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL) == 0 &&
+	if (lg_conn_error(c, status, !whole, extra[0] ? extra : NULL) == 0 &&
 	    !c->processing)
 		(void)lg_conn_resume(c);
 	return -1; /* x is gone (c may live on) */
