@@ -315,3 +315,37 @@ def test_waiters_and_owner_that_reset_do_not_break_the_flight(stack):
     r = request(srv.port, "GET", "/api/cc/r")
     assert r.header("x-cache") == "hit" and json.loads(r.body)["n"] == 1, r
     assert srv.running()
+
+
+@pytest.mark.timeout(120)
+def test_credentials_bypass_and_key(stack):
+    srv, app = stack("ttl_ms = 30000\n")
+    # credentials = bypass (the default): a request with a Cookie goes alone, nothing stored
+    for _ in range(2):
+        r = request(srv.port, "GET", "/api/cc/c", headers={"Cookie": "u=1"})
+        assert r.header("x-cache") == "bypass", r
+    assert calls(app, "c") == 2
+    assert request(srv.port, "GET", "/api/cc/c").header("x-cache") == "miss"
+
+
+@pytest.mark.timeout(120)
+def test_credentials_in_key_share_only_public_answers(stack):
+    srv, app = stack("ttl_ms = 30000\ncredentials = key\n")
+    # RFC 9111 3.5: an answer to a request with credentials is shared only when it says so
+    set_mode(app, "d", ms=400)
+    owner, socks = park_behind_owner(srv, app, "d", "/api/cc/d", {"Cookie": "u=1"}, n=5,
+                                     joiner_headers={"Cookie": "u=1"})
+    assert read(owner).header("x-cache") == "miss"
+    assert {read(s).header("x-cache") for s in socks} == {"bypass"}
+    assert calls(app, "d") == 6
+    set_mode(app, "e", ms=400, cache_control="public")
+    owner, socks = park_behind_owner(srv, app, "e", "/api/cc/e", {"Cookie": "u=1"}, n=5,
+                                     joiner_headers={"Cookie": "u=1"})
+    assert read(owner).header("x-cache") == "miss"
+    assert {read(s).header("x-cache") for s in socks} == {"coalesced"}
+    assert calls(app, "e") == 1
+    # stored for that cookie only
+    assert request(srv.port, "GET", "/api/cc/e", headers={"Cookie": "u=1"}).header(
+        "x-cache") == "hit"
+    r = request(srv.port, "GET", "/api/cc/e", headers={"Cookie": "u=2"})
+    assert r.header("x-cache") == "miss" and json.loads(r.body)["n"] == 2, r
