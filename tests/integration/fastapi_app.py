@@ -17,6 +17,7 @@ Every route is served at the root and again under /api, so a ``[route /api/*]`` 
                           "user" (X-User), "query"} after the mode's ms, with its status and
                           headers: POST /mode/{name}?ms=&status=&cache_control=&vary=&age=
                           &set_cookie=1&private_for=USER (Cache-Control: private to that X-User)
+                          &pad=BYTES (a "pad" member of that many bytes)
     GET  /calls/{name}    {"n": calls of /cc/{name} so far}
 """
 
@@ -57,9 +58,10 @@ _modes = {}
 
 @router.post("/mode/{name}")
 async def mode(name: str, ms: int = 0, status: int = 200, cache_control: str = "", vary: str = "",
-               age: str = "", set_cookie: int = 0, private_for: str = ""):
+               age: str = "", set_cookie: int = 0, private_for: str = "", pad: int = 0):
     _modes[name] = {"ms": ms, "status": status, "cache_control": cache_control, "vary": vary,
-                    "age": age, "set_cookie": set_cookie, "private_for": private_for}
+                    "age": age, "set_cookie": set_cookie, "private_for": private_for,
+                    "pad": max(0, min(pad, 1 << 24))}
     return {"ok": True}
 
 
@@ -81,8 +83,10 @@ async def cc(name: str, request: Request):
         headers["Age"] = m["age"]
     if m.get("set_cookie"):
         headers["Set-Cookie"] = "sid=%d" % n
-    return JSONResponse({"name": name, "n": n, "user": user, "query": request.url.query},
-                        status_code=m.get("status", 200), headers=headers)
+    body = {"name": name, "n": n, "user": user, "query": request.url.query}
+    if m.get("pad"):
+        body["pad"] = "x" * m["pad"]
+    return JSONResponse(body, status_code=m.get("status", 200), headers=headers)
 
 
 @router.get("/calls/{name}")

@@ -349,3 +349,23 @@ def test_credentials_in_key_share_only_public_answers(stack):
         "x-cache") == "hit"
     r = request(srv.port, "GET", "/api/cc/e", headers={"Cookie": "u=2"})
     assert r.header("x-cache") == "miss" and json.loads(r.body)["n"] == 2, r
+
+
+@pytest.mark.timeout(120)
+def test_answer_over_the_entry_limit_is_not_coalesced(stack):
+    # an answer larger than --cache-max-entry goes to its owner only; each waiter goes to the
+    # app itself, and gets the whole answer
+    srv, app = stack("ttl_ms = 30000\n", args=("--cache-max-entry", "8K"))
+    set_mode(app, "big", ms=400, pad=20000)
+    owner, socks = park_behind_owner(srv, app, "big", "/api/cc/big", n=5)
+    r = read(owner)
+    assert r.header("x-cache") == "miss" and len(json.loads(r.body)["pad"]) == 20000
+    for s in socks:
+        r = read(s)
+        assert r.header("x-cache") == "bypass" and len(json.loads(r.body)["pad"]) == 20000, r
+    assert calls(app, "big") == 6
+    assert request(srv.port, "GET", "/api/cc/big").header("x-cache") == "miss"
+    # under the limit: one call
+    set_mode(app, "small", ms=400, pad=4000)
+    rs = stampede(srv.port, "/api/cc/small", 10)
+    assert {len(json.loads(r.body)["pad"]) for r in rs} == {4000} and calls(app, "small") == 1
