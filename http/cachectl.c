@@ -269,6 +269,7 @@ lg_cc_decide(int status, const char *head, const struct lg_resp_field *f, unsign
 	d->ttl_ms = 0;
 	d->swr_ms = fa.cc.swr >= 0 ? (uint64_t)fa.cc.swr * 1000 : UINT64_MAX;
 	d->sie_ms = fa.cc.sie >= 0 ? (uint64_t)fa.cc.sie * 1000 : UINT64_MAX;
+	d->no_stale = fa.cc.must_revalidate || fa.cc.proxy_revalidate || fa.cc.s_maxage >= 0;
 	/* RFC 9111 3 and 5.2.2.3/5.2.2.5/5.2.2.7: a shared cache stores none of these, and RFC
 	 * 9111 4 lets it collapse requests only onto an answer it may reuse for them */
 	if (fa.cc.no_store)

@@ -76,6 +76,8 @@ struct lg_cc_decision {
 	uint64_t ttl_ms;   /* LG_CC_STORE: freshness left, above 0 */
 	uint64_t swr_ms, sie_ms; /* the answer's own stale-while-revalidate / stale-if-error, or
 	                          * UINT64_MAX when it sets none (the route's stale_ms applies) */
+	int no_stale;      /* must-revalidate, proxy-revalidate or s-maxage: never served stale
+	                    * (RFC 9111 5.2.2.2, 5.2.2.8, 5.2.2.10) */
 	const char *why;   /* what decided, a static string ("private", "set-cookie", ...) */
 };
 

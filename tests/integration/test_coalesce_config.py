@@ -81,8 +81,6 @@ BAD = [
     ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
      "key_body_max = 1K\n", 6, "key_body_max", "GET and HEAD only"),
     ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
-     "stale_ms = 100\n", 6, "stale_ms", "not served for an upstream route yet"),
-    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
      "scope = cluster\n", 6, "scope", "on this server only yet"),
 ]
 

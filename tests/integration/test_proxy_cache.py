@@ -79,7 +79,7 @@ def park_behind_owner(srv, app, name, path, owner_headers=None, n=10, joiner_hea
     base = calls(app, name)
     owner = connect(srv.port, timeout=30)
     owner.sendall(get_req(path, owner_headers))
-    wait_until(lambda: calls(app, name) == base + 1, 10)
+    assert wait_until(lambda: calls(app, name) == base + 1, 10)
     socks = []
     for _ in range(n):
         s = connect(srv.port, timeout=30)
@@ -369,3 +369,54 @@ def test_answer_over_the_entry_limit_is_not_coalesced(stack):
     set_mode(app, "small", ms=400, pad=4000)
     rs = stampede(srv.port, "/api/cc/small", 10)
     assert {len(json.loads(r.body)["pad"]) for r in rs} == {4000} and calls(app, "small") == 1
+
+
+@pytest.mark.timeout(120)
+def test_stale_while_revalidate_one_refresh(stack):
+    # RFC 5861 3: past ttl_ms, within stale_ms, the old answer at once and one refresh
+    srv, app = stack("ttl_ms = 300\nstale_ms = 30000\n")
+    set_mode(app, "w", ms=300)
+    assert request(srv.port, "GET", "/api/cc/w").header("x-cache") == "miss"
+    assert wait_until(
+        lambda: request(srv.port, "GET", "/api/cc/w").header("x-cache") == "stale", 5)
+    # concurrent stale requests while the refresh runs: each answered from the cache (none
+    # waits for the app's 300 ms: no coalesced, no new value), one refresh in all
+    rs = stampede(srv.port, "/api/cc/w", 20)
+    assert {r.header("x-cache") for r in rs} <= {"stale", "hit"}, rs
+    assert {json.loads(r.body)["n"] for r in rs} == {1}
+    # the refresh's answer replaces the stale one
+    assert wait_until(lambda: request(srv.port, "GET", "/api/cc/w").header("x-cache") == "hit",
+                      5)
+    assert json.loads(request(srv.port, "GET", "/api/cc/w").body)["n"] == 2
+    assert calls(app, "w") == 2
+
+
+@pytest.mark.timeout(120)
+def test_stale_if_error_serves_the_good_answer_and_backs_off(stack):
+    # RFC 5861 4: the app fails during a refresh: the stale answer goes on being served, never
+    # the failure, and the refreshes back off (1 s, then 2 s ...), one at a time
+    srv, app = stack("ttl_ms = 200\nstale_ms = 60000\n")
+    assert request(srv.port, "GET", "/api/cc/e").header("x-cache") == "miss"
+    set_mode(app, "e", status=500)
+    end = time.monotonic() + 2.5
+    n = 0
+    while time.monotonic() < end:
+        r = request(srv.port, "GET", "/api/cc/e")
+        assert r.status == 200 and json.loads(r.body)["n"] == 1, r
+        n += 1
+    assert n > 20
+    assert 2 <= calls(app, "e") <= 4, calls(app, "e")  # the first, then at most 3 refreshes
+    # the app heals: the next refresh replaces the stale answer
+    set_mode(app, "e")
+    assert wait_until(
+        lambda: json.loads(request(srv.port, "GET", "/api/cc/e").body)["n"] > 1, 10)
+
+
+@pytest.mark.timeout(120)
+def test_must_revalidate_is_never_served_stale(stack):
+    srv, app = stack("ttl_ms = 300\nstale_ms = 30000\n")
+    set_mode(app, "mr", cache_control="must-revalidate")
+    assert request(srv.port, "GET", "/api/cc/mr").header("x-cache") == "miss"
+    assert request(srv.port, "GET", "/api/cc/mr").header("x-cache") == "hit"
+    assert wait_until(
+        lambda: request(srv.port, "GET", "/api/cc/mr").header("x-cache") == "miss", 5)

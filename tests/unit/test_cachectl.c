@@ -197,6 +197,14 @@ test_hostile_values(void **state)
 	decide(200, "Cache-Control: max-age=1, stale-while-revalidate=30, stale-if-error=60\r\n", &d);
 	assert_int_equal(d.swr_ms, 30000);
 	assert_int_equal(d.sie_ms, 60000);
+	assert_false(d.no_stale);
+	/* RFC 9111 5.2.2.2, 5.2.2.8, 5.2.2.10: never served stale */
+	decide(200, "Cache-Control: max-age=1, must-revalidate\r\n", &d);
+	assert_true(d.no_stale);
+	decide(200, "Cache-Control: proxy-revalidate\r\n", &d);
+	assert_true(d.no_stale);
+	decide(200, "Cache-Control: s-maxage=5\r\n", &d);
+	assert_true(d.no_stale);
 }
 
 static void

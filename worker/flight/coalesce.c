@@ -661,7 +661,7 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	struct lg_body *b;
 
 	if (p->whole_query) /* an upstream route's request asks again (retry_all) */
-		return lg_coal_up_dispatch(c, NULL);
+		return lg_coal_up_dispatch(c, NULL, NULL);
 	if (claim != NULL)
 		k->claim = claim;
 	if (!LG_FLIGHT(c)->coal_alone && lg_coal_has_body(c) && lg_job_body_got(c) > p->body_max)

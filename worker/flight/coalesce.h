@@ -77,9 +77,12 @@ void lg_coal_conn_gone(struct lg_conn *c);
  * while after an answer that could not be: hit-for-miss). extra is the X-Cache line for the
  * answer's head (static). proxy NULL: the one given before. Returns 0, or -1 when c was closed.
  * proxy returns as this, and when it cannot send the request (refused: 503) calls
- * lg_coal_up_end(fl, 0, status) before answering c. */
+ * lg_coal_up_end(fl, 0, status) before answering c. A stale answer (the rule's stale_ms) is
+ * sent at once while refresh(c, fl) sends c's request once more for flight fl alone, its
+ * answer copied to fl as the owner's is and c not answered by it (worker/upstream/upstream.h
+ * lg_up_refresh); it returns 0, or -1 when it could not go (nothing else done). */
 int lg_coal_up_dispatch(struct lg_conn *c, int (*proxy)(struct lg_conn *c, void *fl,
-    const char *extra));
+    const char *extra), int (*refresh)(struct lg_conn *c, void *fl));
 
 /* The owner's exchange's copy of the app's answer, in the shape of worker/upstream's struct
  * lg_up_tee: the head (RFC 9111 decided here: http/cachectl.h), payload bytes (kept up to

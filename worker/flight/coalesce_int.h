@@ -27,6 +27,7 @@ struct lg_coal {
 	struct lg_cache_counters *ctr;
 	int (*proxy)(struct lg_conn *c, void *fl, const char *extra); /* the router's (upstream
 	                               * routes: lg_coal_up_dispatch) */
+	int (*refresh)(struct lg_conn *c, void *fl); /* the same, a background refresh */
 };
 
 /* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with

@@ -170,10 +170,11 @@ lg_coal_up_answer(struct lg_conn *c, int status, const char *label, const char *
 	return lg_conn_respond_shared(c, status, NULL, extra, b);
 }
 
-/* Stores the answer of u (its status) under hash for ttl_ms; 0 with *m, or -1. */
+/* Stores the answer of u (its status) under hash for ttl_ms, then for the route's stale window
+ * when stale; 0 with *m, or -1. */
 static int
 store(struct lg_lflight *f, struct lg_upflight *u, uint64_t hash, int status, uint64_t ttl_ms,
-    struct lg_cache_meta *m)
+    int stale, struct lg_cache_meta *m)
 {
 	struct lg_worker *w = f->w;
 	size_t klen;
@@ -184,6 +185,11 @@ store(struct lg_lflight *f, struct lg_upflight *u, uint64_t hash, int status, ui
 		.val = u->buf, .val_len = u->len, .ttl_ns = ttl_ms * LG_NS_PER_MS,
 		.jitter_pct = (unsigned)w->env->cfg->flights.cache_jitter_pct,
 	};
+
+	/* RFC 5861: the route's stale window, unless the app forbids serving it stale (RFC
+	 * 9111 5.2.2.2, 5.2.2.8, 5.2.2.10), and for a stored answer only */
+	if (stale && !u->dec.no_stale)
+		it.stale_ns = f->pol->stale_ms * LG_NS_PER_MS;
 
 	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
 	    m) == -1) {
@@ -218,6 +224,8 @@ mark_hfm(struct lg_lflight *f)
 static void
 all_alone(struct lg_lflight *f, int alone)
 {
+	if (f->gated) /* a refresh that stored nothing: its key's gate backs off */
+		lg_cache_refresh_end(f->w->env->cache, f->stale_idx, f->stale_seq, lg_now_ns(), 1);
 	lg_coal_broadcast(f->w, &f->ref, lg_flight_complete(f->w->env->flights, &f->ref),
 	    alone ? 200 : WAKE_RETRY, NULL, 0, 0); /* a 2xx without an entry: WAKE_ALONE */
 	lg_coal_retry_all(f, alone);
@@ -242,10 +250,11 @@ share(struct lg_lflight *f, struct lg_upflight *u, int status)
 	int kept = 0;
 
 	(void)lg_coal_flight_key(f, &klen, &hash);
-	if (u->dec.flags & LG_CC_STORE)
-		kept = store(f, u, hash, status, u->dec.ttl_ms, &m) == 0;
+	/* A refresh's 404 or 410 never replaces the good answer it refreshes (RFC 5861 4) */
+	if ((u->dec.flags & LG_CC_STORE) && !(f->background && status >= 400))
+		kept = store(f, u, hash, status, u->dec.ttl_ms, 1, &m) == 0;
 	if (!kept && lg_coal_others_wait(f))
-		kept = store(f, u, hash ^ SHARE_HASH, status, SHARE_TTL_MS, &m) == 0;
+		kept = store(f, u, hash ^ SHARE_HASH, status, SHARE_TTL_MS, 0, &m) == 0;
 	struct lg_body *b = lg_body_new(u->len);
 
 	if (b != NULL) {
@@ -322,7 +331,8 @@ lg_coal_up_wake(struct lg_lflight *f, const struct lg_msg_wake *m)
 /* Answers c from cache entry m (fresh), counted first. Returns 0, -1 (closed), or 1 when the
  * entry changed under the copy (nothing answered). */
 static int
-hit(struct lg_conn *c, const struct lg_cache_meta *m)
+hit(struct lg_conn *c, const struct lg_cache_meta *m, const char *label,
+    _Atomic uint64_t *counter)
 {
 	char fields[UP_FIELDS_MAX + 32];
 	uint64_t now = lg_now_ns();
@@ -333,9 +343,9 @@ hit(struct lg_conn *c, const struct lg_cache_meta *m)
 		lg_body_unref(b);
 		return 1;
 	}
-	lg_stats_add(&c->w->coal->ctr->hits, 1);
+	lg_stats_add(counter, 1);
 	lg_obs_job_times(&c->obs, 0, 0);
-	rc = lg_coal_up_answer(c, (int)m->status, "hit", fields, b);
+	rc = lg_coal_up_answer(c, (int)m->status, label, fields, b);
 	lg_body_unref(b);
 	return rc;
 }
@@ -404,7 +414,7 @@ own(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	    lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m) == LG_CACHE_FRESH) {
 		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), (int)m.status,
 		    &m, 0, 0);
-		if ((rc = hit(c, &m)) != 1)
+		if ((rc = hit(c, &m, "hit", &w->coal->ctr->hits)) != 1)
 			return rc;
 		return alone(c);
 	}
@@ -423,9 +433,64 @@ own(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	return w->coal->proxy(c, f, "X-Cache: miss\r\n");
 }
 
+/* A stale answer (entry st) of c's key is about to be sent to c: one background refresh for
+ * the key unless a flight for it is under way, the entry's gate is shut (a refresh runs, or a
+ * failed one backs off: RFC 5861 4, the stale answer is served through its window
+ * meanwhile), or this loop drains. It is c's request sent once more, for the flight alone
+ * (the router's refresh). Never answers c. */
+static void
+refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size_t len,
+    uint64_t hash)
+{
+	struct lg_worker *w = c->w;
+	struct lg_flight_ref ref;
+	struct lg_lflight *f = NULL;
+	struct lg_upflight *u = NULL;
+	int rc;
+
+	if (!LG_FLIGHT(c)->pol->coalesce || w->draining || w->coal->refresh == NULL ||
+	    own_unfit(c) || lg_flight_peek(w->env->flights, hash, key, len) ||
+	    !lg_cache_refresh_take(w->env->cache, st, lg_now_ns(),
+	    (lg_job_deadline_ms(c) + 1000u) * LG_NS_PER_MS))
+		return;
+	rc = lg_flight_create(w->env->flights, hash, key, len, w->env->index, UINT32_MAX, 0,
+	    lg_now_ns(), &ref);
+	if (rc != LG_FLIGHT_CREATED) {
+		lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), 0);
+		if (rc == LG_FLIGHT_JOINED) /* appeared since the peek: nobody to park here */
+			(void)lg_flight_leave(w->env->flights, &ref, w->env->index);
+		return;
+	}
+	if ((u = calloc(1, sizeof(*u))) != NULL &&
+	    (f = lg_coal_add_flight(w, &ref, LG_FLIGHT(c)->pol)) != NULL) {
+		u->max = w->env->cfg->flights.cache_max_entry;
+		u->creds = has_credentials(c);
+		f->owner = f->background = f->gated = 1;
+		f->stale_idx = st->idx;
+		f->stale_seq = st->seq;
+		f->up = u;
+		if (w->coal->refresh(c, f) == 0) {
+			lg_stats_add(&w->coal->ctr->refreshes, 1);
+			return;
+		}
+		f->up = NULL;
+	}
+	free(u);
+	/* One that could not go (no place, or no kept connection to write it on at once) backs
+	 * off as a failed one: not a connect to the app per stale request. */
+	lg_cache_refresh_end(w->env->cache, st->idx, st->seq, lg_now_ns(), f != NULL);
+	if (f != NULL) {
+		f->gated = 0;
+		all_alone(f, 0); /* anyone who joined meanwhile asks again */
+	} else {
+		lg_coal_broadcast(w, &ref, lg_flight_complete(w->env->flights, &ref), WAKE_RETRY,
+		    NULL, 0, 0);
+	}
+}
+
 int
 lg_coal_up_dispatch(struct lg_conn *c, int (*proxy)(struct lg_conn *c, void *fl,
-    const char *extra))
+    const char *extra), int (*refresh_fn)(struct lg_conn *c, void *fl))
 {
 	struct lg_worker *w = c->w;
 	struct lg_coal *k = w->coal;
@@ -439,6 +504,8 @@ lg_coal_up_dispatch(struct lg_conn *c, int (*proxy)(struct lg_conn *c, void *fl,
 
 	if (proxy != NULL)
 		k->proxy = proxy;
+	if (refresh_fn != NULL)
+		k->refresh = refresh_fn;
 	if (LG_FLIGHT(c)->coal_alone || lg_coal_key(c, key, &len) == -1)
 		return alone(c);
 	hash = lg_flight_hash(LG_FLIGHT_HASH_INIT, key, len);
@@ -446,9 +513,22 @@ lg_coal_up_dispatch(struct lg_conn *c, int (*proxy)(struct lg_conn *c, void *fl,
 	if (lg_cache_lookup(w->env->cache, hash ^ HFM_HASH, key, len, lg_now_ns(), &m) ==
 	    LG_CACHE_FRESH)
 		return alone(c);
-	if ((p->ttl_ms || p->negative_ttl_ms) && lg_cache_lookup(w->env->cache, hash, key, len,
-	    lg_now_ns(), &m) == LG_CACHE_FRESH && (rc = hit(c, &m)) != 1)
-		return rc;
+	switch (p->ttl_ms || p->negative_ttl_ms ? lg_cache_lookup(w->env->cache, hash, key, len,
+	    lg_now_ns(), &m) : LG_CACHE_MISS) {
+	case LG_CACHE_FRESH:
+		if ((rc = hit(c, &m, "hit", &k->ctr->hits)) != 1)
+			return rc;
+		break; /* changed under the copy: as a miss */
+	case LG_CACHE_STALE:
+		/* RFC 5861 3: the stale answer now, one refresh for the key across the loops
+		 * (started first: answering may close c) */
+		refresh(c, &m, key, len, hash);
+		if ((rc = hit(c, &m, "stale", &k->ctr->stale)) != 1)
+			return rc;
+		break;
+	default:
+		break;
+	}
 	lg_stats_add(&k->ctr->misses, 1);
 	if (!p->coalesce)
 		return alone(c);

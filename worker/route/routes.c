@@ -344,6 +344,14 @@ route_up_proxy(struct lg_conn *c, void *fl, const char *extra)
 	return lg_up_dispatch(c);
 }
 
+/* Single-flight's background refresh of a stale answer: c's request once more, for fl alone
+ * (lg_up_refresh). */
+static int
+route_up_refresh(struct lg_conn *c, void *fl)
+{
+	return lg_up_refresh(c, LG_RT(c)->route->def, &coal_tee, fl);
+}
+
 /* Whether c's request to upstream route d coalesces (docs/CACHE.md "Proxied routes"): a GET or
  * HEAD without a body and without Upgrade, of a route with a rule. */
 static int
@@ -527,7 +535,7 @@ lg_route_dispatch(struct lg_conn *c)
 	}
 	if (LG_RT(c)->route->def->upstream != 0 && lg_flight_wanted(c)) {
 		lg_obs_route_hit(c);
-		return lg_coal_up_dispatch(c, route_up_proxy);
+		return lg_coal_up_dispatch(c, route_up_proxy, route_up_refresh);
 	}
 	if (!lg_job_held(c) && lg_flight_wanted(c))
 		return lg_coal_dispatch(c, route_claim);

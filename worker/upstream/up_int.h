@@ -144,6 +144,8 @@ struct lg_conn_up {
 	void *tee_arg;
 	const char *tee_extra;        /* lines added to the client's head ("X-Cache: miss\r\n") */
 	int tee_status, tee_mine;     /* what tee->end is told when x is freed (lg_up_free) */
+	int detached;                 /* a refresh without a client still connecting or writing
+	                               * (lg_up_refresh); then an orphan */
 	/* The buffers last, the small members above all in the first page: an exchange touches
 	 * only the pages its bytes reach (xchg_alloc zeroes the members, never the buffers), so
 	 * one waiting for its answer holds that page and the head's in out, and a small answer
@@ -198,6 +200,10 @@ void lg_upc_sweep(struct lg_worker *w, int force);
  * the client, set by lg_up_fail). */
 void lg_up_tee_head(struct lg_conn_up *x, const char *head);
 void lg_up_tee_data(struct lg_conn_up *x, const char *p, size_t n);
+/* A detached refresh's app connection is ready (revents): connected, then its request
+ * written; then it is read as an orphan's. */
+void lg_up_detached_io(struct lg_conn_up *x, int revents);
+
 /* The app's answer (status) is whole and well framed: x->tee's end now (x->tee set), not when
  * x is freed. It may answer other connections and send their requests to the app. */
 void lg_up_tee_end(struct lg_conn_up *x, int status);

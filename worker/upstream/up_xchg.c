@@ -18,6 +18,9 @@
 #include "worker/upstream/upstream.h"
 
 static void xchg_put(struct lg_up_one *u, struct lg_conn_up *x);
+static void send_now(struct lg_conn_up *x);
+static void detached_watch(struct lg_conn_up *x);
+static int send_step(struct lg_conn_up *x);
 
 /* The app connection's events for what x waits for now. */
 static void
@@ -83,6 +86,82 @@ lg_up_tee_data(struct lg_conn_up *x, const char *p, size_t n)
 {
 	if (x->tee != NULL && n > 0)
 		x->tee->data(x->tee_arg, p, n);
+}
+
+int
+lg_up_refresh(struct lg_conn *c, const struct lg_route_def *d, const struct lg_up_tee *t,
+    void *arg)
+{
+	struct lg_conn_up *x;
+
+	if (lg_up_head(c, d) != 0)
+		return -1; /* refused (counted): the next stale request tries again */
+	x = LG_UP(c)->x;
+	if (!x->placed || x->uc == NULL) { /* it would wait for a place: not a refresh's to */
+		lg_up_free(x, 0);
+		return -1;
+	}
+	x->dispatched = 1;
+	send_now(x);
+	x->tee = t;
+	x->tee_arg = arg;
+	LG_UP(c)->x = NULL;
+	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	c->obs.up_addr = NULL; /* c's answer is not this exchange's */
+	if (x->uc->state == UPC_BUSY && x->out_off == x->out_len) {
+		lg_up_orphan(x); /* written: the app has it, its answer is read for t */
+		return 0;
+	}
+	x->c = NULL; /* connecting, or written in part: lg_up_detached_io goes on */
+	x->orphan = x->detached = 1;
+	detached_watch(x);
+	return 0;
+}
+
+/* A detached refresh waits to write (connecting or a full socket): writable only. */
+static void
+detached_watch(struct lg_conn_up *x)
+{
+	ev_io_stop(x->w->ev, &x->uc->io);
+	ev_io_modify(&x->uc->io, EV_WRITE);
+	ev_io_start(x->w->ev, &x->uc->io);
+}
+
+void
+lg_up_detached_io(struct lg_conn_up *x, int revents)
+{
+	struct lg_upc *uc = x->uc;
+	const struct lg_upstream_def *u = lg_up_of(x)->def;
+	int r;
+
+	if (uc->state == UPC_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(uc->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+			err = errno;
+		if (err != 0) { /* its tee is told: nothing came (the refresh backs off) */
+			lg_upc_judge(x, uc->si, 0);
+			lg_up_free(x, 0);
+			return;
+		}
+		uc->state = UPC_BUSY;
+		x->phase = LG_UPR_FIRST_BYTE;
+		x->phase_due = ev_now(x->w->ev) + u->first_byte_timeout_ms / 1e3;
+		lg_up_arm(x);
+	}
+	while ((r = send_step(x)) == 1)
+		;
+	if (r == -1) {
+		lg_up_free(x, 0);
+		return;
+	}
+	if (x->out_off < x->out_len) {
+		detached_watch(x);
+		return;
+	}
+	x->detached = 0; /* written whole: read as an orphan's */
+	lg_up_orphan_event(x, EV_READ);
 }
 
 void
@@ -397,6 +476,10 @@ lg_up_io(struct lg_upc *uc, int revents)
 
 	if (uc->state == UPC_IDLE || x == NULL) {
 		lg_upc_idle_event(uc);
+		return;
+	}
+	if (x->detached) {
+		lg_up_detached_io(x, revents);
 		return;
 	}
 	if (x->orphan) {

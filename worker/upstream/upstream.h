@@ -114,6 +114,16 @@ struct lg_up_tee {
 	void (*end)(void *arg, int status, int mine);
 };
 
+/* A background refresh (docs/CACHE.md "Proxied routes"): c's request (a GET without a body)
+ * goes to route d's app again, for tee t with arg alone: when a place of the upstream takes it
+ * at once, the exchange is detached from c (c is answered otherwise, by the caller), connects
+ * and writes if it must, and reads the app's answer to its end for t (up_orphan.c), within
+ * the route's deadline and the upstream's timeouts. Returns 0 (t's end comes later, at the
+ * latest then), or -1 when no place is free now (nothing sent, nothing answered, t never
+ * called). */
+int lg_up_refresh(struct lg_conn *c, const struct lg_route_def *d, const struct lg_up_tee *t,
+    void *arg);
+
 /* After lg_up_head (c's exchange exists): tee t (static, may be NULL) with arg gets a copy of
  * the answer; extra (static, NULL or CRLF-ended lines) is added to the head the client gets. */
 void lg_up_tee(struct lg_conn *c, const struct lg_up_tee *t, void *arg, const char *extra);
