@@ -291,11 +291,16 @@ lg_policy_describe(const struct lg_policy *p, char *buf, size_t cap)
 	if (cap == 0)
 		return;
 	buf[0] = '\0';
-	k = snprintf(buf, cap, "method (HEAD as GET), path");
+	k = snprintf(buf, cap, "method (HEAD as GET), path%s",
+	    p->whole_query ? ", the whole query string" : "");
 	len = k < 0 ? cap : (size_t)k;
 	describe_list(buf, cap, &len, ", query ", p->query, p->nquery);
 	describe_list(buf, cap, &len, ", headers ", p->headers, p->nheaders);
-	if (len < cap)
+	if (p->whole_query && len < cap) /* an upstream route: GET and HEAD only */
+		snprintf(buf + len, cap - len, "%s; other methods: not coalesced",
+		    p->credentials_in_key ? ", authorization, proxy-authorization, cookie" :
+		    "; authorization, proxy-authorization or cookie: bypass");
+	else if (len < cap)
 		snprintf(buf + len, cap - len, "%s; with a body or another method than GET: "
 		    "content-type, content-encoding, body (up to %llu bytes, longer: bypass)",
 		    p->credentials_in_key ? ", authorization, proxy-authorization, cookie" :

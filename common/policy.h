@@ -54,6 +54,8 @@ struct lg_policy {
 	int credentials_in_key;
 	uint64_t body_max;      /* bytes of body hashed into the key, at most */
 	int cluster;            /* scope=cluster: shared across replicas through --redis */
+	int whole_query;        /* an upstream route's: the key holds the whole query string
+	                         * (an app's parameters are not declared), never a body */
 };
 
 struct lg_policies {

@@ -576,6 +576,29 @@ check_bulkhead(const struct lg_registry *r, const char *file, const struct secti
 	return 0;
 }
 
+/* An upstream route's rule (docs/CACHE.md "Proxied routes"): its key holds the whole query
+ * string (the app's parameters are not declared) and no body (only GET and HEAD coalesce), so
+ * key_query and key_body_max would do nothing and are refused; scope = cluster is not done for
+ * proxied keys and is refused rather than taken in silence. Returns 0, or -1 with err. */
+static int
+upstream_rule(const char *file, const struct section *sec, struct lg_route_def *rt, char *err,
+    size_t cap)
+{
+	for (unsigned i = 0; i < sec->nkv; i++) {
+		if (strcmp(sec->kv[i].key, "key_query") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route's key holds "
+			    "the whole query string already (the app's parameters are not declared)");
+		if (strcmp(sec->kv[i].key, "key_body_max") == 0)
+			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route coalesces GET "
+			    "and HEAD only, which have no body to key");
+		if (strcmp(sec->kv[i].key, "scope") == 0 && strcmp(sec->kv[i].value, "local"))
+			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route's keys are "
+			    "shared on this server only yet (docs/CACHE.md \"Proxied routes\")");
+	}
+	rt->coal.whole_query = 1;
+	return 0;
+}
+
 static int
 add_route(struct lg_registry *r, const char *file, struct section *sec,
     const struct lg_config *cfg, char *err, size_t cap)
@@ -604,10 +627,13 @@ add_route(struct lg_registry *r, const char *file, struct section *sec,
 		return -1;
 	rt.has_coal = coal != NULL;
 	rt.coal_line = coal ? coal->line : 0;
-	if (coal != NULL && (rt.kind == 0 || rt.where == LAGLESS_WHERE_LOOP))
+	if (coal != NULL && rt.upstream != 0 && upstream_rule(file, sec, &rt, err, cap) == -1)
+		return -1;
+	if (coal != NULL && rt.upstream == 0 && (rt.kind == 0 || rt.where == LAGLESS_WHERE_LOOP))
 		return fail_kv(err, cap, file, coal, rt.kind == 0 ? "a loop handler does not "
-		    "coalesce (only a route that runs a kind does)" : "a where = loop route does not "
-		    "coalesce (its job runs at once on the loop that read it)");
+		    "coalesce (only a route that runs a kind or proxies to an upstream does)" :
+		    "a where = loop route does not coalesce (its job runs at once on the loop that "
+		    "read it)");
 	if (off)
 		return route_off(r, file, sec, &rt, err, cap);
 	if (rt.methods == 0)

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/cachectl.h"
 #include "http/resp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,6 +68,22 @@ put_body(struct reading *rd, const char *at, size_t n)
 /* The index of a head h[0..n) tiles its field lines in order, each a name ending at its colon,
  * a value without leading or trailing OWS inside the line, and a CRLF; the empty line is last;
  * every Connection option is inside the head. */
+/* RFC 9111's decision on any head it accepts (http/cachectl.h): stored only when shared, for
+ * a time above 0 within the route's; never shared and marked hit-for-miss at once. */
+static void
+check_cachectl(const struct lg_resp *r, const char *h)
+{
+	static const char keyh[][32] = { "accept" };
+	const struct lg_cc_rule rule = { .ttl_ms = 60000, .negative_ttl_ms = 5000,
+	    .key_headers = keyh, .nkey_headers = 1, .credentials = r->nfields & 1 };
+	struct lg_cc_decision d;
+	unsigned f = lg_cc_decide(r->status, h, r->fields, r->nfields, &rule, &d);
+
+	if (f != d.flags || d.why == NULL || ((f & LG_CC_STORE) && (!(f & LG_CC_SHARE) ||
+	    d.ttl_ms == 0 || d.ttl_ms > 60000)) || ((f & LG_CC_HFM) && (f & LG_CC_SHARE)))
+		abort();
+}
+
 static void
 check_index(const struct lg_resp *r, const char *h, size_t n)
 {
@@ -104,6 +121,7 @@ head_step(struct lg_resp *r, struct reading *rd, const char *in, size_t *off, si
 	if (n <= 0 || (size_t)n > avail - *off)
 		abort();
 	check_index(r, in + *off, (size_t)n);
+	check_cachectl(r, in + *off);
 	*off += (size_t)n;
 	rd->cl_merged |= r->cl_merged; /* in any head of the answer */
 	if (rd->nmsg < MSGS) {

@@ -50,6 +50,12 @@ RESPONSES = {
     "cl-and-te": b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     "obs-fold": b"HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n",
     "pipelined": b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n",
+    # caching fields for http/cachectl.c: directives, quoted arguments, Vary, Age
+    "cache-control": b"HTTP/1.1 200 OK\r\nCache-Control: public, max-age=60, s-maxage=\"30\", "
+                     b"x=\"a,\\\"b\"\r\nCache-Control: stale-while-revalidate=5\r\nAge: 7\r\n"
+                     b"Vary: Accept\r\nContent-Length: 0\r\n\r\n",
+    "cache-private": b"HTTP/1.1 404 Not Found\r\nCache-Control: private=\"set-cookie\", "
+                     b"max-age=-1\r\nSet-Cookie: a=b\r\nExpires: 0\r\nContent-Length: 0\r\n\r\n",
 }
 
 

@@ -13,11 +13,18 @@ Every route is served at the root and again under /api, so a ``[route /api/*]`` 
     WS   /ws/echo         a WebSocket (RFC 6455) echoing each message as it came (text or
                           binary), until the client closes
     WS   /ws/flood?mb=N   a WebSocket sending N binary messages of 1 MiB at once, then echoing
+    GET  /cc/{name}       counts its calls by name; answers {"name", "n" (this call's number),
+                          "user" (X-User), "query"} after the mode's ms, with its status and
+                          headers: POST /mode/{name}?ms=&status=&cache_control=&vary=&age=
+                          &set_cookie=1&private_for=USER (Cache-Control: private to that X-User)
+                          &pad=BYTES (a "pad" member of that many bytes)
+    GET  /calls/{name}    {"n": calls of /cc/{name} so far}
 """
 
 import asyncio
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, WebSocket, WebSocketDisconnect
+from fastapi.responses import JSONResponse
 
 router = APIRouter()
 
@@ -43,6 +50,48 @@ async def slow(ms: int = 0):
 async def echo(request: Request):
     body = await request.body()
     return {"body_len": len(body), "headers": [[k, v] for k, v in request.headers.items()]}
+
+
+_calls = {}
+_modes = {}
+
+
+@router.post("/mode/{name}")
+async def mode(name: str, ms: int = 0, status: int = 200, cache_control: str = "", vary: str = "",
+               age: str = "", set_cookie: int = 0, private_for: str = "", pad: int = 0):
+    _modes[name] = {"ms": ms, "status": status, "cache_control": cache_control, "vary": vary,
+                    "age": age, "set_cookie": set_cookie, "private_for": private_for,
+                    "pad": max(0, min(pad, 1 << 24))}
+    return {"ok": True}
+
+
+@router.get("/cc/{name}")
+async def cc(name: str, request: Request):
+    m = _modes.get(name, {})
+    _calls[name] = n = _calls.get(name, 0) + 1
+    await asyncio.sleep(m.get("ms", 0) / 1000.0)
+    user = request.headers.get("x-user", "")
+    headers = {}
+    cache_control = m.get("cache_control", "")
+    if m.get("private_for") and user == m["private_for"]:
+        cache_control = "private"
+    if cache_control:
+        headers["Cache-Control"] = cache_control
+    if m.get("vary"):
+        headers["Vary"] = m["vary"]
+    if m.get("age"):
+        headers["Age"] = m["age"]
+    if m.get("set_cookie"):
+        headers["Set-Cookie"] = "sid=%d" % n
+    body = {"name": name, "n": n, "user": user, "query": request.url.query}
+    if m.get("pad"):
+        body["pad"] = "x" * m["pad"]
+    return JSONResponse(body, status_code=m.get("status", 200), headers=headers)
+
+
+@router.get("/calls/{name}")
+async def calls(name: str):
+    return {"n": _calls.get(name, 0)}
 
 
 def _fib(n):

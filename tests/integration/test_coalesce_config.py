@@ -75,7 +75,29 @@ BAD = [
      3, "key_query", "at most 8"),
     ("[route /p]\nhandler = ping\nttl_ms = 100\n", 3, "ttl_ms", "loop handler"),
     ("[route /heavy]\nkind = heavy\nwhere = loop\nstale_ms = 100\n", 4, "stale_ms", "where = loop"),
+    # an upstream route's key holds the whole query string and no body (docs/CACHE.md)
+    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\nttl_ms = 10\n"
+     "key_query = a\n", 7, "key_query", "whole query string"),
+    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+     "key_body_max = 1K\n", 6, "key_body_max", "GET and HEAD only"),
+    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+     "scope = cluster\n", 6, "scope", "on this server only yet"),
 ]
+
+
+@pytest.mark.timeout(30)
+def test_upstream_route_rule_shows_its_key_in_t(tmp_path):
+    conf = tmp_path / "up.conf"
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+                    "ttl_ms = 5000\nnegative_ttl_ms = 1000\nkey_headers = Accept\n")
+    rc, out = check("-c", str(conf))
+    assert rc == 0, out
+    lines = out.splitlines()
+    i = [n for n, l in enumerate(lines) if l.startswith("/api* ")][0]
+    assert "coalesce on, ttl_ms 5000" in lines[i], lines[i]
+    assert lines[i + 1].strip().startswith(
+        "key: method (HEAD as GET), path, the whole query string, headers accept"), lines[i + 1]
+    assert "other methods: not coalesced" in lines[i + 1], lines[i + 1]
 
 
 @pytest.mark.parametrize("text,line,key,why", BAD)

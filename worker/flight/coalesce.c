@@ -20,9 +20,6 @@
 #include "worker/flight/coalesce_int.h"
 #include "worker/flight/cluster.h"
 
-/* WAKE status values below 100 (an HTTP status otherwise). */
-#define WAKE_RETRY 0   /* the flight ended without an answer to share: dispatch again */
-#define WAKE_ALONE 1   /* the answer could not be shared (too large): run an own job */
 /* A failed flight's message for the waiters of other loops is stored under the key's hash
  * changed by this (a lookup never finds it, and it never replaces the key's answer), kept
  * long enough for them to read it. */
@@ -174,6 +171,8 @@ cancel_job(struct lg_lflight *f)
 {
 	struct lg_worker *w = f->w;
 
+	if (f->up != NULL) /* a proxied answer: read on for the cache; its end drops f */
+		return;
 	if (f->slot < 0) { /* a cluster key still asking Redis: no job yet */
 		lg_coal_drop_flight(f);
 		return;
@@ -284,7 +283,9 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 			lg_offload_release(c); /* answered from the shared job: the body is not needed */
 		lg_obs_job_times(&c->obs, queue_ns, run_ns);
 		lg_obs_unit_begin(w, c);
-		if (OK(status))
+		if (f->pol->whole_query) /* ctype: the app's fields (coalesce_up.c) */
+			rc = lg_coal_up_answer(c, status, label, ctype, b);
+		else if (OK(status))
 			rc = lg_coal_answer(c, status, ctype, label, 0, 0, b);
 		else
 			rc = lg_coal_answer_failed(c, status, label, b);
@@ -297,8 +298,8 @@ lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta 
 
 /* Whether loops other than f's own wait on it now (one that joins later and finds no message
  * for it is told to ask again: end_flight). */
-static int
-others_wait(struct lg_lflight *f)
+int
+lg_coal_others_wait(struct lg_lflight *f)
 {
 	uint64_t word = atomic_load(&f->w->env->flights->e[f->ref.idx].word);
 
@@ -354,7 +355,7 @@ fail_flight(struct lg_lflight *f, uint64_t word, uint64_t q, uint64_t r)
 		    f->pol->negative_ttl_ms);
 	/* The waiters of other loops read the kind's message from the kept entry, else from one
 	 * made for them (end_flight has them ask again when there is neither). */
-	if (!kept && mlen && others_wait(f))
+	if (!kept && mlen && lg_coal_others_wait(f))
 		kept = lg_coal_store(f, key, klen, hash ^ MESSAGE_HASH, code, "text/plain", msg,
 		    mlen, MESSAGE_TTL_MS, &m) == 0;
 	/* The owner's own waiters get the kind's message in any case. */
@@ -563,8 +564,8 @@ refresh(struct lg_conn *c, const struct lg_cache_meta *st, const char *key, size
 }
 
 /* c joined flight ref: park it on this loop's record of the flight. */
-static int
-join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
+int
+lg_coal_join_local(struct lg_conn *c, const struct lg_flight_ref *ref)
 {
 	struct lg_lflight *f = find(c->w->coal, ref->idx, ref->gen);
 
@@ -626,7 +627,7 @@ start_miss(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	if (rc == LG_FLIGHT_JOINED) {
 		if (!lg_coal_has_body(c))
 			lg_offload_release(c); /* a body stays: the request may have to run again */
-		return join_local(c, &ref);
+		return lg_coal_join_local(c, &ref);
 	}
 	if (lg_cache_lookup(w->env->cache, hash, key, len, lg_now_ns(), &m) == LG_CACHE_FRESH) {
 		/* Filled since our first look: end the new flight with that answer at once (any
@@ -659,6 +660,8 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	struct lg_flight_ref ref;
 	struct lg_body *b;
 
+	if (p->whole_query) /* an upstream route's request asks again (retry_all) */
+		return lg_coal_up_dispatch(c, NULL, NULL);
 	if (claim != NULL)
 		k->claim = claim;
 	if (!LG_FLIGHT(c)->coal_alone && lg_coal_has_body(c) && lg_job_body_got(c) > p->body_max)
@@ -691,7 +694,7 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 	switch (lg_flight_join(w->env->flights, hash, key, len, w->env->index, &ref)) {
 	case LG_FLIGHT_JOINED:
 		lg_obs_route_hit(c);
-		return join_local(c, &ref);
+		return lg_coal_join_local(c, &ref);
 	case LG_FLIGHT_BUSY:
 		lg_stats_add(&k->ctr->busy, 1);
 		return run_alone(c);
@@ -701,8 +704,8 @@ lg_coal_dispatch(struct lg_conn *c, int (*claim)(struct lg_conn *c))
 }
 
 /* Every parked connection of f is dispatched again (alone: each runs its own job). */
-static void
-retry_all(struct lg_lflight *f, int alone)
+void
+lg_coal_retry_all(struct lg_lflight *f, int alone)
 {
 	struct lg_worker *w = f->w;
 	struct lg_conn *list = f->waiters;
@@ -736,8 +739,12 @@ wake(struct lg_worker *w, const struct lg_msg *msg)
 
 	if (f == NULL || f->owner)
 		return; /* nobody left here (they left after the job ended) */
+	if (f->pol->whole_query) {
+		lg_coal_up_wake(f, m);
+		return;
+	}
 	if (m->http_status == WAKE_RETRY || m->http_status == WAKE_ALONE) {
-		retry_all(f, m->http_status == WAKE_ALONE);
+		lg_coal_retry_all(f, m->http_status == WAKE_ALONE);
 		return;
 	}
 	if (!OK(m->http_status)) {
@@ -746,7 +753,7 @@ wake(struct lg_worker *w, const struct lg_msg *msg)
 		    lg_cache_meta_of(w->env->cache, m->cache_idx, m->cache_word, &meta) == 0 &&
 		    (int)meta.status == (int)m->http_status ? lg_coal_cached_body(w, &meta) : NULL;
 		if (m->cache_word != 0 && b == NULL) {
-			retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
+			lg_coal_retry_all(f, 0); /* evicted already: ask again rather than answer otherwise */
 			return;
 		}
 		lg_coal_end_flight(f, (int)m->http_status, NULL, NULL, b, m->queue_ns, m->run_ns);
@@ -755,7 +762,7 @@ wake(struct lg_worker *w, const struct lg_msg *msg)
 	}
 	if (lg_cache_meta_of(w->env->cache, m->cache_idx, m->cache_word, &meta) == -1 ||
 	    (b = lg_coal_cached_body(w, &meta)) == NULL) {
-		retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
+		lg_coal_retry_all(f, 0); /* evicted already: ask again (a hit, or a fresh flight) */
 		return;
 	}
 	lg_coal_end_flight(f, (int)meta.status, NULL, meta.ctype, b, m->queue_ns, m->run_ns);

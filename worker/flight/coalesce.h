@@ -13,6 +13,7 @@
 #define LG_WORKER_COALESCE_H
 
 #include "common/buf.h"
+#include "http/resp.h"
 #include "shm/cache.h"
 #include "shm/wire.h"
 #include "worker/core/conn.h"
@@ -67,6 +68,30 @@ int lg_coal_job_timeout(struct lg_conn *c);
 /* gone: c parked on a flight leaves it (lg_coal_gone: a body's transit buffer is given back
  * there); else lg_offload_client_gone. */
 void lg_coal_conn_gone(struct lg_conn *c);
+
+/* Upstream routes (docs/CACHE.md "Proxied routes"): a complete GET or HEAD without a body of a
+ * route whose rule has whole_query, LG_FLIGHT(c)->coal set. Answers it from the cache (hit),
+ * parks it on the key's flight (coalesced), or has the router proxy it through proxy(c, fl,
+ * extra): as the key's flight owner (fl, to hand the exchange as its tee's argument with
+ * lg_coal_up_head/_data/_end) or alone (fl NULL: a HEAD, credentials, a key not shared for a
+ * while after an answer that could not be: hit-for-miss). extra is the X-Cache line for the
+ * answer's head (static). proxy NULL: the one given before. Returns 0, or -1 when c was closed.
+ * proxy returns as this, and when it cannot send the request (refused: 503) calls
+ * lg_coal_up_end(fl, 0, status) before answering c. A stale answer (the rule's stale_ms) is
+ * sent at once while refresh(c, fl) sends c's request once more for flight fl alone, its
+ * answer copied to fl as the owner's is and c not answered by it (worker/upstream/upstream.h
+ * lg_up_refresh); it returns 0, or -1 when it could not go (nothing else done). */
+int lg_coal_up_dispatch(struct lg_conn *c, int (*proxy)(struct lg_conn *c, void *fl,
+    const char *extra), int (*refresh)(struct lg_conn *c, void *fl));
+
+/* The owner's exchange's copy of the app's answer, in the shape of worker/upstream's struct
+ * lg_up_tee: the head (RFC 9111 decided here: http/cachectl.h), payload bytes (kept up to
+ * --cache-max-entry), the end (status: the app's, whole; else 0 with mine, lagless's answer to
+ * the owner, or 0: the flight's waiters ask again). After end, fl is gone. */
+void lg_coal_up_head(void *fl, int status, const char *head, const struct lg_resp_field *f,
+    unsigned n);
+void lg_coal_up_data(void *fl, const char *p, size_t n);
+void lg_coal_up_end(void *fl, int status, int mine);
 
 /* The key of c's request (common/policy.h): method (HEAD as GET), path, the listed query
  * parameters and headers, and for a request with a body or of another method than GET/HEAD

@@ -7,12 +7,17 @@
 
 #include "shm/cache.h"
 #include "shm/flight.h"
+#include "shm/wire.h"
 #include "worker/core/conn.h"
 #include "worker/flight/coalesce_state.h"
 
 #define OK(code) ((code) >= 200 && (code) <= 299) /* a job's answer, to share and cache */
+/* WAKE status values below 100 (an HTTP status otherwise). */
+#define WAKE_RETRY 0   /* the flight ended without an answer to share: dispatch again */
+#define WAKE_ALONE 1   /* the answer could not be shared (too large): run an own job */
 
 struct lg_cflight;
+struct lg_upflight;
 
 /* A loop's single-flight state (w->coal). */
 struct lg_coal {
@@ -20,6 +25,9 @@ struct lg_coal {
 	int (*claim)(struct lg_conn *c); /* the router's slot claim (lg_coal_dispatch) */
 	struct lg_lflight **by_slot;  /* owner flights by job slot */
 	struct lg_cache_counters *ctr;
+	int (*proxy)(struct lg_conn *c, void *fl, const char *extra); /* the router's (upstream
+	                               * routes: lg_coal_up_dispatch) */
+	int (*refresh)(struct lg_conn *c, void *fl); /* the same, a background refresh */
 };
 
 /* A flight this loop takes part in: as owner (it holds the job slot) or as a loop with
@@ -44,6 +52,9 @@ struct lg_lflight {
 	ev_timer deadline;            /* owner: the job's deadline */
 	struct lg_cflight *cl;        /* owner of a cluster-scoped key: its Redis state
 	                               * (worker/flight/cluster.c), NULL when local */
+	struct lg_upflight *up;       /* owner of an upstream route's key: the copy of the app's
+	                               * answer (coalesce_up.c), held by the proxied exchange until
+	                               * its end; NULL otherwise */
 };
 
 /* The answers and the store (worker/flight/coalesce_answer.c, see their comments there). */
@@ -69,6 +80,17 @@ void lg_coal_broadcast(struct lg_worker *w, const struct lg_flight_ref *ref, int
 void lg_coal_end_flight(struct lg_lflight *f, int status, const struct lg_cache_meta *m,
     const char *ctype, struct lg_body *b, uint64_t queue_ns, uint64_t run_ns);
 const char *lg_coal_flight_key(struct lg_lflight *f, size_t *len, uint64_t *hash);
+int lg_coal_join_local(struct lg_conn *c, const struct lg_flight_ref *ref);
+void lg_coal_retry_all(struct lg_lflight *f, int alone);
+int lg_coal_others_wait(struct lg_lflight *f);
+
+/* Upstream routes' flights (worker/flight/coalesce_up.c): a WAKE for non-owner flight f of an
+ * upstream route; an answer to parked c (fields: the app's lines, b its body, NULL: lagless's
+ * own error of that status); whether owner f's copy is still held by its exchange. */
+void lg_coal_up_wake(struct lg_lflight *f, const struct lg_msg_wake *m);
+int lg_coal_up_answer(struct lg_conn *c, int status, const char *label, const char *fields,
+    struct lg_body *b);
+
 /* c (holding a job slot, lg_job_held) sends its job and hands the slot to owner flight f (which
  * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,
  * or -1 when the job could not be sent (c's slot given back; nothing answered). */

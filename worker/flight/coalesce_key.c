@@ -94,6 +94,10 @@ lg_coal_key(const struct lg_conn *c, char *key, size_t *len)
 	if (put(key, len, m, strlen(m)) || put(key, len, " ", 1) ||
 	    put(key, len, r->path, r->path_len) || put(key, len, "?", 1))
 		return -1;
+	/* An upstream route's: the app's parameters are not declared, so all of them, as sent
+	 * (?a=1&b=2 and ?b=2&a=1 are two keys: the app may read them in order) */
+	if (p->whole_query && r->query != NULL && put(key, len, r->query, r->query_len))
+		return -1;
 	for (unsigned i = 0; i < p->nquery; i++) {
 		const char *v = lg_http_query_param(r, p->query[i], &vl);
 

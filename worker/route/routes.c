@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "http/fwd.h"
 #include "kinds/registry.h"
 #include "shm/slot.h"
 #include "shm/stats.h"
@@ -320,6 +321,50 @@ route_begin(struct lg_conn *c, const struct lg_http_req *r)
 	    LG_RT(c)->route->def->max_body : cfg->http.max_body;
 }
 
+/* Single-flight's copy of an owner's answer (worker/flight/coalesce.h lg_coal_up_*). */
+static const struct lg_up_tee coal_tee = {
+	.head = lg_coal_up_head, .data = lg_coal_up_data, .end = lg_coal_up_end,
+};
+
+/* Single-flight's proxy (lg_coal_up_dispatch): c's complete request goes to its route's app
+ * now, its answer copied to flight fl (NULL: not), extra in the client's head. A request the
+ * upstream refuses (503, 429, 431) is refused to fl's waiters too. Returns 0 or -1 (closed). */
+static int
+route_up_proxy(struct lg_conn *c, void *fl, const char *extra)
+{
+	int st = lg_up_head(c, LG_RT(c)->route->def);
+
+	if (st != 0) {
+		if (fl != NULL)
+			lg_coal_up_end(fl, 0, st == 431 ? 0 : st);
+		return lg_conn_error(c, st, st == 431, st == 503 || st == 429 ?
+		    LG_CONN_RETRY_AFTER : NULL);
+	}
+	lg_up_tee(c, fl != NULL ? &coal_tee : NULL, fl, extra);
+	return lg_up_dispatch(c);
+}
+
+/* Single-flight's background refresh of a stale answer: c's request once more, for fl alone
+ * (lg_up_refresh). */
+static int
+route_up_refresh(struct lg_conn *c, void *fl)
+{
+	return lg_up_refresh(c, LG_RT(c)->route->def, &coal_tee, fl);
+}
+
+/* Whether c's request to upstream route d coalesces (docs/CACHE.md "Proxied routes"): a GET or
+ * HEAD without a body and without Upgrade, of a route with a rule. */
+static int
+up_coalesces(struct lg_conn *c, const struct lg_http_req *r, const struct lg_route_def *d,
+    int has_body)
+{
+	if (!d->has_coal || has_body || (r->method != HTTP_GET && r->method != HTTP_HEAD) ||
+	    lg_fwd_upgrade_request(r))
+		return 0;
+	lg_job_set_deadline(c, d->deadline_ms); /* a parked request's */
+	return lg_coal_wants(c, &d->coal);
+}
+
 /* A route to an upstream: admission and the head toward the app (worker/upstream/upstream.h);
  * full is a 503 at once, before any body byte is read (a small body read and dropped, keeping
  * the connection, as for a kind). */
@@ -329,6 +374,8 @@ route_upstream(struct lg_conn *c, const struct lg_http_req *r, const struct lg_r
 	int has_body = r->chunked || (r->content_length != LG_HTTP_NO_LENGTH &&
 	    r->content_length > 0);
 
+	if (up_coalesces(c, r, d, has_body))
+		return LG_HTTP_BODY_PARSER; /* decided at dispatch: a hit needs no place */
 	if (d->request_buffering && has_body) {
 		/* request_buffering = on: the body is received whole into a transit buffer (the
 		 * rules of a kind's body), then the request takes its place (route_body_done); a
@@ -485,6 +532,10 @@ lg_route_dispatch(struct lg_conn *c)
 	if (lg_up_active(c)) {
 		lg_obs_route_hit(c);
 		return lg_up_dispatch(c);
+	}
+	if (LG_RT(c)->route->def->upstream != 0 && lg_flight_wanted(c)) {
+		lg_obs_route_hit(c);
+		return lg_coal_up_dispatch(c, route_up_proxy, route_up_refresh);
 	}
 	if (!lg_job_held(c) && lg_flight_wanted(c))
 		return lg_coal_dispatch(c, route_claim);

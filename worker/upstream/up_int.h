@@ -25,6 +25,7 @@
 #define LG_UP_XKEEP  4
 
 struct lg_upc;
+struct lg_up_tee;
 
 /* One app connection of this loop (a pool entry when idle). */
 struct lg_upc {
@@ -134,6 +135,12 @@ struct lg_conn_up {
 	size_t hpend_len, pend_len;
 	char *hbuf;                   /* the client head built from the app's (heap) */
 	size_t hcap;                  /* hbuf's bytes: room for a first body piece after the head */
+	const struct lg_up_tee *tee;  /* who gets a copy of the answer (lg_up_tee), or NULL */
+	void *tee_arg;
+	const char *tee_extra;        /* lines added to the client's head ("X-Cache: miss\r\n") */
+	int tee_status, tee_mine;     /* what tee->end is told when x is freed (lg_up_free) */
+	int detached;                 /* a refresh without a client still connecting or writing
+	                               * (lg_up_refresh); then an orphan */
 	/* The buffers last, the small members above all in the first page: an exchange touches
 	 * only the pages its bytes reach (xchg_alloc zeroes the members, never the buffers), so
 	 * one waiting for its answer holds that page and the head's in out, and a small answer
@@ -182,6 +189,20 @@ void lg_upc_idle_event(struct lg_upc *uc);
 void lg_upc_sweep(struct lg_worker *w, int force);
 
 /* up_xchg.c: the exchange */
+
+/* The tee's steps (lg_up_tee), no-ops without one: the final head (in head, x->resp's index),
+ * a payload piece. Its end is called by lg_up_free, after x is gone, with x->tee_status (the
+ * app's status, set when its answer was read whole) and x->tee_mine (lagless's own answer to
+ * the client, set by lg_up_fail). */
+void lg_up_tee_head(struct lg_conn_up *x, const char *head);
+void lg_up_tee_data(struct lg_conn_up *x, const char *p, size_t n);
+/* A detached refresh's app connection is ready (revents): connected, then its request
+ * written; then it is read as an orphan's. */
+void lg_up_detached_io(struct lg_conn_up *x, int revents);
+
+/* The app's answer (status) is whole and well framed: x->tee's end now (x->tee set), not when
+ * x is freed. It may answer other connections and send their requests to the app. */
+void lg_up_tee_end(struct lg_conn_up *x, int status);
 
 /* An app connection uc carrying x is connected (or failed: err, an errno) or ready to read or
  * write (revents). */

@@ -111,6 +111,7 @@ orphan_drop(struct lg_conn_up *x, int *reuse)
 			x->in_off = (size_t)h;
 			x->head_done = 1;
 			lg_upc_judge(x, x->uc->si, x->resp.status < 500); /* outlier ejection's */
+			lg_up_tee_head(x, x->in); /* the flight's waiters still want it */
 		}
 		while (!lg_resp_done(&x->resp) && x->in_off < x->in_len) {
 			const char *d;
@@ -121,9 +122,11 @@ orphan_drop(struct lg_conn_up *x, int *reuse)
 			if (k < 0)
 				return 1;
 			x->in_off += (size_t)k;
+			lg_up_tee_data(x, d, dl);
 		}
 		if (lg_resp_done(&x->resp)) {
 			*reuse = lg_up_reusable(x);
+			x->tee_status = x->resp.status;
 			return 1;
 		}
 		x->in_off = x->in_len = 0;

@@ -66,6 +66,8 @@ client_head(struct lg_conn_up *x, const char *head, size_t hlen)
 		x->close_client = 1, x->raw = 0; /* an HTTP/1.0 client: the payload, then the close */
 	if (!q->keep_alive || x->c->w->draining)
 		x->close_client = 1;
+	if (x->tee_extra != NULL) /* X-Cache of a coalescing route (docs/CACHE.md) */
+		n = put(b, n, x->tee_extra, strlen(x->tee_extra));
 	if (x->close_client)
 		n = PUT_LIT(b, n, "Connection: close\r\n");
 	else if (q->minor == 0)
@@ -93,6 +95,7 @@ finish(struct lg_conn_up *x)
 	lg_up_time(x, &lg_up_of(x)->adm->total, x->arrived);
 	lg_up_note_time(x);
 	c->obs.up_status = status;
+	x->tee_status = status; /* whole and well framed: its copy may be shared */
 	lg_up_free(x, reuse);
 	(void)lg_conn_stream_end(c, status, bytes, close);
 	return -1; /* x is gone (c goes on with its next request, or closed) */
@@ -138,6 +141,7 @@ take_head(struct lg_conn_up *x)
 			return lg_up_fail(x, 502, LG_UPR_INVALID);
 		x->in_off = (size_t)h;
 		x->head_done = 1;
+		lg_up_tee_head(x, x->in);
 		return 1;
 	}
 }
@@ -198,6 +202,7 @@ next_piece(struct lg_conn_up *x)
 	x->pend = x->raw ? x->in + x->in_off : d;
 	x->pend_len = x->raw ? (size_t)k : dl;
 	x->body_bytes += dl;
+	lg_up_tee_data(x, d, dl);
 	x->in_off += (size_t)k;
 	return 0;
 }
@@ -221,6 +226,10 @@ lg_up_pump(struct lg_conn_up *x)
 		 * byte, so a client's next request never finds the place still taken. */
 		if (x->placed && lg_resp_done(&x->resp))
 			lg_up_release(x);
+		/* Its copy ends here too, before the client has the last byte: a request the
+		 * client sends next finds the answer stored, not the flight still open. */
+		if (x->tee != NULL && lg_resp_done(&x->resp))
+			lg_up_tee_end(x, x->resp.status);
 		if (x->hpend_len > 0 || x->pend_len > 0) {
 			int r = write_pending(x);
 

@@ -18,6 +18,9 @@
 #include "worker/upstream/upstream.h"
 
 static void xchg_put(struct lg_up_one *u, struct lg_conn_up *x);
+static void send_now(struct lg_conn_up *x);
+static void detached_watch(struct lg_conn_up *x);
+static int send_step(struct lg_conn_up *x);
 
 /* The app connection's events for what x waits for now. */
 static void
@@ -62,9 +65,123 @@ lg_up_arm(struct lg_conn_up *x)
 }
 
 void
+lg_up_tee(struct lg_conn *c, const struct lg_up_tee *t, void *arg, const char *extra)
+{
+	struct lg_conn_up *x = LG_UP(c)->x;
+
+	x->tee = t;
+	x->tee_arg = arg;
+	x->tee_extra = extra;
+}
+
+void
+lg_up_tee_head(struct lg_conn_up *x, const char *head)
+{
+	if (x->tee != NULL)
+		x->tee->head(x->tee_arg, x->resp.status, head, x->resp.fields, x->resp.nfields);
+}
+
+void
+lg_up_tee_data(struct lg_conn_up *x, const char *p, size_t n)
+{
+	if (x->tee != NULL && n > 0)
+		x->tee->data(x->tee_arg, p, n);
+}
+
+int
+lg_up_refresh(struct lg_conn *c, const struct lg_route_def *d, const struct lg_up_tee *t,
+    void *arg)
+{
+	struct lg_conn_up *x;
+
+	if (lg_up_head(c, d) != 0)
+		return -1; /* refused (counted): the next stale request tries again */
+	x = LG_UP(c)->x;
+	if (!x->placed || x->uc == NULL) { /* it would wait for a place: not a refresh's to */
+		lg_up_free(x, 0);
+		return -1;
+	}
+	x->dispatched = 1;
+	send_now(x);
+	x->tee = t;
+	x->tee_arg = arg;
+	LG_UP(c)->x = NULL;
+	lg_conn_unhold(c, LG_CONN_HELD_UP);
+	c->obs.up_addr = NULL; /* c's answer is not this exchange's */
+	if (x->uc->state == UPC_BUSY && x->out_off == x->out_len) {
+		lg_up_orphan(x); /* written: the app has it, its answer is read for t */
+		return 0;
+	}
+	x->c = NULL; /* connecting, or written in part: lg_up_detached_io goes on */
+	x->orphan = x->detached = 1;
+	detached_watch(x);
+	return 0;
+}
+
+/* A detached refresh waits to write (connecting or a full socket): writable only. */
+static void
+detached_watch(struct lg_conn_up *x)
+{
+	ev_io_stop(x->w->ev, &x->uc->io);
+	ev_io_modify(&x->uc->io, EV_WRITE);
+	ev_io_start(x->w->ev, &x->uc->io);
+}
+
+void
+lg_up_detached_io(struct lg_conn_up *x, int revents)
+{
+	struct lg_upc *uc = x->uc;
+	const struct lg_upstream_def *u = lg_up_of(x)->def;
+	int r;
+
+	if (uc->state == UPC_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(uc->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+			err = errno;
+		if (err != 0) { /* its tee is told: nothing came (the refresh backs off) */
+			lg_upc_judge(x, uc->si, 0);
+			lg_up_free(x, 0);
+			return;
+		}
+		uc->state = UPC_BUSY;
+		x->phase = LG_UPR_FIRST_BYTE;
+		x->phase_due = ev_now(x->w->ev) + u->first_byte_timeout_ms / 1e3;
+		lg_up_arm(x);
+	}
+	while ((r = send_step(x)) == 1)
+		;
+	if (r == -1) {
+		lg_up_free(x, 0);
+		return;
+	}
+	if (x->out_off < x->out_len) {
+		detached_watch(x);
+		return;
+	}
+	x->detached = 0; /* written whole: read as an orphan's */
+	lg_up_orphan_event(x, EV_READ);
+}
+
+void
+lg_up_tee_end(struct lg_conn_up *x, int status)
+{
+	const struct lg_up_tee *t = x->tee;
+
+	x->tee = NULL; /* once */
+	t->end(x->tee_arg, status, 0);
+}
+
+void
 lg_up_free(struct lg_conn_up *x, int reuse)
 {
 	struct lg_conn *c = x->c;
+	/* The tee's end comes once x is gone: it may answer other connections and send their
+	 * requests, which take places and connections x gave back. */
+	const struct lg_up_tee *tee = x->tee;
+	void *tee_arg = x->tee_arg;
+	int tee_status = x->tee_status, tee_mine = x->tee_mine;
 
 	ev_timer_stop(x->w->ev, &x->timer);
 	if (x->budget) {
@@ -82,6 +199,8 @@ lg_up_free(struct lg_conn_up *x, int reuse)
 	}
 	lg_up_release(x);
 	xchg_put(lg_up_of(x), x);
+	if (tee != NULL)
+		tee->end(tee_arg, tee_status, tee_mine);
 }
 
 int
@@ -126,7 +245,12 @@ fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 	log_info("upstream %s: %s (%s): %d", u->name, lg_up_reason_str(why),
 	    x->resp.err ? lg_resp_strerror(x->resp.err) : "-", status);
 	count_status(x, status);
+	x->tee_mine = status;
 	int whole = x->dispatched;
+	char extra[96]; /* the X-Cache of a coalescing route's answer (static), Retry-After */
+
+	snprintf(extra, sizeof(extra), "%s%s", x->tee_extra ? x->tee_extra : "",
+	    status == 503 ? LG_CONN_RETRY_AFTER : "");
 	if (hold) {
 		LG_UP(c)->x = NULL;
 		lg_conn_unhold(c, LG_CONN_HELD_UP);
@@ -138,7 +262,7 @@ fail(struct lg_conn_up *x, int status, enum lg_up_reason why, int hold)
 	 * process loop (an app's or a timer's event), a request the client pipelined behind this
 	 * one left the answer queued for a batch: resumed as the job room resumes after a job's
 	 * answer, the answer goes out and the next request is read. */
-	if (lg_conn_error(c, status, !whole, status == 503 ? LG_CONN_RETRY_AFTER : NULL) == 0 &&
+	if (lg_conn_error(c, status, !whole, extra[0] ? extra : NULL) == 0 &&
 	    !c->processing)
 		(void)lg_conn_resume(c);
 	return -1; /* x is gone (c may live on) */
@@ -352,6 +476,10 @@ lg_up_io(struct lg_upc *uc, int revents)
 
 	if (uc->state == UPC_IDLE || x == NULL) {
 		lg_upc_idle_event(uc);
+		return;
+	}
+	if (x->detached) {
+		lg_up_detached_io(x, revents);
 		return;
 	}
 	if (x->orphan) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/resp.h"
 #include "kinds/registry.h"
 #include "shm/wire.h"
 #include "worker/core/conn.h"
@@ -95,5 +96,36 @@ lg_up_active(const struct lg_conn *c)
 /* c closes (client gone, write error): its place, queue entry and app connection are given
  * back (the app connection is closed when an exchange was under way). */
 void lg_up_gone(struct lg_conn *c);
+
+/* A copy of an answer for someone besides its client (the router hands single-flight's:
+ * docs/CACHE.md "Proxied routes"). The steps are called as the app's answer is read, whether
+ * its client still waits for it or left (the exchange then reads the answer to its end all
+ * the same: up_orphan.c), never from inside lg_up_tee itself:
+ * head: the final head (head bytes, http/resp.h's index f[0..n) into them) is checked and
+ *   about to go to the client (1xx dropped, a retry_on decided before);
+ * data: payload bytes of the body, in order (dechunked), as each piece is checked;
+ * end: called once, last: status is the app's when its answer was read whole and well framed,
+ *   else 0, with mine the status lagless answered the client in its stead (502, 503, 504),
+ *   or 0 when it answered nothing (the client left first, the answer was cut). */
+struct lg_up_tee {
+	void (*head)(void *arg, int status, const char *head, const struct lg_resp_field *f,
+	    unsigned n);
+	void (*data)(void *arg, const char *p, size_t n);
+	void (*end)(void *arg, int status, int mine);
+};
+
+/* A background refresh (docs/CACHE.md "Proxied routes"): c's request (a GET without a body)
+ * goes to route d's app again, for tee t with arg alone: when a place of the upstream takes it
+ * at once, the exchange is detached from c (c is answered otherwise, by the caller), connects
+ * and writes if it must, and reads the app's answer to its end for t (up_orphan.c), within
+ * the route's deadline and the upstream's timeouts. Returns 0 (t's end comes later, at the
+ * latest then), or -1 when no place is free now (nothing sent, nothing answered, t never
+ * called). */
+int lg_up_refresh(struct lg_conn *c, const struct lg_route_def *d, const struct lg_up_tee *t,
+    void *arg);
+
+/* After lg_up_head (c's exchange exists): tee t (static, may be NULL) with arg gets a copy of
+ * the answer; extra (static, NULL or CRLF-ended lines) is added to the head the client gets. */
+void lg_up_tee(struct lg_conn *c, const struct lg_up_tee *t, void *arg, const char *extra);
 
 #endif
