@@ -111,7 +111,13 @@ lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash,
 		.jitter_pct = (unsigned)w->env->cfg->flights.cache_jitter_pct,
 	};
 
-	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
+	return lg_coal_store_item(w, &it, m);
+}
+
+int
+lg_coal_store_item(struct lg_worker *w, const struct lg_cache_item *it, struct lg_cache_meta *m)
+{
+	if (lg_cache_store(w->env->cache, it, lg_now_ns(), (int32_t)getpid(), w->env->index,
 	    m) == -1) {
 		if (errno == E2BIG)
 			lg_stats_add(&w->coal->ctr->too_large, 1);

@@ -67,6 +67,10 @@ int lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, stru
     const char *label, _Atomic uint64_t *counter);
 int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
     const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
+/* Stores it in w's cache with its counts (stored, or too_large for an entry over the cache's
+ * limit); 0 with *m, or -1 (shm/cache.h lg_cache_store's errno). */
+int lg_coal_store_item(struct lg_worker *w, const struct lg_cache_item *it,
+    struct lg_cache_meta *m);
 
 /* The helpers of worker/flight/coalesce.c (see their comments there). */
 int lg_coal_job_slot(struct lg_conn *c);

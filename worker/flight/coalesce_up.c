@@ -191,14 +191,7 @@ store(struct lg_lflight *f, struct lg_upflight *u, uint64_t hash, int status, ui
 	if (stale && !u->dec.no_stale)
 		it.stale_ns = f->pol->stale_ms * LG_NS_PER_MS;
 
-	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
-	    m) == -1) {
-		if (errno == E2BIG)
-			lg_stats_add(&w->coal->ctr->too_large, 1);
-		return -1;
-	}
-	lg_stats_add(&w->coal->ctr->stored, 1);
-	return 0;
+	return lg_coal_store_item(w, &it, m);
 }
 
 /* The key of owner flight f is not shared for a while: its next requests go to the app each
