@@ -7,7 +7,6 @@
  *
  * A stored answer's value: struct upval, the app's end-to-end field lines (hop-by-hop and
  * framing fields, Date, Server, Age and X-Cache left out: lagless writes its own), its body. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
