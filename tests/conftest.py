@@ -134,6 +134,15 @@ def proc_cpu_ticks(pid):
         return None
 
 
+def sched_slice_of(pid):
+    """The se.slice line of /proc/pid/sched (ns; EEVDF kernels), or None."""
+    with open("/proc/%d/sched" % pid) as f:
+        for line in f:
+            if line.startswith("se.slice"):
+                return int(line.split(":")[1])
+    return None
+
+
 def children_of(ppid):
     """[(pid, comm, state, starttime)] of every process whose parent is ppid."""
     out = []

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import (LAGLESS_BIN, REPO_ROOT, Server, children_of, get, pid_alive, request,
-                      wait_until)
+                      sched_slice_of, wait_until)
 
 MODULES = os.environ.get("LAGLESS_MODULES") or os.path.join(REPO_ROOT, "build", "modules")
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "fastapi")
@@ -105,15 +105,6 @@ def test_cpu_route_runs_in_the_pool(srv):
     assert get(srv.port, "/pool").json()["max_pending"] == 0
     assert children_of(app_pid(srv)) == [], children_of(app_pid(srv))
     assert request(srv.port, "GET", "/compute-non-blocking").status == 405
-
-
-def sched_slice_of(pid):
-    """The se.slice line of /proc/pid/sched (ns; EEVDF kernels), or None."""
-    with open("/proc/%d/sched" % pid) as f:
-        for line in f:
-            if line.startswith("se.slice"):
-                return int(line.split(":")[1])
-    return None
 
 
 @pytest.mark.timeout(60)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import LAGLESS_BIN, calibrate_heavy, get, wait_until
+from conftest import LAGLESS_BIN, calibrate_heavy, get, sched_slice_of, wait_until
 
 POOLS_CONF = """
 [pool slow]
@@ -270,15 +270,6 @@ def test_compute_processes_run_under_their_pools_policy(start_server, tmp_path):
     for pid in srv.children("loop") + [srv.pid]:
         assert sched_policy_of(pid) == os.SCHED_OTHER, pid
     assert get(srv.port, "/heavy?iterations=1000").status == 200
-
-
-def sched_slice_of(pid):
-    """The se.slice line of /proc/pid/sched (ns; EEVDF kernels), or None."""
-    with open("/proc/%d/sched" % pid) as f:
-        for line in f:
-            if line.startswith("se.slice"):
-                return int(line.split(":")[1])
-    return None
 
 
 def test_compute_processes_ask_their_pools_time_slice(start_server, tmp_path):
