@@ -34,7 +34,7 @@ import time
 
 import bench_cluster
 import bench_coalesce
-from common import Lagless, Result, burst, http_get, log
+from common import Lagless, Result, burst, http_get, log, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DELAY_MS = 200
@@ -54,17 +54,16 @@ class App:
              "--backlog", "2048"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env=env, start_new_session=True)
-        end = time.monotonic() + 20
-        while True:
-            try:
-                if http_get(self.port, "/ping", timeout=1)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.1)
+        if not wait_for(lambda: self.proc.poll() is not None or self.answers(), 20) or \
+                self.proc.poll() is not None:
+            self.stop()
+            raise RuntimeError("uvicorn did not start")
+
+    def answers(self):
+        try:
+            return http_get(self.port, "/ping", timeout=1)[0] == 200
+        except OSError:
+            return False
 
     def direct_ms(self, n=5):
         """The slowest of n cold GETs sent straight to the app one by one, in ms: the origin
