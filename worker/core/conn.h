@@ -289,7 +289,8 @@ lg_conn_own_body(struct lg_conn *c, char *p)
 /* Takes ownership of an accepted non-blocking socket fd and waits for its first bytes. Until a
  * byte arrives, and again once it has been idle for a loop tick (100-200 ms, nothing buffered,
  * nothing to write, no slot), the connection holds only a struct lg_conn_idle; a struct lg_conn
- * (buffers and parser, ~33 KiB of address space) comes from w->pool while bytes are in flight.
+ * (parser, request view, output queue: ~35 KiB of address space) comes from w->pool while bytes
+ * are in flight, its input buffer from w->rbufs while it reads.
  * Returns 0, or -1 with errno ENOMEM (fd is closed). */
 int lg_conn_start(struct lg_worker *w, int fd);
 
