@@ -85,6 +85,20 @@ def request(port, method, path, timeout=60, conn=None):
             c.close()
 
 
+def max_pending(port, timeout=60.0):
+    """The app's GET /pool max_pending: behind lagless (b) the request is proxied, and right
+    after an overload the upstream's places and queue may still be full, so a 503 (lagless's
+    text, not the app's JSON) is asked again until the app answers, within timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        status, body, _ = request(port, "GET", "/pool")
+        if status == 200 or time.monotonic() > end:
+            if status != 200:
+                raise RuntimeError("GET /pool: %d %r" % (status, body[:80]))
+            return json.loads(body)["max_pending"]
+        time.sleep(0.2)
+
+
 class Uvicorn:
     """(a): uvicorn serving main:app on 127.0.0.1:PORT, as the article runs it (a free port
     picked here; not --fd, with which uvicorn takes the socket for AF_UNIX and asyncio then
@@ -353,9 +367,9 @@ def measure(cfg, servers, workers, n_call, n_probe, n_long, load_bin):
                       gated=False, figures={"per_s": thr}))
     over = {}
     for w in ways:
-        before = json.loads(request(servers[w].port, "GET", "/pool")[1])["max_pending"]
+        before = max_pending(servers[w].port)
         heavy, cheap = overload(load_bin, servers[w].port, 3 * cap, cap, w != "a")
-        after = json.loads(request(servers[w].port, "GET", "/pool")[1])["max_pending"]
+        after = max_pending(servers[w].port)
         over[w] = {"heavy": heavy["all"], "cheap": cheap["all"], "executor_max_queue": after,
                    "executor_max_queue_before": before,
                    "statuses": {s["status"]: s["count"] for s in heavy["statuses"]},
