@@ -88,11 +88,8 @@ limit_memory(uint64_t bytes)
 		    strerror(errno));
 }
 
-/* The OOM killer should pick a compute process, which loses one job, before a loop worker,
- * which loses every connection it holds, or the master (proc(5), oom_score_adj). Raising the
- * value needs no privilege. */
-static void
-prefer_oom_kill(void)
+void
+lg_compute_prefer_oom_kill(void)
 {
 	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 
@@ -382,7 +379,6 @@ lg_compute_main(const struct lg_compute_env *env)
 		(void)!nice(pool->nice);
 	set_policy(pool->policy);
 	set_slice(pool->policy, pool->slice_ms);
-	prefer_oom_kill();
 	limit_memory(pool->memory);
 	own_descendants();
 	if (lg_arena_protect_inputs(env->arena) == -1)

@@ -429,6 +429,8 @@ child_main(struct lg_gen *all, struct lg_gen *g, struct lg_child *c, int listen_
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != master)
 		_exit(1);
+	if (c->role == LG_ROLE_COMPUTE)
+		lg_compute_prefer_oom_kill(); /* before anything else: cpupool/compute.h */
 	child_reset(all, g, sigfd);
 	lg_log_set_role(lg_gen_role_name(c->role), (int)c->index);
 	prctl(PR_SET_NAME, c->role == LG_ROLE_LOOP ? "lagless-loop" : "lagless-compute");
