@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 
-from common import (Lagless, Result, children_of, log, percentile, proc_stat_fields,
+from common import (Lagless, Result, children_of, log, percentile, proc_stat_fields, sched_of,
                     run_client)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -191,21 +191,6 @@ def tree_of(pid):
     out = {pid}
     for child in children_of(pid):
         out |= tree_of(child)
-    return out
-
-
-def sched_of(pids):
-    """{pid: (ns run on a CPU, ns waited on a run queue)} from /proc/PID/schedstat (the
-    kernel's Documentation/scheduler/sched-stats.rst); a process gone or a kernel without the
-    file is left out."""
-    out = {}
-    for pid in pids:
-        try:
-            with open("/proc/%d/schedstat" % pid) as f:
-                ran, waited = f.read().split()[:2]
-            out[pid] = (int(ran), int(waited))
-        except (OSError, ValueError):
-            pass
     return out
 
 

@@ -371,3 +371,18 @@ def run_client(client, port, path="/ping", count=3000, max_seconds=20.0, fresh=F
             return [(int(a), int(b)) for a, b in (line.split() for line in f if line.strip())]
     finally:
         os.unlink(out)
+
+
+def sched_of(pids):
+    """{pid: (ns run on a CPU, ns waited on a run queue)} from /proc/PID/schedstat (the
+    kernel's Documentation/scheduler/sched-stats.rst); a process gone or a kernel without the
+    file is left out."""
+    out = {}
+    for pid in pids:
+        try:
+            with open("/proc/%d/schedstat" % pid) as f:
+                ran, waited = f.read().split()[:2]
+            out[pid] = (int(ran), int(waited))
+        except (OSError, ValueError):
+            pass
+    return out
