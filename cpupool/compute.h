@@ -22,9 +22,9 @@ struct lg_compute_env {
 /* The OOM killer should pick a compute process, which loses one job, before a loop worker,
  * which loses every connection it holds, or the master (proc(5), oom_score_adj 1000; raising
  * it needs no privilege). The child calls it first thing after fork, before it unmaps and
- * closes what it does not keep: a compute process respawned under memory pressure still had
- * the master's 0 for those milliseconds, and with its small resident set the OOM killer chose
- * a loop worker of the ASan build (its shadow memory) once. A failure is logged. */
+ * closes what it does not keep: a compute process respawned under memory pressure would
+ * otherwise hold the master's value for those milliseconds, lower than a loop worker's, and
+ * with its small resident set the OOM killer could choose a loop worker. A failure is logged. */
 void lg_compute_prefer_oom_kill(void);
 
 /* Runs the compute loop until the job channel fails. Never returns on the normal path; the
