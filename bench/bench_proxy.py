@@ -18,9 +18,9 @@ also what the direct request asks.
       with `master_process off` (its only process serves), counting switched on once they
       answer (callgrind_control -i on), wrk -t1 -c64 -d3s; the process's total instructions /
       wrk's requests (as bench_instr.py does for /ping). Target <= 0.5 x nginx's.
-13b (X2) app connections opened per 100,000 requests once warm: a fresh server, wrk -t1 -c64
-    for 1 s (its first connections opened), then the origin nginx's stub_status `accepts`
-    over X2_SECONDS of wrk -t1 -c64 (about 100,000 requests here): what the keep-alive policy
+13b (X2) app connections opened per 100,000 requests once warm: a fresh server, X2_WARM
+    requests of wrk -t1 -c64 (its first connections opened), then the origin nginx's
+    stub_status `accepts` over X2_REQUESTS more (wrk stopped by a count): what the keep-alive policy
     (keepalive N, max_requests / keepalive_requests, both 1000 by default) closes and opens
     again. Target <= nginx's.
 13c (X7) overload: an app answering after 1 s (bench/app_origin.py, which records its
@@ -94,7 +94,8 @@ PACE_S = 5
 ROUNDS = 3
 WRK_SECONDS = 3
 CPU_ROUNDS = 3          # 13a's CPU-second runs: lagless, nginx in turn; the means compared
-X2_SECONDS = 10         # 13b: about 100,000 requests at this machine's rate
+X2_WARM = 10000         # 13b: requests before the count (every client's connection opened)
+X2_REQUESTS = 150000    # 13b: requests counted (each kept app connection's 1,000 twice over)
 C, Q, DEADLINE_MS = 16, 32, 4000   # 13c: queue wait at most Q/C s, then 1 s at the app
 OVERLOAD_S = 15
 HELD = 500              # 13d's connections and requests
@@ -287,11 +288,23 @@ def paced(load, port):
     return r["all"]["p50_ms"] * 1e3, r["all"]["p99_ms"] * 1e3
 
 
-def wrk(port, seconds, conns=CLIENTS):
-    """Requests of one wrk -t1 run of PATH (a non-2xx answer fails it)."""
-    out = subprocess.run(["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds,
-                          "http://127.0.0.1:%d%s" % (port, PATH)], capture_output=True,
-                         text=True, timeout=seconds + 60)
+def wrk(port, seconds, conns=CLIENTS, stop_after=None):
+    """Requests of one wrk -t1 run of PATH (a non-2xx answer fails it). stop_after: wrk stops
+    once that many answers came back (a Lua response() count; `seconds` is then a bound)."""
+    argv = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds]
+    script = None
+    if stop_after is not None:
+        fd, script = tempfile.mkstemp(prefix="lagless-bench-", suffix=".lua")
+        with os.fdopen(fd, "w") as f:
+            f.write("local n = 0\nfunction response(status, headers, body)\n  n = n + 1\n"
+                    "  if n >= %d then wrk.thread:stop() end\nend\n" % stop_after)
+        argv += ["-s", script]
+    try:
+        out = subprocess.run(argv + ["http://127.0.0.1:%d%s" % (port, PATH)],
+                             capture_output=True, text=True, timeout=seconds + 60)
+    finally:
+        if script:
+            os.unlink(script)
     total = re.search(r"(\d+) requests in", out.stdout)
     if out.returncode != 0 or not total or "Non-2xx" in out.stdout or "Socket errors" in \
             out.stdout:
@@ -315,12 +328,15 @@ def per_cpu_second(pid, port):
 
 
 def opened_per_100k(pid, port, origin):
-    """(app connections opened per 100,000 requests once warm, requests): after a 1 s
-    warm-up (which opens the first CLIENTS connections), the origin's accepts over
-    X2_SECONDS of wrk -t1 -c64: what the keep-alive policy closes and opens again."""
-    wrk(port, 1)
+    """(app connections opened per 100,000 requests once warm, requests): after X2_WARM
+    requests (which open the first CLIENTS connections), the origin's accepts over X2_REQUESTS
+    more of wrk -t1 -c64: what the keep-alive policy closes and opens again. Counts, not
+    durations: the CLIENTS connections age together and close in bursts every max_requests
+    of theirs, so over a fixed time the faster server crossed one more burst or one less
+    (79-127 and 70-161 per 100,000 in earlier runs of one policy)."""
+    wrk(port, 30, stop_after=X2_WARM)
     a0 = origin.accepts()
-    n = wrk(port, X2_SECONDS)
+    n = wrk(port, 60, stop_after=X2_REQUESTS)
     return (origin.accepts() - a0 - 1) * 1e5 / n, n  # -1: a0's own reading
 
 
@@ -427,9 +443,9 @@ def bench_x1_x2(cfg, origin, results):
                           kind="min", figures=cpu))
     opened = {k: on_proxy(cfg, k, origin, lambda pid, port: opened_per_100k(pid, port, origin))
               for k in ("lagless", "nginx")}
-    log("   app connections opened per 100,000 requests once warm (keepalive %d, %d s of wrk "
-        "-c%d): lagless %.0f (%d requests); nginx %.0f (%d requests)"
-        % (KEEPALIVE, X2_SECONDS, CLIENTS, opened["lagless"][0], opened["lagless"][1],
+    log("   app connections opened per 100,000 requests once warm (keepalive %d, %d requests "
+        "of wrk -c%d): lagless %.0f (%d requests); nginx %.0f (%d requests)"
+        % (KEEPALIVE, X2_REQUESTS, CLIENTS, opened["lagless"][0], opened["lagless"][1],
            opened["nginx"][0], opened["nginx"][1]))
     results.append(Result("13b. app conns opened per 100k req / nginx",
                           max(opened["lagless"][0], 1.0) / max(opened["nginx"][0], 1.0), 1.0,
