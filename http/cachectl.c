@@ -306,3 +306,39 @@ lg_cc_decide(int status, const char *head, const struct lg_resp_field *f, unsign
 	d->ttl_ms = ttl - age_ms;
 	return verdict(d, LG_CC_SHARE | LG_CC_STORE, life >= 0 ? "max-age" : "route ttl");
 }
+
+/* The fields a stored answer never holds (lg_cc_fields_ok). */
+static int
+foreign_field(const char *name, size_t len)
+{
+	static const char *const no[] = { "content-length", "transfer-encoding", "connection",
+	    "keep-alive", "proxy-connection", "te", "upgrade", "date", "server", "age",
+	    "x-cache" };
+
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (ieq(name, len, no[i]))
+			return 1;
+	return 0;
+}
+
+int
+lg_cc_fields_ok(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t name = i;
+
+		while (i < n && lg_ch((unsigned char)p[i], LG_CH_TCHAR))
+			i++;
+		if (i == name || i >= n || p[i] != ':' || foreign_field(p + name, i - name))
+			return 0;
+		i++;
+		while (i < n && lg_ch((unsigned char)p[i], LG_CH_VALUE)) /* no CR, LF, NUL */
+			i++;
+		if (i + 1 >= n || p[i] != '\r' || p[i + 1] != '\n')
+			return 0;
+		i += 2;
+	}
+	return 1;
+}

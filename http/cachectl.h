@@ -86,4 +86,13 @@ struct lg_cc_decision {
 unsigned lg_cc_decide(int status, const char *head, const struct lg_resp_field *f, unsigned n,
     const struct lg_cc_rule *r, struct lg_cc_decision *d);
 
+/* Whether p[0..n), field lines read back from a store another process wrote (Redis: a
+ * replica's answer, docs/CACHE.md "Proxied routes"), is what a stored answer holds and may be
+ * written into a response head as it is: whole lines `token ":" field-value CRLF` (RFC 9110
+ * 5.1, 5.5; no bare CR, LF or NUL, no obs-fold), none of them a field lagless writes itself
+ * or a proxy does not forward (Content-Length, Transfer-Encoding, Connection, Keep-Alive,
+ * Proxy-Connection, TE, Upgrade, Date, Server, Age, X-Cache: what worker/flight/coalesce_up.c
+ * leaves out of what it stores). 1 or 0. */
+int lg_cc_fields_ok(const char *p, size_t n);
+
 #endif

@@ -578,8 +578,8 @@ check_bulkhead(const struct lg_registry *r, const char *file, const struct secti
 
 /* An upstream route's rule (docs/CACHE.md "Proxied routes"): its key holds the whole query
  * string (the app's parameters are not declared) and no body (only GET and HEAD coalesce), so
- * key_query and key_body_max would do nothing and are refused; scope = cluster is not done for
- * proxied keys and is refused rather than taken in silence. Returns 0, or -1 with err. */
+ * key_query and key_body_max would do nothing and are refused. scope = cluster shares its stored
+ * answers through Redis as a kind's (worker/flight/coalesce_up.c). Returns 0, or -1 with err. */
 static int
 upstream_rule(const char *file, const struct section *sec, struct lg_route_def *rt, char *err,
     size_t cap)
@@ -591,9 +591,6 @@ upstream_rule(const char *file, const struct section *sec, struct lg_route_def *
 		if (strcmp(sec->kv[i].key, "key_body_max") == 0)
 			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route coalesces GET "
 			    "and HEAD only, which have no body to key");
-		if (strcmp(sec->kv[i].key, "scope") == 0 && strcmp(sec->kv[i].value, "local"))
-			return fail_kv(err, cap, file, &sec->kv[i], "an upstream route's keys are "
-			    "shared on this server only yet (docs/CACHE.md \"Proxied routes\")");
 	}
 	rt->coal.whole_query = 1;
 	return 0;

@@ -82,6 +82,27 @@ check_cachectl(const struct lg_resp *r, const char *h)
 	if (f != d.flags || d.why == NULL || ((f & LG_CC_STORE) && (!(f & LG_CC_SHARE) ||
 	    d.ttl_ms == 0 || d.ttl_ms > 60000)) || ((f & LG_CC_HFM) && (f & LG_CC_SHARE)))
 		abort();
+	/* The field lines a proxied answer's stored value keeps (worker/flight/coalesce_up.c:
+	 * no hop-by-hop or framing field, Date, Server, Age, X-Cache) are what another replica
+	 * reading it from Redis accepts (lg_cc_fields_ok). */
+	static char kept[65536];
+	size_t klen = 0;
+
+	for (unsigned i = 0; i < r->nfields; i++) {
+		const struct lg_resp_field *x = &r->fields[i];
+		static const char *const own[] = { "date", "server", "age", "x-cache" };
+		int skip = (x->flags & (LG_RESP_F_HOP | LG_RESP_F_FRAMING)) != 0;
+
+		for (size_t k = 0; k < 4 && !skip; k++)
+			skip = strlen(own[k]) == x->name.len &&
+			    strncasecmp(h + x->name.off, own[k], x->name.len) == 0;
+		if (skip || klen + x->line.len > sizeof(kept))
+			continue;
+		memcpy(kept + klen, h + x->line.off, x->line.len);
+		klen += x->line.len;
+	}
+	if (!lg_cc_fields_ok(kept, klen))
+		abort();
 }
 
 static void

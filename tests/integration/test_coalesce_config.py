@@ -80,8 +80,6 @@ BAD = [
      "key_query = a\n", 7, "key_query", "whole query string"),
     ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
      "key_body_max = 1K\n", 6, "key_body_max", "GET and HEAD only"),
-    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
-     "scope = cluster\n", 6, "scope", "on this server only yet"),
 ]
 
 
@@ -98,6 +96,20 @@ def test_upstream_route_rule_shows_its_key_in_t(tmp_path):
     assert lines[i + 1].strip().startswith(
         "key: method (HEAD as GET), path, the whole query string, headers accept"), lines[i + 1]
     assert "other methods: not coalesced" in lines[i + 1], lines[i + 1]
+
+
+@pytest.mark.timeout(30)
+def test_upstream_route_takes_the_cluster_scope(tmp_path):
+    # scope = cluster on an upstream route (issue 37 item 5): taken, printed by -t, and warned
+    # as local without --redis, as for a kind's rule
+    conf = tmp_path / "up.conf"
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+                    "ttl_ms = 5000\nscope = cluster\n")
+    rc, out = check("-c", str(conf))
+    assert rc == 0, out
+    line = [l for l in out.splitlines() if l.startswith("/api* ")][0]
+    assert "coalesce on, ttl_ms 5000" in line and ", scope cluster" in line, line
+    assert "has scope = cluster and no --redis is set" in out, out
 
 
 @pytest.mark.parametrize("text,line,key,why", BAD)

@@ -153,6 +153,40 @@ test_freshness_shortens_never_lengthens(void **state)
 	    LG_CC_SHARE | LG_CC_STORE);
 }
 
+/* Field lines read back from Redis (another replica's stored answer) are written into a head
+ * only when they are whole lines of fields a stored answer holds (issue 37 item 5). */
+static void
+test_fields_ok(void **state)
+{
+	static const char *good[] = {
+		"",
+		"Content-Type: text/plain\r\n",
+		"Content-Type: text/plain\r\nCache-Control: max-age=5\r\nETag: \"x\"\r\n",
+		"X-Empty:\r\n",
+	};
+	static const char *bad[] = {
+		"Content-Type: text/plain",                  /* no CRLF */
+		"Content-Type: text/plain\n",                /* bare LF */
+		"Content-Type: a\rb\r\n",                   /* bare CR */
+		"Content-Type: text/plain\r\n folded\r\n",  /* obs-fold */
+		": x\r\n",                                  /* no name */
+		"Bad Name: x\r\n",
+		"X-A: 1\r\nContent-Length: 5\r\n",           /* framing: lagless frames its own */
+		"Transfer-Encoding: chunked\r\n",
+		"connection: close\r\n",
+		"Age: 5\r\n",                               /* lagless writes its own */
+		"X-Cache: hit\r\n",
+		"Date: Thu, 01 Jan 2099 00:00:00 GMT\r\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(lg_cc_fields_ok(good[i], strlen(good[i])));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(lg_cc_fields_ok(bad[i], strlen(bad[i])));
+	assert_false(lg_cc_fields_ok("X-A: a\0b\r\n", 11)); /* NUL */
+}
+
 static void
 test_hostile_values(void **state)
 {
@@ -259,6 +293,7 @@ main(void)
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test(test_freshness_shortens_never_lengthens),
 		cmocka_unit_test(test_hostile_values),
+		cmocka_unit_test(test_fields_ok),
 		cmocka_unit_test(test_huge_cache_control),
 		cmocka_unit_test(test_credentials),
 	};

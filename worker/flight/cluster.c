@@ -176,10 +176,15 @@ local(struct lg_cflight *cf)
 
 /* Whether a status may come from a kind, for what the rule stores: a 2xx (204 and 205
  * without a body: RFC 9110 sections 15.3.5 and 15.3.6), and under negative-ttl a kind error
- * (4xx, 500): never 1xx, 3xx or another 5xx, which a kind cannot give (kinds/host.c). */
+ * (4xx, 500): never 1xx, 3xx or another 5xx, which a kind cannot give (kinds/host.c). An
+ * upstream route's value (its body: the app's fields and body) has a status its rule stores
+ * (http/cachectl.h: 200, 203, 204, 300, 301; 404, 410 under negative-ttl). */
 static int
 status_ok(const struct lg_policy *p, uint64_t status, size_t body_len)
 {
+	if (p->whole_query) /* an upstream route's: what http/cachectl.h lets it store */
+		return status == 200 || status == 203 || status == 204 || status == 300 ||
+		    status == 301 || (p->negative_ttl_ms > 0 && (status == 404 || status == 410));
 	if (status >= 200 && status <= 299)
 		return (status != 204 && status != 205) || body_len == 0;
 	return p->negative_ttl_ms > 0 && ((status >= 400 && status <= 499) || status == 500);
@@ -201,7 +206,7 @@ ctype_ok(const char *p, size_t n)
 static uint64_t
 ttl_max(const struct lg_policy *p, uint64_t status)
 {
-	if (status < 200 || status > 299)
+	if (status == 404 || status == 410 || (!p->whole_query && (status < 200 || status > 299)))
 		return p->negative_ttl_ms;
 	return p->ttl_ms > 0 ? p->ttl_ms : FOLLOWER_READ_MS;
 }
@@ -261,10 +266,12 @@ hit(struct lg_cflight *cf, const char *data, size_t len)
 
 		memcpy(ctype, o[3].via.str.ptr, o[3].via.str.size);
 		ctype[o[3].via.str.size] = '\0';
-		lg_stats_add(&cf->k->ctr->hits, 1);
-		cf->k->ops.hit(cf->f, (int)o[2].via.u64, ctype, o[6].via.bin.ptr,
-		    o[6].via.bin.size, age, left); /* drops the flight */
-		rc = 0;
+		struct lg_cluster *k = cf->k; /* cf goes with the flight */
+
+		rc = k->ops.hit(cf->f, (int)o[2].via.u64, ctype, o[6].via.bin.ptr,
+		    o[6].via.bin.size, age, left); /* 0: dropped the flight */
+		if (rc == 0)
+			lg_stats_add(&k->ctr->hits, 1);
 	}
 	msgpack_unpacked_destroy(&up);
 	return rc;
@@ -560,7 +567,8 @@ lg_cluster_drop(struct lg_lflight *f)
 /* The lease for a job of kind: --redis-lease-ms, or when 0 twice the kind's p99 run time on
  * this replica (the upper bound of the bucket of its run-time histogram holding the 99th
  * percentile, summed over the compute processes), at least LEASE_MIN_MS, LEASE_COLD_MS before
- * the kind has run here; never past the route's deadline. */
+ * the kind has run here or for no kind (LG_CLUSTER_NO_KIND: an upstream route's key, renewed
+ * while its app answers); never past the route's deadline. */
 static uint64_t
 lease_for(const struct lg_cluster *k, uint32_t kind, uint64_t deadline_ms)
 {
@@ -648,9 +656,9 @@ maker_conf(XXH3_state_t *st, const struct lagless_conf *conf)
 /* What makes the answers of route rt (docs/CACHE.md "What a cluster key holds"): the lagless
  * release (the built-in kinds and the host), the kind's name, its module's name, version and
  * file contents (XXH3-64, master/modules.c), the module's and the route's keys and the route's
- * content type. Two replicas share a key only when all of it is equal: during a rolling
- * upgrade, or after a reload that changed any of it, old and new code never read each
- * other's answers. Into out (MAKER_LEN bytes). */
+ * content type; for an upstream route, the upstream's name. Two replicas share a key only
+ * when all of it is equal: during a rolling upgrade, or after a reload that changed any of
+ * it, old and new code never read each other's answers. Into out (MAKER_LEN bytes). */
 static void
 route_maker(const struct lg_registry *reg, const struct lg_route_def *rt, unsigned char *out)
 {
@@ -674,6 +682,13 @@ route_maker(const struct lg_registry *reg, const struct lg_route_def *rt, unsign
 	}
 	maker_conf(st, &rt->conf);
 	maker_str(st, rt->ctype);
+	/* an upstream route's answers: its app's, by the upstream's name (its servers may be
+	 * named otherwise on each replica) */
+	if (rt->upstream) {
+		maker_str(st, "upstream");
+		maker_str(st, rt->upstream <= reg->nupstreams ?
+		    reg->upstreams[rt->upstream - 1].name : "");
+	}
 	XXH128_hash_t h = XXH3_128bits_digest(st);
 
 	XXH3_freeState(st);

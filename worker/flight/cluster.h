@@ -26,8 +26,9 @@ struct lg_cluster_ops {
 	/* Run f's job on this replica (leader, or local fallback). */
 	void (*run)(struct lg_lflight *f);
 	/* Answer f from a shared value: status, content type, body (len bytes, copied), its age
-	 * and the time left to live, ms. */
-	void (*hit)(struct lg_lflight *f, int status, const char *ctype, const void *body,
+	 * and the time left to live, ms. Returns 0 (f answered and dropped), or -1 when the body
+	 * is not one this replica would have stored for f (f untouched: run here). */
+	int (*hit)(struct lg_lflight *f, int status, const char *ctype, const void *body,
 	    size_t len, uint64_t age_ms, uint64_t ttl_ms);
 	/* The key of owner flight f (binary, *len bytes, constant while f is live) and its
 	 * hash. */
@@ -41,18 +42,22 @@ int lg_cluster_setup(struct lg_worker *w, const struct lg_cluster_ops *ops);
 /* Whether a cluster key may ask Redis now (connected, breaker closed). */
 int lg_cluster_ready(struct lg_worker *w);
 
-/* Owner flight f (its key in its shared entry, waiters parked) of a job of kind on route (its
- * index in the registry: its answers' maker, part of the Redis key) asks Redis;
- * its lease is --redis-lease-ms, or (0) twice the kind's p99 run time here, at most
- * deadline_ms. Returns 0 (ops->run or ops->hit, or the flight's drop, follows), or -1 (nothing
- * sent: run it locally). */
+/* No kind: the key of an upstream route (its app's run time is not measured here). */
+#define LG_CLUSTER_NO_KIND UINT32_MAX
+
+/* Owner flight f (its key in its shared entry, waiters parked) of a job of kind (or
+ * LG_CLUSTER_NO_KIND) on route (its index in the registry: its answers' maker, part of the
+ * Redis key) asks Redis; its lease is --redis-lease-ms, or (0) twice the kind's p99 run time
+ * here (no kind: the cold lease), at most deadline_ms. Returns 0 (ops->run or ops->hit, or
+ * the flight's drop, follows), or -1 (nothing sent: run it locally). */
 int lg_cluster_begin(struct lg_lflight *f, uint32_t kind, uint32_t route,
     uint64_t deadline_ms);
 
 /* f's job answered: stores status, ctype, body (len bytes, copied) for ttl_ms through the
  * token-checked script when f holds the lease and the answer may be shared (2xx, or a kind
- * error kept under negative-ttl; at most --cluster-max-value); otherwise the lease is given
- * back at the drop. Asynchronous: f may go at once. */
+ * error kept under negative-ttl; an upstream route's: what its rule stores, the caller having
+ * asked RFC 9111; at most --cluster-max-value); otherwise the lease is given back at the
+ * drop. Asynchronous: f may go at once. */
 void lg_cluster_store(struct lg_lflight *f, int status, const char *ctype, const void *body,
     size_t len, uint64_t ttl_ms);
 

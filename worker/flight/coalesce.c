@@ -119,6 +119,8 @@ lg_coal_drop_flight(struct lg_lflight *f)
 	ev_timer_stop(f->w->ev, &f->deadline);
 	if (f->cl != NULL)
 		lg_cluster_drop(f); /* a lease still held is given back */
+	if (f->up != NULL && f->asking)
+		lg_coal_up_free(f->up); /* never sent: no exchange holds it */
 	if (f->owner && f->slot >= 0 && k->by_slot[f->slot] == f)
 		k->by_slot[f->slot] = NULL;
 	free(f);
@@ -171,7 +173,8 @@ cancel_job(struct lg_lflight *f)
 {
 	struct lg_worker *w = f->w;
 
-	if (f->up != NULL) /* a proxied answer: read on for the cache; its end drops f */
+	if (f->up != NULL && !f->asking) /* a proxied answer: read on for the cache; its end
+	                                  * drops f */
 		return;
 	if (f->slot < 0) { /* a cluster key still asking Redis: no job yet */
 		lg_coal_drop_flight(f);

@@ -1,10 +1,13 @@
 /* The coalescing module's side of the cluster scope (worker/flight/cluster.h): a cluster key's owner
  * flight parks its requests while Redis is asked, then runs the job here (leader, or local
- * fallback) or answers from the shared value (a hit). */
+ * fallback) or answers from the shared value (a hit). One protocol for both kinds of flight:
+ * a kind's runs its job in a slot; an upstream route's proxies one of its requests to the
+ * app (worker/flight/coalesce_up.c). */
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/policy.h"
 #include "shm/stats.h"
 #include "worker/flight/coalesce.h"
 #include "worker/flight/cluster.h"
@@ -20,6 +23,11 @@ static void
 run(struct lg_lflight *f)
 {
 	struct lg_conn *c = f->waiters;
+
+	if (f->pol->whole_query) { /* an upstream route's key: its app is asked */
+		lg_coal_up_cluster_run(f);
+		return;
+	}
 
 	if (c == NULL) {
 		lg_coal_end_flight(f, 0, NULL, NULL, NULL, 0, 0); /* WAKE_RETRY */
@@ -39,10 +47,13 @@ run(struct lg_lflight *f)
 /* Answers f from a shared value: stored in the local cache first (so other loops' waiters and
  * later requests find it), then every waiter of this loop is answered X-Cache: hit with its
  * age, and the other loops are woken to read the local entry (or to ask again). */
-static void
+static int
 hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_t len,
     uint64_t age_ms, uint64_t ttl_ms)
 {
+	if (f->pol->whole_query) /* an upstream route's value: the app's fields and body */
+		return lg_coal_up_cluster_hit(f, status, body, len, age_ms, ttl_ms);
+
 	struct lg_worker *w = f->w;
 	struct lg_cache_meta m;
 	size_t klen;
@@ -77,6 +88,7 @@ hit(struct lg_lflight *f, int status, const char *ctype, const void *body, size_
 	}
 	lg_body_unref(b);
 	lg_coal_drop_flight(f);
+	return 0;
 }
 
 /* What worker/flight/cluster.c calls back. */

@@ -55,6 +55,8 @@ struct lg_lflight {
 	struct lg_upflight *up;       /* owner of an upstream route's key: the copy of the app's
 	                               * answer (coalesce_up.c), held by the proxied exchange until
 	                               * its end; NULL otherwise */
+	int asking;                   /* up is not its exchange's yet: a cluster key asking Redis
+	                               * (freed with f, which an exchange never is) */
 };
 
 /* The answers and the store (worker/flight/coalesce_answer.c, see their comments there). */
@@ -94,6 +96,17 @@ int lg_coal_others_wait(struct lg_lflight *f);
 void lg_coal_up_wake(struct lg_lflight *f, const struct lg_msg_wake *m);
 int lg_coal_up_answer(struct lg_conn *c, int status, const char *label, const char *fields,
     struct lg_body *b);
+void lg_coal_up_free(struct lg_upflight *u);
+
+/* The cluster scope's hooks for an upstream route's owner flight f (worker/flight/cluster.h
+ * struct lg_cluster_ops, called through worker/flight/coalesce_cluster.c): run proxies one of
+ * f's parked requests as the key's flight (leader, or local fallback); hit answers f's
+ * waiters from a shared value (body: struct upval, fields, body; len bytes, copied), stores
+ * it here for ttl_ms with age_ms added to its Age, and drops f; -1 when body is not such a
+ * value (f untouched). */
+void lg_coal_up_cluster_run(struct lg_lflight *f);
+int lg_coal_up_cluster_hit(struct lg_lflight *f, int status, const void *body, size_t len,
+    uint64_t age_ms, uint64_t ttl_ms);
 
 /* c (holding a job slot, lg_job_held) sends its job and hands the slot to owner flight f (which
  * starts the job's deadline); c is parked on f unless background or already parked. Returns 0,

@@ -6,7 +6,13 @@
  * flight's waiters get it and whether it is stored.
  *
  * A stored answer's value: struct upval, the app's end-to-end field lines (hop-by-hop and
- * framing fields, Date, Server, Age and X-Cache left out: lagless writes its own), its body. */
+ * framing fields, Date, Server, Age and X-Cache left out: lagless writes its own), its body.
+ *
+ * A key of a rule with scope = cluster (and a TTL: only a stored answer is shared across
+ * replicas) asks Redis first (worker/flight/cluster.h): the leader proxies one of its requests
+ * as above and publishes the value when RFC 9111 lets it be stored; the other replicas answer
+ * from that value (hit), or go to the app themselves when the leader gives its lease back
+ * without one (an answer not stored: private, no-store, Set-Cookie, 5xx, ...). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 #include "shm/cache.h"
 #include "shm/flight.h"
 #include "shm/stats.h"
+#include "worker/flight/cluster.h"
 #include "worker/flight/coalesce.h"
 #include "worker/flight/coalesce_int.h"
 #include "worker/job/job.h"
@@ -36,8 +43,13 @@
  * into the connection's 8 KiB output queue behind batched answers (worker/core/conn.h). */
 #define UP_FIELDS_MAX 1536u
 
+#define UPVAL_NO_STALE 1u      /* upval.flags: never served stale (struct lg_cc_decision) */
+/* Field lines of a value read back from Redis, at most: as many as an app's head may have
+ * (worker/upstream's LG_UP_FIELDS). */
+#define UP_FIELDS_LINES 128u
+
 struct upval {
-	uint32_t magic, flen, age, pad;
+	uint32_t magic, flen, age, flags;
 };
 
 /* Owner flight's copy of the app's answer. */
@@ -101,6 +113,7 @@ lg_coal_up_head(void *fl, int status, const char *head, const struct lg_resp_fie
 	struct upval v = { .magic = UPVAL_MAGIC };
 
 	lg_cc_decide(status, head, f, n, &rule, &u->dec);
+	v.flags = u->dec.no_stale ? UPVAL_NO_STALE : 0;
 	append(u, &v, sizeof(v));
 	for (unsigned i = 0; i < n; i++) {
 		const char *nm = head + f[i].name.off;
@@ -223,8 +236,8 @@ all_alone(struct lg_lflight *f, int alone)
 	lg_coal_retry_all(f, alone);
 }
 
-static void
-free_up(struct lg_upflight *u)
+void
+lg_coal_up_free(struct lg_upflight *u)
 {
 	free(u->buf);
 	free(u);
@@ -243,8 +256,12 @@ share(struct lg_lflight *f, struct lg_upflight *u, int status)
 
 	(void)lg_coal_flight_key(f, &klen, &hash);
 	/* A refresh's 404 or 410 never replaces the good answer it refreshes (RFC 5861 4) */
-	if ((u->dec.flags & LG_CC_STORE) && !(f->background && status >= 400))
+	if ((u->dec.flags & LG_CC_STORE) && !(f->background && status >= 400)) {
 		kept = store(f, u, hash, status, u->dec.ttl_ms, 1, &m) == 0;
+		/* the cluster key's leader: the other replicas' requests get it too (a follower
+		 * answering from it is not the leader: nothing sent) */
+		lg_cluster_store(f, status, "", u->buf, u->len, u->dec.ttl_ms);
+	}
 	if (!kept && lg_coal_others_wait(f))
 		kept = store(f, u, hash ^ SHARE_HASH, status, SHARE_TTL_MS, 0, &m) == 0;
 	struct lg_body *b = lg_body_new(u->len);
@@ -287,7 +304,7 @@ lg_coal_up_end(void *fl, int status, int mine)
 		all_alone(f, 1);        /* larger than the cache's entries: not held for them */
 	else
 		share(f, u, status);
-	free_up(u);
+	lg_coal_up_free(u);
 }
 
 void
@@ -382,6 +399,124 @@ own_unfit(const struct lg_conn *c)
 	return 0;
 }
 
+/* Owner flight f of c's key, of a rule with scope = cluster and a TTL (a rule that stores
+ * nothing has nothing to share across replicas: its keys stay local), asks Redis with c parked
+ * on it (Redis ready). Returns 0, or -1 (nothing sent, nothing changed: proxied here). */
+static int
+cluster_ask(struct lg_conn *c, struct lg_lflight *f)
+{
+	const struct lg_policy *p = f->pol;
+
+	if (!p->cluster || (p->ttl_ms == 0 && p->negative_ttl_ms == 0) ||
+	    !lg_cluster_ready(c->w))
+		return -1;
+	f->asking = 1;
+	f->deadline_ms = lg_job_deadline_ms(c);
+	if (lg_cluster_begin(f, LG_CLUSTER_NO_KIND, lg_job_route(c), f->deadline_ms) == -1) {
+		f->asking = 0;
+		return -1;
+	}
+	lg_coal_park(c, f, "miss");
+	return 0;
+}
+
+void
+lg_coal_up_cluster_run(struct lg_lflight *f)
+{
+	struct lg_worker *w = f->w;
+	struct lg_conn *c = NULL;
+	int rc;
+
+	f->asking = 0;
+	/* the earliest request parked (the list's last: the owner's, labelled miss) that may make
+	 * the key's answer (not a HEAD or conditional request that joined it) */
+	for (struct lg_conn *p = f->waiters; p != NULL; p = LG_FLIGHT(p)->fl_next)
+		if (!own_unfit(p))
+			c = p;
+	if (c == NULL) { /* nobody here left to send: everyone asks again, the lease given back */
+		lg_coal_up_free(f->up);
+		f->up = NULL;
+		all_alone(f, 0);
+		return;
+	}
+	lg_coal_unpark(c);
+	f->up->creds = has_credentials(c);
+	lg_stats_add(&w->coal->ctr->jobs, 1);
+	lg_obs_unit_begin(w, c);
+	rc = w->coal->proxy(c, f, "X-Cache: miss\r\n");
+	lg_obs_unit_end(w);
+	if (rc == 0)
+		lg_conn_resume(c);
+}
+
+/* Whether fields (flen bytes: whole lines, lg_cc_fields_ok) and status, read from Redis for
+ * owner flight f's key, make an answer this replica would store: parsed as a head
+ * (http/resp.h) and decided again under f's rule (RFC 9111, http/cachectl.h), so that a value
+ * another writer put there cannot bring a Set-Cookie, private or foreign Vary answer to
+ * another client. */
+static int
+storable(const struct lg_lflight *f, int status, const char *fields, size_t flen)
+{
+	static const struct lg_resp_limits lim = { .max_head = UP_FIELDS_MAX + 64,
+	    .max_fields = UP_FIELDS_LINES };
+	const struct lg_policy *p = f->pol;
+	struct lg_cc_rule rule = { .ttl_ms = p->ttl_ms, .negative_ttl_ms = p->negative_ttl_ms,
+	    .key_headers = p->headers, .nkey_headers = p->nheaders };
+	struct lg_resp_field idx[UP_FIELDS_LINES];
+	struct lg_resp resp;
+	struct lg_cc_decision d;
+	char head[UP_FIELDS_MAX + 64];
+	int n = snprintf(head, sizeof(head), "HTTP/1.1 %03d X\r\n", status);
+
+	if (n < 0 || flen > UP_FIELDS_MAX || status < 100 || status > 999)
+		return 0;
+	memcpy(head + n, fields, flen);
+	memcpy(head + n + flen, "\r\n", 2);
+	lg_resp_init(&resp, &lim, idx);
+	lg_resp_start(&resp, 1); /* no body whatever its fields say: only the head is read */
+	if (lg_resp_head(&resp, head, (size_t)n + flen + 2) != (long)((size_t)n + flen + 2))
+		return 0;
+	return (lg_cc_decide(resp.status, head, idx, resp.nfields, &rule, &d) & LG_CC_STORE) != 0;
+}
+
+int
+lg_coal_up_cluster_hit(struct lg_lflight *f, int status, const void *body, size_t len,
+    uint64_t age_ms, uint64_t ttl_ms)
+{
+	struct lg_upflight *u;
+	struct upval v;
+
+	if (len < sizeof(v))
+		return -1;
+	memcpy(&v, body, sizeof(v));
+	if (v.magic != UPVAL_MAGIC || v.flen > UP_FIELDS_MAX || v.flen > len - sizeof(v) ||
+	    ttl_ms == 0 || !lg_cc_fields_ok((const char *)body + sizeof(v), v.flen) ||
+	    !storable(f, status, (const char *)body + sizeof(v), v.flen) ||
+	    (u = calloc(1, sizeof(*u))) == NULL)
+		return -1;
+	u->max = len;
+	append(u, body, len);
+	if (u->over) { /* out of memory: asked here, f->up as it was */
+		lg_coal_up_free(u);
+		return -1;
+	}
+	/* RFC 9111 5.1: its age in the other replica's cache counts */
+	v.age = (uint32_t)((uint64_t)v.age + age_ms / 1000u < LG_CC_DELTA_MAX ?
+	    (uint64_t)v.age + age_ms / 1000u : LG_CC_DELTA_MAX);
+	memcpy(u->buf, &v, sizeof(v));
+	u->dec.flags = LG_CC_SHARE | LG_CC_STORE;
+	u->dec.ttl_ms = ttl_ms;
+	u->dec.no_stale = (v.flags & UPVAL_NO_STALE) != 0;
+	lg_coal_up_free(f->up); /* never sent */
+	f->up = NULL;
+	f->asking = 0;
+	for (struct lg_conn *c = f->waiters; c != NULL; c = LG_FLIGHT(c)->fl_next)
+		LG_FLIGHT(c)->fl_label = "hit"; /* as a local hit says */
+	share(f, u, status);
+	lg_coal_up_free(u);
+	return 0;
+}
+
 /* No flight for the key: c's request becomes it (the router proxies it, its exchange copying
  * the answer here), after one more look at the cache (another flight may have just filled
  * it). */
@@ -421,6 +556,8 @@ own(struct lg_conn *c, const char *key, size_t len, uint64_t hash)
 	u->creds = has_credentials(c);
 	f->owner = 1;
 	f->up = u;
+	if (cluster_ask(c, f) == 0)
+		return 0; /* parked while Redis is asked */
 	lg_stats_add(&w->coal->ctr->jobs, 1);
 	return w->coal->proxy(c, f, "X-Cache: miss\r\n");
 }

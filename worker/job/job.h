@@ -50,6 +50,14 @@ lg_job_set_deadline(struct lg_conn *c, uint64_t ms)
 	LG_JOB(c)->job.deadline_ms = ms;
 }
 
+/* Sets the route index of c's request (the registry's) where no job slot is claimed for it:
+ * an upstream route's coalescing request, whose cluster key names its route. */
+static inline void
+lg_job_set_route(struct lg_conn *c, uint32_t route)
+{
+	LG_JOB(c)->job.route = route;
+}
+
 /* 1 when c's request has a Content-Length body its slot reads (the core reads it in state
  * LG_CONN_BODY), 0 when it has none or the parser reads it. */
 static inline int

@@ -362,6 +362,8 @@ up_coalesces(struct lg_conn *c, const struct lg_http_req *r, const struct lg_rou
 	    lg_fwd_upgrade_request(r))
 		return 0;
 	lg_job_set_deadline(c, d->deadline_ms); /* a parked request's */
+	lg_job_set_route(c, (uint32_t)(LG_RT(c)->route - LG_WRT(c->w)->routes)); /* its cluster
+	                                                                          * key's maker */
 	return lg_coal_wants(c, &d->coal);
 }
 
