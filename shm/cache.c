@@ -439,7 +439,9 @@ take_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_ca
 			*evicted = rank == 3;
 			if (held && state_of(w) == LG_CACHE_VALID)
 				tag_put(c, vtag); /* the victim's place is given back... */
-			return e;                 /* ...or, same bucket, carried over to it */
+			e->tag = it->tag;         /* ...or, same bucket, carried over: whoever frees
+			                           * this FILLING entry gives its place back */
+			return e;
 		}
 		if (held)
 			tag_put(c, it->tag);
@@ -512,7 +514,6 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	e->fresh_until_ns = now_ns + jittered(it->ttl_ns, it->jitter_pct, it->hash ^ now_ns);
 	e->stale_until_ns = e->fresh_until_ns + it->stale_ns;
 	e->status = it->status;
-	e->tag = it->tag;
 	atomic_store(&e->refresh, 0);
 	memset(e->ctype, 0, sizeof(e->ctype));
 	if (it->ctype != NULL)
@@ -524,8 +525,8 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	uint64_t fw = mkword(seq, LG_CACHE_FILLING), vw = mkword(seq + 1, LG_CACHE_VALID);
 	if (!atomic_compare_exchange_strong_explicit(&e->word, &fw, vw, memory_order_release,
 	    memory_order_relaxed)) {
-		tag_put(c, it->tag); /* the master freed it */
-		errno = EBUSY; /* the master took it from a writer it believed dead */
+		errno = EBUSY; /* the master took it from a writer it believed dead (and gave its
+		                * tag's place back) */
 		return -1;
 	}
 	if (evicted && loop < c->hdr->nloops)
@@ -641,9 +642,13 @@ lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid)
 		struct lg_cache_entry *e = entry_at(c, i);
 		uint64_t w = atomic_load(&e->word);
 
+		uint32_t tag = e->tag; /* the dead writer's, set when it took the entry */
+
 		if (state_of(w) == LG_CACHE_FILLING && atomic_load(&e->filler) == pid &&
-		    atomic_compare_exchange_strong(&e->word, &w, mkword((w >> 8) + 1, LG_CACHE_FREE)))
+		    atomic_compare_exchange_strong(&e->word, &w, mkword((w >> 8) + 1, LG_CACHE_FREE))) {
+			tag_put(c, tag);
 			n++;
+		}
 	}
 	return n;
 }

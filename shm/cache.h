@@ -254,7 +254,8 @@ void lg_cache_refresh_end(struct lg_cache *c, uint32_t idx, uint64_t seq, uint64
  * bytes_used gauges. Returns the number of entries freed. Only the master may call it. */
 int lg_cache_sweep(struct lg_cache *c, uint64_t now_ns);
 
-/* Master, for a process it reaped: frees every entry that pid left FILLING. Returns how many. */
+/* Master, for a process it reaped: frees every entry that pid left FILLING (giving back the
+ * place in its tag's count the insert held). Returns how many. */
 int lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid);
 
 /* 1 when every loop worker's first Redis connect has settled (its counters' settled word:

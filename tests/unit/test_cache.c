@@ -471,6 +471,16 @@ test_tag_counts(void **state)
 	assert_int_equal(lg_cache_tag_count(&tc, 5), 1);
 	assert_true(lg_cache_sweep(&tc, 3 * S) >= 1);
 	assert_int_equal(lg_cache_tag_count(&tc, 5), 0);
+	/* a writer killed while FILLING its entry: the master's reclaim gives its place back */
+	struct lg_cache_meta m;
+	assert_int_equal(tagged("d", 8, 0, 0, 4 * S), 0);
+	assert_int_equal(lg_cache_lookup(&tc, h("d"), "d", 1, 4 * S, &m), LG_CACHE_FRESH);
+	struct lg_cache_entry *e = (struct lg_cache_entry *)(tc.base + tc.hdr->entries_off) + m.idx;
+	atomic_store(&e->filler, 4242);
+	atomic_store(&e->word, (((m.seq >> 8) + 1) << 8) | LG_CACHE_FILLING);
+	assert_int_equal(lg_cache_tag_count(&tc, 8), 1);
+	assert_int_equal(lg_cache_reclaim_pid(&tc, 4242), 1);
+	assert_int_equal(lg_cache_tag_count(&tc, 8), 0);
 	lg_cache_destroy(&tc);
 }
 
