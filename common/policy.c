@@ -107,6 +107,19 @@ set_scope(struct lg_policy *p, const char *v)
 	return 0;
 }
 
+/* path-share=PCT: a whole percent, 0 to 100. */
+static int
+set_path_share(struct lg_policy *p, const char *v)
+{
+	uint64_t pct;
+
+	if (lg_value_uint(v, 0, 100, &pct, NULL, 0) == -1)
+		return -1;
+	p->path_share = (unsigned)pct;
+	p->path_share_set = 1;
+	return 0;
+}
+
 static int
 set_body_max(struct lg_policy *p, const char *v)
 {
@@ -133,6 +146,8 @@ static const struct setting {
 	{ "credentials", "credentials", set_credentials, "expected bypass or key" },
 	{ "body-max", "key_body_max", set_body_max, "expected bytes (K, M or G suffix), at most 64M" },
 	{ "scope", "scope", set_scope, "expected local or cluster" },
+	{ "path-share", "path_share", set_path_share,
+	    "expected a whole percent of the cache's entries, 0 (no bound) to 100" },
 };
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
 

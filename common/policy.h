@@ -20,6 +20,10 @@
  *                        LG_POLICY_BODY_MAX); a longer body runs its own job, uncached
  *   scope=local|cluster  cluster: one job per key across every replica sharing --redis
  *                        (worker/flight/cluster.c); local (the default): this server only
+ *   path-share=PCT       percent (0..100) of the cache's entries the answers of one path (its
+ *                        query variants together) may hold; 0 = no bound (the default; an
+ *                        upstream route's is LG_POLICY_PATH_SHARE_UP). Past it, a new key's
+ *                        answer is served but not stored (shm/cache.h tags)
  *
  * The key is always the method (HEAD as GET) and the path, then the listed parameters and
  * headers in the order listed, to which the route adds every query parameter its kind reads and
@@ -56,7 +60,15 @@ struct lg_policy {
 	int cluster;            /* scope=cluster: shared across replicas through --redis */
 	int whole_query;        /* an upstream route's: the key holds the whole query string
 	                         * (an app's parameters are not declared), never a body */
+	unsigned path_share;    /* percent of the cache's entries one path's answers may hold
+	                         * (0: no bound; worker/flight/coalesce_answer.c lg_coal_tag) */
+	int path_share_set;     /* given (else an upstream route's default applies) */
 };
+
+/* The default path_share of an upstream route: its keys hold any query string a client sends,
+ * so one path's random queries could otherwise fill the whole cache. A kind route's keys hold
+ * only its declared parameters: no bound by default. */
+#define LG_POLICY_PATH_SHARE_UP 25u
 
 struct lg_policies {
 	unsigned n;
@@ -68,7 +80,7 @@ struct lg_policies {
  *
  *   coalesce = on|off   ttl_ms = MS   stale_ms = MS   negative_ttl_ms = MS
  *   key_query = a, b    key_headers = a, b   credentials = bypass|key   key_body_max = BYTES
- *   scope = local|cluster
+ *   scope = local|cluster   path_share = PCT
  *
  * A route with any of them has a rule; the others keep their defaults. */
 

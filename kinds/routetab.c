@@ -210,9 +210,9 @@ lg_registry_print(const struct lg_registry *r, void *fp)
 		else
 			fprintf(f, "default%s", rt->test_only ? " (test jobs only)" : "");
 		if (rt->has_coal) /* its single-flight and cache rule (docs/CACHE.md) */
-			fprintf(f, "; coalesce %s, ttl_ms %llu, stale_ms %llu%s", rt->coal.coalesce ?
-			    "on" : "off", (unsigned long long)rt->coal.ttl_ms,
-			    (unsigned long long)rt->coal.stale_ms,
+			fprintf(f, "; coalesce %s, ttl_ms %llu, stale_ms %llu, path_share %u%s",
+			    rt->coal.coalesce ? "on" : "off", (unsigned long long)rt->coal.ttl_ms,
+			    (unsigned long long)rt->coal.stale_ms, rt->coal.path_share,
 			    rt->coal.cluster ? ", scope cluster" : "");
 		fputc('\n', f);
 		if (rt->has_coal) {

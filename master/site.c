@@ -593,6 +593,8 @@ upstream_rule(const char *file, const struct section *sec, struct lg_route_def *
 			    "and HEAD only, which have no body to key");
 	}
 	rt->coal.whole_query = 1;
+	if (!rt->coal.path_share_set) /* any query string a client sends is a key */
+		rt->coal.path_share = LG_POLICY_PATH_SHARE_UP;
 	return 0;
 }
 

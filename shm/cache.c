@@ -72,7 +72,8 @@ plan(struct lg_cache_hdr *h, uint64_t bytes, uint64_t max_value, uint32_t nloops
 		h->max_value = max_value;
 	h->nclasses = k;
 	h->nentries = total;
-	h->entries_off = page_up(HDR_BYTES + (uint64_t)nloops * sizeof(struct lg_cache_counters));
+	h->tags_off = page_up(HDR_BYTES + (uint64_t)nloops * sizeof(struct lg_cache_counters));
+	h->entries_off = page_up(h->tags_off + (uint64_t)LG_CACHE_TAGS * sizeof(_Atomic uint32_t));
 	off = page_up(h->entries_off + (uint64_t)total * sizeof(struct lg_cache_entry));
 	for (uint32_t i = 0; i < k; i++) {
 		h->cls[i].off = off;
@@ -104,6 +105,7 @@ lg_cache_create(struct lg_cache *c, uint64_t bytes, uint64_t max_value, uint32_t
 		h.key_seed = lg_now_ns() ^ ((uint64_t)getpid() << 32); /* no entropy yet (early boot) */
 	*c->hdr = h;
 	c->ctr = (struct lg_cache_counters *)(c->base + h.counters_off);
+	c->tags = (_Atomic uint32_t *)(c->base + h.tags_off);
 	return 0;
 }
 
@@ -126,6 +128,33 @@ lg_cache_cluster_settled(const struct lg_cache *c)
 		if (atomic_load_explicit(&c->ctr[i].cl.settled, memory_order_acquire) == 0)
 			return 0;
 	return 1;
+}
+
+/* Tag tag's count (NULL for tag 0: untagged entries are not counted). */
+static _Atomic uint32_t *
+tag_slot(const struct lg_cache *c, uint32_t tag)
+{
+	return tag == 0 ? NULL : &c->tags[tag % LG_CACHE_TAGS];
+}
+
+/* Gives back one entry of tag's count (an entry that held it stopped being VALID, or an insert
+ * that reserved it failed). */
+static void
+tag_put(struct lg_cache *c, uint32_t tag)
+{
+	_Atomic uint32_t *t = tag_slot(c, tag);
+
+	if (t != NULL)
+		atomic_fetch_sub_explicit(t, 1, memory_order_relaxed);
+}
+
+uint32_t
+lg_cache_tag_count(const struct lg_cache *c, uint32_t tag)
+{
+	const _Atomic uint32_t *t = tag_slot(c, tag);
+
+	return t == NULL || c->hdr->nentries == 0 ? 0 :
+	    atomic_load_explicit(t, memory_order_relaxed);
 }
 
 struct lg_cache_counters *
@@ -305,8 +334,10 @@ invalidate_others(struct lg_cache *c, const struct lg_cache_item *it, uint32_t k
 			    !snapshot(c, idx, it->hash, it->key, it->key_len, &m))
 				continue;
 			w = m.seq;
-			atomic_compare_exchange_strong(&e->word, &w,
-			    mkword((w >> 8) + 1, LG_CACHE_FREE));
+			uint32_t tag = e->tag; /* as of w: a writer changes the word first */
+			if (atomic_compare_exchange_strong(&e->word, &w,
+			    mkword((w >> 8) + 1, LG_CACHE_FREE)))
+				tag_put(c, tag);
 		}
 	}
 }
@@ -331,43 +362,91 @@ victim_rank(struct lg_cache *c, uint32_t idx, const struct lg_cache_item *it, ui
 	return now >= e->stale_until_ns ? 2 : 3;
 }
 
-/* Picks the way to overwrite in cl's set for it and takes it (-> FILLING). Returns it, or NULL
- * when every way is being written. *evicted says whether a live entry was taken. */
+/* Reserves a place in it's tag count for an insert whose victim (rank, and vtag: its tag when
+ * VALID, else 0) is known: none is needed to take an entry of the same bucket (its place is
+ * carried over: the count does not grow); the same key may always be replaced; a new key past
+ * tag_max is refused. Returns 1 (reserved, or untagged: the victim's place is to be given
+ * back once taken), 0 (carried over) or -1 (refused). */
+static int
+tag_reserve(struct lg_cache *c, const struct lg_cache_item *it, int rank, uint32_t vtag)
+{
+	_Atomic uint32_t *t = tag_slot(c, it->tag);
+
+	if (t == NULL)
+		return 1;
+	if (tag_slot(c, vtag) == t)
+		return 0;
+	if (atomic_fetch_add_explicit(t, 1, memory_order_relaxed) >= it->tag_max &&
+	    it->tag_max != 0 && rank != 0) {
+		atomic_fetch_sub_explicit(t, 1, memory_order_relaxed);
+		return -1;
+	}
+	return 1;
+}
+
+/* The best victim for it in cl's set (see victim_rank; among live ones the least recently
+ * used): its index, rank, word and tag (as of that word). Returns its rank (9: none). */
+static int
+pick_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_cache_item *it,
+    uint64_t now, uint32_t *out_idx, uint64_t *out_w, uint32_t *out_tag)
+{
+	uint32_t base = set_of(cl, it->hash) * cl->ways;
+	uint64_t best_used = UINT64_MAX;
+	int best_rank = 9;
+
+	for (uint32_t way = 0; way < cl->ways; way++) {
+		uint32_t idx = cl->first + base + way;
+		struct lg_cache_entry *e = entry_at(c, idx);
+		uint64_t w, used = atomic_load_explicit(&e->used_ns, memory_order_relaxed);
+		int r = victim_rank(c, idx, it, now, &w);
+
+		if (r < best_rank || (r == best_rank && r == 3 && used < best_used)) {
+			*out_idx = idx;
+			*out_w = w;
+			*out_tag = e->tag; /* read after w: right if the word is still w later */
+			best_rank = r;
+			best_used = used;
+		}
+	}
+	return best_rank;
+}
+
+/* Picks the way to overwrite in cl's set for it and takes it (-> FILLING), with its place in
+ * it's tag count (gone when the victim's was the same bucket's). Returns it, or NULL with errno
+ * EBUSY (every way is being written) or EDQUOT (the tag's bound). *evicted says whether a live
+ * entry was taken. */
 static struct lg_cache_entry *
 take_way(struct lg_cache *c, const struct lg_cache_class *cl, const struct lg_cache_item *it,
     uint64_t now, int32_t pid, uint64_t *seq, int *evicted, uint32_t *out_idx)
 {
-	uint32_t base = set_of(cl, it->hash) * cl->ways;
-
 	for (int attempt = 0; attempt < 4; attempt++) {
-		struct lg_cache_entry *best = NULL;
-		uint64_t best_w = 0, best_used = UINT64_MAX;
-		int best_rank = 9;
+		uint64_t w = 0;
+		uint32_t vtag = 0;
+		int rank = pick_way(c, cl, it, now, out_idx, &w, &vtag), held;
+		struct lg_cache_entry *e;
 
-		for (uint32_t way = 0; way < cl->ways; way++) {
-			uint32_t idx = cl->first + base + way;
-			struct lg_cache_entry *e = entry_at(c, idx);
-			uint64_t w, used = atomic_load_explicit(&e->used_ns, memory_order_relaxed);
-			int r = victim_rank(c, idx, it, now, &w);
-
-			if (r < best_rank || (r == best_rank && r == 3 && used < best_used)) {
-				*out_idx = idx;
-				best = e;
-				best_rank = r;
-				best_w = w;
-				best_used = used;
-			}
-		}
-		if (best == NULL)
+		if (rank == 9)
+			break;
+		e = entry_at(c, *out_idx);
+		if ((held = tag_reserve(c, it, rank, state_of(w) == LG_CACHE_VALID ? vtag : 0)) ==
+		    -1) {
+			errno = EDQUOT;
 			return NULL;
-		*seq = (best_w >> 8) + 1;
-		if (atomic_compare_exchange_strong(&best->word, &best_w,
-		    mkword(*seq, LG_CACHE_FILLING))) {
-			atomic_store(&best->filler, pid);
-			*evicted = best_rank == 3;
-			return best;
 		}
+		*seq = (w >> 8) + 1;
+		if (atomic_compare_exchange_strong(&e->word, &w, mkword(*seq, LG_CACHE_FILLING))) {
+			atomic_store(&e->filler, pid);
+			*evicted = rank == 3;
+			if (held && state_of(w) == LG_CACHE_VALID)
+				tag_put(c, vtag); /* the victim's place is given back... */
+			e->tag = it->tag;         /* ...or, same bucket, carried over: whoever frees
+			                           * this FILLING entry gives its place back */
+			return e;
+		}
+		if (held)
+			tag_put(c, it->tag);
 	}
+	errno = EBUSY;
 	return NULL;
 }
 
@@ -412,10 +491,8 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 		errno = E2BIG;
 		return -1;
 	}
-	if ((e = take_way(c, cl, it, now_ns, pid, &seq, &evicted, &idx)) == NULL) {
-		errno = EBUSY;
+	if ((e = take_way(c, cl, it, now_ns, pid, &seq, &evicted, &idx)) == NULL)
 		return -1;
-	}
 	/* Back the entry's data before writing it, so memory pressure is an error here (the
 	 * answer is not cached), never SIGBUS or a blocked loop (shm/arena.h does the same). */
 	if (fallocate(c->fd, 0, (off_t)(key_of(c, idx) - c->base),
@@ -423,7 +500,8 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 		int saved = errno;
 		uint64_t fw = mkword(seq, LG_CACHE_FILLING);
 
-		atomic_compare_exchange_strong(&e->word, &fw, mkword(seq + 1, LG_CACHE_FREE));
+		if (atomic_compare_exchange_strong(&e->word, &fw, mkword(seq + 1, LG_CACHE_FREE)))
+			tag_put(c, it->tag); /* its place in the count: the entry holds nothing */
 		errno = saved == ENOSPC ? ENOMEM : saved;
 		return -1;
 	}
@@ -447,7 +525,8 @@ lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_
 	uint64_t fw = mkword(seq, LG_CACHE_FILLING), vw = mkword(seq + 1, LG_CACHE_VALID);
 	if (!atomic_compare_exchange_strong_explicit(&e->word, &fw, vw, memory_order_release,
 	    memory_order_relaxed)) {
-		errno = EBUSY; /* the master took it from a writer it believed dead */
+		errno = EBUSY; /* the master took it from a writer it believed dead (and gave its
+		                * tag's place back) */
 		return -1;
 	}
 	if (evicted && loop < c->hdr->nloops)
@@ -535,8 +614,10 @@ lg_cache_sweep(struct lg_cache *c, uint64_t now_ns)
 
 		if (state_of(w) != LG_CACHE_VALID)
 			continue;
+		uint32_t tag = e->tag; /* as of w: a writer changes the word first */
 		if (now_ns >= e->stale_until_ns && atomic_compare_exchange_strong(&e->word, &w,
 		    mkword((w >> 8) + 1, LG_CACHE_FREE))) {
+			tag_put(c, tag);
 			freed++;
 			continue;
 		}
@@ -561,9 +642,13 @@ lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid)
 		struct lg_cache_entry *e = entry_at(c, i);
 		uint64_t w = atomic_load(&e->word);
 
+		uint32_t tag = e->tag; /* the dead writer's, set when it took the entry */
+
 		if (state_of(w) == LG_CACHE_FILLING && atomic_load(&e->filler) == pid &&
-		    atomic_compare_exchange_strong(&e->word, &w, mkword((w >> 8) + 1, LG_CACHE_FREE)))
+		    atomic_compare_exchange_strong(&e->word, &w, mkword((w >> 8) + 1, LG_CACHE_FREE))) {
+			tag_put(c, tag);
 			n++;
+		}
 	}
 	return n;
 }

@@ -4,6 +4,7 @@
  * Layout (its own memfd, sparse: an entry costs memory once written):
  *
  *   [ struct lg_cache_hdr (4 KiB) | struct lg_cache_counters x nloops, page-rounded |
+ *     _Atomic uint32_t x LG_CACHE_TAGS (entries held per tag bucket), page-rounded |
  *     struct lg_cache_entry x nentries (every header), page-rounded |
  *     class 0 data | class 1 data | ... ]
  *
@@ -35,9 +36,12 @@
 
 #define LG_CACHE_WAYS     8u
 #define LG_CACHE_CLASSES  8u    /* at most; 2 KiB * 4^7 = 32 MiB */
-#define LG_CACHE_CTYPE    56u   /* content type bytes, NUL included */
+#define LG_CACHE_CTYPE    52u   /* content type bytes, NUL included */
 #define LG_CACHE_KEY_MAX  464u  /* as LG_FLIGHT_KEY_MAX */
 #define LG_CACHE_MIN_ENTRY 2048u
+/* Buckets of the per-tag counts (lg_cache_item.tag): tag % LG_CACHE_TAGS. Tags that share a
+ * bucket share its count, so two paths that collide bound each other (rarely: 4096 buckets). */
+#define LG_CACHE_TAGS     4096u
 
 enum lg_cache_state { LG_CACHE_FREE = 0, LG_CACHE_FILLING = 1, LG_CACHE_VALID = 2 };
 
@@ -55,6 +59,7 @@ struct lg_cache_entry {
 	uint32_t status;            /* HTTP status of the stored answer */
 	_Atomic uint32_t refresh;   /* failed refreshes in a row << 28 | ms after stored_ns before
 	                             * which no refresh may start (lg_cache_refresh_take) */
+	uint32_t tag;               /* the item's tag (0: none), counted in its bucket while held */
 	char ctype[LG_CACHE_CTYPE];
 };
 _Static_assert(sizeof(struct lg_cache_entry) == 128, "cache entry header is two cache lines");
@@ -104,7 +109,8 @@ struct lg_cache_counters {
 	_Atomic uint64_t refreshes;   /* background refreshes started from a stale answer */
 	_Atomic uint64_t cancelled;   /* coalesced jobs cancelled: every waiter left */
 	_Atomic uint64_t body_alone;  /* requests run alone: body over the rule's body-max */
-	uint64_t pad[4];
+	_Atomic uint64_t refused;     /* answers not stored: their path held its share (EDQUOT) */
+	uint64_t pad[3];
 	struct lg_cluster_counters cl; /* the cluster scope's (worker/flight/cluster.c) */
 };
 _Static_assert(sizeof(struct lg_cache_counters) == 384, "counter row is six cache lines");
@@ -126,6 +132,7 @@ struct lg_cache_hdr {
 	uint64_t max_value;         /* largest value that can be stored (bytes) */
 	uint64_t counters_off;
 	uint64_t entries_off;       /* the header array: nentries struct lg_cache_entry */
+	uint64_t tags_off;          /* LG_CACHE_TAGS _Atomic uint32_t: entries held per bucket */
 	struct lg_cache_class cls[LG_CACHE_CLASSES];
 	/* gauges and counters written by the master's sweep only */
 	_Atomic uint64_t entries;   /* VALID entries at the last sweep */
@@ -141,6 +148,7 @@ struct lg_cache {
 	size_t size;
 	struct lg_cache_hdr *hdr;
 	struct lg_cache_counters *ctr; /* nloops rows */
+	_Atomic uint32_t *tags;        /* LG_CACHE_TAGS counts (lg_cache_tag_count) */
 };
 
 /* A verified snapshot of one entry's metadata; idx + seq name the entry's current content. */
@@ -195,15 +203,30 @@ struct lg_cache_item {
 	size_t val_len;
 	uint64_t ttl_ns, stale_ns;
 	unsigned jitter_pct;        /* 0..100 */
+	uint32_t tag;               /* who fills the cache (0: untagged, never bounded) */
+	uint32_t tag_max;           /* entries the tag's bucket may hold (0: no bound) */
 };
+
+/* Tags bound what one source of keys may fill (docs/CACHE.md "Proxied routes"): an upstream
+ * route's key holds any query string a client sends, so one client's random queries would
+ * otherwise push every other answer that is not being hit out of the shared cache (LRU within
+ * a set knows nothing of who filled it). The flight room tags an item with a hash of its route
+ * and path without the query; the cache counts the entries each tag bucket holds (VALID, or
+ * being filled by an insert that took its place) and refuses an insert of a new key past the
+ * bucket's tag_max, unless the entry it would take holds the same bucket already (the count
+ * does not grow: the tag then recycles its own entries). Replacing the same key is always
+ * allowed. The count is exact under concurrent inserts: a place is reserved before the entry
+ * is taken and given back when the insert fails. */
 
 /* Stores it as of now_ns, writer pid `pid` (recorded while FILLING), replacing any entry for the
  * same key in the chosen set and invalidating it in other classes. Loop `loop` gets an eviction
  * counted when a live entry had to go. The entry's data pages are backed with fallocate(2)
  * first. Returns 0 with *m describing the new entry (its idx + seq are the reference waiters
  * read), or -1 with errno E2BIG (larger than every class), EINVAL (key too long), EBUSY (every
- * way of the set was being written by someone else) or ENOMEM (memory could not be backed:
- * the memory cgroup's limit; the entry is left free). */
+ * way of the set was being written by someone else), EDQUOT (a new key of it->tag, whose bucket
+ * holds it->tag_max entries already, and the entry it would take is another bucket's or free:
+ * nothing changed) or ENOMEM (memory could not be backed: the memory cgroup's limit; the entry
+ * is left free). */
 int lg_cache_store(struct lg_cache *c, const struct lg_cache_item *it, uint64_t now_ns,
     int32_t pid, uint32_t loop, struct lg_cache_meta *m);
 
@@ -231,13 +254,17 @@ void lg_cache_refresh_end(struct lg_cache *c, uint32_t idx, uint64_t seq, uint64
  * bytes_used gauges. Returns the number of entries freed. Only the master may call it. */
 int lg_cache_sweep(struct lg_cache *c, uint64_t now_ns);
 
-/* Master, for a process it reaped: frees every entry that pid left FILLING. Returns how many. */
+/* Master, for a process it reaped: frees every entry that pid left FILLING (giving back the
+ * place in its tag's count the insert held). Returns how many. */
 int lg_cache_reclaim_pid(struct lg_cache *c, int32_t pid);
 
 /* 1 when every loop worker's first Redis connect has settled (its counters' settled word:
  * connected, or given up after its bound; redis/redis.h), else 0. A cache without rows: 1.
  * Read by /ready and the HAProxy agent of a server with --redis. */
 int lg_cache_cluster_settled(const struct lg_cache *c);
+
+/* Entries tag's bucket holds now (VALID, plus any being filled in its place); 0 for tag 0. */
+uint32_t lg_cache_tag_count(const struct lg_cache *c, uint32_t tag);
 
 /* Counter row of loop worker i (i < nloops). */
 struct lg_cache_counters *lg_cache_row(struct lg_cache *c, uint32_t i);

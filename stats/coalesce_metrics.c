@@ -49,6 +49,8 @@ static const struct family {
 	  "Coalesced jobs cancelled because every waiter left." },
 	{ CTR(body_alone), "lagless_coalesce_body_too_large_total",
 	  "Requests run alone because their body was over the rule's body-max." },
+	{ CTR(refused), "lagless_cache_refused_total",
+	  "Answers served but not stored: their path held its path_share of the cache." },
 };
 
 int
@@ -72,6 +74,9 @@ lg_coal_render_metrics(struct lg_buf *b, const struct lg_cache *ca)
 	lg_buf_printf(b, "# HELP lagless_cache_bytes Key and answer bytes in the cache (last "
 	    "sweep).\n# TYPE lagless_cache_bytes gauge\nlagless_cache_bytes %" PRIu64 "\n",
 	    atomic_load(&ca->hdr->bytes_used));
+	lg_buf_printf(b, "# HELP lagless_cache_capacity_entries Entries the cache holds at most "
+	    "(a rule's path_share is a percent of them).\n# TYPE lagless_cache_capacity_entries "
+	    "gauge\nlagless_cache_capacity_entries %" PRIu32 "\n", ca->hdr->nentries);
 	return lg_buf_printf(b, "# HELP lagless_cache_capacity_bytes The --cache-bytes budget.\n"
 	    "# TYPE lagless_cache_capacity_bytes gauge\nlagless_cache_capacity_bytes %" PRIu64 "\n",
 	    ca->hdr->bytes);

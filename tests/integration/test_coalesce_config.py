@@ -80,6 +80,11 @@ BAD = [
      "key_query = a\n", 7, "key_query", "whole query string"),
     ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
      "key_body_max = 1K\n", 6, "key_body_max", "GET and HEAD only"),
+    # path_share: a whole percent of the cache's entries, 0 to 100
+    ("[route /heavy]\nkind = heavy\npath_share = 101\n", 3, "path_share", "0 (no bound) to 100"),
+    ("[route /heavy]\nkind = heavy\npath_share = -1\n", 3, "path_share", "whole percent"),
+    ("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+     "path_share = 25%\n", 6, "path_share", "whole percent"),
 ]
 
 
@@ -110,6 +115,31 @@ def test_upstream_route_takes_the_cluster_scope(tmp_path):
     line = [l for l in out.splitlines() if l.startswith("/api* ")][0]
     assert "coalesce on, ttl_ms 5000" in line and ", scope cluster" in line, line
     assert "has scope = cluster and no --redis is set" in out, out
+
+
+@pytest.mark.timeout(30)
+def test_path_share_defaults_and_shows_in_t(tmp_path):
+    # an upstream route's keys hold any query string: 25 by default; a kind route's only its
+    # declared parameters: 0 (no bound); either takes the key, and the --coalesce word
+    conf = tmp_path / "share.conf"
+    conf.write_text("[upstream app]\nserver = 127.0.0.1:9\n\n[route /api*]\nupstream = app\n"
+                    "ttl_ms = 5000\n\n[route /up2*]\nupstream = app\nttl_ms = 5000\n"
+                    "path_share = 0\n\n[route /heavy]\nkind = heavy\nmethods = GET\n"
+                    "ttl_ms = 1000\n\n[route /compress]\nkind = compress\nttl_ms = 1000\n"
+                    "path_share = 100\n")
+    rc, out = check("-c", str(conf))
+    assert rc == 0, out
+
+    def line(prefix):
+        return [l for l in out.splitlines() if l.startswith(prefix + " ")][0]
+    assert "stale_ms 0, path_share 25" in line("/api*"), out
+    assert "path_share 0" in line("/up2*"), out
+    assert "path_share 0" in line("/heavy"), out
+    assert "path_share 100" in line("/compress"), out
+    rc, out = check("--coalesce", "/heavy ttl=5 path-share=10")
+    assert rc == 0 and "path_share 10" in line("/heavy"), out
+    rc, out = check("--coalesce", "/heavy ttl=5 path-share=200")
+    assert rc != 0 and "path-share=200" in out, out
 
 
 @pytest.mark.parametrize("text,line,key,why", BAD)

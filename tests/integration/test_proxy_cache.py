@@ -19,7 +19,7 @@ import urllib.parse
 import pytest
 
 from appserver import fastapi_app  # noqa: F401 (a fixture)
-from conftest import connect, read_response, request, send_all_at_once, wait_until
+from conftest import connect, metric, read_response, request, send_all_at_once, wait_until
 
 CONF = """\
 [upstream app]
@@ -239,8 +239,8 @@ def test_query_flood_does_not_push_out_a_key_in_use(stack):
     # a small cache: 64 KiB of 2 KiB entries, 32 of them; a client sends 600 distinct query
     # strings of one path; the key other clients keep asking for stays a hit throughout (its
     # set's least recently used entry goes, never it), while an idle key is pushed out
-    srv, app = stack("ttl_ms = 60000\n", args=("--cache-bytes", "64K",
-                                               "--cache-max-entry", "2K"))
+    srv, app = stack("ttl_ms = 60000\npath_share = 0\n", args=("--cache-bytes", "64K",
+                                                                "--cache-max-entry", "2K"))
     assert request(srv.port, "GET", "/api/cc/hot").header("x-cache") == "miss"
     assert request(srv.port, "GET", "/api/cc/cold").header("x-cache") == "miss"
     with connect(srv.port, timeout=30) as s:
@@ -252,6 +252,35 @@ def test_query_flood_does_not_push_out_a_key_in_use(stack):
                 assert r.header("x-cache") == "hit", (i, r)
     assert calls(app, "hot") == 1 and calls(app, "flood") == 600
     assert request(srv.port, "GET", "/api/cc/cold").header("x-cache") == "miss"
+
+
+@pytest.mark.timeout(180)
+def test_query_flood_holds_only_its_path_share(stack):
+    # the same small cache, the route's default path_share (25): answers of four paths are
+    # stored, then one client sends 600 distinct query strings of another path while nobody
+    # asks for the four; they are all still hits afterwards (no new app call), the flooded
+    # path holds at most its share of the entries, and the answers over it were served and
+    # counted as refused, not stored
+    srv, app = stack("ttl_ms = 60000\n", args=("--cache-bytes", "64K",
+                                               "--cache-max-entry", "2K"))
+    hot = ["/api/cc/hot%d" % i for i in range(4)]
+    for path in hot:
+        assert request(srv.port, "GET", path).header("x-cache") == "miss"
+        assert request(srv.port, "GET", path).header("x-cache") == "hit"
+    share = max(1, int(metric(srv.port, "lagless_cache_capacity_entries")) * 25 // 100)
+    with connect(srv.port, timeout=30) as s:
+        for i in range(600):
+            s.sendall(get_req("/api/cc/flood?r=%d" % i))
+            r = read_response(s)
+            assert r.status == 200 and r.header("x-cache") == "miss", (i, r)
+    assert calls(app, "flood") == 600
+    for i, path in enumerate(hot):
+        assert request(srv.port, "GET", path).header("x-cache") == "hit", path
+        assert calls(app, "hot%d" % i) == 1
+    assert metric(srv.port, "lagless_cache_refused_total") >= 600 - share
+    # every stored answer is a hot key's or the flood's; the master's sweep counts the entries
+    assert wait_until(lambda: metric(srv.port, "lagless_cache_entries") > len(hot), 10)
+    assert metric(srv.port, "lagless_cache_entries") <= len(hot) + share
 
 
 @pytest.mark.timeout(120)

@@ -405,6 +405,124 @@ test_refresh_gate(void **state)
 	assert_int_equal(lg_cache_refresh_take(&cache, &m2, now + 2 * S, 500 * ms), 1);
 }
 
+/* Tags (lg_cache_item.tag): a cache of two classes, the big one a single set of 8 ways. */
+static struct lg_cache tc;
+static char big[3000];
+
+static int
+tagged(const char *key, uint32_t tag, uint32_t max, int large, uint64_t now)
+{
+	struct lg_cache_item it = item(key, h(key), large ? big : "v", large ? sizeof(big) : 1, S);
+	struct lg_cache_meta m;
+
+	it.tag = tag;
+	it.tag_max = max;
+	return lg_cache_store(&tc, &it, now, getpid(), 0, &m);
+}
+
+static int
+found(const char *key, uint64_t now)
+{
+	struct lg_cache_meta m;
+
+	return lg_cache_lookup(&tc, h(key), key, strlen(key), now, &m) != LG_CACHE_MISS;
+}
+
+static void
+tag_cache(void)
+{
+	assert_int_equal(lg_cache_create(&tc, 2 * 8 * (8192 + 128), 4096, 1), 0);
+	assert_int_equal(tc.hdr->nclasses, 2);
+	assert_int_equal(tc.hdr->cls[1].nsets, 1);
+	assert_int_equal(tc.hdr->cls[1].ways, 8);
+}
+
+/* The count follows inserts, replacements, the copy left in another class, and the sweep. */
+static void
+test_tag_counts(void **state)
+{
+	tag_cache();
+	assert_int_equal(tagged("a", 5, 0, 0, 1), 0);
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 1);
+	assert_int_equal(tagged("a", 5, 0, 0, 2), 0);          /* replaced: still one */
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 1);
+	assert_int_equal(tagged("b", 5 + LG_CACHE_TAGS, 0, 0, 3), 0); /* same bucket */
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 2);
+	assert_int_equal(tagged("c", 0, 0, 0, 3), 0);          /* untagged: not counted */
+	assert_int_equal(lg_cache_tag_count(&tc, 0), 0);
+	assert_int_equal(lg_cache_tag_count(&tc, 6), 0);
+	/* "a" again, too big for class 0: stored in class 1, its class-0 copy dropped */
+	assert_int_equal(tagged("a", 5, 0, 1, 4), 0);
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 2);
+	/* replaced by another tag's answer for the same key: counted there */
+	assert_int_equal(tagged("a", 6, 0, 1, 5), 0);
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 1);
+	assert_int_equal(lg_cache_tag_count(&tc, 6), 1);
+	/* an LRU eviction gives the victim's place back: fill the big set with untagged answers */
+	for (int i = 0; i < 8; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "u%d", i);
+		assert_int_equal(tagged(k, 0, 0, 1, 10 + (uint64_t)i), 0);
+	}
+	assert_false(found("a", 20));
+	assert_int_equal(lg_cache_tag_count(&tc, 6), 0);
+	/* the sweep frees "b" past its window */
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 1);
+	assert_true(lg_cache_sweep(&tc, 3 * S) >= 1);
+	assert_int_equal(lg_cache_tag_count(&tc, 5), 0);
+	/* a writer killed while FILLING its entry: the master's reclaim gives its place back */
+	struct lg_cache_meta m;
+	assert_int_equal(tagged("d", 8, 0, 0, 4 * S), 0);
+	assert_int_equal(lg_cache_lookup(&tc, h("d"), "d", 1, 4 * S, &m), LG_CACHE_FRESH);
+	struct lg_cache_entry *e = (struct lg_cache_entry *)(tc.base + tc.hdr->entries_off) + m.idx;
+	atomic_store(&e->filler, 4242);
+	atomic_store(&e->word, (((m.seq >> 8) + 1) << 8) | LG_CACHE_FILLING);
+	assert_int_equal(lg_cache_tag_count(&tc, 8), 1);
+	assert_int_equal(lg_cache_reclaim_pid(&tc, 4242), 1);
+	assert_int_equal(lg_cache_tag_count(&tc, 8), 0);
+	lg_cache_destroy(&tc);
+}
+
+/* At the bound a new key is refused with nothing changed, unless it takes an entry of its own
+ * bucket; replacing a key and untagged answers are never refused. */
+static void
+test_tag_bound(void **state)
+{
+	tag_cache();
+	assert_int_equal(tagged("x1", 9, 2, 0, 1), 0);
+	assert_int_equal(tagged("x2", 9, 2, 0, 2), 0);
+	errno = 0;
+	assert_int_equal(tagged("x3", 9, 2, 0, 3), -1);
+	assert_int_equal(errno, EDQUOT);
+	assert_false(found("x3", 4));
+	assert_true(found("x1", 4) && found("x2", 4));
+	assert_int_equal(lg_cache_tag_count(&tc, 9), 2);
+	assert_int_equal(tagged("x1", 9, 2, 0, 5), 0);          /* the same key: replaced */
+	assert_int_equal(tagged("x2", 9, 1, 0, 5), 0);          /* even over a lower bound */
+	assert_int_equal(lg_cache_tag_count(&tc, 9), 2);
+	assert_int_equal(tagged("x3", 9, 0, 0, 6), 0);          /* 0: no bound */
+	assert_int_equal(lg_cache_tag_count(&tc, 9), 3);
+	/* same-tag victim: the big set holds y0 (tag 7, the least recently used) and 7 untagged */
+	assert_int_equal(tagged("y0", 7, 1, 1, 10), 0);
+	for (int i = 0; i < 7; i++) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "u%d", i);
+		assert_int_equal(tagged(k, 0, 1, 1, 11 + (uint64_t)i), 0); /* tag 0: never refused */
+	}
+	assert_int_equal(tagged("y1", 7, 1, 1, 20), 0);          /* takes y0's entry */
+	assert_false(found("y0", 21));
+	assert_true(found("y1", 21));
+	assert_int_equal(lg_cache_tag_count(&tc, 7), 1);
+	errno = 0;
+	assert_int_equal(tagged("y2", 7, 1, 1, 22), -1);         /* would take u0's */
+	assert_int_equal(errno, EDQUOT);
+	assert_true(found("u0", 23) && found("y1", 23));
+	assert_int_equal(lg_cache_tag_count(&tc, 7), 1);
+	lg_cache_destroy(&tc);
+}
+
 int
 main(void)
 {
@@ -420,6 +538,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_sweep_and_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readers_never_see_torn_values, setup, teardown),
 		cmocka_unit_test(test_lookups_and_sweeps_back_only_headers),
+		cmocka_unit_test(test_tag_counts),
+		cmocka_unit_test(test_tag_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,6 +196,33 @@ test_scope_word(void **state)
 	assert_int_equal(lg_policy_parse("/a scope=global", &ps, err, sizeof(err)), -1);
 }
 
+/* path_share: a whole percent 0..100, 0 (no bound) unless given; given is remembered, so an
+ * upstream route's default (master/site.c) does not override it. */
+static void
+test_path_share(void **state)
+{
+	struct lg_policies ps;
+	struct lg_policy p;
+	const char *why = NULL;
+	char err[200];
+
+	assert_int_equal(lg_policy_parse("/a path-share=10 ttl=5; /b ttl=5; /c path-share=0", &ps,
+	    err, sizeof(err)), 0);
+	assert_int_equal(ps.p[0].path_share, 10);
+	assert_int_equal(ps.p[0].path_share_set, 1);
+	assert_int_equal(ps.p[1].path_share, 0);
+	assert_int_equal(ps.p[1].path_share_set, 0);
+	assert_int_equal(ps.p[2].path_share_set, 1);
+	assert_int_equal(lg_policy_parse("/a path-share=101", &ps, err, sizeof(err)), -1);
+	assert_int_equal(lg_policy_parse("/a path-share=5%", &ps, err, sizeof(err)), -1);
+	lg_policy_init(&p, "/x");
+	assert_int_equal(lg_policy_route_key(&p, "path_share", "100", &why), 1);
+	assert_int_equal(p.path_share, 100);
+	assert_int_equal(lg_policy_route_key(&p, "path_share", "-1", &why), -1);
+	assert_non_null(strstr(why, "0 (no bound) to 100"));
+	assert_int_equal(lg_policy_is_route_key("path_share"), 1);
+}
+
 int
 main(void)
 {
@@ -206,6 +233,7 @@ main(void)
 		cmocka_unit_test(test_errors_name_the_fault),
 		cmocka_unit_test(test_key_names_and_description),
 		cmocka_unit_test(test_scope_word),
+		cmocka_unit_test(test_path_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

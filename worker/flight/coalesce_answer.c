@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/policy.h"
 #include "shm/cache.h"
+#include "shm/flight.h"
 #include "shm/stats.h"
 #include "worker/flight/coalesce_int.h"
 #include "worker/observe.h"
@@ -111,16 +112,43 @@ lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash,
 		.jitter_pct = (unsigned)w->env->cfg->flights.cache_jitter_pct,
 	};
 
-	return lg_coal_store_item(w, &it, m);
+	return lg_coal_store_item(f, &it, m);
+}
+
+void
+lg_coal_tag(const struct lg_lflight *f, struct lg_cache_item *it)
+{
+	const struct lg_cache_hdr *h = f->w->env->cache->hdr;
+	const char *k = it->key, *end = k + it->key_len, *p = memchr(k, ' ', it->key_len), *q;
+	uint64_t x;
+
+	it->tag = it->tag_max = 0;
+	if (f->pol->path_share == 0 || p == NULL)
+		return;
+	p++;
+	q = memchr(p, '?', (size_t)(end - p)); /* lg_coal_key: "METHOD path?..." */
+	x = lg_flight_hash(LG_FLIGHT_HASH_INIT, f->pol->path, strlen(f->pol->path) + 1);
+	x = lg_flight_hash(x, p, (size_t)((q ? q : end) - p));
+	it->tag = (uint32_t)(x ^ (x >> 32));
+	it->tag += it->tag == 0; /* 0 is untagged */
+	it->tag_max = (uint32_t)((uint64_t)h->nentries * f->pol->path_share / 100);
+	it->tag_max += it->tag_max == 0;
 }
 
 int
-lg_coal_store_item(struct lg_worker *w, const struct lg_cache_item *it, struct lg_cache_meta *m)
+lg_coal_store_item(struct lg_lflight *f, const struct lg_cache_item *item,
+    struct lg_cache_meta *m)
 {
-	if (lg_cache_store(w->env->cache, it, lg_now_ns(), (int32_t)getpid(), w->env->index,
+	struct lg_worker *w = f->w;
+	struct lg_cache_item it = *item;
+
+	lg_coal_tag(f, &it);
+	if (lg_cache_store(w->env->cache, &it, lg_now_ns(), (int32_t)getpid(), w->env->index,
 	    m) == -1) {
 		if (errno == E2BIG)
 			lg_stats_add(&w->coal->ctr->too_large, 1);
+		else if (errno == EDQUOT) /* its path holds its share: served, not stored */
+			lg_stats_add(&w->coal->ctr->refused, 1);
 		return -1;
 	}
 	lg_stats_add(&w->coal->ctr->stored, 1);

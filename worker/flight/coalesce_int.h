@@ -69,10 +69,17 @@ int lg_coal_answer_cached(struct lg_conn *c, const struct lg_cache_meta *m, stru
     const char *label, _Atomic uint64_t *counter);
 int lg_coal_store(struct lg_lflight *f, const char *key, size_t klen, uint64_t hash, int status,
     const char *ctype, const void *body, size_t len, uint64_t ttl_ms, struct lg_cache_meta *m);
-/* Stores it in w's cache with its counts (stored, or too_large for an entry over the cache's
- * limit); 0 with *m, or -1 (shm/cache.h lg_cache_store's errno). */
-int lg_coal_store_item(struct lg_worker *w, const struct lg_cache_item *it,
+/* Stores it (for owner flight f: tagged by lg_coal_tag) in f's loop's cache with its counts
+ * (stored; too_large for an entry over the cache's limit; refused when its path holds its
+ * share, EDQUOT); 0 with *m, or -1 (shm/cache.h lg_cache_store's errno). The caller serves the
+ * answer either way: only sharing it through the cache is lost. */
+int lg_coal_store_item(struct lg_lflight *f, const struct lg_cache_item *it,
     struct lg_cache_meta *m);
+/* Tags it, an answer of flight f to store, with its path (shm/cache.h "Tags"): a non-zero hash
+ * of f's route and the path of it->key without its query, so every query variant of one path
+ * shares a tag, and tag_max = the rule's path_share percent of the cache's entries (at least
+ * 1). A rule with path_share 0 leaves it untagged (no bound). */
+void lg_coal_tag(const struct lg_lflight *f, struct lg_cache_item *it);
 
 /* The helpers of worker/flight/coalesce.c (see their comments there). */
 int lg_coal_job_slot(struct lg_conn *c);

@@ -203,7 +203,7 @@ store(struct lg_lflight *f, struct lg_upflight *u, uint64_t hash, int status, ui
 	if (stale && !u->dec.no_stale)
 		it.stale_ns = f->pol->stale_ms * LG_NS_PER_MS;
 
-	return lg_coal_store_item(w, &it, m);
+	return lg_coal_store_item(f, &it, m);
 }
 
 /* The key of owner flight f is not shared for a while: its next requests go to the app each
@@ -221,6 +221,7 @@ mark_hfm(struct lg_lflight *f)
 	};
 	struct lg_cache_meta m;
 
+	lg_coal_tag(f, &it); /* its marks count in its path's share too */
 	(void)lg_cache_store(f->w->env->cache, &it, lg_now_ns(), (int32_t)getpid(),
 	    f->w->env->index, &m);
 }
