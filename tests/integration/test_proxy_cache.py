@@ -77,6 +77,7 @@ def park_behind_owner(srv, app, name, path, owner_headers=None, n=10, joiner_hea
     more GETs of the same key on their own connections, each of which parks on its flight
     (the route hit counted before the owner's answer). Returns (owner socket, joiner sockets)."""
     base = calls(app, name)
+    parked = metric(srv.port, "lagless_coalesced_waiters_total")
     owner = connect(srv.port, timeout=30)
     owner.sendall(get_req(path, owner_headers))
     assert wait_until(lambda: calls(app, name) == base + 1, 10)
@@ -85,6 +86,11 @@ def park_behind_owner(srv, app, name, path, owner_headers=None, n=10, joiner_hea
         s = connect(srv.port, timeout=30)
         s.sendall(get_req(path, joiner_headers))
         socks.append(s)
+    # parked, not only sent: on a loaded machine a joiner read after the owner's answer would
+    # be a hit or a fresh owner, not the waiter the caller tests
+    assert wait_until(lambda: metric(srv.port, "lagless_coalesced_waiters_total") >=
+                      parked + n, 10), (metric(srv.port, "lagless_coalesced_waiters_total"),
+                                        parked, n)
     return owner, socks
 
 
