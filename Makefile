@@ -115,8 +115,18 @@ PY_EMBED   := $(shell pkg-config --exists python3-embed 2>/dev/null && echo yes)
 ifeq ($(PY_EMBED),yes)
 MODULES    += $(OBJDIR)/modules/python.so
 endif
-PY_MOD_SRC := modules/python/python.c modules/python/call.c modules/python/error.c \
-              modules/python/helper.c
+# python.so: the module, with libpython for an embedded interpreter and the checks, carrying
+# python-exec.so (.incbin): the extension the python3 executable loads to run the calls
+# (interpreter =, modules/python/relay.h), with no libpython: its Python is the executable's.
+# The python3 executable is not built with AddressSanitizer, so neither is its extension.
+PY_SHARED  := modules/python/interp.c modules/python/call.c modules/python/error.c \
+              modules/python/helper.c modules/python/wire.c
+PY_MOD_SRC := modules/python/python.c modules/python/relay.c $(PY_SHARED)
+PY_EXE_SRC := modules/python/serve.c $(PY_SHARED)
+PY_HDRS    := modules/python/pymod.h modules/python/error.h modules/python/relay.h \
+              include/lagless/module.h
+PY_EXEC    := $(shell pkg-config --variable=exec_prefix python3-embed 2>/dev/null)/bin/python$(shell \
+              pkg-config --modversion python3-embed 2>/dev/null)
 
 modules: $(MODULES)
 
@@ -128,11 +138,16 @@ $(OBJDIR)/modules/thumbnail.so: modules/thumbnail/thumbnail.c include/lagless/mo
 	@mkdir -p $(dir $@)
 	$(CC) $(MOD_CFLAGS) $$(pkg-config --cflags vips) -o $@ $< $$(pkg-config --libs vips)
 
-$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) modules/python/pymod.h modules/python/error.h \
-                             include/lagless/module.h
+$(OBJDIR)/modules/python.so: $(PY_MOD_SRC) $(PY_HDRS) $(OBJDIR)/modules/python/python-exec.so
 	@mkdir -p $(dir $@)
-	$(CC) $(MOD_CFLAGS) -fvisibility=hidden $$(pkg-config --cflags python3-embed) -o $@ \
-	    $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)
+	$(CC) $(MOD_CFLAGS) -fvisibility=hidden -DLG_PY_EXECUTABLE='"$(PY_EXEC)"' \
+	    -DLG_PY_EXEC_SO='"$(OBJDIR)/modules/python/python-exec.so"' \
+	    $$(pkg-config --cflags python3-embed) -o $@ $(PY_MOD_SRC) $$(pkg-config --libs python3-embed)
+
+$(OBJDIR)/modules/python/python-exec.so: $(PY_EXE_SRC) $(PY_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SANFLAGS),$(MOD_CFLAGS)) -fvisibility=hidden \
+	    $$(pkg-config --cflags python3-embed) -o $@ $(PY_EXE_SRC)
 
 # A module of ABI 1.0 against the frozen 1.0 header: a newer host must keep loading it.
 $(OBJDIR)/tests/modules/abi10_%.so: tests/modules/abi10_%.c tests/modules/abi1_0/lagless/module.h

@@ -3,6 +3,8 @@
  * there is no file to install beside python.so and no version of it that can disagree. */
 #include "pymod.h"
 
+#include <unistd.h>
+
 static const char helper_src[] =
 "\"\"\"lagless: the helper module of lagless's python job module (docs/MODULES.md, Python kinds).\n"
 "\n"
@@ -10,6 +12,10 @@ static const char helper_src[] =
 "body is a read-only memoryview over the request body in shared memory, request a Request.\n"
 "It returns bytes (or any bytes-like object), str (sent as UTF-8 text/plain) or a tuple\n"
 "(status, content_type, body). Raising BadRequest('why') answers 400 with that text.\n"
+"\n"
+"compute_pid: the pid of the compute process running the calls, the one the server's log\n"
+"lines and metrics name: os.getpid() with an embedded interpreter, the parent of this\n"
+"process when the calls run in a python3 executable (interpreter = ...).\n"
 "\"\"\"\n"
 "\n"
 "\n"
@@ -90,6 +96,12 @@ lg_python_helper(struct lg_python *py)
 	}
 	Py_INCREF(py->bad_request);
 	Py_INCREF(py->request_type);
+	if ((r = PyLong_FromLong(py->compute_pid ? py->compute_pid : (long)getpid())) == NULL ||
+	    PyDict_SetItemString(dict, "compute_pid", r) == -1) {
+		Py_XDECREF(r);
+		goto out;
+	}
+	Py_DECREF(r);
 	rc = 0;
 out:
 	Py_XDECREF(code);

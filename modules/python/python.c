@@ -8,6 +8,8 @@
  *   preload = app.images               ; modules imported at process start (optional)
  *   preload_routes = no                ; yes: every route's callable imported at process start
  *   check_timeout_ms = 10000           ; the import check of -t / start-up / SIGHUP
+ *   interpreter = /usr/bin/python3.11  ; where the calls run (the default where it exists)
+ *                                      ; or embedded (libpython in the compute process)
  *
  *   [route /thumbnail]
  *   kind = python.call
@@ -15,12 +17,18 @@
  *
  * Where each part runs: the module and kind checks in the master, before any fork; the import
  * check in a child the kind check forks (user code never runs in the master); the interpreter
- * in each compute process, started by init after fork; the call in that process.
+ * in each compute process, started by init after fork; the call in that process. With an
+ * interpreter executable (relay.h) each compute process starts that executable as its child
+ * and the interpreter and the call run there (relay.c, serve.c); the checks stay here.
  *
  * Build: cc -shared -fPIC $(pkg-config --cflags lagless python3-embed) -o python.so \
- *            python.c call.c error.c helper.c $(pkg-config --libs python3-embed) */
+ *            python.c interp.c call.c error.c helper.c relay.c wire.c \
+ *            $(pkg-config --libs python3-embed)
+ *        cc -shared -fPIC $(pkg-config --cflags lagless python3) -o python-exec.so \
+ *            serve.c interp.c call.c error.c helper.c wire.c   (no libpython) */
 #include "pymod.h"
 #include "error.h"
+#include "relay.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,58 +45,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_PATHS 16 /* python_path entries */
-
-/* One route's callable, imported at the route's first job in this process. */
-struct route_fn {
-	const struct lagless_conf *conf; /* the route's keys: valid for the process's life */
-	PyObject *fn;
-	PyObject *route; /* types.MappingProxyType of the route's keys */
-};
-
-static struct lg_python py;
 static int started; /* the interpreter runs in this process */
-static struct route_fn *fns;
-static size_t nfns;
+static int relayed;  /* the calls run in an interpreter executable this process started */
 
 /* Master side: what the module check found, for the route checks that follow it (the host
  * checks a [module] section before the routes that name its kinds, at each configuration
  * load). */
-static char paths[MAX_PATHS][PATH_MAX];
-static size_t npaths;
 static uint64_t check_timeout_ms = 10000;
 
 static const char *const module_keys[] = { "python_path", "preload", "preload_routes",
-	"check_timeout_ms" };
+	"check_timeout_ms", "interpreter" };
 
-/* python_path (':' separated) into paths[], each made absolute with realpath(3). */
-static int
-parse_paths(const char *v, char *err, size_t errlen)
-{
-	char one[PATH_MAX];
-
-	npaths = 0;
-	while (v != NULL && *v != '\0') {
-		size_t n = strcspn(v, ":");
-
-		if (n > 0) {
-			if (n >= sizeof(one) || npaths == MAX_PATHS) {
-				snprintf(err, errlen, "python_path: at most %d entries of at most %d "
-				    "bytes", MAX_PATHS, PATH_MAX - 1);
-				return -1;
-			}
-			memcpy(one, v, n);
-			one[n] = '\0';
-			if (realpath(one, paths[npaths]) == NULL) {
-				snprintf(err, errlen, "python_path %s: %s", one, strerror(errno));
-				return -1;
-			}
-			npaths++;
-		}
-		v += n + (v[n] == ':');
-	}
-	return 0;
-}
+/* The interpreter executable of the embedded libpython's own version under its prefix, as the
+ * build found it (pkg-config python3-embed: /usr/bin/python3.11 on Debian 12). */
+#ifndef LG_PY_EXECUTABLE
+#define LG_PY_EXECUTABLE "/usr/bin/python3.11"
+#endif
 
 /* "pkg.mod:attr.attr": dotted Python identifiers (ASCII), one colon (or, with colons = 1 at
  * the start, none: a module name). The first n bytes of s. */
@@ -114,17 +86,6 @@ static int
 callable_ok(const char *s)
 {
 	return name_ok(s, strlen(s), 0);
-}
-
-/* preload_routes: 1 yes, 0 no or absent (the default), -1 neither. */
-static int
-preload_routes_of(const struct lagless_host *h, const struct lagless_conf *conf)
-{
-	const char *v = h->conf_get(conf, "preload_routes");
-
-	if (v == NULL || strcmp(v, "no") == 0)
-		return 0;
-	return strcmp(v, "yes") == 0 ? 1 : -1;
 }
 
 /* preload: module names separated by commas or blanks. */
@@ -153,29 +114,6 @@ promote_libpython(void)
 		dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
 }
 
-/* The .pth files of each python_path entry, as site.py reads them in site-packages: a venv's
- * site-packages holds its editable installs (`pip install -e`: a path or an import hook in
- * a .pth file) and namespace packages that way. site.addsitedir does not add an entry that is
- * already on sys.path again; the directories a .pth file names go to its end. */
-static int
-add_site_dirs(void)
-{
-	PyObject *site = PyImport_ImportModule("site");
-
-	for (size_t i = 0; site != NULL && i < npaths; i++) {
-		PyObject *r = PyObject_CallMethod(site, "addsitedir", "O&", PyUnicode_DecodeFSDefault,
-		    paths[i]);
-
-		if (r == NULL) {
-			Py_DECREF(site);
-			return -1;
-		}
-		Py_DECREF(r);
-	}
-	Py_XDECREF(site);
-	return site != NULL ? 0 : -1;
-}
-
 /* sys.executable: the interpreter of the embedded libpython's own version under its prefix
  * (/usr/bin/python3.11 for Debian's libpython3.11), not whatever `python3` comes first on PATH
  * (an embedded interpreter has no argv[0] to go by), so that subprocess.run([sys.executable,
@@ -198,33 +136,6 @@ set_executable(void)
 	    PySys_SetObject("_base_executable", exe) == -1 ? -1 : 0;
 	Py_DECREF(exe);
 	return rc;
-}
-
-/* sys.path[0:0] = paths, their .pth files processed; sys.executable; sys.stdout = sys.stderr
- * (print() goes to the error log, never into the answer of --run-kind);
- * traceback.format_exception kept for the failures. */
-static int
-setup_sys(void)
-{
-	PyObject *sys_path = PySys_GetObject("path"), *err = PySys_GetObject("stderr"), *tb;
-
-	for (size_t i = npaths; sys_path != NULL && i > 0; i--) {
-		PyObject *s = PyUnicode_DecodeFSDefault(paths[i - 1]);
-
-		if (s == NULL || PyList_Insert(sys_path, 0, s) == -1) {
-			Py_XDECREF(s);
-			return -1;
-		}
-		Py_DECREF(s);
-	}
-	if (sys_path == NULL || add_site_dirs() == -1 || set_executable() == -1 ||
-	    (err != NULL && PySys_SetObject("stdout", err) == -1))
-		return -1;
-	if ((tb = PyImport_ImportModule("traceback")) == NULL)
-		return -1;
-	py.format_exception = PyObject_GetAttrString(tb, "format_exception");
-	Py_DECREF(tb);
-	return py.format_exception != NULL ? 0 : -1;
 }
 
 /* Starts the interpreter in this process: isolated from the environment (PYTHONPATH and the
@@ -251,42 +162,11 @@ start_python(char *err, size_t errlen)
 		return -1;
 	}
 	started = 1;
-	if (setup_sys() == -1 || lg_python_helper(&py) == -1 || lg_python_region_ready() == -1) {
-		lg_python_error(&py, NULL, NULL, 0, err, errlen);
+	if (set_executable() == -1) {
+		lg_python_error(&lg_py, NULL, NULL, 0, err, errlen);
 		return -1;
 	}
 	return 0;
-}
-
-/* Imports the module of spec and walks its attributes. New reference, or NULL with an
- * exception set. */
-static PyObject *
-resolve(const char *spec)
-{
-	const char *colon = strchr(spec, ':'), *a = colon + 1;
-	PyObject *name = PyUnicode_FromStringAndSize(spec, colon - spec), *obj;
-
-	if (name == NULL)
-		return NULL;
-	obj = PyImport_Import(name);
-	Py_DECREF(name);
-	while (obj != NULL && *a) {
-		size_t n = strcspn(a, ".");
-		PyObject *attr = PyUnicode_FromStringAndSize(a, (Py_ssize_t)n), *next = NULL;
-
-		if (attr != NULL)
-			next = PyObject_GetAttr(obj, attr);
-		Py_XDECREF(attr);
-		Py_DECREF(obj);
-		obj = next;
-		a += n + (a[n] == '.');
-	}
-	if (obj != NULL && !PyCallable_Check(obj)) {
-		PyErr_Format(PyExc_TypeError, "%s is a %.80s, not a callable", spec,
-		    Py_TYPE(obj)->tp_name);
-		Py_CLEAR(obj);
-	}
-	return obj;
 }
 
 /* The check child: dies with its parent (a reload's check process is SIGKILLed when the master
@@ -304,9 +184,9 @@ check_child(const char *spec, int fd, pid_t parent)
 	if (getppid() != parent) /* it died before the prctl took effect (prctl(2)) */
 		_exit(1);
 	setpgid(0, 0);
-	if (start_python(why, sizeof(why)) == 0) {
-		if ((fn = resolve(spec)) == NULL)
-			lg_python_error(&py, NULL, NULL, 0, why, sizeof(why));
+	if (start_python(why, sizeof(why)) == 0 && lg_python_prepare(why, sizeof(why)) == 0) {
+		if ((fn = lg_python_resolve(spec)) == NULL)
+			lg_python_error(&lg_py, NULL, NULL, 0, why, sizeof(why));
 		Py_XDECREF(fn);
 	}
 	(void)!write(fd, why, strlen(why) + 1); /* one write under PIPE_BUF: whole or nothing */
@@ -456,6 +336,38 @@ check_import(const char *spec, char *err, size_t errlen)
 	return check_verdict(spec, &c, held, err, errlen);
 }
 
+/* The interpreter executable the calls run in, or NULL for the embedded libpython: the
+ * interpreter key (a path, or "embedded"); without it LG_PY_EXECUTABLE where it is
+ * installed, else embedded. */
+static const char *
+interpreter_of(const struct lagless_host *h, const struct lagless_conf *conf)
+{
+	const char *v = h->conf_get(conf, "interpreter");
+
+	if (v != NULL)
+		return strcmp(v, "embedded") == 0 ? NULL : v;
+	return access(LG_PY_EXECUTABLE, X_OK) == 0 ? LG_PY_EXECUTABLE : NULL;
+}
+
+/* interpreter = embedded, or an absolute path to an executable file. The executable's version is not asked here: one that is not CPython
+ * PY_MAJOR_VERSION.PY_MINOR_VERSION cannot load python-exec.so, and every compute process's
+ * init then fails with its error (the module's routes answer 503). */
+static int
+interpreter_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
+    size_t errlen)
+{
+	const char *v = h->conf_get(conf, "interpreter");
+
+	if (v == NULL || strcmp(v, "embedded") == 0)
+		return 0;
+	if (v[0] != '/' || access(v, X_OK) != 0) {
+		snprintf(err, errlen, "interpreter = %s: not an absolute path to an executable "
+		    "file (%s), nor embedded", v, v[0] != '/' ? "relative" : strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int
 module_check(const struct lagless_host *h, const struct lagless_conf *conf, char *err,
     size_t errlen)
@@ -469,11 +381,11 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 			j++;
 		if (j == sizeof(module_keys) / sizeof(module_keys[0])) {
 			snprintf(err, errlen, "%s: unknown key for this module (it takes: python_path, "
-			    "preload, preload_routes, check_timeout_ms)", key);
+			    "preload, preload_routes, check_timeout_ms, interpreter)", key);
 			return -1;
 		}
 	}
-	if (preload_routes_of(h, conf) == -1) {
+	if (lg_python_preload_routes(h, conf) == -1) {
 		snprintf(err, errlen, "preload_routes = %s: yes or no",
 		    h->conf_get(conf, "preload_routes"));
 		return -1;
@@ -488,7 +400,9 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 		    "(milliseconds; K, M, G suffixes)");
 		return -1;
 	}
-	return parse_paths(h->conf_get(conf, "python_path"), err, errlen);
+	if (interpreter_check(h, conf, err, errlen) == -1)
+		return -1;
+	return lg_python_paths(h->conf_get(conf, "python_path"), err, errlen);
 }
 
 /* A route's keys: callable (required); every other key is the callable's own (request.route). */
@@ -510,54 +424,30 @@ call_check(const struct lagless_host *h, const struct lagless_conf *conf, char *
 	return check_import(spec, err, errlen);
 }
 
-static struct route_fn *route_fn(const struct lagless_conf *conf, const struct lagless_host *h);
-
-/* The callables of the routes that use python.call (host->route_at, ABI 1.2), imported now
- * rather than at each route's first job. A failure is logged and left for that job, which
- * tries again and reports it (the import check of -t and start-up already refused the
- * imports that fail there). */
-static void
-import_callables(const struct lagless_host *h)
-{
-	const char *path, *kind;
-	const struct lagless_conf *conf;
-	char err[512], what[300];
-
-	for (size_t i = 0; h->route_at(i, &path, &kind, &conf) == 0; i++)
-		if (route_fn(conf, h) == NULL) {
-			snprintf(what, sizeof(what), "import of the callable of route %s", path);
-			lg_python_error(&py, h, what, 1, err, sizeof(err));
-		}
-}
-
-/* Each compute process, after fork: the interpreter, then the preload modules and, with
- * preload_routes = yes, the routes' callables (a failure there is logged: the route's jobs
- * report it again). Not by default: a compute process that replaces one killed at a deadline
- * would otherwise import every Python route's module before it takes the next job, which may
- * be a C kind's in the same pool. */
+/* Each compute process, after fork: the interpreter (the executable this process starts, or
+ * libpython here), then the preload modules and, with preload_routes = yes, the routes'
+ * callables (a failure there is logged: the route's jobs report it again). Not by default: a
+ * compute process that replaces one killed at a deadline would otherwise import every Python
+ * route's module before it takes the next job, which may be a C kind's in the same pool. */
 static int
 py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **state)
 {
 	char err[512];
-	const char *pre = h->conf_get(conf, "preload");
+	const char *exe = interpreter_of(h, conf);
 
-	if (parse_paths(h->conf_get(conf, "python_path"), err, sizeof(err)) == -1 ||
-	    start_python(err, sizeof(err)) == -1) {
+	if (exe != NULL) {
+		if (lg_relay_start(h, conf, exe, err, sizeof(err)) == -1) {
+			h->log(LAGLESS_LOG_ERROR, "interpreter %s: %s", exe, err);
+			return -1;
+		}
+		relayed = 1;
+		return 0;
+	}
+	if (start_python(err, sizeof(err)) == -1 || lg_python_setup(h, conf, err, sizeof(err)) ==
+	    -1) {
 		h->log(LAGLESS_LOG_ERROR, "%s", err);
 		return -1;
 	}
-	while (pre != NULL && *pre) {
-		size_t n = strcspn(pre, ", \t");
-		PyObject *m = NULL;
-
-		if (n > 0 && (m = PyImport_ImportModule(strndupa(pre, n))) == NULL)
-			lg_python_error(&py, h, "preload", 1, err, sizeof(err));
-		Py_XDECREF(m);
-		pre += n;
-		pre += strspn(pre, ", \t");
-	}
-	if (preload_routes_of(h, conf) == 1)
-		import_callables(h);
 	return 0;
 }
 
@@ -567,61 +457,20 @@ py_init(const struct lagless_host *h, const struct lagless_conf *conf, void **st
 static void
 py_exit(const struct lagless_host *h, void *state)
 {
+	if (relayed)
+		lg_relay_stop();
 	if (started)
 		PyRun_SimpleString("import sys\nsys.stderr.flush()\n");
-}
-
-/* The route's callable, imported at its first job in this process; NULL with an exception. */
-static struct route_fn *
-route_fn(const struct lagless_conf *conf, const struct lagless_host *h)
-{
-	const char *key, *value;
-	PyObject *d, *fn;
-	struct route_fn *grown;
-
-	for (size_t i = 0; i < nfns; i++)
-		if (fns[i].conf == conf)
-			return &fns[i];
-	if ((fn = resolve(h->conf_get(conf, "callable"))) == NULL)
-		return NULL;
-	if ((d = PyDict_New()) == NULL || (grown = realloc(fns, (nfns + 1) * sizeof(*fns))) ==
-	    NULL) {
-		Py_XDECREF(d);
-		Py_DECREF(fn);
-		return (struct route_fn *)PyErr_NoMemory();
-	}
-	fns = grown;
-	for (size_t i = 0; h->conf_at(conf, i, &key, &value) == 0; i++) {
-		PyObject *v = PyUnicode_FromString(value);
-
-		if (v == NULL || PyDict_SetItemString(d, key, v) == -1)
-			PyErr_Clear(); /* a value that is not UTF-8: left out */
-		Py_XDECREF(v);
-	}
-	fns[nfns] = (struct route_fn){ conf, fn, PyDictProxy_New(d) };
-	Py_DECREF(d);
-	if (fns[nfns].route == NULL) {
-		Py_DECREF(fn);
-		return NULL;
-	}
-	return &fns[nfns++];
 }
 
 static int
 py_run(const struct lagless_request *rq, struct lagless_output *out)
 {
-	char line[256];
-	struct route_fn *f;
-
+	if (relayed)
+		return lg_relay_run(rq, out);
 	if (!started)
 		return LAGLESS_ERROR;
-	if ((f = route_fn(rq->conf, rq->host)) == NULL) {
-		lg_python_error(&py, rq->host, "import", 1, line, sizeof(line));
-		rq->host->set_message(out, "cannot import %s: %s\n",
-		    rq->host->conf_get(rq->conf, "callable"), line);
-		return LAGLESS_ERROR;
-	}
-	return lg_python_call(&py, f->fn, f->route, rq, out);
+	return lg_python_run(rq, out);
 }
 
 /* Pool only: Python on the loop would stall every connection of that loop worker, which is

@@ -48,16 +48,30 @@ def routes(*specs):
                    % (name, fn, extra) for name, fn, extra in specs)
 
 
+# Where the calls run (docs/MODULES.md, "Which interpreter"): every test runs both ways, in
+# the python3 executable each compute process starts (the default) and in the libpython
+# embedded in the compute process.
+INTERPRETER = {"way": None}
+
+
+@pytest.fixture(scope="module", autouse=True, params=["python3", "embedded"])
+def interpreter(request):
+    INTERPRETER["way"] = request.param
+    yield request.param
+    INTERPRETER["way"] = None
+
+
 def config(python_path, *specs):
-    return "[module python]\npath = %s\npython_path = %s\n%s" % (module(), python_path,
-                                                                routes(*specs))
+    way = "interpreter = embedded\n" if INTERPRETER["way"] == "embedded" else ""
+    return "[module python]\npath = %s\n%spython_path = %s\n%s" % (module(), way, python_path,
+                                                                  routes(*specs))
 
 
 JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
     "unprocessable", "fastapi_422", "long_bad", "fails", "redirect", "gateway", "cookies",
     "hop_header", "newline_header", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
-    "total", "crash", "whoami", "keep")] + [
+    "total", "crash", "whoami", "keep", "procinfo")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
     ("spin_long", "lgtest.jobs:spin", "deadline_ms = 60000\n"),
@@ -79,7 +93,7 @@ def lagless(*args, stdin=b"", env=None):
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+def srv(tmp_path_factory, interpreter):
     if LAGLESS_BIN is None:
         pytest.skip("lagless binary missing")
     work = tmp_path_factory.mktemp("python")
@@ -448,7 +462,7 @@ def test_check_timeout_and_preload(start_server, tmp_path):
     assert time.monotonic() - t0 < 20
     # preload: imported when each compute process starts, before any request
     marker = tmp_path / "preloaded"
-    write_app(app, "import os\nopen(%r, 'a').write('%%d\\n' %% os.getpid())\n"
+    write_app(app, "import lagless\nopen(%r, 'a').write('%%d\\n' %% lagless.compute_pid)\n"
               "def ok(body, request):\n    return b'ok'\n" % str(marker))
     conf.write_text(config(app, ("ok", "lgapp:ok", "")).replace(
         "python_path", "preload = lgapp\npython_path"))
@@ -546,3 +560,111 @@ def test_run_kind_without_a_server(tmp_path):
     conf.write_text(config(TESTPKG, ("bad", "lgtest.jobs:bad", "")))
     r = lagless("-c", str(conf), "--run-kind", "python.call", env={"LAGLESS_RUN_QUERY": "need=x"})
     assert r.returncode == 1 and b"bad input: need x" in r.stderr, r
+
+
+def procinfo(port):
+    """(pid, parent pid, executable, lagless.compute_pid) of the process running the calls."""
+    r = post(port, "/procinfo")
+    assert r.status == 200, r
+    pid, ppid, exe, compute = r.body.decode().split()
+    return int(pid), int(ppid), exe, int(compute)
+
+
+@pytest.mark.timeout(60)
+def test_where_the_calls_run(srv, interpreter):
+    """interpreter = embedded: in the compute process itself. By default: in the python3
+    executable (its own interpreter code, docs/MODULES.md "Which interpreter"), a child of the
+    compute process the server names (lagless.compute_pid), one per compute process, kept
+    from call to call."""
+    (compute,) = srv.wait_children("compute", 1, timeout=15)
+    pid, ppid, exe, named = procinfo(srv.port)
+    assert named == compute
+    if interpreter == "embedded":
+        assert pid == compute and exe == os.path.realpath(LAGLESS_BIN)
+        return
+    assert ppid == compute and pid != compute
+    assert exe == os.path.realpath("/usr/bin/python3.11")
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        assert f.read().split(b"\0")[1:3] == [b"-I", b"-u"]
+    assert procinfo(srv.port)[0] == pid
+    # it holds none of lagless's descriptors but the standard three and its socket
+    fds = sorted(int(n) for n in os.listdir("/proc/%d/fd" % pid))
+    assert fds == [0, 1, 2, 3], [(n, os.readlink("/proc/%d/fd/%d" % (pid, n))) for n in fds]
+
+
+@pytest.mark.timeout(90)
+def test_python3_ends_with_its_compute_process(srv, interpreter):
+    """The deadline kill takes the python3 process with the compute process: nothing of the
+    call runs on (the background article's complaint about wait_for)."""
+    if interpreter == "embedded":
+        pytest.skip("one process")
+    pid = procinfo(srv.port)[0]
+    r = post(srv.port, "/spin")
+    assert r.status == 504, r
+    assert wait_until(lambda: _gone(pid), 10), "python3 pid %d outlived its compute process" % pid
+    assert wait_until(lambda: post(srv.port, "/procinfo").status == 200, 20)
+    assert procinfo(srv.port)[0] != pid
+
+
+@pytest.mark.timeout(90)
+def test_python3_killed_between_jobs_is_started_again(srv, interpreter):
+    """A python3 process that dies while idle (an operator, the OOM killer) costs no request:
+    the next job starts a new one in the same compute process."""
+    if interpreter == "embedded":
+        pytest.skip("one process")
+    pid, _, _, compute = procinfo(srv.port)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_until(lambda: _gone(pid), 10)
+    pid2, ppid2, _, compute2 = procinfo(srv.port)
+    assert pid2 != pid and ppid2 == compute and compute2 == compute
+    assert "the python3 process %d ended between jobs (signal 9)" % pid in srv.log()
+
+
+@pytest.mark.timeout(90)
+def test_python3_killed_during_a_job_is_its_compute_process_dying(srv, interpreter):
+    """A python3 process that dies during a job ends its compute process the same way, so the
+    master answers and counts that death as it does an embedded interpreter's: 502, the
+    kind's and route's death, a new compute process."""
+    if interpreter == "embedded":
+        pytest.skip("one process")
+    pid, _, _, compute = procinfo(srv.port)
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+    s.sendall(b"POST /spin_long HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert wait_until(lambda: request(srv.port, "GET", "/health").json()["slots"]["running"] == 1,
+                      10)
+    os.kill(pid, signal.SIGKILL)
+    head = s.recv(4096)
+    s.close()
+    assert head.startswith(b"HTTP/1.1 502 "), head
+    assert wait_until(lambda: re.search(r"compute\[\d+\] pid=%d killed by signal 9" % compute,
+                                        srv.log()), 10), srv.log()[-2000:]
+    assert "the python3 process died of signal 9" in srv.log()
+    srv.wait_children("compute", 1, timeout=15, exclude=[compute])
+    assert wait_until(lambda: post(srv.port, "/procinfo").status == 200, 20)
+
+
+@pytest.mark.timeout(90)
+def test_interpreter_key(start_server, tmp_path, interpreter):
+    """interpreter = a relative path or a file that cannot run is refused by -t; so is one
+    that is not this CPython (-t runs init once in a child); at start-up that fails each
+    compute process's init, said on the log, its jobs answered 500."""
+    if interpreter == "embedded":
+        pytest.skip("sets the key itself")
+    plain = tmp_path / "plain"
+    plain.write_text("not a program\n")
+    plain.chmod(0o644)
+    for value, why in (("python3", "not an absolute path to an executable file (relative)"),
+                       (str(tmp_path / "nope"), "No such file or directory"),
+                       (str(plain), "Permission denied"),
+                       ("/bin/true", "/bin/true ended before it was ready (status 0")):
+        conf = tmp_path / "i.conf"
+        conf.write_text(config(TESTPKG, ("whoami", "lgtest.jobs:whoami", "")).replace(
+            "python_path", "interpreter = %s\npython_path" % value))
+        r = lagless("-t", "-c", str(conf))
+        assert r.returncode == 1 and why.encode() in r.stderr, (value, r)
+    conf.write_text(config(TESTPKG, ("whoami", "lgtest.jobs:whoami", "")).replace(
+        "python_path", "interpreter = /bin/true\npython_path"))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", start_timeout=30)
+    r = post(srv.port, "/whoami")
+    assert r.status == 503 and b"its init failed" in r.body, r
+    assert "interpreter /bin/true: /bin/true ended before it was ready (status 0" in srv.log()

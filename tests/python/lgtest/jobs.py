@@ -153,7 +153,7 @@ def spin(body, request):
 def whoami(body, request):
     global CALLS
     CALLS += 1
-    return "pid=%d calls=%d" % (os.getpid(), CALLS)
+    return "pid=%d calls=%d" % (lagless.compute_pid, CALLS)
 
 
 def hog(body, request):
@@ -172,3 +172,10 @@ not_callable = 42
 def executable(body, request):
     import sys
     return "%s|%d.%d" % (sys.executable, sys.version_info[0], sys.version_info[1])
+
+
+def procinfo(body, request):
+    """Where the call runs: its pid, its parent's, its executable, and the compute process
+    lagless names (lagless.compute_pid)."""
+    return "%d %d %s %d" % (os.getpid(), os.getppid(), os.readlink("/proc/self/exe"),
+                            lagless.compute_pid)
