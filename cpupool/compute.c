@@ -296,22 +296,47 @@ reap_descendants(void)
 		;
 }
 
-/* This process's private memory in bytes: RssAnon of /proc/self/status (proc(5)), which a
- * leak grows, unlike the shared arena's pages it touched (RssShmem); 0 when unreadable. */
+/* Process pid's private memory in bytes (0: this process): RssAnon of /proc/PID/status
+ * (proc(5)), which a leak grows, unlike the shared arena's pages it touched (RssShmem); 0 when
+ * unreadable. */
 static uint64_t
-rss_anon(void)
+rss_anon_of(pid_t pid)
 {
 	char line[128];
 	unsigned long long kb = 0;
-	FILE *f = fopen("/proc/self/status", "re");
+	FILE *f;
 
-	if (f == NULL)
+	if (pid == 0)
+		snprintf(line, sizeof(line), "/proc/self/status");
+	else
+		snprintf(line, sizeof(line), "/proc/%d/status", (int)pid);
+	if ((f = fopen(line, "re")) == NULL)
 		return 0;
 	while (fgets(line, sizeof(line), f) != NULL)
 		if (sscanf(line, "RssAnon: %llu kB", &kb) == 1)
 			break;
 	fclose(f);
 	return (uint64_t)kb * 1024;
+}
+
+/* The private memory of this process and of its children (/proc/self/task/TID/children,
+ * proc(5), Linux 3.5): a kind's helper process is part of the compute process's footprint, as
+ * the python module's python3 process is (modules/python/relay.h). */
+static uint64_t
+rss_anon(void)
+{
+	char path[64];
+	uint64_t sum = rss_anon_of(0);
+	int pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	if ((f = fopen(path, "re")) == NULL)
+		return sum;
+	while (fscanf(f, "%d", &pid) == 1)
+		sum += rss_anon_of(pid);
+	fclose(f);
+	return sum;
 }
 
 /* After a job: 1 when its pool's max_jobs or max_rss says this process should go (gunicorn's

@@ -668,3 +668,23 @@ def test_interpreter_key(start_server, tmp_path, interpreter):
     r = post(srv.port, "/whoami")
     assert r.status == 503 and b"its init failed" in r.body, r
     assert "interpreter /bin/true: /bin/true ended before it was ready (status 0" in srv.log()
+
+
+@pytest.mark.timeout(90)
+def test_max_rss_counts_the_python_memory(start_server, tmp_path, interpreter):
+    """--compute-max-rss (uWSGI's reload-on-rss) sees what the calls keep wherever they run:
+    the python3 process's private memory counts as its compute process's."""
+    conf = tmp_path / "rss.conf"
+    conf.write_text(config(TESTPKG, ("leak", "lgtest.jobs:leak", ""),
+                           ("whoami", "lgtest.jobs:whoami", "")))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--compute-max-rss", "96M",
+                       start_timeout=30)
+    (compute,) = srv.wait_children("compute", 1, timeout=15)
+    assert post(srv.port, "/leak?mb=16").status == 200
+    assert "recycling: private memory" not in srv.log()
+    assert post(srv.port, "/leak?mb=128").status == 200
+    assert wait_until(lambda: re.search(r"recycling: private memory \d+ KiB past max_rss "
+                                        r"98304 KiB", srv.log()), 10), srv.log()[-2000:]
+    srv.wait_children("compute", 1, timeout=15, exclude=[compute])
+    r = post(srv.port, "/whoami")
+    assert r.status == 200 and b"pid=%d " % compute not in r.body, r

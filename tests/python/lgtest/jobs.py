@@ -179,3 +179,12 @@ def procinfo(body, request):
     lagless names (lagless.compute_pid)."""
     return "%d %d %s %d" % (os.getpid(), os.getppid(), os.readlink("/proc/self/exe"),
                             lagless.compute_pid)
+
+
+LEAKED = []
+
+
+def leak(body, request):
+    """Keeps mb MiB (written, so resident) for the life of the process: a leak."""
+    LEAKED.append(b"x" * (int(request.query.get("mb", "64")) << 20))
+    return b"%d" % sum(map(len, LEAKED))
