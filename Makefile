@@ -43,11 +43,13 @@ BUILD_PKGS := build-essential pkg-config libev-dev libmsgpack-dev libhttp-parser
               libxxhash-dev zlib1g-dev libargon2-dev libinih-dev libsystemd-dev libvips-dev libpython3.11-dev \
               libhiredis-dev libyajl-dev
 # What the built binaries and modules need to run: the image's runtime stage installs exactly
-# these (make print-runtime-pkgs; curl for its HEALTHCHECK). tests/integration/test_image.py
+# these (make print-runtime-pkgs; curl for its HEALTHCHECK; python3.11-minimal for the python3
+# executable the python module runs the calls in, docs/MODULES.md "Which interpreter").
+# tests/integration/test_image.py
 # checks that every shared library they link comes from one of them (or from libc6).
 RUNTIME_PKGS := libev4 libmsgpackc2 libhttp-parser2.9 libzstd1 libxxhash0 zlib1g libargon2-1 \
-                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 libhiredis0.14 libyajl2 \
-                curl
+                libinih1 libsystemd0 libvips42 libglib2.0-0 libpython3.11 python3.11-minimal libhiredis0.14 \
+                libyajl2 curl
 # The Debian packages the build, the tests and `make run` need (FastAPI and uvicorn: the app the
 # upstream routes' tests proxy to, tests/integration/fastapi_app.py, and benchmark 10's
 # Python reference).

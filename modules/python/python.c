@@ -52,6 +52,8 @@ static int relayed;  /* the calls run in an interpreter executable this process 
  * checks a [module] section before the routes that name its kinds, at each configuration
  * load). */
 static uint64_t check_timeout_ms = 10000;
+static char *check_interpreter; /* the interpreter executable, NULL: embedded */
+static char *check_python_path;
 
 static const char *const module_keys[] = { "python_path", "preload", "preload_routes",
 	"check_timeout_ms", "interpreter" };
@@ -184,6 +186,8 @@ check_child(const char *spec, int fd, pid_t parent)
 	if (getppid() != parent) /* it died before the prctl took effect (prctl(2)) */
 		_exit(1);
 	setpgid(0, 0);
+	if (check_interpreter != NULL) /* where the calls will run: a venv's sees its packages */
+		lg_relay_check(check_interpreter, fd, parent, spec, check_python_path);
 	if (start_python(why, sizeof(why)) == 0 && lg_python_prepare(why, sizeof(why)) == 0) {
 		if ((fn = lg_python_resolve(spec)) == NULL)
 			lg_python_error(&lg_py, NULL, NULL, 0, why, sizeof(why));
@@ -280,9 +284,10 @@ check_verdict(const char *spec, const struct check_run *c, int held, char *err, 
 	if (c->reported && c->why[0])
 		snprintf(err, errlen, "callable %s: %s", spec, c->why);
 	else if (c->exited && !c->reported)
-		snprintf(err, errlen, "callable %s: the check process died (%s %d) importing it",
+		snprintf(err, errlen, "callable %s: the check process died (%s %d) importing it%s%s",
 		    spec, WIFSIGNALED(st) ? "signal" : "status",
-		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+		    check_interpreter ? " in " : "", check_interpreter ? check_interpreter : "");
 	else if (!c->reported)
 		snprintf(err, errlen, "importing %s took over check_timeout_ms = %llu", spec,
 		    (unsigned long long)check_timeout_ms);
@@ -402,6 +407,11 @@ module_check(const struct lagless_host *h, const struct lagless_conf *conf, char
 	}
 	if (interpreter_check(h, conf, err, errlen) == -1)
 		return -1;
+	free(check_interpreter);
+	check_interpreter = interpreter_of(h, conf) ? strdup(interpreter_of(h, conf)) : NULL;
+	free(check_python_path);
+	check_python_path = h->conf_get(conf, "python_path") ?
+	    strdup(h->conf_get(conf, "python_path")) : NULL;
 	return lg_python_paths(h->conf_get(conf, "python_path"), err, errlen);
 }
 

@@ -145,20 +145,21 @@ die_like_child(const char *during)
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
-/* The child's side of the fork: the socket as fd 3, python-exec.so's memfd as fd 4 (the
- * extension loaded from /proc/self/fd/4 and that descriptor closed once it is) and no other
- * descriptor of lagless's; python3 -I (isolated: no PYTHON* variable, no user site, no script
- * directory on sys.path) -u (unbuffered: it may be killed at any instant), the extension
- * loaded from its file by the importlib machinery (no directory added to sys.path). */
+/* The child's side of the fork: fd as 3 (the socket, or the check's pipe), python-exec.so's
+ * memfd as fd 4 (the extension loaded from /proc/self/fd/4 and that descriptor closed once it
+ * is) and no other descriptor of lagless's; python3 -I (isolated: no PYTHON* variable, no user
+ * site, no script directory on sys.path) -u (unbuffered: it may be killed at any instant), the
+ * extension loaded from its file by the importlib machinery (no directory added to sys.path),
+ * then call[0] of it called with fd 3 and the strings call[1..] (NULL-terminated, at most 3). */
 static void __attribute__((noreturn))
 exec_child(const char *interpreter, int so, int fd, pid_t parent,
-    const struct pyr_sched_attr *sa, int have_sa)
+    const struct pyr_sched_attr *sa, int have_sa, const char *const *call)
 {
 	static const char boot[] =
 	    "import sys\n"
 	    "from importlib.machinery import ExtensionFileLoader\n"
 	    "from importlib.util import spec_from_loader, module_from_spec\n"
-	    "so, fd = sys.argv[1], int(sys.argv[2])\n"
+	    "so, fd, call = sys.argv[1], int(sys.argv[2]), sys.argv[3:]\n"
 	    "sys.argv[:] = ['']\n"
 	    "loader = ExtensionFileLoader('lagless_exec', so)\n"
 	    "m = module_from_spec(spec_from_loader('lagless_exec', loader))\n"
@@ -166,9 +167,12 @@ exec_child(const char *interpreter, int so, int fd, pid_t parent,
 	    "import os\n"
 	    "os.close(4)\n"
 	    "del os, sys, ExtensionFileLoader, spec_from_loader, module_from_spec, so, loader\n"
-	    "m.serve(fd)\n";
+	    "getattr(m, call[0])(fd, *call[1:])\n";
+	const char *argv[12] = { interpreter, "-I", "-u", "-c", boot, "/proc/self/fd/4", "3" };
 	sigset_t none;
 
+	for (size_t i = 0; call[i] != NULL && i < 4; i++)
+		argv[7 + i] = call[i];
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent) /* it died before the prctl took effect (prctl(2)) */
 		_exit(1);
@@ -181,8 +185,7 @@ exec_child(const char *interpreter, int so, int fd, pid_t parent,
 		syscall(SYS_sched_setattr, 0, sa, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	execl(interpreter, interpreter, "-I", "-u", "-c", boot, "/proc/self/fd/4", "3",
-	    (char *)NULL);
+	execv(interpreter, (char *const *)argv);
 	dprintf(2, "cannot run %s: %s\n", interpreter, strerror(errno));
 	_exit(127);
 }
@@ -325,7 +328,8 @@ spawn(char *err, size_t errlen)
 		return -1;
 	}
 	if (child == 0)
-		exec_child(interpreter, so, sv[1], self, &sa, have_sa);
+		exec_child(interpreter, so, sv[1], self, &sa, have_sa, (const char *[]){ "serve",
+		    NULL });
 	close(sv[1]);
 	close(so);
 	sock = sv[0];
@@ -377,6 +381,20 @@ spawn(char *err, size_t errlen)
 			return -1;
 		}
 	}
+}
+
+void
+lg_relay_check(const char *interpreter, int fd, pid_t parent, const char *spec,
+    const char *python_path)
+{
+	int so = exec_so_fd();
+
+	if (so == -1) {
+		dprintf(fd, "a memfd for python-exec.so: %s%c", strerror(errno), '\0');
+		_exit(0);
+	}
+	exec_child(interpreter, so, fd, parent, NULL, 0, (const char *[]){ "check", spec,
+	    python_path ? python_path : "", NULL });
 }
 
 int

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <lagless/module.h>
 
@@ -83,6 +84,13 @@ int lg_relay_start(const struct lagless_host *h, const struct lagless_conf *conf
  * asks for are made on out as they come. Returns the enum lagless_status its run returned.
  * Does not return when python3 dies during the job: this process then dies the same way. */
 int lg_relay_run(const struct lagless_request *rq, struct lagless_output *out);
+
+/* The import check's child (python.c, check_child), when the calls run in an executable:
+ * becomes interpreter with python-exec.so, which imports spec with python_path (':'
+ * separated, may be NULL) as a compute process would and writes the reason ("" when it
+ * imported) and a NUL to fd, then exits. Never returns. */
+void lg_relay_check(const char *interpreter, int fd, pid_t parent, const char *spec,
+    const char *python_path) __attribute__((noreturn));
 
 /* A graceful exit: closes the socket, so python3 reads its end and exits. */
 void lg_relay_stop(void);

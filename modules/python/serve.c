@@ -7,6 +7,7 @@
  * and PGO build, 1.06 to 1.35 times faster than libpython3.11.so on pure-Python code,
  * docs/MODULES.md "Speed"). Python.h comes first (pymod.h). */
 #include "pymod.h"
+#include "error.h"
 #include "relay.h"
 
 #include <errno.h>
@@ -435,7 +436,31 @@ serve(PyObject *self, PyObject *args)
 	}
 }
 
+/* check(fd, spec, python_path): the import check of lagless -t, start-up and SIGHUP run in
+ * this executable (python.c, check_import): sys set up as for the jobs, spec imported, the
+ * reason ("" when it is a callable) and a NUL written to fd; then the process exits. */
+static PyObject *
+check(PyObject *self, PyObject *args)
+{
+	const char *spec, *pp;
+	char why[512] = "";
+	int fd;
+	PyObject *fn;
+
+	if (!PyArg_ParseTuple(args, "iss", &fd, &spec, &pp))
+		return NULL;
+	signal(SIGINT, SIG_DFL);
+	if (lg_python_paths(pp, why, sizeof(why)) == 0 && lg_python_prepare(why, sizeof(why)) == 0) {
+		if ((fn = lg_python_resolve(spec)) == NULL)
+			lg_python_error(&lg_py, NULL, NULL, 0, why, sizeof(why));
+		Py_XDECREF(fn);
+	}
+	(void)!write(fd, why, strlen(why) + 1); /* one write under PIPE_BUF: whole or nothing */
+	leave();
+}
+
 static PyMethodDef methods[] = {
+	{ "check", check, METH_VARARGS, "check(fd, spec, python_path): the import check" },
 	{ "serve", serve, METH_VARARGS, "serve(fd): run the jobs a lagless compute process "
 	    "hands over on fd; never returns" },
 	{ NULL, NULL, 0, NULL },
