@@ -193,8 +193,8 @@ exec_child(const char *interpreter, int so, int fd, pid_t parent,
 /* python-exec.so, built first and carried inside this module (its bytes are the build's file,
  * .incbin): python3 loads it from a memfd, so the two halves of the relay always come from
  * one build, with no second file to install or to be replaced under a running server. */
-#ifndef LG_PY_EXEC_SO
-#error "LG_PY_EXEC_SO: the path of the built python-exec.so"
+#ifndef LG_PY_EXEC_SO /* the Makefile gives the built file's path */
+#define LG_PY_EXEC_SO "python-exec.so"
 #endif
 __asm__(".section .rodata\n"
     ".balign 16\n"
