@@ -428,13 +428,18 @@ lg_compute_main(const struct lg_compute_env *env)
 			 * lost; the state tells the master not to respawn this row. */
 			atomic_store(&env->page->state, LG_PROC_RETIRED);
 			log_info("retiring (the CPU budget shrank; request %u)", m.retire.seq);
+			lg_registry_exit_process(env->cfg->reg);
 			return 0;
 		}
 		if (job_header(env, r, &m) != 1)
 			continue;
 		run_one(env, m.job.slot, m.job.gen);
 		reap_descendants();
-		if (recycle_due(pool, ++jobs) || kind_recycle())
+		if (recycle_due(pool, ++jobs) || kind_recycle()) {
+			/* a graceful exit: the modules' exit hooks run (<lagless/module.h>), so
+			 * that what they started (the python module's python3) ends first */
+			lg_registry_exit_process(env->cfg->reg);
 			return LG_COMPUTE_RECYCLE;
+		}
 	}
 }

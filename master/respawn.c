@@ -210,10 +210,13 @@ charge_kind(struct lg_gen *g, const struct lg_child *c, uint32_t kind, uint32_t 
 /* What row c of g leaves behind once dead: its proc page (the master's now), the processes its
  * jobs forked, the job it ran (compute) or the slots, flights and cache entries it held (loop).
  * Sets *oom when the OOM killer took a compute process. Returns 1 when a compute process had a
- * job (reclaim_compute_job), else 0. */
+ * job (reclaim_compute_job), else 0. Processes left behind are a warning when the process
+ * ended by itself; after an exit we caused (log_exit: a deadline, a drain, a retirement) the
+ * ones its job or its kind's runtime had running (the python module's python3) end with it
+ * as planned. */
 static int
-reclaim_child(struct lg_gen *g, struct lg_child *c, struct lg_proc_page *page, int status,
-    int *oom)
+reclaim_child(struct master *m, struct lg_gen *g, struct lg_child *c, struct lg_proc_page *page,
+    int status, int *oom)
 {
 	int n, job_death = 0;
 
@@ -222,7 +225,7 @@ reclaim_child(struct lg_gen *g, struct lg_child *c, struct lg_proc_page *page, i
 	/* What its kinds forked ends with it: it led a process group (cpupool/compute.c,
 	 * worker/loop.c). */
 	if (kill(-c->pid, SIGKILL) == 0)
-		log_warn("%s[%u] pid=%d left processes of its jobs behind; killed them",
+		log_exit(m, g, c, "%s[%u] pid=%d left processes of its jobs behind; killed them",
 		    lg_gen_role_name(c->role), c->index, (int)c->pid);
 	if (c->role == LG_ROLE_COMPUTE) {
 		/* The OOM killer's SIGKILL: the memory of the whole cgroup ran out, not the job's
@@ -301,7 +304,7 @@ on_exit_status(struct master *m, struct lg_gen *g, struct lg_child *c, int statu
 	uint32_t route = atomic_load(&page->job_route);
 	int job_death, oom = 0;
 
-	job_death = reclaim_child(g, c, page, status, &oom);
+	job_death = reclaim_child(m, g, c, page, status, &oom);
 	if (planned_exit(m, g, c, state, status, job_death))
 		return;
 	log_death(m, g, c, status, kind, route, job_death, oom);

@@ -267,13 +267,15 @@ put_tuple(const struct lagless_host *h, struct lagless_output *out, PyObject *t)
 	PyObject *ctype = PyTuple_GET_ITEM(t, 1), *body = PyTuple_GET_ITEM(t, 2);
 	long code = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
 	const char *ct = NULL;
+	Py_ssize_t ctn = 0;
 
 	if (code == -1 && PyErr_Occurred())
 		return -1;
 	if (PyTuple_GET_SIZE(t) == 4 && put_fields(h, out, PyTuple_GET_ITEM(t, 3)) == -1)
 		return -1;
-	if (ctype != Py_None && (!PyUnicode_Check(ctype) || (ct = PyUnicode_AsUTF8(ctype)) == NULL ||
-	    h->set_ctype(out, ct) == -1)) {
+	/* a NUL inside would cut the C string the host reads: refused, not cut */
+	if (ctype != Py_None && (!PyUnicode_Check(ctype) || (ct = PyUnicode_AsUTF8AndSize(ctype,
+	    &ctn)) == NULL || strlen(ct) != (size_t)ctn || h->set_ctype(out, ct) == -1)) {
 		if (!PyErr_Occurred())
 			PyErr_Format(PyExc_ValueError, "content type %R: at most 127 visible ASCII "
 			    "characters", ctype);

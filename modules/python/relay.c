@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,10 @@ struct mapped {
 
 static pid_t child = -1;
 static int sock = -1;
+static int pidfd = -1;        /* child's (pidfd_open(2), Linux 5.3): its death, whoever holds
+                               * the other end of the socket */
+static dev_t err_dev;         /* the standard error python3 has, to see it reopened */
+static ino_t err_ino;
 static const struct lagless_host *host;
 static struct vma *vmas;
 static size_t nvmas;
@@ -109,12 +114,26 @@ send_msg(uint32_t op, int32_t a, uint64_t len, const void *body, size_t n, int f
 	return 0;
 }
 
-/* The next message into msg: its length, 0 when python3 closed its end, -1 on error. */
+/* The next message into msg: its length, 0 when python3 closed its end or died (a process it
+ * started may still hold a copy of its end: its pidfd tells), -1 on error. */
 static ssize_t
 recv_msg(void)
 {
 	ssize_t n;
 
+	for (;;) {
+		struct pollfd p[2] = { { sock, POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+
+		if (poll(p, pidfd >= 0 ? 2 : 1, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (p[0].revents == 0 && (p[1].revents & POLLIN))
+			return 0; /* dead, and nothing more it wrote is waiting */
+		if (p[0].revents != 0)
+			break;
+	}
 	while ((n = recv(sock, msg, sizeof(msg), 0)) == -1 && errno == EINTR)
 		;
 	if (n > 0 && (size_t)n < sizeof(struct lg_pyr_head)) {
@@ -300,6 +319,18 @@ relay_log(ssize_t n)
 		host->log(h->a, "%s", s);
 }
 
+/* Forgets an ended python3: its socket and pidfd closed. */
+static void
+drop_child(void)
+{
+	if (sock >= 0)
+		close(sock);
+	if (pidfd >= 0)
+		close(pidfd);
+	sock = pidfd = -1;
+	child = -1;
+}
+
 /* Starts python3 and sets it up with the recorded messages: 0 once it is READY, or -1 with a
  * message in err. */
 static int
@@ -333,6 +364,14 @@ spawn(char *err, size_t errlen)
 	close(sv[1]);
 	close(so);
 	sock = sv[0];
+	pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	if (pidfd >= 0)
+		fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+	struct stat est;
+	if (fstat(2, &est) == 0) {
+		err_dev = est.st_dev;
+		err_ino = est.st_ino;
+	}
 	for (size_t at = 0; at < setup_len;) {
 		struct lg_pyr_head h;
 
@@ -356,9 +395,7 @@ spawn(char *err, size_t errlen)
 			snprintf(err, errlen, "%s ended before it was ready (%s %d; its standard "
 			    "error is above)", interpreter, WIFSIGNALED(st) ? "signal" : "status",
 			    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-			close(sock);
-			sock = -1;
-			child = -1;
+			drop_child();
 			return -1;
 		}
 		if (m->op == LG_PYR_LOG)
@@ -375,9 +412,7 @@ spawn(char *err, size_t errlen)
 			kill(child, SIGKILL);
 			while (waitpid(child, NULL, 0) == -1 && errno == EINTR)
 				;
-			close(sock);
-			sock = -1;
-			child = -1;
+			drop_child();
 			return -1;
 		}
 	}
@@ -431,9 +466,7 @@ alive(struct lagless_output *out)
 	else
 		host->log(LAGLESS_LOG_WARN, "the python3 process ended between jobs; starting a "
 		    "new one");
-	if (sock >= 0)
-		close(sock);
-	sock = -1;
+	drop_child();
 	nvmas = 0;
 	nmaps = 0;
 	if (scratch != NULL)
@@ -568,26 +601,45 @@ scratch_fit(size_t n)
 	return send_msg(LG_PYR_MAP, SCRATCH_ID, want, NULL, 0, scratch_fd);
 }
 
-/* The job's body and output region as python3 finds them: in place in shared memory, else
- * (private memory) the body copied into the scratch memfd, with the output after it. *copied
- * is set when the output must be copied back. */
+/* The job's body and output region as python3 finds them: each in place in shared memory,
+ * else (private memory, as under --run-kind) in the scratch memfd, the body copied there
+ * first and the output after it. An empty body (a GET) is an empty view of the output's map:
+ * its pointer need not be shared memory. *copied is set when the output must be copied
+ * back. */
 static int
 place(const struct lagless_request *rq, const struct lagless_output *out, struct lg_pyr_job *j,
     int *copied)
 {
-	size_t in_room = (rq->input_len + 4095) & ~(size_t)4095;
+	int in_shared = 1, out_shared = locate(out->data, out->cap, &j->out_map, &j->out_off) == 0;
+	size_t in_room = 0;
 
 	*copied = 0;
-	if (locate(rq->input, rq->input_len, &j->in_map, &j->in_off) == 0 &&
-	    locate(out->data, out->cap, &j->out_map, &j->out_off) == 0)
+	if (rq->input_len > 0 && (in_shared = locate(rq->input, rq->input_len, &j->in_map,
+	    &j->in_off) == 0) == 0)
+		in_room = (rq->input_len + 4095) & ~(size_t)4095;
+	if (in_shared && out_shared) {
+		if (rq->input_len == 0) {
+			j->in_map = j->out_map;
+			j->in_off = j->out_off;
+		}
 		return 0;
-	if (scratch_fit(in_room + out->cap) == -1)
+	}
+	if (scratch_fit(in_room + (out_shared ? 0 : out->cap)) == -1)
 		return -1;
-	memcpy(scratch, rq->input, rq->input_len);
-	j->in_map = j->out_map = SCRATCH_ID;
-	j->in_off = 0;
-	j->out_off = in_room;
-	*copied = 1;
+	if (!in_shared) {
+		memcpy(scratch, rq->input, rq->input_len);
+		j->in_map = SCRATCH_ID;
+		j->in_off = 0;
+	}
+	if (!out_shared) {
+		j->out_map = SCRATCH_ID;
+		j->out_off = in_room;
+		*copied = 1;
+	}
+	if (rq->input_len == 0) {
+		j->in_map = j->out_map;
+		j->in_off = j->out_off;
+	}
 	return 0;
 }
 
@@ -654,6 +706,22 @@ host_call(struct lagless_output *out, ssize_t n)
 	}
 }
 
+/* Before a job: python3 given this process's standard error again when it was reopened since
+ * (SIGUSR1 after the error log was rotated), so that print() follows the log, as it does in an
+ * embedded interpreter. */
+static void
+same_stderr(void)
+{
+	struct stat st;
+
+	if (fstat(2, &st) == -1 || (st.st_dev == err_dev && st.st_ino == err_ino))
+		return;
+	if (send_msg(LG_PYR_STDERR, 0, 0, NULL, 0, 2) == 0) {
+		err_dev = st.st_dev;
+		err_ino = st.st_ino;
+	}
+}
+
 int
 lg_relay_run(const struct lagless_request *rq, struct lagless_output *out)
 {
@@ -671,6 +739,7 @@ lg_relay_run(const struct lagless_request *rq, struct lagless_output *out)
 	}
 	if (alive(out) == -1)
 		return LAGLESS_ERROR;
+	same_stderr();
 	if (place(rq, out, &j, &copied) == -1 || send_job(rq, &j) == -1) {
 		if (errno == EPIPE || errno == ECONNRESET)
 			die_like_child("between jobs");
@@ -699,7 +768,17 @@ lg_relay_run(const struct lagless_request *rq, struct lagless_output *out)
 void
 lg_relay_stop(void)
 {
+	struct pollfd p = { pidfd, POLLIN, 0 };
+
 	if (sock >= 0)
 		close(sock); /* python3 reads the end of its socket and exits */
 	sock = -1;
+	/* waited for (1 s at most), so that a recycled or retired compute process leaves nothing
+	 * for the master to kill (master/respawn.c, reclaim_child) */
+	if (child > 0 && pidfd >= 0 && poll(&p, 1, 1000) == 0)
+		kill(child, SIGKILL);
+	if (child > 0)
+		while (waitpid(child, NULL, 0) == -1 && errno == EINTR)
+			;
+	drop_child();
 }

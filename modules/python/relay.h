@@ -25,6 +25,8 @@ enum lg_pyr_op {
 	                    * READY or FAIL */
 	LG_PYR_MAP,        /* a = map id, len = bytes; one file descriptor (SCM_RIGHTS) to map
 	                    * shared, replacing an earlier map of that id */
+	LG_PYR_STDERR,     /* one file descriptor (SCM_RIGHTS): the compute process's standard
+	                    * error, reopened since (SIGUSR1, a rotated error log): dup2'd on 2 */
 	LG_PYR_READONLY,   /* a = map id: struct lg_pyr_range[] of it to map read-only, as the
 	                    * compute process maps them (the job inputs: shm/arena.h) */
 	LG_PYR_JOB,        /* struct lg_pyr_job, then strings method, path, query, then name,

@@ -11,6 +11,7 @@
 #include "relay.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,14 +61,16 @@ tell(uint32_t op, int32_t a, const void *body, size_t n)
 			_exit(1);
 }
 
-/* One string as a message's body. */
-static void
+/* One string as a message's body: 0, or -1 (nothing sent) when it does not fit one. */
+static int
 tell_str(uint32_t op, int32_t a, const char *s, size_t n)
 {
 	size_t used = 0;
 
-	if (lg_pyr_put(out_msg, sizeof(out_msg), &used, s, n) == 0)
-		tell(op, a, out_msg, used);
+	if (lg_pyr_put(out_msg, sizeof(out_msg), &used, s, n) == -1)
+		return -1;
+	tell(op, a, out_msg, used);
+	return 0;
 }
 
 /* Waits for the REPLY to a host call (into a buffer of its own: the job's strings are in
@@ -131,7 +134,9 @@ p_set_status(struct lagless_output *out, int code)
 static int
 p_set_ctype(struct lagless_output *out, const char *ctype)
 {
-	tell_str(LG_PYR_CTYPE, 0, ctype, strlen(ctype));
+	/* one that does not fit a message is far over the host's 127 bytes: refused as there */
+	if (tell_str(LG_PYR_CTYPE, 0, ctype, strlen(ctype)) == -1)
+		return -1;
 	return reply();
 }
 
@@ -162,12 +167,15 @@ static int
 p_add_field(struct lagless_output *out, const char *name, size_t nl, const char *value,
     size_t vl)
 {
-	size_t used = 0;
+	size_t used = 0, room = sizeof(out_msg) / 2 - 16;
 
-	if (lg_pyr_put(out_msg, sizeof(out_msg), &used, name, nl) == 0 &&
-	    lg_pyr_put(out_msg, sizeof(out_msg), &used, value, vl) == 0)
+	/* A field that does not fit a message is far over the host's LAGLESS_ANSWER_FIELDS_BYTES:
+	 * sent cut, the host refuses it as it would whole (the answer a 502, logged there), never
+	 * dropped here in silence. */
+	if (lg_pyr_put(out_msg, sizeof(out_msg), &used, name, nl < room ? nl : room) == 0 &&
+	    lg_pyr_put(out_msg, sizeof(out_msg), &used, value, vl < room ? vl : room) == 0)
 		tell(LG_PYR_FIELD, 0, out_msg, used);
-	return 0; /* a refused field makes the answer a 502 there, logged there */
+	return 0;
 }
 
 static int
@@ -390,7 +398,10 @@ serve(PyObject *self, PyObject *args)
 {
 	if (!PyArg_ParseTuple(args, "i", &sock))
 		return NULL;
-	signal(SIGINT, SIG_DFL); /* as embedded: no Python signal handler (KeyboardInterrupt) */
+	/* not inherited by what the calls run (os.system, subprocess): only python3 holds it, so
+	 * its death is the end of the socket (the compute process also watches its pidfd) */
+	if (fcntl(sock, F_SETFD, FD_CLOEXEC) == -1)
+		return PyErr_SetFromErrno(PyExc_OSError);
 	for (;;) {
 		union {
 			char buf[CMSG_SPACE(sizeof(int))];
@@ -418,6 +429,8 @@ serve(PyObject *self, PyObject *args)
 			bad = take_route(in, (size_t)n);
 		else if (h->op == LG_PYR_MAP)
 			bad = take_map(h, fd), fd = -1;
+		else if (h->op == LG_PYR_STDERR)
+			bad = fd < 0 || dup2(fd, 2) == -1;
 		else if (h->op == LG_PYR_READONLY)
 			bad = take_readonly(h, in, (size_t)n);
 		else if (h->op == LG_PYR_START)
@@ -449,7 +462,6 @@ check(PyObject *self, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "iss", &fd, &spec, &pp))
 		return NULL;
-	signal(SIGINT, SIG_DFL);
 	if (lg_python_paths(pp, why, sizeof(why)) == 0 && lg_python_prepare(why, sizeof(why)) == 0) {
 		if ((fn = lg_python_resolve(spec)) == NULL)
 			lg_python_error(&lg_py, NULL, NULL, 0, why, sizeof(why));
@@ -471,8 +483,19 @@ static struct PyModuleDef def = {
 	-1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* Built against one CPython minor version's headers and ABI (not the limited API): loaded by
+ * another version it would run undefined. Py_GetVersion exists in every version. */
 PyMODINIT_FUNC
 PyInit_lagless_exec(void)
 {
+	char want[16];
+	const char *have = Py_GetVersion();
+
+	snprintf(want, sizeof(want), "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	if (strncmp(have, want, strlen(want)) != 0) {
+		PyErr_Format(PyExc_ImportError, "lagless's python module is built for CPython "
+		    "%d.%d; this interpreter is %.20s", PY_MAJOR_VERSION, PY_MINOR_VERSION, have);
+		return NULL;
+	}
 	return PyModule_Create(&def);
 }

@@ -71,7 +71,8 @@ JOBS = [(n, "lgtest.jobs:" + n, "") for n in (
     "echo", "text", "created", "teapot", "tuple_500", "weird_status", "nothing", "bad",
     "unprocessable", "fastapi_422", "long_bad", "fails", "redirect", "gateway", "cookies",
     "hop_header", "newline_header", "write_body", "poke_body", "zero_copy", "zero_copy_moved",
-    "total", "crash", "whoami", "keep", "procinfo")] + [
+    "total", "crash", "whoami", "keep", "procinfo", "big_ctype", "nul_ctype", "big_field",
+    "orphan_then_exit", "say")] + [
     ("view", "lgtest.jobs:view", "fields = x-user, content-type\ncolour = blue\n"),
     ("spin", "lgtest.jobs:spin", "deadline_ms = 700\n"),
     ("spin_long", "lgtest.jobs:spin", "deadline_ms = 60000\n"),
@@ -717,3 +718,103 @@ def test_a_venv_interpreter(start_server, tmp_path, interpreter):
                                              "interpreter = embedded"))
     r = lagless("-t", "-c", str(conf))
     assert r.returncode == 1 and b"No module named 'venvonly'" in r.stderr, r
+
+
+@pytest.mark.timeout(60)
+def test_oversized_answer_parts_are_refused_not_lost(srv):
+    """A content type or a header field far over the host's bounds (and over one message of
+    the relay to python3) is refused as the embedded interpreter refuses it, at once; so is a
+    content type with a NUL inside, which a C string would cut."""
+    t0 = time.monotonic()
+    r = post(srv.port, "/big_ctype")
+    assert r.status == 500 and r.body.startswith(b"ValueError: content type"), r
+    assert time.monotonic() - t0 < 2
+    r = post(srv.port, "/nul_ctype")
+    assert r.status == 500 and r.body.startswith(b"ValueError: content type"), r
+    r = post(srv.port, "/big_field")
+    assert r.status == 502, r
+    assert "X-Big" in srv.log()
+
+
+def maps_of(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return f.read()
+
+
+@pytest.mark.timeout(60)
+def test_a_request_without_a_body_is_not_copied(srv, interpreter):
+    """A GET has no body in shared memory: its empty view must not send the job through the
+    copy --run-kind uses (a 64 MiB memfd in the compute process, the output copied back)."""
+    (compute,) = srv.wait_children("compute", 1, timeout=15)
+    r = request(srv.port, "GET", "/procinfo")
+    assert r.status == 200, r
+    assert "lagless-python-copy" not in maps_of(compute)
+
+
+@pytest.mark.timeout(60)
+def test_an_orphan_holding_the_call_does_not_hide_its_death(srv, interpreter):
+    """A call that leaves a process behind (os.system("... &")) and then dies: 502 at once and
+    the death counted, not a 504 at the deadline because the orphan holds the relay's socket."""
+    (compute,) = srv.wait_children("compute", 1, timeout=15)
+    t0 = time.monotonic()
+    r = post(srv.port, "/orphan_then_exit")
+    assert r.status == 502 and time.monotonic() - t0 < 5, r
+    assert wait_until(lambda: "compute[0] pid=%d exited with status 3" % compute in srv.log(),
+                      10), srv.log()[-2000:]
+    srv.wait_children("compute", 1, timeout=15, exclude=[compute])
+
+
+@pytest.mark.timeout(60)
+def test_print_follows_a_reopened_error_log(start_server, tmp_path, interpreter):
+    """SIGUSR1 reopens the error log (after logrotate moved it): what the calls print goes to
+    the new file too, whichever process they run in."""
+    conf = tmp_path / "say.conf"
+    conf.write_text(config(TESTPKG, ("say", "lgtest.jobs:say", "")))
+    log = tmp_path / "error.log"
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--error-log", str(log),
+                       log_path=str(log), start_timeout=30)
+    assert post(srv.port, "/say?before").status == 200
+    assert wait_until(lambda: "lgtest says before" in log.read_text(), 10)
+    os.rename(log, tmp_path / "error.log.1")
+    srv.proc.send_signal(signal.SIGUSR1)
+    assert wait_until(lambda: log.exists(), 10)
+    assert post(srv.port, "/say?after").status == 200
+    assert wait_until(lambda: "lgtest says after" in log.read_text(), 10), log.read_text()
+
+
+@pytest.mark.timeout(90)
+def test_a_recycled_compute_process_leaves_nothing_behind(start_server, tmp_path, interpreter):
+    """A compute process that recycles itself (max_jobs) ends its python3 first: the master
+    finds nothing of it to kill, and says nothing about it."""
+    conf = tmp_path / "r.conf"
+    conf.write_text(config(TESTPKG, ("whoami", "lgtest.jobs:whoami", "")))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--compute-max-jobs", "2",
+                       start_timeout=30)
+    (compute,) = srv.wait_children("compute", 1, timeout=15)
+    for _ in range(2):
+        assert post(srv.port, "/whoami").status == 200
+    srv.wait_children("compute", 1, timeout=15, exclude=[compute])
+    assert post(srv.port, "/whoami").status == 200
+    assert "left processes of its jobs behind" not in srv.log(), srv.log()[-2000:]
+
+
+@pytest.mark.timeout(60)
+def test_another_cpython_is_refused(tmp_path, interpreter):
+    """python-exec.so is built for one CPython minor version: another version's python3 (a
+    python3.12 on PATH, say) is refused by the import check with the versions named, rather
+    than run a 3.11 extension in it."""
+    import shutil
+    if interpreter == "embedded":
+        pytest.skip("sets the key itself")
+    def runs(p):  # a version manager's shim may be on PATH without that version behind it
+        return p and subprocess.run([p, "-c", "pass"], capture_output=True,
+                                    timeout=30).returncode == 0
+    other = next((p for p in (shutil.which("python3.%d" % m) for m in (12, 13, 10, 14, 9))
+                  if runs(p)), None)
+    if other is None:
+        pytest.skip("no CPython of another minor version on PATH")
+    conf = tmp_path / "o.conf"
+    conf.write_text(config(TESTPKG, ("whoami", "lgtest.jobs:whoami", "")).replace(
+        "python_path", "interpreter = %s\npython_path" % other))
+    r = lagless("-t", "-c", str(conf))
+    assert r.returncode == 1 and b"lagless's python module is built for CPython 3.11" in r.stderr, r

@@ -188,3 +188,29 @@ def leak(body, request):
     """Keeps mb MiB (written, so resident) for the life of the process: a leak."""
     LEAKED.append(b"x" * (int(request.query.get("mb", "64")) << 20))
     return b"%d" % sum(map(len, LEAKED))
+
+
+def big_ctype(body, request):
+    """A content type far over the host's 127 bytes (and over one relay message)."""
+    return (200, "a/" + "b" * 70000, b"x")
+
+
+def nul_ctype(body, request):
+    return (200, "text/a\x00b", b"x")
+
+
+def big_field(body, request):
+    """A header field far over LAGLESS_ANSWER_FIELDS_BYTES (and over one relay message)."""
+    return (200, None, b"x", {"X-Big": "v" * 70000})
+
+
+def orphan_then_exit(body, request):
+    """Leaves a process running that inherited the call's descriptors, then dies."""
+    os.system("sleep 8 &")
+    os._exit(3)
+
+
+def say(body, request):
+    """print() with the request's query: the error log shows it."""
+    print("lgtest says %s" % request.raw_query)
+    return b"said"
