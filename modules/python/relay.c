@@ -14,11 +14,9 @@
 #define _GNU_SOURCE
 #include "relay.h"
 
-#include <dlfcn.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,12 +39,6 @@ struct vma {
 	uint32_t id;
 };
 
-/* A file python3 has mapped, by its identity. */
-struct mapped {
-	dev_t dev;
-	ino_t ino;
-};
-
 #define MAX_MAPS 8
 #define SCRATCH_ID (MAX_MAPS - 1)
 
@@ -59,8 +51,7 @@ static ino_t err_ino;
 static const struct lagless_host *host;
 static struct vma *vmas;
 static size_t nvmas;
-static struct mapped maps[MAX_MAPS];
-static uint32_t nmaps;
+static uint32_t nmaps;        /* map ids given out (MAP), SCRATCH_ID excepted */
 /* The copy of private job memory (--run-kind): a memfd mapped here at scratch, scratch_len
  * bytes, and by python3 as SCRATCH_ID. */
 static unsigned char *scratch;
@@ -390,6 +381,8 @@ spawn(char *err, size_t errlen)
 		if (n <= 0) {
 			int st = 0;
 
+			if (n < 0)
+				kill(child, SIGKILL);
 			while (waitpid(child, &st, 0) == -1 && errno == EINTR)
 				;
 			snprintf(err, errlen, "%s ended before it was ready (%s %d; its standard "
@@ -524,7 +517,6 @@ learn(uintptr_t p)
 		fclose(f);
 		return NULL;
 	}
-	maps[nmaps] = (struct mapped){ st.st_dev, st.st_ino };
 	rewind(f);
 	struct lg_pyr_range *ro = (void *)msg;
 	size_t nro = 0;
@@ -751,8 +743,11 @@ lg_relay_run(const struct lagless_request *rq, struct lagless_output *out)
 		ssize_t n = recv_msg();
 		const struct lg_pyr_head *m = (const void *)msg;
 
-		if (n <= 0)
+		if (n <= 0) {
+			if (n < 0) /* a message it could not have meant: not waited for alive */
+				kill(child, SIGKILL);
 			die_like_child("during a job");
+		}
 		if (m->op != LG_PYR_DONE) {
 			host_call(out, n);
 			continue;
