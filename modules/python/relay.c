@@ -7,10 +7,11 @@
  * The promises of a compute process hold because python3 is part of it: its child, in its
  * process group (the master SIGKILLs the group when it reaps the compute process, at a
  * deadline among others), killed by the kernel if the compute process dies first
- * (PR_SET_PDEATHSIG), under the same memory limit (RLIMIT_DATA, inherited), nice, scheduling
- * policy and time slice. When python3 dies during a job the compute process dies the same way
- * (the same signal, or the same exit status), so the master counts that death against the
- * job's kind and route exactly as it does for an embedded interpreter. */
+ * (PR_SET_PDEATHSIG), under the same memory limit (RLIMIT_DATA), nice, scheduling policy and
+ * time slice, all inherited across fork and exec (a custom slice of sched_setattr(2) too).
+ * When python3 dies during a job the compute process dies the same way (the same signal, or
+ * the same exit status), so the master counts that death against the job's kind and route
+ * exactly as it does for an embedded interpreter. */
 #define _GNU_SOURCE
 #include "relay.h"
 
@@ -65,16 +66,6 @@ static size_t nroutes;
 /* During a job whose memory python3 sees through the scratch memfd: where its output lies
  * there, to be copied back before the host reads it. */
 static const unsigned char *copy_from;
-
-/* sched_setattr(2)'s struct sched_attr as of its first version (48 bytes); glibc 2.36 does not
- * declare it. */
-struct pyr_sched_attr {
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
 
 /* One message of head op, a and len, then the body bytes of n (may be 0), plus fd when >= 0
  * (SCM_RIGHTS). Returns 0 or -1 (errno). */
@@ -162,8 +153,7 @@ die_like_child(const char *during)
  * extension loaded from its file by the importlib machinery (no directory added to sys.path),
  * then call[0] of it called with fd 3 and the strings call[1..] (NULL-terminated, at most 3). */
 static void __attribute__((noreturn))
-exec_child(const char *interpreter, int so, int fd, pid_t parent,
-    const struct pyr_sched_attr *sa, int have_sa, const char *const *call)
+exec_child(const char *interpreter, int so, int fd, pid_t parent, const char *const *call)
 {
 	static const char boot[] =
 	    "import sys\n"
@@ -191,8 +181,6 @@ exec_child(const char *interpreter, int so, int fd, pid_t parent,
 	    dup2(fd, 3) == -1 || dup2(so, 4) == -1)
 		_exit(126);
 	syscall(SYS_close_range, 5, ~0U, 0); /* Linux 5.9 */
-	if (have_sa) /* a custom slice is not inherited across fork */
-		syscall(SYS_sched_setattr, 0, sa, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execv(interpreter, (char *const *)argv);
@@ -330,8 +318,6 @@ spawn(char *err, size_t errlen)
 	const char *interpreter = interpreter_path;
 	int sv[2], so;
 	pid_t self = getpid();
-	struct pyr_sched_attr sa = { .size = sizeof(sa) };
-	int have_sa = syscall(SYS_sched_getattr, 0, &sa, sizeof(sa), 0) == 0;
 
 	if ((so = exec_so_fd()) == -1) {
 		snprintf(err, errlen, "a memfd for python-exec.so: %s", strerror(errno));
@@ -350,8 +336,7 @@ spawn(char *err, size_t errlen)
 		return -1;
 	}
 	if (child == 0)
-		exec_child(interpreter, so, sv[1], self, &sa, have_sa, (const char *[]){ "serve",
-		    NULL });
+		exec_child(interpreter, so, sv[1], self, (const char *[]){ "serve", NULL });
 	close(sv[1]);
 	close(so);
 	sock = sv[0];
@@ -421,7 +406,7 @@ lg_relay_check(const char *interpreter, int fd, pid_t parent, const char *spec,
 		dprintf(fd, "a memfd for python-exec.so: %s%c", strerror(errno), '\0');
 		_exit(0);
 	}
-	exec_child(interpreter, so, fd, parent, NULL, 0, (const char *[]){ "check", spec,
+	exec_child(interpreter, so, fd, parent, (const char *[]){ "check", spec,
 	    python_path ? python_path : "", NULL });
 }
 
