@@ -818,3 +818,24 @@ def test_another_cpython_is_refused(tmp_path, interpreter):
         "python_path", "interpreter = %s\npython_path" % other))
     r = lagless("-t", "-c", str(conf))
     assert r.returncode == 1 and b"lagless's python module is built for CPython 3.11" in r.stderr, r
+
+
+@pytest.mark.timeout(60)
+def test_python3_keeps_the_pools_nice_and_slice(start_server, tmp_path, interpreter):
+    """python3 runs the calls with its compute process's nice and time slice (--compute-slice-ms,
+    sched_setattr(2)): inherited across fork and exec, as the compute process set them."""
+    if interpreter == "embedded":
+        pytest.skip("one process")
+    conf = tmp_path / "n.conf"
+    conf.write_text(config(TESTPKG, ("procinfo", "lgtest.jobs:procinfo", "")))
+    srv = start_server("-c", str(conf), "--compute-workers", "1", "--compute-slice-ms", "20",
+                       start_timeout=30)
+    pid, compute = procinfo(srv.port)[0], procinfo(srv.port)[3]
+
+    def sched(p, field):
+        with open("/proc/%d/sched" % p) as f:
+            return next((line.split()[-1] for line in f if line.split()[0] == field), None)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, compute)
+    if not os.path.exists("/proc/%d/sched" % pid) or sched(compute, "se.slice") != "20000000":
+        pytest.skip("no custom slices here (Linux 6.12 and CONFIG_SCHED_DEBUG)")
+    assert sched(pid, "se.slice") == "20000000"
