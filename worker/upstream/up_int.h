@@ -65,6 +65,7 @@ struct lg_up_one {
 	struct lg_up_gate g;          /* its bounds and this loop's waiters */
 	struct lg_codel_params codel; /* admission by queue wait (off: target 0) */
 	struct lg_up_srv srv[LG_UP_SERVERS];
+	uint32_t rr;                  /* where the next pick's scan starts: ties rotate */
 	/* Exchanges' memory: page-aligned blocks of a pool (common/pool.h), fresh mappings that
 	 * hold only the pages an exchange's bytes reach (one waiting for its answer: one page),
 	 * kept while in use, unmapped after a trim period unused (lg_up_tick). A malloc'd 55 KiB

@@ -79,19 +79,24 @@ ready_servers(const struct lg_worker *w, const struct lg_up_one *u)
 
 /* The server of u for a request that tried the servers of mask tried: among the ready ones
  * in the rotation (not ejected: shm/upeject.h) and not tried, the one with the fewest requests
- * in flight from this loop; for a first try when every ready one is ejected (an app's
- * processes not ready), the least busy ready one; UINT32_MAX when none. */
+ * in flight from this loop, ties taken in turn from u->rr on (nginx's least_conn, HAProxy's
+ * leastconn: sequential requests to idle servers are spread, not all sent to the first); for
+ * a first try when every ready one is ejected (an app's processes not ready), the least busy
+ * ready one; UINT32_MAX when none. */
 static uint32_t
 pick_server(const struct lg_worker *w, const struct lg_up_one *u, uint32_t tried)
 {
 	uint32_t best = UINT32_MAX, ready = ready_servers(w, u) & ~tried;
-	uint32_t ok = ready & ~lg_upadm_ejected(u->adm);
+	uint32_t ok = ready & ~lg_upadm_ejected(u->adm), n = u->def->nservers;
 
 	if (ok == 0 && tried == 0)
 		ok = ready;
-	for (uint32_t i = 0; i < u->def->nservers; i++)
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (u->rr + k) % n;
+
 		if ((ok & (1u << i)) && (best == UINT32_MAX || u->srv[i].nbusy < u->srv[best].nbusy))
 			best = i;
+	}
 	return best;
 }
 
@@ -126,6 +131,7 @@ take_server(struct lg_worker *w, struct lg_conn_up *x)
 			break;
 		if (lg_upadm_srv_take(u->adm, si, w->env->index, 0)) {
 			x->held_si = si + 1;
+			u->rr = si + 1;
 			return si;
 		}
 		held |= 1u << si;
@@ -134,6 +140,7 @@ take_server(struct lg_worker *w, struct lg_conn_up *x)
 		return UINT32_MAX;
 	lg_upadm_srv_take(u->adm, si, w->env->index, 1);
 	x->held_si = si + 1;
+	u->rr = si + 1;
 	return si;
 }
 
