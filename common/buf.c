@@ -34,10 +34,8 @@ lg_buf_printf(struct lg_buf *b, const char *fmt, ...)
 	return 0;
 }
 
-/* The length of the well-formed UTF-8 sequence at s[0..len) (RFC 3629 section 4: no overlong
- * form, no surrogate, nothing past U+10FFFF) and its code point in *cp; 0 when it is not one. */
-static size_t
-utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
+size_t
+lg_utf8_seq(const unsigned char *s, size_t len, unsigned *cp)
 {
 	unsigned c = s[0], lo = 0x80, hi = 0xbf;
 	size_t n;
@@ -100,7 +98,7 @@ lg_json_escape(char **at, const char *end, const char *s, size_t len, unsigned f
 			/* A well-formed UTF-8 sequence is its code point (a surrogate pair past
 			 * U+FFFF, RFC 8259 section 7); any other byte the Latin-1 character of
 			 * its value, so nothing is lost and the line stays ASCII. */
-			n = utf8_seq(u + i, len - i, &cp);
+			n = lg_utf8_seq(u + i, len - i, &cp);
 			if (n == 0)
 				n = 1, cp = ch;
 			if (end - o < (cp > 0xffff ? 12 : 6))

@@ -26,6 +26,11 @@ int lg_buf_printf(struct lg_buf *b, const char *fmt, ...) __attribute__((format(
  * overflow. */
 int lg_buf_json_chars(struct lg_buf *b, const char *s, size_t len);
 
+/* The length (2 to 4) of the well-formed UTF-8 sequence at s[0..len) (RFC 3629 section 4: no
+ * overlong form, no surrogate, nothing past U+10FFFF) and its code point in *cp; 0 when s does
+ * not start with one (an ASCII byte included). */
+size_t lg_utf8_seq(const unsigned char *s, size_t len, unsigned *cp);
+
 /* Writes s (len bytes) escaped as the inside of a JSON string (RFC 8259 section 7) at *at,
  * before end, and moves *at past it: '"' and '\\' get a backslash, the other bytes below
  * 0x20 and 0x7f become \u00XX. With LG_JSON_ASCII a log line stays ASCII whatever a client

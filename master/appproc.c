@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "master/memwatch.h"
@@ -149,20 +150,33 @@ lg_appproc_spawn(const struct lg_app_conf *a, struct lg_app_proc *p, pid_t maste
 	return 0;
 }
 
-/* The line of p, its control bytes (a NUL too) written \xNN, into out (4 x LG_APP_LINE): an
- * app's output never forges log lines (CR, ESC) nor cuts them short (NUL). */
+/* The line of p into out (4 x LG_APP_LINE), written \xNN: its control bytes (a NUL too), the
+ * C1 controls (U+0080 to U+009F: 0x9b is a terminal's CSI) and every byte above 0x7f that is
+ * not part of well-formed UTF-8 (RFC 3629). An app's output never forges log lines (CR, ESC)
+ * nor cuts them short (NUL), and the log stays UTF-8 text (journald, grep), as the access
+ * log does. */
 static void
 escape_line(const struct lg_app_proc *p, size_t n, char *out)
 {
+	const unsigned char *u = (const unsigned char *)p->line;
 	size_t o = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p->line[i];
+	for (size_t i = 0; i < n;) {
+		unsigned char c = u[i];
+		unsigned cp;
+		size_t seq = c > 0x7f ? lg_utf8_seq(u + i, n - i, &cp) : 0;
 
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
+		if (seq > 0 && cp > 0x9f) {
+			memcpy(out + o, u + i, seq);
+			o += seq;
+			i += seq;
+		} else if ((c < 0x20 && c != '\t') || c >= 0x7f) {
 			o += (size_t)sprintf(out + o, "\\x%02x", c);
-		else
+			i++;
+		} else {
 			out[o++] = (char)c;
+			i++;
+		}
 	}
 	out[o] = '\0';
 }
