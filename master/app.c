@@ -22,6 +22,7 @@
 #define BACKOFF_MIN_NS  (100 * LG_NS_PER_MS)  /* as master/respawn.c's */
 #define BACKOFF_MAX_NS  (5000 * LG_NS_PER_MS)
 #define QUICK_DEATH_NS  (1000 * LG_NS_PER_MS)
+#define SHORT_LIFE_NS   (10000 * LG_NS_PER_MS) /* systemd's StartLimitIntervalSec default */
 #define MAX_RUNS        (2 * LG_APP_MAX)
 
 enum run_state { RUN_STAGED, RUN_ACTIVE, RUN_OLD, RUN_STOPPING };
@@ -511,7 +512,8 @@ tick_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t no
 		lg_appproc_read(r->conf.name, p, &r->tail, 0);
 	if (p->pid > 0 && p->kill_at) {
 		if (now >= p->kill_at) {
-			log_warn("app %s[%d] pid=%d ignored SIGTERM for %llu ms; SIGKILL",
+			log_warn("app %s[%d] pid=%d still running %llu ms after SIGTERM (stop_grace_ms); "
+			    "SIGKILL",
 			    r->conf.name, p->index, (int)p->pid,
 			    (unsigned long long)r->conf.stop_grace_ms);
 			kill(-p->pid, SIGKILL);
@@ -585,6 +587,7 @@ plan_restart(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, int stat
 	if (p->backoff_ns > BACKOFF_MAX_NS)
 		p->backoff_ns = BACKOFF_MAX_NS;
 	p->fails = p->ready ? 0 : p->fails + 1;
+	p->quick = now - p->started_ns < SHORT_LIFE_NS ? p->quick + 1 : 0;
 	p->ready = 0;
 	p->respawn_at = now + p->backoff_ns;
 	if (!r->up && p->fails >= r->conf.start_failures) {
@@ -598,6 +601,13 @@ plan_restart(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, int stat
 	if (p->fails >= r->conf.start_failures)
 		log_error("app %s[%d] died %u times in a row before it was ready; still retrying "
 		    "every %llu ms", r->conf.name, p->index, p->fails,
+		    (unsigned long long)(p->backoff_ns / LG_NS_PER_MS));
+	else if (p->quick >= r->conf.start_failures) /* ready each time, dying soon after */
+		log_error("app %s[%d] keeps failing: died %u times in a row within %llu s of "
+		    "starting (last: %s %d); still retrying every %llu ms", r->conf.name, p->index,
+		    p->quick, (unsigned long long)(SHORT_LIFE_NS / LG_NS_PER_MS / 1000),
+		    WIFSIGNALED(status) ? "signal" : "exit status",
+		    WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
 		    (unsigned long long)(p->backoff_ns / LG_NS_PER_MS));
 }
 
@@ -653,6 +663,29 @@ lg_app_alive(const struct lg_appsup *s)
 		for (int k = 0; k < s->runs[i]->n; k++)
 			n += s->runs[i]->proc[k].pid > 0;
 	return n;
+}
+
+int
+lg_app_owns(const void *arg, pid_t pid)
+{
+	const struct lg_appsup *s = arg;
+
+	for (int i = 0; s != NULL && i < s->nruns; i++)
+		for (int k = 0; k < s->runs[i]->n; k++)
+			if (s->runs[i]->proc[k].pid == pid)
+				return 1;
+	return 0;
+}
+
+uint64_t
+lg_app_grace_ms(const struct lg_appsup *s, uint64_t dflt)
+{
+	uint64_t ms = 0;
+
+	for (int i = 0; s != NULL && i < s->nruns; i++)
+		if (s->runs[i]->conf.stop_grace_ms > ms)
+			ms = s->runs[i]->conf.stop_grace_ms;
+	return s != NULL && s->nruns > 0 ? ms : dflt;
 }
 
 /* Whether generation gen routes to run r: r became active at or before it and was not

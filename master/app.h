@@ -96,6 +96,13 @@ void lg_app_stop_all(struct lg_appsup *s, int immediate);
 /* App processes still running (any run). */
 int lg_app_alive(const struct lg_appsup *s);
 
+/* 1 when pid is one of the app processes of s (a const struct lg_appsup *, NULL: none), else
+ * 0: lg_adopted_step's test of what it leaves to this supervisor (master/adopted.h). */
+int lg_app_owns(const void *s, pid_t pid);
+
+/* The longest stop_grace_ms of the apps' runs, or dflt when there is none (ms). */
+uint64_t lg_app_grace_ms(const struct lg_appsup *s, uint64_t dflt);
+
 /* Writes into mp, the master page of generation gen, the rows (shm/layout.h lg_app_row: name,
  * processes, running, ready_mask, restarts) of the runs that generation routes to: those
  * active when it was created and not replaced before it. /status, /metrics and an upstream's

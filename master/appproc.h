@@ -30,6 +30,7 @@ struct lg_app_proc {
 	uint64_t probe_end;     /* this probe's deadline */
 	uint64_t started_ns, respawn_at, backoff_ns, kill_at;
 	uint32_t fails;         /* deaths or timeouts before ready, in a row */
+	uint32_t quick;         /* deaths within 10 s of a start, ready or not, in a row */
 	int stopping;           /* SIGTERM sent by us: no restart */
 };
 

@@ -403,10 +403,15 @@ retire_progress(struct lg_gen *g, uint64_t now, uint64_t *next, int alive, int l
 	return alive == 0;
 }
 
+/* The grace of what was reparented to the master when no app gives one (PID 1 in a
+ * container without apps). */
+#define ADOPTED_GRACE_MS 3000
+
 /* The apps' timers (master/app.h), with the oldest generation alive for the stop of replaced
  * runs. An app that cannot start before the first READY=1 stops the master (exit 1), as a
- * role that cannot start does; once every generation is gone the apps are stopped. Returns -2
- * when the generations and the apps are all gone, else 0. */
+ * role that cannot start does; once every generation is gone the apps are stopped, and what
+ * they left behind (master/adopted.h) with them. Returns -2 when the generations, the apps
+ * and what they left are all gone, else 0. */
 static int
 app_timers(struct master *m, uint64_t now, uint64_t *next)
 {
@@ -415,12 +420,17 @@ app_timers(struct master *m, uint64_t now, uint64_t *next)
 
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		oldest = g->id < oldest ? g->id : oldest;
-	if (m->gens == NULL) /* SIGQUIT or a failed start: no grace for the apps either */
+	int left = 0;
+
+	if (m->gens == NULL) { /* SIGQUIT or a failed start: no grace for the apps either */
 		lg_app_stop_all(m->apps, m->stopping == 2);
+		left = lg_adopted_step(&m->adopted, lg_app_owns, m->apps, m->stopping == 2,
+		    lg_app_grace_ms(m->apps, ADOPTED_GRACE_MS), now, next);
+	}
 	lg_app_tick(m->apps, now, next, oldest);
 	for (struct lg_gen *g = m->gens; g != NULL; g = g->next)
 		lg_app_publish(m->apps, g->arena.master, g->id);
-	if (m->gens == NULL && lg_app_alive(m->apps) == 0)
+	if (m->gens == NULL && lg_app_alive(m->apps) == 0 && left == 0)
 		return -2;
 	if (!m->stopping && lg_app_failed(m->apps, why, sizeof(why))) {
 		log_error("start-up failed: %s", why);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "master/adopted.h"
 #include "master/agent.h"
 #include "master/master.h"
 #include "master/precheck.h"
@@ -44,6 +45,7 @@ struct master {
 	struct lg_agent agent;  /* --agent-listen (master/agent.h) */
 	struct lg_appsup *apps;   /* the [app] processes (master/app.h), never NULL once running */
 	struct lg_app_wait *app_wait; /* a reload waiting for its new app processes (reload.c) */
+	struct lg_adopted adopted; /* what the apps left behind, ended at the stop */
 	struct lg_precheck check; /* a reload's check process (pid 0: none); its exit is noted
 	                           * by the reaper (respawn.c), the rest is reload.c's */
 	/* begin_stop of master.c (how: 1 graceful, 2 immediate), called by respawn.c when a role
