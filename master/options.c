@@ -1,5 +1,6 @@
 #include "master/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
@@ -67,6 +68,10 @@ struct file_ctx {
 	int sect_keys;     /* keys the handler was given since that header */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
+	char *lval;        /* the value of a line longer than inih's buffer (long_line; freed by
+	                    * load_file), handed to inih as LONG_MARK */
+	size_t lvcap;
+	int lval_line;     /* the line lval is of (0: none) */
 	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
 	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
@@ -149,17 +154,104 @@ empty_section(struct file_ctx *fc)
 	return 1;
 }
 
+#define LINE_MAX_BYTES 65536 /* of a line, its newline excluded: a longer one is refused */
+#define LONG_MARK "\x01"      /* stands for fc->lval in the line inih is handed (long_line) */
+
+/* As inih's own (ini.c, INI_INLINE_COMMENT_PREFIXES ";"): in s, the first byte of chars
+ * (NULL: none), or a ';' after a blank (an inline comment), or s's end. */
+static const char *
+find_chars_or_comment(const char *s, const char *chars)
+{
+	int was_space = 0;
+
+	while (*s && (chars == NULL || strchr(chars, *s) == NULL) && !(was_space && *s == ';')) {
+		was_space = isspace((unsigned char)*s);
+		s++;
+	}
+	return s;
+}
+
+/* The line in fc->lbuf, longer than inih's buffer buf (size bytes: INI_MAX_LINE, 200 in
+ * Debian's libinih, compiled in). A comment becomes ";". A key = value line keeps its bytes up
+ * to the '=' (or ':'), then LONG_MARK: its value as inih would take it (up to an inline
+ * comment, blanks around it stripped) goes to fc->lval (heap, the context's), and
+ * file_handler puts it back, so the keys' own checks see the real value. Returns buf, or NULL
+ * with *why (a format taking the limit) for a section header, a line that is not key = value
+ * or a key too long for buf. */
+static char *
+long_line(struct file_ctx *fc, char *buf, int size, const char **why)
+{
+	const char *s = fc->lbuf, *d, *v, *e;
+	size_t k, n;
+
+	if (fc->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
+		s += 3; /* a UTF-8 byte order mark, as inih skips it */
+	while (isspace((unsigned char)*s))
+		s++;
+	if (*s == ';' || *s == '#') {
+		memcpy(buf, ";\n", 3);
+		return buf;
+	}
+	*why = "a section header over the parser's limit of %d bytes";
+	if (*s == '[')
+		return NULL;
+	d = find_chars_or_comment(s, "=:");
+	*why = "a line over the parser's limit of %d bytes that is not 'key = value' (only a "
+	    "value may be longer)";
+	if (*d != '=' && *d != ':')
+		return NULL;
+	k = (size_t)(d + 1 - fc->lbuf);
+	*why = "a key over the parser's limit of %d bytes (only a value may be longer)";
+	if (k + sizeof(" " LONG_MARK "\n") > (size_t)size)
+		return NULL;
+	for (v = d + 1, e = find_chars_or_comment(v, NULL); isspace((unsigned char)*v); v++)
+		;
+	while (e > v && isspace((unsigned char)e[-1]))
+		e--;
+	n = (size_t)(e - v);
+	if (n + 1 > fc->lvcap) {
+		char *p = realloc(fc->lval, n + 1);
+
+		*why = "out of memory";
+		if (p == NULL)
+			return NULL;
+		fc->lval = p;
+		fc->lvcap = n + 1;
+	}
+	memcpy(fc->lval, v, n);
+	fc->lval[n] = '\0';
+	fc->lval_line = fc->line;
+	memcpy(buf, fc->lbuf, k);
+	memcpy(buf + k, " " LONG_MARK "\n", sizeof(" " LONG_MARK "\n"));
+	return buf;
+}
+
+/* Refuses fc's line for why (a format taking the limit, lim): fc->bad_line, the reason in
+ * fc->why unless an earlier one is there. Returns NULL (the reader's end). */
+static char *
+refuse_line(struct file_ctx *fc, const char *why, int lim)
+{
+	if (fc->why[0] == '\0') {
+		snprintf(fc->why, sizeof(fc->why), why, lim);
+		fc->why_line = fc->line;
+	}
+	fc->bad_line = 1;
+	return NULL;
+}
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
- * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
- * such a line is refused here (fc->bad_line, the reason in fc->why) and reading stops. The
- * flag and environment forms of an option have no such limit. */
+ * parses the rest as a line of its own: a longer line is shortened (long_line), its value
+ * kept aside. A NUL byte would cut a value short in silence, and a line over LINE_MAX_BYTES is
+ * no configuration: such a line is refused here (fc->bad_line, the reason in fc->why) and
+ * reading stops. */
 static char *
 read_line(char *buf, int size, void *stream)
 {
 	struct file_ctx *fc = stream;
 	ssize_t n = getline(&fc->lbuf, &fc->lcap, fc->fp);
 	const char *why = NULL, *h;
+	char *out;
 	size_t pn;
 
 	if (n <= 0) {
@@ -170,23 +262,18 @@ read_line(char *buf, int size, void *stream)
 	h = fc->lbuf + strspn(fc->lbuf, " \t");
 	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
-		why = "a NUL byte in the line";
-	else if (n > size - 1)
-		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
-		    "LAGLESS_ environment variable)";
-	else if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
+		return refuse_line(fc, "a NUL byte in the line", 0);
+	if (n - (fc->lbuf[n - 1] == '\n') > LINE_MAX_BYTES)
+		return refuse_line(fc, "a line over %d bytes (the most a line of the file may hold)",
+		    LINE_MAX_BYTES);
+	if (n > size - 1)
+		return (out = long_line(fc, buf, size, &why)) != NULL ? out :
+		    refuse_line(fc, why, size - 2);
+	if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
 	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "section [pool %.*s]: %s", (int)pn, h + 6,
 			    POOL_NAME_RULE);
-			fc->why_line = fc->line;
-		}
-		fc->bad_line = 1;
-		return NULL;
-	}
-	if (why != NULL) {
-		if (fc->why[0] == '\0') {
-			snprintf(fc->why, sizeof(fc->why), why, size - 2);
 			fc->why_line = fc->line;
 		}
 		fc->bad_line = 1;
@@ -269,13 +356,12 @@ pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const c
 	return -1;
 }
 
-/* inih handler (returns non-zero on success). Keys may sit before any section, in a
+/* One key of the file (returns non-zero on success). Keys may sit before any section, in a
  * [lagless] section or in [pool NAME] sections ([route] and [module] go to master/site.c);
  * read_line has refused every other section header, so a typo never passes silently. */
 static int
-file_handler(void *user, const char *section, const char *name, const char *value)
+key_handler(struct file_ctx *fc, const char *section, const char *name, const char *value)
 {
-	struct file_ctx *fc = user;
 	const struct lg_opt *o;
 	const char *why = "unknown key";
 
@@ -325,10 +411,40 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	} else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {
-		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
+		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%.*s%s': %s", name, LG_CLIP(value),
+		    why);
 		fc->why_line = fc->line;
 	}
 	return 0;
+}
+
+/* inih handler (returns non-zero on success): the value of a line long_line shortened is
+ * fc->lval again (inih passes LONG_MARK, after "key = " when it takes an indented line for a
+ * continuation of the key before, INI_ALLOW_MULTILINE), then key_handler. */
+static int
+file_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct file_ctx *fc = user;
+	size_t n = strlen(value), m = sizeof(LONG_MARK) - 1;
+	char *joined;
+	int rc;
+
+	if (fc->lval_line != fc->line || n < m || strcmp(value + n - m, LONG_MARK) != 0)
+		return key_handler(fc, section, name, value);
+	if (n == m)
+		return key_handler(fc, section, name, fc->lval);
+	if ((joined = malloc(n - m + strlen(fc->lval) + 1)) == NULL) {
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "out of memory");
+			fc->why_line = fc->line;
+		}
+		return 0;
+	}
+	memcpy(joined, value, n - m);
+	strcpy(joined + n - m, fc->lval);
+	rc = key_handler(fc, section, name, joined);
+	free(joined);
+	return rc;
 }
 
 /* Reads one file into fc (its settings, its sites, its keys for the repeat check), fc->path
@@ -339,7 +455,7 @@ parse_file(struct file_ctx *fc, char *err, size_t cap)
 	const char *path = fc->path;
 	int line;
 
-	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = 0;
+	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = fc->lval_line = 0;
 	fc->sect[0] = fc->why[0] = '\0';
 	if ((fc->fp = fopen(path, "r")) == NULL)
 		line = -1;
@@ -405,6 +521,7 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 	rc = 0;
 out:
 	free(fc.lbuf);
+	free(fc.lval);
 	lg_confd_free(more, nmore);
 	return rc;
 }
