@@ -1,6 +1,5 @@
 #include "master/options.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
@@ -16,6 +15,7 @@
 #include "kinds/builtin.h"
 #include "master/appconf.h"
 #include "master/confd.h"
+#include "master/iniline.h"
 #include "master/master.h"
 #include "master/optset.h"
 #include "master/opttab.h"
@@ -68,10 +68,8 @@ struct file_ctx {
 	int sect_keys;     /* keys the handler was given since that header */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
-	char *lval;        /* the value of a line longer than inih's buffer (long_line; freed by
-	                    * load_file), handed to inih as LONG_MARK */
-	size_t lvcap;
-	int lval_line;     /* the line lval is of (0: none) */
+	struct lg_iniline lval; /* the value of a line longer than inih's buffer (freed by
+	                         * load_file) */
 	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
 	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
@@ -154,78 +152,6 @@ empty_section(struct file_ctx *fc)
 	return 1;
 }
 
-#define LINE_MAX_BYTES 65536 /* of a line, its newline excluded: a longer one is refused */
-#define LONG_MARK "\x01"      /* stands for fc->lval in the line inih is handed (long_line) */
-
-/* As inih's own (ini.c, INI_INLINE_COMMENT_PREFIXES ";"): in s, the first byte of chars
- * (NULL: none), or a ';' after a blank (an inline comment), or s's end. */
-static const char *
-find_chars_or_comment(const char *s, const char *chars)
-{
-	int was_space = 0;
-
-	while (*s && (chars == NULL || strchr(chars, *s) == NULL) && !(was_space && *s == ';')) {
-		was_space = isspace((unsigned char)*s);
-		s++;
-	}
-	return s;
-}
-
-/* The line in fc->lbuf, longer than inih's buffer buf (size bytes: INI_MAX_LINE, 200 in
- * Debian's libinih, compiled in). A comment becomes ";". A key = value line keeps its bytes up
- * to the '=' (or ':'), then LONG_MARK: its value as inih would take it (up to an inline
- * comment, blanks around it stripped) goes to fc->lval (heap, the context's), and
- * file_handler puts it back, so the keys' own checks see the real value. Returns buf, or NULL
- * with *why (a format taking the limit) for a section header, a line that is not key = value
- * or a key too long for buf. */
-static char *
-long_line(struct file_ctx *fc, char *buf, int size, const char **why)
-{
-	const char *s = fc->lbuf, *d, *v, *e;
-	size_t k, n;
-
-	if (fc->line == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
-		s += 3; /* a UTF-8 byte order mark, as inih skips it */
-	while (isspace((unsigned char)*s))
-		s++;
-	if (*s == ';' || *s == '#') {
-		memcpy(buf, ";\n", 3);
-		return buf;
-	}
-	*why = "a section header over the parser's limit of %d bytes";
-	if (*s == '[')
-		return NULL;
-	d = find_chars_or_comment(s, "=:");
-	*why = "a line over the parser's limit of %d bytes that is not 'key = value' (only a "
-	    "value may be longer)";
-	if (*d != '=' && *d != ':')
-		return NULL;
-	k = (size_t)(d + 1 - fc->lbuf);
-	*why = "a key over the parser's limit of %d bytes (only a value may be longer)";
-	if (k + sizeof(" " LONG_MARK "\n") > (size_t)size)
-		return NULL;
-	for (v = d + 1, e = find_chars_or_comment(v, NULL); isspace((unsigned char)*v); v++)
-		;
-	while (e > v && isspace((unsigned char)e[-1]))
-		e--;
-	n = (size_t)(e - v);
-	if (n + 1 > fc->lvcap) {
-		char *p = realloc(fc->lval, n + 1);
-
-		*why = "out of memory";
-		if (p == NULL)
-			return NULL;
-		fc->lval = p;
-		fc->lvcap = n + 1;
-	}
-	memcpy(fc->lval, v, n);
-	fc->lval[n] = '\0';
-	fc->lval_line = fc->line;
-	memcpy(buf, fc->lbuf, k);
-	memcpy(buf + k, " " LONG_MARK "\n", sizeof(" " LONG_MARK "\n"));
-	return buf;
-}
-
 /* Refuses fc's line for why (a format taking the limit, lim): fc->bad_line, the reason in
  * fc->why unless an earlier one is there. Returns NULL (the reader's end). */
 static char *
@@ -241,10 +167,10 @@ refuse_line(struct file_ctx *fc, const char *why, int lim)
 
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
- * parses the rest as a line of its own: a longer line is shortened (long_line), its value
- * kept aside. A NUL byte would cut a value short in silence, and a line over LINE_MAX_BYTES is
- * no configuration: such a line is refused here (fc->bad_line, the reason in fc->why) and
- * reading stops. */
+ * parses the rest as a line of its own: a longer line is shortened, its value kept aside
+ * (master/iniline.h). A NUL byte would cut a value short in silence, and a line over
+ * LG_INILINE_MAX is no configuration: such a line is refused here (fc->bad_line, the reason in
+ * fc->why) and reading stops. */
 static char *
 read_line(char *buf, int size, void *stream)
 {
@@ -263,12 +189,12 @@ read_line(char *buf, int size, void *stream)
 	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
 		return refuse_line(fc, "a NUL byte in the line", 0);
-	if (n - (fc->lbuf[n - 1] == '\n') > LINE_MAX_BYTES)
+	if (n - (fc->lbuf[n - 1] == '\n') > LG_INILINE_MAX)
 		return refuse_line(fc, "a line over %d bytes (the most a line of the file may hold)",
-		    LINE_MAX_BYTES);
+		    LG_INILINE_MAX);
 	if (n > size - 1)
-		return (out = long_line(fc, buf, size, &why)) != NULL ? out :
-		    refuse_line(fc, why, size - 2);
+		return (out = lg_iniline_shorten(&fc->lval, fc->lbuf, fc->line, buf, size, &why)) !=
+		    NULL ? out : refuse_line(fc, why, size - 2);
 	if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
 	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
 		if (fc->why[0] == '\0') {
@@ -418,31 +344,24 @@ key_handler(struct file_ctx *fc, const char *section, const char *name, const ch
 	return 0;
 }
 
-/* inih handler (returns non-zero on success): the value of a line long_line shortened is
- * fc->lval again (inih passes LONG_MARK, after "key = " when it takes an indented line for a
- * continuation of the key before, INI_ALLOW_MULTILINE), then key_handler. */
+/* inih handler (returns non-zero on success): key_handler with the value the file holds
+ * (master/iniline.h: a long line's value kept aside). */
 static int
 file_handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct file_ctx *fc = user;
-	size_t n = strlen(value), m = sizeof(LONG_MARK) - 1;
 	char *joined;
+	const char *v = lg_iniline_value(&fc->lval, fc->line, value, &joined);
 	int rc;
 
-	if (fc->lval_line != fc->line || n < m || strcmp(value + n - m, LONG_MARK) != 0)
-		return key_handler(fc, section, name, value);
-	if (n == m)
-		return key_handler(fc, section, name, fc->lval);
-	if ((joined = malloc(n - m + strlen(fc->lval) + 1)) == NULL) {
+	if (v == NULL) {
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "out of memory");
 			fc->why_line = fc->line;
 		}
 		return 0;
 	}
-	memcpy(joined, value, n - m);
-	strcpy(joined + n - m, fc->lval);
-	rc = key_handler(fc, section, name, joined);
+	rc = key_handler(fc, section, name, v);
 	free(joined);
 	return rc;
 }
@@ -455,7 +374,7 @@ parse_file(struct file_ctx *fc, char *err, size_t cap)
 	const char *path = fc->path;
 	int line;
 
-	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = fc->lval_line = 0;
+	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = fc->lval.line = 0;
 	fc->sect[0] = fc->why[0] = '\0';
 	if ((fc->fp = fopen(path, "r")) == NULL)
 		line = -1;
@@ -521,7 +440,7 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 	rc = 0;
 out:
 	free(fc.lbuf);
-	free(fc.lval);
+	lg_iniline_free(&fc.lval);
 	lg_confd_free(more, nmore);
 	return rc;
 }
