@@ -37,7 +37,8 @@ struct lg_pool_cfg {
 	uint64_t queue_wait_target_ms;   /* CoDel target (shm/codel.h); 0 = off */
 	uint64_t queue_wait_interval_ms;
 	int oversubscribe;         /* 1: not counted against the CPU budget */
-	char routes[256];          /* paths of the offloaded routes it serves, space-separated */
+	char routes[4096];         /* paths of the offloaded routes it serves, space-separated
+	                            * (a file line may be that long: master/options.c) */
 	uint32_t given;            /* loading only: bit k set when the section gave key k */
 };
 

@@ -13,6 +13,12 @@
 #define LG_LIMIT_STR_(x) #x
 #define LG_LIMIT_STR(x)  LG_LIMIT_STR_(x)
 
+/* A value quoted in a message, cut to LG_CLIP_MAX bytes and "..." so that the reason after it
+ * still fits: printf("'%.*s%s': %s", LG_CLIP(v), why); v a C string (<string.h>). */
+#define LG_CLIP_MAX 120
+#define LG_CLIP(v) (int)(strlen(v) > LG_CLIP_MAX ? LG_CLIP_MAX : strlen(v)), (v), \
+	(strlen(v) > LG_CLIP_MAX ? "..." : "")
+
 /* A child process's role: struct lg_proc_page role, master/gen.h struct lg_child, the master
  * page's restarts[role - 1]. 0 is no role (an unused proc page). */
 enum lg_role { LG_ROLE_LOOP = 1, LG_ROLE_COMPUTE = 2 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "common/value.h"
 #include "sizing/sizing.h"
 
@@ -135,7 +136,7 @@ set_command(struct lg_app_conf *a, const char *v, const char **why)
 	char words[sizeof(a->words)];
 
 	if (strlen(v) >= sizeof(a->command)) {
-		*why = "too long";
+		*why = "too long (a command is at most " LG_LIMIT_STR(LG_APP_CMD_LEN) " bytes)";
 		return -1;
 	}
 	if ((n = lg_appconf_split(v, words, sizeof(words), LG_APP_ARGS_MAX - 1, why)) <= 0) {
@@ -251,7 +252,7 @@ lg_appconf_collect(struct lg_apps **apps, const char *section, const char *key,
 		return -1;
 	}
 	if (keys[k] == NULL || set_key(a, k, value, buf, sizeof(buf), &reason) == -1) {
-		snprintf(why, cap, "key '%s' = '%s': %s", key, value, reason);
+		snprintf(why, cap, "key '%s' = '%.*s%s': %s", key, LG_CLIP(value), reason);
 		return -1;
 	}
 	a->given |= 1u << k;

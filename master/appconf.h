@@ -16,12 +16,15 @@
 #define LG_APP_NAME       32   /* bytes of a name field, NUL included */
 #define LG_APP_NAME_LEN   23   /* an app's name: 1-23 of a-z 0-9 _ - (its row in the master
                                 * page, shm/layout.h struct lg_app_row, holds 24 bytes) */
-#define LG_APP_STR        256  /* bytes of a value: the file's lines are shorter (INI_MAX_LINE) */
+#define LG_APP_STR        1024 /* bytes of a value (env, cwd, ready_path), NUL included */
+#define LG_APP_CMD_LEN    8191 /* bytes of a command (a file's line may hold more:
+                                * master/options.c read_line) */
+#define LG_APP_CMD        (LG_APP_CMD_LEN + 1)
 
 struct lg_app_conf {
 	char name[LG_APP_NAME];
-	char command[LG_APP_STR];  /* as written */
-	char words[LG_APP_STR];    /* the command split: argc NUL-terminated words */
+	char command[LG_APP_CMD];  /* as written */
+	char words[LG_APP_CMD];    /* the command split: argc NUL-terminated words */
 	int argc;
 	int processes;             /* 0: auto (the CPU budget's share, lg_appconf_auto) */
 	char env[LG_APP_ENV_MAX][LG_APP_STR]; /* "KEY=VALUE" */

@@ -66,8 +66,9 @@ child_env(const struct lg_app_conf *a)
 static void
 child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, int out)
 {
-	static char buf[LG_APP_ARGS_MAX][LG_APP_STR * 2];
+	static char buf[LG_APP_CMD * 2]; /* the words substituted, one after another */
 	char *argv[LG_APP_ARGS_MAX];
+	size_t used = 0;
 	const char *w = a->words;
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
@@ -104,9 +105,10 @@ child(const struct lg_app_conf *a, const struct lg_app_proc *p, pid_t master, in
 	if (getppid() != master)
 		_exit(127);
 	for (int i = 0; i < a->argc; i++, w += strlen(w) + 1) {
-		if (lg_appconf_subst(w, p->sock, p->port, buf[i], sizeof(buf[i])) == -1)
+		if (lg_appconf_subst(w, p->sock, p->port, buf + used, sizeof(buf) - used) == -1)
 			_exit(127);
-		argv[i] = buf[i];
+		argv[i] = buf + used;
+		used += strlen(argv[i]) + 1;
 	}
 	argv[a->argc] = NULL;
 	execvp(argv[0], argv);

@@ -15,6 +15,7 @@
 #include "kinds/builtin.h"
 #include "master/appconf.h"
 #include "master/confd.h"
+#include "master/iniline.h"
 #include "master/master.h"
 #include "master/optset.h"
 #include "master/opttab.h"
@@ -67,6 +68,8 @@ struct file_ctx {
 	int sect_keys;     /* keys the handler was given since that header */
 	char *lbuf;        /* read_line's getline buffer (freed by load_file) */
 	size_t lcap;
+	struct lg_iniline lval; /* the value of a line longer than inih's buffer (freed by
+	                         * load_file) */
 	int bad_line;      /* the error is at why_line, not where inih stopped (read_line refused
 	                    * a line, or a section header is to blame) */
 	char why[400];     /* the first error of a handler, formatted */
@@ -149,17 +152,32 @@ empty_section(struct file_ctx *fc)
 	return 1;
 }
 
+/* Refuses fc's line for why (a format taking the limit, lim): fc->bad_line, the reason in
+ * fc->why unless an earlier one is there. Returns NULL (the reader's end). */
+static char *
+refuse_line(struct file_ctx *fc, const char *why, int lim)
+{
+	if (fc->why[0] == '\0') {
+		snprintf(fc->why, sizeof(fc->why), why, lim);
+		fc->why_line = fc->line;
+	}
+	fc->bad_line = 1;
+	return NULL;
+}
+
 /* inih's reader (fgets-like), counting lines so that route and module keys keep theirs.
  * inih reads at most size - 1 bytes of a line (INI_MAX_LINE, 200 in Debian's libinih) and
- * parses the rest as a line of its own, and a NUL byte would cut a value short in silence:
- * such a line is refused here (fc->bad_line, the reason in fc->why) and reading stops. The
- * flag and environment forms of an option have no such limit. */
+ * parses the rest as a line of its own: a longer line is shortened, its value kept aside
+ * (master/iniline.h). A NUL byte would cut a value short in silence, and a line over
+ * LG_INILINE_MAX is no configuration: such a line is refused here (fc->bad_line, the reason in
+ * fc->why) and reading stops. */
 static char *
 read_line(char *buf, int size, void *stream)
 {
 	struct file_ctx *fc = stream;
 	ssize_t n = getline(&fc->lbuf, &fc->lcap, fc->fp);
 	const char *why = NULL, *h;
+	char *out;
 	size_t pn;
 
 	if (n <= 0) {
@@ -170,23 +188,18 @@ read_line(char *buf, int size, void *stream)
 	h = fc->lbuf + strspn(fc->lbuf, " \t");
 	pn = strncmp(h, "[pool ", 6) == 0 ? strcspn(h + 6, "]\r\n") : SIZE_MAX;
 	if (memchr(fc->lbuf, '\0', (size_t)n) != NULL)
-		why = "a NUL byte in the line";
-	else if (n > size - 1)
-		why = "a line over the parser's limit of %d bytes (give a longer value by its flag or "
-		    "LAGLESS_ environment variable)";
-	else if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
+		return refuse_line(fc, "a NUL byte in the line", 0);
+	if (n - (fc->lbuf[n - 1] == '\n') > LG_INILINE_MAX)
+		return refuse_line(fc, "a line over %d bytes (the most a line of the file may hold)",
+		    LG_INILINE_MAX);
+	if (n > size - 1)
+		return (out = lg_iniline_shorten(&fc->lval, fc->lbuf, fc->line, buf, size, &why)) !=
+		    NULL ? out : refuse_line(fc, why, size - 2);
+	if (pn != SIZE_MAX && h[6 + pn] == ']' && (pn == 0 || pn >= LG_POOL_NAME ||
 	    strspn(h + 6, POOL_CHARS) < pn)) { /* refused at its header, even without keys */
 		if (fc->why[0] == '\0') {
 			snprintf(fc->why, sizeof(fc->why), "section [pool %.*s]: %s", (int)pn, h + 6,
 			    POOL_NAME_RULE);
-			fc->why_line = fc->line;
-		}
-		fc->bad_line = 1;
-		return NULL;
-	}
-	if (why != NULL) {
-		if (fc->why[0] == '\0') {
-			snprintf(fc->why, sizeof(fc->why), why, size - 2);
 			fc->why_line = fc->line;
 		}
 		fc->bad_line = 1;
@@ -269,13 +282,12 @@ pool_key(struct lg_config *cfg, struct lg_pool_cfg *p, const char *name, const c
 	return -1;
 }
 
-/* inih handler (returns non-zero on success). Keys may sit before any section, in a
+/* One key of the file (returns non-zero on success). Keys may sit before any section, in a
  * [lagless] section or in [pool NAME] sections ([route] and [module] go to master/site.c);
  * read_line has refused every other section header, so a typo never passes silently. */
 static int
-file_handler(void *user, const char *section, const char *name, const char *value)
+key_handler(struct file_ctx *fc, const char *section, const char *name, const char *value)
 {
-	struct file_ctx *fc = user;
 	const struct lg_opt *o;
 	const char *why = "unknown key";
 
@@ -325,10 +337,33 @@ file_handler(void *user, const char *section, const char *name, const char *valu
 	} else if ((o = find_opt(name, '_')) != NULL && lg_optset_apply(o, value, fc->cfg, &why) == 0)
 		return 1;
 	if (fc->why[0] == '\0') {
-		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%s': %s", name, value, why);
+		snprintf(fc->why, sizeof(fc->why), "key '%s' = '%.*s%s': %s", name, LG_CLIP(value),
+		    why);
 		fc->why_line = fc->line;
 	}
 	return 0;
+}
+
+/* inih handler (returns non-zero on success): key_handler with the value the file holds
+ * (master/iniline.h: a long line's value kept aside). */
+static int
+file_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct file_ctx *fc = user;
+	char *joined;
+	const char *v = lg_iniline_value(&fc->lval, fc->line, value, &joined);
+	int rc;
+
+	if (v == NULL) {
+		if (fc->why[0] == '\0') {
+			snprintf(fc->why, sizeof(fc->why), "out of memory");
+			fc->why_line = fc->line;
+		}
+		return 0;
+	}
+	rc = key_handler(fc, section, name, v);
+	free(joined);
+	return rc;
 }
 
 /* Reads one file into fc (its settings, its sites, its keys for the repeat check), fc->path
@@ -339,7 +374,7 @@ parse_file(struct file_ctx *fc, char *err, size_t cap)
 	const char *path = fc->path;
 	int line;
 
-	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = 0;
+	fc->line = fc->sect_line = fc->sect_keys = fc->bad_line = fc->why_line = fc->lval.line = 0;
 	fc->sect[0] = fc->why[0] = '\0';
 	if ((fc->fp = fopen(path, "r")) == NULL)
 		line = -1;
@@ -405,6 +440,7 @@ load_file(const char *path, int required, struct lg_config *cfg, struct lg_site_
 	rc = 0;
 out:
 	free(fc.lbuf);
+	lg_iniline_free(&fc.lval);
 	lg_confd_free(more, nmore);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/limits.h"
 #include "common/value.h"
 #include "kinds/registry.h"
 #include "master/modules.h"
@@ -169,7 +170,8 @@ lg_site_collect(struct lg_site_src *s, const char *section, const char *key,
 static int
 fail_kv(char *err, size_t cap, const char *file, const struct lg_kv *kv, const char *why)
 {
-	snprintf(err, cap, "%s:%d: key '%s' = '%s': %s", file, kv->line, kv->key, kv->value, why);
+	snprintf(err, cap, "%s:%d: key '%s' = '%.*s%s': %s", file, kv->line, kv->key,
+	    LG_CLIP(kv->value), why);
 	return -1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/value.h"
 #include "master/app.h"
@@ -15,7 +16,8 @@
 static int
 fail(char *err, size_t cap, const char *file, const struct lg_kv *kv, const char *why)
 {
-	snprintf(err, cap, "%s:%d: key '%s' = '%s': %s", file, kv->line, kv->key, kv->value, why);
+	snprintf(err, cap, "%s:%d: key '%s' = '%.*s%s': %s", file, kv->line, kv->key,
+	    LG_CLIP(kv->value), why);
 	return -1;
 }
 

@@ -292,3 +292,59 @@ def test_t_refuses_what_the_start_up_could_not_bind_or_write(tmp_path):
     r = run("-t", "-c", str(conf))
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "ok.sock").exists() and not (tmp_path / "p.pid").exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_long_line_gives_its_whole_value_to_any_key(tmp_path):
+    """inih's line buffer is 200 bytes in Debian's libinih, and many keys have no flag or
+    environment form: a user's 202-byte gunicorn command could not be written at all. A line
+    up to 64 KiB now gives its whole value, in the main file and in conf.d."""
+    words = ["/bin/echo", "{socket}"] + ["--opt-%03d=%s" % (i, "v" * 20) for i in range(32)]
+    command = " ".join(words)
+    assert 900 < len(command) < 1100
+    conf = tmp_path / "lagless.conf"
+    conf.write_text("[lagless]\ndemo_routes = no\n[app web]\ncommand = %s ; a comment\n"
+                    "env = LONG=%s\n" % (command, "p" * 600))
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 0, r.stderr
+    assert "app web: " in r.stdout and r.stdout.split("command: ", 1)[1].split("\n")[0] == \
+        command, r.stdout
+    # a key's own checks see the real value: an unclosed quote at its end is refused there
+    conf.write_text("[lagless]\ndemo_routes = no\n[app web]\ncommand = %s 'open\n" % command)
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1 and "%s:4: key 'command' = '/bin/echo" % conf in r.stderr and \
+        "..." in r.stderr and "unclosed quote" in r.stderr, r.stderr
+    # a long [pool] routes list, read to its end (a bad last path is named), here in conf.d
+    paths = ["/job/r%02d" % i for i in range(40)]
+    routes = "".join("[route %s]\nkind = heavy\n" % p for p in paths)
+    conf.write_text("[lagless]\ndemo_routes = no\n")
+    (tmp_path / "conf.d").mkdir()
+    pool = tmp_path / "conf.d" / "10-pool.conf"
+    for tail, ok in (("", True), (" /job/zz", False)):
+        pool.write_text(routes + "[pool a]\ncompute = 1\nroutes = %s%s\n" % (" ".join(paths),
+                                                                                tail))
+        assert len(pool.read_text().splitlines()[-1]) > 300
+        r = run("-t", "-c", str(conf), "--cpus", "4")
+        if ok:
+            assert r.returncode == 0, r.stderr
+        else:
+            assert r.returncode == 1 and "[pool a] routes: '/job/zz' is not a route" in \
+                r.stderr, r.stderr
+    pool.unlink()
+    # over 64 KiB, or a NUL byte: refused at the file and line, with the reason
+    conf.write_text("[lagless]\ndemo_routes = no\n[app web]\ncommand = /bin/echo %s\n" %
+                    ("x" * (70 * 1024)))
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1 and "%s:4: a line over 65536 bytes" % conf in r.stderr, r.stderr
+    conf.write_bytes(b"[lagless]\ndemo_routes = no\n[app web]\ncommand = /bin/echo "
+                     + b"y" * 300 + b"\x00 {socket}\n")
+    r = run("-t", "-c", str(conf))
+    assert r.returncode == 1 and "%s:4: a NUL byte in the line" % conf in r.stderr, r.stderr
+    # only a value may be long: a long section header or a line without '=' is refused
+    for text, line, why in (("[route /%s]\nkind = ping\n" % ("a" * 250), 1,
+                              "a section header over"),
+                             ("[lagless]\n%s\n" % ("b" * 250), 2, "that is not 'key = value'")):
+        conf.write_text(text)
+        r = run("-t", "-c", str(conf))
+        assert r.returncode == 1 and "%s:%d: " % (conf, line) in r.stderr and why in r.stderr, \
+            r.stderr

@@ -272,6 +272,102 @@ test_file_errors_name_line_and_key(void **state)
 	assert_non_null(strstr(err, "/nonexistent/lagless.conf"));
 }
 
+/* A file of `lines` (each written as given, a '\n' after it); returns lg_options_load's -1
+ * or 0 with the [app] sections kept in *apps (the caller frees them). */
+static int
+load_lines(const char *const *lines, size_t n, struct lg_config *cfg, struct lg_apps **apps)
+{
+	struct lg_command cmd;
+	char tmpl[] = "/tmp/lagless-opt-XXXXXX";
+	int fd = mkstemp(tmpl), rc;
+	FILE *f = fdopen(fd, "w");
+	char *argv[] = { "lagless", "-c", tmpl, "-t", NULL };
+
+	assert_non_null(f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s\n", lines[i]);
+	fclose(f);
+	rc = lg_options_load(4, argv, cfg, &cmd, err, sizeof(err));
+	lg_registry_free(cfg->reg);
+	cfg->reg = NULL;
+	*apps = cfg->master.apps;
+	unlink(tmpl);
+	return rc;
+}
+
+/* inih's line buffer is 200 bytes (Debian's libinih, compiled in): a longer key = value line
+ * gives its whole value to the key, as inih would cut it (an inline comment, blanks), and the
+ * key's own checks see it; only a value may be long, and a line up to 64 KiB. */
+static void
+test_long_lines(void **state)
+{
+	struct lg_config cfg;
+	struct lg_apps *apps;
+	size_t big = 70 * 1024;
+	char *cmd = malloc(1100), *line = malloc(big + 64), *exact = malloc(65536 + 1);
+
+	strcpy(cmd, "/bin/echo {socket}");
+	while (strlen(cmd) < 1000)
+		strcat(cmd, " --some-option=value");
+	snprintf(line, big + 64, "command =\t%s   ; a comment\r", cmd);
+	const char *ok[] = { "demo_routes = no", "[app web]", line, "env = A=1",
+	    "    B = 2 (an indented line continues env, as inih's INI_ALLOW_MULTILINE)" };
+	assert_int_equal(load_lines(ok, 5, &cfg, &apps), 0);
+	assert_non_null(apps);
+	assert_string_equal(apps->app[0].command, cmd);
+	assert_int_equal(apps->app[0].argc, 2 + (int)(strlen(cmd) - 18) / 20);
+	assert_int_equal(apps->app[0].nenv, 2);
+	lg_appconf_free(apps);
+	/* an indented long line after a key is inih's continuation of it, whole */
+	snprintf(line, big + 64, "  LONG = %0500d", 7);
+	const char *cont[] = { "demo_routes = no", "[app web]", "command = /bin/echo {socket}",
+	    "env = A=1", line };
+	assert_int_equal(load_lines(cont, 5, &cfg, &apps), 0);
+	assert_int_equal(apps->app[0].nenv, 2);
+	assert_int_equal(strlen(apps->app[0].env[1]), 7 + 500);
+	assert_int_equal(strncmp(apps->app[0].env[1], "LONG = 000", 10), 0);
+	lg_appconf_free(apps);
+	/* a line of exactly 64 KiB is read (here a comment), one more byte is not */
+	memset(exact, 'x', 65536);
+	exact[0] = '#';
+	exact[65536] = '\0';
+	const char *edge[] = { "demo_routes = no", exact };
+	assert_int_equal(load_lines(edge, 2, &cfg, &apps), 0);
+	lg_appconf_free(apps);
+	memset(line, 'y', big);
+	memcpy(line, "; ", 2);
+	line[65537] = '\0';
+	const char *over[] = { "demo_routes = no", line };
+	assert_int_equal(load_lines(over, 2, &cfg, &apps), -1);
+	lg_appconf_free(apps);
+	assert_non_null(strstr(err, ":2: a line over 65536 bytes"));
+	/* the key's own check, on the real value: a command over its 8 KiB */
+	memcpy(line, "command = /bin/", 15);
+	line[9000] = '\0';
+	const char *cmdlong[] = { "[app web]", line };
+	assert_int_equal(load_lines(cmdlong, 2, &cfg, &apps), -1);
+	lg_appconf_free(apps);
+	assert_non_null(strstr(err, ":2: key 'command' = '/bin/yyy"));
+	assert_non_null(strstr(err, "...': too long (a command is at most 8191 bytes)"));
+	/* a long header, a long line without '=', a long key: refused at their line */
+	memset(line, 'k', 300);
+	line[300] = '\0';
+	const char *nokv[] = { "demo_routes = no", line };
+	assert_int_equal(load_lines(nokv, 2, &cfg, &apps), -1);
+	assert_non_null(strstr(err, ":2: a line over the parser's limit of 198 bytes that is not"));
+	strcpy(line + 300, " = 1");
+	assert_int_equal(load_lines(nokv, 2, &cfg, &apps), -1);
+	assert_non_null(strstr(err, ":2: a key over the parser's limit"));
+	memcpy(line, "[route /", 8);
+	strcpy(line + 300, "]");
+	const char *hdr[] = { "demo_routes = no", line, "kind = ping" };
+	assert_int_equal(load_lines(hdr, 3, &cfg, &apps), -1);
+	assert_non_null(strstr(err, ":2: a section header over"));
+	free(cmd);
+	free(line);
+	free(exact);
+}
+
 /* The example file gives every default but demo_routes, which it turns off (a deployed server
  * leaves the demonstrations out): the configuration it loads is the defaults with that one. */
 static void
@@ -419,6 +515,7 @@ main(void)
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_bad_env),
 		cmocka_unit_test(test_file_errors_name_line_and_key),
+		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_example_round_trips_to_defaults),
 		cmocka_unit_test(test_switches),
 		cmocka_unit_test(test_redis_address),
