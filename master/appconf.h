@@ -17,6 +17,7 @@
 #define LG_APP_NAME_LEN   23   /* an app's name: 1-23 of a-z 0-9 _ - (its row in the master
                                 * page, shm/layout.h struct lg_app_row, holds 24 bytes) */
 #define LG_APP_STR        256  /* bytes of a value: the file's lines are shorter (INI_MAX_LINE) */
+#define LG_APP_KEYS       10   /* keys of an [app] section (command ... upstream) */
 
 struct lg_app_conf {
 	char name[LG_APP_NAME];
@@ -36,6 +37,7 @@ struct lg_app_conf {
 	int addr;                  /* LG_APP_ADDR_*: what its command names */
 	char file[256];            /* where its header is, for the checks after reading */
 	int line;
+	int key_line[LG_APP_KEYS]; /* where each key was given (0: not given; env: its last) */
 	uint32_t given;            /* bit per key, loading only */
 };
 
@@ -52,9 +54,22 @@ struct lg_apps {
 int lg_appconf_collect(struct lg_apps **apps, const char *section, const char *key,
     const char *value, const char *file, int line, char *why, size_t cap);
 
-/* The checks once every file is read: each app has a command, no two share a name.
- * Returns 0, or -1 with "FILE:LINE: [app NAME]: reason" in err (cap bytes). NULL passes. */
+/* The checks once every file is read, on the text alone: each app has a command, a
+ * ready_path only with an address, no two apps serve one upstream (their `upstream =`, else
+ * their name: master/app.c lg_app_servers finds an app by either), and no app's `upstream =`
+ * is another app's name. Returns 0, or -1 with "FILE:LINE: [app NAME]: reason" in err (cap
+ * bytes). NULL passes. */
 int lg_appconf_check(const struct lg_apps *apps, char *err, size_t cap);
+
+/* The checks against this machine, as start-up will meet them (master/appproc.c child(): chdir
+ * to cwd, then as root the user, then execvp): as root, `user` is a user getpwnam(3) knows; cwd
+ * is an existing directory; the command's program (unless it holds {socket} or {port}) is a
+ * regular file the app may execute: a path with a '/' taken from cwd, else found in the PATH
+ * of its env lines, else of this process, else "/bin:/usr/bin" (execvp(3)). Relative paths are
+ * taken from this process's working directory, which is the master's (it never changes it).
+ * Returns 0, or -1 with "FILE:LINE: [app NAME]: key ...: reason" in err (cap bytes), LINE the
+ * key's. NULL passes. */
+int lg_appconf_check_host(const struct lg_apps *apps, char *err, size_t cap);
 
 /* Splits s into words at blanks (space, tab), without a shell: '...' keeps everything
  * literally, "..." too except \" and \\, a backslash outside quotes takes the next byte; no
