@@ -19,7 +19,6 @@
 static const char *const keys[] = { "command", "processes", "env", "cwd", "user", "ready_path",
 	"ready_timeout_ms", "stop_grace_ms", "start_failures", "upstream", NULL };
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == LG_APP_KEYS + 1, "key_line has a slot per key");
-enum { K_COMMAND = 0, K_CWD = 3, K_USER = 4, K_UPSTREAM = 9 };
 
 void
 lg_appconf_free(struct lg_apps *apps)
@@ -314,7 +313,7 @@ static int
 check_serves(const struct lg_apps *apps, int i, char *err, size_t cap)
 {
 	const struct lg_app_conf *a = &apps->app[i];
-	int line = a->key_line[K_UPSTREAM] ? a->key_line[K_UPSTREAM] : a->line;
+	int line = a->key_line[LG_APP_KEY_UPSTREAM] ? a->key_line[LG_APP_KEY_UPSTREAM] : a->line;
 
 	for (int j = 0; j < apps->n; j++) {
 		const struct lg_app_conf *b = &apps->app[j];
@@ -323,7 +322,7 @@ check_serves(const struct lg_apps *apps, int i, char *err, size_t cap)
 			snprintf(err, cap, "%s:%d: [app %s]: serves upstream %s, as [app %s] (%s:%d) "
 			    "does: an upstream takes one app's processes; give one of them another "
 			    "upstream =", a->file, line, a->name, serves(a), b->name, b->file,
-			    b->key_line[K_UPSTREAM] ? b->key_line[K_UPSTREAM] : b->line);
+			    b->key_line[LG_APP_KEY_UPSTREAM] ? b->key_line[LG_APP_KEY_UPSTREAM] : b->line);
 			return -1;
 		}
 		if (j != i && a->upstream[0] != '\0' && strcmp(a->upstream, b->name) == 0) {
@@ -424,7 +423,7 @@ host_program(const struct lg_app_conf *a, const struct passwd *pw, char *err, si
 {
 	const char *prog = a->words, *why = "not found", *p;
 	char path[2 * LG_APP_STR + 8];
-	int line = a->key_line[K_COMMAND];
+	int line = a->key_line[LG_APP_KEY_COMMAND];
 
 	if (strstr(prog, "{socket}") != NULL || strstr(prog, "{port}") != NULL)
 		return 0; /* known at start only */
@@ -472,7 +471,7 @@ host_cwd(const struct lg_app_conf *a, char *err, size_t cap)
 		return 0;
 	if (a->cwd[0] != '/' && getcwd(here, sizeof(here)) == NULL)
 		snprintf(here, sizeof(here), "?");
-	snprintf(err, cap, "%s:%d: [app %s]: cwd = %s: %s%s%s%s", a->file, a->key_line[K_CWD],
+	snprintf(err, cap, "%s:%d: [app %s]: cwd = %s: %s%s%s%s", a->file, a->key_line[LG_APP_KEY_CWD],
 	    a->name, a->cwd, why, here[0] ? " (taken from lagless's working directory, " : "",
 	    here, here[0] ? ")" : "");
 	return -1;
@@ -489,7 +488,7 @@ lg_appconf_check_host(const struct lg_apps *apps, char *err, size_t cap)
 		if (a->user[0] != '\0' && geteuid() == 0 && (pw = getpwnam(a->user)) == NULL) {
 			snprintf(err, cap, "%s:%d: [app %s]: user = %s: no such user on this machine "
 			    "(getpwnam(3)); start-up would fail with 'no user %s'", a->file,
-			    a->key_line[K_USER], a->name, a->user, a->user);
+			    a->key_line[LG_APP_KEY_USER], a->name, a->user, a->user);
 			return -1;
 		}
 		if (host_cwd(a, err, cap) == -1 || host_program(a, pw, err, cap) == -1)

@@ -41,6 +41,9 @@ struct lg_app_conf {
 	uint32_t given;            /* bit per key, loading only */
 };
 
+/* Indexes of key_line for the keys the checks after reading name (master/appconf.c keys[]). */
+enum { LG_APP_KEY_COMMAND = 0, LG_APP_KEY_CWD = 3, LG_APP_KEY_USER = 4, LG_APP_KEY_UPSTREAM = 9 };
+
 enum { LG_APP_ADDR_NONE = 0, LG_APP_ADDR_SOCKET = 1, LG_APP_ADDR_PORT = 2 };
 
 struct lg_apps {
