@@ -187,7 +187,7 @@ find_app(const struct lg_apps *apps, const char *name, int by_upstream)
 static int
 join_app(struct lg_upstream_def *u, const struct lg_apps *apps, char *err, size_t cap)
 {
-	const struct lg_app_conf *a, *by = find_app(apps, u->name, 1);
+	const struct lg_app_conf *a = NULL, *by = find_app(apps, u->name, 1);
 
 	if (u->app[0] != '\0' && u->nservers > 0) {
 		snprintf(err, cap, "%s:%d: upstream %s: app = %s and server lines exclude each other",
@@ -228,7 +228,7 @@ join_app(struct lg_upstream_def *u, const struct lg_apps *apps, char *err, size_
 		}
 		snprintf(u->app, sizeof(u->app), "%s", a->name);
 	}
-	if (u->app[0] != '\0' && a->addr == LG_APP_ADDR_NONE) {
+	if (a != NULL && a->addr == LG_APP_ADDR_NONE) {
 		snprintf(err, cap, "%s:%d: upstream %s: its servers are [app %s]'s processes, whose "
 		    "command (%s:%d) names neither {socket} nor {port}: they would have no address",
 		    u->file, u->line, u->name, a->name, a->file, a->key_line[LG_APP_KEY_COMMAND]);
