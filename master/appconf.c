@@ -2,9 +2,13 @@
 #include "master/appconf.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/limits.h"
 #include "common/value.h"
@@ -15,6 +19,7 @@
 /* The keys of an [app] section, in `given` bit order. */
 static const char *const keys[] = { "command", "processes", "env", "cwd", "user", "ready_path",
 	"ready_timeout_ms", "stop_grace_ms", "start_failures", "upstream", NULL };
+_Static_assert(sizeof(keys) / sizeof(keys[0]) == LG_APP_KEYS + 1, "key_line has a slot per key");
 
 void
 lg_appconf_free(struct lg_apps *apps)
@@ -143,6 +148,10 @@ set_command(struct lg_app_conf *a, const char *v, const char **why)
 		*why = n == 0 ? "an empty command" : *why;
 		return -1;
 	}
+	if (words[0] == '\0') { /* execvp("") fails with ENOENT at every start */
+		*why = "an empty program (its first word)";
+		return -1;
+	}
 	if (s && p) {
 		*why = "a command names {socket} or {port}, not both";
 		return -1;
@@ -163,6 +172,35 @@ set_string(char *dst, size_t cap, const char *v, const char **why)
 	}
 	memcpy(dst, v, strlen(v) + 1);
 	return 0;
+}
+
+/* user: a name, as start-up looks it up (getpwnam(3) in master/appproc.c). A uid or
+ * user:group would be looked up as a name there and fail at every start, so they are refused
+ * here rather than half-supported. */
+static int
+set_user(struct lg_app_conf *a, const char *v, const char **why)
+{
+	if (strchr(v, ':') != NULL) {
+		*why = "a user name, not user:group (the app runs with the user's own group and "
+		    "its supplementary groups, initgroups(3))";
+		return -1;
+	}
+	if (v[0] != '\0' && v[strspn(v, "0123456789")] == '\0') {
+		*why = "a user name, not a uid (it is looked up by name, getpwnam(3))";
+		return -1;
+	}
+	return set_string(a->user, sizeof(a->user), v, why);
+}
+
+/* Whether s is all visible ASCII (0x21 to 0x7e): what a request target may hold (RFC 9112
+ * section 3.2, RFC 3986 section 2); ready_path is sent as one. */
+static int
+visible(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	return 1;
 }
 
 /* key k (index in keys[]) = v for app a. Returns 0, or -1 with *why (or the value's reason
@@ -194,10 +232,11 @@ set_key(struct lg_app_conf *a, int k, const char *v, char *buf, size_t cap, cons
 	case 3:
 		return set_string(a->cwd, sizeof(a->cwd), v, why);
 	case 4:
-		return set_string(a->user, sizeof(a->user), v, why);
+		return set_user(a, v, why);
 	case 5:
-		if (v[0] != '/' || strpbrk(v, " \t\r\n") != NULL) {
-			*why = "an HTTP path: '/' then no blank";
+		if (v[0] != '/' || !visible(v)) {
+			*why = "an HTTP path: '/' then visible ASCII (no blank, control or non-ASCII "
+			    "byte: percent-encode them)";
 			return -1;
 		}
 		return set_string(a->ready_path, sizeof(a->ready_path), v, why);
@@ -256,7 +295,45 @@ lg_appconf_collect(struct lg_apps **apps, const char *section, const char *key,
 		return -1;
 	}
 	a->given |= 1u << k;
+	a->key_line[k] = line;
 	return 1;
+}
+
+/* The upstream app serves: its `upstream =`, else its name. */
+static const char *
+serves(const struct lg_app_conf *a)
+{
+	return a->upstream[0] != '\0' ? a->upstream : a->name;
+}
+
+/* App i of apps against the others: an upstream takes the processes of one app (the others'
+ * would be started and never sent to), and master/app.c lg_app_servers finds an app by its
+ * name or by what it serves, so an `upstream =` that is another app's name would be found as
+ * that app. Returns 0, or -1 with the reason in err. */
+static int
+check_serves(const struct lg_apps *apps, int i, char *err, size_t cap)
+{
+	const struct lg_app_conf *a = &apps->app[i];
+	int line = a->key_line[LG_APP_KEY_UPSTREAM] ? a->key_line[LG_APP_KEY_UPSTREAM] : a->line;
+
+	for (int j = 0; j < apps->n; j++) {
+		const struct lg_app_conf *b = &apps->app[j];
+
+		if (j < i && strcmp(serves(a), serves(b)) == 0) {
+			snprintf(err, cap, "%s:%d: [app %s]: serves upstream %s, as [app %s] (%s:%d) "
+			    "does: an upstream takes one app's processes; give one of them another "
+			    "upstream =", a->file, line, a->name, serves(a), b->name, b->file,
+			    b->key_line[LG_APP_KEY_UPSTREAM] ? b->key_line[LG_APP_KEY_UPSTREAM] : b->line);
+			return -1;
+		}
+		if (j != i && a->upstream[0] != '\0' && strcmp(a->upstream, b->name) == 0) {
+			snprintf(err, cap, "%s:%d: [app %s]: upstream = %s is the name of [app %s] "
+			    "(%s:%d): an app serves its own name or an upstream no other app is named "
+			    "after", a->file, line, a->name, a->upstream, b->name, b->file, b->line);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int
@@ -276,6 +353,147 @@ lg_appconf_check(const struct lg_apps *apps, char *err, size_t cap)
 			    "name {socket} or {port} in the command", a->file, a->line, a->name);
 			return -1;
 		}
+		if (check_serves(apps, i, err, cap) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Whether the file at path (stat'ed into st) is one execve(2) runs for pw (NULL: this
+ * process): a regular file with the execute bit of its owner, group or others as pw falls
+ * among them (root: any of them; access(2) for this process). Returns 0, or -1 with why. */
+static int
+may_exec(const char *path, const struct passwd *pw, const char **why)
+{
+	struct stat st;
+	gid_t groups[64];
+	int n = 64;
+	mode_t bit = S_IXOTH;
+
+	if (stat(path, &st) == -1) {
+		*why = strerror(errno);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		return -1;
+	}
+	if (pw == NULL || pw->pw_uid == geteuid()) {
+		*why = access(path, X_OK) == 0 ? NULL : "not executable (no execute permission)";
+		return *why == NULL ? 0 : -1;
+	}
+	if (st.st_uid == pw->pw_uid)
+		bit = S_IXUSR;
+	else if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) != -1)
+		for (int i = 0; i < n; i++)
+			bit = groups[i] == st.st_gid ? S_IXGRP : bit;
+	*why = st.st_mode & bit ? NULL : "not executable by its user";
+	return *why == NULL ? 0 : -1;
+}
+
+/* dir/file into out (cap bytes), dir "" or file absolute: file alone; dir taken from cwd
+ * ("" this process's) when relative, as the child's chdir makes it. */
+static void
+join(const char *cwd, const char *dir, const char *file, char *out, size_t cap)
+{
+	if (file[0] == '/' || (dir[0] == '\0' && cwd[0] == '\0'))
+		snprintf(out, cap, "%s", file);
+	else if (dir[0] == '/' || cwd[0] == '\0')
+		snprintf(out, cap, "%s/%s", dir[0] ? dir : ".", file);
+	else
+		snprintf(out, cap, "%s/%s%s%s", cwd, dir, dir[0] ? "/" : "", file);
+}
+
+/* The PATH execvp(3) searches in the child: the last env line PATH= (setenv in order), else
+ * this process's (the master's environment is inherited), else glibc's default. */
+static const char *
+child_path(const struct lg_app_conf *a)
+{
+	const char *p = getenv("PATH");
+
+	for (int i = 0; i < a->nenv; i++)
+		if (strncmp(a->env[i], "PATH=", 5) == 0)
+			p = a->env[i] + 5;
+	return p != NULL ? p : "/bin:/usr/bin";
+}
+
+/* a's program found as execvp(3) finds it for pw (NULL: this process). Returns 0, or -1 with
+ * the reason in err. */
+static int
+host_program(const struct lg_app_conf *a, const struct passwd *pw, char *err, size_t cap)
+{
+	const char *prog = a->words, *why = "not found", *p;
+	char path[2 * LG_APP_STR + 8];
+	int line = a->key_line[LG_APP_KEY_COMMAND];
+
+	if (strstr(prog, "{socket}") != NULL || strstr(prog, "{port}") != NULL)
+		return 0; /* known at start only */
+	if (strchr(prog, '/') != NULL) {
+		join(a->cwd, "", prog, path, sizeof(path));
+		if (may_exec(path, pw, &why) == 0)
+			return 0;
+		snprintf(err, cap, "%s:%d: [app %s]: command: program %s: %s (start-up would fail "
+		    "with 'cannot run')", a->file, line, a->name, path, why);
+		return -1;
+	}
+	for (p = child_path(a);; p += strcspn(p, ":") + 1) {
+		char dir[LG_APP_STR];
+
+		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p, ":"), p); /* "" is "." */
+		join(a->cwd, dir, prog, path, sizeof(path));
+		if (may_exec(path, pw, &why) == 0)
+			return 0;
+		if (p[strcspn(p, ":")] == '\0')
+			break;
+	}
+	snprintf(err, cap, "%s:%d: [app %s]: command: program %s is not an executable file in "
+	    "its PATH %.300s (start-up would fail with 'cannot run')", a->file, line, a->name,
+	    prog, child_path(a));
+	return -1;
+}
+
+/* a's cwd is a directory this process (the master as it starts the child) can enter. */
+static int
+host_cwd(const struct lg_app_conf *a, char *err, size_t cap)
+{
+	struct stat st;
+	char here[256] = "";
+	const char *why = NULL;
+
+	if (a->cwd[0] == '\0')
+		return 0;
+	if (stat(a->cwd, &st) == -1)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	else if (access(a->cwd, X_OK) == -1)
+		why = strerror(errno);
+	if (why == NULL)
+		return 0;
+	if (a->cwd[0] != '/' && getcwd(here, sizeof(here)) == NULL)
+		snprintf(here, sizeof(here), "?");
+	snprintf(err, cap, "%s:%d: [app %s]: cwd = %s: %s%s%s%s", a->file, a->key_line[LG_APP_KEY_CWD],
+	    a->name, a->cwd, why, here[0] ? " (taken from lagless's working directory, " : "",
+	    here, here[0] ? ")" : "");
+	return -1;
+}
+
+int
+lg_appconf_check_host(const struct lg_apps *apps, char *err, size_t cap)
+{
+	for (int i = 0; apps != NULL && i < apps->n; i++) {
+		const struct lg_app_conf *a = &apps->app[i];
+		const struct passwd *pw = NULL;
+
+		/* as start-up: the user is taken only as root (appproc.c become_user) */
+		if (a->user[0] != '\0' && geteuid() == 0 && (pw = getpwnam(a->user)) == NULL) {
+			snprintf(err, cap, "%s:%d: [app %s]: user = %s: no such user on this machine "
+			    "(getpwnam(3)); start-up would fail with 'no user %s'", a->file,
+			    a->key_line[LG_APP_KEY_USER], a->name, a->user, a->user);
+			return -1;
+		}
+		if (host_cwd(a, err, cap) == -1 || host_program(a, pw, err, cap) == -1)
+			return -1;
 	}
 	return 0;
 }

@@ -20,6 +20,7 @@
 #define LG_APP_CMD_LEN    8191 /* bytes of a command (a file's line may hold more:
                                 * master/options.c read_line) */
 #define LG_APP_CMD        (LG_APP_CMD_LEN + 1)
+#define LG_APP_KEYS       10   /* keys of an [app] section (command ... upstream) */
 
 struct lg_app_conf {
 	char name[LG_APP_NAME];
@@ -39,8 +40,12 @@ struct lg_app_conf {
 	int addr;                  /* LG_APP_ADDR_*: what its command names */
 	char file[256];            /* where its header is, for the checks after reading */
 	int line;
+	int key_line[LG_APP_KEYS]; /* where each key was given (0: not given; env: its last) */
 	uint32_t given;            /* bit per key, loading only */
 };
+
+/* Indexes of key_line for the keys the checks after reading name (master/appconf.c keys[]). */
+enum { LG_APP_KEY_COMMAND = 0, LG_APP_KEY_CWD = 3, LG_APP_KEY_USER = 4, LG_APP_KEY_UPSTREAM = 9 };
 
 enum { LG_APP_ADDR_NONE = 0, LG_APP_ADDR_SOCKET = 1, LG_APP_ADDR_PORT = 2 };
 
@@ -55,9 +60,22 @@ struct lg_apps {
 int lg_appconf_collect(struct lg_apps **apps, const char *section, const char *key,
     const char *value, const char *file, int line, char *why, size_t cap);
 
-/* The checks once every file is read: each app has a command, no two share a name.
- * Returns 0, or -1 with "FILE:LINE: [app NAME]: reason" in err (cap bytes). NULL passes. */
+/* The checks once every file is read, on the text alone: each app has a command, a
+ * ready_path only with an address, no two apps serve one upstream (their `upstream =`, else
+ * their name: master/app.c lg_app_servers finds an app by either), and no app's `upstream =`
+ * is another app's name. Returns 0, or -1 with "FILE:LINE: [app NAME]: reason" in err (cap
+ * bytes). NULL passes. */
 int lg_appconf_check(const struct lg_apps *apps, char *err, size_t cap);
+
+/* The checks against this machine, as start-up will meet them (master/appproc.c child(): chdir
+ * to cwd, then as root the user, then execvp): as root, `user` is a user getpwnam(3) knows; cwd
+ * is an existing directory; the command's program (unless it holds {socket} or {port}) is a
+ * regular file the app may execute: a path with a '/' taken from cwd, else found in the PATH
+ * of its env lines, else of this process, else "/bin:/usr/bin" (execvp(3)). Relative paths are
+ * taken from this process's working directory, which is the master's (it never changes it).
+ * Returns 0, or -1 with "FILE:LINE: [app NAME]: key ...: reason" in err (cap bytes), LINE the
+ * key's. NULL passes. */
+int lg_appconf_check_host(const struct lg_apps *apps, char *err, size_t cap);
 
 /* Splits s into words at blanks (space, tab), without a shell: '...' keeps everything
  * literally, "..." too except \" and \\, a backslash outside quotes takes the next byte; no

@@ -668,7 +668,8 @@ lg_options_load(int argc, char *const argv[], struct lg_config *cfg, struct lg_c
 	}
 	if (lg_listen_check_distinct(cfg, err, cap) == -1 ||
 	    lg_listen_check_proxy(cfg, err, cap) == -1 || resolve_pools(cfg, err, cap) == -1 ||
-	    lg_appconf_check(cfg->master.apps, err, cap) == -1) {
+	    lg_appconf_check(cfg->master.apps, err, cap) == -1 ||
+	    lg_appconf_check_host(cfg->master.apps, err, cap) == -1) {
 		lg_site_free(site);
 		lg_appconf_free(cfg->master.apps);
 		cfg->master.apps = NULL;

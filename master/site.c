@@ -872,6 +872,8 @@ build(struct lg_registry *r, struct lg_site_src *s, struct lg_config *cfg, char 
 		if (s->secs[i].route == 2 && lg_site_upstream(r, s->secs[i].file, s->secs[i].name,
 		    s->secs[i].line, s->secs[i].kv, s->secs[i].nkv, cfg->master.apps, err, cap) == -1)
 			return -1;
+	if (lg_site_up_check_apps(r, cfg->master.apps, err, cap) == -1)
+		return -1;
 	for (unsigned i = 0; s && i < s->nsecs; i++)
 		if (s->secs[i].route == 1 && add_route(r, s->secs[i].file, &s->secs[i], cfg, err,
 		    cap) == -1)

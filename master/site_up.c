@@ -182,30 +182,76 @@ find_app(const struct lg_apps *apps, const char *name, int by_upstream)
 }
 
 /* u's servers against the apps: `app = NAME` names an [app] and excludes server lines; no
- * server line takes the app that serves u. Returns 0, or -1 with the reason in err. */
+ * server line takes the app that serves u. An app that serves u (its `upstream =`, else its
+ * name) is u's app: server lines beside it would take its requests (the app's processes run
+ * for nothing), and `app =` naming another app would leave it unused. The app taken needs an
+ * address ({socket} or {port}) to be a server. Returns 0, or -1 with the reason in err. */
 static int
 join_app(struct lg_upstream_def *u, const struct lg_apps *apps, char *err, size_t cap)
 {
-	const struct lg_app_conf *a;
+	const struct lg_app_conf *a = NULL, *by = find_app(apps, u->name, 1);
 
 	if (u->app[0] != '\0' && u->nservers > 0) {
 		snprintf(err, cap, "%s:%d: upstream %s: app = %s and server lines exclude each other",
 		    u->file, u->line, u->name, u->app);
 		return -1;
 	}
-	if (u->app[0] != '\0' && find_app(apps, u->app, 0) == NULL) {
+	if (u->app[0] != '\0' && (a = find_app(apps, u->app, 0)) == NULL) {
 		snprintf(err, cap, "%s:%d: upstream %s: app = %s names no [app %s] section", u->file,
 		    u->line, u->name, u->app, u->app);
 		return -1;
 	}
+	if (by != NULL && u->nservers > 0) {
+		snprintf(err, cap, "%s:%d: upstream %s: server lines, and [app %s] (%s:%d) serves "
+		    "upstream %s%s: its processes would get no request; drop the server lines, or "
+		    "give the app another upstream =", u->file, u->line, u->name, by->name,
+		    by->file, by->line, u->name, by->upstream[0] ? "" : " (its name, upstream = "
+		    "not given)");
+		return -1;
+	}
+	if (by != NULL && u->app[0] != '\0' && strcmp(by->name, u->app) != 0) {
+		snprintf(err, cap, "%s:%d: upstream %s: app = %s, but [app %s] (%s:%d) serves "
+		    "upstream %s: one of them would run for nothing; name one app", u->file, u->line,
+		    u->name, u->app, by->name, by->file, by->line, u->name);
+		return -1;
+	}
+	if (u->app[0] != '\0' && a->upstream[0] != '\0' && strcmp(a->upstream, u->name) != 0) {
+		snprintf(err, cap, "%s:%d: upstream %s: app = %s, but [app %s] (%s:%d) has upstream "
+		    "= %s", u->file, u->line, u->name, u->app, a->name, a->file, a->line,
+		    a->upstream);
+		return -1;
+	}
 	if (u->app[0] == '\0' && u->nservers == 0) {
-		if ((a = find_app(apps, u->name, 1)) == NULL) {
+		if ((a = by) == NULL) {
 			snprintf(err, cap, "%s:%d: upstream %s: no 'server' key (unix:/path or "
 			    "ADDR:PORT), no app = NAME and no [app] with upstream = %s", u->file,
 			    u->line, u->name, u->name);
 			return -1;
 		}
 		snprintf(u->app, sizeof(u->app), "%s", a->name);
+	}
+	if (a != NULL && a->addr == LG_APP_ADDR_NONE) {
+		snprintf(err, cap, "%s:%d: upstream %s: its servers are [app %s]'s processes, whose "
+		    "command (%s:%d) names neither {socket} nor {port}: they would have no address",
+		    u->file, u->line, u->name, a->name, a->file, a->key_line[LG_APP_KEY_COMMAND]);
+		return -1;
+	}
+	return 0;
+}
+
+int
+lg_site_up_check_apps(const struct lg_registry *r, const struct lg_apps *apps, char *err,
+    size_t cap)
+{
+	for (int i = 0; apps != NULL && i < apps->n; i++) {
+		const struct lg_app_conf *a = &apps->app[i];
+
+		if (a->upstream[0] == '\0' || lg_registry_find_upstream(r, a->upstream) >= 0)
+			continue;
+		snprintf(err, cap, "%s:%d: [app %s]: upstream = %s names no [upstream %s] section: "
+		    "its processes would get no request (declare it, or drop the key)", a->file,
+		    a->key_line[LG_APP_KEY_UPSTREAM], a->name, a->upstream, a->upstream);
+		return -1;
 	}
 	return 0;
 }

@@ -23,10 +23,17 @@ struct lg_appsup;
 /* Adds the upstream of section [upstream name] (declared at file:line, its nkv keys kv) to r.
  * apps (NULL: none) are the configuration's [app] sections: `app = NAME` must name one, and an
  * upstream with neither server nor app takes the app whose `upstream =` (or, without that key,
- * whose name) is name. Returns 0, or -1 with "FILE:LINE: key 'k' = 'v': reason" in err (cap
+ * whose name) is name; that app excludes server lines and another `app =`, and the app taken
+ * names an address in its command (master/site_up.c join_app). Returns 0, or -1 with "FILE:LINE: key 'k' = 'v': reason" in err (cap
  * bytes). */
 int lg_site_upstream(struct lg_registry *r, const char *file, const char *name, int line,
     const struct lg_kv *kv, unsigned nkv, const struct lg_apps *apps, char *err, size_t cap);
+
+/* After every [upstream] section is added to r: each app of apps (NULL: none) with an
+ * `upstream = NAME` names an upstream of r (else its processes would run unused). Returns 0,
+ * or -1 with "FILE:LINE: [app A]: reason" in err (cap bytes), LINE that key's. */
+int lg_site_up_check_apps(const struct lg_registry *r, const struct lg_apps *apps, char *err,
+    size_t cap);
 
 /* For each upstream of r that takes an app's processes (u->app), its servers become the
  * addresses lg_app_servers gives for the next generation (master/app.h; at most LG_UP_SERVERS,

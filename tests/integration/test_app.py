@@ -200,8 +200,12 @@ def test_a_lone_app_process_that_dies_before_ready_fails_the_start_up(tmp_path, 
     # must still reach the master (it was freed with its run, and the master went ready)
     section = app_section("crash", extra="start_failures = 2\n").replace("processes = 2",
                                                                          "processes = 1")
-    if mode == "missing":
-        section = section.replace("PY APP crash", "/nonexistent/app-binary")
+    if mode == "missing":  # exec fails in the child: an interpreter that is gone (-t
+        # refuses a missing program; this one is there, its #! line is not)
+        prog = tmp_path / "app-binary"
+        prog.write_text("#!/nonexistent/interpreter\n")
+        prog.chmod(0o755)
+        section = section.replace("PY APP crash", str(prog))
     rc, took, err = run_failing(tmp_path, write_conf(tmp_path, section), 20)
     assert rc == 1, err
     assert re.search(r"start-up failed: app web process 0 died 2 time\(s\) in a row", err), err
@@ -302,6 +306,97 @@ def test_app_config_errors_name_file_line_and_key(tmp_path, body, where, what):
     assert p.returncode == 1, err
     assert "%s:%d:" % (conf, where + 3) in err, err
     assert what in err, err
+
+
+def run_t(conf, cwd=None):
+    """lagless -t on conf, from cwd."""
+    return subprocess.run([LAGLESS_BIN, "-c", str(conf), "-t"], capture_output=True, env=env(),
+                          timeout=20, cwd=cwd)
+
+
+# What passed -t and then failed at every start, or ran an app for nothing: -t refuses it,
+# naming the file, the line (of the body below, counted from 1) and why.
+ROUTED = "\n[route /web/*]\nupstream = web\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("body,where,what", [
+    # an app and server lines for the upstream it serves: requests went to the servers
+    ("[app web]\ncommand = PY APP ok {socket}\n\n[upstream web]\nserver = 127.0.0.1:9\n"
+     + ROUTED, 5, "upstream web: server lines, and [app web]"),
+    # two apps serving one upstream: the second's processes were never sent to
+    ("[app a]\ncommand = PY APP ok {port}\nupstream = web\n[app b]\ncommand = PY APP ok "
+     "{socket}\nupstream = web\n[upstream web]\nmax_conns = 8\n" + ROUTED, 6,
+     "[app b]: serves upstream web, as [app a]"),
+    # app = b on the upstream app a serves
+    ("[app a]\ncommand = PY APP ok {port}\nupstream = web\n[app b]\ncommand = PY APP ok "
+     "{port}\n[upstream web]\napp = b\n" + ROUTED, 7, "app = b, but [app a]"),
+    # servers without an address: "address ''" at start-up
+    ("[app web]\ncommand = PY APP ok\nupstream = u\n[upstream u]\nmax_conns = 8\n"
+     "[route /*]\nupstream = u\n", 5, "names neither {socket} nor {port}"),
+    ("[app web]\ncommand = PY APP ok {port}\nupstream = ghost\n", 3,
+     "upstream = ghost names no [upstream ghost] section"),
+    ("[app web]\ncommand = PY APP ok {socket}\nuser = 1000\n", 3, "not a uid"),
+    ("[app web]\ncommand = PY APP ok {socket}\nuser = app:app\n", 3, "not user:group"),
+    ("[app web]\ncommand = PY APP ok {socket}\ncwd = /nonexistent/dir\n", 3,
+     "cwd = /nonexistent/dir: No such file or directory"),
+    ("[app web]\ncommand = PY APP ok {socket}\ncwd = /etc/passwd\n", 3,
+     "cwd = /etc/passwd: not a directory"),
+    ("[app web]\ncommand = /nonexistent/bin --uds {socket}\n", 2,
+     "program /nonexistent/bin: No such file or directory"),
+    ("[app web]\ncommand = APP ok {socket}\n", 2, "app.py: not executable"),
+    ("[app web]\ncommand = no-such-program-lagless {socket}\n", 2,
+     "program no-such-program-lagless is not an executable file in its PATH"),
+    ("[app web]\ncommand = python3 APP ok {socket}\nenv = PATH=/nonexistent\n", 2,
+     "not an executable file in its PATH /nonexistent"),
+    ("[app web]\ncommand = \"\" {socket}\n", 2, "an empty program"),
+    ("[app web]\ncommand = PY APP ok {socket}\nready_path = /h\x01x\n", 3, "visible ASCII"),
+])
+def test_test_config_refuses_an_app_that_would_not_start_or_serve(tmp_path, body, where, what):
+    conf = write_conf(tmp_path, body)
+    p = run_t(conf)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 1, err
+    assert "%s:%d:" % (conf, where + 3) in err and what in err, err
+    assert "configuration test failed" in err
+
+
+@pytest.mark.timeout(30)
+def test_test_config_resolves_user_cwd_and_program_as_start_up(tmp_path):
+    """As start-up: a user only as root, by name; cwd from lagless's working directory; a
+    program with a '/' from cwd, else in the app's PATH; executable by the app's user."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    run = sub / "run.sh"
+    run.write_text("#!/bin/sh\nexec %s \"$@\"\n" % PY)
+    run.chmod(0o700)  # root's only
+    body = ("[app web]\ncommand = ./run.sh %s ok {socket}\ncwd = sub\n\n[upstream web]\n"
+            "app = web\n" + ROUTED) % (tmp_path / "app.py")
+    conf = write_conf(tmp_path, body)
+    p = run_t(conf, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr.decode()
+    assert "is valid" in p.stderr.decode()
+    p = run_t(conf, cwd="/")  # cwd = sub is taken from where lagless runs
+    assert p.returncode == 1 and "cwd = sub: No such file or directory" in p.stderr.decode()
+    conf = write_conf(tmp_path, "[app web]\ncommand = python3 APP ok {socket}\n"
+                      "env = PATH=/nonexistent:/usr/bin:/bin\n\n[upstream web]\napp = web\n"
+                      + ROUTED)
+    p = run_t(conf)
+    assert p.returncode == 0, p.stderr.decode()
+    if os.geteuid() != 0:
+        return  # user = is taken only as root
+    conf = write_conf(tmp_path, "[app web]\ncommand = %s ok {socket}\nuser = nosuchuser\n"
+                      % run)
+    p = run_t(conf)
+    assert p.returncode == 1 and "%s:6: [app web]: user = nosuchuser: no such user" % conf \
+        in p.stderr.decode(), p.stderr.decode()
+    conf = write_conf(tmp_path, "[app web]\ncommand = %s ok {socket}\nuser = nobody\n" % run)
+    p = run_t(conf)
+    assert p.returncode == 1 and "not executable by its user" in p.stderr.decode(), \
+        p.stderr.decode()
+    run.chmod(0o755)
+    p = run_t(conf)
+    assert p.returncode == 0, p.stderr.decode()
 
 
 @pytest.mark.timeout(30)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -132,6 +133,118 @@ test_collect(void **state)
 	lg_appconf_free(apps);
 }
 
+/* Collects key = value into [app name] at line; returns collect's result, why in why. */
+static int
+put(struct lg_apps **apps, const char *name, const char *key, const char *value, int line,
+    char *why, size_t cap)
+{
+	char section[64];
+
+	snprintf(section, sizeof(section), "app %s", name);
+	return lg_appconf_collect(apps, section, key, value, "f", line, why, cap);
+}
+
+static void
+test_key_refusals(void **state)
+{
+	struct lg_apps *apps = NULL;
+	char why[400];
+
+	(void)state;
+	/* an empty program: execvp("") would fail at every start */
+	assert_int_equal(put(&apps, "web", "command", "\"\" {socket}", 1, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "an empty program"));
+	/* ready_path is a request target: visible ASCII only */
+	assert_int_equal(put(&apps, "web", "ready_path", "/h\x01x", 2, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "visible ASCII"));
+	assert_int_equal(put(&apps, "web", "ready_path", "/h\x7f", 2, why, sizeof(why)), -1);
+	assert_int_equal(put(&apps, "web", "ready_path", "/caf\xc3\xa9", 2, why, sizeof(why)), -1);
+	assert_int_equal(put(&apps, "web", "ready_path", "/health?x=%20", 2, why, sizeof(why)), 1);
+	/* user: a name, as start-up looks it up */
+	assert_int_equal(put(&apps, "web", "user", "1000", 3, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "not a uid"));
+	assert_int_equal(put(&apps, "web", "user", "app:www", 3, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "not user:group"));
+	assert_int_equal(put(&apps, "web", "user", "app1", 3, why, sizeof(why)), 1);
+	assert_int_equal(apps->app[0].key_line[LG_APP_KEY_USER], 3);
+	lg_appconf_free(apps);
+}
+
+static void
+test_one_app_per_upstream(void **state)
+{
+	struct lg_apps *apps = NULL;
+	char why[400];
+
+	(void)state;
+	assert_int_equal(put(&apps, "a", "command", "x {port}", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "a", "upstream", "u", 2, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "b", "command", "x {socket}", 3, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check(apps, why, sizeof(why)), 0);
+	assert_int_equal(put(&apps, "b", "upstream", "u", 4, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "f:4: [app b]: serves upstream u, as [app a] (f:2)"));
+	lg_appconf_free(apps);
+	/* an upstream = that is another app's name: lg_app_servers would find either */
+	apps = NULL;
+	assert_int_equal(put(&apps, "a", "command", "x {port}", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "a", "upstream", "b", 2, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "b", "command", "x {port}", 3, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "b", "upstream", "c", 4, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "f:2: [app a]: upstream = b is the name of [app b]"));
+	lg_appconf_free(apps);
+}
+
+/* Against this machine: paths every Debian system has (/bin/sh, /etc/passwd, root). */
+static void
+test_host(void **state)
+{
+	struct lg_apps *apps = NULL;
+	char why[600];
+
+	(void)state;
+	assert_int_equal(put(&apps, "web", "command", "/bin/sh -c true", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "path", "command", "sh {port}", 2, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "rel", "command", "./sh", 3, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "rel", "cwd", "/bin", 4, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), 0);
+	assert_int_equal(put(&apps, "gone", "command", "/nonexistent/bin {port}", 5, why,
+	    sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "f:5: [app gone]: command: program /nonexistent/bin: No such"));
+	lg_appconf_free(apps);
+
+	apps = NULL;
+	assert_int_equal(put(&apps, "web", "command", "/etc/passwd", 1, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "not executable"));
+	lg_appconf_free(apps);
+
+	apps = NULL; /* the app's own PATH, as execvp searches it after its env lines */
+	assert_int_equal(put(&apps, "web", "command", "sh", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "web", "env", "PATH=/nonexistent", 2, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "f:1: [app web]: command: program sh is not an executable "
+	    "file in its PATH /nonexistent"));
+	lg_appconf_free(apps);
+
+	apps = NULL;
+	assert_int_equal(put(&apps, "web", "command", "/bin/sh", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "web", "cwd", "/etc/passwd", 2, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "f:2: [app web]: cwd = /etc/passwd: not a directory"));
+	lg_appconf_free(apps);
+
+	apps = NULL;
+	assert_int_equal(put(&apps, "web", "command", "/bin/sh", 1, why, sizeof(why)), 1);
+	assert_int_equal(put(&apps, "web", "user", "nosuchuser-lagless", 2, why, sizeof(why)), 1);
+	assert_int_equal(lg_appconf_check_host(apps, why, sizeof(why)), geteuid() == 0 ? -1 : 0);
+	if (geteuid() == 0)
+		assert_non_null(strstr(why, "f:2: [app web]: user = nosuchuser-lagless: no such"));
+	lg_appconf_free(apps);
+}
+
 int
 main(void)
 {
@@ -140,6 +253,9 @@ main(void)
 		cmocka_unit_test(test_split_bounded),
 		cmocka_unit_test(test_subst),
 		cmocka_unit_test(test_collect),
+		cmocka_unit_test(test_key_refusals),
+		cmocka_unit_test(test_one_app_per_upstream),
+		cmocka_unit_test(test_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
