@@ -532,6 +532,12 @@ tick_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t no
 	}
 	lg_appproc_probe(&r->conf, p, now, next);
 	check_ready_timeout(s, r, p, now, next);
+	if (lg_appproc_live(&r->conf, p, now, next)) {
+		log_warn("app %s[%d] pid=%d failed %u liveness probes in a row; killing and "
+		    "restarting it", r->conf.name, p->index, (int)p->pid, p->live_fails);
+		kill(-p->pid, SIGKILL); /* a stopped process too; reaped and restarted as a death */
+		p->live_fails = 0;
+	}
 }
 
 /* Frees runs that are stopping and have no process left. */

@@ -18,7 +18,8 @@
 
 /* The keys of an [app] section, in `given` bit order. */
 static const char *const keys[] = { "command", "processes", "env", "cwd", "user", "ready_path",
-	"ready_timeout_ms", "stop_grace_ms", "start_failures", "upstream", NULL };
+	"ready_timeout_ms", "stop_grace_ms", "start_failures", "upstream", "live_interval_ms",
+	"live_failures", NULL };
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == LG_APP_KEYS + 1, "key_line has a slot per key");
 
 void
@@ -129,6 +130,7 @@ app_of(struct lg_apps **apps, const char *name, const char *file, int line, cons
 	a->ready_timeout_ms = 30000;
 	a->stop_grace_ms = 10000;
 	a->start_failures = 5;
+	a->live_failures = 3;
 	return a;
 }
 
@@ -255,6 +257,12 @@ set_key(struct lg_app_conf *a, int k, const char *v, char *buf, size_t cap, cons
 			return -1;
 		}
 		return set_string(a->upstream, sizeof(a->upstream), v, why);
+	case 10:
+		rc = lg_value_duration_ms(v, 0, 3600000, &a->live_interval_ms, buf, cap);
+		break;
+	case 11:
+		rc = lg_value_uint(v, 1, 1000, &a->live_failures, buf, cap);
+		break;
 	}
 	if (rc == -1)
 		*why = buf;
@@ -351,6 +359,13 @@ lg_appconf_check(const struct lg_apps *apps, char *err, size_t cap)
 		if (a->ready_path[0] && a->addr == LG_APP_ADDR_NONE) {
 			snprintf(err, cap, "%s:%d: [app %s]: ready_path needs an address to probe: "
 			    "name {socket} or {port} in the command", a->file, a->line, a->name);
+			return -1;
+		}
+		if (a->live_interval_ms > 0 && a->ready_path[0] == '\0') {
+			/* a hung process's listening socket still accepts: only an answer tells */
+			snprintf(err, cap, "%s:%d: [app %s]: live_interval_ms needs a ready_path to "
+			    "probe (an address that accepts is no sign of life)", a->file,
+			    a->key_line[10] ? a->key_line[10] : a->line, a->name);
 			return -1;
 		}
 		if (check_serves(apps, i, err, cap) == -1)
@@ -522,7 +537,8 @@ lg_appconf_same(const struct lg_app_conf *a, const struct lg_app_conf *b)
 	    memcmp(a->env, b->env, sizeof(a->env)) == 0 && strcmp(a->cwd, b->cwd) == 0 &&
 	    strcmp(a->user, b->user) == 0 && strcmp(a->ready_path, b->ready_path) == 0 &&
 	    strcmp(a->upstream, b->upstream) == 0 && a->ready_timeout_ms == b->ready_timeout_ms &&
-	    a->stop_grace_ms == b->stop_grace_ms && a->start_failures == b->start_failures;
+	    a->stop_grace_ms == b->stop_grace_ms && a->start_failures == b->start_failures &&
+	    a->live_interval_ms == b->live_interval_ms && a->live_failures == b->live_failures;
 }
 
 int

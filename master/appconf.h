@@ -20,7 +20,7 @@
 #define LG_APP_CMD_LEN    8191 /* bytes of a command (a file's line may hold more:
                                 * master/options.c read_line) */
 #define LG_APP_CMD        (LG_APP_CMD_LEN + 1)
-#define LG_APP_KEYS       10   /* keys of an [app] section (command ... upstream) */
+#define LG_APP_KEYS       12   /* keys of an [app] section (command ... live_failures) */
 
 struct lg_app_conf {
 	char name[LG_APP_NAME];
@@ -37,6 +37,8 @@ struct lg_app_conf {
 	uint64_t ready_timeout_ms; /* from a start to a passed probe */
 	uint64_t stop_grace_ms;    /* SIGTERM to SIGKILL */
 	uint64_t start_failures;   /* deaths before ready in a row that give up */
+	uint64_t live_interval_ms; /* once ready, ready_path probed this often (0: never) */
+	uint64_t live_failures;    /* such probes failed in a row that restart the process */
 	int addr;                  /* LG_APP_ADDR_*: what its command names */
 	char file[256];            /* where its header is, for the checks after reading */
 	int line;

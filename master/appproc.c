@@ -358,6 +358,8 @@ lg_appproc_probe(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t no
 		lg_appproc_probe_close(p);
 		p->ready = 1;
 		p->fails = 0;
+		p->live_at = 0;
+		p->live_fails = 0;
 		log_info("app %s[%d] pid=%d is ready", a->name, p->index, (int)p->pid);
 		return;
 	}
@@ -368,6 +370,47 @@ lg_appproc_probe(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t no
 		return;
 	}
 	*next = now + 10 * LG_NS_PER_MS < *next ? now + 10 * LG_NS_PER_MS : *next;
+}
+
+int
+lg_appproc_live(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now,
+    uint64_t *next)
+{
+	uint64_t every = a->live_interval_ms * LG_NS_PER_MS;
+	int r;
+
+	if (p->pid <= 0 || !p->ready || p->stopping || every == 0 || a->ready_path[0] == '\0')
+		return 0;
+	if (p->probe < 0) {
+		if (p->live_at == 0)
+			p->live_at = now + every;
+		if (now < p->live_at) {
+			*next = p->live_at < *next ? p->live_at : *next;
+			return 0;
+		}
+		p->live_at = now + every;
+		p->probe_end = now + PROBE_MAX_NS;
+		if ((p->probe = probe_connect(p)) == -1)
+			r = -1;
+		else if ((r = probe_step(a, p)) == 0) {
+			*next = now + 10 * LG_NS_PER_MS < *next ? now + 10 * LG_NS_PER_MS : *next;
+			return 0;
+		}
+	} else if ((r = probe_step(a, p)) == 0 && now < p->probe_end) {
+		*next = now + 10 * LG_NS_PER_MS < *next ? now + 10 * LG_NS_PER_MS : *next;
+		return 0;
+	}
+	lg_appproc_probe_close(p);
+	*next = p->live_at < *next ? p->live_at : *next;
+	if (r == 1) {
+		p->live_fails = 0;
+		return 0;
+	}
+	p->live_fails++;
+	log_warn("app %s[%d] pid=%d failed its liveness probe (GET %s: %s; %u in a row of %llu)",
+	    a->name, p->index, (int)p->pid, a->ready_path, r == 0 ? "no answer within 1000 ms" :
+	    "no 2xx answer", p->live_fails, (unsigned long long)a->live_failures);
+	return p->live_fails >= a->live_failures;
 }
 
 void

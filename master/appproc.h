@@ -29,6 +29,8 @@ struct lg_app_proc {
 	uint64_t probe_at;      /* next probe (CLOCK_MONOTONIC ns) */
 	uint64_t probe_end;     /* this probe's deadline */
 	uint64_t started_ns, respawn_at, backoff_ns, kill_at;
+	uint64_t live_at;       /* next liveness probe once ready (0: from the next tick on) */
+	uint32_t live_fails;    /* liveness probes failed in a row */
 	uint32_t fails;         /* deaths or timeouts before ready, in a row */
 	uint32_t quick;         /* deaths within 10 s of a start, ready or not, in a row */
 	int stopping;           /* SIGTERM sent by us: no restart */
@@ -63,6 +65,15 @@ void lg_appproc_close_output(const char *name, struct lg_app_proc *p, struct lg_
  * accepted connection) sets p->ready. A failed attempt is retried 50 ms later; one attempt
  * lasts at most 1 s. Lowers *next. */
 void lg_appproc_probe(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now,
+    uint64_t *next);
+
+/* Advances p's liveness probe at now, once p is ready and a->live_interval_ms > 0 (which
+ * lg_appconf_check allows only with a ready_path): every live_interval_ms the readiness probe's
+ * GET of a->ready_path, passed by a 2xx within 1 s (Kubernetes' livenessProbe: periodSeconds,
+ * timeoutSeconds 1, failureThreshold). A failure is logged. Returns 1 when a->live_failures
+ * probes in a row failed (the caller kills and restarts p: hung, deadlocked, stopped), else 0.
+ * Lowers *next. */
+int lg_appproc_live(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now,
     uint64_t *next);
 
 /* Closes p's probe, if any. */

@@ -297,6 +297,10 @@ def test_app_output_reaches_the_log_by_line_without_blocking(start_server, tmp_p
     ("[app Web!]\ncommand = x\n", 2, "an app name is 1 to 23"),
     ("[app web]\ncommand = x\nready_path = /health\n", 2, "ready_path needs an address"),
     ("[app web]\nprocesses = 1\n", 2, "command = ... is required"),
+    ("[app web]\ncommand = PY APP ok {socket}\nlive_interval_ms = 500\n", 3,
+     "live_interval_ms needs a ready_path"),
+    ("[app web]\ncommand = PY APP ok {socket}\nlive_failures = 0\n", 3,
+     "key 'live_failures' = '0'"),
 ])
 def test_app_config_errors_name_file_line_and_key(tmp_path, body, where, what):
     conf = write_conf(tmp_path, body)
@@ -970,4 +974,33 @@ def test_app_output_bytes_stay_utf8_text_in_the_log(start_server, tmp_path):
     assert line.endswith("app web[1]: raw \\x9b[31m csi \\xff bad caf\u00e9 \\xc2\\x85 nel"), line
     with open(srv.stderr_path, "rb") as f:
         f.read().decode("utf-8")  # the whole log is UTF-8 text
+    assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.timeout(60)
+def test_a_hung_app_process_fails_its_liveness_probe_and_is_restarted(start_server, tmp_path):
+    """A process that stops answering (SIGSTOP: its socket still accepts) fails its liveness
+    probes (GET ready_path every live_interval_ms, 1 s each) and is killed and restarted after
+    live_failures in a row; the other one keeps serving."""
+    conf = write_conf(tmp_path, app_section("ok", extra="live_interval_ms = 300\n"
+                                            "live_failures = 2\n"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    hung = int(re.search(r"app web\[0\] pid=(\d+) started", srv.log()).group(1))
+    time.sleep(1.0)  # a few passed probes: nothing is said of them
+    assert "liveness" not in srv.log(), srv.log()[-2000:]
+    os.kill(hung, signal.SIGSTOP)
+    try:
+        wait_log(srv, r"app web\[0\] pid=%d failed its liveness probe \(GET /health: no "
+                      r"answer within 1000 ms; 1 in a row of 2\)" % hung, 10)
+        wait_log(srv, r"app web\[0\] pid=%d failed 2 liveness probes in a row; killing and "
+                      r"restarting it" % hung, 10)
+        assert wait_until(lambda: proc_stat(hung) is None, 10)
+    finally:
+        if proc_stat(hung) is not None:
+            os.kill(hung, signal.SIGCONT)
+
+    def row():
+        return get(srv.port, "/status").json()["apps"][0]
+    assert wait_until(lambda: row()["restarts"] == 1 and row()["ready"] == 2, 20), row()
     assert srv.stop() == 0, srv.log()
