@@ -87,9 +87,12 @@ lg_adopted_step(struct lg_adopted *a, int (*ours)(const void *arg, pid_t pid),
 		return 0;
 	pid_list(pids, stored, list, sizeof(list));
 	if (!a->killing && (immediate || (a->kill_at != 0 && now >= a->kill_at))) {
-		if (a->kill_at != 0)
+		if (a->kill_at != 0 && now >= a->kill_at)
 			log_warn("%d process(es) the apps left behind still running %llu ms after "
 			    "SIGTERM; SIGKILL: %s", n, (unsigned long long)a->grace_ms, list);
+		else if (a->kill_at != 0) /* an immediate stop (SIGQUIT) within the grace */
+			log_info("%d process(es) the apps left behind: immediate stop, SIGKILL: %s", n,
+			    list);
 		else
 			log_info("%d process(es) the apps left behind (reparented to the master): "
 			    "SIGKILL: %s", n, list);

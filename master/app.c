@@ -483,7 +483,7 @@ check_ready_timeout(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, u
     uint64_t *next)
 {
 	uint64_t limit = p->started_ns + r->conf.ready_timeout_ms * LG_NS_PER_MS;
-	char what[160];
+	char what[256];
 
 	if (p->pid <= 0 || p->ready || p->stopping)
 		return;
@@ -492,8 +492,10 @@ check_ready_timeout(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, u
 		return;
 	}
 	snprintf(what, sizeof(what), "process %d was not ready within ready_timeout_ms %llu "
-	    "(ready_path %.60s)", p->index, (unsigned long long)r->conf.ready_timeout_ms,
-	    r->conf.ready_path[0] ? r->conf.ready_path : "none: a connection");
+	    "(ready_path %.60s, each probe answered within probe_timeout_ms %llu)", p->index,
+	    (unsigned long long)r->conf.ready_timeout_ms,
+	    r->conf.ready_path[0] ? r->conf.ready_path : "none: a connection",
+	    (unsigned long long)r->conf.probe_timeout_ms);
 	if (!r->up) {
 		fail_run(s, r, what);
 		return;
@@ -537,6 +539,7 @@ tick_proc(struct lg_appsup *s, struct run *r, struct lg_app_proc *p, uint64_t no
 		    "restarting it", r->conf.name, p->index, (int)p->pid, p->live_fails);
 		kill(-p->pid, SIGKILL); /* a stopped process too; reaped and restarted as a death */
 		p->live_fails = 0;
+		p->live_at = UINT64_MAX; /* no probe of it until it is reaped */
 	}
 }
 

@@ -19,7 +19,7 @@
 /* The keys of an [app] section, in `given` bit order. */
 static const char *const keys[] = { "command", "processes", "env", "cwd", "user", "ready_path",
 	"ready_timeout_ms", "stop_grace_ms", "start_failures", "upstream", "live_interval_ms",
-	"live_failures", NULL };
+	"live_failures", "probe_timeout_ms", NULL };
 _Static_assert(sizeof(keys) / sizeof(keys[0]) == LG_APP_KEYS + 1, "key_line has a slot per key");
 
 void
@@ -131,6 +131,7 @@ app_of(struct lg_apps **apps, const char *name, const char *file, int line, cons
 	a->stop_grace_ms = 10000;
 	a->start_failures = 5;
 	a->live_failures = 3;
+	a->probe_timeout_ms = 1000;
 	return a;
 }
 
@@ -262,6 +263,9 @@ set_key(struct lg_app_conf *a, int k, const char *v, char *buf, size_t cap, cons
 		break;
 	case 11:
 		rc = lg_value_uint(v, 1, 1000, &a->live_failures, buf, cap);
+		break;
+	case 12:
+		rc = lg_value_duration_ms(v, 1, 3600000, &a->probe_timeout_ms, buf, cap);
 		break;
 	}
 	if (rc == -1)
@@ -538,7 +542,8 @@ lg_appconf_same(const struct lg_app_conf *a, const struct lg_app_conf *b)
 	    strcmp(a->user, b->user) == 0 && strcmp(a->ready_path, b->ready_path) == 0 &&
 	    strcmp(a->upstream, b->upstream) == 0 && a->ready_timeout_ms == b->ready_timeout_ms &&
 	    a->stop_grace_ms == b->stop_grace_ms && a->start_failures == b->start_failures &&
-	    a->live_interval_ms == b->live_interval_ms && a->live_failures == b->live_failures;
+	    a->live_interval_ms == b->live_interval_ms && a->live_failures == b->live_failures &&
+	    a->probe_timeout_ms == b->probe_timeout_ms;
 }
 
 int

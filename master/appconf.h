@@ -20,7 +20,7 @@
 #define LG_APP_CMD_LEN    8191 /* bytes of a command (a file's line may hold more:
                                 * master/options.c read_line) */
 #define LG_APP_CMD        (LG_APP_CMD_LEN + 1)
-#define LG_APP_KEYS       12   /* keys of an [app] section (command ... live_failures) */
+#define LG_APP_KEYS       13   /* keys of an [app] section (command ... probe_timeout_ms) */
 
 struct lg_app_conf {
 	char name[LG_APP_NAME];
@@ -39,6 +39,7 @@ struct lg_app_conf {
 	uint64_t start_failures;   /* deaths before ready in a row that give up */
 	uint64_t live_interval_ms; /* once ready, ready_path probed this often (0: never) */
 	uint64_t live_failures;    /* such probes failed in a row that restart the process */
+	uint64_t probe_timeout_ms; /* one probe (readiness or liveness), connect to answer */
 	int addr;                  /* LG_APP_ADDR_*: what its command names */
 	char file[256];            /* where its header is, for the checks after reading */
 	int line;

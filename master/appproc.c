@@ -23,7 +23,6 @@
 #include "master/memwatch.h"
 
 #define PROBE_RETRY_NS  (50 * LG_NS_PER_MS)
-#define PROBE_MAX_NS    (1000 * LG_NS_PER_MS)
 #define READ_BUDGET     (64 * 1024)
 
 /* In the child: the user's ids (only as root: without privilege they cannot change). */
@@ -191,6 +190,16 @@ emit(const char *name, struct lg_app_proc *p, struct lg_app_tail *tail, int cut)
 
 	if (n > 0 && p->line[n - 1] == '\r')
 		n--; /* a CRLF line end */
+	if (cut) { /* the cut falls in a UTF-8 sequence: the line ends before it */
+		const unsigned char *u = (const unsigned char *)p->line;
+		size_t k = n;
+		unsigned cp;
+
+		while (k > 0 && n - k < 3 && (u[k - 1] & 0xc0) == 0x80)
+			k--;
+		if (k > 0 && u[k - 1] >= 0xc0 && lg_utf8_seq(u + k - 1, n - k + 1, &cp) == 0)
+			n = k - 1;
+	}
 	escape_line(p, n, line);
 	log_info("app %s[%d]: %s%s", name, p->index, line, cut ? " [line cut]" : "");
 	snprintf(tail->line[tail->next % LG_APP_TAIL], sizeof(tail->line[0]), "%.199s", line);
@@ -351,7 +360,7 @@ lg_appproc_probe(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t no
 			*next = p->probe_at < *next ? p->probe_at : *next;
 			return;
 		}
-		p->probe_end = now + PROBE_MAX_NS;
+		p->probe_end = now + a->probe_timeout_ms * LG_NS_PER_MS;
 	}
 	r = probe_step(a, p);
 	if (r == 1) {
@@ -389,7 +398,7 @@ lg_appproc_live(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now
 			return 0;
 		}
 		p->live_at = now + every;
-		p->probe_end = now + PROBE_MAX_NS;
+		p->probe_end = now + a->probe_timeout_ms * LG_NS_PER_MS;
 		if ((p->probe = probe_connect(p)) == -1)
 			r = -1;
 		else if ((r = probe_step(a, p)) == 0) {
@@ -408,8 +417,9 @@ lg_appproc_live(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now
 	}
 	p->live_fails++;
 	log_warn("app %s[%d] pid=%d failed its liveness probe (GET %s: %s; %u in a row of %llu)",
-	    a->name, p->index, (int)p->pid, a->ready_path, r == 0 ? "no answer within 1000 ms" :
-	    "no 2xx answer", p->live_fails, (unsigned long long)a->live_failures);
+	    a->name, p->index, (int)p->pid, a->ready_path, r == 0 ? "no answer within "
+	    "probe_timeout_ms" : "no 2xx answer", p->live_fails,
+	    (unsigned long long)a->live_failures);
 	return p->live_fails >= a->live_failures;
 }
 

@@ -63,14 +63,14 @@ void lg_appproc_close_output(const char *name, struct lg_app_proc *p, struct lg_
 /* Advances p's readiness probe at now: connects to its address, sends GET a->ready_path
  * (HTTP/1.1, Connection: close) and reads the status line; a 2xx (or, without ready_path, an
  * accepted connection) sets p->ready. A failed attempt is retried 50 ms later; one attempt
- * lasts at most 1 s. Lowers *next. */
+ * lasts at most a->probe_timeout_ms. Lowers *next. */
 void lg_appproc_probe(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now,
     uint64_t *next);
 
 /* Advances p's liveness probe at now, once p is ready and a->live_interval_ms > 0 (which
  * lg_appconf_check allows only with a ready_path): every live_interval_ms the readiness probe's
- * GET of a->ready_path, passed by a 2xx within 1 s (Kubernetes' livenessProbe: periodSeconds,
- * timeoutSeconds 1, failureThreshold). A failure is logged. Returns 1 when a->live_failures
+ * GET of a->ready_path, passed by a 2xx within a->probe_timeout_ms (Kubernetes' livenessProbe:
+ * periodSeconds, timeoutSeconds, failureThreshold). A failure is logged. Returns 1 when a->live_failures
  * probes in a row failed (the caller kills and restarts p: hung, deadlocked, stopped), else 0.
  * Lowers *next. */
 int lg_appproc_live(const struct lg_app_conf *a, struct lg_app_proc *p, uint64_t now,

@@ -60,6 +60,7 @@ APP = textwrap.dedent(r'''
             sys.exit(0)
     if mode == "bytes":
         sys.stdout.buffer.write(b"raw \x9b[31m csi \xff bad caf\xc3\xa9 \xc2\x85 nel\n")
+        sys.stdout.buffer.write(b"cut " + b"A" * 1018 + "\U0001F600".encode() + b" tail\n")
         sys.stdout.buffer.flush()
     if mode == "chatty":
         sys.stdout.write("x" * 5000 + "\n")
@@ -72,6 +73,8 @@ APP = textwrap.dedent(r'''
         def do_GET(self):
             if self.path == "/die":
                 os._exit(4)
+            if mode == "slowhealth" and self.path == "/health":
+                time.sleep(1.3)  # over the default probe_timeout_ms
             if mode == "dieafter" and self.path == "/health":  # ready, then dead at once
                 import threading
                 threading.Timer(0.3, os._exit, (5,)).start()
@@ -972,6 +975,9 @@ def test_app_output_bytes_stay_utf8_text_in_the_log(start_server, tmp_path):
     wait_log(srv, r"app web\[1\]: raw ", 10)
     line = [l for l in srv.log().splitlines() if "app web[1]: raw " in l][0]
     assert line.endswith("app web[1]: raw \\x9b[31m csi \\xff bad caf\u00e9 \\xc2\\x85 nel"), line
+    # cut at 1023 bytes, within the emoji's 4: the line ends before it, not with \xf0
+    cut = [l for l in srv.log().splitlines() if "app web[1]: cut " in l][0]
+    assert cut.endswith("app web[1]: cut " + "A" * 1018 + " [line cut]"), cut[-60:]
     with open(srv.stderr_path, "rb") as f:
         f.read().decode("utf-8")  # the whole log is UTF-8 text
     assert srv.stop() == 0, srv.log()
@@ -992,10 +998,14 @@ def test_a_hung_app_process_fails_its_liveness_probe_and_is_restarted(start_serv
     os.kill(hung, signal.SIGSTOP)
     try:
         wait_log(srv, r"app web\[0\] pid=%d failed its liveness probe \(GET /health: no "
-                      r"answer within 1000 ms; 1 in a row of 2\)" % hung, 10)
+                      r"answer within probe_timeout_ms; 1 in a row of 2\)" % hung, 10)
         wait_log(srv, r"app web\[0\] pid=%d failed 2 liveness probes in a row; killing and "
                       r"restarting it" % hung, 10)
         assert wait_until(lambda: proc_stat(hung) is None, 10)
+        # probed no more once killed: no third failure of that pid
+        assert "pid=%d failed its liveness probe (GET /health: no answer within " \
+            "probe_timeout_ms; 3" % hung not in srv.log()
+        assert srv.log().count("pid=%d failed 2 liveness probes" % hung) == 1, srv.log()
     finally:
         if proc_stat(hung) is not None:
             os.kill(hung, signal.SIGCONT)
@@ -1004,3 +1014,18 @@ def test_a_hung_app_process_fails_its_liveness_probe_and_is_restarted(start_serv
         return get(srv.port, "/status").json()["apps"][0]
     assert wait_until(lambda: row()["restarts"] == 1 and row()["ready"] == 2, 20), row()
     assert srv.stop() == 0, srv.log()
+
+
+@pytest.mark.timeout(60)
+def test_a_slow_ready_path_needs_a_longer_probe_timeout(start_server, tmp_path):
+    """Each probe waits probe_timeout_ms (default 1 s) for the answer: a /health that takes
+    1.3 s is ready with 3 s, and the failed start-up says which limit applies without it."""
+    conf = write_conf(tmp_path, app_section("slowhealth", extra="probe_timeout_ms = 3000\n"))
+    srv = start_server("-c", str(conf), start_timeout=30)
+    wait_log(srv, r"ready: generation 1", 20)
+    assert srv.stop() == 0, srv.log()
+    section = app_section("slowhealth").replace("ready_timeout_ms = 8000",
+                                                "ready_timeout_ms = 3000")
+    rc, took, err = run_failing(tmp_path, write_conf(tmp_path, section), 40)
+    assert rc == 1, err
+    assert "each probe answered within probe_timeout_ms 1000" in err, err
