@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/limits.h"
@@ -378,38 +379,6 @@ lg_appconf_check(const struct lg_apps *apps, char *err, size_t cap)
 	return 0;
 }
 
-/* Whether the file at path (stat'ed into st) is one execve(2) runs for pw (NULL: this
- * process): a regular file with the execute bit of its owner, group or others as pw falls
- * among them (root: any of them; access(2) for this process). Returns 0, or -1 with why. */
-static int
-may_exec(const char *path, const struct passwd *pw, const char **why)
-{
-	struct stat st;
-	gid_t groups[64];
-	int n = 64;
-	mode_t bit = S_IXOTH;
-
-	if (stat(path, &st) == -1) {
-		*why = strerror(errno);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*why = "not a regular file";
-		return -1;
-	}
-	if (pw == NULL || pw->pw_uid == geteuid()) {
-		*why = access(path, X_OK) == 0 ? NULL : "not executable (no execute permission)";
-		return *why == NULL ? 0 : -1;
-	}
-	if (st.st_uid == pw->pw_uid)
-		bit = S_IXUSR;
-	else if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) != -1)
-		for (int i = 0; i < n; i++)
-			bit = groups[i] == st.st_gid ? S_IXGRP : bit;
-	*why = st.st_mode & bit ? NULL : "not executable by its user";
-	return *why == NULL ? 0 : -1;
-}
-
 /* dir/file into out (cap bytes), dir "" or file absolute: file alone; dir taken from cwd
  * ("" this process's) when relative, as the child's chdir makes it. */
 static void
@@ -421,6 +390,86 @@ join(const char *cwd, const char *dir, const char *file, char *out, size_t cap)
 		snprintf(out, cap, "%s/%s", dir[0] ? dir : ".", file);
 	else
 		snprintf(out, cap, "%s/%s%s%s", cwd, dir, dir[0] ? "/" : "", file);
+}
+
+/* The interpreter a script at path names ("#!", execve(2) "Interpreter scripts") into out
+ * (cap bytes), taken from cwd when relative as the kernel does; "" when path is no script or
+ * cannot be read by this process. */
+static void
+script_interp(const char *path, const char *cwd, char *out, size_t cap)
+{
+	char head[256];
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	out[0] = '\0';
+	if (f == NULL)
+		return;
+	n = fread(head, 1, sizeof(head) - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	if (n > 2 && head[0] == '#' && head[1] == '!') {
+		char *i = head + 2 + strspn(head + 2, " \t");
+
+		i[strcspn(i, " \t\r\n")] = '\0';
+		if (i[0] != '\0')
+			join(cwd, "", i, out, cap);
+	}
+}
+
+/* Why execve(2) of path (a script's interpreter interp, "" none) fails for the calling
+ * process, as an index of exec_why; 0 when it would run. access(2) checks as the real ids:
+ * the execute bit, every directory on the way searchable; a script must be readable too (its
+ * interpreter opens it). */
+static const char *const exec_why[] = { NULL, "No such file or directory", "cannot be reached (a "
+	"directory on its path is not searchable by its user, or not a directory)", "not a regular file",
+	"not executable by its user (no execute permission)", "a script its user cannot read",
+	"a script whose interpreter (#!) is missing or not executable by its user",
+	"cannot take its user's ids here" };
+
+static int
+exec_check(const char *path, const char *interp)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1)
+		return errno == ENOENT ? 1 : 2;
+	if (!S_ISREG(st.st_mode))
+		return 3;
+	if (access(path, X_OK) == -1)
+		return 4;
+	if (interp[0] != '\0' && access(path, R_OK) == -1)
+		return 5;
+	if (interp[0] != '\0' && access(interp, X_OK) == -1)
+		return 6;
+	return 0;
+}
+
+/* Whether execve(2) of path (from cwd) succeeds for pw (NULL: this process), as exec_check
+ * in a child that took pw's groups and ids first, as become_user does at start (appproc.c).
+ * Returns 0, or -1 with why. */
+static int
+may_exec(const char *path, const char *cwd, const struct passwd *pw, const char **why)
+{
+	char interp[2 * LG_APP_STR + 8];
+	int rc, status;
+	pid_t pid;
+
+	script_interp(path, cwd, interp, sizeof(interp));
+	if (pw == NULL || pw->pw_uid == geteuid()) {
+		rc = exec_check(path, interp);
+	} else if ((pid = fork()) == 0) {
+		if (initgroups(pw->pw_name, pw->pw_gid) == -1 || setgid(pw->pw_gid) == -1 ||
+		    setuid(pw->pw_uid) == -1)
+			_exit(7);
+		_exit(exec_check(path, interp));
+	} else if (pid == -1 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+		rc = 0; /* not told: start-up will */
+	} else {
+		rc = WEXITSTATUS(status) < 8 ? WEXITSTATUS(status) : 0;
+	}
+	*why = exec_why[rc];
+	return rc == 0 ? 0 : -1;
 }
 
 /* The PATH execvp(3) searches in the child: the last env line PATH= (setenv in order), else
@@ -449,7 +498,7 @@ host_program(const struct lg_app_conf *a, const struct passwd *pw, char *err, si
 		return 0; /* known at start only */
 	if (strchr(prog, '/') != NULL) {
 		join(a->cwd, "", prog, path, sizeof(path));
-		if (may_exec(path, pw, &why) == 0)
+		if (may_exec(path, a->cwd, pw, &why) == 0)
 			return 0;
 		snprintf(err, cap, "%s:%d: [app %s]: command: program %s: %s (start-up would fail "
 		    "with 'cannot run')", a->file, line, a->name, path, why);
@@ -460,7 +509,7 @@ host_program(const struct lg_app_conf *a, const struct passwd *pw, char *err, si
 
 		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p, ":"), p); /* "" is "." */
 		join(a->cwd, dir, prog, path, sizeof(path));
-		if (may_exec(path, pw, &why) == 0)
+		if (may_exec(path, a->cwd, pw, &why) == 0)
 			return 0;
 		if (p[strcspn(p, ":")] == '\0')
 			break;

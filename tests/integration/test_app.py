@@ -5,9 +5,11 @@ after stop_grace_ms (issue 38). The apps are small stdlib servers written by the
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -203,10 +205,15 @@ def test_a_lone_app_process_that_dies_before_ready_fails_the_start_up(tmp_path, 
     # must still reach the master (it was freed with its run, and the master went ready)
     section = app_section("crash", extra="start_failures = 2\n").replace("processes = 2",
                                                                          "processes = 1")
-    if mode == "missing":  # exec fails in the child: an interpreter that is gone (-t
-        # refuses a missing program; this one is there, its #! line is not)
+    if mode == "missing":  # exec fails in the child: -t refuses a missing program or #!
+        # interpreter; this one is an executable whose dynamic loader (PT_INTERP) is gone,
+        # as a binary built for another libc
+        elf = open("/bin/true", "rb").read()
+        loader = b"/lib64/ld-linux-x86-64.so.2"
+        if loader not in elf:
+            pytest.skip("/bin/true names no %s" % loader.decode())
         prog = tmp_path / "app-binary"
-        prog.write_text("#!/nonexistent/interpreter\n")
+        prog.write_bytes(elf.replace(loader, loader[:-1] + b"9"))
         prog.chmod(0o755)
         section = section.replace("PY APP crash", str(prog))
     rc, took, err = run_failing(tmp_path, write_conf(tmp_path, section), 20)
@@ -398,12 +405,32 @@ def test_test_config_resolves_user_cwd_and_program_as_start_up(tmp_path):
     assert p.returncode == 1 and "%s:6: [app web]: user = nosuchuser: no such user" % conf \
         in p.stderr.decode(), p.stderr.decode()
     conf = write_conf(tmp_path, "[app web]\ncommand = %s ok {socket}\nuser = nobody\n" % run)
-    p = run_t(conf)
-    assert p.returncode == 1 and "not executable by its user" in p.stderr.decode(), \
-        p.stderr.decode()
-    run.chmod(0o755)
-    p = run_t(conf)
-    assert p.returncode == 0, p.stderr.decode()
+    p = run_t(conf)  # pytest's directories are root's only (0700)
+    assert p.returncode == 1 and "cannot be reached (a directory on its path is not " \
+        "searchable by its user" in p.stderr.decode(), p.stderr.decode()
+    shared = tempfile.mkdtemp(prefix="lagless-user-")  # one nobody may enter
+    try:
+        os.chmod(shared, 0o755)
+        run = os.path.join(shared, "run.sh")
+        with open(run, "w") as f:
+            f.write("#!/bin/sh\nexec %s \"$@\"\n" % PY)
+        conf = write_conf(tmp_path, "[app web]\ncommand = %s ok {socket}\nuser = nobody\n"
+                          % run)
+        for mode, what in ((0o700, "not executable by its user"),
+                           (0o711, "a script its user cannot read"), (0o755, None)):
+            os.chmod(run, mode)
+            p = run_t(conf)
+            if what is None:
+                assert p.returncode == 0, p.stderr.decode()
+            else:
+                assert p.returncode == 1 and what in p.stderr.decode(), (mode, p.stderr)
+        with open(run, "w") as f:
+            f.write("#!/nonexistent/sh\n")
+        p = run_t(conf)
+        assert p.returncode == 1 and "a script whose interpreter (#!) is missing" in \
+            p.stderr.decode(), p.stderr.decode()
+    finally:
+        shutil.rmtree(shared)
 
 
 @pytest.mark.timeout(30)
