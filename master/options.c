@@ -142,7 +142,8 @@ empty_section(struct file_ctx *fc)
 		snprintf(fc->why, sizeof(fc->why), strncmp(s, "route ", 6) == 0 ?
 		    "%s: needs kind = ... or handler = ... (a section without keys)" :
 		    strncmp(s, "module ", 7) == 0 ? "%s: no 'path' key (the .so file)" :
-		    strncmp(s, "upstream ", 9) == 0 ? "[%s]: no 'server' key (a section without keys)" :
+		    strncmp(s, "upstream ", 9) == 0 ? "[%s]: a section without keys: give it its "
+		    "server = ... lines, or app = NAME to take an app's processes" :
 		    strncmp(s, "app ", 4) == 0 ? "[%s]: command = ... is required (a section "
 		    "without keys)" :
 		    "[%s]: compute = N or P%% is required (a section without keys)", s);

@@ -311,6 +311,8 @@ def test_app_output_reaches_the_log_by_line_without_blocking(start_server, tmp_p
      "live_interval_ms needs a ready_path"),
     ("[app web]\ncommand = PY APP ok {socket}\nlive_failures = 0\n", 3,
      "key 'live_failures' = '0'"),
+    ("[upstream web]\n", 1, "[upstream web]: a section without keys: give it its server = ... "
+     "lines, or app = NAME to take an app's processes"),
 ])
 def test_app_config_errors_name_file_line_and_key(tmp_path, body, where, what):
     conf = write_conf(tmp_path, body)
